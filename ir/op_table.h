@@ -1,0 +1,80 @@
+// The op table: one OpInfo per op in ir/ops.def, with arity, traits, accepted dtypes,
+// attribute schema and the shape/dtype rule. The eager dispatcher, the gradient tape and
+// (later) the tracer, verifier, printer, parser and codegen all key off this table.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "ir/attrs.h"
+#include "ir/tensor_type.h"
+
+namespace kiln {
+
+enum class OpKind : uint16_t {
+#define KILN_OP(e, name, arity, traits, dtypes, attrs, rule) e,
+#include "ir/ops.def"
+#undef KILN_OP
+};
+
+inline constexpr int kNumOps = 0
+#define KILN_OP(e, name, arity, traits, dtypes, attrs, rule) +1
+#include "ir/ops.def"
+#undef KILN_OP
+    ;
+
+// Op traits (bit flags).
+enum OpTrait : uint32_t {
+  kNone = 0,
+  kElementwise = 1u << 0,     // output[i] depends only on inputs at i (after broadcasting)
+  kReduction = 1u << 1,       // reduces over axes
+  kCommutative = 1u << 2,     // f(a, b) == f(b, a)
+  kSideEffecting = 1u << 3,   // must not be removed or reordered (variable updates)
+  kRandom = 1u << 4,          // output depends on a seed input
+  kLayout = 1u << 5,          // moves data without arithmetic
+  kContraction = 1u << 6,     // matmul / convolution: library GEMM territory
+  kTranscendental = 1u << 7,  // expensive per element (exp, log, tanh ...): never duplicate
+  kNoGradient = 1u << 8,      // not differentiable (comparisons, argmax, random, one_hot)
+};
+
+// Which input dtypes an op accepts.
+enum class DTypeClass : uint8_t { Float, Numeric, Bool, Any };
+bool dtype_in_class(DType t, DTypeClass c);
+std::string_view dtype_class_description(DTypeClass c);
+
+struct AttrSpec {
+  std::string name;
+  AttrKind kind;
+};
+
+struct OpInfo;
+// A shape/dtype rule: checks inputs and attributes, returns the output type, throws
+// kiln::Error naming the op and the offending shapes/values otherwise.
+using ShapeRule = TensorType (*)(const OpInfo& op, std::span<const TensorType> inputs,
+                                 const Attrs& attrs);
+
+struct OpInfo {
+  OpKind kind;
+  const char* name;
+  int arity;  // -1: variadic (one or more)
+  uint32_t traits;
+  DTypeClass dtypes;
+  std::vector<AttrSpec> attrs;
+  ShapeRule rule;
+
+  bool has(OpTrait t) const { return (traits & t) != 0; }
+};
+
+const OpInfo& op_info(OpKind kind);
+inline const char* op_name(OpKind kind) { return op_info(kind).name; }
+std::optional<OpKind> find_op(std::string_view name);
+std::span<const OpInfo> all_ops();
+
+// Checks arity, input dtypes and attributes against the table, then runs the shape rule.
+// This is the single entry point every execution mode uses to type an op call.
+TensorType infer_type(OpKind kind, std::span<const TensorType> inputs, const Attrs& attrs);
+
+}  // namespace kiln

@@ -1,0 +1,22 @@
+// Internal: each kernel family file adds its kernels to the table (called once, in order).
+#pragma once
+
+#include <array>
+
+#include "runtime/kernels.h"
+
+namespace kiln::runtime {
+
+using KernelTable = std::array<KernelFn, kNumOps>;
+
+void register_elementwise_kernels(KernelTable& t);
+void register_reduce_kernels(KernelTable& t);
+void register_softmax_kernels(KernelTable& t);
+void register_matmul_kernels(KernelTable& t);
+void register_conv_kernels(KernelTable& t);
+void register_pool_kernels(KernelTable& t);
+void register_layout_kernels(KernelTable& t);
+void register_gather_kernels(KernelTable& t);
+void register_random_kernels(KernelTable& t);
+
+}  // namespace kiln::runtime

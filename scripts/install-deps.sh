@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package that kiln's build, tests and benchmarks need.
+# Skips packages that are already installed; needs root (or sudo) and Debian's mirror.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config git
+  llvm-19-dev llvm-19-tools libzstd-dev libedit-dev libxml2-dev libffi-dev
+  libeigen3-dev libtbb-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  zlib1g-dev libfmt-dev nlohmann-json3-dev libcli11-dev
+  python3 clang-format
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
