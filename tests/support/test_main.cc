@@ -1,0 +1,7 @@
+// GoogleTest entry point for kiln_tests.
+#include <gtest/gtest.h>
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
