@@ -1,0 +1,113 @@
+#include "frontend/creation.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "frontend/dispatch.h"
+
+namespace kiln {
+
+Tensor full(const Shape& shape, double value, DType dtype) {
+  runtime::Array a = runtime::Array::empty(dtype, shape);
+  visit_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T v = static_cast<T>(value);
+    T* p = a.data<T>();
+    std::fill(p, p + a.size(), v);
+  });
+  return Tensor(std::move(a));
+}
+
+Tensor zeros(const Shape& shape, DType dtype) {
+  return Tensor(runtime::Array::zeros(dtype, shape));
+}
+Tensor ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
+Tensor zeros_like(const Tensor& x) { return zeros(x.shape(), x.dtype()); }
+Tensor ones_like(const Tensor& x) { return ones(x.shape(), x.dtype()); }
+Tensor full_like(const Tensor& x, double value) { return full(x.shape(), value, x.dtype()); }
+Tensor scalar(double value, DType dtype) { return full(Shape{}, value, dtype); }
+
+Tensor arange(double start, double stop, double step, DType dtype) {
+  if (step == 0 || !std::isfinite(step) || !std::isfinite(start) || !std::isfinite(stop))
+    throw Error(fmt::format("arange: start {}, stop {} and step {} must be finite and step "
+                            "non-zero",
+                            start, stop, step));
+  int64_t n = std::max<int64_t>(0, int64_t(std::ceil((stop - start) / step)));
+  runtime::Array a = runtime::Array::empty(dtype, Shape{n});
+  visit_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = a.data<T>();
+    for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(start + double(i) * step);
+  });
+  return Tensor(std::move(a));
+}
+
+namespace detail {
+Tensor tensor_from_bytes(DType dtype, const Shape& shape, const void* data, size_t count) {
+  if (int64_t(count) != shape.num_elements())
+    throw Error(fmt::format("tensor: got {} values for shape {}, which holds {}", count,
+                            shape.to_string(), shape.num_elements()));
+  runtime::Array a = runtime::Array::empty(dtype, shape);
+  if (count) std::memcpy(a.raw(), data, count * dtype_size(dtype));
+  return Tensor(std::move(a));
+}
+}  // namespace detail
+
+Tensor tensor(const std::vector<double>& data, const Shape& shape, DType dtype) {
+  if (int64_t(data.size()) != shape.num_elements())
+    throw Error(fmt::format("tensor: got {} values for shape {}, which holds {}", data.size(),
+                            shape.to_string(), shape.num_elements()));
+  runtime::Array a = runtime::Array::empty(dtype, shape);
+  visit_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = a.data<T>();
+    for (size_t i = 0; i < data.size(); ++i) p[i] = static_cast<T>(data[i]);
+  });
+  return Tensor(std::move(a));
+}
+
+namespace {
+Tensor seed_tensor(int64_t seed) { return tensor(std::vector<int64_t>{seed}, Shape{}); }
+}  // namespace
+
+Tensor random_uniform(const Shape& shape, int64_t seed, double minval, double maxval,
+                      DType dtype) {
+  Attrs attrs{{"shape", shape.to_vector()}, {"dtype", dtype}, {"minval", minval},
+              {"maxval", maxval}};
+  return detail::apply(OpKind::RandomUniform, {seed_tensor(seed)}, attrs);
+}
+
+Tensor random_normal(const Shape& shape, int64_t seed, double mean, double stddev, DType dtype) {
+  Attrs attrs{{"shape", shape.to_vector()}, {"dtype", dtype}, {"mean", mean},
+              {"stddev", stddev}};
+  return detail::apply(OpKind::RandomNormal, {seed_tensor(seed)}, attrs);
+}
+
+Tensor random_integers(const Shape& shape, int64_t seed, int64_t minval, int64_t maxval,
+                       DType dtype) {
+  Attrs attrs{{"shape", shape.to_vector()}, {"dtype", dtype}, {"minval", minval},
+              {"maxval", maxval}};
+  return detail::apply(OpKind::RandomInt, {seed_tensor(seed)}, attrs);
+}
+
+int64_t Generator::next_seed() {
+  // splitmix64 of (seed, counter): well-mixed, distinct seeds for consecutive draws.
+  uint64_t z = seed_ + 0x9E3779B97F4A7C15ull * (++counter_);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return int64_t(z ^ (z >> 31));
+}
+
+Tensor Generator::uniform(const Shape& shape, double minval, double maxval, DType dtype) {
+  return random_uniform(shape, next_seed(), minval, maxval, dtype);
+}
+Tensor Generator::normal(const Shape& shape, double mean, double stddev, DType dtype) {
+  return random_normal(shape, next_seed(), mean, stddev, dtype);
+}
+Tensor Generator::integers(const Shape& shape, int64_t minval, int64_t maxval, DType dtype) {
+  return random_integers(shape, next_seed(), minval, maxval, dtype);
+}
+
+}  // namespace kiln

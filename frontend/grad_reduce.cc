@@ -1,0 +1,86 @@
+// Gradient rules of reductions and of the softmax family.
+#include "frontend/creation.h"
+#include "frontend/gradients.h"
+#include "frontend/ops.h"
+#include "ir/shape_rules.h"
+
+namespace kiln::detail {
+namespace {
+
+using Grads = std::vector<Tensor>;
+
+struct Reduced {
+  std::vector<int> axes;
+  Shape kept;  // input shape with reduced axes set to 1
+};
+
+Reduced reduced(const GradContext& c) {
+  const Shape& s = c.inputs[0].shape();
+  const char* name = op_name(c.kind);
+  Reduced r{rules::reduction_axes(c.attrs.get_ints("axes", name), s.rank(), name), {}};
+  r.kept = rules::reduced_shape(s, r.axes, /*keepdims=*/true);
+  return r;
+}
+
+// `t` (a reduction result, with or without keepdims) reshaped so it broadcasts against x.
+Tensor keep(const Tensor& t, const Reduced& r) { return reshape(t, r.kept.to_vector()); }
+
+Grads sum_grad(const GradContext& c) {
+  Reduced r = reduced(c);
+  return Grads{broadcast_to(keep(c.grad, r), c.inputs[0].shape())};
+}
+
+Grads mean_grad(const GradContext& c) {
+  Reduced r = reduced(c);
+  int64_t count = 1;
+  for (int a : r.axes) count *= c.inputs[0].shape()[a];
+  Tensor g = keep(c.grad, r) * (1.0 / double(count > 0 ? count : 1));
+  return Grads{broadcast_to(g, c.inputs[0].shape())};
+}
+
+// max/min: the gradient is shared equally by the elements equal to the extreme value.
+Grads extreme_grad(const GradContext& c) {
+  Reduced r = reduced(c);
+  const Tensor& x = c.inputs[0];
+  Tensor hit = equal(x, keep(c.output, r));
+  Tensor count = sum(cast(hit, x.dtype()), Axes(r.axes.begin(), r.axes.end()), true);
+  return Grads{where(hit, keep(c.grad, r) / count, scalar(0, x.dtype()))};
+}
+
+// d prod / d x_i = prod / x_i. (Inputs containing zeros get inf/nan gradients at the zeros.)
+Grads prod_grad(const GradContext& c) {
+  Reduced r = reduced(c);
+  return Grads{keep(c.grad, r) * keep(c.output, r) / c.inputs[0]};
+}
+
+Grads logsumexp_grad(const GradContext& c) {
+  Reduced r = reduced(c);
+  return Grads{keep(c.grad, r) * exp(c.inputs[0] - keep(c.output, r))};
+}
+
+Grads softmax_grad(const GradContext& c) {
+  int64_t axis = c.attrs.get_int("axis", "softmax");
+  const Tensor& y = c.output;
+  return Grads{y * (c.grad - sum(c.grad * y, {axis}, true))};
+}
+
+Grads log_softmax_grad(const GradContext& c) {
+  int64_t axis = c.attrs.get_int("axis", "log_softmax");
+  return Grads{c.grad - exp(c.output) * sum(c.grad, {axis}, true)};
+}
+
+}  // namespace
+
+void register_reduce_gradients(GradTable& t) {
+  auto set = [&](OpKind k, GradRule r) { t[size_t(k)] = r; };
+  set(OpKind::Sum, sum_grad);
+  set(OpKind::Mean, mean_grad);
+  set(OpKind::Max, extreme_grad);
+  set(OpKind::Min, extreme_grad);
+  set(OpKind::Prod, prod_grad);
+  set(OpKind::LogSumExp, logsumexp_grad);
+  set(OpKind::Softmax, softmax_grad);
+  set(OpKind::LogSoftmax, log_softmax_grad);
+}
+
+}  // namespace kiln::detail

@@ -1,0 +1,198 @@
+#include "frontend/gradient_tape.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "frontend/creation.h"
+#include "frontend/gradients.h"
+#include "frontend/ops.h"
+#include "frontend/tape_recorder.h"
+
+namespace kiln {
+
+namespace {
+struct OpRecord {
+  OpKind kind;
+  Attrs attrs;
+  std::vector<Tensor> inputs;
+  Tensor output;
+};
+}  // namespace
+
+struct GradientTape::State {
+  bool persistent = false;
+  bool recording = true;
+  bool used = false;
+  std::unordered_set<uint64_t> tracked;  // watched tensors and outputs of recorded ops
+  std::vector<Tensor> watched;
+  std::vector<OpRecord> records;
+};
+
+namespace {
+
+thread_local std::vector<GradientTape::State*> t_tapes;
+thread_local int t_recording = 0;  // number of tapes on this thread that are recording
+
+void set_recording(GradientTape::State& s, bool on) {
+  if (s.recording == on) return;
+  s.recording = on;
+  t_recording += on ? 1 : -1;
+}
+
+}  // namespace
+
+namespace detail {
+
+bool tapes_recording() { return t_recording > 0; }
+
+void record_on_tapes(OpKind kind, const Attrs& attrs, std::span<const Tensor> inputs,
+                     const Tensor& output) {
+  if (!is_floating(output.dtype())) return;  // integer and bool values carry no gradient
+  if (op_info(kind).has(kNoGradient)) return;
+  for (GradientTape::State* tape : t_tapes) {
+    if (!tape->recording) continue;
+    bool watched = std::any_of(inputs.begin(), inputs.end(),
+                               [&](const Tensor& t) { return tape->tracked.count(t.id()) > 0; });
+    if (!watched) continue;
+    tape->records.push_back(OpRecord{kind, attrs, {inputs.begin(), inputs.end()}, output});
+    tape->tracked.insert(output.id());
+  }
+}
+
+}  // namespace detail
+
+GradientTape::GradientTape(bool persistent) : state_(std::make_unique<State>()) {
+  state_->persistent = persistent;
+  t_tapes.push_back(state_.get());
+  ++t_recording;
+}
+
+GradientTape::~GradientTape() {
+  set_recording(*state_, false);
+  auto it = std::find(t_tapes.begin(), t_tapes.end(), state_.get());
+  if (it != t_tapes.end()) t_tapes.erase(it);
+}
+
+bool GradientTape::persistent() const { return state_->persistent; }
+
+void GradientTape::watch(const Tensor& x) {
+  if (!x.defined()) throw Error("GradientTape::watch: the tensor is undefined");
+  if (!is_floating(x.dtype()))
+    throw Error(fmt::format("GradientTape::watch: only floating tensors have gradients; got {} "
+                            "{} (cast it to float32 first)",
+                            dtype_name(x.dtype()), x.shape().to_string()));
+  if (state_->tracked.insert(x.id()).second) state_->watched.push_back(x);
+}
+
+void GradientTape::watch(const std::vector<Tensor>& xs) {
+  for (const Tensor& x : xs) watch(x);
+}
+
+std::vector<Tensor> GradientTape::watched() const { return state_->watched; }
+
+void GradientTape::reset() {
+  state_->tracked.clear();
+  state_->watched.clear();
+  state_->records.clear();
+  state_->used = false;
+}
+
+GradientTape::StopRecording::StopRecording(GradientTape& tape)
+    : tape_(tape), was_recording_(tape.state_->recording) {
+  set_recording(*tape_.state_, false);
+}
+
+GradientTape::StopRecording::~StopRecording() { set_recording(*tape_.state_, was_recording_); }
+
+Tensor GradientTape::gradient(const Tensor& target, const Tensor& source,
+                              UnconnectedGradients unconnected) {
+  return gradient(target, std::vector<Tensor>{source}, unconnected)[0];
+}
+
+std::vector<Tensor> GradientTape::gradient(const Tensor& target,
+                                           const std::vector<Tensor>& sources,
+                                           UnconnectedGradients unconnected,
+                                           const Tensor& output_gradient) {
+  State& s = *state_;
+  if (s.used && !s.persistent)
+    throw Error("GradientTape::gradient can only be called once on a non-persistent tape; "
+                "create it with GradientTape(/*persistent=*/true) to call it more than once");
+  if (!target.defined()) throw Error("GradientTape::gradient: the target is undefined");
+  if (!is_floating(target.dtype()))
+    throw Error(fmt::format("GradientTape::gradient: the target must be floating, got {} {}",
+                            dtype_name(target.dtype()), target.shape().to_string()));
+  for (size_t i = 0; i < sources.size(); ++i)
+    if (!sources[i].defined())
+      throw Error(fmt::format("GradientTape::gradient: source {} is undefined", i));
+  Tensor seed = output_gradient.defined() ? output_gradient : ones_like(target);
+  if (!(seed.type() == target.type()))
+    throw Error(fmt::format("GradientTape::gradient: output_gradient is {}, but the target is {}",
+                            seed.type().to_string(), target.type().to_string()));
+
+  // The backward pass is not recorded by this tape (outer tapes do record it).
+  StopRecording pause(*this);
+  s.used = true;
+
+  // Forward sweep: which recorded ops depend on a source.
+  std::unordered_set<uint64_t> relevant;
+  for (const Tensor& src : sources) relevant.insert(src.id());
+  std::vector<bool> on_path(s.records.size(), false);
+  for (size_t r = 0; r < s.records.size(); ++r) {
+    for (const Tensor& in : s.records[r].inputs)
+      if (relevant.count(in.id())) on_path[r] = true;
+    if (on_path[r]) relevant.insert(s.records[r].output.id());
+  }
+
+  // Backward sweep in reverse recording order (a valid reverse topological order).
+  std::unordered_map<uint64_t, Tensor> grads;
+  grads[target.id()] = seed;
+  std::unordered_set<uint64_t> source_ids;
+  for (const Tensor& src : sources) source_ids.insert(src.id());
+  for (size_t r = s.records.size(); r-- > 0;) {
+    if (!on_path[r]) continue;
+    const OpRecord& rec = s.records[r];
+    auto it = grads.find(rec.output.id());
+    if (it == grads.end()) continue;
+    Tensor g = it->second;
+    if (!source_ids.count(rec.output.id())) grads.erase(it);
+    detail::GradRule rule = detail::gradient_rule(rec.kind);
+    if (!rule)
+      throw Error(fmt::format("GradientTape::gradient: op \"{}\" has no gradient rule, so kiln "
+                              "cannot differentiate through it (for max_pool2d_grad: "
+                              "second-order gradients of max pooling are not supported)",
+                              op_name(rec.kind)));
+    std::vector<bool> needs(rec.inputs.size());
+    for (size_t i = 0; i < rec.inputs.size(); ++i)
+      needs[i] = is_floating(rec.inputs[i].dtype()) && relevant.count(rec.inputs[i].id()) > 0;
+    std::vector<Tensor> in_grads =
+        rule(detail::GradContext{rec.kind, rec.attrs, rec.inputs, rec.output, g, needs});
+    for (size_t i = 0; i < rec.inputs.size(); ++i) {
+      if (!needs[i] || i >= in_grads.size() || !in_grads[i].defined()) continue;
+      const Tensor& in = rec.inputs[i];
+      KILN_ASSERT(in_grads[i].type() == in.type(),
+                  fmt::format("gradient rule of {} returned {} for input {} of type {}",
+                              op_name(rec.kind), in_grads[i].type().to_string(), i,
+                              in.type().to_string()));
+      auto [slot, fresh] = grads.try_emplace(in.id(), in_grads[i]);
+      if (!fresh) slot->second = slot->second + in_grads[i];
+    }
+  }
+
+  std::vector<Tensor> out;
+  for (const Tensor& src : sources) {
+    auto it = grads.find(src.id());
+    if (it != grads.end()) out.push_back(it->second);
+    else if (unconnected == UnconnectedGradients::kZero) out.push_back(zeros_like(src));
+    else out.push_back(Tensor());
+  }
+  if (!s.persistent) {
+    s.records.clear();
+    s.records.shrink_to_fit();
+  }
+  return out;
+}
+
+}  // namespace kiln

@@ -1,0 +1,68 @@
+// Contractions, convolutions, pooling and dropout.
+#include <fmt/format.h>
+
+#include "frontend/creation.h"
+#include "frontend/dispatch.h"
+#include "frontend/ops.h"
+
+namespace kiln {
+
+using detail::apply;
+
+Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
+  return apply(OpKind::MatMul, {a, b},
+               Attrs{{"transpose_a", transpose_a}, {"transpose_b", transpose_b}});
+}
+
+namespace {
+Attrs conv_attrs(const Axes& strides, const std::string& padding, const Axes& dilations) {
+  return Attrs{{"strides", strides}, {"dilations", dilations}, {"padding", padding}};
+}
+Attrs pool_attrs(const Axes& pool_size, const Axes& strides, const std::string& padding) {
+  return Attrs{{"pool_size", pool_size},
+               {"strides", strides.empty() ? pool_size : strides},
+               {"padding", padding}};
+}
+}  // namespace
+
+Tensor conv2d(const Tensor& input, const Tensor& filter, const Axes& strides,
+              const std::string& padding, const Axes& dilations) {
+  return apply(OpKind::Conv2D, {input, filter}, conv_attrs(strides, padding, dilations));
+}
+
+Tensor conv2d_backprop_input(const Shape& input_shape, const Tensor& filter,
+                             const Tensor& out_grad, const Axes& strides,
+                             const std::string& padding, const Axes& dilations) {
+  Attrs attrs = conv_attrs(strides, padding, dilations);
+  attrs.set("input_shape", input_shape.to_vector());
+  return apply(OpKind::Conv2DBackpropInput, {filter, out_grad}, attrs);
+}
+
+Tensor conv2d_backprop_filter(const Tensor& input, const Shape& filter_shape,
+                              const Tensor& out_grad, const Axes& strides,
+                              const std::string& padding, const Axes& dilations) {
+  Attrs attrs = conv_attrs(strides, padding, dilations);
+  attrs.set("filter_shape", filter_shape.to_vector());
+  return apply(OpKind::Conv2DBackpropFilter, {input, out_grad}, attrs);
+}
+
+Tensor max_pool2d(const Tensor& x, const Axes& pool_size, const Axes& strides,
+                  const std::string& padding) {
+  return apply(OpKind::MaxPool2D, {x}, pool_attrs(pool_size, strides, padding));
+}
+
+Tensor avg_pool2d(const Tensor& x, const Axes& pool_size, const Axes& strides,
+                  const std::string& padding) {
+  return apply(OpKind::AvgPool2D, {x}, pool_attrs(pool_size, strides, padding));
+}
+
+Tensor dropout(const Tensor& x, double rate, int64_t seed) {
+  if (!(rate >= 0 && rate < 1))
+    throw Error(fmt::format("dropout: rate must be in [0, 1), got {}", rate));
+  if (rate == 0) return x;
+  Tensor u = random_uniform(x.shape(), seed, 0, 1, x.dtype());
+  Tensor keep = greater_equal(u, scalar(rate, x.dtype()));
+  return where(keep, x * (1.0 / (1.0 - rate)), scalar(0, x.dtype()));
+}
+
+}  // namespace kiln

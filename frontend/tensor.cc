@@ -1,0 +1,54 @@
+#include "frontend/tensor.h"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <ostream>
+
+namespace kiln {
+namespace {
+std::atomic<uint64_t> g_next_id{1};
+}
+
+Tensor::Tensor(runtime::Array value)
+    : impl_(std::make_shared<const detail::TensorImpl>(
+          detail::TensorImpl{std::move(value), g_next_id.fetch_add(1, std::memory_order_relaxed)})) {}
+
+void Tensor::require_defined(const char* what) const {
+  if (!impl_)
+    throw Error(fmt::format("Tensor::{}: the tensor is undefined (default-constructed, or an "
+                            "unconnected gradient); check defined() first",
+                            what));
+}
+
+DType Tensor::dtype() const {
+  require_defined("dtype");
+  return impl_->value.dtype;
+}
+
+const Shape& Tensor::shape() const {
+  require_defined("shape");
+  return impl_->value.shape;
+}
+
+uint64_t Tensor::id() const {
+  require_defined("id");
+  return impl_->id;
+}
+
+const runtime::Array& Tensor::array() const {
+  require_defined("array");
+  return impl_->value;
+}
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.to_string(); }
+
+namespace detail {
+void throw_item_size(const Tensor& t) {
+  throw Error(fmt::format("item(): the tensor has shape {} ({} elements); item() needs exactly one "
+                          "element, use to_vector() instead",
+                          t.shape().to_string(), t.size()));
+}
+}  // namespace detail
+
+}  // namespace kiln

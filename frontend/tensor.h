@@ -1,0 +1,92 @@
+// kiln::Tensor: an immutable value with shared storage (copying a Tensor is cheap), a dtype
+// and a shape. In eager mode it holds concrete data; every op returns a new Tensor.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/tensor_type.h"
+#include "runtime/array.h"
+
+namespace kiln {
+
+namespace detail {
+struct TensorImpl;
+}
+
+class Tensor {
+ public:
+  // An undefined tensor (defined() == false): "no value", e.g. an unconnected gradient.
+  Tensor() = default;
+  // Wraps concrete data.
+  explicit Tensor(runtime::Array value);
+
+  bool defined() const { return impl_ != nullptr; }
+  DType dtype() const;
+  const Shape& shape() const;
+  int rank() const { return shape().rank(); }
+  int64_t size() const { return shape().num_elements(); }
+  TensorType type() const { return {dtype(), shape()}; }
+
+  // The single element of a tensor with exactly one element, converted to T.
+  template <typename T>
+  T item() const;
+  // All elements in row-major order, converted to T.
+  template <typename T>
+  std::vector<T> to_vector() const;
+  // Pointer to the elements; T must be the tensor's own element type.
+  template <typename T>
+  const T* data() const {
+    return array().data<T>();
+  }
+
+  // TensorFlow/numpy-style text: <Tensor shape=(2, 3) dtype=float32 [[...]]>; tensors with
+  // more than 1000 elements are summarised with "...".
+  std::string to_string() const;
+
+  // Unique id of this value (used by gradient tapes). Copies of a Tensor share the id.
+  uint64_t id() const;
+  const runtime::Array& array() const;
+
+ private:
+  void require_defined(const char* what) const;
+  std::shared_ptr<const detail::TensorImpl> impl_;
+};
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+namespace detail {
+
+struct TensorImpl {
+  runtime::Array value;
+  uint64_t id;
+};
+
+[[noreturn]] void throw_item_size(const Tensor& t);
+
+}  // namespace detail
+
+template <typename T>
+T Tensor::item() const {
+  if (size() != 1) detail::throw_item_size(*this);
+  return visit_dtype(dtype(), [&](auto tag) -> T {
+    using S = typename decltype(tag)::type;
+    return static_cast<T>(static_cast<const S*>(array().raw())[0]);
+  });
+}
+
+template <typename T>
+std::vector<T> Tensor::to_vector() const {
+  std::vector<T> out(static_cast<size_t>(size()));
+  visit_dtype(dtype(), [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    const S* p = static_cast<const S*>(array().raw());
+    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(p[i]);
+  });
+  return out;
+}
+
+}  // namespace kiln

@@ -1,0 +1,12 @@
+// Subcommands of the `kiln` program; each registers its options on the CLI11 app.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace kiln::tools {
+
+// `kiln demo`: a short eager session (ops, broadcasting, a gradient tape), printed.
+void add_demo_command(CLI::App& app);
+void run_demo();
+
+}  // namespace kiln::tools

@@ -1,0 +1,39 @@
+// The `kiln` program: prints its version and runs subcommands (see `kiln --help`).
+#include <iostream>
+
+#include "codegen/host_target.h"
+#include "kiln/kiln.h"
+#include "tools/commands.h"
+
+namespace {
+
+void print_version() {
+  std::cout << "kiln " << kiln::kVersion << " (LLVM " << kiln::codegen::llvm_version()
+            << ", host CPU " << kiln::codegen::host_cpu_name() << ", " << kiln::num_threads()
+            << " threads)\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kiln: a C++ deep-learning library and graph compiler"};
+  app.set_version_flag("--version", [] {
+    print_version();
+    return std::string();
+  });
+  kiln::tools::add_demo_command(app);
+  try {
+    app.parse(argc, argv);
+    if (app.get_subcommands().empty()) {
+      // No subcommand: version and the eager demo (the README's main job for now).
+      print_version();
+      kiln::tools::run_demo();
+    }
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const kiln::Error& e) {
+    std::cerr << "kiln: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
