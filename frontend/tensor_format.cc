@@ -75,6 +75,14 @@ std::string Tensor::to_string() const {
       FloatStyle style;
       for (int64_t o : offsets) style.observe(double(p[o]));
       for (size_t i = 0; i < offsets.size(); ++i) text[i] = style.format(double(p[offsets[i]]));
+      // Like numpy, pad trimmed decimals on the right so the decimal points line up.
+      size_t frac = 0;
+      for (const auto& t : text)
+        if (auto dot = t.find('.'); dot != std::string::npos && t.find('e') == std::string::npos)
+          frac = std::max(frac, t.size() - dot - 1);
+      for (auto& t : text)
+        if (auto dot = t.find('.'); dot != std::string::npos && t.find('e') == std::string::npos)
+          t.append(frac - (t.size() - dot - 1), ' ');
     } else if constexpr (std::is_same_v<T, bool>) {
       for (size_t i = 0; i < offsets.size(); ++i) text[i] = p[offsets[i]] ? "True" : "False";
     } else {

@@ -9,4 +9,8 @@ namespace kiln::tools {
 void add_demo_command(CLI::App& app);
 void run_demo();
 
+// `kiln ops`: the op table as a Markdown table.
+void add_ops_command(CLI::App& app);
+void print_op_table();
+
 }  // namespace kiln::tools

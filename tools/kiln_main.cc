@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
     return std::string();
   });
   kiln::tools::add_demo_command(app);
+  kiln::tools::add_ops_command(app);
   try {
     app.parse(argc, argv);
     if (app.get_subcommands().empty()) {

@@ -1,0 +1,10 @@
+# Fails unless docs/ops.md contains the current output of `kiln ops`.
+execute_process(COMMAND ${KILN} ops OUTPUT_VARIABLE table RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "`kiln ops` failed")
+endif()
+file(READ "${DOC}" doc)
+string(FIND "${doc}" "${table}" pos)
+if(pos EQUAL -1)
+  message(FATAL_ERROR "docs/ops.md is out of date: run scripts/gen-ops-doc.sh")
+endif()

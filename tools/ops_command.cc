@@ -1,0 +1,52 @@
+// `kiln ops`: prints the op table (name, arity, dtypes, traits, attributes) as a Markdown
+// table; docs/ops.md embeds its output.
+#include <iostream>
+#include <string>
+
+#include "ir/op_table.h"
+#include "tools/commands.h"
+
+namespace kiln::tools {
+namespace {
+
+std::string traits_text(const OpInfo& op) {
+  static const std::pair<OpTrait, const char*> names[] = {
+      {kElementwise, "elementwise"}, {kReduction, "reduction"},   {kCommutative, "commutative"},
+      {kSideEffecting, "side-effecting"}, {kRandom, "random"},    {kLayout, "layout"},
+      {kContraction, "contraction"}, {kTranscendental, "transcendental"},
+      {kNoGradient, "no-gradient"}};
+  std::string s;
+  for (const auto& [t, n] : names)
+    if (op.has(t)) s += (s.empty() ? "" : ", ") + std::string(n);
+  return s;
+}
+
+std::string dtypes_text(DTypeClass c) {
+  switch (c) {
+    case DTypeClass::Float: return "float";
+    case DTypeClass::Numeric: return "numeric";
+    case DTypeClass::Bool: return "bool";
+    case DTypeClass::Any: return "any";
+  }
+  return "?";
+}
+
+}  // namespace
+
+void print_op_table() {
+  std::cout << "| op | inputs | dtypes | traits | attributes |\n|---|---|---|---|---|\n";
+  for (const OpInfo& op : all_ops()) {
+    std::string attrs;
+    for (const AttrSpec& a : op.attrs)
+      attrs += (attrs.empty() ? "" : ", ") + a.name + ": " + std::string(attr_kind_name(a.kind));
+    std::cout << "| `" << op.name << "` | " << (op.arity < 0 ? "1+" : std::to_string(op.arity))
+              << " | " << dtypes_text(op.dtypes) << " | " << traits_text(op) << " | " << attrs
+              << " |\n";
+  }
+}
+
+void add_ops_command(CLI::App& app) {
+  app.add_subcommand("ops", "print the op table as Markdown")->callback([] { print_op_table(); });
+}
+
+}  // namespace kiln::tools
