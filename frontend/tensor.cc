@@ -11,8 +11,22 @@ std::atomic<uint64_t> g_next_id{1};
 }
 
 Tensor::Tensor(runtime::Array value)
-    : impl_(std::make_shared<const detail::TensorImpl>(
-          detail::TensorImpl{std::move(value), g_next_id.fetch_add(1, std::memory_order_relaxed)})) {}
+    : impl_(std::make_shared<const detail::TensorImpl>(detail::TensorImpl{
+          std::move(value), g_next_id.fetch_add(1, std::memory_order_relaxed), nullptr})) {}
+
+Tensor Tensor::symbolic(const TensorType& type, std::shared_ptr<const detail::SymbolicInfo> info) {
+  Tensor t;
+  t.impl_ = std::make_shared<const detail::TensorImpl>(
+      detail::TensorImpl{runtime::Array{type.dtype, type.shape, nullptr},
+                         g_next_id.fetch_add(1, std::memory_order_relaxed), std::move(info)});
+  return t;
+}
+
+bool Tensor::is_symbolic() const { return impl_ && !impl_->value.storage; }
+
+const detail::SymbolicInfo* Tensor::symbolic_info() const {
+  return impl_ ? impl_->symbolic.get() : nullptr;
+}
 
 void Tensor::require_defined(const char* what) const {
   if (!impl_)
@@ -38,6 +52,10 @@ uint64_t Tensor::id() const {
 
 const runtime::Array& Tensor::array() const {
   require_defined("array");
+  if (!impl_->value.storage)
+    throw Error(fmt::format("the tensor of shape {} and dtype {} is symbolic (a functional-model "
+                            "input or computed from one): it has no data until the model runs",
+                            impl_->value.shape.to_string(), dtype_name(impl_->value.dtype)));
   return impl_->value;
 }
 

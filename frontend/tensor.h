@@ -15,7 +15,13 @@ namespace kiln {
 
 namespace detail {
 struct TensorImpl;
-}
+
+// What a tensor without data stands for: a functional-model placeholder (the layer, node and
+// output index that produce it) or, later, a value in a graph being traced.
+struct SymbolicInfo {
+  virtual ~SymbolicInfo() = default;
+};
+}  // namespace detail
 
 class Tensor {
  public:
@@ -23,8 +29,13 @@ class Tensor {
   Tensor() = default;
   // Wraps concrete data.
   explicit Tensor(runtime::Array value);
+  // A symbolic tensor: a type and what it stands for, no data.
+  static Tensor symbolic(const TensorType& type, std::shared_ptr<const detail::SymbolicInfo> info);
 
   bool defined() const { return impl_ != nullptr; }
+  // True for tensors without data (functional-model inputs and what is computed from them).
+  bool is_symbolic() const;
+  const detail::SymbolicInfo* symbolic_info() const;
   DType dtype() const;
   const Shape& shape() const;
   int rank() const { return shape().rank(); }
@@ -49,6 +60,7 @@ class Tensor {
 
   // Unique id of this value (used by gradient tapes). Copies of a Tensor share the id.
   uint64_t id() const;
+  // The concrete data; throws kiln::Error for a symbolic tensor.
   const runtime::Array& array() const;
 
  private:
@@ -61,8 +73,9 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t);
 namespace detail {
 
 struct TensorImpl {
-  runtime::Array value;
+  runtime::Array value;  // for a symbolic tensor: dtype and shape only, no storage
   uint64_t id;
+  std::shared_ptr<const SymbolicInfo> symbolic;
 };
 
 [[noreturn]] void throw_item_size(const Tensor& t);
@@ -71,6 +84,7 @@ struct TensorImpl {
 
 template <typename T>
 T Tensor::item() const {
+  // (array() throws for symbolic tensors)
   if (size() != 1) detail::throw_item_size(*this);
   return visit_dtype(dtype(), [&](auto tag) -> T {
     using S = typename decltype(tag)::type;

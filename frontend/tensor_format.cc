@@ -51,6 +51,9 @@ struct FloatStyle {
 
 std::string Tensor::to_string() const {
   if (!defined()) return "<Tensor undefined>";
+  if (is_symbolic())
+    return fmt::format("<Tensor shape={} dtype={} symbolic>", shape().to_string(),
+                       dtype_name(dtype()));
   const Shape& s = shape();
   const int rank = s.rank();
   const bool summarise = size() > kSummariseThreshold;
