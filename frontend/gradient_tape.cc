@@ -62,6 +62,13 @@ void record_on_tapes(OpKind kind, const Attrs& attrs, std::span<const Tensor> in
   }
 }
 
+void watch_on_tapes(const Tensor& t) {
+  for (GradientTape::State* tape : t_tapes) {
+    if (!tape->recording) continue;
+    if (tape->tracked.insert(t.id()).second) tape->watched.push_back(t);
+  }
+}
+
 }  // namespace detail
 
 GradientTape::GradientTape(bool persistent) : state_(std::make_unique<State>()) {
@@ -106,6 +113,14 @@ GradientTape::StopRecording::StopRecording(GradientTape& tape)
 }
 
 GradientTape::StopRecording::~StopRecording() { set_recording(*tape_.state_, was_recording_); }
+
+std::vector<Tensor> GradientTape::gradient(const Tensor& target,
+                                           const std::vector<Variable>& sources,
+                                           UnconnectedGradients unconnected) {
+  std::vector<Tensor> values;
+  for (const Variable& v : sources) values.push_back(v.value());
+  return gradient(target, values, unconnected);
+}
 
 Tensor GradientTape::gradient(const Tensor& target, const Tensor& source,
                               UnconnectedGradients unconnected) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "frontend/tensor.h"
+#include "frontend/variable.h"
 
 namespace kiln {
 
@@ -39,6 +40,10 @@ class GradientTape {
                                const Tensor& output_gradient = Tensor());
   Tensor gradient(const Tensor& target, const Tensor& source,
                   UnconnectedGradients unconnected = UnconnectedGradients::kNone);
+  // Gradients with respect to variables' current values (trainable variables read while the
+  // tape recorded are watched automatically).
+  std::vector<Tensor> gradient(const Tensor& target, const std::vector<Variable>& sources,
+                               UnconnectedGradients unconnected = UnconnectedGradients::kNone);
 
   // Forgets everything recorded and watched (the tape keeps recording).
   void reset();

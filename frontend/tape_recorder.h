@@ -14,4 +14,7 @@ bool tapes_recording();
 void record_on_tapes(OpKind kind, const Attrs& attrs, std::span<const Tensor> inputs,
                      const Tensor& output);
 
+// Makes every recording tape on this thread watch `t` (a variable read).
+void watch_on_tapes(const Tensor& t);
+
 }  // namespace kiln::detail

@@ -1,0 +1,61 @@
+// Weight initializers (Keras' names and formulas), all seeded. An initializer without an
+// explicit seed draws one from the global generator, which kiln::set_random_seed resets, so a
+// program that builds the same layers in the same order gets the same weights.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "frontend/tensor.h"
+
+namespace kiln {
+
+// Resets the global seed generator (Keras' keras.utils.set_random_seed).
+void set_random_seed(uint64_t seed);
+// The next seed of the global generator.
+int64_t next_global_seed();
+
+class Initializer {
+ public:
+  using Fn = std::function<Tensor(const Shape& shape, DType dtype, int64_t seed)>;
+  Initializer() = default;
+  Initializer(std::string name, Fn fn, std::optional<int64_t> seed = std::nullopt)
+      : name_(std::move(name)), fn_(std::move(fn)), seed_(seed) {}
+  // By name: "zeros", "ones", "random_normal", "random_uniform", "truncated_normal",
+  // "glorot_uniform", "glorot_normal", "he_uniform", "he_normal".
+  Initializer(const char* name);  // NOLINT: implicit, so a string can stand for one
+  Initializer(const std::string& name) : Initializer(name.c_str()) {}  // NOLINT
+
+  Tensor operator()(const Shape& shape, DType dtype = DType::f32) const;
+  const std::string& name() const { return name_; }
+  bool defined() const { return static_cast<bool>(fn_); }
+
+ private:
+  std::string name_;
+  Fn fn_;
+  std::optional<int64_t> seed_;
+};
+
+namespace initializers {
+Initializer zeros();
+Initializer ones();
+Initializer constant(double value);
+Initializer random_normal(double mean = 0, double stddev = 0.05,
+                          std::optional<int64_t> seed = std::nullopt);
+Initializer random_uniform(double minval = -0.05, double maxval = 0.05,
+                           std::optional<int64_t> seed = std::nullopt);
+// Normal values redrawn until within two standard deviations of the mean.
+Initializer truncated_normal(double mean = 0, double stddev = 0.05,
+                             std::optional<int64_t> seed = std::nullopt);
+Initializer glorot_uniform(std::optional<int64_t> seed = std::nullopt);
+Initializer glorot_normal(std::optional<int64_t> seed = std::nullopt);
+Initializer he_uniform(std::optional<int64_t> seed = std::nullopt);
+Initializer he_normal(std::optional<int64_t> seed = std::nullopt);
+
+// Keras' compute_fans: (fan_in, fan_out) of a weight shape (HWIO for convolution kernels).
+std::pair<double, double> compute_fans(const Shape& shape);
+}  // namespace initializers
+
+}  // namespace kiln

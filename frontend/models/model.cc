@@ -1,0 +1,40 @@
+#include "frontend/models/model.h"
+
+#include <fmt/format.h>
+
+namespace kiln {
+
+ModelImpl::ModelImpl(std::string class_name, std::string name)
+    : LayerImpl(std::move(class_name), std::move(name)) {}
+
+std::vector<Layer> ModelImpl::layers() const { return sublayers(); }
+
+std::vector<std::string> ModelImpl::layer_output_shapes() const {
+  return std::vector<std::string>(layers().size(), "?");
+}
+
+void ModelImpl::compile(CompileOptions options) {
+  if (!options.loss.defined())
+    throw Error(fmt::format("compile: model \"{}\" needs a loss, e.g. "
+                            "{{.loss = \"sparse_categorical_crossentropy\"}}",
+                            name()));
+  if (!options.optimizer.defined())
+    throw Error(fmt::format("compile: model \"{}\" needs an optimizer", name()));
+  compiled_ = std::move(options);
+}
+
+const CompileOptions& ModelImpl::compile_options() const {
+  if (!compiled_)
+    throw Error(fmt::format("model \"{}\" must be compiled before training or evaluation: call "
+                            "compile({{.optimizer = ..., .loss = ...}}) first",
+                            name()));
+  return *compiled_;
+}
+
+ModelImpl& Model::get() const {
+  auto* m = dynamic_cast<ModelImpl*>(&impl());
+  if (!m) throw Error("Model: the handle does not hold a model");
+  return *m;
+}
+
+}  // namespace kiln

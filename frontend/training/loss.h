@@ -1,0 +1,44 @@
+// Losses (Keras' names and formulas): each maps (y_true, y_pred) to a scalar, the mean over
+// the batch ("sum_over_batch_size"). Numerically stable: from_logits versions use
+// log_softmax / softplus; probability versions clip to [eps, 1 - eps] like Keras.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "frontend/tensor.h"
+
+namespace kiln {
+
+class Loss {
+ public:
+  using Fn = std::function<Tensor(const Tensor& y_true, const Tensor& y_pred)>;
+  Loss() = default;
+  Loss(std::string name, Fn fn) : name_(std::move(name)), fn_(std::move(fn)) {}
+  // By name: "mean_squared_error" ("mse"), "mean_absolute_error" ("mae"),
+  // "binary_crossentropy", "categorical_crossentropy", "sparse_categorical_crossentropy"
+  // (probability inputs; use the functions below for from_logits=true).
+  Loss(const char* name);               // NOLINT: implicit
+  Loss(const std::string& name) : Loss(name.c_str()) {}  // NOLINT: implicit
+
+  Tensor operator()(const Tensor& y_true, const Tensor& y_pred) const;
+  const std::string& name() const { return name_; }
+  bool defined() const { return static_cast<bool>(fn_); }
+
+ private:
+  std::string name_;
+  Fn fn_;
+};
+
+namespace losses {
+Loss mean_squared_error();
+Loss mean_absolute_error();
+// y_true in {0, 1} (float), y_pred probabilities or logits, same shape.
+Loss binary_crossentropy(bool from_logits = false);
+// y_true one-hot (float), y_pred probabilities or logits over the last axis.
+Loss categorical_crossentropy(bool from_logits = false);
+// y_true integer class ids (int32/int64) of shape y_pred.shape[:-1].
+Loss sparse_categorical_crossentropy(bool from_logits = false);
+}  // namespace losses
+
+}  // namespace kiln
