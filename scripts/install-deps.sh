@@ -9,7 +9,7 @@ packages=(
   libeigen3-dev libtbb-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   zlib1g-dev libfmt-dev nlohmann-json3-dev libcli11-dev
-  python3 clang-format
+  python3 python3-numpy clang-format
 )
 
 missing=()

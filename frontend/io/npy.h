@@ -1,0 +1,20 @@
+// numpy's .npy format: save (version 1.0 header, little-endian, C order) and load (versions
+// 1.0, 2.0 and 3.0; C or Fortran order; float32/64, int32/64, uint8, bool). Malformed files
+// raise kiln::Error naming the file and the problem. Writes go to a temporary file that is
+// renamed into place, so an existing file is never left half-written.
+#pragma once
+
+#include <string>
+
+#include "frontend/tensor.h"
+
+namespace kiln {
+
+void save_npy(const std::string& path, const Tensor& tensor);
+Tensor load_npy(const std::string& path);
+
+// The same for in-memory bytes (tests and tools); `what` names the source in errors.
+std::string encode_npy(const Tensor& tensor);
+Tensor decode_npy(const std::string& bytes, const std::string& what);
+
+}  // namespace kiln
