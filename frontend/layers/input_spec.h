@@ -11,9 +11,11 @@
 namespace kiln {
 
 struct InputSpec {
-  std::optional<int> ndim, min_ndim, max_ndim;
-  std::optional<DType> dtype;
-  std::map<int, int64_t> axes;  // axis (negative counts from the end) -> required size
+  // (Default member initializers let designated initializers such as InputSpec{.ndim = 4}
+  // compile without -Wmissing-field-initializers warnings.)
+  std::optional<int> ndim{}, min_ndim{}, max_ndim{};
+  std::optional<DType> dtype{};
+  std::map<int, int64_t> axes{};  // axis (negative counts from the end) -> required size
 };
 
 // Throws kiln::Error such as `Input 0 of layer "dense" is incompatible with the layer:

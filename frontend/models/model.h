@@ -20,10 +20,12 @@
 
 namespace kiln {
 
+// Option structs give every member a default initializer, so designated initializers
+// ({.epochs = 5}) compile warning-free under -Wextra.
 struct CompileOptions {
   Optimizer optimizer = "rmsprop";
-  Loss loss;
-  std::vector<Metric> metrics;
+  Loss loss{};
+  std::vector<Metric> metrics{};
   bool run_eagerly = true;
 };
 
@@ -31,9 +33,9 @@ struct FitOptions {
   int64_t batch_size = 32;
   int epochs = 1;
   int verbose = 1;  // 0 silent, 1 progress bar, 2 one line per epoch
-  std::vector<CallbackPtr> callbacks;
+  std::vector<CallbackPtr> callbacks{};
   double validation_split = 0;  // the last fraction of the data, before shuffling (Keras)
-  std::optional<std::pair<Tensor, Tensor>> validation_data;
+  std::optional<std::pair<Tensor, Tensor>> validation_data{};
   bool shuffle = true;
   uint64_t seed = 0;  // shuffling seed
   int initial_epoch = 0;
@@ -42,13 +44,13 @@ struct FitOptions {
 struct EvaluateOptions {
   int64_t batch_size = 32;
   int verbose = 1;
-  std::vector<CallbackPtr> callbacks;
+  std::vector<CallbackPtr> callbacks{};
 };
 
 struct PredictOptions {
   int64_t batch_size = 32;
   int verbose = 0;
-  std::vector<CallbackPtr> callbacks;
+  std::vector<CallbackPtr> callbacks{};
 };
 
 class ModelImpl : public LayerImpl {
@@ -75,7 +77,8 @@ class ModelImpl : public LayerImpl {
   // The layers in order: Sequential's list, a functional model's layers by depth, or a
   // subclassed model's tracked sublayers.
   virtual std::vector<Layer> layers() const;
-  // Output shape of each layer for the summary ("?" where unknown).
+  // Output shape of each layer for the summary, Keras' rule: from the layer's last
+  // functional-model node, else computed from the shapes it was built with, else "?".
   virtual std::vector<std::string> layer_output_shapes() const;
   // Rows of the "Connected to" column, or empty for non-functional models.
   virtual std::vector<std::string> layer_connections() const { return {}; }
@@ -87,6 +90,14 @@ class ModelImpl : public LayerImpl {
  private:
   std::optional<CompileOptions> compiled_;
 };
+
+namespace detail {
+// Keras' summary text for output shapes: "(None, 64)" (dimensions joined by ", ", so a
+// rank-1 shape is "(None)"); several outputs as "[(None, 3), (None, 4)]".
+std::string summary_shape_text(const std::vector<Shape>& shapes);
+// Keras' format_layer_shape for any layer (see ModelImpl::layer_output_shapes).
+std::string layer_shape_text(const Layer& layer);
+}  // namespace detail
 
 // A handle to any model (Sequential, functional or subclassed).
 class Model : public Layer {

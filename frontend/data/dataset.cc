@@ -1,0 +1,99 @@
+#include "frontend/data/dataset.h"
+
+#include <fmt/format.h>
+#include <zlib.h>
+
+#include <cstring>
+
+#include "frontend/creation.h"
+#include "frontend/io/file_util.h"
+#include "frontend/ops.h"
+
+namespace kiln::data {
+namespace {
+
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+std::vector<int64_t> permutation(int64_t n, uint64_t seed) {
+  std::vector<int64_t> p(size_t(std::max<int64_t>(n, 0)));
+  for (int64_t i = 0; i < n; ++i) p[size_t(i)] = i;
+  uint64_t state = seed;
+  for (int64_t i = n - 1; i > 0; --i) {
+    // Multiply-shift maps 64 random bits to [0, i] (bias < 2^-40 for any realistic n).
+    uint64_t j = uint64_t((static_cast<unsigned __int128>(splitmix64(state)) * uint64_t(i + 1)) >> 64);
+    std::swap(p[size_t(i)], p[size_t(j)]);
+  }
+  return p;
+}
+
+Tensor take_rows(const Tensor& x, const std::vector<int64_t>& rows) {
+  return gather(x, tensor<int64_t>(rows), 0);
+}
+
+Dataset take(const Dataset& d, const std::vector<int64_t>& rows) {
+  return {take_rows(d.x, rows), take_rows(d.y, rows)};
+}
+
+std::pair<Dataset, Dataset> train_test_split(const Dataset& d, double test_fraction,
+                                             uint64_t seed) {
+  if (!(test_fraction > 0 && test_fraction < 1))
+    throw Error(fmt::format("train_test_split: test_fraction must be in (0, 1), got {}",
+                            test_fraction));
+  std::vector<int64_t> p = permutation(d.size(), seed);
+  auto n_test = int64_t(double(d.size()) * test_fraction + 0.5);
+  std::vector<int64_t> train(p.begin(), p.end() - n_test), test(p.end() - n_test, p.end());
+  return {take(d, train), take(d, test)};
+}
+
+std::vector<std::vector<int64_t>> batch_indices(int64_t n, int64_t batch_size, bool shuffle,
+                                                uint64_t seed) {
+  if (batch_size < 1)
+    throw Error(fmt::format("batch size must be at least 1, got {}", batch_size));
+  std::vector<int64_t> order = shuffle ? permutation(n, seed) : permutation(n, 0);
+  if (!shuffle)
+    for (int64_t i = 0; i < n; ++i) order[size_t(i)] = i;
+  std::vector<std::vector<int64_t>> out;
+  for (int64_t b = 0; b < n; b += batch_size)
+    out.emplace_back(order.begin() + b, order.begin() + std::min(n, b + batch_size));
+  return out;
+}
+
+std::string read_maybe_gzip(const std::string& path) {
+  std::string raw = io::read_file(path);
+  if (raw.size() < 2 || uint8_t(raw[0]) != 0x1f || uint8_t(raw[1]) != 0x8b) return raw;
+  z_stream zs;
+  std::memset(&zs, 0, sizeof zs);
+  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)
+    throw Error(fmt::format("{}: cannot initialise gzip decompression", path));
+  zs.next_in = reinterpret_cast<Bytef*>(raw.data());
+  zs.avail_in = uInt(raw.size());
+  std::string out;
+  char buf[1 << 16];
+  int rc;
+  do {
+    zs.next_out = reinterpret_cast<Bytef*>(buf);
+    zs.avail_out = sizeof buf;
+    rc = inflate(&zs, Z_NO_FLUSH);
+    if (rc != Z_OK && rc != Z_STREAM_END) {
+      inflateEnd(&zs);
+      throw Error(fmt::format("{}: corrupt gzip data ({}); re-download or decompress the file",
+                              path, zs.msg ? zs.msg : "inflate failed"));
+    }
+    out.append(buf, sizeof buf - zs.avail_out);
+    if (rc != Z_STREAM_END && zs.avail_in == 0) {
+      inflateEnd(&zs);
+      throw Error(fmt::format("{}: truncated gzip data", path));
+    }
+  } while (rc != Z_STREAM_END);
+  inflateEnd(&zs);
+  return out;
+}
+
+}  // namespace kiln::data

@@ -1,0 +1,35 @@
+// In-memory data sets and the deterministic helpers used to feed them to models: a seeded
+// shuffle that gives the same order on every machine, train/test splits and batching.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "frontend/tensor.h"
+
+namespace kiln::data {
+
+// Examples along axis 0 of both tensors.
+struct Dataset {
+  Tensor x, y;
+  int64_t size() const { return x.shape()[0]; }
+};
+
+// 0..n-1 in a seeded random order (Fisher-Yates over splitmix64: identical everywhere).
+std::vector<int64_t> permutation(int64_t n, uint64_t seed);
+// Rows `rows` of `x` (axis 0), in that order.
+Tensor take_rows(const Tensor& x, const std::vector<int64_t>& rows);
+Dataset take(const Dataset& d, const std::vector<int64_t>& rows);
+// Shuffles with `seed`, then puts the last `test_fraction` of the examples in the test set.
+std::pair<Dataset, Dataset> train_test_split(const Dataset& d, double test_fraction, uint64_t seed);
+// Index lists of consecutive batches of `batch_size` (the last, partial batch is kept),
+// over a seeded permutation when `shuffle`.
+std::vector<std::vector<int64_t>> batch_indices(int64_t n, int64_t batch_size, bool shuffle,
+                                                uint64_t seed);
+
+// Reads a file, decompressing it when it is gzip (detected by its magic bytes); kiln::Error
+// naming the path when it is missing or corrupt.
+std::string read_maybe_gzip(const std::string& path);
+
+}  // namespace kiln::data

@@ -1,0 +1,82 @@
+#include "frontend/data/mnist.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "frontend/creation.h"
+
+namespace kiln::data {
+namespace {
+
+uint32_t be32(const std::string& b, size_t at) {
+  return uint32_t(uint8_t(b[at])) << 24 | uint32_t(uint8_t(b[at + 1])) << 16 |
+         uint32_t(uint8_t(b[at + 2])) << 8 | uint32_t(uint8_t(b[at + 3]));
+}
+
+// Checks the IDX preamble and returns the dimensions.
+std::vector<int64_t> idx_dims(const std::string& b, const std::string& path, uint32_t magic) {
+  if (b.size() < 4 || be32(b, 0) != magic)
+    throw Error(fmt::format("{}: not an IDX file of this kind: expected magic 0x{:08x}, found {}",
+                            path, magic,
+                            b.size() < 4 ? std::string("a file shorter than 4 bytes")
+                                         : fmt::format("0x{:08x}", be32(b, 0))));
+  size_t ndims = magic & 0xff;
+  if (b.size() < 4 + 4 * ndims) throw Error(fmt::format("{}: truncated IDX header", path));
+  std::vector<int64_t> dims;
+  size_t total = 1;
+  for (size_t i = 0; i < ndims; ++i) {
+    dims.push_back(int64_t(be32(b, 4 + 4 * i)));
+    total *= size_t(dims.back());
+  }
+  size_t have = b.size() - 4 - 4 * ndims;
+  if (have != total)
+    throw Error(fmt::format("{}: IDX header promises {} bytes of data ({}), but the file has {}",
+                            path, total, Shape(dims).to_string(), have));
+  return dims;
+}
+
+std::string find_file(const std::string& dir, const std::string& name) {
+  namespace fs = std::filesystem;
+  for (const std::string& candidate : {name, name + ".gz"}) {
+    fs::path p = fs::path(dir) / candidate;
+    if (fs::exists(p)) return p.string();
+  }
+  throw Error(fmt::format("MNIST: \"{}\" has no {} (or {}.gz); the directory needs "
+                          "train-images-idx3-ubyte, train-labels-idx1-ubyte, "
+                          "t10k-images-idx3-ubyte and t10k-labels-idx1-ubyte",
+                          dir, name, name));
+}
+
+}  // namespace
+
+Tensor load_idx_images(const std::string& path) {
+  std::string b = read_maybe_gzip(path);
+  std::vector<int64_t> dims = idx_dims(b, path, 0x00000803);
+  size_t offset = 4 + 4 * 3;
+  std::vector<float> px(b.size() - offset);
+  for (size_t i = 0; i < px.size(); ++i) px[i] = float(uint8_t(b[offset + i])) / 255.0f;
+  return tensor(px, Shape(dims));
+}
+
+Tensor load_idx_labels(const std::string& path) {
+  std::string b = read_maybe_gzip(path);
+  std::vector<int64_t> dims = idx_dims(b, path, 0x00000801);
+  std::vector<int64_t> labels(static_cast<size_t>(dims[0]));
+  for (size_t i = 0; i < labels.size(); ++i) labels[i] = uint8_t(b[8 + i]);
+  return tensor(labels, Shape(dims));
+}
+
+std::pair<Dataset, Dataset> load_mnist(const std::string& dir) {
+  auto load = [&](const char* images, const char* labels) {
+    Dataset d{load_idx_images(find_file(dir, images)), load_idx_labels(find_file(dir, labels))};
+    if (d.x.shape()[0] != d.y.shape()[0])
+      throw Error(fmt::format("MNIST: {} has {} images but {} has {} labels", images,
+                              d.x.shape()[0], labels, d.y.shape()[0]));
+    return d;
+  };
+  return {load("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
+          load("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")};
+}
+
+}  // namespace kiln::data

@@ -1,0 +1,19 @@
+// MNIST in its IDX files: images (magic 0x00000803, unsigned bytes, N x rows x cols) and labels
+// (magic 0x00000801), big-endian sizes, each file optionally gzip-compressed. Images come back
+// as float32 (N, rows, cols) scaled to [0, 1] (pixel / 255); labels as int64 (N,).
+#pragma once
+
+#include <string>
+
+#include "frontend/data/dataset.h"
+
+namespace kiln::data {
+
+Tensor load_idx_images(const std::string& path);
+Tensor load_idx_labels(const std::string& path);
+
+// Reads DIR/train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte and
+// t10k-labels-idx1-ubyte (each optionally with .gz). Returns {train, test}.
+std::pair<Dataset, Dataset> load_mnist(const std::string& dir);
+
+}  // namespace kiln::data
