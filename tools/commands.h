@@ -13,4 +13,9 @@ void run_demo();
 void add_ops_command(CLI::App& app);
 void print_op_table();
 
+// `kiln train`: train the MLP or CNN on digits or MNIST.
+void add_train_command(CLI::App& app);
+// `kiln predict`: logits of a trained model for an .npy input.
+void add_predict_command(CLI::App& app);
+
 }  // namespace kiln::tools
