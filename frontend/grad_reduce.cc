@@ -47,10 +47,22 @@ Grads extreme_grad(const GradContext& c) {
   return Grads{where(hit, keep(c.grad, r) / count, scalar(0, x.dtype()))};
 }
 
-// d prod / d x_i = prod / x_i. (Inputs containing zeros get inf/nan gradients at the zeros.)
+// d prod / d x_i = the product of the other elements of x_i's group, computed without
+// dividing by a zero (as TensorFlow and PyTorch do): with no zero in the group it is
+// prod / x_i; with one zero, the zero gets the product of the non-zero elements and the rest
+// get 0; with two or more zeros every element gets 0.
 Grads prod_grad(const GradContext& c) {
   Reduced r = reduced(c);
-  return Grads{keep(c.grad, r) * keep(c.output, r) / c.inputs[0]};
+  const Tensor& x = c.inputs[0];
+  Axes axes(r.axes.begin(), r.axes.end());
+  Tensor zero = scalar(0, x.dtype()), one = scalar(1, x.dtype());
+  Tensor is_zero = equal(x, zero);
+  Tensor safe_x = where(is_zero, one, x);
+  Tensor zeros = sum(cast(is_zero, x.dtype()), axes, true);
+  Tensor nonzero_prod = prod(safe_x, axes, true);
+  Tensor at_zero = where(equal(zeros, one), nonzero_prod, zero);
+  Tensor elsewhere = where(equal(zeros, zero), nonzero_prod / safe_x, zero);
+  return Grads{keep(c.grad, r) * where(is_zero, at_zero, elsewhere)};
 }
 
 Grads logsumexp_grad(const GradContext& c) {

@@ -42,8 +42,10 @@ TensorType rule_reshape(const OpInfo& op, std::span<const TensorType> in, const 
       known *= want[i];
     }
   }
-  int64_t total = s.num_elements();
   std::vector<int64_t> out = want;
+  // Symbolic input with unknown dimensions: the -1 entry stays unknown; sizes cannot be checked.
+  if (!s.is_fully_known()) return {in[0].dtype, Shape(out)};
+  int64_t total = s.num_elements();
   if (infer >= 0) {
     if (known == 0 || total % known != 0)
       throw Error(fmt::format("reshape: cannot reshape a tensor of shape {} ({} elements) into "

@@ -92,6 +92,7 @@ void LayerImpl::maybe_build(const std::vector<Shape>& shapes) {
   if (built_) return;
   build_many(shapes);
   built_ = true;
+  build_input_shapes_ = shapes;
 }
 
 std::vector<Tensor> LayerImpl::invoke(const std::vector<Tensor>& inputs, bool training) {
@@ -123,9 +124,13 @@ std::vector<Tensor> LayerImpl::call_symbolic(const std::vector<Tensor>& inputs, 
     all_history = all_history && keras_history(t) != nullptr;
   }
   maybe_build(shapes);
-  std::vector<Tensor> outputs = call_many(inputs, training);
   // Inside another layer's symbolic call (no history): just propagate types.
-  if (!all_history) return outputs;
+  if (!all_history) return call_many(inputs, training);
+  // `call` sees the inputs without their history, so sublayers it calls (a nested model's
+  // layers, a subclassed model's tracked layers) record no nodes of their own.
+  std::vector<Tensor> plain;
+  for (const Tensor& t : inputs) plain.push_back(Tensor::symbolic(t.type(), nullptr));
+  std::vector<Tensor> outputs = call_many(plain, training);
   auto node = std::make_shared<Node>();
   node->layer = shared_from_this();
   node->inputs = inputs;

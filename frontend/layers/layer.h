@@ -69,6 +69,8 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   // Builds once, from the input shapes.
   void maybe_build(const std::vector<Shape>& input_shapes);
   bool built() const { return built_; }
+  // The input shapes the layer was built from (Keras' _build_shapes_dict); empty before.
+  const std::vector<Shape>& build_input_shapes() const { return build_input_shapes_; }
 
   // ---- weights ----
   Variable add_weight(const std::string& name, const Shape& shape,
@@ -126,6 +128,7 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   std::vector<Regularizer> weight_regularizers_;  // parallel to own_weights_
   std::vector<Layer> sublayers_;
   std::vector<Tensor> call_losses_;
+  std::vector<Shape> build_input_shapes_;
 };
 
 // The handle users hold.

@@ -10,7 +10,9 @@ ModelImpl::ModelImpl(std::string class_name, std::string name)
 std::vector<Layer> ModelImpl::layers() const { return sublayers(); }
 
 std::vector<std::string> ModelImpl::layer_output_shapes() const {
-  return std::vector<std::string>(layers().size(), "?");
+  std::vector<std::string> out;
+  for (const Layer& layer : layers()) out.push_back(detail::layer_shape_text(layer));
+  return out;
 }
 
 void ModelImpl::compile(CompileOptions options) {

@@ -1,5 +1,7 @@
 // Sequential: a linear stack of layers (Keras' Sequential). With an input shape it is built at
-// once (and its summary shows output shapes); otherwise it builds on the first call.
+// once by a symbolic run (and its summary shows output shapes such as "(None, 64)");
+// otherwise each layer builds on the first call, which records the output shapes it saw.
+// Every layer takes one tensor and returns one tensor; layer names must be unique.
 #pragma once
 
 #include <optional>
@@ -12,23 +14,31 @@ namespace kiln {
 class SequentialImpl : public ModelImpl {
  public:
   SequentialImpl(std::vector<Layer> layers, std::optional<Shape> input_shape, std::string name);
-  // Appends a layer (after building, the new layer is built on the next call).
+  // Appends a layer. With an input shape the model is rebuilt at once; otherwise the new
+  // layer is built on the next call.
   void add(const Layer& layer);
   Tensor call(const Tensor& x, bool training) override;
+  // Builds every layer by a symbolic run on `input_shape` (with the batch dimension, which
+  // may be kUnknownDim) and records the output shapes.
   void build(const Shape& input_shape) override;
+  // The lazy build on the first call: the layers build themselves during that call.
+  void build_many(const std::vector<Shape>& input_shapes) override;
   std::vector<Layer> layers() const override { return layers_; }
   std::vector<std::string> layer_output_shapes() const override;
-  Json get_config() const override;
+  Json get_config() const override;  // + "layers", "build_input_shape" (with input shape)
 
  private:
+  void append(const Layer& layer);
+  Shape batch_input_shape() const;
+
   std::vector<Layer> layers_;
   std::optional<Shape> input_shape_;  // without the batch dimension
-  std::vector<Shape> output_shapes_;  // per layer, from the last build
+  std::vector<Shape> output_shapes_;  // per layer, from the last build or first call
 };
 
 class Sequential : public Model {
  public:
-  // `input_shape` excludes the batch dimension.
+  // `input_shape` excludes the batch dimension. Default names: "sequential", "sequential_1".
   explicit Sequential(std::vector<Layer> layers = {}, std::optional<Shape> input_shape = {},
                       const std::string& name = "");
   void add(const Layer& layer) const { impl_seq().add(layer); }

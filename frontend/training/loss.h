@@ -18,9 +18,13 @@ class Loss {
   // By name: "mean_squared_error" ("mse"), "mean_absolute_error" ("mae"),
   // "binary_crossentropy", "categorical_crossentropy", "sparse_categorical_crossentropy"
   // (probability inputs; use the functions below for from_logits=true).
-  Loss(const char* name);               // NOLINT: implicit
+  Loss(const char* name);                                // NOLINT: implicit
   Loss(const std::string& name) : Loss(name.c_str()) {}  // NOLINT: implicit
 
+  // Another name throws kiln::Error listing the known ones. Calling an empty Loss throws too.
+  // Bad shapes (named with both shapes and the loss) or a non-floating y_pred throw kiln::Error.
+  // y_true and y_pred may differ by a trailing 1 in rank (Keras' squeeze_or_expand_to_same_rank);
+  // y_true is cast to y_pred's dtype. The result is a scalar of y_pred's dtype.
   Tensor operator()(const Tensor& y_true, const Tensor& y_pred) const;
   const std::string& name() const { return name_; }
   bool defined() const { return static_cast<bool>(fn_); }
@@ -37,7 +41,8 @@ Loss mean_absolute_error();
 Loss binary_crossentropy(bool from_logits = false);
 // y_true one-hot (float), y_pred probabilities or logits over the last axis.
 Loss categorical_crossentropy(bool from_logits = false);
-// y_true integer class ids (int32/int64) of shape y_pred.shape[:-1].
+// y_true integer class ids (int32/int64; floats are truncated) of shape y_pred.shape[:-1] or
+// with a trailing 1. Concrete labels outside [0, classes) throw kiln::Error.
 Loss sparse_categorical_crossentropy(bool from_logits = false);
 }  // namespace losses
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "frontend/tensor.h"
+#include "frontend/training/loss.h"
 
 namespace kiln {
 
@@ -12,7 +13,9 @@ class MetricImpl {
  public:
   explicit MetricImpl(std::string name) : name_(std::move(name)) {}
   virtual ~MetricImpl() = default;
+  // Accumulates one batch (concrete tensors). Bad shapes or dtypes throw kiln::Error.
   virtual void update_state(const Tensor& y_true, const Tensor& y_pred) = 0;
+  // total / count over the batches since the last reset (0 before any).
   virtual double result() const = 0;
   virtual void reset_state() = 0;
   const std::string& name() const { return name_; }
@@ -24,12 +27,19 @@ class MetricImpl {
 class Metric {
  public:
   Metric() = default;
-  explicit Metric(std::shared_ptr<MetricImpl> impl) : impl_(std::move(impl)) {}
-  // By name: "accuracy" (resolved by compile from the loss, as Keras does),
-  // "sparse_categorical_accuracy", "categorical_accuracy", "binary_accuracy".
-  Metric(const char* name);  // NOLINT: implicit
+  // `requested` is the name the user asked for ("accuracy"); empty for metrics built directly.
+  explicit Metric(std::shared_ptr<MetricImpl> impl, std::string requested = {})
+      : impl_(std::move(impl)), requested_(std::move(requested)) {}
+  // By name (case-insensitive): "sparse_categorical_accuracy", "categorical_accuracy",
+  // "binary_accuracy", and "accuracy" / "acc". The last two make a metric named as requested
+  // that picks binary, sparse categorical or categorical accuracy from the shapes of its first
+  // batch, as Keras 3's compile does (binary if y_pred.shape[-1] == 1; sparse if y_true has
+  // lower rank than y_pred, or y_true.shape[-1] == 1 < y_pred.shape[-1]; else categorical);
+  // resolve_metric() fixes the choice from the loss instead. Unknown names throw kiln::Error.
+  Metric(const char* name);                                  // NOLINT: implicit
   Metric(const std::string& name) : Metric(name.c_str()) {}  // NOLINT: implicit
   bool defined() const { return impl_ != nullptr; }
+  // Throws kiln::Error on an empty handle.
   MetricImpl* operator->() const;
   const std::string& requested_name() const { return requested_; }
 
@@ -45,8 +55,14 @@ Metric sparse_categorical_accuracy(const std::string& name = "accuracy");
 Metric categorical_accuracy(const std::string& name = "accuracy");
 // Fraction of elements with (y_pred > threshold) == (y_true > 0.5).
 Metric binary_accuracy(const std::string& name = "accuracy", double threshold = 0.5);
-// Running mean of scalar values passed as y_pred (y_true ignored).
+// Running mean of the values passed as y_pred (every element counts once; y_true ignored).
 Metric mean(const std::string& name);
 }  // namespace metrics
+
+// Keras' compile-time choice of accuracy: when `m` was requested as "accuracy" or "acc",
+// returns a new metric of the same name that is sparse categorical accuracy for
+// sparse_categorical_crossentropy, categorical accuracy for categorical_crossentropy and
+// binary accuracy for binary_crossentropy. Any other metric or loss: `m` itself.
+Metric resolve_metric(const Metric& m, const Loss& loss);
 
 }  // namespace kiln

@@ -1,7 +1,302 @@
+// Eager 2-D convolution kernels (TensorFlow semantics: input NHWC, filter HWIO, "same" padding
+// puts the odd pixel after): Conv2D, Conv2DBackpropInput and Conv2DBackpropFilter.
+//
+// All three are im2col + runtime::gemm. The im2col matrix of a range of output pixels has one
+// row per pixel (n, y, x) and K = KH*KW*C columns ordered (kh, kw, c), so the HWIO filter is
+// already its K x O right-hand side. A 1x1 stride-1 convolution uses the input as that matrix.
+// Work is cut into chunks whose sizes depend only on the shapes, so results are bitwise equal
+// on any number of threads; the filter gradient sums per-chunk partials in chunk order.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "ir/shape_rules.h"
+#include "runtime/gemm.h"
 #include "runtime/kernels/register.h"
+#include "runtime/threading.h"
 
 namespace kiln::runtime {
+namespace {
 
-void register_conv_kernels(KernelTable&) {}
+// Rows of an im2col chunk: enough for a good GEMM, few enough to keep the chunk near L2.
+constexpr int64_t kTargetChunkBytes = int64_t{512} << 10;
+constexpr int64_t kMinChunkRows = 128;
+// Filter-gradient partial sums: at most this many, each worth at least kMinPartialFlops,
+// holding at most kMaxPartialBytes of extra memory together.
+constexpr int64_t kMaxPartials = 8;
+constexpr int64_t kMinPartialFlops = int64_t{1} << 23;
+constexpr int64_t kMaxPartialBytes = int64_t{64} << 20;
+
+struct ConvGeom {
+  int64_t n, h, w, c;  // input NHWC
+  int64_t kh, kw, o;   // filter HWIO (I == c)
+  int64_t oh, ow;      // output spatial size
+  int64_t sh, sw, dh, dw, ph, pw;
+
+  int64_t k() const { return kh * kw * c; }
+  int64_t rows() const { return n * oh * ow; }
+  // A 1x1 stride-1 convolution has no padding: the input is its own im2col matrix.
+  bool pointwise() const { return kh == 1 && kw == 1 && sh == 1 && sw == 1; }
+};
+
+ConvGeom conv_geom(const Shape& input, const Shape& filter, const Attrs& attrs, const char* op) {
+  const auto& st = attrs.get_ints("strides", op);
+  const auto& dil = attrs.get_ints("dilations", op);
+  const auto& padding = attrs.get_string("padding", op);
+  rules::WindowDim hd = rules::window_dim(input[1], filter[0], st[0], dil[0], padding, op);
+  rules::WindowDim wd = rules::window_dim(input[2], filter[1], st[1], dil[1], padding, op);
+  return {input[0], input[1], input[2], input[3], filter[0], filter[1],     filter[3],    hd.out,
+          wd.out,   st[0],    st[1],    dil[0],   dil[1],    hd.pad_before, wd.pad_before};
+}
+
+int64_t chunk_rows(const ConvGeom& g, size_t elem) {
+  int64_t rows = kTargetChunkBytes / std::max<int64_t>(1, g.k() * int64_t(elem));
+  return std::max(rows, kMinChunkRows);
+}
+
+// Output pixel r = (n*oh + y)*ow + x, walked incrementally.
+struct Pixel {
+  int64_t n, y, x;
+  Pixel(const ConvGeom& g, int64_t r) : n(r / (g.oh * g.ow)), y(r / g.ow % g.oh), x(r % g.ow) {}
+  void next(const ConvGeom& g) {
+    if (++x < g.ow) return;
+    x = 0;
+    if (++y < g.oh) return;
+    y = 0;
+    ++n;
+  }
+};
+
+// Calls fn(kernel_offset, input_offset, count) for the runs of the window of output pixel p
+// that fall inside the image (offsets in elements within the K-row and the input), and
+// zero(kernel_offset, count) for the padded runs.
+template <typename F, typename Z>
+void for_window(const ConvGeom& g, const Pixel& p, F&& fn, Z&& zero) {
+  const int64_t C = g.c, row_len = g.kw * C;
+  const int64_t x0 = p.x * g.sw - g.pw;
+  // Taps j in [j0, j1) land inside the image row.
+  int64_t j0 = 0, j1 = g.kw;
+  if (x0 < 0) j0 = std::min(g.kw, (-x0 + g.dw - 1) / g.dw);
+  if (x0 > g.w - 1)
+    j1 = j0;
+  else if (x0 + (g.kw - 1) * g.dw >= g.w)
+    j1 = std::max(j0, (g.w - 1 - x0) / g.dw + 1);
+  for (int64_t i = 0; i < g.kh; ++i) {
+    const int64_t iy = p.y * g.sh - g.ph + i * g.dh;
+    const int64_t koff = i * row_len;
+    if (iy < 0 || iy >= g.h) {
+      zero(koff, row_len);
+      continue;
+    }
+    const int64_t base = ((p.n * g.h + iy) * g.w) * C;
+    if (j0 > 0) zero(koff, j0 * C);
+    if (g.dw == 1) {
+      if (j1 > j0) fn(koff + j0 * C, base + (x0 + j0) * C, (j1 - j0) * C);
+    } else {
+      for (int64_t j = j0; j < j1; ++j) fn(koff + j * C, base + (x0 + j * g.dw) * C, C);
+    }
+    if (j1 < g.kw) zero(koff + j1 * C, (g.kw - j1) * C);
+  }
+}
+
+// col[r - r0, :] = window of output pixel r, for r in [r0, r1).
+template <typename T>
+void im2col(const T* x, const ConvGeom& g, int64_t r0, int64_t r1, T* col) {
+  const int64_t K = g.k();
+  Pixel p(g, r0);
+  for (int64_t r = r0; r < r1; ++r, p.next(g)) {
+    T* dst = col + (r - r0) * K;
+    for_window(
+        g, p,
+        [&](int64_t ko, int64_t xo, int64_t n) { std::memcpy(dst + ko, x + xo, n * sizeof(T)); },
+        [&](int64_t ko, int64_t n) { std::fill(dst + ko, dst + ko + n, T(0)); });
+  }
+}
+
+// dx[window of pixel r] += col[r - r0, :], for r in [r0, r1), in order.
+template <typename T>
+void col2im_add(const T* col, const ConvGeom& g, int64_t r0, int64_t r1, T* dx) {
+  const int64_t K = g.k();
+  Pixel p(g, r0);
+  for (int64_t r = r0; r < r1; ++r, p.next(g)) {
+    const T* src = col + (r - r0) * K;
+    for_window(
+        g, p,
+        [&](int64_t ko, int64_t xo, int64_t n) {
+          T* d = dx + xo;
+          const T* s = src + ko;
+          for (int64_t e = 0; e < n; ++e) d[e] += s[e];
+        },
+        [](int64_t, int64_t) {});
+  }
+}
+
+// ---------------------------------------------------------------- forward
+
+template <typename T>
+void conv_forward(const T* x, const T* w, T* y, const ConvGeom& g) {
+  const int64_t K = g.k(), O = g.o, rows = g.rows();
+  if (g.pointwise()) return gemm<T>(false, false, rows, O, K, x, K, w, O, y, O);
+  const int64_t step = chunk_rows(g, sizeof(T));
+  const int64_t chunks = (rows + step - 1) / step;
+  if (chunks == 1) {
+    std::vector<T> col(size_t(rows * K));
+    im2col(x, g, 0, rows, col.data());
+    return gemm<T>(false, false, rows, O, K, col.data(), K, w, O, y, O);
+  }
+  parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
+    std::vector<T> col(size_t(step * K));
+    for (int64_t c = c0; c < c1; ++c) {
+      const int64_t r0 = c * step, r1 = std::min(rows, r0 + step);
+      im2col(x, g, r0, r1, col.data());
+      gemm_serial<T>(false, false, r1 - r0, O, K, col.data(), K, w, O, y + r0 * O, O);
+    }
+  });
+}
+
+// ---------------------------------------------------------------- input gradient
+
+// dx = col2im(dy * W^T). Windows of different pixels of one image overlap, so an image's
+// chunks run in order on one thread; images run in parallel.
+template <typename T>
+void conv_backprop_input(const T* w, const T* dy, T* dx, const ConvGeom& g) {
+  const int64_t K = g.k(), O = g.o, C = g.c;
+  if (g.pointwise()) return gemm<T>(false, true, g.rows(), C, O, dy, O, w, O, dx, C);
+  const int64_t pixels = g.oh * g.ow;
+  const int64_t step = std::min(pixels, chunk_rows(g, sizeof(T)));
+  // One image: split its GEMMs over the arena instead.
+  const bool per_image_parallel = g.n > 1;
+  auto image = [&](int64_t n, std::vector<T>& col) {
+    const int64_t image_size = g.h * g.w * C;
+    std::fill(dx + n * image_size, dx + (n + 1) * image_size, T(0));
+    for (int64_t p0 = 0; p0 < pixels; p0 += step) {
+      const int64_t r0 = n * pixels + p0, len = std::min(step, pixels - p0);
+      if (per_image_parallel)
+        gemm_serial<T>(false, true, len, K, O, dy + r0 * O, O, w, O, col.data(), K);
+      else
+        gemm<T>(false, true, len, K, O, dy + r0 * O, O, w, O, col.data(), K);
+      col2im_add(col.data(), g, r0, r0 + len, dx);
+    }
+  };
+  if (!per_image_parallel) {
+    std::vector<T> col(size_t(step * K));
+    return image(0, col);
+  }
+  const double image_flops = 2.0 * double(pixels) * double(K) * double(O);
+  const int64_t grain = std::max<int64_t>(1, int64_t(double(kMinPartialFlops) / image_flops));
+  parallel_for(g.n, grain, [&](int64_t n0, int64_t n1) {
+    std::vector<T> col(size_t(step * K));
+    for (int64_t n = n0; n < n1; ++n) image(n, col);
+  });
+}
+
+// ---------------------------------------------------------------- filter gradient
+
+// dW[K, O] = sum over pixels r of col[r, :]^T dy[r, :]. The pixels are cut into `parts`
+// fixed ranges; each accumulates its own partial (in chunk order), and the partials are added
+// in range order.
+template <typename T>
+void conv_backprop_filter(const T* x, const T* dy, T* dw, const ConvGeom& g) {
+  const int64_t K = g.k(), O = g.o, rows = g.rows();
+  const double flops = 2.0 * double(rows) * double(K) * double(O);
+  int64_t parts = std::min<int64_t>(kMaxPartials, int64_t(flops / double(kMinPartialFlops)));
+  parts = std::min(parts, 1 + kMaxPartialBytes / std::max<int64_t>(1, K * O * int64_t(sizeof(T))));
+  parts = std::max<int64_t>(1, std::min(parts, rows));
+  const int64_t step = g.pointwise() ? rows : chunk_rows(g, sizeof(T));
+
+  // Rows [r0, r1) into out (accumulating after the first chunk); `split` lets gemm use the arena.
+  auto range = [&](int64_t r0, int64_t r1, T* out, bool split, std::vector<T>& col) {
+    if (r0 == r1) return std::fill(out, out + K * O, T(0));
+    for (int64_t c0 = r0; c0 < r1; c0 += step) {
+      const int64_t len = std::min(step, r1 - c0);
+      const T* a = x + c0 * K;  // pointwise: the input rows are the im2col rows
+      if (!g.pointwise()) {
+        im2col(x, g, c0, c0 + len, col.data());
+        a = col.data();
+      }
+      const bool acc = c0 != r0;
+      if (split)
+        gemm<T>(true, false, K, O, len, a, K, dy + c0 * O, O, out, O, acc);
+      else
+        gemm_serial<T>(true, false, K, O, len, a, K, dy + c0 * O, O, out, O, acc);
+    }
+  };
+  auto col_buffer = [&] { return std::vector<T>(g.pointwise() ? 0 : size_t(step * K)); };
+  if (parts == 1) {
+    std::vector<T> col = col_buffer();
+    return range(0, rows, dw, true, col);
+  }
+  const int64_t per_part = (rows + parts - 1) / parts;
+  std::vector<T> partials(size_t((parts - 1) * K * O));
+  parallel_tasks(parts, [&](int64_t p) {
+    std::vector<T> col = col_buffer();
+    T* out = p == 0 ? dw : partials.data() + (p - 1) * K * O;
+    range(std::min(rows, p * per_part), std::min(rows, (p + 1) * per_part), out, false, col);
+  });
+  parallel_for(K * O, kElementwiseGrain, [&](int64_t e0, int64_t e1) {
+    for (int64_t p = 1; p < parts; ++p) {
+      const T* src = partials.data() + (p - 1) * K * O;
+      for (int64_t e = e0; e < e1; ++e) dw[e] += src[e];
+    }
+  });
+}
+
+// ---------------------------------------------------------------- kernels
+
+template <typename F>
+void visit_float(DType t, const char* op, F&& fn) {
+  if (t == DType::f32) return fn(TypeTag<float>{});
+  if (t == DType::f64) return fn(TypeTag<double>{});
+  throw Error(fmt::format("{}: only float32 and float64 are supported, got {}", op, dtype_name(t)));
+}
+
+void conv2d_kernel(std::span<const Array> in, const Attrs& attrs, Array& out) {
+  const ConvGeom g = conv_geom(in[0].shape, in[1].shape, attrs, "conv2d");
+  if (out.size() == 0) return;
+  visit_float(out.dtype, "conv2d", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (in[0].size() == 0 || in[1].size() == 0) {
+      std::fill_n(out.data<T>(), out.size(), T(0));
+      return;
+    }
+    conv_forward(in[0].data<T>(), in[1].data<T>(), out.data<T>(), g);
+  });
+}
+
+void conv2d_backprop_input_kernel(std::span<const Array> in, const Attrs& attrs, Array& out) {
+  const ConvGeom g = conv_geom(out.shape, in[0].shape, attrs, "conv2d_backprop_input");
+  if (out.size() == 0) return;
+  visit_float(out.dtype, "conv2d_backprop_input", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (in[0].size() == 0 || in[1].size() == 0) {
+      std::fill_n(out.data<T>(), out.size(), T(0));
+      return;
+    }
+    conv_backprop_input(in[0].data<T>(), in[1].data<T>(), out.data<T>(), g);
+  });
+}
+
+void conv2d_backprop_filter_kernel(std::span<const Array> in, const Attrs& attrs, Array& out) {
+  const ConvGeom g = conv_geom(in[0].shape, out.shape, attrs, "conv2d_backprop_filter");
+  if (out.size() == 0) return;
+  visit_float(out.dtype, "conv2d_backprop_filter", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (in[0].size() == 0 || in[1].size() == 0) {
+      std::fill_n(out.data<T>(), out.size(), T(0));
+      return;
+    }
+    conv_backprop_filter(in[0].data<T>(), in[1].data<T>(), out.data<T>(), g);
+  });
+}
+
+}  // namespace
+
+void register_conv_kernels(KernelTable& t) {
+  t[size_t(OpKind::Conv2D)] = conv2d_kernel;
+  t[size_t(OpKind::Conv2DBackpropInput)] = conv2d_backprop_input_kernel;
+  t[size_t(OpKind::Conv2DBackpropFilter)] = conv2d_backprop_filter_kernel;
+}
 
 }  // namespace kiln::runtime

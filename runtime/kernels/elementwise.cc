@@ -40,6 +40,24 @@ void binary_loop(const Array& a, const Array& b, Array& out) {
   });
 }
 
+// Integer division truncating toward zero; x / -1 is computed as a wrapping negation, so
+// INT_MIN / -1 gives INT_MIN (as numpy does) instead of trapping (SIGFPE on x86).
+template <typename T>
+struct TruncDiv {
+  T operator()(T x, T y) const {
+    if constexpr (std::is_signed_v<T>) {
+      if (y == T(-1)) return T(std::make_unsigned_t<T>(0) - std::make_unsigned_t<T>(x));
+    }
+    return T(x / y);
+  }
+};
+
+// maximum/minimum propagate NaN from either side (numpy, and kiln's max/min reductions);
+// Eigen's default max/min keeps one operand's value depending on the argument order.
+template <typename T, bool kMax>
+using NaNMinMax = std::conditional_t<kMax, Eigen::internal::scalar_max_op<T, T, Eigen::PropagateNaN>,
+                                     Eigen::internal::scalar_min_op<T, T, Eigen::PropagateNaN>>;
+
 #define KILN_BINARY(NAME, EXPR)                        \
   struct NAME {                                        \
     template <typename A, typename B>                  \
@@ -48,10 +66,27 @@ void binary_loop(const Array& a, const Array& b, Array& out) {
 KILN_BINARY(AddOp, a + b)
 KILN_BINARY(SubOp, a - b)
 KILN_BINARY(MulOp, a * b)
-KILN_BINARY(DivOp, a / b)
 KILN_BINARY(PowOp, a.pow(b))
-KILN_BINARY(MaxOp, a.max(b))
-KILN_BINARY(MinOp, a.min(b))
+struct DivOp {
+  template <typename A, typename B>
+  static auto eval(const A& a, const B& b) {
+    using S = typename A::Scalar;
+    if constexpr (std::is_integral_v<S>) return a.binaryExpr(b, TruncDiv<S>());
+    else return a / b;
+  }
+};
+struct MaxOp {
+  template <typename A, typename B>
+  static auto eval(const A& a, const B& b) {
+    return a.binaryExpr(b, NaNMinMax<typename A::Scalar, true>());
+  }
+};
+struct MinOp {
+  template <typename A, typename B>
+  static auto eval(const A& a, const B& b) {
+    return a.binaryExpr(b, NaNMinMax<typename A::Scalar, false>());
+  }
+};
 KILN_BINARY(EqOp, a == b)
 KILN_BINARY(NeOp, a != b)
 KILN_BINARY(LtOp, a < b)

@@ -1,0 +1,112 @@
+#include "frontend/layers/conv.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <nlohmann/json.hpp>
+
+#include "frontend/layers/activations.h"
+#include "frontend/layers/layer_util.h"
+
+namespace kiln {
+namespace {
+
+// TensorFlow's output length of one spatial dimension (-1 stays unknown).
+int64_t conv_output_length(int64_t in, int64_t kernel, int64_t stride, int64_t dilation,
+                           const std::string& padding) {
+  if (in == kUnknownDim) return kUnknownDim;
+  if (padding == "same") return (in + stride - 1) / stride;
+  int64_t effective = (kernel - 1) * dilation + 1;
+  return in < effective ? 0 : (in - effective) / stride + 1;
+}
+
+}  // namespace
+
+Conv2DImpl::Conv2DImpl(int64_t filters, Axes kernel_size, Conv2DOptions options)
+    : LayerImpl("Conv2D", options.name),
+      filters_(filters),
+      kernel_size_(std::move(kernel_size)),
+      options_(std::move(options)) {
+  if (filters <= 0)
+    throw Error(
+        fmt::format("layer \"{}\": Invalid value for argument `filters`. Expected a "
+                    "strictly positive value. Received filters={}",
+                    name(), filters));
+  layer_util::pair_arg(name(), "kernel_size", kernel_size_);
+  layer_util::pair_arg(name(), "strides", options_.strides);
+  layer_util::pair_arg(name(), "dilation_rate", options_.dilation_rate);
+  options_.padding = layer_util::padding_arg(name(), options_.padding);
+  options_.activation = activations::canonical(options_.activation);
+  bool strided = options_.strides[0] > 1 || options_.strides[1] > 1;
+  bool dilated = options_.dilation_rate[0] > 1 || options_.dilation_rate[1] > 1;
+  if (strided && dilated)
+    throw Error(fmt::format(
+        "layer \"{}\": `strides > 1` not supported in conjunction with "
+        "`dilation_rate > 1`. Received: strides=({}) and dilation_rate=({})",
+        name(), fmt::join(options_.strides, ", "), fmt::join(options_.dilation_rate, ", ")));
+  activity_regularizer = options_.activity_regularizer;
+  input_spec = {InputSpec{.ndim = 4}};
+}
+
+void Conv2DImpl::build(const Shape& input_shape) {
+  int64_t channels = input_shape[3];
+  if (channels == kUnknownDim)
+    throw Error(
+        fmt::format("layer \"{}\": the channel dimension (last axis) of the inputs should "
+                    "be defined. Found None. Full input shape received: {}",
+                    name(), input_shape.to_string()));
+  kernel =
+      add_weight("kernel", {kernel_size_[0], kernel_size_[1], channels, filters_},
+                 options_.kernel_initializer, true, options_.dtype, options_.kernel_regularizer);
+  if (options_.use_bias)
+    bias = add_weight("bias", {filters_}, options_.bias_initializer, true, options_.dtype,
+                      options_.bias_regularizer);
+  input_spec = {InputSpec{.ndim = 4, .axes = {{-1, channels}}}};
+}
+
+Tensor Conv2DImpl::call(const Tensor& inputs, bool) {
+  Tensor y = conv2d(layer_util::cast_input(inputs, options_.dtype), kernel.read(), options_.strides,
+                    options_.padding, options_.dilation_rate);
+  if (options_.use_bias) y = y + bias.read();
+  return activations::apply(options_.activation, y);
+}
+
+std::vector<Shape> Conv2DImpl::compute_output_shape(const std::vector<Shape>& input_shapes) {
+  if (input_shapes.size() != 1 || input_shapes[0].rank() != 4)
+    throw Error(
+        fmt::format("layer \"{}\": compute_output_shape expects one input shape of rank "
+                    "4 (batch, height, width, channels)",
+                    name()));
+  const Shape& s = input_shapes[0];
+  Shape out = s;
+  for (int i = 0; i < 2; ++i)
+    out[1 + i] = conv_output_length(s[1 + i], kernel_size_[size_t(i)], options_.strides[size_t(i)],
+                                    options_.dilation_rate[size_t(i)], options_.padding);
+  out[3] = filters_;
+  return {out};
+}
+
+Json Conv2DImpl::get_config() const {
+  Json c = layer_util::base_config(*this, options_.dtype);
+  c["filters"] = filters_;
+  c["kernel_size"] = kernel_size_;
+  c["strides"] = options_.strides;
+  c["padding"] = options_.padding;
+  c["data_format"] = "channels_last";
+  c["dilation_rate"] = options_.dilation_rate;
+  c["groups"] = 1;
+  c["activation"] = options_.activation;
+  c["use_bias"] = options_.use_bias;
+  c["kernel_initializer"] = layer_util::initializer_config(options_.kernel_initializer);
+  c["bias_initializer"] = layer_util::initializer_config(options_.bias_initializer);
+  c["kernel_regularizer"] = layer_util::regularizer_config(options_.kernel_regularizer);
+  c["bias_regularizer"] = layer_util::regularizer_config(options_.bias_regularizer);
+  c["kernel_constraint"] = nullptr;
+  c["bias_constraint"] = nullptr;
+  return c;
+}
+
+Conv2D::Conv2D(int64_t filters, Axes kernel_size, Conv2DOptions options)
+    : Layer(std::make_shared<Conv2DImpl>(filters, std::move(kernel_size), std::move(options))) {}
+
+}  // namespace kiln

@@ -1,0 +1,61 @@
+// Conv2D: 2-D convolution over NHWC inputs (Keras' Conv2D with data_format "channels_last").
+//
+// output = activation(conv2d(inputs, kernel) + bias). Weights, created at the first call from
+// the input's channel count `c`: "kernel" (kh, kw, c, filters) (HWIO) and, with use_bias,
+// "bias" (filters,). Padding "valid" or "same" follows TensorFlow.
+// input_spec: ndim 4, and after build axis -1 must be `c`.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "frontend/layers/layer.h"
+#include "frontend/ops.h"
+
+namespace kiln {
+
+struct Conv2DOptions {
+  Axes strides = {1, 1};
+  std::string padding = "valid";  // "valid" or "same" (any case)
+  Axes dilation_rate = {1, 1};    // strides and dilation_rate cannot both exceed 1
+  std::string activation = "linear";
+  bool use_bias = true;
+  Initializer kernel_initializer = "glorot_uniform";
+  Initializer bias_initializer = "zeros";
+  Regularizer kernel_regularizer{};
+  Regularizer bias_regularizer{};
+  Regularizer activity_regularizer{};
+  DType dtype = DType::f32;  // of the weights and the computation; inputs are cast to it
+  std::string name{};        // empty: "conv2d", "conv2d_1", ...
+};
+
+// filters > 0; kernel_size, strides and dilation_rate are (height, width) pairs of positive
+// integers.
+class Conv2DImpl : public LayerImpl {
+ public:
+  Conv2DImpl(int64_t filters, Axes kernel_size, Conv2DOptions options = {});
+  void build(const Shape& input_shape) override;
+  Tensor call(const Tensor& x, bool training) override;
+  std::vector<Shape> compute_output_shape(const std::vector<Shape>& input_shapes) override;
+  Json get_config() const override;
+
+  int64_t filters() const { return filters_; }
+  const Axes& kernel_size() const { return kernel_size_; }
+  const Conv2DOptions& options() const { return options_; }
+  // Undefined until built; bias stays undefined without use_bias.
+  Variable kernel, bias;
+
+ private:
+  int64_t filters_;
+  Axes kernel_size_;
+  Conv2DOptions options_;
+};
+
+class Conv2D : public Layer {
+  KILN_LAYER_HANDLE(Conv2D)
+ public:
+  Conv2D(int64_t filters, Axes kernel_size, Conv2DOptions options = {});
+};
+
+}  // namespace kiln

@@ -1,0 +1,74 @@
+#include "frontend/layers/dense.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "frontend/layers/activations.h"
+#include "frontend/layers/layer_util.h"
+#include "frontend/ops.h"
+
+namespace kiln {
+
+DenseImpl::DenseImpl(int64_t units, DenseOptions options)
+    : LayerImpl("Dense", options.name), units_(units), options_(std::move(options)) {
+  if (units <= 0)
+    throw Error(
+        fmt::format("layer \"{}\": Received an invalid value for `units`, expected a "
+                    "positive integer. Received: units={}",
+                    name(), units));
+  options_.activation = activations::canonical(options_.activation);
+  activity_regularizer = options_.activity_regularizer;
+  input_spec = {InputSpec{.min_ndim = 2}};
+}
+
+void DenseImpl::build(const Shape& input_shape) {
+  int64_t in = input_shape.dim(-1);
+  if (in == kUnknownDim)
+    throw Error(
+        fmt::format("layer \"{}\": the last dimension of the inputs to a Dense layer "
+                    "should be defined. Found None. Full input shape received: {}",
+                    name(), input_shape.to_string()));
+  kernel = add_weight("kernel", {in, units_}, options_.kernel_initializer, true, options_.dtype,
+                      options_.kernel_regularizer);
+  if (options_.use_bias)
+    bias = add_weight("bias", {units_}, options_.bias_initializer, true, options_.dtype,
+                      options_.bias_regularizer);
+  input_spec = {InputSpec{.min_ndim = 2, .axes = {{-1, in}}}};
+}
+
+Tensor DenseImpl::call(const Tensor& inputs, bool) {
+  Tensor y = matmul(layer_util::cast_input(inputs, options_.dtype), kernel.read());
+  if (options_.use_bias) y = y + bias.read();
+  return activations::apply(options_.activation, y);
+}
+
+std::vector<Shape> DenseImpl::compute_output_shape(const std::vector<Shape>& input_shapes) {
+  if (input_shapes.size() != 1 || input_shapes[0].rank() < 2)
+    throw Error(
+        fmt::format("layer \"{}\": compute_output_shape expects one input shape of rank "
+                    ">= 2",
+                    name()));
+  Shape out = input_shapes[0];
+  out[out.rank() - 1] = units_;
+  return {out};
+}
+
+Json DenseImpl::get_config() const {
+  Json c = layer_util::base_config(*this, options_.dtype);
+  c["units"] = units_;
+  c["activation"] = options_.activation;
+  c["use_bias"] = options_.use_bias;
+  c["kernel_initializer"] = layer_util::initializer_config(options_.kernel_initializer);
+  c["bias_initializer"] = layer_util::initializer_config(options_.bias_initializer);
+  c["kernel_regularizer"] = layer_util::regularizer_config(options_.kernel_regularizer);
+  c["bias_regularizer"] = layer_util::regularizer_config(options_.bias_regularizer);
+  c["kernel_constraint"] = nullptr;
+  c["bias_constraint"] = nullptr;
+  return c;
+}
+
+Dense::Dense(int64_t units, DenseOptions options)
+    : Layer(std::make_shared<DenseImpl>(units, std::move(options))) {}
+
+}  // namespace kiln

@@ -1,0 +1,67 @@
+#include "frontend/layers/embedding.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "frontend/layers/layer_util.h"
+#include "frontend/ops.h"
+
+namespace kiln {
+
+EmbeddingImpl::EmbeddingImpl(int64_t input_dim, int64_t output_dim, EmbeddingOptions options)
+    : LayerImpl("Embedding", options.name),
+      input_dim_(input_dim),
+      output_dim_(output_dim),
+      options_(std::move(options)) {
+  if (input_dim <= 0 || output_dim <= 0)
+    throw Error(
+        fmt::format("layer \"{}\": Both `input_dim` and `output_dim` should be positive, "
+                    "Received input_dim = {} and output_dim = {}",
+                    name(), input_dim, output_dim));
+  activity_regularizer = options_.activity_regularizer;
+}
+
+void EmbeddingImpl::build(const Shape&) {
+  embeddings = add_weight("embeddings", {input_dim_, output_dim_}, options_.embeddings_initializer,
+                          true, options_.dtype, options_.embeddings_regularizer);
+}
+
+Tensor EmbeddingImpl::call(const Tensor& indices, bool) {
+  Tensor idx = indices;
+  if (idx.dtype() == DType::u8) idx = cast(idx, DType::i32);
+  if (idx.dtype() != DType::i32 && idx.dtype() != DType::i64)
+    throw Error(
+        fmt::format("layer \"{}\": Embedding expects integer indices (int32 or int64), "
+                    "but received a {} input of shape {}; cast the indices first, e.g. "
+                    "kiln::cast(x, kiln::DType::i32)",
+                    name(), dtype_name(idx.dtype()), idx.shape().to_string()));
+  return gather(embeddings.read(), idx, 0);
+}
+
+std::vector<Shape> EmbeddingImpl::compute_output_shape(const std::vector<Shape>& input_shapes) {
+  if (input_shapes.size() != 1 || input_shapes[0].rank() >= kMaxRank)
+    throw Error(
+        fmt::format("layer \"{}\": compute_output_shape expects one input shape of rank "
+                    "< {}",
+                    name(), kMaxRank));
+  Shape out = input_shapes[0];
+  out.push_back(output_dim_);
+  return {out};
+}
+
+Json EmbeddingImpl::get_config() const {
+  Json c = layer_util::base_config(*this, options_.dtype);
+  c["input_dim"] = input_dim_;
+  c["output_dim"] = output_dim_;
+  c["embeddings_initializer"] = layer_util::initializer_config(options_.embeddings_initializer);
+  c["embeddings_regularizer"] = layer_util::regularizer_config(options_.embeddings_regularizer);
+  c["embeddings_constraint"] = nullptr;
+  c["mask_zero"] = false;
+  return c;
+}
+
+Embedding::Embedding(int64_t input_dim, int64_t output_dim, EmbeddingOptions options)
+    : Layer(std::make_shared<EmbeddingImpl>(input_dim, output_dim, std::move(options))) {}
+
+}  // namespace kiln

@@ -1,0 +1,67 @@
+// Helpers shared by the built-in layers (not part of the user API): Keras-style config values
+// for initializers and regularizers, argument checks with Keras' wording, and the input cast
+// every weighted layer applies (Keras' autocast to the layer's dtype).
+#pragma once
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cctype>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "frontend/layers/layer.h"
+#include "frontend/ops.h"
+
+namespace kiln::layer_util {
+
+// An initializer in a config: its Keras name ("glorot_uniform"); null when undefined.
+inline Json initializer_config(const Initializer& init) {
+  return init.defined() ? Json(init.name()) : Json(nullptr);
+}
+
+// A regularizer in a config: null when inactive, else Keras' L1 / L2 / L1L2 form.
+inline Json regularizer_config(const Regularizer& r) {
+  if (!r.active()) return nullptr;
+  if (r.l2 == 0) return Json{{"class_name", "L1"}, {"config", {{"l1", r.l1}}}};
+  if (r.l1 == 0) return Json{{"class_name", "L2"}, {"config", {{"l2", r.l2}}}};
+  return Json{{"class_name", "L1L2"}, {"config", {{"l1", r.l1}, {"l2", r.l2}}}};
+}
+
+// Keras' base config plus the dtype: {"name", "trainable", "dtype"}.
+inline Json base_config(const LayerImpl& layer, DType dtype) {
+  Json c = layer.LayerImpl::get_config();
+  c["dtype"] = std::string(dtype_name(dtype));
+  if (layer.activity_regularizer.active())
+    c["activity_regularizer"] = regularizer_config(layer.activity_regularizer);
+  return c;
+}
+
+// "valid" / "same" (any case) -> lowercase; anything else throws naming the layer.
+inline std::string padding_arg(const std::string& layer, const std::string& padding) {
+  std::string p = padding;
+  for (char& c : p) c = char(std::tolower(static_cast<unsigned char>(c)));
+  if (p != "valid" && p != "same")
+    throw Error(fmt::format("layer \"{}\": invalid padding \"{}\"; expected \"valid\" or \"same\"",
+                            layer, padding));
+  return p;
+}
+
+// A (height, width) argument such as kernel_size: two positive integers.
+inline Axes pair_arg(const std::string& layer, const char* arg, const Axes& value) {
+  bool ok = value.size() == 2 && value[0] > 0 && value[1] > 0;
+  if (!ok)
+    throw Error(
+        fmt::format("layer \"{}\": The `{}` argument must be a tuple of 2 positive "
+                    "integers. Received: {}=({})",
+                    layer, arg, arg, fmt::join(value, ", ")));
+  return value;
+}
+
+// The layer's input in the layer's dtype (Keras casts inputs to the compute dtype).
+inline Tensor cast_input(const Tensor& x, DType dtype) {
+  return x.dtype() == dtype ? x : cast(x, dtype);
+}
+
+}  // namespace kiln::layer_util

@@ -1,0 +1,226 @@
+// Losses with Keras 3's formulas and "sum_over_batch_size" reduction.
+//
+// Every loss first computes a per-sample value by reducing the last axis (mean for the
+// regression losses and binary crossentropy, sum for the categorical ones) and then averages
+// those over every remaining axis. Like Keras' LossFunctionWrapper, y_true and y_pred whose
+// ranks differ by one with a trailing 1 on the longer one are brought to the same rank first
+// (keras/src/losses/loss.py squeeze_or_expand_to_same_rank), and y_true is cast to y_pred's
+// dtype. Everything is built from kiln ops, so gradients flow through GradientTape.
+#include "frontend/training/loss.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <utility>
+#include <vector>
+
+#include "frontend/creation.h"
+#include "frontend/ops.h"
+
+namespace kiln {
+namespace {
+
+// Keras' backend.epsilon().
+constexpr double kEpsilon = 1e-7;
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+[[noreturn]] void shape_error(const std::string& loss, const Tensor& y_true, const Tensor& y_pred,
+                              const std::string& expected) {
+  throw Error(fmt::format("{}: y_true has shape {} and y_pred has shape {}; {}", loss,
+                          y_true.shape().to_string(), y_pred.shape().to_string(), expected));
+}
+
+void require_defined(const std::string& loss, const Tensor& y_true, const Tensor& y_pred) {
+  if (!y_true.defined() || !y_pred.defined())
+    throw Error(fmt::format("{}: y_true and y_pred must both be defined tensors (got {} and {})",
+                            loss, y_true.defined() ? "a tensor" : "an undefined tensor",
+                            y_pred.defined() ? "a tensor" : "an undefined tensor"));
+}
+
+void require_floating_pred(const std::string& loss, const Tensor& y_pred) {
+  if (!is_floating(y_pred.dtype()))
+    throw Error(fmt::format("{}: y_pred must be float32 or float64, got {} with shape {}", loss,
+                            dtype_name(y_pred.dtype()), y_pred.shape().to_string()));
+}
+
+// Keras' squeeze_or_expand_to_same_rank(y_true, y_pred) with expand_rank_1=True, then an exact
+// shape match; y_true is cast to y_pred's dtype.
+std::pair<Tensor, Tensor> align_dense(const std::string& loss, const Tensor& y_true_in,
+                                      const Tensor& y_pred_in) {
+  require_defined(loss, y_true_in, y_pred_in);
+  require_floating_pred(loss, y_pred_in);
+  Tensor y_true = y_true_in, y_pred = y_pred_in;
+  const int rt = y_true.rank(), rp = y_pred.rank();
+  if (rt == rp + 1 && y_true.shape().dim(-1) == 1) {
+    if (rp == 1)
+      y_pred = expand_dims(y_pred, -1);
+    else
+      y_true = squeeze(y_true, {-1});
+  } else if (rp == rt + 1 && y_pred.shape().dim(-1) == 1) {
+    if (rt == 1)
+      y_true = expand_dims(y_true, -1);
+    else
+      y_pred = squeeze(y_pred, {-1});
+  }
+  if (!(y_true.shape() == y_pred.shape()))
+    shape_error(loss, y_true_in, y_pred_in,
+                "they must be equal (or differ only by a trailing dimension of 1)");
+  if (y_true.dtype() != y_pred.dtype()) y_true = cast(y_true, y_pred.dtype());
+  return {y_true, y_pred};
+}
+
+// Per-sample values (the last axis already reduced) -> their mean: sum_over_batch_size.
+Tensor batch_mean(const Tensor& per_sample) { return mean(per_sample); }
+
+// Mean over the last axis, then over the batch: the overall mean (rank 0 is its own mean).
+Tensor last_axis_mean_then_batch(const Tensor& elementwise) {
+  if (elementwise.rank() == 0) return elementwise;
+  return batch_mean(mean(elementwise, {-1}));
+}
+
+Tensor clip_probabilities(const Tensor& p) {
+  return minimum(maximum(p, scalar(kEpsilon, p.dtype())), scalar(1.0 - kEpsilon, p.dtype()));
+}
+
+void require_rank_1(const std::string& loss, const Tensor& y_true, const Tensor& y_pred) {
+  if (y_pred.rank() < 1)
+    shape_error(loss, y_true, y_pred, "y_pred must have at least one axis (the classes)");
+}
+
+// Integer class ids of shape y_pred.shape[:-1] (a trailing 1 is squeezed), as int64. Floating
+// labels are cast (truncated), like Keras' cast to int. Concrete labels are range-checked.
+Tensor sparse_labels(const std::string& loss, const Tensor& y_true_in, const Tensor& y_pred) {
+  Tensor y_true = y_true_in;
+  if (y_true.dtype() == DType::b8)
+    throw Error(
+        fmt::format("{}: y_true must hold integer class ids (int32/int64), got bool", loss));
+  if (y_true.rank() == y_pred.rank() && y_true.rank() > 0 && y_true.shape().dim(-1) == 1)
+    y_true = squeeze(y_true, {-1});
+  Shape expected(std::vector<int64_t>(y_pred.shape().begin(), y_pred.shape().end() - 1));
+  if (!(y_true.shape() == expected))
+    shape_error(loss, y_true_in, y_pred,
+                fmt::format("y_true must hold one class id per row, with shape {} (or with a "
+                            "trailing 1)",
+                            expected.to_string()));
+  if (y_true.dtype() != DType::i64) y_true = cast(y_true, DType::i64);
+  if (!y_true.is_symbolic()) {
+    const int64_t classes = y_pred.shape().dim(-1);
+    std::vector<int64_t> ids = y_true.to_vector<int64_t>();
+    for (size_t i = 0; i < ids.size(); ++i)
+      if (ids[i] < 0 || ids[i] >= classes)
+        throw Error(
+            fmt::format("{}: label {} at flat position {} is outside [0, {}) (y_pred "
+                        "has {} classes on its last axis, shape {})",
+                        loss, ids[i], i, classes, classes, y_pred.shape().to_string()));
+  }
+  return y_true;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- Loss
+
+Loss::Loss(const char* name) {
+  const std::string key = lower(name ? name : "");
+  if (key == "mean_squared_error" || key == "mse") {
+    *this = losses::mean_squared_error();
+  } else if (key == "mean_absolute_error" || key == "mae") {
+    *this = losses::mean_absolute_error();
+  } else if (key == "binary_crossentropy") {
+    *this = losses::binary_crossentropy();
+  } else if (key == "categorical_crossentropy") {
+    *this = losses::categorical_crossentropy();
+  } else if (key == "sparse_categorical_crossentropy") {
+    *this = losses::sparse_categorical_crossentropy();
+  } else {
+    throw Error(fmt::format(
+        "unknown loss \"{}\"; known losses: mean_squared_error (mse), mean_absolute_error (mae), "
+        "binary_crossentropy, categorical_crossentropy, sparse_categorical_crossentropy (for "
+        "logits use kiln::losses::...(/*from_logits=*/true))",
+        name ? name : ""));
+  }
+}
+
+Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred) const {
+  if (!fn_)
+    throw Error(
+        "Loss: calling an empty loss (default-constructed); give it a name or a "
+        "function");
+  return fn_(y_true, y_pred);
+}
+
+namespace losses {
+
+// mean((y_true - y_pred)^2) over the last axis, then over the batch.
+Loss mean_squared_error() {
+  return Loss("mean_squared_error", [](const Tensor& t, const Tensor& p) {
+    auto [y_true, y_pred] = align_dense("mean_squared_error", t, p);
+    return last_axis_mean_then_batch(square(y_pred - y_true));
+  });
+}
+
+// mean(|y_true - y_pred|) over the last axis, then over the batch.
+Loss mean_absolute_error() {
+  return Loss("mean_absolute_error", [](const Tensor& t, const Tensor& p) {
+    auto [y_true, y_pred] = align_dense("mean_absolute_error", t, p);
+    return last_axis_mean_then_batch(abs(y_pred - y_true));
+  });
+}
+
+// Probabilities: p clipped to [eps, 1 - eps], -(y log p + (1 - y) log(1 - p)).
+// Logits x: softplus(x) - x y = max(x, 0) - x y + log1p(exp(-|x|)), exact for any |x|
+// (the value of TensorFlow's sigmoid_cross_entropy_with_logits and Keras' JAX backend).
+Loss binary_crossentropy(bool from_logits) {
+  return Loss("binary_crossentropy", [from_logits](const Tensor& t, const Tensor& p) {
+    auto [y, x] = align_dense("binary_crossentropy", t, p);
+    Tensor elementwise;
+    if (from_logits) {
+      elementwise = softplus(x) - x * y;
+    } else {
+      Tensor q = clip_probabilities(x);
+      elementwise = -(y * log(q) + (1.0 - y) * log(1.0 - q));
+    }
+    return last_axis_mean_then_batch(elementwise);
+  });
+}
+
+// Probabilities: p / sum(p, -1) clipped to [eps, 1 - eps], -sum(y log p, -1).
+// Logits: -sum(y log_softmax(x), -1).
+Loss categorical_crossentropy(bool from_logits) {
+  return Loss("categorical_crossentropy", [from_logits](const Tensor& t, const Tensor& p) {
+    const char* name = "categorical_crossentropy";
+    require_defined(name, t, p);
+    require_floating_pred(name, p);
+    if (!(t.shape() == p.shape()))
+      shape_error(name, t, p, "y_true must be one-hot with y_pred's shape");
+    require_rank_1(name, t, p);
+    Tensor y = t.dtype() == p.dtype() ? t : cast(t, p.dtype());
+    Tensor log_prob =
+        from_logits ? log_softmax(p, -1) : log(clip_probabilities(p / sum(p, {-1}, true)));
+    return batch_mean(-sum(y * log_prob, {-1}));
+  });
+}
+
+// As categorical_crossentropy with y_true = one_hot(labels, classes).
+Loss sparse_categorical_crossentropy(bool from_logits) {
+  return Loss("sparse_categorical_crossentropy", [from_logits](const Tensor& t, const Tensor& p) {
+    const char* name = "sparse_categorical_crossentropy";
+    require_defined(name, t, p);
+    require_floating_pred(name, p);
+    require_rank_1(name, t, p);
+    Tensor labels = sparse_labels(name, t, p);
+    Tensor log_prob =
+        from_logits ? log_softmax(p, -1) : log(clip_probabilities(p / sum(p, {-1}, true)));
+    Tensor y = one_hot(labels, p.shape().dim(-1), p.dtype());
+    return batch_mean(-sum(y * log_prob, {-1}));
+  });
+}
+
+}  // namespace losses
+}  // namespace kiln

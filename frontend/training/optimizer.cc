@@ -1,0 +1,278 @@
+// The optimizer base (iterations, learning rate, slots, apply_gradients), the Optimizer
+// handle, learning-rate schedules, and Keras 3's update rules for SGD, Adam, AdamW and
+// RMSprop (keras/src/optimizers/{sgd,adam,adamw,rmsprop}.py, base_optimizer.py).
+//
+// Updates use kiln ops on the variables' values, so they run in the variables' own dtype; the
+// scalar hyper-parameters (lr, Adam's alpha) are computed in double and enter as constants.
+#include "frontend/training/optimizer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <utility>
+
+#include "frontend/creation.h"
+#include "frontend/ops.h"
+
+namespace kiln {
+
+// ---------------------------------------------------------------- schedules
+
+namespace schedules {
+LearningRateSchedule exponential_decay(double initial_learning_rate, int64_t decay_steps,
+                                       double decay_rate, bool staircase) {
+  if (decay_steps <= 0)
+    throw Error(fmt::format("exponential_decay: decay_steps must be > 0, got {}", decay_steps));
+  return [=](int64_t step) {
+    double p = double(step) / double(decay_steps);
+    if (staircase) p = std::floor(p);
+    return initial_learning_rate * std::pow(decay_rate, p);
+  };
+}
+}  // namespace schedules
+
+// ---------------------------------------------------------------- OptimizerImpl
+
+OptimizerImpl::OptimizerImpl(std::string name, double learning_rate)
+    : name_(std::move(name)),
+      learning_rate_(learning_rate),
+      iterations_(name_ + "/iterations", scalar(0, DType::i64), /*trainable=*/false) {}
+
+int64_t OptimizerImpl::iterations() const { return iterations_.value().item<int64_t>(); }
+
+double OptimizerImpl::current_learning_rate() const {
+  return schedule_ ? schedule_(iterations()) : learning_rate_;
+}
+
+void OptimizerImpl::set_learning_rate(double lr) {
+  if (schedule_)
+    throw Error(fmt::format(
+        "optimizer \"{}\" uses a learning-rate schedule, so its learning rate is not settable; "
+        "call set_schedule(nullptr) first or set a new schedule",
+        name_));
+  learning_rate_ = lr;
+}
+
+void OptimizerImpl::set_schedule(LearningRateSchedule schedule) { schedule_ = std::move(schedule); }
+
+std::vector<Variable> OptimizerImpl::variables() const {
+  std::vector<Variable> out;
+  out.reserve(slot_order_.size() + 1);
+  out.push_back(iterations_);
+  out.insert(out.end(), slot_order_.begin(), slot_order_.end());
+  return out;
+}
+
+Variable& OptimizerImpl::slot(const Variable& var, const std::string& slot_name) {
+  auto key = std::make_pair(var.handle_id(), slot_name);
+  auto it = slots_.find(key);
+  if (it != slots_.end()) return it->second;
+  // Keras: add_variable_from_reference names the slot after the variable's path with '/'
+  // replaced by '_', inside the optimizer's scope.
+  std::string var_name = var.name();
+  std::replace(var_name.begin(), var_name.end(), '/', '_');
+  Variable s(fmt::format("{}/{}_{}", name_, var_name, slot_name), zeros(var.shape(), var.dtype()),
+             /*trainable=*/false);
+  slot_order_.push_back(s);
+  slot_owners_.push_back(var);
+  return slots_.emplace(key, s).first->second;
+}
+
+void OptimizerImpl::apply_gradients(const std::vector<Tensor>& grads,
+                                    const std::vector<Variable>& variables) {
+  if (grads.size() != variables.size())
+    throw Error(
+        fmt::format("{}.apply_gradients: got {} gradients for {} variables; pass one "
+                    "gradient (possibly undefined) per variable",
+                    name_, grads.size(), variables.size()));
+  // Validate everything before the first update so a bad call changes nothing.
+  size_t present = 0;
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (!variables[i].defined())
+      throw Error(fmt::format("{}.apply_gradients: variable {} is an empty handle", name_, i));
+    if (!grads[i].defined()) continue;
+    ++present;
+    if (!(grads[i].type() == TensorType{variables[i].dtype(), variables[i].shape()}))
+      throw Error(fmt::format(
+          "{}.apply_gradients: the gradient for variable \"{}\" (index {}) is {} {} but the "
+          "variable is {} {}; gradients must match their variable's dtype and shape",
+          name_, variables[i].name(), i, dtype_name(grads[i].dtype()), grads[i].shape().to_string(),
+          dtype_name(variables[i].dtype()), variables[i].shape().to_string()));
+    if (!is_floating(variables[i].dtype()))
+      throw Error(
+          fmt::format("{}.apply_gradients: variable \"{}\" is {}; only float32/float64 "
+                      "variables can be optimized",
+                      name_, variables[i].name(), dtype_name(variables[i].dtype())));
+  }
+  if (!grads.empty() && present == 0)
+    throw Error(
+        fmt::format("{}.apply_gradients: no gradients provided for any of the {} "
+                    "variables (all are undefined): is the loss connected to them?",
+                    name_, variables.size()));
+  const double lr = current_learning_rate();
+  const int64_t step = iterations() + 1;
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (!grads[i].defined()) continue;
+    Variable var = variables[i];
+    update(var, grads[i], lr, step);
+  }
+  iterations_.assign_add(scalar(1, DType::i64));
+}
+
+// ---------------------------------------------------------------- update rules
+
+namespace {
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+// momentum 0:   w -= lr g
+// momentum m:   v = m v - lr g;  w += v
+// nesterov:     v = m v - lr g;  w += m v - lr g   (with the new v, as Keras 3)
+class SGDImpl : public OptimizerImpl {
+ public:
+  explicit SGDImpl(const SGDOptions& o) : OptimizerImpl("SGD", o.learning_rate), o_(o) {
+    if (!(o.momentum >= 0 && o.momentum <= 1))
+      throw Error(fmt::format("SGD: momentum must be in [0, 1], got {}", o.momentum));
+  }
+
+ protected:
+  void update(Variable& var, const Tensor& g, double lr, int64_t) override {
+    if (o_.momentum == 0) {
+      var.assign_sub(g * lr);
+      return;
+    }
+    Variable& m = slot(var, "momentum");
+    m.assign(m.value() * o_.momentum - g * lr);
+    if (o_.nesterov)
+      var.assign_add(m.value() * o_.momentum - g * lr);
+    else
+      var.assign_add(m.value());
+  }
+
+ private:
+  SGDOptions o_;
+};
+
+// Keras' Adam step (t = iterations + 1), shared by Adam and AdamW:
+//   m += (g - m)(1 - b1);  v += (g^2 - v)(1 - b2)
+//   alpha = lr sqrt(1 - b2^t) / (1 - b1^t);  w -= alpha m / (sqrt(v) + eps)
+void adam_step(Variable& var, const Tensor& g, double lr, int64_t step, double beta_1,
+               double beta_2, double epsilon, Variable& m, Variable& v) {
+  const double t = double(step);
+  const double alpha = lr * std::sqrt(1 - std::pow(beta_2, t)) / (1 - std::pow(beta_1, t));
+  m.assign_add((g - m.value()) * (1 - beta_1));
+  v.assign_add((square(g) - v.value()) * (1 - beta_2));
+  var.assign_sub((m.value() * alpha) / (sqrt(v.value()) + epsilon));
+}
+
+class AdamImpl : public OptimizerImpl {
+ public:
+  explicit AdamImpl(const AdamOptions& o) : OptimizerImpl("adam", o.learning_rate), o_(o) {}
+
+ protected:
+  void update(Variable& var, const Tensor& g, double lr, int64_t step) override {
+    Variable& m = slot(var, "momentum");
+    Variable& v = slot(var, "velocity");
+    adam_step(var, g, lr, step, o_.beta_1, o_.beta_2, o_.epsilon, m, v);
+  }
+
+ private:
+  AdamOptions o_;
+};
+
+// Decoupled weight decay first (base_optimizer._apply_weight_decay: w = w - w wd lr), then the
+// Adam step on the decayed weights.
+class AdamWImpl : public OptimizerImpl {
+ public:
+  explicit AdamWImpl(const AdamWOptions& o) : OptimizerImpl("adamw", o.learning_rate), o_(o) {}
+
+ protected:
+  void update(Variable& var, const Tensor& g, double lr, int64_t step) override {
+    Variable& m = slot(var, "momentum");
+    Variable& v = slot(var, "velocity");
+    if (o_.weight_decay != 0) var.assign(var.value() - var.value() * o_.weight_decay * lr);
+    adam_step(var, g, lr, step, o_.beta_1, o_.beta_2, o_.epsilon, m, v);
+  }
+
+ private:
+  AdamWOptions o_;
+};
+
+// v = rho v + (1 - rho) g^2
+// centered: a = rho a + (1 - rho) g; denom = v - a^2 + eps; else denom = v + eps
+// inc = lr g / sqrt(denom); momentum > 0: mom = momentum mom + inc, w -= mom; else w -= inc
+class RMSpropImpl : public OptimizerImpl {
+ public:
+  explicit RMSpropImpl(const RMSpropOptions& o)
+      : OptimizerImpl("rmsprop", o.learning_rate), o_(o) {}
+
+ protected:
+  void update(Variable& var, const Tensor& g, double lr, int64_t) override {
+    // Slots in Keras' build order: velocity, momentum, average_gradient.
+    Variable& v = slot(var, "velocity");
+    Variable* mom = o_.momentum > 0 ? &slot(var, "momentum") : nullptr;
+    Variable* avg = o_.centered ? &slot(var, "average_gradient") : nullptr;
+    v.assign(v.value() * o_.rho + square(g) * (1 - o_.rho));
+    Tensor denominator;
+    if (avg) {
+      avg->assign(avg->value() * o_.rho + g * (1 - o_.rho));
+      denominator = v.value() - square(avg->value()) + o_.epsilon;
+    } else {
+      denominator = v.value() + o_.epsilon;
+    }
+    Tensor increment = (g * lr) / sqrt(denominator);
+    if (mom) {
+      mom->assign(mom->value() * o_.momentum + increment);
+      var.assign_sub(mom->value());
+    } else {
+      var.assign_sub(increment);
+    }
+  }
+
+ private:
+  RMSpropOptions o_;
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------- Optimizer handle
+
+Optimizer::Optimizer(const char* name) {
+  const std::string key = lower(name ? name : "");
+  if (key == "sgd")
+    *this = SGD();
+  else if (key == "adam")
+    *this = Adam();
+  else if (key == "adamw")
+    *this = AdamW();
+  else if (key == "rmsprop")
+    *this = RMSprop();
+  else
+    throw Error(
+        fmt::format("unknown optimizer \"{}\"; known optimizers: sgd, adam, adamw, "
+                    "rmsprop (or construct one with kiln::SGD({{...}}) etc.)",
+                    name ? name : ""));
+}
+
+OptimizerImpl* Optimizer::operator->() const {
+  if (!impl_)
+    throw Error(
+        "Optimizer: the handle is empty (default-constructed); create one with a name "
+        "(\"adam\") or a factory (kiln::Adam())");
+  return impl_.get();
+}
+
+Optimizer SGD(SGDOptions options) { return Optimizer(std::make_shared<SGDImpl>(options)); }
+Optimizer Adam(AdamOptions options) { return Optimizer(std::make_shared<AdamImpl>(options)); }
+Optimizer AdamW(AdamWOptions options) { return Optimizer(std::make_shared<AdamWImpl>(options)); }
+Optimizer RMSprop(RMSpropOptions options) {
+  return Optimizer(std::make_shared<RMSpropImpl>(options));
+}
+
+}  // namespace kiln

@@ -1,0 +1,250 @@
+// Finite-difference checks of the gradient rules of matmul, the convolutions (including the
+// two backprop ops, which are differentiable too) and pooling (frontend/grad_nn.cc).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "frontend/dispatch.h"
+#include "kiln/kiln.h"
+#include "tests/autodiff/gradcheck.h"
+
+namespace kiln {
+namespace {
+
+using gradcheck::distinct;
+using gradcheck::uniform;
+
+// ---- matmul ----
+
+// (m, k) @ (k, n) with every combination of transpose flags; a and b are stored transposed
+// when their flag is set.
+TEST(NnGradients, MatMulAllTransposeCombinations) {
+  const int64_t m = 3, k = 4, n = 2;
+  uint64_t seed = 1;
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      SCOPED_TRACE(fmt::format("transpose_a {} transpose_b {}", ta, tb));
+      Tensor a = uniform(ta ? Shape{k, m} : Shape{m, k}, seed++);
+      Tensor b = uniform(tb ? Shape{n, k} : Shape{k, n}, seed++);
+      EXPECT_GRADIENTS(
+          [ta, tb](const std::vector<Tensor>& x) { return matmul(x[0], x[1], ta, tb); }, {a, b});
+    }
+  }
+}
+
+// Batch dimensions broadcast: a (2, 1, 3, 4) with b (3, 4, 5) -> (2, 3, 3, 5); the gradients
+// sum over the stretched batch axes.
+TEST(NnGradients, MatMulBatchedWithBroadcastBatchDims) {
+  uint64_t seed = 10;
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      SCOPED_TRACE(fmt::format("transpose_a {} transpose_b {}", ta, tb));
+      Tensor a = uniform(ta ? Shape{2, 1, 4, 3} : Shape{2, 1, 3, 4}, seed++);
+      Tensor b = uniform(tb ? Shape{3, 5, 4} : Shape{3, 4, 5}, seed++);
+      EXPECT_GRADIENTS(
+          [ta, tb](const std::vector<Tensor>& x) { return matmul(x[0], x[1], ta, tb); }, {a, b});
+    }
+  }
+}
+
+TEST(NnGradients, MatMulBatchedMatrixTimesBatch) {
+  Tensor a = uniform({3, 4}, 20), b = uniform({2, 4, 2}, 21);
+  EXPECT_GRADIENTS([](const std::vector<Tensor>& x) { return matmul(x[0], x[1]); }, {a, b});
+  Tensor c = uniform({2, 3, 4}, 22), d = uniform({4, 2}, 23);
+  EXPECT_GRADIENTS([](const std::vector<Tensor>& x) { return matmul(x[0], x[1]); }, {c, d});
+}
+
+TEST(NnGradients, MatMulSameOperandTwice) {
+  Tensor a = uniform({3, 3}, 24);
+  EXPECT_GRADIENTS([](const std::vector<Tensor>& x) { return matmul(x[0], x[0], false, true); },
+                   {a});
+}
+
+// ---- convolutions ----
+
+struct ConvCase {
+  Shape input, filter;
+  Axes strides, dilations;
+  std::string padding;
+};
+
+std::string conv_name(const ConvCase& c) {
+  return fmt::format("input {} filter {} strides [{}] dilations [{}] padding {}",
+                     c.input.to_string(), c.filter.to_string(), fmt::join(c.strides, ","),
+                     fmt::join(c.dilations, ","), c.padding);
+}
+
+const std::vector<ConvCase>& conv_cases() {
+  static const std::vector<ConvCase> cases = {
+      {{2, 5, 5, 2}, {3, 3, 2, 3}, {1, 1}, {1, 1}, "valid"},
+      {{2, 5, 5, 2}, {3, 3, 2, 3}, {1, 1}, {1, 1}, "same"},
+      {{1, 6, 7, 2}, {3, 3, 2, 2}, {2, 2}, {1, 1}, "valid"},
+      {{1, 6, 7, 2}, {3, 3, 2, 2}, {2, 2}, {1, 1}, "same"},
+      {{1, 6, 6, 2}, {3, 2, 2, 2}, {1, 1}, {2, 2}, "valid"},
+      {{1, 6, 6, 2}, {3, 2, 2, 2}, {1, 1}, {2, 2}, "same"},
+      {{1, 5, 6, 1}, {2, 2, 1, 2}, {1, 2}, {1, 1}, "same"},  // even filter: asymmetric padding
+      {{1, 7, 7, 2}, {3, 3, 2, 1}, {2, 1}, {1, 2}, "same"},
+  };
+  return cases;
+}
+
+Shape conv_output_shape(const ConvCase& c) {
+  Tensor probe = conv2d(zeros(c.input, DType::f64), zeros(c.filter, DType::f64), c.strides,
+                        c.padding, c.dilations);
+  return probe.shape();
+}
+
+TEST(NnGradients, Conv2D) {
+  uint64_t seed = 30;
+  for (const ConvCase& c : conv_cases()) {
+    SCOPED_TRACE(conv_name(c));
+    Tensor x = uniform(c.input, seed++), w = uniform(c.filter, seed++);
+    EXPECT_GRADIENTS(
+        [&c](const std::vector<Tensor>& in) {
+          return conv2d(in[0], in[1], c.strides, c.padding, c.dilations);
+        },
+        {x, w});
+  }
+}
+
+TEST(NnGradients, Conv2DBackpropInput) {
+  uint64_t seed = 50;
+  for (const ConvCase& c : conv_cases()) {
+    SCOPED_TRACE(conv_name(c));
+    Tensor w = uniform(c.filter, seed++), g = uniform(conv_output_shape(c), seed++);
+    EXPECT_GRADIENTS(
+        [&c](const std::vector<Tensor>& in) {
+          return conv2d_backprop_input(c.input, in[0], in[1], c.strides, c.padding, c.dilations);
+        },
+        {w, g});
+  }
+}
+
+TEST(NnGradients, Conv2DBackpropFilter) {
+  uint64_t seed = 70;
+  for (const ConvCase& c : conv_cases()) {
+    SCOPED_TRACE(conv_name(c));
+    Tensor x = uniform(c.input, seed++), g = uniform(conv_output_shape(c), seed++);
+    EXPECT_GRADIENTS(
+        [&c](const std::vector<Tensor>& in) {
+          return conv2d_backprop_filter(in[0], c.filter, in[1], c.strides, c.padding, c.dilations);
+        },
+        {x, g});
+  }
+}
+
+// The backprop ops are the adjoints of conv2d: <conv2d(x, w), g> equals
+// <x, backprop_input(w, g)> and <w, backprop_filter(x, g)>.
+TEST(NnGradients, ConvBackpropOpsAreAdjoints) {
+  uint64_t seed = 90;
+  for (const ConvCase& c : conv_cases()) {
+    SCOPED_TRACE(conv_name(c));
+    Tensor x = uniform(c.input, seed++), w = uniform(c.filter, seed++);
+    Tensor g = uniform(conv_output_shape(c), seed++);
+    double lhs = sum(conv2d(x, w, c.strides, c.padding, c.dilations) * g).item<double>();
+    double via_input =
+        sum(x * conv2d_backprop_input(c.input, w, g, c.strides, c.padding, c.dilations))
+            .item<double>();
+    double via_filter =
+        sum(w * conv2d_backprop_filter(x, c.filter, g, c.strides, c.padding, c.dilations))
+            .item<double>();
+    EXPECT_NEAR(via_input, lhs, 1e-10 * (1 + std::abs(lhs)));
+    EXPECT_NEAR(via_filter, lhs, 1e-10 * (1 + std::abs(lhs)));
+  }
+}
+
+// ---- pooling ----
+
+struct PoolCase {
+  Shape input;
+  Axes pool, strides;
+  std::string padding;
+};
+
+std::string pool_name(const PoolCase& c) {
+  return fmt::format("input {} pool [{}] strides [{}] padding {}", c.input.to_string(),
+                     fmt::join(c.pool, ","), fmt::join(c.strides, ","), c.padding);
+}
+
+const std::vector<PoolCase>& pool_cases() {
+  static const std::vector<PoolCase> cases = {
+      {{2, 4, 4, 2}, {2, 2}, {2, 2}, "valid"},
+      {{1, 5, 5, 2}, {2, 2}, {2, 2}, "valid"},  // last row/column dropped
+      {{1, 5, 5, 2}, {2, 2}, {2, 2}, "same"},   // partial windows at the edge
+      {{1, 5, 6, 1}, {3, 3}, {1, 1}, "same"},   // overlapping windows
+      {{1, 6, 5, 2}, {3, 2}, {2, 1}, "valid"},
+      {{1, 7, 7, 1}, {3, 3}, {2, 2}, "same"},
+  };
+  return cases;
+}
+
+TEST(NnGradients, MaxPool2D) {
+  uint64_t seed = 110;
+  for (const PoolCase& c : pool_cases()) {
+    SCOPED_TRACE(pool_name(c));
+    Tensor x = distinct(c.input, seed++, -2, 0.03);  // no ties inside a window
+    EXPECT_GRADIENTS(
+        [&c](const std::vector<Tensor>& in) {
+          return max_pool2d(in[0], c.pool, c.strides, c.padding);
+        },
+        {x});
+  }
+}
+
+TEST(NnGradients, AvgPool2D) {
+  uint64_t seed = 130;
+  for (const PoolCase& c : pool_cases()) {
+    SCOPED_TRACE(pool_name(c));
+    Tensor x = uniform(c.input, seed++);
+    EXPECT_GRADIENTS(
+        [&c](const std::vector<Tensor>& in) {
+          return avg_pool2d(in[0], c.pool, c.strides, c.padding);
+        },
+        {x});
+  }
+}
+
+Tensor avg_pool2d_grad(const Tensor& g, const PoolCase& c) {
+  return detail::apply(OpKind::AvgPool2DGrad, {g},
+                       Attrs{{"input_shape", c.input.to_vector()},
+                             {"pool_size", c.pool},
+                             {"strides", c.strides},
+                             {"padding", c.padding}});
+}
+
+TEST(NnGradients, AvgPool2DGrad) {
+  uint64_t seed = 150;
+  for (const PoolCase& c : pool_cases()) {
+    SCOPED_TRACE(pool_name(c));
+    Shape out = avg_pool2d(zeros(c.input, DType::f64), c.pool, c.strides, c.padding).shape();
+    Tensor g = uniform(out, seed++);
+    EXPECT_GRADIENTS([&c](const std::vector<Tensor>& in) { return avg_pool2d_grad(in[0], c); },
+                     {g});
+  }
+}
+
+// Second-order gradients through max pooling need a rule for max_pool2d_grad, which kiln
+// documents as unsupported: the tape must say so with a kiln::Error, not crash.
+TEST(NnGradients, SecondOrderThroughMaxPoolIsAnError) {
+  Tensor x = distinct({1, 4, 4, 1}, 170);
+  GradientTape outer;
+  outer.watch(x);
+  Tensor first;
+  {
+    GradientTape inner;
+    inner.watch(x);
+    first = inner.gradient(sum(square(max_pool2d(x, {2, 2}))), x);
+  }
+  try {
+    outer.gradient(sum(first), x);
+    FAIL() << "expected kiln::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("max_pool2d_grad"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace kiln

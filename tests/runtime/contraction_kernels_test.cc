@@ -1,0 +1,631 @@
+// Eager contraction and window kernels (matmul, conv2d and its two backprops, max/avg pooling
+// and their gradients) through kiln::runtime::run_op, against naive reference loops written
+// here; conv backprops also against the adjoint identity in float64; bitwise determinism
+// across thread counts for the parallel GEMM and the conv filter gradient. Fixed seeds.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ir/error.h"
+#include "runtime/gemm.h"
+#include "runtime/kernels.h"
+#include "runtime/threading.h"
+
+namespace kiln::runtime {
+namespace {
+
+using Ints = std::vector<int64_t>;
+
+// ---------------------------------------------------------------- helpers
+
+Array random_array(DType dt, const Shape& s, std::mt19937_64& rng) {
+  Array a = Array::empty(dt, s);
+  visit_dtype(dt, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = static_cast<T*>(a.raw());
+    for (int64_t i = 0; i < a.size(); ++i) {
+      if constexpr (std::is_floating_point_v<T>)
+        p[i] = T(std::uniform_real_distribution<double>(-1, 1)(rng));
+      else if constexpr (std::is_same_v<T, uint8_t>)
+        p[i] = T(rng() % 256);
+      else if constexpr (!std::is_same_v<T, bool>)
+        p[i] = T(int64_t(rng() % 21) - 10);
+    }
+  });
+  return a;
+}
+
+std::vector<double> as_double(const Array& a) {
+  std::vector<double> v(size_t(a.size()));
+  visit_dtype(a.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* p = static_cast<const T*>(a.raw());
+    for (int64_t i = 0; i < a.size(); ++i) v[size_t(i)] = double(p[i]);
+  });
+  return v;
+}
+
+void expect_close(const Array& got, const std::vector<double>& want, double tol,
+                  const std::string& what) {
+  ASSERT_EQ(got.size(), int64_t(want.size())) << what;
+  std::vector<double> g = as_double(got);
+  double scale = 1;
+  for (double w : want) scale = std::max(scale, std::abs(w));
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_NEAR(g[i], want[i], tol * scale) << what << " at flat index " << i;
+}
+
+bool bitwise_equal(const Array& a, const Array& b) {
+  return a.shape == b.shape && a.dtype == b.dtype && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
+}
+
+double dot(const std::vector<double>& a, const std::vector<double>& b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+
+// Restores kiln's thread count at scope exit.
+class ThreadCountGuard {
+ public:
+  ThreadCountGuard() : saved_(num_threads()) {}
+  ~ThreadCountGuard() { set_num_threads(saved_); }
+
+ private:
+  int saved_;
+};
+
+// ---------------------------------------------------------------- matmul
+
+Attrs matmul_attrs(bool ta, bool tb) { return Attrs{{"transpose_a", ta}, {"transpose_b", tb}}; }
+
+Array matmul(const Array& a, const Array& b, bool ta = false, bool tb = false) {
+  const Array in[] = {a, b};
+  return run_op(OpKind::MatMul, in, matmul_attrs(ta, tb));
+}
+
+// Naive batched matmul with numpy broadcasting of the batch axes, in double.
+std::vector<double> matmul_ref(const Array& a, const Array& b, bool ta, bool tb, const Shape& out) {
+  const std::vector<double> av = as_double(a), bv = as_double(b);
+  const Shape &as = a.shape, &bs = b.shape;
+  const int64_t m = out.dim(-2), n = out.dim(-1), k = ta ? as.dim(-2) : as.dim(-1);
+  const int rb = out.rank() - 2;
+  int64_t batch = 1;
+  for (int i = 0; i < rb; ++i) batch *= out[i];
+  auto offset = [&](const Shape& s, int64_t e) {  // matrix index in s for output entry e
+    int64_t off = 0, stride = 1;
+    for (int i = rb - 1; i >= 0; --i) {
+      int64_t idx = e % out[i];
+      e /= out[i];
+      int si = i - (rb - (s.rank() - 2));
+      if (si < 0) continue;
+      if (s[si] != 1) off += idx * stride;
+      stride *= s[si];
+    }
+    return off;
+  };
+  std::vector<double> c(size_t(batch * m * n));
+  for (int64_t e = 0; e < batch; ++e) {
+    const double* pa = av.data() + offset(as, e) * as.dim(-2) * as.dim(-1);
+    const double* pb = bv.data() + offset(bs, e) * bs.dim(-2) * bs.dim(-1);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0;
+        for (int64_t p = 0; p < k; ++p)
+          s += (ta ? pa[p * m + i] : pa[i * k + p]) * (tb ? pb[j * k + p] : pb[p * n + j]);
+        c[size_t((e * m + i) * n + j)] = s;
+      }
+  }
+  return c;
+}
+
+Shape stored(const Shape& batch, int64_t rows, int64_t cols, bool transposed) {
+  Shape s = batch;
+  s.push_back(transposed ? cols : rows);
+  s.push_back(transposed ? rows : cols);
+  return s;
+}
+
+void check_matmul(DType dt, const Shape& batch_a, const Shape& batch_b, int64_t m, int64_t k,
+                  int64_t n, bool ta, bool tb, double tol, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  Array a = random_array(dt, stored(batch_a, m, k, ta), rng);
+  Array b = random_array(dt, stored(batch_b, k, n, tb), rng);
+  Array c = matmul(a, b, ta, tb);
+  std::string what = "matmul " + a.shape.to_string() + " x " + b.shape.to_string() +
+                     " ta=" + std::to_string(ta) + " tb=" + std::to_string(tb);
+  EXPECT_EQ(c.shape.dim(-2), m) << what;
+  EXPECT_EQ(c.shape.dim(-1), n) << what;
+  expect_close(c, matmul_ref(a, b, ta, tb, c.shape), tol, what);
+}
+
+TEST(MatMulKernelTest, AllTransposeCombinationsNonSquare) {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      check_matmul(DType::f64, {}, {}, 7, 5, 3, ta, tb, 1e-13, 1);
+      check_matmul(DType::f64, {}, {}, 67, 45, 89, ta, tb, 1e-13, 2);
+      check_matmul(DType::f32, {}, {}, 33, 130, 17, ta, tb, 1e-5, 3);
+    }
+}
+
+TEST(MatMulKernelTest, SizeOne) {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      check_matmul(DType::f32, {}, {}, 1, 1, 1, ta, tb, 1e-6, 4);
+      check_matmul(DType::f64, {}, {}, 1, 300, 1, ta, tb, 1e-13, 5);  // dot product
+      check_matmul(DType::f64, {}, {}, 40, 1, 30, ta, tb, 1e-13, 6);  // outer product
+      check_matmul(DType::f64, {}, {}, 1, 50, 70, ta, tb, 1e-13, 7);  // vector x matrix
+      check_matmul(DType::f64, {}, {}, 70, 50, 1, ta, tb, 1e-13, 8);  // matrix x vector
+    }
+}
+
+TEST(MatMulKernelTest, ZeroSized) {
+  std::mt19937_64 rng(9);
+  // k == 0: the empty sum is zero.
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      Array c = matmul(random_array(DType::f32, stored({}, 3, 0, ta), rng),
+                       random_array(DType::f32, stored({}, 0, 4, tb), rng), ta, tb);
+      ASSERT_EQ(c.shape, (Shape{3, 4}));
+      for (double v : as_double(c)) EXPECT_EQ(v, 0.0);
+    }
+  Array ci =
+      matmul(random_array(DType::i32, {2, 3, 0}, rng), random_array(DType::i32, {0, 5}, rng));
+  ASSERT_EQ(ci.shape, (Shape{2, 3, 5}));
+  for (double v : as_double(ci)) EXPECT_EQ(v, 0.0);
+  // m == 0, n == 0, empty batch.
+  EXPECT_EQ(
+      matmul(random_array(DType::f32, {0, 4}, rng), random_array(DType::f32, {4, 5}, rng)).shape,
+      (Shape{0, 5}));
+  EXPECT_EQ(
+      matmul(random_array(DType::f32, {3, 4}, rng), random_array(DType::f32, {4, 0}, rng)).shape,
+      (Shape{3, 0}));
+  EXPECT_EQ(
+      matmul(random_array(DType::f64, {0, 3, 4}, rng), random_array(DType::f64, {4, 5}, rng)).shape,
+      (Shape{0, 3, 5}));
+}
+
+TEST(MatMulKernelTest, BatchedWithBroadcasting) {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      check_matmul(DType::f64, {2, 1, 3}, {4, 1}, 5, 6, 7, ta, tb, 1e-13, 10);
+      check_matmul(DType::f64, {3}, {}, 5, 6, 7, ta, tb, 1e-13, 11);  // b shared
+      check_matmul(DType::f64, {}, {3}, 5, 6, 7, ta, tb, 1e-13, 12);  // a shared
+      check_matmul(DType::f32, {1, 4}, {3, 1}, 9, 33, 20, ta, tb, 1e-5, 13);
+      check_matmul(DType::f32, {2, 3}, {2, 3}, 70, 60, 80, ta, tb, 1e-5, 14);
+    }
+  // Many small products (parallel over entries) and few large ones (parallel inside).
+  check_matmul(DType::f32, {64}, {64}, 16, 24, 16, false, true, 1e-5, 15);
+  check_matmul(DType::f32, {2}, {1}, 200, 150, 180, true, false, 1e-5, 16);
+}
+
+TEST(MatMulKernelTest, LargeEnoughToRunInParallel) {
+  ThreadCountGuard guard;
+  set_num_threads(2);
+  ASSERT_GT(plan_gemm(300, 250, 200).blocks, 1);
+  ASSERT_GT(plan_gemm(64, 256, 784).blocks, 1);
+  ASSERT_FALSE(plan_gemm(64, 256, 784).by_rows);
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      check_matmul(DType::f32, {}, {}, 300, 200, 250, ta, tb, 1e-5, 20);
+      check_matmul(DType::f64, {}, {}, 64, 784, 256, ta, tb, 1e-13, 21);
+    }
+  check_matmul(DType::f64, {3}, {}, 200, 100, 300, false, false, 1e-13, 22);  // merged rows
+}
+
+TEST(MatMulKernelTest, Integers) {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      check_matmul(DType::i32, {}, {}, 13, 7, 9, ta, tb, 0, 30);
+      check_matmul(DType::i32, {2, 1}, {3}, 40, 70, 50, ta, tb, 0, 31);
+      check_matmul(DType::i64, {}, {}, 200, 90, 130, ta, tb, 0, 32);
+    }
+  // uint8 wraps modulo 256, like numpy.
+  std::mt19937_64 rng(33);
+  Array a = random_array(DType::u8, {5, 40}, rng), b = random_array(DType::u8, {40, 6}, rng);
+  Array c = matmul(a, b);
+  std::vector<double> want = matmul_ref(a, b, false, false, c.shape);
+  for (double& w : want) w = double(uint64_t(w) % 256);
+  expect_close(c, want, 0, "uint8 matmul");
+}
+
+TEST(MatMulKernelTest, BadInputThrows) {
+  std::mt19937_64 rng(34);
+  Array a = random_array(DType::f32, {3, 4}, rng), b = random_array(DType::f32, {5, 6}, rng);
+  EXPECT_THROW(matmul(a, b), Error);
+  EXPECT_THROW(matmul(a, random_array(DType::f64, {4, 6}, rng)), Error);
+  EXPECT_THROW(
+      matmul(random_array(DType::f32, {2, 3, 4}, rng), random_array(DType::f32, {3, 4, 5}, rng)),
+      Error);
+  float x = 0;
+  EXPECT_THROW(gemm<float>(false, false, 2, 2, 2, &x, 1, &x, 2, &x, 2), Error);  // lda < k
+}
+
+TEST(MatMulKernelTest, BitwiseIdenticalOnOneAndTwoThreads) {
+  ThreadCountGuard guard;
+  std::mt19937_64 rng(40);
+  Array a = random_array(DType::f32, {515, 384}, rng),
+        b = random_array(DType::f32, {384, 641}, rng);
+  Array at = random_array(DType::f32, {384, 515}, rng),
+        bt = random_array(DType::f32, {641, 384}, rng);
+  Array ab = random_array(DType::f32, {6, 96, 200}, rng),
+        bb = random_array(DType::f32, {6, 200, 90}, rng);
+  ASSERT_GT(plan_gemm(515, 641, 384).blocks, 1);
+  set_num_threads(1);
+  Array c1 = matmul(a, b), d1 = matmul(at, bt, true, true), e1 = matmul(ab, bb);
+  set_num_threads(2);
+  Array c2 = matmul(a, b), d2 = matmul(at, bt, true, true), e2 = matmul(ab, bb);
+  EXPECT_TRUE(bitwise_equal(c1, c2));
+  EXPECT_TRUE(bitwise_equal(d1, d2));
+  EXPECT_TRUE(bitwise_equal(e1, e2));
+}
+
+// ---------------------------------------------------------------- conv2d
+
+struct ConvCase {
+  Ints input;   // NHWC
+  Ints filter;  // HWIO
+  Ints strides, dilations;
+  std::string padding;
+};
+
+Attrs conv_attrs(const ConvCase& c) {
+  return Attrs{{"strides", c.strides}, {"dilations", c.dilations}, {"padding", c.padding}};
+}
+
+std::string describe(const ConvCase& c) {
+  return "conv input " + Shape(c.input).to_string() + " filter " + Shape(c.filter).to_string() +
+         " strides " + std::to_string(c.strides[0]) + "," + std::to_string(c.strides[1]) +
+         " dilations " + std::to_string(c.dilations[0]) + "," + std::to_string(c.dilations[1]) +
+         " " + c.padding;
+}
+
+// TensorFlow's output size and padding before, computed independently of the library.
+void tf_window(int64_t in, int64_t k, int64_t s, int64_t d, const std::string& padding,
+               int64_t& out, int64_t& pad) {
+  int64_t eff = (k - 1) * d + 1;
+  if (padding == "valid") {
+    out = (in - eff + s) / s;
+    pad = 0;
+  } else {
+    out = (in + s - 1) / s;
+    pad = std::max<int64_t>(0, (out - 1) * s + eff - in) / 2;
+  }
+}
+
+struct ConvRef {
+  int64_t N, H, W, C, KH, KW, O, OH, OW, sh, sw, dh, dw, ph, pw;
+  explicit ConvRef(const ConvCase& c)
+      : N(c.input[0]),
+        H(c.input[1]),
+        W(c.input[2]),
+        C(c.input[3]),
+        KH(c.filter[0]),
+        KW(c.filter[1]),
+        O(c.filter[3]),
+        sh(c.strides[0]),
+        sw(c.strides[1]),
+        dh(c.dilations[0]),
+        dw(c.dilations[1]) {
+    tf_window(H, KH, sh, dh, c.padding, OH, ph);
+    tf_window(W, KW, sw, dw, c.padding, OW, pw);
+  }
+  // Calls fn(x_index, w_index, y_index) for every multiply of the convolution.
+  template <typename F>
+  void each(F&& fn) const {
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t y = 0; y < OH; ++y)
+        for (int64_t x = 0; x < OW; ++x)
+          for (int64_t i = 0; i < KH; ++i)
+            for (int64_t j = 0; j < KW; ++j) {
+              int64_t iy = y * sh - ph + i * dh, ix = x * sw - pw + j * dw;
+              if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+              for (int64_t c = 0; c < C; ++c)
+                for (int64_t o = 0; o < O; ++o)
+                  fn(((n * H + iy) * W + ix) * C + c, ((i * KW + j) * C + c) * O + o,
+                     ((n * OH + y) * OW + x) * O + o);
+            }
+  }
+};
+
+Array conv2d(const Array& x, const Array& w, const ConvCase& c) {
+  const Array in[] = {x, w};
+  return run_op(OpKind::Conv2D, in, conv_attrs(c));
+}
+Array conv2d_backprop_input(const Array& w, const Array& g, const ConvCase& c) {
+  Attrs attrs = conv_attrs(c);
+  attrs.set("input_shape", c.input);
+  const Array in[] = {w, g};
+  return run_op(OpKind::Conv2DBackpropInput, in, attrs);
+}
+Array conv2d_backprop_filter(const Array& x, const Array& g, const ConvCase& c) {
+  Attrs attrs = conv_attrs(c);
+  attrs.set("filter_shape", c.filter);
+  const Array in[] = {x, g};
+  return run_op(OpKind::Conv2DBackpropFilter, in, attrs);
+}
+
+void check_conv(const ConvCase& cc, DType dt, double tol, uint64_t seed) {
+  const std::string what = describe(cc) + " " + std::string(dtype_name(dt));
+  std::mt19937_64 rng(seed);
+  ConvRef r(cc);
+  Array x = random_array(dt, Shape(cc.input), rng), w = random_array(dt, Shape(cc.filter), rng);
+  Array g = random_array(dt, Shape{r.N, r.OH, r.OW, r.O}, rng);
+  const std::vector<double> xv = as_double(x), wv = as_double(w), gv = as_double(g);
+
+  std::vector<double> y_ref(size_t(r.N * r.OH * r.OW * r.O)), dx_ref(xv.size()), dw_ref(wv.size());
+  r.each([&](int64_t xi, int64_t wi, int64_t yi) {
+    y_ref[size_t(yi)] += xv[size_t(xi)] * wv[size_t(wi)];
+    dx_ref[size_t(xi)] += gv[size_t(yi)] * wv[size_t(wi)];
+    dw_ref[size_t(wi)] += gv[size_t(yi)] * xv[size_t(xi)];
+  });
+
+  Array y = conv2d(x, w, cc);
+  ASSERT_EQ(y.shape, (Shape{r.N, r.OH, r.OW, r.O})) << what;
+  expect_close(y, y_ref, tol, what + " forward");
+  Array dx = conv2d_backprop_input(w, g, cc);
+  ASSERT_EQ(dx.shape, Shape(cc.input)) << what;
+  expect_close(dx, dx_ref, tol, what + " backprop_input");
+  Array dw = conv2d_backprop_filter(x, g, cc);
+  ASSERT_EQ(dw.shape, Shape(cc.filter)) << what;
+  expect_close(dw, dw_ref, tol, what + " backprop_filter");
+
+  if (dt == DType::f64) {
+    // Adjoint identity: <conv(x, w), g> = <x, backprop_input(w, g)> = <w, backprop_filter(x, g)>.
+    const double lhs = dot(as_double(y), gv);
+    const double s = std::max(1.0, std::abs(lhs));
+    EXPECT_NEAR(dot(xv, as_double(dx)), lhs, 1e-12 * s) << what;
+    EXPECT_NEAR(dot(wv, as_double(dw)), lhs, 1e-12 * s) << what;
+  }
+}
+
+const std::vector<ConvCase>& conv_cases() {
+  static const std::vector<ConvCase> cases = {
+      {{1, 5, 5, 1}, {3, 3, 1, 1}, {1, 1}, {1, 1}, "same"},
+      {{1, 5, 5, 1}, {3, 3, 1, 1}, {1, 1}, {1, 1}, "valid"},
+      {{2, 7, 8, 3}, {3, 3, 3, 4}, {1, 1}, {1, 1}, "same"},
+      {{2, 7, 8, 3}, {3, 3, 3, 4}, {1, 1}, {1, 1}, "valid"},
+      {{2, 7, 8, 3}, {3, 3, 3, 4}, {2, 2}, {1, 1}, "same"},
+      {{2, 7, 8, 3}, {3, 3, 3, 4}, {2, 2}, {1, 1}, "valid"},
+      {{2, 8, 7, 3}, {2, 2, 3, 5}, {2, 2}, {1, 1}, "same"},  // even window: pad after
+      {{2, 9, 10, 2}, {3, 3, 2, 3}, {1, 1}, {2, 2}, "same"},
+      {{2, 9, 10, 2}, {3, 3, 2, 3}, {1, 1}, {2, 2}, "valid"},
+      {{1, 11, 9, 2}, {3, 2, 2, 3}, {2, 1}, {2, 3}, "same"},
+      {{2, 6, 9, 3}, {2, 3, 3, 2}, {1, 2}, {1, 1}, "same"},  // non-square kernels
+      {{2, 6, 9, 3}, {1, 3, 3, 2}, {1, 1}, {1, 1}, "valid"},
+      {{2, 6, 9, 3}, {3, 1, 3, 2}, {2, 1}, {1, 1}, "same"},
+      {{2, 4, 5, 3}, {4, 5, 3, 2}, {1, 1}, {1, 1}, "valid"},       // window = image
+      {{1, 3, 3, 2}, {5, 5, 2, 2}, {1, 1}, {1, 1}, "same"},        // window > image
+      {{3, 5, 6, 4}, {1, 1, 4, 5}, {1, 1}, {1, 1}, "same"},        // pointwise: plain GEMM
+      {{3, 5, 6, 4}, {1, 1, 4, 5}, {2, 2}, {1, 1}, "valid"},       // strided 1x1
+      {{2, 16, 16, 64}, {3, 3, 64, 8}, {1, 1}, {1, 1}, "same"},    // several im2col chunks
+      {{1, 24, 24, 40}, {3, 3, 40, 6}, {1, 1}, {1, 1}, "same"},    // one image, several chunks
+      {{4, 16, 16, 32}, {3, 3, 32, 32}, {1, 1}, {1, 1}, "same"},   // filter-gradient partials
+      {{16, 12, 12, 64}, {1, 1, 64, 64}, {1, 1}, {1, 1}, "valid"},  // pointwise partials
+  };
+  return cases;
+}
+
+TEST(ConvKernelTest, Float64AgainstNaiveAndAdjoint) {
+  uint64_t seed = 100;
+  for (const ConvCase& c : conv_cases()) check_conv(c, DType::f64, 1e-12, seed++);
+}
+
+TEST(ConvKernelTest, Float32AgainstNaive) {
+  uint64_t seed = 200;
+  for (const ConvCase& c : conv_cases()) check_conv(c, DType::f32, 2e-5, seed++);
+}
+
+TEST(ConvKernelTest, BadInputThrows) {
+  std::mt19937_64 rng(300);
+  ConvCase c{{1, 5, 5, 3}, {3, 3, 4, 2}, {1, 1}, {1, 1}, "same"};  // channels differ
+  EXPECT_THROW(conv2d(random_array(DType::f32, Shape(c.input), rng),
+                      random_array(DType::f32, Shape(c.filter), rng), c),
+               Error);
+  ConvCase v{{1, 2, 2, 1}, {3, 3, 1, 1}, {1, 1}, {1, 1}, "valid"};  // window does not fit
+  EXPECT_THROW(conv2d(random_array(DType::f32, Shape(v.input), rng),
+                      random_array(DType::f32, Shape(v.filter), rng), v),
+               Error);
+  ConvCase p{{1, 5, 5, 1}, {3, 3, 1, 1}, {1, 1}, {1, 1}, "full"};
+  EXPECT_THROW(conv2d(random_array(DType::f32, Shape(p.input), rng),
+                      random_array(DType::f32, Shape(p.filter), rng), p),
+               Error);
+  ConvCase s{{1, 5, 5, 1}, {3, 3, 1, 1}, {1, 1}, {1, 1}, "same"};  // wrong gradient shape
+  EXPECT_THROW(conv2d_backprop_filter(random_array(DType::f32, Shape(s.input), rng),
+                                      random_array(DType::f32, {1, 4, 5, 1}, rng), s),
+               Error);
+}
+
+TEST(ConvKernelTest, BitwiseIdenticalOnOneAndTwoThreads) {
+  ThreadCountGuard guard;
+  std::mt19937_64 rng(400);
+  ConvCase c{{8, 16, 16, 32}, {3, 3, 32, 32}, {1, 1}, {1, 1}, "same"};
+  Array x = random_array(DType::f32, Shape(c.input), rng);
+  Array w = random_array(DType::f32, Shape(c.filter), rng);
+  Array g = random_array(DType::f32, {8, 16, 16, 32}, rng);
+  set_num_threads(1);
+  Array dw1 = conv2d_backprop_filter(x, g, c), y1 = conv2d(x, w, c);
+  Array dx1 = conv2d_backprop_input(w, g, c);
+  set_num_threads(2);
+  Array dw2 = conv2d_backprop_filter(x, g, c), y2 = conv2d(x, w, c);
+  Array dx2 = conv2d_backprop_input(w, g, c);
+  EXPECT_TRUE(bitwise_equal(dw1, dw2));
+  EXPECT_TRUE(bitwise_equal(y1, y2));
+  EXPECT_TRUE(bitwise_equal(dx1, dx2));
+}
+
+// ---------------------------------------------------------------- pooling
+
+struct PoolCase {
+  Ints input;  // NHWC
+  Ints pool, strides;
+  std::string padding;
+};
+
+Attrs pool_attrs(const PoolCase& p) {
+  return Attrs{{"pool_size", p.pool}, {"strides", p.strides}, {"padding", p.padding}};
+}
+
+struct PoolRef {
+  int64_t N, H, W, C, KH, KW, OH, OW, sh, sw, ph, pw;
+  explicit PoolRef(const PoolCase& p)
+      : N(p.input[0]),
+        H(p.input[1]),
+        W(p.input[2]),
+        C(p.input[3]),
+        KH(p.pool[0]),
+        KW(p.pool[1]),
+        sh(p.strides[0]),
+        sw(p.strides[1]) {
+    tf_window(H, KH, sh, 1, p.padding, OH, ph);
+    tf_window(W, KW, sw, 1, p.padding, OW, pw);
+  }
+  // Valid input indices of the window of output element yi (row-major window order).
+  std::vector<int64_t> window(int64_t n, int64_t y, int64_t x, int64_t c) const {
+    std::vector<int64_t> v;
+    for (int64_t i = 0; i < KH; ++i)
+      for (int64_t j = 0; j < KW; ++j) {
+        int64_t iy = y * sh - ph + i, ix = x * sw - pw + j;
+        if (iy >= 0 && iy < H && ix >= 0 && ix < W) v.push_back(((n * H + iy) * W + ix) * C + c);
+      }
+    return v;
+  }
+  template <typename F>
+  void each_output(F&& fn) const {
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t y = 0; y < OH; ++y)
+        for (int64_t x = 0; x < OW; ++x)
+          for (int64_t c = 0; c < C; ++c) fn(((n * OH + y) * OW + x) * C + c, window(n, y, x, c));
+  }
+};
+
+void check_pool(const PoolCase& p, DType dt, bool with_grads, uint64_t seed) {
+  const std::string what =
+      "pool input " + Shape(p.input).to_string() + " window " + std::to_string(p.pool[0]) + "x" +
+      std::to_string(p.pool[1]) + " strides " + std::to_string(p.strides[0]) + "," +
+      std::to_string(p.strides[1]) + " " + p.padding + " " + std::string(dtype_name(dt));
+  std::mt19937_64 rng(seed);
+  PoolRef r(p);
+  Array x = random_array(dt, Shape(p.input), rng);
+  if (seed % 2 == 0 && is_floating(dt)) {  // coarse values make ties in some windows
+    visit_dtype(dt, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_floating_point_v<T>)
+        for (int64_t i = 0; i < x.size(); ++i) x.data<T>()[i] = std::round(x.data<T>()[i] * 2);
+    });
+  }
+  const std::vector<double> xv = as_double(x);
+  const Shape out{r.N, r.OH, r.OW, r.C};
+  std::vector<double> max_ref(size_t(out.num_elements())), avg_ref(max_ref.size());
+  std::vector<int64_t> argmax(max_ref.size());
+  r.each_output([&](int64_t o, const std::vector<int64_t>& win) {
+    double m = xv[size_t(win[0])], s = 0;
+    int64_t at = win[0];
+    for (int64_t i : win) {
+      if (xv[size_t(i)] > m) m = xv[size_t(i)], at = i;
+      s += xv[size_t(i)];
+    }
+    max_ref[size_t(o)] = m;
+    argmax[size_t(o)] = at;
+    avg_ref[size_t(o)] = s / double(win.size());
+  });
+
+  const Array in[] = {x};
+  Array mx = run_op(OpKind::MaxPool2D, in, pool_attrs(p));
+  ASSERT_EQ(mx.shape, out) << what;
+  expect_close(mx, max_ref, 0, what + " max");
+  if (!is_floating(dt)) return;
+  const double tol = dt == DType::f64 ? 1e-14 : 1e-6;
+  Array av = run_op(OpKind::AvgPool2D, in, pool_attrs(p));
+  ASSERT_EQ(av.shape, out) << what;
+  expect_close(av, avg_ref, tol, what + " avg");
+  if (!with_grads) return;
+
+  Array g = random_array(dt, out, rng);
+  const std::vector<double> gv = as_double(g);
+  std::vector<double> dmax_ref(xv.size()), davg_ref(xv.size());
+  r.each_output([&](int64_t o, const std::vector<int64_t>& win) {
+    dmax_ref[size_t(argmax[size_t(o)])] += gv[size_t(o)];
+    for (int64_t i : win) davg_ref[size_t(i)] += gv[size_t(o)] / double(win.size());
+  });
+  const Array max_in[] = {x, g};
+  Array dmax = run_op(OpKind::MaxPool2DGrad, max_in, pool_attrs(p));
+  ASSERT_EQ(dmax.shape, Shape(p.input)) << what;
+  expect_close(dmax, dmax_ref, tol, what + " max grad");
+  Attrs avg_attrs = pool_attrs(p);
+  avg_attrs.set("input_shape", p.input);
+  const Array avg_in[] = {g};
+  Array davg = run_op(OpKind::AvgPool2DGrad, avg_in, avg_attrs);
+  ASSERT_EQ(davg.shape, Shape(p.input)) << what;
+  expect_close(davg, davg_ref, tol, what + " avg grad");
+}
+
+const std::vector<PoolCase>& pool_cases() {
+  static const std::vector<PoolCase> cases = {
+      {{2, 6, 6, 3}, {2, 2}, {2, 2}, "valid"},   {{2, 6, 6, 3}, {2, 2}, {2, 2}, "same"},
+      {{2, 7, 8, 3}, {3, 3}, {2, 2}, "same"},    {{2, 7, 8, 3}, {3, 3}, {2, 2}, "valid"},
+      {{1, 7, 8, 5}, {3, 3}, {1, 1}, "same"},    {{1, 7, 8, 5}, {3, 3}, {1, 1}, "valid"},
+      {{2, 9, 7, 2}, {2, 3}, {1, 2}, "valid"},   {{2, 9, 7, 2}, {3, 2}, {2, 3}, "same"},
+      {{1, 5, 5, 1}, {5, 5}, {1, 1}, "same"},    {{1, 3, 4, 2}, {4, 4}, {3, 3}, "same"},
+      {{4, 32, 32, 16}, {3, 3}, {2, 2}, "same"},  // several parallel chunks
+  };
+  return cases;
+}
+
+TEST(PoolKernelTest, FloatAgainstNaive) {
+  uint64_t seed = 500;
+  for (const PoolCase& p : pool_cases()) {
+    check_pool(p, DType::f64, true, seed++);
+    check_pool(p, DType::f32, true, seed++);
+  }
+}
+
+TEST(PoolKernelTest, IntegerMaxPool) {
+  uint64_t seed = 600;
+  for (const PoolCase& p : pool_cases()) {
+    check_pool(p, DType::i32, false, seed++);
+    check_pool(p, DType::u8, false, seed++);
+  }
+}
+
+TEST(PoolKernelTest, SamePaddingAveragesValidElementsOnly) {
+  // 3x3 image 1..9, 2x2 windows, stride 2, "same": no padding before, one row/column after.
+  Array x = Array::empty(DType::f32, {1, 3, 3, 1});
+  for (int i = 0; i < 9; ++i) x.data<float>()[i] = float(i + 1);
+  const Array in[] = {x};
+  Array av = run_op(OpKind::AvgPool2D, in, pool_attrs({{1, 3, 3, 1}, {2, 2}, {2, 2}, "same"}));
+  ASSERT_EQ(av.shape, (Shape{1, 2, 2, 1}));
+  EXPECT_EQ(as_double(av), (std::vector<double>{3, 4.5, 7.5, 9}));
+  Array mx = run_op(OpKind::MaxPool2D, in, pool_attrs({{1, 3, 3, 1}, {2, 2}, {2, 2}, "same"}));
+  EXPECT_EQ(as_double(mx), (std::vector<double>{5, 6, 8, 9}));
+}
+
+TEST(PoolKernelTest, MaxGradGoesToFirstMaximum) {
+  PoolCase p{{1, 2, 4, 1}, {2, 2}, {2, 2}, "valid"};
+  Array x = Array::zeros(DType::f64, Shape(p.input));  // every window is a tie
+  Array g = Array::empty(DType::f64, {1, 1, 2, 1});
+  g.data<double>()[0] = 1.5;
+  g.data<double>()[1] = -2;
+  const Array in[] = {x, g};
+  Array dx = run_op(OpKind::MaxPool2DGrad, in, pool_attrs(p));
+  EXPECT_EQ(as_double(dx), (std::vector<double>{1.5, 0, -2, 0, 0, 0, 0, 0}));
+}
+
+TEST(PoolKernelTest, BadInputThrows) {
+  std::mt19937_64 rng(700);
+  Array x = random_array(DType::f32, {1, 2, 2, 1}, rng);
+  const Array in[] = {x};
+  EXPECT_THROW(run_op(OpKind::MaxPool2D, in, pool_attrs({{}, {3, 3}, {1, 1}, "valid"})), Error);
+  EXPECT_THROW(run_op(OpKind::AvgPool2D, in, pool_attrs({{}, {2, 2}, {0, 1}, "same"})), Error);
+  Array g = random_array(DType::f32, {1, 2, 2, 1}, rng);
+  const Array grad_in[] = {x, g};  // gradient shape does not match the 2x2/2 output
+  EXPECT_THROW(run_op(OpKind::MaxPool2DGrad, grad_in, pool_attrs({{}, {2, 2}, {2, 2}, "same"})),
+               Error);
+}
+
+}  // namespace
+}  // namespace kiln::runtime
