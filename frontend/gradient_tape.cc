@@ -151,9 +151,11 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target,
   StopRecording pause(*this);
   s.used = true;
 
-  // Forward sweep: which recorded ops depend on a source.
+  // Forward sweep: which recorded ops depend on a source. A source this tape neither watched
+  // nor produced gets no gradient, even if recorded ops consumed it (as in TensorFlow).
   std::unordered_set<uint64_t> relevant;
-  for (const Tensor& src : sources) relevant.insert(src.id());
+  for (const Tensor& src : sources)
+    if (s.tracked.count(src.id())) relevant.insert(src.id());
   std::vector<bool> on_path(s.records.size(), false);
   for (size_t r = 0; r < s.records.size(); ++r) {
     for (const Tensor& in : s.records[r].inputs)
@@ -198,7 +200,7 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target,
 
   std::vector<Tensor> out;
   for (const Tensor& src : sources) {
-    auto it = grads.find(src.id());
+    auto it = relevant.count(src.id()) ? grads.find(src.id()) : grads.end();
     if (it != grads.end()) out.push_back(it->second);
     else if (unconnected == UnconnectedGradients::kZero) out.push_back(zeros_like(src));
     else out.push_back(Tensor());

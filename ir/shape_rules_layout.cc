@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <climits>
+#include <cmath>
 
 #include "ir/shape_rules.h"
 
@@ -213,9 +215,27 @@ TensorType rule_random(const OpInfo& op, std::span<const TensorType> in, const A
     if (attrs.get_int("minval", op.name) >= attrs.get_int("maxval", op.name))
       throw Error(fmt::format("random_int: minval {} must be less than maxval {}",
                               attrs.get_int("minval", op.name), attrs.get_int("maxval", op.name)));
+    if (dt == DType::i32 &&
+        (attrs.get_int("minval", op.name) < INT32_MIN || attrs.get_int("maxval", op.name) - 1 > INT32_MAX))
+      throw Error(fmt::format("random_int: range [{}, {}) does not fit int32",
+                              attrs.get_int("minval", op.name), attrs.get_int("maxval", op.name)));
+    if (dt == DType::u8 &&
+        (attrs.get_int("minval", op.name) < 0 || attrs.get_int("maxval", op.name) > 256))
+      throw Error(fmt::format("random_int: range [{}, {}) does not fit uint8",
+                              attrs.get_int("minval", op.name), attrs.get_int("maxval", op.name)));
   } else if (!is_floating(dt)) {
     throw Error(fmt::format("{}: dtype must be float32 or float64, got {}", op.name,
                             dtype_name(dt)));
+  } else if (op.kind == OpKind::RandomUniform) {
+    double lo = attrs.get_double("minval", op.name), hi = attrs.get_double("maxval", op.name);
+    if (!std::isfinite(lo) || !std::isfinite(hi) || !(lo < hi))
+      throw Error(fmt::format("random_uniform: minval {} must be finite and less than maxval {}",
+                              lo, hi));
+  } else {
+    double mean = attrs.get_double("mean", op.name), sd = attrs.get_double("stddev", op.name);
+    if (!std::isfinite(mean) || !std::isfinite(sd) || sd < 0)
+      throw Error(fmt::format("random_normal: mean {} must be finite and stddev {} finite and >= 0",
+                              mean, sd));
   }
   return {dt, out};
 }

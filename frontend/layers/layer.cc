@@ -112,7 +112,7 @@ std::vector<Tensor> LayerImpl::invoke(const std::vector<Tensor>& inputs, bool tr
   call_losses_.clear();
   std::vector<Tensor> outputs = call_many(inputs, training);
   if (activity_regularizer.active())
-    for (const Tensor& y : outputs) add_loss(activity_regularizer(y) / double(y.shape()[0]));
+    for (const Tensor& y : outputs) add_loss(activity_regularizer(y));  // Keras 3: no batch division
   return outputs;
 }
 

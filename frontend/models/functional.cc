@@ -63,9 +63,10 @@ class GraphWalk {
   void visit(const Tensor& t) {
     const KerasHistory* h = keras_history(t);
     if (!h)
-      throw Error(fmt::format("functional model: tensor {} has no layer history; every tensor "
-                              "in the graph must come from a layer call",
-                              t.to_string()));
+      throw Error(
+          fmt::format("functional model: tensor {} has no layer history; every tensor "
+                      "in the graph must come from a layer call",
+                      t.to_string()));
     const NodePtr& node = h->node;
     if (finished_.count(node.get())) return;
     if (in_progress_.count(node.get()))
@@ -91,9 +92,10 @@ class GraphWalk {
 void check_inputs_and_outputs(const std::string& model, const std::vector<Tensor>& inputs,
                               const std::vector<Tensor>& outputs) {
   if (inputs.empty())
-    throw Error(fmt::format("Model \"{}\": `inputs` is empty; pass the tensors returned by "
-                            "kiln::Input",
-                            model));
+    throw Error(
+        fmt::format("Model \"{}\": `inputs` is empty; pass the tensors returned by "
+                    "kiln::Input",
+                    model));
   if (outputs.empty()) throw Error(fmt::format("Model \"{}\": `outputs` is empty", model));
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& x = inputs[i];
@@ -103,15 +105,17 @@ void check_inputs_and_outputs(const std::string& model, const std::vector<Tensor
     if (!h || !dynamic_cast<const InputLayerImpl*>(h->node->layer.get())) {
       std::string what = h ? fmt::format(" made by layer \"{}\"", h->node->layer->name())
                            : (x.is_symbolic() ? " without layer history" : " (concrete)");
-      throw Error(fmt::format("Model \"{}\": inputs[{}] must be a tensor returned by "
-                              "kiln::Input, but it is {}{}",
-                              model, i, x.to_string(), what));
+      throw Error(
+          fmt::format("Model \"{}\": inputs[{}] must be a tensor returned by "
+                      "kiln::Input, but it is {}{}",
+                      model, i, x.to_string(), what));
     }
     for (size_t j = 0; j < i; ++j)
       if (key_of(inputs[j]) == key_of(x))
-        throw Error(fmt::format("Model \"{}\": inputs[{}] and inputs[{}] are the same tensor; "
-                                "pass each Input once",
-                                model, j, i));
+        throw Error(
+            fmt::format("Model \"{}\": inputs[{}] and inputs[{}] are the same tensor; "
+                        "pass each Input once",
+                        model, j, i));
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
     const Tensor& y = outputs[i];
@@ -207,22 +211,25 @@ FunctionalImpl::FunctionalImpl(std::vector<Tensor> inputs, std::vector<Tensor> o
   }
   for (const Tensor& y : outputs_)
     if (!computable.count(key_of(y)))
-      throw Error(fmt::format("Graph disconnected: cannot find value for output tensor {}; it "
-                              "comes from an Input that is not among the model's inputs",
-                              describe(y)));
+      throw Error(
+          fmt::format("Graph disconnected: cannot find value for output tensor {}; it "
+                      "comes from an Input that is not among the model's inputs",
+                      describe(y)));
 
   std::map<std::string, int> name_counts;
   for (const auto& l : layers) ++name_counts[l->name()];
   for (const auto& [layer_name, count] : name_counts)
     if (count > 1)
-      throw Error(fmt::format("The name \"{}\" is used {} times in the model. All layer names "
-                              "should be unique.",
-                              layer_name, count));
+      throw Error(
+          fmt::format("The name \"{}\" is used {} times in the model. All layer names "
+                      "should be unique.",
+                      layer_name, count));
 
   for (const NodePtr& n : nodes) node_depths_.push_back(node_depth[n.get()]);
   nodes_in_order_ = std::move(nodes);
   for (const auto& l : layers) {
     layers_.emplace_back(l);
+    layer_depths_.push_back(layer_depth[l.get()]);
     track_layer(layers_.back());
   }
   built_ = true;
@@ -240,10 +247,11 @@ std::vector<Tensor> FunctionalImpl::call_many(const std::vector<Tensor>& inputs,
     for (int d = 0; ok && d < want.rank(); ++d)
       ok = want[d] == kUnknownDim || got[d] == kUnknownDim || want[d] == got[d];
     if (!ok)
-      throw Error(fmt::format("Model \"{}\" was passed incompatible inputs. For input \"{}\", "
-                              "expected shape {}, but received instead a tensor with shape {}.",
-                              name(), keras_history(inputs_[i])->node->layer->name(),
-                              want.to_string(), got.to_string()));
+      throw Error(
+          fmt::format("Model \"{}\" was passed incompatible inputs. For input \"{}\", "
+                      "expected shape {}, but received instead a tensor with shape {}.",
+                      name(), keras_history(inputs_[i])->node->layer->name(), want.to_string(),
+                      got.to_string()));
     Tensor v = inputs[i];
     // Layers run below must not record nodes on the caller's graph.
     if (v.symbolic_info()) v = Tensor::symbolic(v.type(), nullptr);
@@ -259,9 +267,10 @@ std::vector<Tensor> FunctionalImpl::call_many(const std::vector<Tensor>& inputs,
     }
     std::vector<Tensor> outs = n->layer->invoke(args, training);
     if (outs.size() != n->output_types.size())
-      throw Error(fmt::format("Model \"{}\": layer \"{}\" returned {} outputs, but {} when the "
-                              "model was built",
-                              name(), n->layer->name(), outs.size(), n->output_types.size()));
+      throw Error(
+          fmt::format("Model \"{}\": layer \"{}\" returned {} outputs, but {} when the "
+                      "model was built",
+                      name(), n->layer->name(), outs.size(), n->output_types.size()));
     for (size_t i = 0; i < outs.size(); ++i) values[{n.get(), i}] = outs[i];
   }
   std::vector<Tensor> results;

@@ -30,6 +30,8 @@ class FunctionalImpl : public ModelImpl {
   std::vector<Tensor> call_many(const std::vector<Tensor>& inputs, bool training) override;
   std::vector<Shape> compute_output_shape(const std::vector<Shape>& input_shapes) override;
   std::vector<Layer> layers() const override { return layers_; }
+  // Depth of each layer of layers() (Keras' operations_by_depth): 0 for the output layers.
+  const std::vector<int>& layer_depths() const { return layer_depths_; }
   // Per layer: the output types of its last node in this model, as "(None, 64)".
   std::vector<std::string> layer_output_shapes() const override;
   // Per layer, Keras' "Connected to": "<layer>[node index][tensor index]" for every input of
@@ -51,6 +53,7 @@ class FunctionalImpl : public ModelImpl {
   std::vector<std::shared_ptr<Node>> nodes_in_order_;  // by decreasing depth (run order)
   std::vector<int> node_depths_;                       // parallel to nodes_in_order_
   std::vector<Layer> layers_;                          // by depth, then first use
+  std::vector<int> layer_depths_;                      // parallel to layers_
 };
 
 }  // namespace kiln

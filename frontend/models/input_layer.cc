@@ -24,14 +24,10 @@ Json InputLayerImpl::get_config() const {
 
 Tensor Input(const Shape& shape, DType dtype, const std::string& name) {
   if (shape.rank() + 1 > kMaxRank)
-    throw Error(fmt::format("Input: shape {} has {} dimensions; with the batch dimension that is "
-                            "more than the {} a kiln tensor can have",
-                            shape.to_string(), shape.rank(), kMaxRank));
-  for (int64_t d : shape)
-    if (d < 0 && d != kUnknownDim)
-      throw Error(fmt::format("Input: invalid shape {}; dimensions must be >= 0, or -1 "
-                              "(kUnknownDim) for an unknown size",
-                              shape.to_string()));
+    throw Error(
+        fmt::format("Input: shape {} has {} dimensions; with the batch dimension that is "
+                    "more than the {} a kiln tensor can have",
+                    shape.to_string(), shape.rank(), kMaxRank));
   Shape batch_shape{kUnknownDim};
   for (int64_t d : shape) batch_shape.push_back(d);
   auto layer = std::make_shared<InputLayerImpl>(batch_shape, dtype, name);

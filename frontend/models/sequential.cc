@@ -8,10 +8,11 @@ namespace kiln {
 namespace {
 
 std::string multi_output_error(const std::string& layer, size_t n) {
-  return fmt::format("All layers in a Sequential model should have a single output tensor. "
-                     "For multi-output layers, use the functional API. Layer \"{}\" returned {} "
-                     "outputs.",
-                     layer, n);
+  return fmt::format(
+      "All layers in a Sequential model should have a single output tensor. "
+      "For multi-output layers, use the functional API. Layer \"{}\" returned {} "
+      "outputs.",
+      layer, n);
 }
 
 }  // namespace
@@ -28,9 +29,10 @@ SequentialImpl::SequentialImpl(std::vector<Layer> layers, std::optional<Shape> i
 
 Shape SequentialImpl::batch_input_shape() const {
   if (input_shape_->rank() + 1 > kMaxRank)
-    throw Error(fmt::format("Sequential model \"{}\": input_shape {} has too many dimensions "
-                            "(at most {} with the batch dimension)",
-                            name(), input_shape_->to_string(), kMaxRank));
+    throw Error(
+        fmt::format("Sequential model \"{}\": input_shape {} has too many dimensions "
+                    "(at most {} with the batch dimension)",
+                    name(), input_shape_->to_string(), kMaxRank));
   Shape batch{kUnknownDim};
   for (int64_t d : *input_shape_) batch.push_back(d);
   return batch;
@@ -41,10 +43,11 @@ void SequentialImpl::append(const Layer& layer) {
     throw Error(fmt::format("Sequential model \"{}\": cannot add an empty layer handle", name()));
   for (const Layer& l : layers_)
     if (l->name() == layer->name())
-      throw Error(fmt::format("All layers added to a Sequential model should have unique names. "
-                              "Name \"{}\" is already the name of a layer in this model. Update "
-                              "the `name` argument to pass a unique name.",
-                              layer->name()));
+      throw Error(
+          fmt::format("All layers added to a Sequential model should have unique names. "
+                      "Name \"{}\" is already the name of a layer in this model. Update "
+                      "the `name` argument to pass a unique name.",
+                      layer->name()));
   track_layer(layer);
   layers_.push_back(layer);
 }
@@ -75,9 +78,10 @@ void SequentialImpl::build_many(const std::vector<Shape>& input_shapes) {
 
 Tensor SequentialImpl::call(const Tensor& x, bool training) {
   if (layers_.empty())
-    throw Error(fmt::format("Sequential model \"{}\" has no layers; add some with add() before "
-                            "calling it",
-                            name()));
+    throw Error(
+        fmt::format("Sequential model \"{}\" has no layers; add some with add() before "
+                    "calling it",
+                    name()));
   bool record = output_shapes_.size() != layers_.size();
   std::vector<Shape> shapes;
   Tensor y = x;

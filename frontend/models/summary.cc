@@ -13,7 +13,9 @@
 //  - cells wrap at spaces like rich's divide_line; a word longer than the cell is cut with
 //    "…"; Param # is right-aligned; "0 (unbuilt)" for layers not built yet;
 //  - totals as Keras: counts with thousands separators and sizes by readable_memory_size
-//    (bytes from each weight's dtype, 1024 per unit, two decimals).
+//    (bytes from each weight's dtype, 1024 per unit, two decimals); once the compiled
+//    optimizer has taken a step, an "Optimizer params" line counts its variables() (kiln's
+//    optimizers have no learning-rate variable, so the count is Keras' minus one).
 // Text is measured in bytes: layer names are expected to be ASCII.
 #include <fmt/format.h>
 
@@ -88,8 +90,8 @@ std::vector<int> cell_widths(int line_length, const std::vector<double>& positio
   for (double p : positions) {
     int w = static_cast<int>(p * line_length) - current;
     if (w < 4)
-      throw Error(fmt::format("summary: line_length {} is too small to print the summary",
-                              line_length));
+      throw Error(
+          fmt::format("summary: line_length {} is too small to print the summary", line_length));
     current += w;
     widths.push_back(std::min(w + 2, max_width));
     total += widths.back();
@@ -154,8 +156,8 @@ std::string row(const std::vector<std::string>& cells, const std::vector<int>& w
   for (size_t h = 0; h < height; ++h) {
     s += bar;
     for (size_t i = 0; i < cells.size(); ++i) {
-      std::string text = h < lines[i].size() ? lines[i][h]
-                                             : std::string(static_cast<size_t>(widths[i] - 2), ' ');
+      std::string text =
+          h < lines[i].size() ? lines[i][h] : std::string(static_cast<size_t>(widths[i] - 2), ' ');
       s += " " + text + " " + bar;
     }
     s += "\n";
@@ -166,8 +168,8 @@ std::string row(const std::vector<std::string>& cells, const std::vector<int>& w
 std::string shape_text(const Shape& shape) {
   std::string s = "(";
   for (int i = 0; i < shape.rank(); ++i)
-    s += (i ? ", " : "") + (shape[i] == kUnknownDim ? std::string("None")
-                                                    : std::to_string(shape[i]));
+    s += (i ? ", " : "") +
+         (shape[i] == kUnknownDim ? std::string("None") : std::to_string(shape[i]));
   return s + ")";
 }
 
@@ -241,12 +243,24 @@ std::string ModelImpl::summary_string(int line_length) const {
   std::vector<Variable> trainable = trainable_weights(), frozen = non_trainable_weights();
   int64_t n_trainable = count(trainable), n_frozen = count(frozen);
   double b_trainable = memory_bytes(trainable), b_frozen = memory_bytes(frozen);
-  s += fmt::format(" Total params: {} ({})\n", with_commas(n_trainable + n_frozen),
-                   readable_size(b_trainable + b_frozen));
+  // Keras adds the optimizer's variables once it is built (here: after its first step).
+  int64_t n_optimizer = 0;
+  double b_optimizer = 0;
+  if (compiled() && compile_options().optimizer.defined() &&
+      compile_options().optimizer->iterations() > 0) {
+    std::vector<Variable> slots = compile_options().optimizer->variables();
+    n_optimizer = count(slots);
+    b_optimizer = memory_bytes(slots);
+  }
+  s += fmt::format(" Total params: {} ({})\n", with_commas(n_trainable + n_frozen + n_optimizer),
+                   readable_size(b_trainable + b_frozen + b_optimizer));
   s += fmt::format(" Trainable params: {} ({})\n", with_commas(n_trainable),
                    readable_size(b_trainable));
   s += fmt::format(" Non-trainable params: {} ({})\n", with_commas(n_frozen),
                    readable_size(b_frozen));
+  if (n_optimizer > 0)
+    s += fmt::format(" Optimizer params: {} ({})\n", with_commas(n_optimizer),
+                     readable_size(b_optimizer));
   return s;
 }
 

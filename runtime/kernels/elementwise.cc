@@ -55,8 +55,9 @@ struct TruncDiv {
 // maximum/minimum propagate NaN from either side (numpy, and kiln's max/min reductions);
 // Eigen's default max/min keeps one operand's value depending on the argument order.
 template <typename T, bool kMax>
-using NaNMinMax = std::conditional_t<kMax, Eigen::internal::scalar_max_op<T, T, Eigen::PropagateNaN>,
-                                     Eigen::internal::scalar_min_op<T, T, Eigen::PropagateNaN>>;
+using NaNMinMax =
+    std::conditional_t<kMax, Eigen::internal::scalar_max_op<T, T, Eigen::PropagateNaN>,
+                       Eigen::internal::scalar_min_op<T, T, Eigen::PropagateNaN>>;
 
 #define KILN_BINARY(NAME, EXPR)                        \
   struct NAME {                                        \
@@ -71,8 +72,10 @@ struct DivOp {
   template <typename A, typename B>
   static auto eval(const A& a, const B& b) {
     using S = typename A::Scalar;
-    if constexpr (std::is_integral_v<S>) return a.binaryExpr(b, TruncDiv<S>());
-    else return a / b;
+    if constexpr (std::is_integral_v<S>)
+      return a.binaryExpr(b, TruncDiv<S>());
+    else
+      return a / b;
   }
 };
 struct MaxOp {

@@ -281,11 +281,27 @@ void reduce_stage(const T* x, T* y, int64_t outer, int64_t R, int64_t inner,
 // logsumexp of one stage: max, then sum(exp(x - max)) with non-finite maxima replaced by 0
 // (so all -inf gives log(0) = -inf and +inf gives +inf, never inf - inf).
 template <typename T>
+T finite_or_zero(T m) {
+  return std::isfinite(m) ? m : T(0);
+}
+
+template <typename T>
 void logsumexp_stage(const T* x, T* y, int64_t outer, int64_t R, int64_t inner) {
   const int64_t n = outer * inner;
+  if (inner == 1 && R >= kShortRow && R <= kChunk) {
+    // One row at a time while it is in cache (the same operations as the general path).
+    parallel_for(outer, std::max<int64_t>(1, kGrain / R), [&](int64_t b, int64_t e) {
+      for (int64_t o = b; o < e; ++o) {
+        CMap<T> row(x + o * R, R);
+        T m = MaxR<T>::row(row, 0);
+        y[o] = m + std::log(ExpSumR<T>::row(row, finite_or_zero(m)));
+      }
+    });
+    return;
+  }
   reduce_stage<MaxR>(x, y, outer, R, inner);
   CMap<T> m(y, n);
-  Vec<T> shift = m.isFinite().select(m, T(0));
+  Vec<T> shift = m.unaryExpr([](T v) { return finite_or_zero(v); });
   Vec<T> s(n);
   reduce_stage<ExpSumR>(x, s.data(), outer, R, inner, shift.data());
   // Scalar std::log: the same result whatever the split.

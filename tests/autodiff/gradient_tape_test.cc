@@ -1,11 +1,8 @@
 // GradientTape semantics (frontend/gradient_tape.cc): watching, unconnected sources,
 // accumulation, broadcasting, output gradients, persistence, StopRecording, reset, dtype
-// rules, and higher-order gradients through nested tapes.
-#include <fmt/format.h>
-#include <fmt/ranges.h>
+// rules and variables. Higher-order gradients: higher_order_test.cc.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,7 +14,6 @@ namespace kiln {
 namespace {
 
 using gradcheck::max_abs_diff;
-using gradcheck::uniform;
 
 std::vector<double> values(const Tensor& t) { return t.to_vector<double>(); }
 
@@ -49,6 +45,22 @@ TEST(GradientTape, UnwatchedSourceIsUndefinedOrZero) {
   EXPECT_EQ(values(zero[1]), (std::vector<double>{0, 0}));
   // The single-source overload too.
   EXPECT_FALSE(tape.gradient(y, z).defined());
+}
+
+// An unwatched tensor gets no gradient even when a recorded op consumed it (TensorFlow's
+// semantics): only watched tensors and outputs of recorded ops are differentiable sources.
+TEST(GradientTape, UnwatchedInputOfARecordedOpHasNoGradient) {
+  Tensor x = tensor<double>({1, 2}), c = tensor<double>({3, 4});
+  GradientTape tape(/*persistent=*/true);
+  tape.watch(x);
+  Tensor y = x * c;
+  std::vector<Tensor> g = tape.gradient(y, {x, c});
+  EXPECT_EQ(values(g[0]), (std::vector<double>{3, 4}));
+  EXPECT_FALSE(g[1].defined());
+  EXPECT_EQ(values(tape.gradient(y, std::vector<Tensor>{c}, UnconnectedGradients::kZero)[0]),
+            (std::vector<double>{0, 0}));
+  // Nor is an unwatched tensor its own gradient source.
+  EXPECT_FALSE(tape.gradient(c, c).defined());
 }
 
 TEST(GradientTape, OpsBeforeWatchAreNotRecorded) {
@@ -288,131 +300,49 @@ TEST(GradientTape, Float32Gradients) {
   EXPECT_EQ(g.to_vector<float>(), (std::vector<float>{3, 12, 27}));
 }
 
-// ---- higher order (nested tapes) ----
+// ---- variables ----
 
-TEST(GradientTape, SecondAndThirdDerivativeOfCube) {
-  Tensor x = tensor<double>({-1.5, 0.5, 2});
-  GradientTape t3;
-  t3.watch(x);
-  GradientTape t2;
-  t2.watch(x);
-  Tensor d1;
+TEST(GradientTape, TrainableVariableReadsAreWatched) {
+  Variable v("w", tensor<double>({1, -2, 3}));
+  Variable frozen("f", tensor<double>({2, 2, 2}), /*trainable=*/false);
+  GradientTape tape;
+  Tensor loss = sum(v.read() * v.read() * frozen.read());
+  std::vector<Tensor> g = tape.gradient(loss, std::vector<Variable>{v, frozen});
+  ASSERT_EQ(g.size(), 2u);
+  ASSERT_TRUE(g[0].defined());
+  EXPECT_EQ(values(g[0]), (std::vector<double>{4, -8, 12}));  // 2 v f
+  EXPECT_FALSE(g[1].defined());                               // not trainable, not watched
+}
+
+TEST(GradientTape, VariableReadsOutsideTheTapeOrWhilePausedAreNotWatched) {
+  Variable v("w", tensor<double>({1, 2}));
+  Tensor before = v.read();
+  GradientTape tape(/*persistent=*/true);
+  Tensor y = before * 3.0;
+  EXPECT_FALSE(tape.gradient(y, std::vector<Variable>{v})[0].defined());
+  Tensor paused_read;
   {
-    GradientTape t1;
-    t1.watch(x);
-    Tensor y = x * x * x;
-    d1 = t1.gradient(y, x);
+    GradientTape::StopRecording stop(tape);
+    paused_read = v.read();
   }
-  Tensor d2 = t2.gradient(d1, x);
-  Tensor d3 = t3.gradient(d2, x);
-  EXPECT_EQ(values(d1), (std::vector<double>{6.75, 0.75, 12}));  // 3x²
-  EXPECT_EQ(values(d2), (std::vector<double>{-9, 3, 12}));       // 6x
-  EXPECT_EQ(values(d3), (std::vector<double>{6, 6, 6}));
+  EXPECT_TRUE(tape.watched().empty());
+  Tensor z = v.read() * v.read();  // now watched
+  std::vector<Tensor> g = tape.gradient(z, std::vector<Variable>{v}, UnconnectedGradients::kZero);
+  EXPECT_EQ(values(g[0]), (std::vector<double>{2, 4}));
 }
 
-TEST(GradientTape, TanhFirstAndSecondDerivative) {
-  Tensor x = uniform({7}, 1, -2.5, 2.5);
-  GradientTape outer;
-  outer.watch(x);
-  Tensor d1;
-  {
-    GradientTape inner;
-    inner.watch(x);
-    d1 = inner.gradient(tanh(x), x);
+// One training step as fit() runs it: the gradient of a loss w.r.t. a variable, applied with
+// assign_sub, then a fresh tape for the next step sees the new value.
+TEST(GradientTape, GradientDescentStepsOnAVariable) {
+  Variable w("w", tensor<double>({3.0}));
+  for (int step = 0; step < 3; ++step) {
+    GradientTape tape;
+    Tensor loss = sum(square(w.read() - 1.0));  // minimum at 1
+    Tensor g = tape.gradient(loss, std::vector<Variable>{w})[0];
+    ASSERT_TRUE(g.defined()) << "step " << step;
+    w.assign_sub(g * 0.25);  // w <- w - 0.5 (w - 1)
   }
-  Tensor d2 = outer.gradient(d1, x);
-  std::vector<double> xs = values(x), g1 = values(d1), g2 = values(d2);
-  for (size_t i = 0; i < xs.size(); ++i) {
-    double t = std::tanh(xs[i]);
-    EXPECT_NEAR(g1[i], 1 - t * t, 1e-14) << "x = " << xs[i];
-    EXPECT_NEAR(g2[i], -2 * t * (1 - t * t), 1e-14) << "x = " << xs[i];
-  }
-}
-
-// Hessian-vector product of f(W) = sum((X W)²): H V = 2 Xᵀ X V.
-TEST(GradientTape, MatMulHessianVectorProduct) {
-  const int n = 5, k = 3, m = 2;
-  Tensor X = uniform({n, k}, 2), W = uniform({k, m}, 3), V = uniform({k, m}, 4);
-  GradientTape outer;
-  outer.watch(W);
-  Tensor gW;
-  {
-    GradientTape inner;
-    inner.watch(W);
-    gW = inner.gradient(sum(square(matmul(X, W))), W);
-  }
-  Tensor hv = outer.gradient(sum(gW * V), W);
-  ASSERT_TRUE(hv.defined());
-  ASSERT_EQ(hv.shape(), (Shape{k, m}));
-  std::vector<double> x = values(X), v = values(V), w = values(W), h = values(hv), g = values(gW);
-  for (int i = 0; i < k; ++i) {
-    for (int j = 0; j < m; ++j) {
-      double expect_h = 0, expect_g = 0;
-      for (int r = 0; r < n; ++r) {
-        double xv = 0, xw = 0;
-        for (int q = 0; q < k; ++q) {
-          xv += x[r * k + q] * v[q * m + j];
-          xw += x[r * k + q] * w[q * m + j];
-        }
-        expect_h += 2 * x[r * k + i] * xv;  // 2 Xᵀ (X V)
-        expect_g += 2 * x[r * k + i] * xw;  // 2 Xᵀ (X W)
-      }
-      EXPECT_NEAR(g[i * m + j], expect_g, 1e-12) << "gradient at " << i << "," << j;
-      EXPECT_NEAR(h[i * m + j], expect_h, 1e-12) << "Hessian-vector product at " << i << "," << j;
-    }
-  }
-}
-
-// Second derivatives against finite differences of the first (tape) derivative.
-TEST(GradientTape, SecondDerivativesMatchFiniteDifferences) {
-  struct Case {
-    const char* name;
-    std::function<Tensor(const Tensor&)> f;
-  };
-  const Case cases[] = {
-      {"exp", [](const Tensor& t) { return exp(t); }},
-      {"sigmoid", [](const Tensor& t) { return sigmoid(t); }},
-      {"gelu", [](const Tensor& t) { return gelu(t, false); }},
-      {"gelu approximate", [](const Tensor& t) { return gelu(t, true); }},
-      {"tanh", [](const Tensor& t) { return tanh(t); }},
-      {"softplus", [](const Tensor& t) { return softplus(t); }},
-      {"erf", [](const Tensor& t) { return erf(t); }},
-      {"log", [](const Tensor& t) { return log(t + 3.0); }},
-      {"rsqrt", [](const Tensor& t) { return rsqrt(t + 3.0); }},
-      {"sqrt", [](const Tensor& t) { return sqrt(t + 3.0); }},
-      {"pow", [](const Tensor& t) { return pow(t + 3.0, t); }},
-      {"div", [](const Tensor& t) { return (t * t) / (t + 3.0); }},
-      {"softmax", [](const Tensor& t) { return softmax(t * t, -1) * t; }},
-      {"log_softmax", [](const Tensor& t) { return log_softmax(t * t, 0) * t; }},
-      {"logsumexp", [](const Tensor& t) { return logsumexp(t * t, {1}); }},
-      {"prod", [](const Tensor& t) { return prod(t + 3.0, {0}); }},
-      {"matmul", [](const Tensor& t) { return matmul(t, t * t, true, false); }},
-  };
-  Tensor x = uniform({3, 3}, 5, -1.5, 1.5);
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.name);
-    EXPECT_GRADIENTS(gradcheck::first_derivative(c.f), {x},
-                     gradcheck::Options::steps(1e-5, 1e-5, 1e-6));
-  }
-}
-
-// Second order through the convolution and average-pooling rules: their gradients are the
-// backprop ops, whose own rules are exercised here.
-TEST(GradientTape, SecondDerivativesThroughConvAndPool) {
-  Tensor w = uniform({2, 2, 2, 2}, 6);
-  Tensor x = uniform({1, 4, 4, 2}, 7);
-  EXPECT_GRADIENTS(gradcheck::first_derivative([w](const Tensor& t) {
-                     return square(conv2d(t, w, {2, 1}, "same"));
-                   }),
-                   {x});
-  EXPECT_GRADIENTS(gradcheck::first_derivative([x](const Tensor& t) {
-                     return square(conv2d(x, t, {1, 1}, "valid", {2, 1}));
-                   }),
-                   {w});
-  EXPECT_GRADIENTS(gradcheck::first_derivative([](const Tensor& t) {
-                     return square(avg_pool2d(t, {2, 2}, {1, 1}, "same"));
-                   }),
-                   {x});
+  EXPECT_DOUBLE_EQ(w.value().item<double>(), 1.25);  // 3 -> 2 -> 1.5 -> 1.25
 }
 
 }  // namespace

@@ -1,7 +1,5 @@
 // Finite-difference checks of the gradient rules of elementwise ops
 // (frontend/grad_elementwise.cc), with broadcasting in both operand positions.
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -152,6 +152,29 @@ TEST(ShapeGradients, ScatterAdd) {
                    {u2});
 }
 
+// Zero-size tensors: gradients have the source's (empty) shape and nothing fails.
+TEST(ShapeGradients, ZeroSizeTensors) {
+  Tensor e = zeros({0, 3}, DType::f64), a = uniform({2, 3}, 50), m = zeros({3, 0}, DType::f64);
+  GradientTape tape(/*persistent=*/true);
+  tape.watch({e, a, m});
+  auto check = [&](const Tensor& target, const Tensor& source, const std::vector<double>& want,
+                   const char* what) {
+    SCOPED_TRACE(what);
+    Tensor g = tape.gradient(target, source);
+    ASSERT_TRUE(g.defined());
+    EXPECT_EQ(g.type(), source.type());
+    EXPECT_EQ(g.to_vector<double>(), want);
+  };
+  check(sum(e), e, {}, "sum");
+  check(sum(exp(e) * 2.0), e, {}, "elementwise");
+  check(mean(e, {0}), e, {}, "mean over an empty axis");
+  check(sum(concat({e, a}, 0)), a, std::vector<double>(6, 1.0), "concat");
+  check(sum(matmul(a, m)), m, {}, "matmul with n = 0");
+  check(sum(matmul(a, m) + 1.0), a, std::vector<double>(6, 0.0), "matmul with n = 0 (lhs)");
+  check(sum(matmul(m, e)), e, {}, "matmul with k = 0 (rhs)");
+  check(sum(e * slice(a, {0, 0}, {1, 3})), e, {}, "broadcast");
+}
+
 // ---- coverage: a new differentiable op without a rule or a check fails here ----
 
 // Ops whose gradient rules are checked against finite differences in tests/autodiff.

@@ -162,9 +162,9 @@ TEST(DenseTest, RegularizationLossesAppearInLosses) {
   for (double v : y.to_vector<double>()) activity += v * v;
   for (double v : d->kernel.value().to_vector<double>()) kernel += v * v;
   for (double v : d->bias.value().to_vector<double>()) bias += std::abs(v);
-  // The activity loss of the last call (divided by the batch size, as layer.cc does), then the
+  // The activity loss of the last call (Keras 3: not divided by the batch size), then the
   // weight penalties in weight order.
-  EXPECT_NEAR(losses[0].item<double>(), 0.01 * activity / 4, 1e-12);
+  EXPECT_NEAR(losses[0].item<double>(), 0.01 * activity, 1e-12);
   EXPECT_NEAR(losses[1].item<double>(), 0.1 * kernel, 1e-12);
   EXPECT_NEAR(losses[2].item<double>(), 0.2 * bias, 1e-12);
   // A new call replaces the activity loss rather than adding one.

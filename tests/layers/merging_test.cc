@@ -66,10 +66,6 @@ TEST(MergingTest, NamesAndShapeErrors) {
                 Subtract()({ones({2}), ones({2}), ones({2})});
               }),
               HasSubstr("A `Subtract` layer should be called on exactly 2 inputs"));
-  EXPECT_THAT(error_message([&] {
-                add(ones({2, 3}));
-              }),
-              HasSubstr("A merge layer should be called on a list of at least 2 inputs"));
   // Size-1 dimensions broadcast, as in Keras.
   EXPECT_EQ(add({ones({2, 3}), ones({2, 1})}).shape(), (Shape{2, 3}));
 }
@@ -78,7 +74,7 @@ TEST(MergingTest, SymbolicInputsAndGradients) {
   Add add;
   Tensor y = add({test::symbolic_input({-1, 4}), test::symbolic_input({-1, 4})});
   EXPECT_EQ(y.shape(), (Shape{-1, 4}));
-  EXPECT_EQ(add->compute_output_shape({Shape{-1, 4}, Shape{-1, 4}}), (Shape{-1, 4}));
+  EXPECT_EQ(add->compute_output_shape({Shape{-1, 4}, Shape{-1, 4}})[0], (Shape{-1, 4}));
   Tensor a = gradcheck::uniform({2, 3}, 84), b = gradcheck::uniform({2, 3}, 85, 2, 3);
   for (Layer layer : {Layer(Add()), Layer(Subtract()), Layer(Multiply()), Layer(Average()),
                       Layer(Maximum()), Layer(Minimum())}) {
@@ -110,8 +106,8 @@ TEST(ConcatenateTest, SymbolicShapesAndErrors) {
   Concatenate cat;
   Tensor y = cat({test::symbolic_input({-1, 3}), test::symbolic_input({-1, 4})});
   EXPECT_EQ(y.shape(), (Shape{-1, 7}));
-  EXPECT_EQ(cat->compute_output_shape({Shape{-1, 3}, Shape{-1, 4}}), (Shape{-1, 7}));
-  EXPECT_EQ(Concatenate({.axis = 0})->compute_output_shape({Shape{-1, 3}, Shape{2, 3}}),
+  EXPECT_EQ(cat->compute_output_shape({Shape{-1, 3}, Shape{-1, 4}})[0], (Shape{-1, 7}));
+  EXPECT_EQ(Concatenate({.axis = 0})->compute_output_shape({Shape{-1, 3}, Shape{2, 3}})[0],
             (Shape{-1, 3}));
   EXPECT_EQ(error_message([&] {
               cat({ones({2, 3}), ones({3, 3})});

@@ -91,14 +91,22 @@ TEST(SequentialErrors, Messages) {
                         "For multi-output layers, use the functional API. Layer \"split\" "
                         "returned 2 outputs."));
   Sequential lazy({test::Split()});
-  EXPECT_THAT(error_message([&] { lazy(ones({1, 3})); }),
+  EXPECT_THAT(error_message([&] {
+                lazy(ones({1, 3}));
+              }),
               HasSubstr("should have a single output tensor"));
-  EXPECT_THAT(error_message([] { Sequential({ScaleBias(1, "x"), ScaleBias(1, "x")}); }),
+  EXPECT_THAT(error_message([] {
+                Sequential({ScaleBias(1, "x"), ScaleBias(1, "x")});
+              }),
               HasSubstr("All layers added to a Sequential model should have unique names. Name "
                         "\"x\" is already the name of a layer in this model."));
-  EXPECT_THAT(error_message([] { Sequential()(ones({1, 2})); }),
+  EXPECT_THAT(error_message([] {
+                Sequential()(ones({1, 2}));
+              }),
               HasSubstr("has no layers; add some with add()"));
-  EXPECT_THAT(error_message([] { Sequential({ScaleBias()})({ones({1, 2}), ones({1, 2})}); }),
+  EXPECT_THAT(error_message([] {
+                Sequential({ScaleBias()})({ones({1, 2}), ones({1, 2})});
+              }),
               HasSubstr("takes one input, but it was called with 2"));
   EXPECT_THAT(error_message([] { Sequential().add(Layer()); }),
               HasSubstr("cannot add an empty layer handle"));

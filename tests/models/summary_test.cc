@@ -12,6 +12,7 @@ namespace kiln {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // Dense(128) on 64 features: 64 * 128 + 128 = 8,320; Dense(10): 128 * 10 + 10 = 1,290.
 // Total 9,610 float32 params = 38,440 bytes = 37.54 KB (1 KB = 1024 B).
@@ -108,16 +109,18 @@ class TwoDenseImpl : public ModelImpl {
 TEST(Summary, SubclassedBeforeAndAfterCall) {
   clear_session();
   Model model(std::make_shared<TwoDenseImpl>());
-  EXPECT_EQ(
-      model->summary_string(),
-      std::string("Model: \"two_dense\"\n") + kHeader3 +
-          "│ dense (Dense)                        │ ?                           │     0 (unbuilt) │\n"
-          "├──────────────────────────────────────┼─────────────────────────────┼─────────────────┤\n"
-          "│ dense_1 (Dense)                      │ ?                           │     0 (unbuilt) │\n"
-          "└──────────────────────────────────────┴─────────────────────────────┴─────────────────┘\n"
-          " Total params: 0 (0.00 B)\n"
-          " Trainable params: 0 (0.00 B)\n"
-          " Non-trainable params: 0 (0.00 B)\n");
+  EXPECT_EQ(model->summary_string(), std::string("Model: \"two_dense\"\n") + kHeader3 +
+                                         "│ dense (Dense)                        │ ?               "
+                                         "            │     0 (unbuilt) │\n"
+                                         "├──────────────────────────────────────┼─────────────────"
+                                         "────────────┼─────────────────┤\n"
+                                         "│ dense_1 (Dense)                      │ ?               "
+                                         "            │     0 (unbuilt) │\n"
+                                         "└──────────────────────────────────────┴─────────────────"
+                                         "────────────┴─────────────────┘\n"
+                                         " Total params: 0 (0.00 B)\n"
+                                         " Trainable params: 0 (0.00 B)\n"
+                                         " Non-trainable params: 0 (0.00 B)\n");
   model(ones({5, 3}));
   std::string s = model->summary_string();
   EXPECT_THAT(s, HasSubstr("│ dense (Dense)                        │ (5, 4)                      │"
@@ -138,6 +141,24 @@ TEST(Summary, NonTrainableParamsAndUnits) {
                            " Trainable params: 1,001,000 (3.82 MB)\n"
                            " Non-trainable params: 101,000 (394.53 KB)\n"));
   EXPECT_THAT(s, HasSubstr("│         101,000 │"));
+}
+
+// After the compiled optimizer's first step its variables are listed and added to the total.
+// Dense(2) on 3 features: 8 params (32 B). Adam: iterations (int64, 8 B) plus two float32
+// slots per weight (16 values, 64 B): 17 params, 72 B. Total 25 params, 104 B.
+TEST(Summary, OptimizerParamsAfterAStep) {
+  clear_session();
+  Sequential model({Dense(2)}, Shape{3});
+  model->compile({.optimizer = Adam(), .loss = "mse"});
+  EXPECT_THAT(model->summary_string(), Not(HasSubstr("Optimizer params")));
+  std::vector<Variable> vars = model->trainable_weights();
+  std::vector<Tensor> grads;
+  for (const Variable& v : vars) grads.push_back(ones(v.shape()));
+  model->compile_options().optimizer->apply_gradients(grads, vars);
+  EXPECT_THAT(model->summary_string(), HasSubstr(" Total params: 25 (104.00 B)\n"
+                                                 " Trainable params: 8 (32.00 B)\n"
+                                                 " Non-trainable params: 0 (0.00 B)\n"
+                                                 " Optimizer params: 17 (72.00 B)\n"));
 }
 
 // A narrow table: rich shrinks the columns evenly, wraps cells at spaces, cuts words longer

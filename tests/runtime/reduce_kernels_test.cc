@@ -312,6 +312,13 @@ TEST(ReduceKernels, LogSumExpIsStableAndHandlesInfinities) {
     std::vector<double> yb = values(run(OpKind::LogSumExp, big, reduce_attrs({1}, false)));
     EXPECT_EQ(yb[0], -kInf);
     EXPECT_NEAR(yb[1], 88 + std::log(50000.0), 1e-3);
+    // Medium rows (the fused one-row-at-a-time path): all -inf, and a +inf among finite values.
+    Array mid = make(dt, {2, 100}, [](int64_t i) {
+      return i < 100 ? -kInf : i == 150 ? kInf : 1.0;
+    });
+    std::vector<double> ym = values(run(OpKind::LogSumExp, mid, reduce_attrs({-1}, false)));
+    EXPECT_EQ(ym[0], -kInf);
+    EXPECT_EQ(ym[1], kInf);
   }
 }
 

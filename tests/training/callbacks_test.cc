@@ -48,7 +48,8 @@ Sequential small_model(double lr) {
 TEST(Callbacks, EarlyStoppingStopsAfterPatience) {
   data::Dataset d = data::load_digits();
   Sequential m = small_model(0.0);  // nothing improves
-  auto stop = std::make_shared<EarlyStopping>(EarlyStoppingOptions{.monitor = "loss", .patience = 2});
+  auto stop = std::make_shared<EarlyStopping>(
+      EarlyStoppingOptions{.monitor = "loss", .min_delta = 1e-3, .patience = 2});
   auto h = m->fit(d.x, d.y, {.epochs = 10, .verbose = 0, .callbacks = {stop}});
   EXPECT_EQ(h->history.at("loss").size(), 3u);  // epoch 0 sets the best, 1 and 2 wait
   EXPECT_EQ(stop->stopped_epoch(), 2);
@@ -107,7 +108,8 @@ TEST(Callbacks, CsvLoggerWritesOneRowPerEpoch) {
   m->fit(d.x, d.y, {.epochs = 1, .verbose = 0,
                     .callbacks = {std::make_shared<CSVLogger>(p.string(), ',', true)}});
   EXPECT_THAT(io::read_file(p.string()), HasSubstr("\n1,"));
-  EXPECT_EQ(std::count(io::read_file(p.string()).begin(), io::read_file(p.string()).end(), '\n'), 4);
+  std::string appended = io::read_file(p.string());
+  EXPECT_EQ(std::count(appended.begin(), appended.end(), '\n'), 4);
   fs::remove(p);
 }
 
