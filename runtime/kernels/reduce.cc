@@ -145,7 +145,7 @@ constexpr int64_t kShortRowBlock = 256;  // rows per pass, so that the strided p
 // Column reductions at least this wide walk all R rows per block of columns; narrower ones
 // split R into chunks of about kChunk elements and merge the partials.
 constexpr int64_t kWideInner = 1024;
-constexpr int64_t kColumnBlock = 512;
+constexpr int64_t kColumnBlock = 2048;
 // Narrow column reductions accumulate groups of rows as one row of about this many elements.
 constexpr int64_t kWideRow = 256;
 

@@ -86,10 +86,11 @@ void softmax_rows(const T* x, T* y, int64_t outer, int64_t R) {
 }
 
 // Softmax over the middle axis of [outer, R, inner] (inner > 1): each task owns a block of
-// columns of one outer slice, sized so that its R x block window stays in cache.
+// columns of one outer slice, sized so that its R x block window stays in cache when R is
+// small and rows are read in runs of at least 64 elements otherwise.
 template <bool kLog, typename T>
 void softmax_columns(const T* x, T* y, int64_t outer, int64_t R, int64_t inner) {
-  const int64_t block = std::min(inner, std::max<int64_t>(8, ceil_div(kChunk / R, 8) * 8));
+  const int64_t block = std::min(inner, std::max<int64_t>(64, ceil_div(kChunk / R, 8) * 8));
   const int64_t blocks = ceil_div(inner, block);
   parallel_for(outer * blocks, std::max<int64_t>(1, kGrain / (R * block)),
                [&](int64_t b, int64_t e) {

@@ -129,6 +129,28 @@ TEST(ElementwiseGradients, MaximumAndMinimumTiesGoToFirstOperand) {
   }
 }
 
+// A C++ number on either side of an operator becomes a scalar constant of the tensor's dtype.
+TEST(ElementwiseGradients, OperatorsWithNumbers) {
+  Tensor x = away_from_zero({2, 3}, 30, 0.5, 2);
+  EXPECT_GRADIENTS(unary_fn([](const Tensor& t) {
+                     return 2.0 * t + t / 3.0 + (1.0 - t) * (3.0 / t) - (t - 0.5) + (0.5 + t) * t;
+                   }),
+                   {x});
+}
+
+// dropout with a fixed seed is a fixed mask times 1 / (1 - rate).
+TEST(ElementwiseGradients, Dropout) {
+  Tensor x = uniform({4, 5}, 31);
+  EXPECT_GRADIENTS(unary_fn([](const Tensor& t) { return dropout(t, 0.3, 1234); }), {x});
+  GradientTape tape;
+  tape.watch(x);
+  Tensor y = dropout(x, 0.5, 99);
+  Tensor g = tape.gradient(y, x);
+  ASSERT_TRUE(g.defined());
+  std::vector<double> gv = g.to_vector<double>(), yv = y.to_vector<double>();
+  for (size_t i = 0; i < gv.size(); ++i) EXPECT_EQ(gv[i], yv[i] == 0 ? 0.0 : 2.0) << i;
+}
+
 // ---- unary ----
 
 struct UnaryCase {

@@ -173,6 +173,7 @@ TEST(ShapeGradients, ZeroSizeTensors) {
   check(sum(matmul(a, m) + 1.0), a, std::vector<double>(6, 0.0), "matmul with n = 0 (lhs)");
   check(sum(matmul(m, e)), e, {}, "matmul with k = 0 (rhs)");
   check(sum(e * slice(a, {0, 0}, {1, 3})), e, {}, "broadcast");
+  check(sum(slice(a, {1, 0}, {1, 3})), a, std::vector<double>(6, 0.0), "empty slice");
 }
 
 // ---- coverage: a new differentiable op without a rule or a check fails here ----

@@ -44,8 +44,12 @@ TEST(OpTable, EveryOpHasAnEagerKernel) {
 
 TEST(OpTable, TraitsAreConsistent) {
   for (const OpInfo& op : all_ops()) {
-    if (op.has(kCommutative)) EXPECT_EQ(op.arity, 2) << op.name;
-    if (op.has(kReduction)) EXPECT_EQ(op.arity, 1) << op.name;
+    if (op.has(kCommutative)) {
+      EXPECT_EQ(op.arity, 2) << op.name;
+    }
+    if (op.has(kReduction)) {
+      EXPECT_EQ(op.arity, 1) << op.name;
+    }
   }
   EXPECT_TRUE(op_info(OpKind::Add).has(kElementwise));
   EXPECT_TRUE(op_info(OpKind::Add).has(kCommutative));
