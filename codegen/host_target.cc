@@ -1,8 +1,8 @@
 #include "codegen/host_target.h"
 
-#include <llvm/Config/llvm-config.h>
 #include <llvm/ADT/StringMap.h>
 #include <llvm/ADT/StringRef.h>
+#include <llvm/Config/llvm-config.h>
 #include <llvm/TargetParser/Host.h>
 
 #include <algorithm>

@@ -31,9 +31,10 @@ Tensor scalar(double value, DType dtype) { return full(Shape{}, value, dtype); }
 
 Tensor arange(double start, double stop, double step, DType dtype) {
   if (step == 0 || !std::isfinite(step) || !std::isfinite(start) || !std::isfinite(stop))
-    throw Error(fmt::format("arange: start {}, stop {} and step {} must be finite and step "
-                            "non-zero",
-                            start, stop, step));
+    throw Error(
+        fmt::format("arange: start {}, stop {} and step {} must be finite and step "
+                    "non-zero",
+                    start, stop, step));
   int64_t n = std::max<int64_t>(0, int64_t(std::ceil((stop - start) / step)));
   runtime::Array a = runtime::Array::empty(dtype, Shape{n});
   visit_dtype(dtype, [&](auto tag) {
@@ -72,23 +73,21 @@ namespace {
 Tensor seed_tensor(int64_t seed) { return tensor(std::vector<int64_t>{seed}, Shape{}); }
 }  // namespace
 
-Tensor random_uniform(const Shape& shape, int64_t seed, double minval, double maxval,
-                      DType dtype) {
-  Attrs attrs{{"shape", shape.to_vector()}, {"dtype", dtype}, {"minval", minval},
-              {"maxval", maxval}};
+Tensor random_uniform(const Shape& shape, int64_t seed, double minval, double maxval, DType dtype) {
+  Attrs attrs{
+      {"shape", shape.to_vector()}, {"dtype", dtype}, {"minval", minval}, {"maxval", maxval}};
   return detail::apply(OpKind::RandomUniform, {seed_tensor(seed)}, attrs);
 }
 
 Tensor random_normal(const Shape& shape, int64_t seed, double mean, double stddev, DType dtype) {
-  Attrs attrs{{"shape", shape.to_vector()}, {"dtype", dtype}, {"mean", mean},
-              {"stddev", stddev}};
+  Attrs attrs{{"shape", shape.to_vector()}, {"dtype", dtype}, {"mean", mean}, {"stddev", stddev}};
   return detail::apply(OpKind::RandomNormal, {seed_tensor(seed)}, attrs);
 }
 
 Tensor random_integers(const Shape& shape, int64_t seed, int64_t minval, int64_t maxval,
                        DType dtype) {
-  Attrs attrs{{"shape", shape.to_vector()}, {"dtype", dtype}, {"minval", minval},
-              {"maxval", maxval}};
+  Attrs attrs{
+      {"shape", shape.to_vector()}, {"dtype", dtype}, {"minval", minval}, {"maxval", maxval}};
   return detail::apply(OpKind::RandomInt, {seed_tensor(seed)}, attrs);
 }
 

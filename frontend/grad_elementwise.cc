@@ -26,7 +26,8 @@ Grads sub_grad(const GradContext& c) {
 }
 Grads mul_grad(const GradContext& c) {
   const Tensor &a = c.inputs[0], &b = c.inputs[1];
-  return binary(c, c.needs_grad(0) ? c.grad * b : Tensor(), c.needs_grad(1) ? c.grad * a : Tensor());
+  return binary(c, c.needs_grad(0) ? c.grad * b : Tensor(),
+                c.needs_grad(1) ? c.grad * a : Tensor());
 }
 Grads div_grad(const GradContext& c) {
   const Tensor &a = c.inputs[0], &b = c.inputs[1];

@@ -12,16 +12,21 @@ using Grads = std::vector<Tensor>;
 // were broadcast are summed back.
 Grads matmul_grad(const GradContext& c) {
   const Tensor &a = c.inputs[0], &b = c.inputs[1], &g = c.grad;
-  bool ta = c.attrs.get_bool("transpose_a", "matmul"), tb = c.attrs.get_bool("transpose_b", "matmul");
+  bool ta = c.attrs.get_bool("transpose_a", "matmul"),
+       tb = c.attrs.get_bool("transpose_b", "matmul");
   Tensor ga, gb;
   if (c.needs_grad(0)) {
-    if (!ta) ga = tb ? matmul(g, b) : matmul(g, b, false, true);
-    else ga = tb ? matmul(b, g, true, true) : matmul(b, g, false, true);
+    if (!ta)
+      ga = tb ? matmul(g, b) : matmul(g, b, false, true);
+    else
+      ga = tb ? matmul(b, g, true, true) : matmul(b, g, false, true);
     ga = unbroadcast(ga, a.shape());
   }
   if (c.needs_grad(1)) {
-    if (!tb) gb = ta ? matmul(a, g) : matmul(a, g, true, false);
-    else gb = ta ? matmul(g, a, true, true) : matmul(g, a, true, false);
+    if (!tb)
+      gb = ta ? matmul(a, g) : matmul(a, g, true, false);
+    else
+      gb = ta ? matmul(g, a, true, true) : matmul(g, a, true, false);
     gb = unbroadcast(gb, b.shape());
   }
   return Grads{ga, gb};

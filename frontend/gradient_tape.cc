@@ -88,9 +88,10 @@ bool GradientTape::persistent() const { return state_->persistent; }
 void GradientTape::watch(const Tensor& x) {
   if (!x.defined()) throw Error("GradientTape::watch: the tensor is undefined");
   if (!is_floating(x.dtype()))
-    throw Error(fmt::format("GradientTape::watch: only floating tensors have gradients; got {} "
-                            "{} (cast it to float32 first)",
-                            dtype_name(x.dtype()), x.shape().to_string()));
+    throw Error(
+        fmt::format("GradientTape::watch: only floating tensors have gradients; got {} "
+                    "{} (cast it to float32 first)",
+                    dtype_name(x.dtype()), x.shape().to_string()));
   if (state_->tracked.insert(x.id()).second) state_->watched.push_back(x);
 }
 
@@ -127,14 +128,14 @@ Tensor GradientTape::gradient(const Tensor& target, const Tensor& source,
   return gradient(target, std::vector<Tensor>{source}, unconnected)[0];
 }
 
-std::vector<Tensor> GradientTape::gradient(const Tensor& target,
-                                           const std::vector<Tensor>& sources,
+std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vector<Tensor>& sources,
                                            UnconnectedGradients unconnected,
                                            const Tensor& output_gradient) {
   State& s = *state_;
   if (s.used && !s.persistent)
-    throw Error("GradientTape::gradient can only be called once on a non-persistent tape; "
-                "create it with GradientTape(/*persistent=*/true) to call it more than once");
+    throw Error(
+        "GradientTape::gradient can only be called once on a non-persistent tape; "
+        "create it with GradientTape(/*persistent=*/true) to call it more than once");
   if (!target.defined()) throw Error("GradientTape::gradient: the target is undefined");
   if (!is_floating(target.dtype()))
     throw Error(fmt::format("GradientTape::gradient: the target must be floating, got {} {}",
@@ -177,10 +178,11 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target,
     if (!source_ids.count(rec.output.id())) grads.erase(it);
     detail::GradRule rule = detail::gradient_rule(rec.kind);
     if (!rule)
-      throw Error(fmt::format("GradientTape::gradient: op \"{}\" has no gradient rule, so kiln "
-                              "cannot differentiate through it (for max_pool2d_grad: "
-                              "second-order gradients of max pooling are not supported)",
-                              op_name(rec.kind)));
+      throw Error(
+          fmt::format("GradientTape::gradient: op \"{}\" has no gradient rule, so kiln "
+                      "cannot differentiate through it (for max_pool2d_grad: "
+                      "second-order gradients of max pooling are not supported)",
+                      op_name(rec.kind)));
     std::vector<bool> needs(rec.inputs.size());
     for (size_t i = 0; i < rec.inputs.size(); ++i)
       needs[i] = is_floating(rec.inputs[i].dtype()) && relevant.count(rec.inputs[i].id()) > 0;
@@ -189,10 +191,10 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target,
     for (size_t i = 0; i < rec.inputs.size(); ++i) {
       if (!needs[i] || i >= in_grads.size() || !in_grads[i].defined()) continue;
       const Tensor& in = rec.inputs[i];
-      KILN_ASSERT(in_grads[i].type() == in.type(),
-                  fmt::format("gradient rule of {} returned {} for input {} of type {}",
-                              op_name(rec.kind), in_grads[i].type().to_string(), i,
-                              in.type().to_string()));
+      KILN_ASSERT(
+          in_grads[i].type() == in.type(),
+          fmt::format("gradient rule of {} returned {} for input {} of type {}", op_name(rec.kind),
+                      in_grads[i].type().to_string(), i, in.type().to_string()));
       auto [slot, fresh] = grads.try_emplace(in.id(), in_grads[i]);
       if (!fresh) slot->second = slot->second + in_grads[i];
     }
@@ -201,9 +203,12 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target,
   std::vector<Tensor> out;
   for (const Tensor& src : sources) {
     auto it = relevant.count(src.id()) ? grads.find(src.id()) : grads.end();
-    if (it != grads.end()) out.push_back(it->second);
-    else if (unconnected == UnconnectedGradients::kZero) out.push_back(zeros_like(src));
-    else out.push_back(Tensor());
+    if (it != grads.end())
+      out.push_back(it->second);
+    else if (unconnected == UnconnectedGradients::kZero)
+      out.push_back(zeros_like(src));
+    else
+      out.push_back(Tensor());
   }
   if (!s.persistent) {
     s.records.clear();

@@ -15,7 +15,7 @@ struct GradContext {
   const Attrs& attrs;
   const std::vector<Tensor>& inputs;
   const Tensor& output;
-  const Tensor& grad;  // d(target)/d(output)
+  const Tensor& grad;              // d(target)/d(output)
   const std::vector<bool>& needs;  // needs[i]: input i wants a gradient
 
   bool needs_grad(size_t i) const { return needs[i]; }

@@ -71,14 +71,13 @@ Tensor log_softmax(const Tensor& x, int64_t axis = -1);
 
 // ---- contractions ----
 // Matrix product of the last two axes; leading (batch) axes broadcast.
-Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false,
-              bool transpose_b = false);
+Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool transpose_b = false);
 // 2-D convolution: input NHWC, filter HWIO, padding "valid" or "same" (TensorFlow semantics).
 Tensor conv2d(const Tensor& input, const Tensor& filter, const Axes& strides = {1, 1},
               const std::string& padding = "valid", const Axes& dilations = {1, 1});
-Tensor conv2d_backprop_input(const Shape& input_shape, const Tensor& filter,
-                             const Tensor& out_grad, const Axes& strides,
-                             const std::string& padding, const Axes& dilations);
+Tensor conv2d_backprop_input(const Shape& input_shape, const Tensor& filter, const Tensor& out_grad,
+                             const Axes& strides, const std::string& padding,
+                             const Axes& dilations);
 Tensor conv2d_backprop_filter(const Tensor& input, const Shape& filter_shape,
                               const Tensor& out_grad, const Axes& strides,
                               const std::string& padding, const Axes& dilations);

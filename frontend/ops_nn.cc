@@ -30,9 +30,9 @@ Tensor conv2d(const Tensor& input, const Tensor& filter, const Axes& strides,
   return apply(OpKind::Conv2D, {input, filter}, conv_attrs(strides, padding, dilations));
 }
 
-Tensor conv2d_backprop_input(const Shape& input_shape, const Tensor& filter,
-                             const Tensor& out_grad, const Axes& strides,
-                             const std::string& padding, const Axes& dilations) {
+Tensor conv2d_backprop_input(const Shape& input_shape, const Tensor& filter, const Tensor& out_grad,
+                             const Axes& strides, const std::string& padding,
+                             const Axes& dilations) {
   Attrs attrs = conv_attrs(strides, padding, dilations);
   attrs.set("input_shape", input_shape.to_vector());
   return apply(OpKind::Conv2DBackpropInput, {filter, out_grad}, attrs);

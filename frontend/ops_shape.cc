@@ -35,9 +35,10 @@ Tensor squeeze(const Tensor& x, const Axes& axes) {
     for (int64_t a : axes) {
       int i = normalize_axis(a, s.rank(), "squeeze");
       if (s[i] != 1)
-        throw Error(fmt::format("squeeze: cannot squeeze axis {} of shape {}: its size is {}, "
-                                "not 1",
-                                a, s.to_string(), s[i]));
+        throw Error(
+            fmt::format("squeeze: cannot squeeze axis {} of shape {}: its size is {}, "
+                        "not 1",
+                        a, s.to_string(), s[i]));
       drop[size_t(i)] = true;
     }
   }
@@ -64,9 +65,10 @@ Tensor stack(const std::vector<Tensor>& xs, int64_t axis) {
   if (xs.empty()) throw Error("stack: needs at least one tensor, got none");
   for (size_t i = 1; i < xs.size(); ++i)
     if (!(xs[i].shape() == xs[0].shape()))
-      throw Error(fmt::format("stack: all tensors need the same shape; tensor 0 is {}, tensor {} "
-                              "is {}",
-                              xs[0].shape().to_string(), i, xs[i].shape().to_string()));
+      throw Error(
+          fmt::format("stack: all tensors need the same shape; tensor 0 is {}, tensor {} "
+                      "is {}",
+                      xs[0].shape().to_string(), i, xs[i].shape().to_string()));
   int a = normalize_axis(axis, xs[0].rank() + 1, "stack");
   std::vector<Tensor> expanded;
   for (const Tensor& x : xs) expanded.push_back(expand_dims(x, a));

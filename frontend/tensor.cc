@@ -30,9 +30,10 @@ const detail::SymbolicInfo* Tensor::symbolic_info() const {
 
 void Tensor::require_defined(const char* what) const {
   if (!impl_)
-    throw Error(fmt::format("Tensor::{}: the tensor is undefined (default-constructed, or an "
-                            "unconnected gradient); check defined() first",
-                            what));
+    throw Error(
+        fmt::format("Tensor::{}: the tensor is undefined (default-constructed, or an "
+                    "unconnected gradient); check defined() first",
+                    what));
 }
 
 DType Tensor::dtype() const {
@@ -53,9 +54,10 @@ uint64_t Tensor::id() const {
 const runtime::Array& Tensor::array() const {
   require_defined("array");
   if (!impl_->value.storage)
-    throw Error(fmt::format("the tensor of shape {} and dtype {} is symbolic (a functional-model "
-                            "input or computed from one): it has no data until the model runs",
-                            impl_->value.shape.to_string(), dtype_name(impl_->value.dtype)));
+    throw Error(
+        fmt::format("the tensor of shape {} and dtype {} is symbolic (a functional-model "
+                    "input or computed from one): it has no data until the model runs",
+                    impl_->value.shape.to_string(), dtype_name(impl_->value.dtype)));
   return impl_->value;
 }
 
@@ -63,9 +65,10 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.to_
 
 namespace detail {
 void throw_item_size(const Tensor& t) {
-  throw Error(fmt::format("item(): the tensor has shape {} ({} elements); item() needs exactly one "
-                          "element, use to_vector() instead",
-                          t.shape().to_string(), t.size()));
+  throw Error(
+      fmt::format("item(): the tensor has shape {} ({} elements); item() needs exactly one "
+                  "element, use to_vector() instead",
+                  t.shape().to_string(), t.size()));
 }
 }  // namespace detail
 

@@ -11,7 +11,7 @@ namespace kiln {
 namespace {
 
 constexpr int64_t kSummariseThreshold = 1000;  // numpy's threshold
-constexpr int64_t kEdgeItems = 3;               // numpy's edgeitems
+constexpr int64_t kEdgeItems = 3;              // numpy's edgeitems
 
 // Indices printed along one axis; -1 stands for "...".
 std::vector<int64_t> printed_indices(int64_t dim, bool summarise) {
@@ -116,8 +116,10 @@ std::string Tensor::to_string() const {
     for (int64_t i : axes[d]) {
       if (!first) body += sep;
       first = false;
-      if (i < 0) body += "...";
-      else emit(d + 1);
+      if (i < 0)
+        body += "...";
+      else
+        emit(d + 1);
     }
     body += "]";
   };

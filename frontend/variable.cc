@@ -17,15 +17,15 @@ Variable::Variable(std::string name, const Tensor& initial_value, bool trainable
   if (!initial_value.defined())
     throw Error(fmt::format("Variable \"{}\": the initial value is undefined", name));
   if (initial_value.is_symbolic())
-    throw Error(fmt::format("Variable \"{}\": the initial value must be concrete, not symbolic",
-                            name));
+    throw Error(
+        fmt::format("Variable \"{}\": the initial value must be concrete, not symbolic", name));
   impl_ = std::make_shared<Impl>(Impl{std::move(name), trainable, initial_value});
 }
 
 void Variable::require_defined(const char* what) const {
   if (!impl_)
-    throw Error(fmt::format("Variable::{}: the variable handle is empty (default-constructed)",
-                            what));
+    throw Error(
+        fmt::format("Variable::{}: the variable handle is empty (default-constructed)", what));
 }
 
 const std::string& Variable::name() const {
@@ -63,10 +63,9 @@ void Variable::assign(const Tensor& v) {
   if (!v.defined() || v.is_symbolic())
     throw Error(fmt::format("Variable \"{}\": assign needs a concrete tensor", impl_->name));
   if (!(v.type() == impl_->value.type()))
-    throw Error(fmt::format("Variable \"{}\" is {} {}; cannot assign a value of {} {}",
-                            impl_->name, dtype_name(impl_->value.dtype()),
-                            impl_->value.shape().to_string(), dtype_name(v.dtype()),
-                            v.shape().to_string()));
+    throw Error(fmt::format("Variable \"{}\" is {} {}; cannot assign a value of {} {}", impl_->name,
+                            dtype_name(impl_->value.dtype()), impl_->value.shape().to_string(),
+                            dtype_name(v.dtype()), v.shape().to_string()));
   impl_->value = v;
 }
 

@@ -9,12 +9,18 @@ namespace kiln {
 
 std::string_view attr_kind_name(AttrKind k) {
   switch (k) {
-    case AttrKind::i64: return "int";
-    case AttrKind::f64: return "float";
-    case AttrKind::boolean: return "bool";
-    case AttrKind::str: return "string";
-    case AttrKind::i64s: return "int list";
-    case AttrKind::dtype: return "dtype";
+    case AttrKind::i64:
+      return "int";
+    case AttrKind::f64:
+      return "float";
+    case AttrKind::boolean:
+      return "bool";
+    case AttrKind::str:
+      return "string";
+    case AttrKind::i64s:
+      return "int list";
+    case AttrKind::dtype:
+      return "dtype";
   }
   return "?";
 }
@@ -23,7 +29,8 @@ AttrKind attr_kind_of(const AttrValue& v) { return AttrKind(v.index()); }
 
 std::string attr_value_to_string(const AttrValue& v) {
   switch (attr_kind_of(v)) {
-    case AttrKind::i64: return std::to_string(std::get<int64_t>(v));
+    case AttrKind::i64:
+      return std::to_string(std::get<int64_t>(v));
     case AttrKind::f64: {
       double d = std::get<double>(v);
       if (std::isnan(d)) return "nan";
@@ -38,10 +45,14 @@ std::string attr_value_to_string(const AttrValue& v) {
       if (s.find_first_of(".eE") == std::string::npos) s += ".0";
       return s;
     }
-    case AttrKind::boolean: return std::get<bool>(v) ? "true" : "false";
-    case AttrKind::str: return "\"" + std::get<std::string>(v) + "\"";
-    case AttrKind::i64s: return fmt::format("[{}]", fmt::join(std::get<std::vector<int64_t>>(v), ", "));
-    case AttrKind::dtype: return std::string(dtype_short_name(std::get<DType>(v)));
+    case AttrKind::boolean:
+      return std::get<bool>(v) ? "true" : "false";
+    case AttrKind::str:
+      return "\"" + std::get<std::string>(v) + "\"";
+    case AttrKind::i64s:
+      return fmt::format("[{}]", fmt::join(std::get<std::vector<int64_t>>(v), ", "));
+    case AttrKind::dtype:
+      return std::string(dtype_short_name(std::get<DType>(v)));
   }
   return "?";
 }

@@ -6,24 +6,36 @@ namespace kiln {
 
 std::string_view dtype_name(DType t) {
   switch (t) {
-    case DType::f32: return "float32";
-    case DType::f64: return "float64";
-    case DType::i32: return "int32";
-    case DType::i64: return "int64";
-    case DType::b8: return "bool";
-    case DType::u8: return "uint8";
+    case DType::f32:
+      return "float32";
+    case DType::f64:
+      return "float64";
+    case DType::i32:
+      return "int32";
+    case DType::i64:
+      return "int64";
+    case DType::b8:
+      return "bool";
+    case DType::u8:
+      return "uint8";
   }
   return "?";
 }
 
 std::string_view dtype_short_name(DType t) {
   switch (t) {
-    case DType::f32: return "f32";
-    case DType::f64: return "f64";
-    case DType::i32: return "i32";
-    case DType::i64: return "i64";
-    case DType::b8: return "bool";
-    case DType::u8: return "u8";
+    case DType::f32:
+      return "f32";
+    case DType::f64:
+      return "f64";
+    case DType::i32:
+      return "i32";
+    case DType::i64:
+      return "i64";
+    case DType::b8:
+      return "bool";
+    case DType::u8:
+      return "u8";
   }
   return "?";
 }
@@ -40,12 +52,18 @@ DType parse_dtype(std::string_view name) {
 
 size_t dtype_size(DType t) {
   switch (t) {
-    case DType::f32: return 4;
-    case DType::f64: return 8;
-    case DType::i32: return 4;
-    case DType::i64: return 8;
-    case DType::b8: return 1;
-    case DType::u8: return 1;
+    case DType::f32:
+      return 4;
+    case DType::f64:
+      return 8;
+    case DType::i32:
+      return 4;
+    case DType::i64:
+      return 8;
+    case DType::b8:
+      return 1;
+    case DType::u8:
+      return 1;
   }
   return 0;
 }

@@ -18,7 +18,7 @@ class Error : public std::runtime_error {
 
 }  // namespace kiln
 
-#define KILN_ASSERT(cond, msg)                                  \
-  do {                                                          \
+#define KILN_ASSERT(cond, msg)                                    \
+  do {                                                            \
     if (!(cond)) ::kiln::internal_error(__FILE__, __LINE__, msg); \
   } while (0)

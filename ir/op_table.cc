@@ -22,13 +22,20 @@ std::vector<AttrSpec> parse_schema(const char* op, std::string_view schema) {
     KILN_ASSERT(colon != std::string_view::npos, std::string("bad attribute schema for ") + op);
     std::string_view kind = item.substr(colon + 1);
     AttrKind k;
-    if (kind == "int") k = AttrKind::i64;
-    else if (kind == "float") k = AttrKind::f64;
-    else if (kind == "bool") k = AttrKind::boolean;
-    else if (kind == "str") k = AttrKind::str;
-    else if (kind == "ints") k = AttrKind::i64s;
-    else if (kind == "dtype") k = AttrKind::dtype;
-    else internal_error(__FILE__, __LINE__, std::string("bad attribute kind in schema of ") + op);
+    if (kind == "int")
+      k = AttrKind::i64;
+    else if (kind == "float")
+      k = AttrKind::f64;
+    else if (kind == "bool")
+      k = AttrKind::boolean;
+    else if (kind == "str")
+      k = AttrKind::str;
+    else if (kind == "ints")
+      k = AttrKind::i64s;
+    else if (kind == "dtype")
+      k = AttrKind::dtype;
+    else
+      internal_error(__FILE__, __LINE__, std::string("bad attribute kind in schema of ") + op);
     specs.push_back({std::string(item.substr(0, colon)), k});
   }
   return specs;
@@ -53,20 +60,28 @@ const std::vector<OpInfo>& table() {
 
 bool dtype_in_class(DType t, DTypeClass c) {
   switch (c) {
-    case Float: return is_floating(t);
-    case Numeric: return is_numeric(t);
-    case Bool: return t == DType::b8;
-    case Any: return true;
+    case Float:
+      return is_floating(t);
+    case Numeric:
+      return is_numeric(t);
+    case Bool:
+      return t == DType::b8;
+    case Any:
+      return true;
   }
   return false;
 }
 
 std::string_view dtype_class_description(DTypeClass c) {
   switch (c) {
-    case Float: return "a floating dtype (float32 or float64)";
-    case Numeric: return "a numeric dtype (not bool)";
-    case Bool: return "bool";
-    case Any: return "any dtype";
+    case Float:
+      return "a floating dtype (float32 or float64)";
+    case Numeric:
+      return "a numeric dtype (not bool)";
+    case Bool:
+      return "bool";
+    case Any:
+      return "any dtype";
   }
   return "?";
 }

@@ -15,7 +15,8 @@ void check_rank(size_t rank) {
 
 void check_dim(int64_t d) {
   if (d < 0 && d != kUnknownDim)
-    throw Error(fmt::format("invalid dimension {}: dimensions must be >= 0 (or -1 for unknown)", d));
+    throw Error(
+        fmt::format("invalid dimension {}: dimensions must be >= 0 (or -1 for unknown)", d));
 }
 
 }  // namespace
@@ -54,8 +55,8 @@ int64_t Shape::num_elements() const {
   int64_t n = 1;
   for (int i = 0; i < rank_; ++i) {
     if (dims_[i] == kUnknownDim)
-      throw Error(fmt::format("shape {} has an unknown dimension; its size is not known",
-                              to_string()));
+      throw Error(
+          fmt::format("shape {} has an unknown dimension; its size is not known", to_string()));
     n *= dims_[i];
   }
   return n;
@@ -83,9 +84,10 @@ std::string Shape::to_string() const {
 
 int normalize_axis(int64_t axis, int rank, const char* op) {
   if (axis < -rank || axis >= rank || (rank == 0))
-    throw Error(fmt::format("{}: axis {} is out of range for a tensor of rank {} "
-                            "(valid axes are {} to {})",
-                            op, axis, rank, -rank, rank - 1));
+    throw Error(
+        fmt::format("{}: axis {} is out of range for a tensor of rank {} "
+                    "(valid axes are {} to {})",
+                    op, axis, rank, -rank, rank - 1));
   return int(axis < 0 ? axis + rank : axis);
 }
 
@@ -96,13 +98,17 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   for (int i = 0; i < rank; ++i) {
     int ia = a.rank() - rank + i, ib = b.rank() - rank + i;
     int64_t da = ia >= 0 ? a[ia] : 1, db = ib >= 0 ? b[ib] : 1;
-    if (da == db || db == 1) out[i] = da;
-    else if (da == 1) out[i] = db;
-    else if (da == kUnknownDim || db == kUnknownDim) out[i] = da == kUnknownDim ? db : da;
+    if (da == db || db == 1)
+      out[i] = da;
+    else if (da == 1)
+      out[i] = db;
+    else if (da == kUnknownDim || db == kUnknownDim)
+      out[i] = da == kUnknownDim ? db : da;
     else
-      throw Error(fmt::format("{}: shapes {} and {} do not broadcast: dimension {} (from the "
-                              "right) is {} in one and {} in the other; they must be equal or 1",
-                              op, a.to_string(), b.to_string(), rank - i, da, db));
+      throw Error(
+          fmt::format("{}: shapes {} and {} do not broadcast: dimension {} (from the "
+                      "right) is {} in one and {} in the other; they must be equal or 1",
+                      op, a.to_string(), b.to_string(), rank - i, da, db));
   }
   return Shape(std::span<const int64_t>(out.data(), size_t(rank)));
 }

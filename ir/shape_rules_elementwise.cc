@@ -8,10 +8,11 @@ namespace {
 
 void require_same_dtype(const OpInfo& op, const TensorType& a, const TensorType& b) {
   if (a.dtype != b.dtype)
-    throw Error(fmt::format("{}: dtypes differ: a is {} {}, b is {} {}; kiln does not promote "
-                            "types implicitly, use kiln::cast on one operand",
-                            op.name, dtype_name(a.dtype), a.shape.to_string(),
-                            dtype_name(b.dtype), b.shape.to_string()));
+    throw Error(
+        fmt::format("{}: dtypes differ: a is {} {}, b is {} {}; kiln does not promote "
+                    "types implicitly, use kiln::cast on one operand",
+                    op.name, dtype_name(a.dtype), a.shape.to_string(), dtype_name(b.dtype),
+                    b.shape.to_string()));
 }
 
 }  // namespace
@@ -26,9 +27,7 @@ TensorType rule_compare(const OpInfo& op, std::span<const TensorType> in, const 
   return {DType::b8, broadcast_shapes(in[0].shape, in[1].shape, op.name)};
 }
 
-TensorType rule_unary(const OpInfo&, std::span<const TensorType> in, const Attrs&) {
-  return in[0];
-}
+TensorType rule_unary(const OpInfo&, std::span<const TensorType> in, const Attrs&) { return in[0]; }
 
 TensorType rule_cast(const OpInfo& op, std::span<const TensorType> in, const Attrs& attrs) {
   return {attrs.get_dtype("dtype", op.name), in[0].shape};

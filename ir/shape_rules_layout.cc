@@ -34,8 +34,8 @@ TensorType rule_reshape(const OpInfo& op, std::span<const TensorType> in, const 
   for (size_t i = 0; i < want.size(); ++i) {
     if (want[i] == -1) {
       if (infer >= 0)
-        throw Error(fmt::format("reshape: target shape [{}] has more than one -1",
-                                fmt::join(want, ", ")));
+        throw Error(
+            fmt::format("reshape: target shape [{}] has more than one -1", fmt::join(want, ", ")));
       infer = int(i);
     } else if (want[i] < 0) {
       throw Error(fmt::format("reshape: target shape [{}] has a negative dimension",
@@ -50,14 +50,16 @@ TensorType rule_reshape(const OpInfo& op, std::span<const TensorType> in, const 
   int64_t total = s.num_elements();
   if (infer >= 0) {
     if (known == 0 || total % known != 0)
-      throw Error(fmt::format("reshape: cannot reshape a tensor of shape {} ({} elements) into "
-                              "shape [{}]: {} is not a multiple of {}",
-                              s.to_string(), total, fmt::join(want, ", "), total, known));
+      throw Error(
+          fmt::format("reshape: cannot reshape a tensor of shape {} ({} elements) into "
+                      "shape [{}]: {} is not a multiple of {}",
+                      s.to_string(), total, fmt::join(want, ", "), total, known));
     out[infer] = total / known;
   } else if (known != total) {
-    throw Error(fmt::format("reshape: cannot reshape a tensor of shape {} ({} elements) into "
-                            "shape {} ({} elements)",
-                            s.to_string(), total, Shape(want).to_string(), known));
+    throw Error(
+        fmt::format("reshape: cannot reshape a tensor of shape {} ({} elements) into "
+                    "shape {} ({} elements)",
+                    s.to_string(), total, Shape(want).to_string(), known));
   }
   return {in[0].dtype, Shape(out)};
 }
@@ -78,13 +80,13 @@ TensorType rule_transpose(const OpInfo& op, std::span<const TensorType> in, cons
   return {in[0].dtype, out};
 }
 
-TensorType rule_broadcast_to(const OpInfo& op, std::span<const TensorType> in,
-                             const Attrs& attrs) {
+TensorType rule_broadcast_to(const OpInfo& op, std::span<const TensorType> in, const Attrs& attrs) {
   Shape target(attrs.get_ints("shape", op.name));
   if (!broadcastable_to(in[0].shape, target))
-    throw Error(fmt::format("broadcast_to: cannot broadcast shape {} to {}: each dimension must "
-                            "match or be 1",
-                            in[0].shape.to_string(), target.to_string()));
+    throw Error(
+        fmt::format("broadcast_to: cannot broadcast shape {} to {}: each dimension must "
+                    "match or be 1",
+                    in[0].shape.to_string(), target.to_string()));
   return {in[0].dtype, target};
 }
 
@@ -102,9 +104,10 @@ TensorType rule_concat(const OpInfo& op, std::span<const TensorType> in, const A
     bool ok = s.rank() == first.rank();
     for (int d = 0; ok && d < s.rank(); ++d) ok = d == axis || s[d] == first[d];
     if (!ok)
-      throw Error(fmt::format("concat: input {} has shape {}, which does not match input 0's "
-                              "shape {} outside axis {}",
-                              i, s.to_string(), first.to_string(), axis));
+      throw Error(
+          fmt::format("concat: input {} has shape {}, which does not match input 0's "
+                      "shape {} outside axis {}",
+                      i, s.to_string(), first.to_string(), axis));
     out[axis] += s[axis];
   }
   return {in[0].dtype, out};
@@ -120,8 +123,8 @@ std::vector<SliceRange> slice_ranges(const Shape& s, const Attrs& attrs, const c
   std::vector<SliceRange> r;
   for (int i = 0; i < s.rank(); ++i) {
     if (step[i] <= 0)
-      throw Error(fmt::format("{}: step along axis {} is {}; steps must be positive", op, i,
-                              step[i]));
+      throw Error(
+          fmt::format("{}: step along axis {} is {}; steps must be positive", op, i, step[i]));
     int64_t d = s[i];
     auto clamp = [d](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + d : v, 0, d); };
     int64_t b = clamp(start[i]), e = clamp(stop[i]);
@@ -162,10 +165,10 @@ TensorType rule_gather(const OpInfo& op, std::span<const TensorType> in, const A
   const Shape &p = in[0].shape, &idx = in[1].shape;
   int axis = normalize_axis(attrs.get_int("axis", op.name), p.rank(), op.name);
   if (p.rank() - 1 + idx.rank() > kMaxRank)
-    throw Error(fmt::format("gather: result of gathering {} indices from {} along axis {} would "
-                            "have rank {} > {}",
-                            idx.to_string(), p.to_string(), axis, p.rank() - 1 + idx.rank(),
-                            kMaxRank));
+    throw Error(
+        fmt::format("gather: result of gathering {} indices from {} along axis {} would "
+                    "have rank {} > {}",
+                    idx.to_string(), p.to_string(), axis, p.rank() - 1 + idx.rank(), kMaxRank));
   Shape out;
   for (int i = 0; i < axis; ++i) out.push_back(p[i]);
   for (int64_t d : idx) out.push_back(d);
@@ -173,16 +176,16 @@ TensorType rule_gather(const OpInfo& op, std::span<const TensorType> in, const A
   return {in[0].dtype, out};
 }
 
-TensorType rule_scatter_add(const OpInfo& op, std::span<const TensorType> in,
-                            const Attrs& attrs) {
+TensorType rule_scatter_add(const OpInfo& op, std::span<const TensorType> in, const Attrs& attrs) {
   require_int_indices(in[1], op.name);
   const Shape &u = in[0].shape, &idx = in[1].shape;
   int64_t axis = attrs.get_int("axis", op.name), dim = attrs.get_int("dim_size", op.name);
   int out_rank = u.rank() - idx.rank() + 1;
   if (axis < 0 || axis >= out_rank || dim < 0)
-    throw Error(fmt::format("scatter_add: axis {} / dim_size {} invalid for updates {} and indices "
-                            "{}",
-                            axis, dim, u.to_string(), idx.to_string()));
+    throw Error(
+        fmt::format("scatter_add: axis {} / dim_size {} invalid for updates {} and indices "
+                    "{}",
+                    axis, dim, u.to_string(), idx.to_string()));
   Shape out;
   for (int i = 0; i < axis; ++i) out.push_back(u[i]);
   out.push_back(dim);
@@ -215,8 +218,8 @@ TensorType rule_random(const OpInfo& op, std::span<const TensorType> in, const A
     if (attrs.get_int("minval", op.name) >= attrs.get_int("maxval", op.name))
       throw Error(fmt::format("random_int: minval {} must be less than maxval {}",
                               attrs.get_int("minval", op.name), attrs.get_int("maxval", op.name)));
-    if (dt == DType::i32 &&
-        (attrs.get_int("minval", op.name) < INT32_MIN || attrs.get_int("maxval", op.name) - 1 > INT32_MAX))
+    if (dt == DType::i32 && (attrs.get_int("minval", op.name) < INT32_MIN ||
+                             attrs.get_int("maxval", op.name) - 1 > INT32_MAX))
       throw Error(fmt::format("random_int: range [{}, {}) does not fit int32",
                               attrs.get_int("minval", op.name), attrs.get_int("maxval", op.name)));
     if (dt == DType::u8 &&
@@ -224,13 +227,13 @@ TensorType rule_random(const OpInfo& op, std::span<const TensorType> in, const A
       throw Error(fmt::format("random_int: range [{}, {}) does not fit uint8",
                               attrs.get_int("minval", op.name), attrs.get_int("maxval", op.name)));
   } else if (!is_floating(dt)) {
-    throw Error(fmt::format("{}: dtype must be float32 or float64, got {}", op.name,
-                            dtype_name(dt)));
+    throw Error(
+        fmt::format("{}: dtype must be float32 or float64, got {}", op.name, dtype_name(dt)));
   } else if (op.kind == OpKind::RandomUniform) {
     double lo = attrs.get_double("minval", op.name), hi = attrs.get_double("maxval", op.name);
     if (!std::isfinite(lo) || !std::isfinite(hi) || !(lo < hi))
-      throw Error(fmt::format("random_uniform: minval {} must be finite and less than maxval {}",
-                              lo, hi));
+      throw Error(
+          fmt::format("random_uniform: minval {} must be finite and less than maxval {}", lo, hi));
   } else {
     double mean = attrs.get_double("mean", op.name), sd = attrs.get_double("stddev", op.name);
     if (!std::isfinite(mean) || !std::isfinite(sd) || sd < 0)

@@ -32,9 +32,10 @@ Shape conv_output(const Shape& input, const Shape& filter, const Attrs& attrs, c
   check_pair(strides, "strides", op);
   check_pair(dil, "dilations", op);
   if (input[3] != filter[2])
-    throw Error(fmt::format("{}: input channels differ: input {} has {} channels (NHWC), filter {} "
-                            "expects {} (HWIO)",
-                            op, input.to_string(), input[3], filter.to_string(), filter[2]));
+    throw Error(
+        fmt::format("{}: input channels differ: input {} has {} channels (NHWC), filter {} "
+                    "expects {} (HWIO)",
+                    op, input.to_string(), input[3], filter.to_string(), filter[2]));
   WindowDim h = window_dim(input[1], filter[0], strides[0], dil[0], padding, op);
   WindowDim w = window_dim(input[2], filter[1], strides[1], dil[1], padding, op);
   return Shape{input[0], h.out, w.out, filter[3]};
@@ -78,10 +79,11 @@ WindowDim window_dim(int64_t in, int64_t window, int64_t stride, int64_t dilatio
   int64_t eff = (window - 1) * dilation + 1;
   if (padding == "valid") {
     if (in < eff)
-      throw Error(fmt::format("{}: window of size {} (dilated: {}) does not fit an input dimension "
-                              "of size {} with padding \"valid\"; use padding \"same\" or a "
-                              "smaller window",
-                              op, window, eff, in));
+      throw Error(
+          fmt::format("{}: window of size {} (dilated: {}) does not fit an input dimension "
+                      "of size {} with padding \"valid\"; use padding \"same\" or a "
+                      "smaller window",
+                      op, window, eff, in));
     return {(in - eff) / stride + 1, 0};
   }
   if (padding == "same") {
@@ -95,9 +97,10 @@ WindowDim window_dim(int64_t in, int64_t window, int64_t stride, int64_t dilatio
 TensorType rule_matmul(const OpInfo& op, std::span<const TensorType> in, const Attrs& attrs) {
   const Shape &a = in[0].shape, &b = in[1].shape;
   if (a.rank() < 2 || b.rank() < 2)
-    throw Error(fmt::format("matmul: both operands need rank >= 2, got a {} and b {}; reshape a "
-                            "vector to (1, n) or (n, 1) first",
-                            a.to_string(), b.to_string()));
+    throw Error(
+        fmt::format("matmul: both operands need rank >= 2, got a {} and b {}; reshape a "
+                    "vector to (1, n) or (n, 1) first",
+                    a.to_string(), b.to_string()));
   require_same_dtype(in[0], in[1], op.name);
   bool ta = attrs.get_bool("transpose_a", op.name), tb = attrs.get_bool("transpose_b", op.name);
   int64_t m = ta ? a.dim(-1) : a.dim(-2), ka = ta ? a.dim(-2) : a.dim(-1);

@@ -24,21 +24,25 @@ Shape reduced_shape(const Shape& s, const std::vector<int>& axes, bool keepdims)
   Shape out;
   for (int i = 0; i < s.rank(); ++i) {
     bool reduced = std::find(axes.begin(), axes.end(), i) != axes.end();
-    if (!reduced) out.push_back(s[i]);
-    else if (keepdims) out.push_back(1);
+    if (!reduced)
+      out.push_back(s[i]);
+    else if (keepdims)
+      out.push_back(1);
   }
   return out;
 }
 
 TensorType rule_reduce(const OpInfo& op, std::span<const TensorType> in, const Attrs& attrs) {
-  std::vector<int> axes = reduction_axes(attrs.get_ints("axes", op.name), in[0].shape.rank(), op.name);
+  std::vector<int> axes =
+      reduction_axes(attrs.get_ints("axes", op.name), in[0].shape.rank(), op.name);
   bool keepdims = attrs.get_bool("keepdims", op.name);
   if (op.kind == OpKind::Max || op.kind == OpKind::Min) {
     for (int a : axes)
       if (in[0].shape[a] == 0)
-        throw Error(fmt::format("{}: cannot reduce over axis {} of shape {}: it has size 0 and "
-                                "{} has no identity",
-                                op.name, a, in[0].shape.to_string(), op.name));
+        throw Error(
+            fmt::format("{}: cannot reduce over axis {} of shape {}: it has size 0 and "
+                        "{} has no identity",
+                        op.name, a, in[0].shape.to_string(), op.name));
   }
   return {in[0].dtype, reduced_shape(in[0].shape, axes, keepdims)};
 }

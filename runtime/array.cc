@@ -20,9 +20,11 @@ std::shared_ptr<Storage> Storage::allocate(size_t bytes) {
   if (!p)
     throw Error(fmt::format("out of memory: could not allocate {} bytes for a tensor", rounded));
   g_allocations.fetch_add(1, std::memory_order_relaxed);
-  int64_t live = g_live_bytes.fetch_add(int64_t(rounded), std::memory_order_relaxed) + int64_t(rounded);
+  int64_t live =
+      g_live_bytes.fetch_add(int64_t(rounded), std::memory_order_relaxed) + int64_t(rounded);
   int64_t peak = g_peak_bytes.load(std::memory_order_relaxed);
-  while (live > peak && !g_peak_bytes.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
+  while (live > peak &&
+         !g_peak_bytes.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
   }
   return std::shared_ptr<Storage>(new Storage(p, rounded));
 }

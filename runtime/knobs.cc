@@ -14,9 +14,10 @@ std::optional<int> num_threads() {
   char* end = nullptr;
   long n = std::strtol(v, &end, 10);
   if (*end != '\0' || n < 1 || n > 4096)
-    throw Error(fmt::format("KILN_NUM_THREADS=\"{}\" is not a thread count: set it to a positive "
-                            "integer such as 1 or 2, or unset it",
-                            v));
+    throw Error(
+        fmt::format("KILN_NUM_THREADS=\"{}\" is not a thread count: set it to a positive "
+                    "integer such as 1 or 2, or unset it",
+                    v));
   return int(n);
 }
 

@@ -50,8 +50,7 @@ std::shared_ptr<tbb::task_arena> arena() {
 }  // namespace
 
 void set_num_threads(int n) {
-  if (n < 1)
-    throw Error(fmt::format("set_num_threads: thread count must be >= 1, got {}", n));
+  if (n < 1) throw Error(fmt::format("set_num_threads: thread count must be >= 1, got {}", n));
   ArenaState& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   if (s.threads.load() == n && s.arena) return;
@@ -79,11 +78,12 @@ void parallel_for_impl(int64_t n, int64_t grain, const std::function<void(int64_
 
 void parallel_tasks_impl(int64_t count, const std::function<void(int64_t)>& fn) {
   arena()->execute([&] {
-    tbb::parallel_for(tbb::blocked_range<int64_t>(0, count, 1),
-                      [&](const tbb::blocked_range<int64_t>& r) {
-                        for (int64_t i = r.begin(); i != r.end(); ++i) fn(i);
-                      },
-                      tbb::simple_partitioner());
+    tbb::parallel_for(
+        tbb::blocked_range<int64_t>(0, count, 1),
+        [&](const tbb::blocked_range<int64_t>& r) {
+          for (int64_t i = r.begin(); i != r.end(); ++i) fn(i);
+        },
+        tbb::simple_partitioner());
   });
 }
 

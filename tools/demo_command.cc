@@ -27,8 +27,8 @@ void run_demo() {
   Tensor logits = matmul(relu(matmul(inputs, w1)), w2);
   Tensor loss = -mean(sum(labels * log_softmax(logits), {-1}));
   std::vector<Tensor> grads = tape.gradient(loss, {w1, w2});
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                  .count();
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   std::cout << "MLP 784-256-10, batch 64: loss = " << loss.item<float>()
             << ", |dL/dw1| = " << sqrt(sum(square(grads[0]))).item<float>()
             << ", |dL/dw2| = " << sqrt(sum(square(grads[1]))).item<float>()
@@ -36,8 +36,9 @@ void run_demo() {
 }
 
 void add_demo_command(CLI::App& app) {
-  app.add_subcommand("demo", "run a short eager demo: ops, broadcasting, gradients")
-      ->callback([] { run_demo(); });
+  app.add_subcommand("demo", "run a short eager demo: ops, broadcasting, gradients")->callback([] {
+    run_demo();
+  });
 }
 
 }  // namespace kiln::tools

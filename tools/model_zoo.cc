@@ -16,9 +16,10 @@ Tensor prepare_inputs(const std::string& kind, const Tensor& x) {
     if (x.rank() == 2) {  // flattened square images
       auto side = int64_t(std::llround(std::sqrt(double(x.shape()[1]))));
       if (side * side != x.shape()[1])
-        throw Error(fmt::format("cnn: {} features per example is not a square image; pass "
-                                "(N, H, W) or (N, H, W, 1) inputs",
-                                x.shape()[1]));
+        throw Error(
+            fmt::format("cnn: {} features per example is not a square image; pass "
+                        "(N, H, W) or (N, H, W, 1) inputs",
+                        x.shape()[1]));
       return reshape(cast(x, DType::f32), {n, side, side, 1});
     }
     if (x.rank() == 3) return expand_dims(cast(x, DType::f32), -1);
@@ -33,11 +34,10 @@ Sequential build_model(const std::string& kind, const Shape& example_shape, int6
   if (kind == "mlp")
     return Sequential({Dense(128, {.activation = "relu"}), Dense(classes)}, example_shape);
   if (kind == "cnn")
-    return Sequential({Conv2D(16, {3, 3}, {.padding = "same", .activation = "relu"}),
-                       MaxPooling2D({2, 2}),
-                       Conv2D(32, {3, 3}, {.padding = "same", .activation = "relu"}),
-                       Flatten(), Dense(classes)},
-                      example_shape);
+    return Sequential(
+        {Conv2D(16, {3, 3}, {.padding = "same", .activation = "relu"}), MaxPooling2D({2, 2}),
+         Conv2D(32, {3, 3}, {.padding = "same", .activation = "relu"}), Flatten(), Dense(classes)},
+        example_shape);
   throw Error(fmt::format("unknown model \"{}\": expected mlp or cnn", kind));
 }
 

@@ -11,8 +11,9 @@ namespace {
 
 std::string traits_text(const OpInfo& op) {
   static const std::pair<OpTrait, const char*> names[] = {
-      {kElementwise, "elementwise"}, {kReduction, "reduction"},   {kCommutative, "commutative"},
-      {kSideEffecting, "side-effecting"}, {kRandom, "random"},    {kLayout, "layout"},
+      {kElementwise, "elementwise"}, {kReduction, "reduction"},
+      {kCommutative, "commutative"}, {kSideEffecting, "side-effecting"},
+      {kRandom, "random"},           {kLayout, "layout"},
       {kContraction, "contraction"}, {kTranscendental, "transcendental"},
       {kNoGradient, "no-gradient"}};
   std::string s;
@@ -23,10 +24,14 @@ std::string traits_text(const OpInfo& op) {
 
 std::string dtypes_text(DTypeClass c) {
   switch (c) {
-    case DTypeClass::Float: return "float";
-    case DTypeClass::Numeric: return "numeric";
-    case DTypeClass::Bool: return "bool";
-    case DTypeClass::Any: return "any";
+    case DTypeClass::Float:
+      return "float";
+    case DTypeClass::Numeric:
+      return "numeric";
+    case DTypeClass::Bool:
+      return "bool";
+    case DTypeClass::Any:
+      return "any";
   }
   return "?";
 }

@@ -27,7 +27,8 @@ std::vector<int64_t> permutation(int64_t n, uint64_t seed) {
   uint64_t state = seed;
   for (int64_t i = n - 1; i > 0; --i) {
     // Multiply-shift maps 64 random bits to [0, i] (bias < 2^-40 for any realistic n).
-    uint64_t j = uint64_t((static_cast<unsigned __int128>(splitmix64(state)) * uint64_t(i + 1)) >> 64);
+    uint64_t j =
+        uint64_t((static_cast<unsigned __int128>(splitmix64(state)) * uint64_t(i + 1)) >> 64);
     std::swap(p[size_t(i)], p[size_t(j)]);
   }
   return p;
@@ -44,8 +45,8 @@ Dataset take(const Dataset& d, const std::vector<int64_t>& rows) {
 std::pair<Dataset, Dataset> train_test_split(const Dataset& d, double test_fraction,
                                              uint64_t seed) {
   if (!(test_fraction > 0 && test_fraction < 1))
-    throw Error(fmt::format("train_test_split: test_fraction must be in (0, 1), got {}",
-                            test_fraction));
+    throw Error(
+        fmt::format("train_test_split: test_fraction must be in (0, 1), got {}", test_fraction));
   std::vector<int64_t> p = permutation(d.size(), seed);
   auto n_test = int64_t(double(d.size()) * test_fraction + 0.5);
   std::vector<int64_t> train(p.begin(), p.end() - n_test), test(p.end() - n_test, p.end());
@@ -54,8 +55,7 @@ std::pair<Dataset, Dataset> train_test_split(const Dataset& d, double test_fract
 
 std::vector<std::vector<int64_t>> batch_indices(int64_t n, int64_t batch_size, bool shuffle,
                                                 uint64_t seed) {
-  if (batch_size < 1)
-    throw Error(fmt::format("batch size must be at least 1, got {}", batch_size));
+  if (batch_size < 1) throw Error(fmt::format("batch size must be at least 1, got {}", batch_size));
   std::vector<int64_t> order = shuffle ? permutation(n, seed) : permutation(n, 0);
   if (!shuffle)
     for (int64_t i = 0; i < n; ++i) order[size_t(i)] = i;

@@ -42,10 +42,11 @@ std::string find_file(const std::string& dir, const std::string& name) {
     fs::path p = fs::path(dir) / candidate;
     if (fs::exists(p)) return p.string();
   }
-  throw Error(fmt::format("MNIST: \"{}\" has no {} (or {}.gz); the directory needs "
-                          "train-images-idx3-ubyte, train-labels-idx1-ubyte, "
-                          "t10k-images-idx3-ubyte and t10k-labels-idx1-ubyte",
-                          dir, name, name));
+  throw Error(
+      fmt::format("MNIST: \"{}\" has no {} (or {}.gz); the directory needs "
+                  "train-images-idx3-ubyte, train-labels-idx1-ubyte, "
+                  "t10k-images-idx3-ubyte and t10k-labels-idx1-ubyte",
+                  dir, name, name));
 }
 
 }  // namespace

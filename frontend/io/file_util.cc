@@ -28,9 +28,10 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
   std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
-    throw Error(fmt::format("cannot write \"{}\": {} (does the directory exist and is it "
-                            "writable?)",
-                            path, std::strerror(errno)));
+    throw Error(
+        fmt::format("cannot write \"{}\": {} (does the directory exist and is it "
+                    "writable?)",
+                    path, std::strerror(errno)));
   size_t done = 0;
   while (done < bytes.size()) {
     ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
@@ -51,8 +52,8 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
-    throw Error(fmt::format("cannot move the new file into place at \"{}\": {}", path,
-                            std::strerror(err)));
+    throw Error(
+        fmt::format("cannot move the new file into place at \"{}\": {}", path, std::strerror(err)));
   }
 }
 

@@ -17,12 +17,18 @@ constexpr char kMagic[] = "\x93NUMPY";
 
 std::string descr_of(DType t) {
   switch (t) {
-    case DType::f32: return "<f4";
-    case DType::f64: return "<f8";
-    case DType::i32: return "<i4";
-    case DType::i64: return "<i8";
-    case DType::b8: return "|b1";
-    case DType::u8: return "|u1";
+    case DType::f32:
+      return "<f4";
+    case DType::f64:
+      return "<f8";
+    case DType::i32:
+      return "<i4";
+    case DType::i64:
+      return "<i8";
+    case DType::b8:
+      return "|b1";
+    case DType::u8:
+      return "|u1";
   }
   return "?";
 }
@@ -126,10 +132,11 @@ DType dtype_of_descr(const std::string& d, const std::string& what) {
       return t;
   if (d == "<b1" || d == "=b1") return DType::b8;
   if (d == "<u1" || d == "=u1") return DType::u8;
-  throw Error(fmt::format("{}: unsupported .npy dtype '{}': kiln reads little-endian float32 "
-                          "(<f4), float64 (<f8), int32 (<i4), int64 (<i8), uint8 (|u1) and bool "
-                          "(|b1)",
-                          what, d));
+  throw Error(
+      fmt::format("{}: unsupported .npy dtype '{}': kiln reads little-endian float32 "
+                  "(<f4), float64 (<f8), int32 (<i4), int64 (<i8), uint8 (|u1) and bool "
+                  "(|b1)",
+                  what, d));
 }
 
 }  // namespace
@@ -160,22 +167,24 @@ Tensor decode_npy(const std::string& b, const std::string& what) {
   int major = static_cast<unsigned char>(b[6]);
   size_t header_len, offset;
   if (major == 1) {
-    header_len = size_t(static_cast<unsigned char>(b[8])) |
-                 size_t(static_cast<unsigned char>(b[9])) << 8;
+    header_len = size_t(static_cast<unsigned char>(b[8])) | size_t(static_cast<unsigned char>(b[9]))
+                                                                << 8;
     offset = 10;
   } else if (major == 2 || major == 3) {
     if (b.size() < 12) throw Error(fmt::format("{}: truncated .npy header", what));
     header_len = 0;
-    for (int i = 0; i < 4; ++i) header_len |= size_t(static_cast<unsigned char>(b[8 + i])) << (8 * i);
+    for (int i = 0; i < 4; ++i)
+      header_len |= size_t(static_cast<unsigned char>(b[8 + i])) << (8 * i);
     offset = 12;
   } else {
     throw Error(fmt::format("{}: unsupported .npy format version {}.{} (kiln reads 1.0, 2.0, 3.0)",
                             what, major, static_cast<unsigned char>(b[7])));
   }
   if (offset + header_len > b.size())
-    throw Error(fmt::format("{}: truncated .npy file: the header says {} bytes but the file has "
-                            "{} after the preamble",
-                            what, header_len, b.size() - offset));
+    throw Error(
+        fmt::format("{}: truncated .npy file: the header says {} bytes but the file has "
+                    "{} after the preamble",
+                    what, header_len, b.size() - offset));
   Header h = HeaderParser(b.substr(offset, header_len), what).parse();
   DType dtype = dtype_of_descr(h.descr, what);
   if (h.shape.size() > size_t(kMaxRank))

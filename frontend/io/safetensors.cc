@@ -16,12 +16,18 @@ constexpr uint64_t kMaxHeaderBytes = 100'000'000;  // the reference implementati
 
 const char* st_dtype(DType t) {
   switch (t) {
-    case DType::f32: return "F32";
-    case DType::f64: return "F64";
-    case DType::i32: return "I32";
-    case DType::i64: return "I64";
-    case DType::b8: return "BOOL";
-    case DType::u8: return "U8";
+    case DType::f32:
+      return "F32";
+    case DType::f64:
+      return "F64";
+    case DType::i32:
+      return "I32";
+    case DType::i64:
+      return "I64";
+    case DType::b8:
+      return "BOOL";
+    case DType::u8:
+      return "U8";
   }
   return "?";
 }
@@ -112,8 +118,8 @@ NamedTensors decode_safetensors(const std::string& b, const std::string& what,
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i) n |= uint64_t(static_cast<unsigned char>(b[size_t(i)])) << (8 * i);
   if (n > kMaxHeaderBytes)
-    fail(what, fmt::format("the header length {} exceeds the limit of {} bytes", n,
-                           kMaxHeaderBytes));
+    fail(what,
+         fmt::format("the header length {} exceeds the limit of {} bytes", n, kMaxHeaderBytes));
   if (8 + n > b.size())
     fail(what, fmt::format("the header length {} runs past the end of the file ({} bytes): the "
                            "file is truncated",
@@ -139,15 +145,17 @@ NamedTensors decode_safetensors(const std::string& b, const std::string& what,
     if (name == "__metadata__") {
       if (!value.is_object()) fail(what, "__metadata__ is not an object of strings");
       for (const auto& [k, v] : value.items()) {
-        if (!v.is_string()) fail(what, fmt::format("__metadata__ value of \"{}\" is not a string", k));
+        if (!v.is_string())
+          fail(what, fmt::format("__metadata__ value of \"{}\" is not a string", k));
         if (metadata) (*metadata)[k] = v.get<std::string>();
       }
       continue;
     }
     entries.push_back(parse_entry(what, name, value));
   }
-  std::sort(entries.begin(), entries.end(),
-            [](const Entry& a, const Entry& c) { return a.begin < c.begin || (a.begin == c.begin && a.end < c.end); });
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& c) {
+    return a.begin < c.begin || (a.begin == c.begin && a.end < c.end);
+  });
   uint64_t data_size = b.size() - 8 - n, expected_begin = 0;
   NamedTensors out;
   for (const Entry& e : entries) {

@@ -19,9 +19,10 @@ void ModelImpl::load_weights(const std::string& path) {
   std::map<std::string, Tensor> by_name(loaded.begin(), loaded.end());
   std::vector<Variable> ws = weights();
   if (ws.empty())
-    throw Error(fmt::format("load_weights: model \"{}\" has no weights yet; build it first (call "
-                            "it on data, or give it an input shape)",
-                            name()));
+    throw Error(
+        fmt::format("load_weights: model \"{}\" has no weights yet; build it first (call "
+                    "it on data, or give it an input shape)",
+                    name()));
   std::vector<std::string> missing;
   for (const Variable& v : ws)
     if (!by_name.count(v.name())) missing.push_back(v.name());

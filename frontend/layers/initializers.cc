@@ -35,8 +35,8 @@ int64_t next_global_seed() {
 Tensor Initializer::operator()(const Shape& shape, DType dtype) const {
   if (!fn_) throw Error("Initializer: empty initializer");
   if (!is_floating(dtype) && name_ != "zeros" && name_ != "ones" && name_ != "constant")
-    throw Error(fmt::format("initializer {} needs a floating dtype, got {}", name_,
-                            dtype_name(dtype)));
+    throw Error(
+        fmt::format("initializer {} needs a floating dtype, got {}", name_, dtype_name(dtype)));
   return fn_(shape, dtype, seed_ ? *seed_ : next_global_seed());
 }
 
@@ -62,7 +62,9 @@ Initializer constant(double v) {
 }
 Initializer random_normal(double mean, double stddev, std::optional<int64_t> seed) {
   return {"random_normal",
-          [=](const Shape& s, DType t, int64_t sd) { return kiln::random_normal(s, sd, mean, stddev, t); },
+          [=](const Shape& s, DType t, int64_t sd) {
+            return kiln::random_normal(s, sd, mean, stddev, t);
+          },
           seed};
 }
 Initializer random_uniform(double minval, double maxval, std::optional<int64_t> seed) {
@@ -133,20 +135,30 @@ Initializer he_normal(std::optional<int64_t> seed) {
 Initializer::Initializer(const char* name) {
   std::string n = name;
   using namespace initializers;
-  if (n == "zeros") *this = zeros();
-  else if (n == "ones") *this = ones();
-  else if (n == "random_normal") *this = random_normal();
-  else if (n == "random_uniform") *this = random_uniform();
-  else if (n == "truncated_normal") *this = truncated_normal();
-  else if (n == "glorot_uniform") *this = glorot_uniform();
-  else if (n == "glorot_normal") *this = glorot_normal();
-  else if (n == "he_uniform") *this = he_uniform();
-  else if (n == "he_normal") *this = he_normal();
+  if (n == "zeros")
+    *this = zeros();
+  else if (n == "ones")
+    *this = ones();
+  else if (n == "random_normal")
+    *this = random_normal();
+  else if (n == "random_uniform")
+    *this = random_uniform();
+  else if (n == "truncated_normal")
+    *this = truncated_normal();
+  else if (n == "glorot_uniform")
+    *this = glorot_uniform();
+  else if (n == "glorot_normal")
+    *this = glorot_normal();
+  else if (n == "he_uniform")
+    *this = he_uniform();
+  else if (n == "he_normal")
+    *this = he_normal();
   else
-    throw Error(fmt::format("unknown initializer \"{}\": expected zeros, ones, random_normal, "
-                            "random_uniform, truncated_normal, glorot_uniform, glorot_normal, "
-                            "he_uniform or he_normal",
-                            n));
+    throw Error(
+        fmt::format("unknown initializer \"{}\": expected zeros, ones, random_normal, "
+                    "random_uniform, truncated_normal, glorot_uniform, glorot_normal, "
+                    "he_uniform or he_normal",
+                    n));
 }
 
 }  // namespace kiln

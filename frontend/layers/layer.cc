@@ -65,9 +65,10 @@ void LayerImpl::build_many(const std::vector<Shape>& shapes) {
 }
 
 Tensor LayerImpl::call(const Tensor&, bool) {
-  throw Error(fmt::format("layer \"{}\" ({}) does not take a single input; call it with a list "
-                          "of tensors",
-                          name_, class_name_));
+  throw Error(
+      fmt::format("layer \"{}\" ({}) does not take a single input; call it with a list "
+                  "of tensors",
+                  name_, class_name_));
 }
 
 std::vector<Tensor> LayerImpl::call_many(const std::vector<Tensor>& inputs, bool training) {
@@ -112,7 +113,8 @@ std::vector<Tensor> LayerImpl::invoke(const std::vector<Tensor>& inputs, bool tr
   call_losses_.clear();
   std::vector<Tensor> outputs = call_many(inputs, training);
   if (activity_regularizer.active())
-    for (const Tensor& y : outputs) add_loss(activity_regularizer(y));  // Keras 3: no batch division
+    for (const Tensor& y : outputs)
+      add_loss(activity_regularizer(y));  // Keras 3: no batch division
   return outputs;
 }
 
@@ -147,8 +149,8 @@ Variable LayerImpl::add_weight(const std::string& name, const Shape& shape,
                                const Initializer& initializer, bool trainable, DType dtype,
                                const Regularizer& regularizer) {
   if (!shape.is_fully_known())
-    throw Error(fmt::format("layer \"{}\": weight \"{}\" needs a fully known shape, got {}",
-                            name_, name, shape.to_string()));
+    throw Error(fmt::format("layer \"{}\": weight \"{}\" needs a fully known shape, got {}", name_,
+                            name, shape.to_string()));
   Variable v(name_ + "/" + name, initializer(shape, dtype), trainable);
   own_weights_.push_back(v);
   weight_regularizers_.push_back(regularizer);
@@ -217,9 +219,10 @@ void LayerImpl::set_trainable(bool trainable) {
 
 void LayerImpl::add_loss(const Tensor& loss) {
   if (loss.rank() != 0)
-    throw Error(fmt::format("add_loss: layer \"{}\" added a loss of shape {}; losses must be "
-                            "scalars (reduce it with kiln::sum or kiln::mean)",
-                            name_, loss.shape().to_string()));
+    throw Error(
+        fmt::format("add_loss: layer \"{}\" added a loss of shape {}; losses must be "
+                    "scalars (reduce it with kiln::sum or kiln::mean)",
+                    name_, loss.shape().to_string()));
   call_losses_.push_back(loss);
 }
 
@@ -236,7 +239,8 @@ std::vector<Tensor> LayerImpl::losses() const {
 }
 
 void LayerImpl::track_layer(const Layer& layer) {
-  if (!layer.defined()) throw Error(fmt::format("layer \"{}\": cannot track an empty layer", name_));
+  if (!layer.defined())
+    throw Error(fmt::format("layer \"{}\": cannot track an empty layer", name_));
   if (layer.ptr().get() == this)
     throw Error(fmt::format("layer \"{}\" cannot track itself", name_));
   if (std::find(sublayers_.begin(), sublayers_.end(), layer) == sublayers_.end())

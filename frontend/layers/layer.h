@@ -152,11 +152,11 @@ class Layer {
 
 // Inside `class Name : public Layer { ... }`: the handle's constructor from an implementation
 // and `->` / get() reaching NameImpl. Write the user-facing constructors next to it.
-#define KILN_LAYER_HANDLE(Name)                                                         \
- public:                                                                                \
-  using Impl = Name##Impl;                                                              \
-  explicit Name(std::shared_ptr<Name##Impl> impl) : ::kiln::Layer(std::move(impl)) {}   \
-  Name##Impl* operator->() const { return static_cast<Name##Impl*>(&impl()); }          \
+#define KILN_LAYER_HANDLE(Name)                                                       \
+ public:                                                                              \
+  using Impl = Name##Impl;                                                            \
+  explicit Name(std::shared_ptr<Name##Impl> impl) : ::kiln::Layer(std::move(impl)) {} \
+  Name##Impl* operator->() const { return static_cast<Name##Impl*>(&impl()); }        \
   Name##Impl& get() const { return static_cast<Name##Impl&>(impl()); }
 
 }  // namespace kiln

@@ -17,9 +17,10 @@ std::vector<std::string> ModelImpl::layer_output_shapes() const {
 
 void ModelImpl::compile(CompileOptions options) {
   if (!options.loss.defined())
-    throw Error(fmt::format("compile: model \"{}\" needs a loss, e.g. "
-                            "{{.loss = \"sparse_categorical_crossentropy\"}}",
-                            name()));
+    throw Error(
+        fmt::format("compile: model \"{}\" needs a loss, e.g. "
+                    "{{.loss = \"sparse_categorical_crossentropy\"}}",
+                    name()));
   if (!options.optimizer.defined())
     throw Error(fmt::format("compile: model \"{}\" needs an optimizer", name()));
   compiled_ = std::move(options);
@@ -27,9 +28,10 @@ void ModelImpl::compile(CompileOptions options) {
 
 const CompileOptions& ModelImpl::compile_options() const {
   if (!compiled_)
-    throw Error(fmt::format("model \"{}\" must be compiled before training or evaluation: call "
-                            "compile({{.optimizer = ..., .loss = ...}}) first",
-                            name()));
+    throw Error(
+        fmt::format("model \"{}\" must be compiled before training or evaluation: call "
+                    "compile({{.optimizer = ..., .loss = ...}}) first",
+                    name()));
   return *compiled_;
 }
 

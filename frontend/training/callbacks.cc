@@ -83,9 +83,10 @@ double monitored(const Logs& logs, const std::string& monitor, const char* who) 
   if (it == logs.end()) {
     std::string available;
     for (const auto& [k, v] : logs) available += (available.empty() ? "" : ", ") + k;
-    throw Error(fmt::format("{}: the monitored metric \"{}\" is not in the logs (available: {}); "
-                            "for val_* metrics pass validation data or validation_split to fit",
-                            who, monitor, available));
+    throw Error(
+        fmt::format("{}: the monitored metric \"{}\" is not in the logs (available: {}); "
+                    "for val_* metrics pass validation data or validation_split to fit",
+                    who, monitor, available));
   }
   return it->second;
 }
@@ -127,7 +128,8 @@ void EarlyStopping::on_epoch_end(int epoch, const Logs& logs) {
 }
 
 void EarlyStopping::on_train_end(const Logs&) {
-  if (stopped_epoch_ >= 0 && o_.verbose) std::cout << "Epoch " << stopped_epoch_ + 1 << ": early stopping\n";
+  if (stopped_epoch_ >= 0 && o_.verbose)
+    std::cout << "Epoch " << stopped_epoch_ + 1 << ": early stopping\n";
   if (o_.restore_best_weights && !best_weights_.empty() && stopped_epoch_ >= 0) {
     if (o_.verbose)
       std::cout << "Restoring model weights from the end of the best epoch: " << best_epoch_ + 1
@@ -161,9 +163,10 @@ std::string ModelCheckpoint::format_path(int epoch, const Logs& logs) const {
       } else {
         auto v = logs.find(name);
         if (v == logs.end())
-          throw Error(fmt::format("ModelCheckpoint: filepath \"{}\" uses {{{}}}, which is not in "
-                                  "the logs",
-                                  filepath_, name));
+          throw Error(
+              fmt::format("ModelCheckpoint: filepath \"{}\" uses {{{}}}, which is not in "
+                          "the logs",
+                          filepath_, name));
         out += fmt::format(fmt::runtime(f), v->second);
       }
     } catch (const fmt::format_error& e) {
@@ -187,8 +190,9 @@ void ModelCheckpoint::on_epoch_end(int epoch, const Logs& logs) {
       return;
     }
     if (o_.verbose)
-      std::cout << fmt::format("\nEpoch {}: {} improved from {:.5f} to {:.5f}, saving model to {}\n",
-                               epoch + 1, o_.monitor, best_ ? *best_ : (maximize_ ? -INFINITY : INFINITY), v, path);
+      std::cout << fmt::format(
+          "\nEpoch {}: {} improved from {:.5f} to {:.5f}, saving model to {}\n", epoch + 1,
+          o_.monitor, best_ ? *best_ : (maximize_ ? -INFINITY : INFINITY), v, path);
     best_ = v;
   } else if (o_.verbose) {
     std::cout << fmt::format("\nEpoch {}: saving model to {}\n", epoch + 1, path);

@@ -98,8 +98,7 @@ Logs ModelImpl::test_on_batch(const Tensor& x, const Tensor& y) {
   return logs;
 }
 
-std::shared_ptr<History> ModelImpl::fit(const Tensor& x_all, const Tensor& y_all,
-                                        FitOptions o) {
+std::shared_ptr<History> ModelImpl::fit(const Tensor& x_all, const Tensor& y_all, FitOptions o) {
   const CompileOptions& c = compile_options();
   check_xy(x_all, y_all, "fit");
   if (o.epochs < 1 || o.batch_size < 1)
@@ -109,9 +108,10 @@ std::shared_ptr<History> ModelImpl::fit(const Tensor& x_all, const Tensor& y_all
   std::optional<std::pair<Tensor, Tensor>> val = o.validation_data;
   if (o.validation_split > 0) {
     if (o.validation_split >= 1 || val)
-      throw Error(fmt::format("fit: validation_split must be in [0, 1) and cannot be combined "
-                              "with validation_data (got {})",
-                              o.validation_split));
+      throw Error(
+          fmt::format("fit: validation_split must be in [0, 1) and cannot be combined "
+                      "with validation_data (got {})",
+                      o.validation_split));
     int64_t n = x_all.shape()[0];
     auto n_val = int64_t(double(n) * o.validation_split);
     if (n_val < 1 || n_val >= n)
@@ -207,8 +207,7 @@ Tensor ModelImpl::predict(const Tensor& x, PredictOptions o) {
     cbs.each([&](Callback& cb) { cb.on_predict_batch_end(b, logs); });
   }
   cbs.each([&](Callback& cb) { cb.on_predict_end(logs); });
-  if (outputs.empty())
-    throw Error("predict: x has no examples (axis 0 is empty)");
+  if (outputs.empty()) throw Error("predict: x has no examples (axis 0 is empty)");
   return concat(outputs, 0);
 }
 

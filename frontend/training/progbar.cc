@@ -30,8 +30,7 @@ std::string Progbar::format_time_per_step(double s) {
 void Progbar::update(int64_t current, const Logs& values, bool finalize) {
   if (verbose_ == 0) return;
   if (!finalize && !interactive_) return;
-  double elapsed =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   double per_step = current > 0 ? elapsed / double(current) : 0;
   std::string metrics;
   for (const auto& [name, v] : values) metrics += fmt::format(" - {}: {}", name, format_value(v));

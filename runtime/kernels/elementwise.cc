@@ -32,10 +32,14 @@ void binary_loop(const Array& a, const Array& b, Array& out) {
   parallel_for(plan.total, kElementwiseGrain, [&](int64_t begin, int64_t end) {
     plan.for_each_run(begin, end, [&](int64_t o, auto off, auto st, int64_t n) {
       MMap<U> y(po + o, n);
-      if (st[0] && st[1]) y = Op::eval(CMap<T>(pa + off[0], n), CMap<T>(pb + off[1], n));
-      else if (st[0]) y = Op::eval(CMap<T>(pa + off[0], n), Vec<T>::Constant(n, pb[off[1]]));
-      else if (st[1]) y = Op::eval(Vec<T>::Constant(n, pa[off[0]]), CMap<T>(pb + off[1], n));
-      else y = Op::eval(Vec<T>::Constant(n, pa[off[0]]), Vec<T>::Constant(n, pb[off[1]]));
+      if (st[0] && st[1])
+        y = Op::eval(CMap<T>(pa + off[0], n), CMap<T>(pb + off[1], n));
+      else if (st[0])
+        y = Op::eval(CMap<T>(pa + off[0], n), Vec<T>::Constant(n, pb[off[1]]));
+      else if (st[1])
+        y = Op::eval(Vec<T>::Constant(n, pa[off[0]]), CMap<T>(pb + off[1], n));
+      else
+        y = Op::eval(Vec<T>::Constant(n, pa[off[0]]), Vec<T>::Constant(n, pb[off[1]]));
     });
   });
 }
@@ -59,14 +63,16 @@ using NaNMinMax =
     std::conditional_t<kMax, Eigen::internal::scalar_max_op<T, T, Eigen::PropagateNaN>,
                        Eigen::internal::scalar_min_op<T, T, Eigen::PropagateNaN>>;
 
-#define KILN_BINARY(NAME, EXPR)                        \
-  struct NAME {                                        \
-    template <typename A, typename B>                  \
-    static auto eval(const A& a, const B& b) { return EXPR; } \
+#define KILN_BINARY(NAME, EXPR)                \
+  struct NAME {                                \
+    template <typename A, typename B>          \
+    static auto eval(const A& a, const B& b) { \
+      return EXPR;                             \
+    }                                          \
   };
 KILN_BINARY(AddOp, a + b)
 KILN_BINARY(SubOp, a - b)
-KILN_BINARY(MulOp, a * b)
+KILN_BINARY(MulOp, a* b)
 KILN_BINARY(PowOp, a.pow(b))
 struct DivOp {
   template <typename A, typename B>
@@ -96,7 +102,7 @@ KILN_BINARY(LtOp, a < b)
 KILN_BINARY(LeOp, a <= b)
 KILN_BINARY(GtOp, a > b)
 KILN_BINARY(GeOp, a >= b)
-KILN_BINARY(AndOp, a && b)
+KILN_BINARY(AndOp, a&& b)
 KILN_BINARY(OrOp, a || b)
 #undef KILN_BINARY
 
@@ -115,8 +121,10 @@ void arith_kernel(std::span<const Array> in, const Attrs&, Array& out) {
 
 template <typename Op>
 void float_binary_kernel(std::span<const Array> in, const Attrs&, Array& out) {
-  if (out.dtype == DType::f32) binary_loop<Op, float, float>(in[0], in[1], out);
-  else binary_loop<Op, double, double>(in[0], in[1], out);
+  if (out.dtype == DType::f32)
+    binary_loop<Op, float, float>(in[0], in[1], out);
+  else
+    binary_loop<Op, double, double>(in[0], in[1], out);
 }
 
 void div_kernel(std::span<const Array> in, const Attrs& attrs, Array& out) {
@@ -128,9 +136,10 @@ void div_kernel(std::span<const Array> in, const Attrs& attrs, Array& out) {
       const T* b = in[1].data<T>();
       for (int64_t i = 0, n = in[1].size(); i < n; ++i)
         if (b[i] == T(0))
-          throw Error(fmt::format("div: integer division by zero (divisor {} {} has a zero at "
-                                  "flat index {})",
-                                  dtype_name(in[1].dtype), in[1].shape.to_string(), i));
+          throw Error(
+              fmt::format("div: integer division by zero (divisor {} {} has a zero at "
+                          "flat index {})",
+                          dtype_name(in[1].dtype), in[1].shape.to_string(), i));
     });
   }
   arith_kernel<DivOp>(in, attrs, out);
@@ -155,9 +164,8 @@ template <typename T, typename U, typename F>
 void unary_loop(const Array& x, Array& out, F&& f) {
   const T* px = static_cast<const T*>(x.raw());
   U* po = static_cast<U*>(out.raw());
-  parallel_for(out.size(), kElementwiseGrain, [&](int64_t b, int64_t e) {
-    MMap<U>(po + b, e - b) = f(CMap<T>(px + b, e - b));
-  });
+  parallel_for(out.size(), kElementwiseGrain,
+               [&](int64_t b, int64_t e) { MMap<U>(po + b, e - b) = f(CMap<T>(px + b, e - b)); });
 }
 
 #define KILN_UNARY_NUMERIC(NAME, EXPR)                                     \
@@ -169,15 +177,15 @@ void unary_loop(const Array& x, Array& out, F&& f) {
       }                                                                    \
     });                                                                    \
   }
-#define KILN_UNARY_FLOAT(NAME, EXPR)                                           \
-  void NAME(std::span<const Array> in, const Attrs& attrs, Array& out) {       \
-    if (out.dtype == DType::f32) {                                             \
-      using T = float;                                                         \
-      unary_loop<T, T>(in[0], out, [&](const auto& x) { return EXPR; });       \
-    } else {                                                                   \
-      using T = double;                                                        \
-      unary_loop<T, T>(in[0], out, [&](const auto& x) { return EXPR; });       \
-    }                                                                          \
+#define KILN_UNARY_FLOAT(NAME, EXPR)                                     \
+  void NAME(std::span<const Array> in, const Attrs& attrs, Array& out) { \
+    if (out.dtype == DType::f32) {                                       \
+      using T = float;                                                   \
+      unary_loop<T, T>(in[0], out, [&](const auto& x) { return EXPR; }); \
+    } else {                                                             \
+      using T = double;                                                  \
+      unary_loop<T, T>(in[0], out, [&](const auto& x) { return EXPR; }); \
+    }                                                                    \
   }
 
 KILN_UNARY_NUMERIC(neg_kernel, -x)
@@ -196,7 +204,7 @@ KILN_UNARY_FLOAT(erf_kernel, x.erf())
 // softplus(x) = max(x, 0) + log1p(exp(-|x|)): exact for large |x|, no overflow.
 KILN_UNARY_FLOAT(softplus_kernel, x.max(T(0)) + (-x.abs()).exp().log1p())
 KILN_UNARY_FLOAT(leaky_relu_kernel,
-                 (x > T(0)).select(x, x * T(attrs.get_double("alpha", "leaky_relu"))))
+                 (x > T(0)).select(x, x* T(attrs.get_double("alpha", "leaky_relu"))))
 #undef KILN_UNARY_NUMERIC
 #undef KILN_UNARY_FLOAT
 

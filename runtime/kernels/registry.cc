@@ -29,9 +29,10 @@ const KernelTable& table() {
 KernelFn kernel_for(OpKind kind) {
   KernelFn fn = table()[size_t(kind)];
   if (!fn)
-    throw Error(fmt::format("op \"{}\" has no eager kernel (every op in ir/ops.def needs one in "
-                            "runtime/kernels/)",
-                            op_name(kind)));
+    throw Error(
+        fmt::format("op \"{}\" has no eager kernel (every op in ir/ops.def needs one in "
+                    "runtime/kernels/)",
+                    op_name(kind)));
   return fn;
 }
 

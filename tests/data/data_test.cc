@@ -131,7 +131,8 @@ TEST(Mnist, ReadsIdxFilesPlainAndGzip) {
   std::ofstream(dir / "t10k-images-idx3-ubyte.gz", std::ios::binary) << "\x1f\x8b garbage";
   EXPECT_THAT(error_of([&] { load_mnist(dir.string()); }), HasSubstr("corrupt gzip data"));
   fs::remove(dir / "t10k-images-idx3-ubyte.gz");
-  EXPECT_THAT(error_of([&] { load_mnist(dir.string()); }), HasSubstr("has no t10k-images-idx3-ubyte"));
+  EXPECT_THAT(error_of([&] { load_mnist(dir.string()); }),
+              HasSubstr("has no t10k-images-idx3-ubyte"));
   fs::remove_all(dir);
 }
 

@@ -20,10 +20,13 @@ std::string error_of(const std::function<void()>& f) {
 }
 
 TEST(Npy, RoundTrips) {
-  std::vector<Tensor> cases = {scalar(3.5, DType::f64), tensor<float>({1, 2, 3}),
+  std::vector<Tensor> cases = {scalar(3.5, DType::f64),
+                               tensor<float>({1, 2, 3}),
                                reshape(arange(24, DType::i32), {2, 3, 4}),
-                               tensor<int64_t>({-1, 1LL << 40}), tensor<bool>({true, false}),
-                               tensor<uint8_t>({0, 200}), zeros({0, 5})};
+                               tensor<int64_t>({-1, 1LL << 40}),
+                               tensor<bool>({true, false}),
+                               tensor<uint8_t>({0, 200}),
+                               zeros({0, 5})};
   for (const Tensor& t : cases) {
     std::string bytes = encode_npy(t);
     EXPECT_EQ(bytes.find("\x93NUMPY\x01\x00"), 0u);
@@ -86,7 +89,8 @@ TEST(Npy, RejectsMalformedFiles) {
               HasSubstr("bool array holds the byte 7"));
   std::string v9 = with_header(ok, std::string(8, '\0'));
   v9[6] = 9;
-  EXPECT_THAT(error_of([&] { decode_npy(v9, "f"); }), HasSubstr("unsupported .npy format version 9"));
+  EXPECT_THAT(error_of([&] { decode_npy(v9, "f"); }),
+              HasSubstr("unsupported .npy format version 9"));
   EXPECT_THAT(error_of([] { load_npy("/nonexistent/dir/x.npy"); }),
               HasSubstr("cannot open \"/nonexistent/dir/x.npy\""));
   EXPECT_THAT(error_of([] { save_npy("/nonexistent/dir/x.npy", ones({1})); }),

@@ -62,9 +62,10 @@ TEST(OpTable, TraitsAreConsistent) {
 TEST(OpTable, ArityIsChecked) {
   TensorType t{DType::f32, Shape{2}};
   std::vector<TensorType> one{t};
-  EXPECT_EQ(error_of([&] { infer_type(OpKind::Add, one, {}); }),
-            "add: expected 2 inputs, got 1");
-  EXPECT_EQ(error_of([&] { infer_type(OpKind::Concat, {}, Attrs{{"axis", int64_t(0)}}); }),
+  EXPECT_EQ(error_of([&] { infer_type(OpKind::Add, one, {}); }), "add: expected 2 inputs, got 1");
+  EXPECT_EQ(error_of([&] {
+              infer_type(OpKind::Concat, {}, Attrs{{"axis", int64_t(0)}});
+            }),
             "concat: expected at least one input, got none");
 }
 
@@ -79,11 +80,12 @@ TEST(OpTable, InputDtypesAreChecked) {
 
 TEST(OpTable, AttributesAreCheckedAgainstTheSchema) {
   std::vector<TensorType> x{{DType::f32, Shape{2, 3}}};
-  EXPECT_EQ(error_of([&] { infer_type(OpKind::Sum, x, Attrs{{"axes", std::vector<int64_t>{0}}}); }),
+  EXPECT_EQ(error_of([&] {
+              infer_type(OpKind::Sum, x, Attrs{{"axes", std::vector<int64_t>{0}}});
+            }),
             "sum: missing attribute \"keepdims\"");
   EXPECT_EQ(error_of([&] {
-              infer_type(OpKind::Sum, x,
-                         Attrs{{"axes", int64_t(0)}, {"keepdims", false}});
+              infer_type(OpKind::Sum, x, Attrs{{"axes", int64_t(0)}, {"keepdims", false}});
             }),
             "sum: attribute \"axes\" must be of type int list, got int (0)");
   EXPECT_EQ(error_of([&] {
@@ -116,11 +118,12 @@ TEST(Shape, BasicsAndErrors) {
   EXPECT_EQ(Shape{}.num_elements(), 1);
   EXPECT_EQ(Shape({0, 3}).num_elements(), 0);
   EXPECT_EQ(s.dim(-1), 4);
-  EXPECT_THAT(error_of([] { Shape({1, 2, 3, 4, 5, 6, 7}); }),
-              HasSubstr("rank 7 is not supported"));
+  EXPECT_THAT(error_of([] { Shape({1, 2, 3, 4, 5, 6, 7}); }), HasSubstr("rank 7 is not supported"));
   EXPECT_THAT(error_of([] { Shape({2, -3}); }), HasSubstr("invalid dimension -3"));
   EXPECT_EQ(broadcast_shapes(Shape{3, 1}, Shape{4}, "add").to_string(), "(3, 4)");
-  EXPECT_EQ(error_of([] { broadcast_shapes(Shape{2, 3}, Shape{4, 3}, "add"); }),
+  EXPECT_EQ(error_of([] {
+              broadcast_shapes(Shape{2, 3}, Shape{4, 3}, "add");
+            }),
             "add: shapes (2, 3) and (4, 3) do not broadcast: dimension 2 (from the right) is 2 "
             "in one and 4 in the other; they must be equal or 1");
 }

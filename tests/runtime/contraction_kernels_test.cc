@@ -398,13 +398,13 @@ const std::vector<ConvCase>& conv_cases() {
       {{2, 6, 9, 3}, {2, 3, 3, 2}, {1, 2}, {1, 1}, "same"},  // non-square kernels
       {{2, 6, 9, 3}, {1, 3, 3, 2}, {1, 1}, {1, 1}, "valid"},
       {{2, 6, 9, 3}, {3, 1, 3, 2}, {2, 1}, {1, 1}, "same"},
-      {{2, 4, 5, 3}, {4, 5, 3, 2}, {1, 1}, {1, 1}, "valid"},       // window = image
-      {{1, 3, 3, 2}, {5, 5, 2, 2}, {1, 1}, {1, 1}, "same"},        // window > image
-      {{3, 5, 6, 4}, {1, 1, 4, 5}, {1, 1}, {1, 1}, "same"},        // pointwise: plain GEMM
-      {{3, 5, 6, 4}, {1, 1, 4, 5}, {2, 2}, {1, 1}, "valid"},       // strided 1x1
-      {{2, 16, 16, 64}, {3, 3, 64, 8}, {1, 1}, {1, 1}, "same"},    // several im2col chunks
-      {{1, 24, 24, 40}, {3, 3, 40, 6}, {1, 1}, {1, 1}, "same"},    // one image, several chunks
-      {{4, 16, 16, 32}, {3, 3, 32, 32}, {1, 1}, {1, 1}, "same"},   // filter-gradient partials
+      {{2, 4, 5, 3}, {4, 5, 3, 2}, {1, 1}, {1, 1}, "valid"},        // window = image
+      {{1, 3, 3, 2}, {5, 5, 2, 2}, {1, 1}, {1, 1}, "same"},         // window > image
+      {{3, 5, 6, 4}, {1, 1, 4, 5}, {1, 1}, {1, 1}, "same"},         // pointwise: plain GEMM
+      {{3, 5, 6, 4}, {1, 1, 4, 5}, {2, 2}, {1, 1}, "valid"},        // strided 1x1
+      {{2, 16, 16, 64}, {3, 3, 64, 8}, {1, 1}, {1, 1}, "same"},     // several im2col chunks
+      {{1, 24, 24, 40}, {3, 3, 40, 6}, {1, 1}, {1, 1}, "same"},     // one image, several chunks
+      {{4, 16, 16, 32}, {3, 3, 32, 32}, {1, 1}, {1, 1}, "same"},    // filter-gradient partials
       {{16, 12, 12, 64}, {1, 1, 64, 64}, {1, 1}, {1, 1}, "valid"},  // pointwise partials
   };
   return cases;

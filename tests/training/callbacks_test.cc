@@ -60,11 +60,12 @@ TEST(Callbacks, EarlyStoppingRestoresBestWeights) {
   Sequential m = small_model(0.05);
   // mode max on a falling val_loss: epoch 0 is the best, so training stops after patience 1
   // and the weights of epoch 0 come back.
-  auto stop = std::make_shared<EarlyStopping>(EarlyStoppingOptions{
-      .monitor = "val_loss", .patience = 1, .mode = MonitorMode::kMax,
-      .restore_best_weights = true});
-  auto h = m->fit(d.x, d.y, {.epochs = 8, .verbose = 0, .callbacks = {stop},
-                             .validation_split = 0.2});
+  auto stop = std::make_shared<EarlyStopping>(EarlyStoppingOptions{.monitor = "val_loss",
+                                                                   .patience = 1,
+                                                                   .mode = MonitorMode::kMax,
+                                                                   .restore_best_weights = true});
+  auto h =
+      m->fit(d.x, d.y, {.epochs = 8, .verbose = 0, .callbacks = {stop}, .validation_split = 0.2});
   ASSERT_EQ(stop->stopped_epoch(), 1);
   ASSERT_EQ(stop->best_epoch(), 0);
   const auto& val = h->history.at("val_loss");
@@ -81,20 +82,21 @@ TEST(Callbacks, ModelCheckpointFormatsPathsAndSavesBest) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   ModelCheckpoint fmt_only((dir / "w_{epoch:02d}_{loss:.2f}.safetensors").string());
-  EXPECT_EQ(fmt_only.format_path(2, {{"loss", 0.4567}}),
-            (dir / "w_03_0.46.safetensors").string());
+  EXPECT_EQ(fmt_only.format_path(2, {{"loss", 0.4567}}), (dir / "w_03_0.46.safetensors").string());
   EXPECT_THROW(fmt_only.format_path(0, {}), Error);
 
   data::Dataset d = data::load_digits();
   Sequential m = small_model(0.01);
-  auto ckpt = std::make_shared<ModelCheckpoint>((dir / "e{epoch}.safetensors").string(),
-                                                ModelCheckpointOptions{.monitor = "loss",
-                                                                       .save_best_only = true});
+  auto ckpt = std::make_shared<ModelCheckpoint>(
+      (dir / "e{epoch}.safetensors").string(),
+      ModelCheckpointOptions{.monitor = "loss", .save_best_only = true});
   m->fit(d.x, d.y, {.epochs = 3, .verbose = 0, .callbacks = {ckpt}});
-  for (int e = 1; e <= 3; ++e) EXPECT_TRUE(fs::exists(dir / ("e" + std::to_string(e) + ".safetensors")));
+  for (int e = 1; e <= 3; ++e)
+    EXPECT_TRUE(fs::exists(dir / ("e" + std::to_string(e) + ".safetensors")));
   Sequential other = small_model(0.01);
   other->load_weights((dir / "e3.safetensors").string());
-  EXPECT_EQ(other->weights()[0].value().to_vector<float>(), m->weights()[0].value().to_vector<float>());
+  EXPECT_EQ(other->weights()[0].value().to_vector<float>(),
+            m->weights()[0].value().to_vector<float>());
   fs::remove_all(dir);
 }
 
@@ -102,11 +104,15 @@ TEST(Callbacks, CsvLoggerWritesOneRowPerEpoch) {
   fs::path p = fs::temp_directory_path() / "kiln_csv_test.csv";
   data::Dataset d = data::load_digits();
   Sequential m = small_model(0.01);
-  m->fit(d.x, d.y, {.epochs = 2, .verbose = 0, .callbacks = {std::make_shared<CSVLogger>(p.string())}});
+  m->fit(d.x, d.y,
+         {.epochs = 2, .verbose = 0, .callbacks = {std::make_shared<CSVLogger>(p.string())}});
   std::string csv = io::read_file(p.string());
-  EXPECT_THAT(csv, MatchesRegex("epoch,accuracy,loss\n0,[0-9.e-]+,[0-9.e-]+\n1,[0-9.e-]+,[0-9.e-]+\n"));
-  m->fit(d.x, d.y, {.epochs = 1, .verbose = 0,
-                    .callbacks = {std::make_shared<CSVLogger>(p.string(), ',', true)}});
+  EXPECT_THAT(csv,
+              MatchesRegex("epoch,accuracy,loss\n0,[0-9.e-]+,[0-9.e-]+\n1,[0-9.e-]+,[0-9.e-]+\n"));
+  m->fit(d.x, d.y,
+         {.epochs = 1,
+          .verbose = 0,
+          .callbacks = {std::make_shared<CSVLogger>(p.string(), ',', true)}});
   EXPECT_THAT(io::read_file(p.string()), HasSubstr("\n1,"));
   std::string appended = io::read_file(p.string());
   EXPECT_EQ(std::count(appended.begin(), appended.end(), '\n'), 4);
@@ -117,11 +123,15 @@ TEST(Callbacks, CsvLoggerWritesOneRowPerEpoch) {
 struct Recorder : Callback {
   std::vector<std::string> calls;
   void on_train_begin(const Logs&) override { calls.push_back("train_begin"); }
-  void on_epoch_begin(int e, const Logs&) override { calls.push_back("epoch_begin " + std::to_string(e)); }
+  void on_epoch_begin(int e, const Logs&) override {
+    calls.push_back("epoch_begin " + std::to_string(e));
+  }
   void on_train_batch_end(int b, const Logs& l) override {
     if (b == 0) calls.push_back(l.count("loss") ? "batch_end with loss" : "batch_end");
   }
-  void on_epoch_end(int e, const Logs&) override { calls.push_back("epoch_end " + std::to_string(e)); }
+  void on_epoch_end(int e, const Logs&) override {
+    calls.push_back("epoch_end " + std::to_string(e));
+  }
   void on_train_end(const Logs&) override { calls.push_back("train_end"); }
 };
 
@@ -130,10 +140,9 @@ TEST(Callbacks, HooksRunInKerasOrder) {
   Sequential m = small_model(0.01);
   auto rec = std::make_shared<Recorder>();
   m->fit(d.x, d.y, {.epochs = 2, .verbose = 0, .callbacks = {rec}});
-  EXPECT_EQ(rec->calls, (std::vector<std::string>{"train_begin", "epoch_begin 0",
-                                                  "batch_end with loss", "epoch_end 0",
-                                                  "epoch_begin 1", "batch_end with loss",
-                                                  "epoch_end 1", "train_end"}));
+  EXPECT_EQ(rec->calls, (std::vector<std::string>{
+                            "train_begin", "epoch_begin 0", "batch_end with loss", "epoch_end 0",
+                            "epoch_begin 1", "batch_end with loss", "epoch_end 1", "train_end"}));
   EXPECT_EQ(rec->model(), &m.get());
   EXPECT_EQ(rec->params().at("steps"), 57);
 }

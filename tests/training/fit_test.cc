@@ -83,17 +83,22 @@ TEST(Fit, RegularizationLossesAreAdded) {
               .loss = losses::sparse_categorical_crossentropy(true)});
   Logs logs = m->test_on_batch(d.x, d.y);
   Tensor kernel = m->weights()[0].value();
-  Tensor plain = losses::sparse_categorical_crossentropy(true)(d.y, m->predict(d.x, {.batch_size = 2000}));
+  Tensor plain =
+      losses::sparse_categorical_crossentropy(true)(d.y, m->predict(d.x, {.batch_size = 2000}));
   double l2 = 0.5 * sum(square(kernel)).item<double>();
   EXPECT_NEAR(logs.at("loss"), plain.item<double>() + l2, 1e-4);
 }
 
 TEST(Fit, ErrorsAreClear) {
   Sequential m({Dense(2)}, Shape{3});
-  EXPECT_THAT(error_of([&] { m->fit(ones({4, 3}), zeros({4}, DType::i64)); }),
+  EXPECT_THAT(error_of([&] {
+                m->fit(ones({4, 3}), zeros({4}, DType::i64));
+              }),
               HasSubstr("must be compiled before training"));
   m->compile({.loss = "mse"});
-  EXPECT_THAT(error_of([&] { m->fit(ones({4, 3}), zeros({5, 2})); }),
+  EXPECT_THAT(error_of([&] {
+                m->fit(ones({4, 3}), zeros({5, 2}));
+              }),
               HasSubstr("must have the same number of examples"));
   EXPECT_THAT(error_of([&] { m->predict(zeros({0, 3})); }), HasSubstr("no examples"));
 }
