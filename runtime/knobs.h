@@ -14,4 +14,7 @@ std::optional<int> num_threads();
 // KILN_LOG: "warning" (default), "info" or "debug".
 std::string log_level();
 
+// KILN_DATA_DIR: where the shipped data sets (digits.csv.gz) are read from; nullopt if unset.
+std::optional<std::string> data_dir();
+
 }  // namespace kiln::runtime::knobs

@@ -6,12 +6,12 @@
 #include <sstream>
 
 #include "frontend/creation.h"
+#include "runtime/knobs.h"
 
 namespace kiln::data {
 
 std::string default_digits_path() {
-  const char* dir = std::getenv("KILN_DATA_DIR");
-  return std::string(dir && *dir ? dir : KILN_DEFAULT_DATA_DIR) + "/digits.csv.gz";
+  return runtime::knobs::data_dir().value_or(KILN_DEFAULT_DATA_DIR) + "/digits.csv.gz";
 }
 
 Dataset load_digits(const std::string& path) {

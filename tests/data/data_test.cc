@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "kiln/kiln.h"
+#include "tests/support/error_of.h"
 
 namespace kiln::data {
 namespace {
@@ -15,14 +16,7 @@ namespace {
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no kiln::Error>";
-}
+using ::kiln::test::error_of;
 
 TEST(Digits, LoadsTheShippedFile) {
   Dataset d = load_digits();

@@ -4,20 +4,14 @@
 
 #include "frontend/io/npy.h"
 #include "kiln/kiln.h"
+#include "tests/support/error_of.h"
 
 namespace kiln {
 namespace {
 
 using ::testing::HasSubstr;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no kiln::Error>";
-}
+using ::kiln::test::error_of;
 
 TEST(Npy, RoundTrips) {
   std::vector<Tensor> cases = {scalar(3.5, DType::f64),

@@ -8,20 +8,14 @@
 
 #include "frontend/io/safetensors.h"
 #include "kiln/kiln.h"
+#include "tests/support/error_of.h"
 
 namespace kiln {
 namespace {
 
 using ::testing::HasSubstr;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no kiln::Error>";
-}
+using ::kiln::test::error_of;
 
 // A file from a raw JSON header and data, with the header length prefix.
 std::string file_of(const std::string& header, const std::string& data) {

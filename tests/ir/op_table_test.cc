@@ -8,20 +8,14 @@
 
 #include "ir/op_table.h"
 #include "runtime/kernels.h"
+#include "tests/support/error_of.h"
 
 namespace kiln {
 namespace {
 
 using ::testing::HasSubstr;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no kiln::Error thrown>";
-}
+using ::kiln::test::error_of;
 
 TEST(OpTable, NamesAreUniqueAndFindable) {
   std::set<std::string> names;

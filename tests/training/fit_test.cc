@@ -4,20 +4,14 @@
 #include <gtest/gtest.h>
 
 #include "kiln/kiln.h"
+#include "tests/support/error_of.h"
 
 namespace kiln {
 namespace {
 
 using ::testing::HasSubstr;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no kiln::Error>";
-}
+using ::kiln::test::error_of;
 
 Sequential digits_mlp(uint64_t seed) {
   clear_session();
