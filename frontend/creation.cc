@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "frontend/dispatch.h"
+#include "frontend/ops.h"
 
 namespace kiln {
 
@@ -24,9 +25,13 @@ Tensor zeros(const Shape& shape, DType dtype) {
   return Tensor(runtime::Array::zeros(dtype, shape));
 }
 Tensor ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
-Tensor zeros_like(const Tensor& x) { return zeros(x.shape(), x.dtype()); }
-Tensor ones_like(const Tensor& x) { return ones(x.shape(), x.dtype()); }
-Tensor full_like(const Tensor& x, double value) { return full(x.shape(), value, x.dtype()); }
+// With unknown dimensions (a shape-polymorphic trace) the value is broadcast like x.
+Tensor full_like(const Tensor& x, double value) {
+  if (!x.shape().is_fully_known()) return broadcast_like(scalar(value, x.dtype()), x);
+  return full(x.shape(), value, x.dtype());
+}
+Tensor zeros_like(const Tensor& x) { return full_like(x, 0); }
+Tensor ones_like(const Tensor& x) { return full_like(x, 1); }
 Tensor scalar(double value, DType dtype) { return full(Shape{}, value, dtype); }
 
 Tensor arange(double start, double stop, double step, DType dtype) {

@@ -25,17 +25,29 @@ Reduced reduced(const GradContext& c) {
 // `t` (a reduction result, with or without keepdims) reshaped so it broadcasts against x.
 Tensor keep(const Tensor& t, const Reduced& r) { return reshape(t, r.kept.to_vector()); }
 
+// broadcast_to x's shape, or broadcast_like x when a dimension is unknown (traced).
+Tensor expand_to(const Tensor& g, const Tensor& x) {
+  return x.shape().is_fully_known() ? broadcast_to(g, x.shape()) : broadcast_like(g, x);
+}
+
 Grads sum_grad(const GradContext& c) {
   Reduced r = reduced(c);
-  return Grads{broadcast_to(keep(c.grad, r), c.inputs[0].shape())};
+  return Grads{expand_to(keep(c.grad, r), c.inputs[0])};
 }
 
 Grads mean_grad(const GradContext& c) {
   Reduced r = reduced(c);
+  const Tensor& x = c.inputs[0];
+  bool known = true;
   int64_t count = 1;
-  for (int a : r.axes) count *= c.inputs[0].shape()[a];
-  Tensor g = keep(c.grad, r) * (1.0 / double(count > 0 ? count : 1));
-  return Grads{broadcast_to(g, c.inputs[0].shape())};
+  for (int a : r.axes) {
+    known = known && x.shape()[a] != kUnknownDim;
+    count *= x.shape()[a];
+  }
+  Tensor g = known ? keep(c.grad, r) * (1.0 / double(count > 0 ? count : 1))
+                   : keep(c.grad, r) / element_count(x, Axes(r.axes.begin(), r.axes.end()),
+                                                     x.dtype());
+  return Grads{expand_to(g, x)};
 }
 
 // max/min: the gradient is shared equally by the elements equal to the extreme value.

@@ -24,6 +24,11 @@ Grads broadcast_to_grad(const GradContext& c) {
   return Grads{unbroadcast(c.grad, c.inputs[0].shape())};
 }
 
+// Only x gets a gradient; `like` contributes its shape, not its values.
+Grads broadcast_like_grad(const GradContext& c) {
+  return Grads{unbroadcast(c.grad, c.inputs[0].shape()), Tensor()};
+}
+
 Grads concat_grad(const GradContext& c) {
   const Shape& out = c.output.shape();
   int axis = normalize_axis(c.attrs.get_int("axis", "concat"), out.rank(), "concat");
@@ -94,6 +99,7 @@ void register_shape_gradients(GradTable& t) {
   set(OpKind::Reshape, reshape_grad);
   set(OpKind::Transpose, transpose_grad);
   set(OpKind::BroadcastTo, broadcast_to_grad);
+  set(OpKind::BroadcastLike, broadcast_like_grad);
   set(OpKind::Concat, concat_grad);
   set(OpKind::Slice, slice_grad);
   set(OpKind::Pad, pad_grad);

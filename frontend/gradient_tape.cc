@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "frontend/creation.h"
+#include "frontend/function/trace_context.h"
 #include "frontend/gradients.h"
 #include "frontend/ops.h"
 #include "frontend/tape_recorder.h"
@@ -14,11 +15,15 @@
 namespace kiln {
 
 namespace {
+// One recorded op: a table op (kind, attrs, one output) or, when `custom` is set, a composite
+// op with several outputs and its own backward function (kiln::cond in a trace).
 struct OpRecord {
   OpKind kind;
   Attrs attrs;
   std::vector<Tensor> inputs;
   Tensor output;
+  std::vector<Tensor> outputs{};  // custom records only
+  detail::CustomGradient custom{};
 };
 }  // namespace
 
@@ -42,6 +47,36 @@ void set_recording(GradientTape::State& s, bool on) {
   t_recording += on ? 1 : -1;
 }
 
+
+// The gradient of a table op's inputs through its rule.
+std::vector<Tensor> standard_gradient(const OpRecord& rec, const Tensor& g,
+                                      const std::vector<bool>& needs) {
+  detail::GradRule rule = detail::gradient_rule(rec.kind);
+  if (!rule)
+    throw Error(
+        fmt::format("GradientTape::gradient: op \"{}\" has no gradient rule, so kiln "
+                    "cannot differentiate through it (for max_pool2d_grad: "
+                    "second-order gradients of max pooling are not supported)",
+                    op_name(rec.kind)));
+  detail::NameScope scope(fmt::format("gradient/{}", op_name(rec.kind)));
+  return rule(detail::GradContext{rec.kind, rec.attrs, rec.inputs, rec.output, g, needs});
+}
+
+// Adds each input's gradient to what other consumers contributed.
+void accumulate(const OpRecord& rec, const std::vector<Tensor>& in_grads,
+                const std::vector<bool>& needs, std::unordered_map<uint64_t, Tensor>& grads) {
+  for (size_t i = 0; i < rec.inputs.size(); ++i) {
+    if (!needs[i] || i >= in_grads.size() || !in_grads[i].defined()) continue;
+    const Tensor& in = rec.inputs[i];
+    KILN_ASSERT(in_grads[i].type() == in.type(),
+                fmt::format("gradient of {} returned {} for input {} of type {}",
+                            rec.custom ? "a composite op" : op_name(rec.kind),
+                            in_grads[i].type().to_string(), i, in.type().to_string()));
+    auto [slot, fresh] = grads.try_emplace(in.id(), in_grads[i]);
+    if (!fresh) slot->second = slot->second + in_grads[i];
+  }
+}
+
 }  // namespace
 
 namespace detail {
@@ -60,6 +95,31 @@ void record_on_tapes(OpKind kind, const Attrs& attrs, std::span<const Tensor> in
     tape->records.push_back(OpRecord{kind, attrs, {inputs.begin(), inputs.end()}, output});
     tape->tracked.insert(output.id());
   }
+}
+
+void record_custom_on_tapes(std::span<const Tensor> inputs, std::span<const Tensor> outputs,
+                            CustomGradient backward) {
+  for (GradientTape::State* tape : t_tapes) {
+    if (!tape->recording) continue;
+    bool watched = std::any_of(inputs.begin(), inputs.end(),
+                               [&](const Tensor& t) { return tape->tracked.count(t.id()) > 0; });
+    if (!watched) continue;
+    OpRecord r{OpKind::Add, {}, {inputs.begin(), inputs.end()}, Tensor()};
+    r.outputs.assign(outputs.begin(), outputs.end());
+    r.custom = backward;
+    for (const Tensor& o : outputs)
+      if (is_floating(o.dtype())) tape->tracked.insert(o.id());
+    tape->records.push_back(std::move(r));
+  }
+}
+
+bool any_watched(std::span<const Tensor> tensors) {
+  for (GradientTape::State* tape : t_tapes) {
+    if (!tape->recording) continue;
+    for (const Tensor& t : tensors)
+      if (tape->tracked.count(t.id())) return true;
+  }
+  return false;
 }
 
 void watch_on_tapes(const Tensor& t) {
@@ -161,7 +221,11 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vect
   for (size_t r = 0; r < s.records.size(); ++r) {
     for (const Tensor& in : s.records[r].inputs)
       if (relevant.count(in.id())) on_path[r] = true;
-    if (on_path[r]) relevant.insert(s.records[r].output.id());
+    if (!on_path[r]) continue;
+    if (s.records[r].custom)
+      for (const Tensor& o : s.records[r].outputs) relevant.insert(o.id());
+    else
+      relevant.insert(s.records[r].output.id());
   }
 
   // Backward sweep in reverse recording order (a valid reverse topological order).
@@ -172,32 +236,30 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vect
   for (size_t r = s.records.size(); r-- > 0;) {
     if (!on_path[r]) continue;
     const OpRecord& rec = s.records[r];
-    auto it = grads.find(rec.output.id());
-    if (it == grads.end()) continue;
-    Tensor g = it->second;
-    if (!source_ids.count(rec.output.id())) grads.erase(it);
-    detail::GradRule rule = detail::gradient_rule(rec.kind);
-    if (!rule)
-      throw Error(
-          fmt::format("GradientTape::gradient: op \"{}\" has no gradient rule, so kiln "
-                      "cannot differentiate through it (for max_pool2d_grad: "
-                      "second-order gradients of max pooling are not supported)",
-                      op_name(rec.kind)));
     std::vector<bool> needs(rec.inputs.size());
     for (size_t i = 0; i < rec.inputs.size(); ++i)
       needs[i] = is_floating(rec.inputs[i].dtype()) && relevant.count(rec.inputs[i].id()) > 0;
-    std::vector<Tensor> in_grads =
-        rule(detail::GradContext{rec.kind, rec.attrs, rec.inputs, rec.output, g, needs});
-    for (size_t i = 0; i < rec.inputs.size(); ++i) {
-      if (!needs[i] || i >= in_grads.size() || !in_grads[i].defined()) continue;
-      const Tensor& in = rec.inputs[i];
-      KILN_ASSERT(
-          in_grads[i].type() == in.type(),
-          fmt::format("gradient rule of {} returned {} for input {} of type {}", op_name(rec.kind),
-                      in_grads[i].type().to_string(), i, in.type().to_string()));
-      auto [slot, fresh] = grads.try_emplace(in.id(), in_grads[i]);
-      if (!fresh) slot->second = slot->second + in_grads[i];
+    std::vector<Tensor> in_grads;
+    if (rec.custom) {
+      std::vector<Tensor> out_grads(rec.outputs.size());
+      bool any = false;
+      for (size_t i = 0; i < rec.outputs.size(); ++i) {
+        auto it = grads.find(rec.outputs[i].id());
+        if (it == grads.end()) continue;
+        out_grads[i] = it->second;
+        any = true;
+        if (!source_ids.count(rec.outputs[i].id())) grads.erase(it);
+      }
+      if (!any) continue;
+      in_grads = rec.custom(out_grads, needs);
+    } else {
+      auto it = grads.find(rec.output.id());
+      if (it == grads.end()) continue;
+      Tensor g = it->second;
+      if (!source_ids.count(rec.output.id())) grads.erase(it);
+      in_grads = standard_gradient(rec, g, needs);
     }
+    accumulate(rec, in_grads, needs, grads);
   }
 
   std::vector<Tensor> out;

@@ -94,6 +94,12 @@ Tensor reshape(const Tensor& x, const Axes& shape);
 Tensor transpose(const Tensor& x, const Axes& perm = {});
 inline Tensor permute(const Tensor& x, const Axes& perm) { return transpose(x, perm); }
 Tensor broadcast_to(const Tensor& x, const Shape& shape);
+// Broadcasts x to like's shape (like's data is not read); works when like's shape has unknown
+// dimensions in a shape-polymorphic trace.
+Tensor broadcast_like(const Tensor& x, const Tensor& like);
+// The number of elements of x over `axes` ({} = all) as a scalar of `dtype`, computed when the
+// op runs (so it is right for unknown dimensions).
+Tensor element_count(const Tensor& x, const Axes& axes, DType dtype);
 // Removes the given size-1 axes ({} removes every size-1 axis).
 Tensor squeeze(const Tensor& x, const Axes& axes = {});
 // Inserts a size-1 axis at `axis` (negative counts from the end of the result).

@@ -26,6 +26,15 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) {
   return apply(OpKind::BroadcastTo, {x}, Attrs{{"shape", shape.to_vector()}});
 }
 
+Tensor broadcast_like(const Tensor& x, const Tensor& like) {
+  if (x.shape() == like.shape() && x.shape().is_fully_known()) return x;
+  return apply(OpKind::BroadcastLike, {x, like});
+}
+
+Tensor element_count(const Tensor& x, const Axes& axes, DType dtype) {
+  return apply(OpKind::ElementCount, {x}, Attrs{{"axes", axes}, {"dtype", dtype}});
+}
+
 Tensor squeeze(const Tensor& x, const Axes& axes) {
   const Shape& s = x.shape();
   std::vector<bool> drop(size_t(s.rank()), false);

@@ -23,6 +23,7 @@ Tensor Tensor::symbolic(const TensorType& type, std::shared_ptr<const detail::Sy
 }
 
 bool Tensor::is_symbolic() const { return impl_ && !impl_->value.storage; }
+bool Tensor::is_traced() const { return impl_ && impl_->symbolic && impl_->symbolic->is_traced(); }
 
 const detail::SymbolicInfo* Tensor::symbolic_info() const {
   return impl_ ? impl_->symbolic.get() : nullptr;
@@ -53,6 +54,13 @@ uint64_t Tensor::id() const {
 
 const runtime::Array& Tensor::array() const {
   require_defined("array");
+  if (is_traced())
+    throw Error(fmt::format(
+        "the tensor of type {} is a traced value inside kiln::function: it has no data while "
+        "the function is traced (item(), to_vector() and printing need data). Compute with kiln "
+        "ops instead, use kiln::cond for data-dependent branches, or return the tensor from the "
+        "function and read it after the call",
+        type().to_string()));
   if (!impl_->value.storage)
     throw Error(
         fmt::format("the tensor of shape {} and dtype {} is symbolic (a functional-model "

@@ -20,6 +20,8 @@ struct TensorImpl;
 // output index that produce it) or, later, a value in a graph being traced.
 struct SymbolicInfo {
   virtual ~SymbolicInfo() = default;
+  // True for a value of a graph being traced by kiln::function (frontend/function/).
+  virtual bool is_traced() const { return false; }
 };
 }  // namespace detail
 
@@ -35,6 +37,10 @@ class Tensor {
   bool defined() const { return impl_ != nullptr; }
   // True for tensors without data (functional-model inputs and what is computed from them).
   bool is_symbolic() const;
+  // True for a value of a graph being traced inside kiln::function.
+  bool is_traced() const;
+  // True for a functional-model placeholder (symbolic but not traced).
+  bool is_placeholder() const { return is_symbolic() && !is_traced(); }
   const detail::SymbolicInfo* symbolic_info() const;
   DType dtype() const;
   const Shape& shape() const;

@@ -39,6 +39,7 @@ class Variable {
  private:
   struct Impl;
   void require_defined(const char* what) const;
+  void check_assignable(const Tensor& v, const char* what) const;
   std::shared_ptr<Impl> impl_;
 };
 

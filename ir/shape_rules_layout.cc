@@ -90,6 +90,24 @@ TensorType rule_broadcast_to(const OpInfo& op, std::span<const TensorType> in, c
   return {in[0].dtype, target};
 }
 
+TensorType rule_broadcast_like(const OpInfo&, std::span<const TensorType> in, const Attrs&) {
+  if (!broadcastable_to(in[0].shape, in[1].shape))
+    throw Error(
+        fmt::format("broadcast_like: cannot broadcast shape {} to the shape {} of the second "
+                    "input: each dimension must match or be 1",
+                    in[0].shape.to_string(), in[1].shape.to_string()));
+  return {in[0].dtype, in[1].shape};
+}
+
+TensorType rule_element_count(const OpInfo& op, std::span<const TensorType> in,
+                              const Attrs& attrs) {
+  reduction_axes(attrs.get_ints("axes", op.name), in[0].shape.rank(), op.name);
+  DType dtype = attrs.get_dtype("dtype", op.name);
+  if (!is_numeric(dtype))
+    throw Error(fmt::format("element_count: dtype must be numeric, got {}", dtype_name(dtype)));
+  return {dtype, Shape{}};
+}
+
 TensorType rule_concat(const OpInfo& op, std::span<const TensorType> in, const Attrs& attrs) {
   const Shape& first = in[0].shape;
   if (first.rank() == 0)

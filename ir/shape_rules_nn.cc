@@ -60,6 +60,14 @@ Shape shape_attr(const Attrs& attrs, const char* name, const char* op) {
   return Shape(v);
 }
 
+// An input_shape attribute whose batch dimension may be -1 (traced with an unknown batch):
+// the batch is the output gradient's.
+Shape input_shape_attr(const Attrs& attrs, const TensorType& grad, const char* op) {
+  Shape s = shape_attr(attrs, "input_shape", op);
+  if (s[0] == kUnknownDim && grad.shape.rank() == 4) s[0] = grad.shape[0];
+  return s;
+}
+
 void require_same_dtype(const TensorType& a, const TensorType& b, const char* op) {
   if (a.dtype != b.dtype)
     throw Error(fmt::format("{}: dtypes differ: {} and {}; use kiln::cast on one operand", op,
@@ -128,7 +136,7 @@ TensorType rule_conv2d_backprop_input(const OpInfo& op, std::span<const TensorTy
   check_rank4(in[0], "filter", "HWIO", op.name);
   check_rank4(in[1], "output gradient", "NHWC", op.name);
   require_same_dtype(in[0], in[1], op.name);
-  Shape input = shape_attr(attrs, "input_shape", op.name);
+  Shape input = input_shape_attr(attrs, in[1], op.name);
   require_shape(in[1].shape, conv_output(input, in[0].shape, attrs, op.name), "output gradient",
                 op.name);
   return {in[0].dtype, input};
@@ -160,7 +168,7 @@ TensorType rule_max_pool2d_grad(const OpInfo& op, std::span<const TensorType> in
 
 TensorType rule_avg_pool2d_grad(const OpInfo& op, std::span<const TensorType> in,
                                 const Attrs& attrs) {
-  Shape input = shape_attr(attrs, "input_shape", op.name);
+  Shape input = input_shape_attr(attrs, in[0], op.name);
   require_shape(in[0].shape, pool_output(input, attrs, op.name), "output gradient", op.name);
   return {in[0].dtype, input};
 }

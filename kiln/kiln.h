@@ -5,6 +5,11 @@
 #include "frontend/data/dataset.h"
 #include "frontend/data/digits.h"
 #include "frontend/data/mnist.h"
+#include "frontend/function/concrete_function.h"
+#include "frontend/function/control_flow.h"
+#include "frontend/function/function.h"
+#include "frontend/function/function_scope.h"
+#include "frontend/function/trace_context.h"
 #include "frontend/gradient_tape.h"
 #include "frontend/io/npy.h"
 #include "frontend/io/safetensors.h"
@@ -21,6 +26,7 @@
 #include "frontend/training/metric.h"
 #include "frontend/training/optimizer.h"
 #include "frontend/variable.h"
+#include "runtime/log.h"
 #include "runtime/threading.h"
 
 namespace kiln {

@@ -1,1 +1,246 @@
-// (being written)
+#include "runtime/reference_executor.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+
+#include "ir/value_numbering.h"
+#include "ir/verifier.h"
+#include "runtime/kernels.h"
+
+namespace kiln::runtime {
+namespace {
+
+using ir::Graph;
+using ir::Node;
+using ir::NodeKind;
+using ir::Value;
+
+// True if a concrete array of type `got` may stand for a value of static type `declared`:
+// same dtype and rank, equal dimensions wherever `declared` knows them.
+bool conforms(const TensorType& declared, const TensorType& got) {
+  if (declared.dtype != got.dtype || declared.shape.rank() != got.shape.rank()) return false;
+  for (int i = 0; i < declared.shape.rank(); ++i)
+    if (declared.shape[i] != kUnknownDim && declared.shape[i] != got.shape[i]) return false;
+  return true;
+}
+
+class Executor {
+ public:
+  // `parent`, `node`, `label`: where a sub-graph sits (for error messages); null at the top.
+  Executor(const Graph& g, const Executor* parent, const Node* node, std::string_view label)
+      : g_(g), parent_(parent), node_(node), label_(label) {}
+
+  // Runs the graph; `variables` is updated only if the whole graph succeeds.
+  std::vector<Array> run(std::span<const Array> args, std::vector<Array>& variables) {
+    if (args.size() != g_.parameters().size())
+      fail_graph(fmt::format("expected {} argument{} (one per parameter), got {}",
+                             g_.parameters().size(), g_.parameters().size() == 1 ? "" : "s",
+                             args.size()));
+    for (size_t i = 0; i < args.size(); ++i) {
+      check_array(args[i], g_.parameter(i)->type(), fmt::format("parameter {}", i));
+      env_[g_.parameter(i)] = args[i];
+    }
+    if (variables.size() != g_.variables().size())
+      fail_graph(fmt::format("expected {} variable value{} (one per graph variable), got {}",
+                             g_.variables().size(), g_.variables().size() == 1 ? "" : "s",
+                             variables.size()));
+    for (size_t i = 0; i < variables.size(); ++i) {
+      const ir::GraphVariable& v = g_.variable(i);
+      check_array(variables[i], v.type, fmt::format("variable ${} \"{}\"", i, v.name));
+      env_[v.entry] = variables[i];
+    }
+    std::vector<Array> vars = variables;
+    for (const auto& n : g_.nodes()) run_node(*n, vars);
+    std::vector<Array> outs;
+    outs.reserve(g_.outputs().size());
+    for (const Value* v : g_.outputs()) outs.push_back(get(v));
+    variables = std::move(vars);
+    return outs;
+  }
+
+ private:
+  // ---- naming (computed only when an error is reported)
+
+  const ir::ValueNumbering& numbering() const {
+    if (!numbering_) numbering_ = std::make_unique<ir::ValueNumbering>(g_);
+    return *numbering_;
+  }
+  std::string path() const {
+    if (parent_ == nullptr) return fmt::format("graph @{}", g_.name());
+    std::string node_ref =
+        node_->num_outputs() > 0 ? parent_->numbering().ref(node_->output(0)) : "(no outputs)";
+    return fmt::format("{} / {} {} {}", parent_->path(), node_->op_name(), node_ref, label_);
+  }
+  [[noreturn]] void fail_graph(const std::string& problem) const {
+    throw Error(fmt::format("reference executor: {}: {}", path(), problem));
+  }
+  [[noreturn]] void fail(const Node& n, const std::string& problem) const {
+    fail_graph(fmt::format("node {}: {}", ir::describe_node(n, numbering()), problem));
+  }
+
+  void check_array(const Array& a, const TensorType& expected, const std::string& what) const {
+    if (!conforms(expected, a.type()))
+      fail_graph(
+          fmt::format("{}: expected {}, got {}", what, expected.to_string(), a.type().to_string()));
+    if (a.storage == nullptr || a.storage->bytes() < a.nbytes())
+      fail_graph(fmt::format("{}: the {} array has no (or too small a) storage", what,
+                             a.type().to_string()));
+  }
+
+  // ---- values
+
+  const Array& get(const Value* v) const {
+    auto it = env_.find(v);
+    KILN_ASSERT(it != env_.end(), "reference executor: a value is used before it is computed");
+    return it->second;
+  }
+  void bind(const Node& n, size_t i, Array a) {
+    if (!conforms(n.output(i)->type(), a.type()))
+      fail(n, fmt::format("output {} is declared {} but its value is {}", i,
+                          n.output(i)->type().to_string(), a.type().to_string()));
+    env_[n.output(i)] = std::move(a);
+  }
+  std::vector<Array> input_arrays(const Node& n, size_t first = 0) const {
+    std::vector<Array> in;
+    in.reserve(n.inputs().size() - first);
+    for (size_t i = first; i < n.inputs().size(); ++i) in.push_back(get(n.input(i)));
+    return in;
+  }
+
+  // ---- nodes
+
+  void run_node(const Node& n, std::vector<Array>& vars) {
+    switch (n.kind()) {
+      case NodeKind::kOp:
+        return run_op_node(n);
+      case NodeKind::kConstant:
+        return run_constant(n);
+      case NodeKind::kAssign:
+      case NodeKind::kAssignAdd:
+      case NodeKind::kAssignSub:
+        return run_assignment(n, vars);
+      case NodeKind::kCond:
+        return run_cond(n);
+      case NodeKind::kWhile:
+        return run_while(n);
+    }
+    fail(n, "unknown node kind");
+  }
+
+  void run_op_node(const Node& n) {
+    std::vector<Array> in = input_arrays(n);
+    std::vector<TensorType> types;
+    types.reserve(in.size());
+    for (const Array& a : in) types.push_back(a.type());
+    Array out;
+    try {
+      TensorType t = infer_type(n.op(), types, n.attrs());
+      out = run_kernel(n.op(), in, n.attrs(), t);
+    } catch (const Error& e) {
+      fail(n, e.what());
+    }
+    bind(n, 0, std::move(out));
+  }
+
+  void run_constant(const Node& n) {
+    const ir::Literal& lit = *n.literal();
+    Array a = Array::empty(lit.type());
+    if (lit.byte_size() > 0) std::memcpy(a.raw(), lit.data(), lit.byte_size());
+    bind(n, 0, std::move(a));
+  }
+
+  void run_assignment(const Node& n, std::vector<Array>& vars) {
+    auto vi = size_t(n.variable());
+    const Array& current = vars.at(vi);
+    Array value;
+    try {
+      if (n.kind() == NodeKind::kAssign) {
+        value = get(n.input(0));
+      } else {
+        Array in[2] = {current, get(n.input(0))};
+        value = run_op(n.kind() == NodeKind::kAssignAdd ? OpKind::Add : OpKind::Sub, in, {});
+      }
+    } catch (const Error& e) {
+      fail(n, e.what());
+    }
+    if (!(value.type() == current.type()))
+      fail(n,
+           fmt::format("the new value of variable ${} \"{}\" is {} but the variable holds {}", vi,
+                       g_.variable(vi).name, value.type().to_string(), current.type().to_string()));
+    vars[vi] = value;
+    bind(n, 0, std::move(value));
+  }
+
+  // The value of a bool[] predicate (a cond's input 0 or a while's cond result).
+  bool predicate(const Node& n, const Array& p, std::string_view what) const {
+    if (p.dtype != DType::b8 || p.shape.rank() != 0)
+      fail(n, fmt::format("{} must be bool[], got {}", what, p.type().to_string()));
+    return *p.data<bool>();
+  }
+
+  std::vector<Array> run_subgraph(const Node& n, size_t k, std::string_view label,
+                                  std::span<const Array> args) const {
+    std::vector<Array> no_variables;
+    return Executor(n.subgraph(k), this, &n, label).run(args, no_variables);
+  }
+
+  void bind_all(const Node& n, std::vector<Array>& values, std::string_view from) {
+    if (values.size() != n.num_outputs())
+      fail(n, fmt::format("the {} sub-graph returned {} values for {} outputs", from, values.size(),
+                          n.num_outputs()));
+    for (size_t i = 0; i < values.size(); ++i) bind(n, i, std::move(values[i]));
+  }
+
+  void run_cond(const Node& n) {
+    bool taken = predicate(n, get(n.input(0)), "the predicate (input 0)");
+    std::vector<Array> operands = input_arrays(n, 1);
+    std::vector<Array> outs = run_subgraph(n, taken ? 0 : 1, taken ? "then" : "else", operands);
+    bind_all(n, outs, taken ? "then" : "else");
+  }
+
+  void run_while(const Node& n) {
+    size_t loop_vars = n.num_outputs();
+    std::vector<Array> state = input_arrays(n);  // loop variables, then captures
+    for (;;) {
+      std::vector<Array> c = run_subgraph(n, 0, "cond", state);
+      if (c.size() != 1)
+        fail(n,
+             fmt::format("the cond sub-graph returned {} values, expected one bool[]", c.size()));
+      if (!predicate(n, c[0], "the cond sub-graph's result")) break;
+      std::vector<Array> next = run_subgraph(n, 1, "body", state);
+      if (next.size() != loop_vars)
+        fail(n, fmt::format("the body sub-graph returned {} values for {} loop variables",
+                            next.size(), loop_vars));
+      for (size_t i = 0; i < loop_vars; ++i) {
+        if (!conforms(n.input(i)->type(), next[i].type()))
+          fail(n, fmt::format("the body sub-graph's output {} is {} but loop variable {} is {}", i,
+                              next[i].type().to_string(), i, n.input(i)->type().to_string()));
+        state[i] = std::move(next[i]);
+      }
+    }
+    state.resize(loop_vars);
+    bind_all(n, state, "body");
+  }
+
+  const Graph& g_;
+  const Executor* parent_;
+  const Node* node_;
+  std::string_view label_;
+  mutable std::unique_ptr<ir::ValueNumbering> numbering_;
+  std::unordered_map<const Value*, Array> env_;
+};
+
+}  // namespace
+
+std::vector<Array> execute_reference(const ir::Graph& graph, std::span<const Array> args,
+                                     std::vector<Array>& variables) {
+  return Executor(graph, nullptr, nullptr, {}).run(args, variables);
+}
+
+}  // namespace kiln::runtime

@@ -23,7 +23,7 @@ DropoutImpl::DropoutImpl(double rate, DropoutOptions options)
 
 Tensor DropoutImpl::call(const Tensor& x, bool training) {
   // A symbolic input only needs its type propagated, which is the input's own.
-  if (!training || rate_ == 0 || x.is_symbolic()) return x;
+  if (!training || rate_ == 0 || x.is_placeholder()) return x;
   if (!is_floating(x.dtype()))
     throw Error(fmt::format("layer \"{}\": Dropout needs a floating input, got {} {}", name(),
                             dtype_name(x.dtype()), x.shape().to_string()));

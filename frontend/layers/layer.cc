@@ -9,6 +9,7 @@
 #include <regex>
 
 #include "frontend/creation.h"
+#include "frontend/function/trace_context.h"
 #include "frontend/layers/node.h"
 #include "frontend/ops.h"
 
@@ -102,10 +103,11 @@ std::vector<Tensor> LayerImpl::invoke(const std::vector<Tensor>& inputs, bool tr
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].defined())
       throw Error(fmt::format("layer \"{}\": input {} is an undefined tensor", name_, i));
-    any_symbolic = any_symbolic || inputs[i].is_symbolic();
+    any_symbolic = any_symbolic || inputs[i].is_placeholder();
   }
   check_input_spec(name_, input_spec, inputs);
   if (any_symbolic) return call_symbolic(inputs, training);
+  detail::NameScope scope(name_);  // traced nodes are named "<layer>/<op>"
 
   std::vector<Shape> shapes;
   for (const Tensor& t : inputs) shapes.push_back(t.shape());
@@ -151,7 +153,12 @@ Variable LayerImpl::add_weight(const std::string& name, const Shape& shape,
   if (!shape.is_fully_known())
     throw Error(fmt::format("layer \"{}\": weight \"{}\" needs a fully known shape, got {}", name_,
                             name, shape.to_string()));
-  Variable v(name_ + "/" + name, initializer(shape, dtype), trainable);
+  Tensor initial_value;
+  {
+    detail::InitScope eager;  // initial values are computed eagerly, outside any trace
+    initial_value = initializer(shape, dtype);
+  }
+  Variable v(name_ + "/" + name, initial_value, trainable);
   own_weights_.push_back(v);
   weight_regularizers_.push_back(regularizer);
   return v;
@@ -252,7 +259,8 @@ LayerImpl& Layer::impl() const {
   return *impl_;
 }
 
-Tensor Layer::operator()(const Tensor& inputs, bool training) const {
+Tensor Layer::operator()(const Tensor& inputs, bool training, std::source_location loc) const {
+  detail::NameScope at(/*name=*/"", &loc);
   std::vector<Tensor> out = impl().invoke({inputs}, training);
   if (out.size() != 1)
     throw Error(fmt::format("layer \"{}\" returned {} outputs; use the list form of the call",
@@ -260,7 +268,9 @@ Tensor Layer::operator()(const Tensor& inputs, bool training) const {
   return out[0];
 }
 
-std::vector<Tensor> Layer::operator()(const std::vector<Tensor>& inputs, bool training) const {
+std::vector<Tensor> Layer::operator()(const std::vector<Tensor>& inputs, bool training,
+                                      std::source_location loc) const {
+  detail::NameScope at(/*name=*/"", &loc);
   return impl().invoke(inputs, training);
 }
 

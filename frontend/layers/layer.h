@@ -13,6 +13,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <memory>
+#include <source_location>
 #include <string>
 #include <vector>
 
@@ -137,8 +138,11 @@ class Layer {
   Layer() = default;
   explicit Layer(std::shared_ptr<LayerImpl> impl) : impl_(std::move(impl)) {}
 
-  Tensor operator()(const Tensor& inputs, bool training = false) const;
-  std::vector<Tensor> operator()(const std::vector<Tensor>& inputs, bool training = false) const;
+  // `loc` (the caller's position) is recorded on the nodes a trace makes inside this call.
+  Tensor operator()(const Tensor& inputs, bool training = false,
+                    std::source_location loc = std::source_location::current()) const;
+  std::vector<Tensor> operator()(const std::vector<Tensor>& inputs, bool training = false,
+                                 std::source_location loc = std::source_location::current()) const;
 
   bool defined() const { return impl_ != nullptr; }
   LayerImpl* operator->() const { return &impl(); }

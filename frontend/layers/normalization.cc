@@ -74,7 +74,7 @@ Tensor BatchNormalizationImpl::call(const Tensor& inputs, bool training) {
   if (training && trainable()) {
     mu = mean(x, reduce, /*keepdims=*/true);
     var = mean(square(x - mu), reduce, /*keepdims=*/true);
-    if (!x.is_symbolic()) {
+    if (!x.is_placeholder()) {
       double m = options_.momentum;
       Shape s = moving_mean.shape();
       moving_mean.assign(moving_mean.value() * m + reshape(mu, s.to_vector()) * (1 - m));

@@ -2,8 +2,9 @@
 // handle, learning-rate schedules, and Keras 3's update rules for SGD, Adam, AdamW and
 // RMSprop (keras/src/optimizers/{sgd,adam,adamw,rmsprop}.py, base_optimizer.py).
 //
-// Updates use kiln ops on the variables' values, so they run in the variables' own dtype; the
-// scalar hyper-parameters (lr, Adam's alpha) are computed in double and enter as constants.
+// Updates use kiln ops on the variables' values, so they run in the variables' own dtype and
+// trace into kiln::function graphs. The step-dependent scalars (learning rate, Adam's alpha) are
+// float64 tensors computed from the iterations variable, then cast to the variable's dtype.
 #include "frontend/training/optimizer.h"
 
 #include <fmt/format.h>
@@ -14,22 +15,40 @@
 #include <utility>
 
 #include "frontend/creation.h"
+#include "frontend/function/trace_context.h"
 #include "frontend/ops.h"
 
 namespace kiln {
 
 // ---------------------------------------------------------------- schedules
 
+namespace {
+Tensor f64(double v) { return scalar(v, DType::f64); }
+}  // namespace
+
+Tensor LearningRateSchedule::operator()(const Tensor& step) const {
+  if (!f_) throw Error("LearningRateSchedule: the schedule is empty");
+  Tensor lr = f_(cast(step, DType::f64));
+  if (!lr.defined() || lr.rank() != 0 || !is_floating(lr.dtype()))
+    throw Error("LearningRateSchedule: the schedule must return a floating scalar tensor");
+  return cast(lr, DType::f64);
+}
+
+double LearningRateSchedule::operator()(int64_t step) const {
+  detail::InitScope eager;
+  return (*this)(f64(double(step))).item<double>();
+}
+
 namespace schedules {
 LearningRateSchedule exponential_decay(double initial_learning_rate, int64_t decay_steps,
                                        double decay_rate, bool staircase) {
   if (decay_steps <= 0)
     throw Error(fmt::format("exponential_decay: decay_steps must be > 0, got {}", decay_steps));
-  return [=](int64_t step) {
-    double p = double(step) / double(decay_steps);
-    if (staircase) p = std::floor(p);
-    return initial_learning_rate * std::pow(decay_rate, p);
-  };
+  return LearningRateSchedule([=](const Tensor& step) {
+    Tensor p = step / f64(double(decay_steps));
+    if (staircase) p = cast(cast(p, DType::i64), DType::f64);  // floor: step >= 0
+    return pow(f64(decay_rate), p) * initial_learning_rate;
+  });
 }
 }  // namespace schedules
 
@@ -40,7 +59,10 @@ OptimizerImpl::OptimizerImpl(std::string name, double learning_rate)
       learning_rate_(learning_rate),
       iterations_(name_ + "/iterations", scalar(0, DType::i64), /*trainable=*/false) {}
 
-int64_t OptimizerImpl::iterations() const { return iterations_.value().item<int64_t>(); }
+int64_t OptimizerImpl::iterations() const {
+  detail::InitScope eager;  // the variable's stored value, also while a trace records
+  return iterations_.value().item<int64_t>();
+}
 
 double OptimizerImpl::current_learning_rate() const {
   return schedule_ ? schedule_(iterations()) : learning_rate_;
@@ -73,8 +95,12 @@ Variable& OptimizerImpl::slot(const Variable& var, const std::string& slot_name)
   // replaced by '_', inside the optimizer's scope.
   std::string var_name = var.name();
   std::replace(var_name.begin(), var_name.end(), '/', '_');
-  Variable s(fmt::format("{}/{}_{}", name_, var_name, slot_name), zeros(var.shape(), var.dtype()),
-             /*trainable=*/false);
+  Tensor initial;
+  {
+    detail::InitScope eager;
+    initial = zeros(var.shape(), var.dtype());
+  }
+  Variable s(fmt::format("{}/{}_{}", name_, var_name, slot_name), initial, /*trainable=*/false);
   slot_order_.push_back(s);
   slot_owners_.push_back(var);
   return slots_.emplace(key, s).first->second;
@@ -111,8 +137,11 @@ void OptimizerImpl::apply_gradients(const std::vector<Tensor>& grads,
         fmt::format("{}.apply_gradients: no gradients provided for any of the {} "
                     "variables (all are undefined): is the loss connected to them?",
                     name_, variables.size()));
-  const double lr = current_learning_rate();
-  const int64_t step = iterations() + 1;
+  detail::NameScope scope(name_);
+  // lr at iterations before the update; step = iterations + 1 (float64 scalars).
+  Tensor iterations = cast(iterations_.value(), DType::f64);
+  const Tensor lr = schedule_ ? schedule_(iterations) : f64(learning_rate_);
+  const Tensor step = iterations + 1.0;
   for (size_t i = 0; i < grads.size(); ++i) {
     if (!grads[i].defined()) continue;
     Variable var = variables[i];
@@ -142,7 +171,8 @@ class SGDImpl : public OptimizerImpl {
   }
 
  protected:
-  void update(Variable& var, const Tensor& g, double lr, int64_t) override {
+  void update(Variable& var, const Tensor& g, const Tensor& lr_f64, const Tensor&) override {
+    Tensor lr = cast(lr_f64, var.dtype());
     if (o_.momentum == 0) {
       var.assign_sub(g * lr);
       return;
@@ -162,10 +192,10 @@ class SGDImpl : public OptimizerImpl {
 // Keras' Adam step (t = iterations + 1), shared by Adam and AdamW:
 //   m += (g - m)(1 - b1);  v += (g^2 - v)(1 - b2)
 //   alpha = lr sqrt(1 - b2^t) / (1 - b1^t);  w -= alpha m / (sqrt(v) + eps)
-void adam_step(Variable& var, const Tensor& g, double lr, int64_t step, double beta_1,
+void adam_step(Variable& var, const Tensor& g, const Tensor& lr, const Tensor& t, double beta_1,
                double beta_2, double epsilon, Variable& m, Variable& v) {
-  const double t = double(step);
-  const double alpha = lr * std::sqrt(1 - std::pow(beta_2, t)) / (1 - std::pow(beta_1, t));
+  const Tensor alpha = cast(lr * sqrt(1.0 - pow(f64(beta_2), t)) / (1.0 - pow(f64(beta_1), t)),
+                            var.dtype());
   m.assign_add((g - m.value()) * (1 - beta_1));
   v.assign_add((square(g) - v.value()) * (1 - beta_2));
   var.assign_sub((m.value() * alpha) / (sqrt(v.value()) + epsilon));
@@ -176,7 +206,7 @@ class AdamImpl : public OptimizerImpl {
   explicit AdamImpl(const AdamOptions& o) : OptimizerImpl("adam", o.learning_rate), o_(o) {}
 
  protected:
-  void update(Variable& var, const Tensor& g, double lr, int64_t step) override {
+  void update(Variable& var, const Tensor& g, const Tensor& lr, const Tensor& step) override {
     Variable& m = slot(var, "momentum");
     Variable& v = slot(var, "velocity");
     adam_step(var, g, lr, step, o_.beta_1, o_.beta_2, o_.epsilon, m, v);
@@ -193,10 +223,11 @@ class AdamWImpl : public OptimizerImpl {
   explicit AdamWImpl(const AdamWOptions& o) : OptimizerImpl("adamw", o.learning_rate), o_(o) {}
 
  protected:
-  void update(Variable& var, const Tensor& g, double lr, int64_t step) override {
+  void update(Variable& var, const Tensor& g, const Tensor& lr, const Tensor& step) override {
     Variable& m = slot(var, "momentum");
     Variable& v = slot(var, "velocity");
-    if (o_.weight_decay != 0) var.assign(var.value() - var.value() * o_.weight_decay * lr);
+    if (o_.weight_decay != 0)
+      var.assign(var.value() - var.value() * o_.weight_decay * cast(lr, var.dtype()));
     adam_step(var, g, lr, step, o_.beta_1, o_.beta_2, o_.epsilon, m, v);
   }
 
@@ -213,7 +244,8 @@ class RMSpropImpl : public OptimizerImpl {
       : OptimizerImpl("rmsprop", o.learning_rate), o_(o) {}
 
  protected:
-  void update(Variable& var, const Tensor& g, double lr, int64_t) override {
+  void update(Variable& var, const Tensor& g, const Tensor& lr_f64, const Tensor&) override {
+    Tensor lr = cast(lr_f64, var.dtype());
     // Slots in Keras' build order: velocity, momentum, average_gradient.
     Variable& v = slot(var, "velocity");
     Variable* mom = o_.momentum > 0 ? &slot(var, "momentum") : nullptr;

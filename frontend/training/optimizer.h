@@ -10,12 +10,28 @@
 #include <string>
 #include <vector>
 
+#include "frontend/tensor.h"
 #include "frontend/variable.h"
 
 namespace kiln {
 
-// learning rate as a function of the step (optimizer.iterations before the update).
-using LearningRateSchedule = std::function<double(int64_t step)>;
+// The learning rate as a function of the step (optimizer.iterations before the update),
+// written with kiln ops on a float64 scalar step so that it is traced into a compiled
+// training step (Keras' LearningRateSchedule). An empty schedule is "no schedule".
+class LearningRateSchedule {
+ public:
+  LearningRateSchedule() = default;
+  LearningRateSchedule(std::nullptr_t) {}  // NOLINT: implicit, as for std::function
+  explicit LearningRateSchedule(std::function<Tensor(const Tensor& step)> f) : f_(std::move(f)) {}
+  explicit operator bool() const { return bool(f_); }
+  // The rate at `step` as a float64 scalar tensor (traced when `step` is).
+  Tensor operator()(const Tensor& step) const;
+  // The rate at `step`, computed eagerly.
+  double operator()(int64_t step) const;
+
+ private:
+  std::function<Tensor(const Tensor&)> f_;
+};
 namespace schedules {
 // initial * rate^(step / decay_steps), floored to whole periods when staircase (Keras'
 // ExponentialDecay). decay_steps must be > 0 (kiln::Error otherwise).
@@ -45,8 +61,9 @@ class OptimizerImpl {
   const std::string& name() const { return name_; }
 
  protected:
-  // Updates one variable with its gradient at learning rate lr (step = iterations + 1).
-  virtual void update(Variable& var, const Tensor& grad, double lr, int64_t step) = 0;
+  // Updates one variable with its gradient at learning rate lr; lr and step (iterations + 1)
+  // are float64 scalar tensors (traced inside kiln::function).
+  virtual void update(Variable& var, const Tensor& grad, const Tensor& lr, const Tensor& step) = 0;
   // A zero-initialised, non-trainable slot for `var` (its shape and dtype), created once,
   // named "<optimizer>/<var>_<slot>" with '/' in the variable's name replaced by '_' (Keras'
   // add_variable_from_reference): "adam/dense_1_kernel_momentum".

@@ -54,6 +54,18 @@ void broadcast_to_kernel(std::span<const Array> in, const Attrs&, Array& out) {
   });
 }
 
+void element_count_kernel(std::span<const Array> in, const Attrs& attrs, Array& out) {
+  const Shape& s = in[0].shape;
+  int64_t count = 1;
+  for (int a : rules::reduction_axes(attrs.get_ints("axes", "element_count"), s.rank(),
+                                     "element_count"))
+    count *= s[a];
+  visit_dtype(out.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    *static_cast<T*>(out.raw()) = static_cast<T>(count);
+  });
+}
+
 // Each piece is copied into its window of the output (a strided view along `axis`).
 void concat_kernel(std::span<const Array> in, const Attrs& attrs, Array& out) {
   const int axis = normalize_axis(attrs.get_int("axis", "concat"), out.shape.rank(), "concat");
@@ -108,6 +120,8 @@ void register_layout_kernels(KernelTable& t) {
   set(OpKind::Reshape, reshape_kernel);
   set(OpKind::Transpose, transpose_kernel);
   set(OpKind::BroadcastTo, broadcast_to_kernel);
+  set(OpKind::BroadcastLike, broadcast_to_kernel);  // input 1 only gives the output shape
+  set(OpKind::ElementCount, element_count_kernel);
   set(OpKind::Concat, concat_kernel);
   set(OpKind::Slice, slice_kernel);
   set(OpKind::Pad, pad_kernel);

@@ -51,6 +51,20 @@ TEST(ShapeGradients, BroadcastTo) {
   }
 }
 
+// broadcast_like: x gets the summed gradient; `like` only lends its shape (no gradient).
+TEST(ShapeGradients, BroadcastLike) {
+  Tensor like = uniform({2, 3, 4}, 21);
+  EXPECT_GRADIENTS([like](const std::vector<Tensor>& in) { return broadcast_like(in[0], like); },
+                   {uniform({3, 1}, 22)});
+  Tensor x = uniform({3, 1}, 23);
+  GradientTape tape(/*persistent=*/true);
+  tape.watch(x);
+  tape.watch(like);
+  Tensor y = sum(broadcast_like(x, like));
+  EXPECT_FALSE(tape.gradient(y, like).defined());
+  EXPECT_EQ(tape.gradient(y, x).to_vector<float>(), std::vector<float>({8, 8, 8}));
+}
+
 TEST(ShapeGradients, ConcatThreeInputs) {
   Tensor a = uniform({2, 1, 3}, 4), b = uniform({2, 3, 3}, 5), c = uniform({2, 2, 3}, 6);
   EXPECT_GRADIENTS([](const std::vector<Tensor>& in) { return concat(in, 1); }, {a, b, c});
@@ -192,7 +206,7 @@ const std::set<std::string>& checked_ops() {
       "matmul", "conv2d", "conv2d_backprop_input", "conv2d_backprop_filter", "max_pool2d",
       "avg_pool2d", "avg_pool2d_grad",
       // this file
-      "reshape", "transpose", "broadcast_to", "concat", "slice", "pad", "gather", "scatter_add"};
+      "reshape", "transpose", "broadcast_to", "broadcast_like", "concat", "slice", "pad", "gather", "scatter_add"};
   return ops;
 }
 

@@ -1,0 +1,91 @@
+#include "frontend/function/concrete_function.h"
+
+#include <fmt/format.h>
+
+#include "frontend/function/trace_context.h"
+#include "ir/printer.h"
+#include "runtime/reference_executor.h"
+
+namespace kiln {
+
+struct ConcreteFunction::Impl {
+  std::shared_ptr<const ir::Graph> graph;
+  std::vector<Variable> variables;  // parallel to graph->variables()
+};
+
+ConcreteFunction::ConcreteFunction(std::shared_ptr<const ir::Graph> graph,
+                                   std::vector<Variable> variables) {
+  KILN_ASSERT(graph && variables.size() == graph->variables().size(),
+              "ConcreteFunction: the variable list must match the graph's registry");
+  impl_ = std::make_shared<const Impl>(Impl{std::move(graph), std::move(variables)});
+}
+
+const std::string& ConcreteFunction::name() const { return graph().name(); }
+
+const ir::Graph& ConcreteFunction::graph() const {
+  if (!impl_) throw Error("ConcreteFunction: the handle is empty (default-constructed)");
+  return *impl_->graph;
+}
+
+std::vector<TensorType> ConcreteFunction::input_types() const { return graph().parameter_types(); }
+std::vector<TensorType> ConcreteFunction::output_types() const { return graph().output_types(); }
+
+std::vector<VariableUse> ConcreteFunction::variables() const {
+  const ir::Graph& g = graph();
+  std::vector<VariableUse> out;
+  for (size_t i = 0; i < impl_->variables.size(); ++i)
+    out.push_back({impl_->variables[i], g.variable(i).read, g.variable(i).written});
+  return out;
+}
+
+std::string ConcreteFunction::ir_text() const { return ir::print_graph(graph()); }
+
+namespace {
+bool conforms(const TensorType& want, const TensorType& got) {
+  if (want.dtype != got.dtype || want.shape.rank() != got.shape.rank()) return false;
+  for (int i = 0; i < want.shape.rank(); ++i)
+    if (want.shape[i] != kUnknownDim && want.shape[i] != got.shape[i]) return false;
+  return true;
+}
+}  // namespace
+
+void check_arguments(const std::string& function, const std::vector<TensorType>& types,
+                     const std::vector<Tensor>& args) {
+  if (args.size() != types.size())
+    throw Error(fmt::format("function \"{}\" takes {} tensor argument(s), got {}", function,
+                            types.size(), args.size()));
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!args[i].defined())
+      throw Error(fmt::format("function \"{}\": argument {} is an undefined tensor", function, i));
+    if (!conforms(types[i], args[i].type()))
+      throw Error(fmt::format(
+          "function \"{}\": argument {} must be {} (? = any size), got {}; pass a tensor of "
+          "that type or trace the function for this signature",
+          function, i, types[i].to_string(), args[i].type().to_string()));
+  }
+}
+
+std::vector<Tensor> ConcreteFunction::operator()(const std::vector<Tensor>& args) const {
+  const ir::Graph& g = graph();
+  if (detail::tracing())
+    throw Error(fmt::format(
+        "concrete function \"{}\" was called inside a trace; call the kiln::function object "
+        "instead (inside another function it traces inline)",
+        g.name()));
+  check_arguments(g.name(), g.parameter_types(), args);
+  std::vector<runtime::Array> in;
+  in.reserve(args.size());
+  for (const Tensor& t : args) in.push_back(t.array());
+  std::vector<runtime::Array> vars;
+  vars.reserve(impl_->variables.size());
+  for (const Variable& v : impl_->variables) vars.push_back(v.value().array());
+  std::vector<runtime::Array> out = runtime::execute_reference(g, in, vars);
+  for (size_t i = 0; i < vars.size(); ++i)
+    if (g.variable(i).written) Variable(impl_->variables[i]).assign(Tensor(vars[i]));
+  std::vector<Tensor> result;
+  result.reserve(out.size());
+  for (runtime::Array& a : out) result.emplace_back(std::move(a));
+  return result;
+}
+
+}  // namespace kiln
