@@ -40,7 +40,10 @@ const std::string& Variable::name() const {
   require_defined("name");
   return impl_->name;
 }
-DType Variable::dtype() const { return value().dtype(); }
+DType Variable::dtype() const {
+  require_defined("dtype");
+  return impl_->value.dtype();
+}
 const Shape& Variable::shape() const {
   require_defined("shape");
   return impl_->value.shape();
