@@ -2,6 +2,9 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <string>
+
+#include "frontend/function/concrete_function.h"
 
 namespace kiln::tools {
 
@@ -15,7 +18,15 @@ void print_op_table();
 
 // `kiln train`: train the MLP or CNN on digits or MNIST.
 void add_train_command(CLI::App& app);
+// `kiln dump-ir`: the traced training step of the MLP or CNN as IR text or DOT.
+void add_dump_ir_command(CLI::App& app);
+// `kiln run`: run an IR file on .npy inputs, write the outputs as .npy.
+void add_run_command(CLI::App& app);
 // `kiln predict`: logits of a trained model for an .npy input.
 void add_predict_command(CLI::App& app);
+
+// The traced training step (Adam, sparse softmax cross-entropy) of the "mlp" or "cnn" model on
+// digits-shaped batches of `batch_size`.
+ConcreteFunction traced_train_step(const std::string& model_kind, int64_t batch_size);
 
 }  // namespace kiln::tools

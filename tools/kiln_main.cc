@@ -24,6 +24,8 @@ int main(int argc, char** argv) {
   kiln::tools::add_demo_command(app);
   kiln::tools::add_ops_command(app);
   kiln::tools::add_train_command(app);
+  kiln::tools::add_dump_ir_command(app);
+  kiln::tools::add_run_command(app);
   kiln::tools::add_predict_command(app);
   try {
     app.parse(argc, argv);

@@ -14,7 +14,7 @@ namespace kiln::tools {
 namespace {
 
 struct TrainArgs {
-  std::string model = "mlp", dataset = "digits", optimizer = "adam", mode = "eager";
+  std::string model = "mlp", dataset = "digits", optimizer = "adam", mode = "traced";
   int epochs = 20, verbose = 1;
   int64_t batch_size = 32;
   double lr = 1e-3, validation_split = 0;
@@ -23,8 +23,6 @@ struct TrainArgs {
 };
 
 void run_train(const TrainArgs& a) {
-  if (a.mode != "eager")
-    throw Error(fmt::format("--mode {}: only \"eager\" is available in this version", a.mode));
   set_random_seed(a.seed);
   data::Dataset train, test;
   if (a.dataset == "digits") {
@@ -43,7 +41,8 @@ void run_train(const TrainArgs& a) {
                                                                    a.optimizer));
   model->compile({.optimizer = opt,
                   .loss = losses::sparse_categorical_crossentropy(/*from_logits=*/true),
-                  .metrics = {"accuracy"}});
+                  .metrics = {"accuracy"},
+                  .run_eagerly = a.mode == "eager"});
   if (a.verbose) model->summary(std::cout);
   model->fit(x_train, train.y,
              {.batch_size = a.batch_size,
@@ -76,8 +75,9 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--save-weights", args->save_weights, "safetensors file to write");
   cmd->add_option("--load-weights", args->load_weights, "safetensors file to start from");
   cmd->add_option("--verbose", args->verbose)->check(CLI::IsMember({0, 1, 2}));
-  cmd->add_option("--mode", args->mode, "eager (compiled modes arrive with kiln::function)")
-      ->check(CLI::IsMember({"eager"}));
+  cmd->add_option("--mode", args->mode,
+                  "traced (default: steps traced by kiln::function, run as graphs) or eager")
+      ->check(CLI::IsMember({"traced", "eager"}));
   cmd->callback([args] { run_train(*args); });
 }
 

@@ -24,6 +24,7 @@ void ModelImpl::compile(CompileOptions options) {
   if (!options.optimizer.defined())
     throw Error(fmt::format("compile: model \"{}\" needs an optimizer", name()));
   compiled_ = std::move(options);
+  steps_.reset();  // traced steps belong to one compile
 }
 
 const CompileOptions& ModelImpl::compile_options() const {

@@ -3,7 +3,10 @@
 //  - functional: Model(inputs, outputs) over the DAG of layer calls made on kiln::Input
 //    tensors (models/functional.h);
 //  - subclassed: derive from ModelImpl, create sublayers with track(...), override call.
-// compile/fit/evaluate/predict run eagerly in this version (run_eagerly is the only mode).
+// compile/fit/evaluate/predict run traced steps by default: the training step (forward, loss,
+// gradients, optimizer update), the test step and the predict step are each a kiln::function,
+// traced once per batch shape and then run as graphs. run_eagerly=true runs them eagerly; both
+// modes give the same results (the graph runs the same kernels in the same order).
 #pragma once
 
 #include <iosfwd>
@@ -12,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "frontend/function/concrete_function.h"
 #include "frontend/layers/layer.h"
 #include "frontend/training/callback.h"
 #include "frontend/training/loss.h"
@@ -26,7 +30,7 @@ struct CompileOptions {
   Optimizer optimizer = "rmsprop";
   Loss loss{};
   std::vector<Metric> metrics{};
-  bool run_eagerly = true;
+  bool run_eagerly = false;
 };
 
 struct FitOptions {
@@ -87,8 +91,17 @@ class ModelImpl : public LayerImpl {
   void save_weights(const std::string& path) const;
   void load_weights(const std::string& path);
 
+  // The traced steps fit/evaluate/predict use when !run_eagerly (created on first use; a new
+  // compile() makes new ones). Exposed for kiln dump-ir and tests.
+  ConcreteFunction train_step_function(const Tensor& x, const Tensor& y);
+  // One step each, in the compiled mode (traced unless run_eagerly): {loss, y_pred}.
+  std::pair<Tensor, Tensor> run_train_step(const Tensor& x, const Tensor& y);
+  std::pair<Tensor, Tensor> run_test_step(const Tensor& x, const Tensor& y);
+  Tensor run_predict_step(const Tensor& x);
+
  private:
   std::optional<CompileOptions> compiled_;
+  std::shared_ptr<struct ModelSteps> steps_;
 };
 
 namespace detail {

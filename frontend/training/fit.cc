@@ -1,10 +1,12 @@
-// ModelImpl::fit / evaluate / predict / train_on_batch / test_on_batch: Keras' training loop,
-// run eagerly: per batch, forward under a GradientTape, loss (+ regularization losses),
-// gradients of the trainable weights, one optimizer step, metric updates, callbacks.
+// ModelImpl::fit / evaluate / predict / train_on_batch / test_on_batch: Keras' training loop.
+// Per batch: the train step (forward under a GradientTape, loss + regularization losses,
+// gradients of the trainable weights, one optimizer step) runs as a traced kiln::function
+// (or eagerly with run_eagerly); metrics and callbacks run on the host with its results.
 #include <fmt/format.h>
 
 #include "frontend/creation.h"
 #include "frontend/data/dataset.h"
+#include "frontend/function/function.h"
 #include "frontend/gradient_tape.h"
 #include "frontend/models/model.h"
 #include "frontend/ops.h"
@@ -69,17 +71,75 @@ struct CallbackList {
   }
 };
 
+// The three steps, written once and run eagerly or traced.
+std::pair<Tensor, Tensor> train_step(ModelImpl& model, const CompileOptions& c, const Tensor& x,
+                                     const Tensor& y) {
+  GradientTape tape;
+  Tensor y_pred = model.invoke({x}, /*training=*/true)[0];
+  Tensor loss = total_loss(model, c, y, y_pred);
+  std::vector<Variable> vars = model.trainable_weights();
+  std::vector<Tensor> grads = tape.gradient(loss, vars);
+  c.optimizer->apply_gradients(grads, vars);
+  return {loss, y_pred};
+}
+
+std::pair<Tensor, Tensor> test_step(ModelImpl& model, const CompileOptions& c, const Tensor& x,
+                                    const Tensor& y) {
+  Tensor y_pred = model.invoke({x}, false)[0];
+  return {total_loss(model, c, y, y_pred), y_pred};
+}
+
 }  // namespace
+
+// The model's traced steps (Keras' make_train_function and friends).
+struct ModelSteps {
+  using XY = std::function<std::pair<Tensor, Tensor>(const Tensor&, const Tensor&)>;
+  using X = std::function<Tensor(const Tensor&)>;
+  Function<XY> train, test;
+  Function<X> predict;
+  ModelSteps(ModelImpl& m)
+      : train(XY([&m](const Tensor& x, const Tensor& y) {
+                return train_step(m, m.compile_options(), x, y);
+              }),
+              {.name = m.name() + "/train_step"}),
+        test(XY([&m](const Tensor& x, const Tensor& y) {
+               return test_step(m, m.compile_options(), x, y);
+             }),
+             {.name = m.name() + "/test_step"}),
+        predict(X([&m](const Tensor& x) { return m.invoke({x}, false)[0]; }),
+                {.name = m.name() + "/predict_step"}) {}
+};
+
+ConcreteFunction ModelImpl::train_step_function(const Tensor& x, const Tensor& y) {
+  compile_options();  // throws when not compiled
+  if (!steps_) steps_ = std::make_shared<ModelSteps>(*this);
+  return steps_->train.concrete(x, y);
+}
+
+std::pair<Tensor, Tensor> ModelImpl::run_train_step(const Tensor& x, const Tensor& y) {
+  const CompileOptions& c = compile_options();
+  if (c.run_eagerly) return train_step(*this, c, x, y);
+  if (!steps_) steps_ = std::make_shared<ModelSteps>(*this);
+  return steps_->train(x, y);
+}
+
+std::pair<Tensor, Tensor> ModelImpl::run_test_step(const Tensor& x, const Tensor& y) {
+  const CompileOptions& c = compile_options();
+  if (c.run_eagerly) return test_step(*this, c, x, y);
+  if (!steps_) steps_ = std::make_shared<ModelSteps>(*this);
+  return steps_->test(x, y);
+}
+
+Tensor ModelImpl::run_predict_step(const Tensor& x) {
+  if (!compiled_ || compiled_->run_eagerly) return invoke({x}, false)[0];
+  if (!steps_) steps_ = std::make_shared<ModelSteps>(*this);
+  return steps_->predict(x);
+}
 
 Logs ModelImpl::train_on_batch(const Tensor& x, const Tensor& y) {
   const CompileOptions& c = compile_options();
   check_xy(x, y, "train_on_batch");
-  GradientTape tape;
-  Tensor y_pred = invoke({x}, /*training=*/true)[0];
-  Tensor loss = total_loss(*this, c, y, y_pred);
-  std::vector<Variable> vars = trainable_weights();
-  std::vector<Tensor> grads = tape.gradient(loss, vars);
-  c.optimizer->apply_gradients(grads, vars);
+  auto [loss, y_pred] = run_train_step(x, y);
   Logs logs{{"loss", loss.item<double>()}};
   MetricSet m(c);
   m.update(y, y_pred);
@@ -90,8 +150,8 @@ Logs ModelImpl::train_on_batch(const Tensor& x, const Tensor& y) {
 Logs ModelImpl::test_on_batch(const Tensor& x, const Tensor& y) {
   const CompileOptions& c = compile_options();
   check_xy(x, y, "test_on_batch");
-  Tensor y_pred = invoke({x}, false)[0];
-  Logs logs{{"loss", total_loss(*this, c, y, y_pred).item<double>()}};
+  auto [loss, y_pred] = run_test_step(x, y);
+  Logs logs{{"loss", loss.item<double>()}};
   MetricSet m(c);
   m.update(y, y_pred);
   m.write(logs);
@@ -145,12 +205,7 @@ std::shared_ptr<History> ModelImpl::fit(const Tensor& x_all, const Tensor& y_all
       cbs.each([&](Callback& cb) { cb.on_train_batch_begin(b, logs); });
       Tensor xb = data::take_rows(x, batches[size_t(b)]);
       Tensor yb = data::take_rows(y, batches[size_t(b)]);
-      GradientTape tape;
-      Tensor y_pred = invoke({xb}, /*training=*/true)[0];
-      Tensor loss = total_loss(*this, c, yb, y_pred);
-      std::vector<Variable> vars = trainable_weights();
-      std::vector<Tensor> grads = tape.gradient(loss, vars);
-      c.optimizer->apply_gradients(grads, vars);
+      auto [loss, y_pred] = run_train_step(xb, yb);
       loss_mean.add(loss.item<double>(), double(batches[size_t(b)].size()));
       metrics.update(yb, y_pred);
       logs = {{"loss", loss_mean.result()}};
@@ -181,9 +236,8 @@ Logs ModelImpl::evaluate(const Tensor& x, const Tensor& y, EvaluateOptions o) {
     cbs.each([&](Callback& cb) { cb.on_test_batch_begin(b, logs); });
     Tensor xb = data::take_rows(x, batches[size_t(b)]);
     Tensor yb = data::take_rows(y, batches[size_t(b)]);
-    Tensor y_pred = invoke({xb}, false)[0];
-    loss_mean.add(total_loss(*this, c, yb, y_pred).item<double>(),
-                  double(batches[size_t(b)].size()));
+    auto [loss, y_pred] = run_test_step(xb, yb);
+    loss_mean.add(loss.item<double>(), double(batches[size_t(b)].size()));
     metrics.update(yb, y_pred);
     logs = {{"loss", loss_mean.result()}};
     metrics.write(logs);
@@ -203,7 +257,7 @@ Tensor ModelImpl::predict(const Tensor& x, PredictOptions o) {
   cbs.each([&](Callback& cb) { cb.on_predict_begin(logs); });
   for (int b = 0; b < int(batches.size()); ++b) {
     cbs.each([&](Callback& cb) { cb.on_predict_batch_begin(b, logs); });
-    outputs.push_back(invoke({data::take_rows(x, batches[size_t(b)])}, false)[0]);
+    outputs.push_back(run_predict_step(data::take_rows(x, batches[size_t(b)])));
     cbs.each([&](Callback& cb) { cb.on_predict_batch_end(b, logs); });
   }
   cbs.each([&](Callback& cb) { cb.on_predict_end(logs); });
