@@ -44,9 +44,9 @@ Grads mean_grad(const GradContext& c) {
     known = known && x.shape()[a] != kUnknownDim;
     count *= x.shape()[a];
   }
-  Tensor g = known ? keep(c.grad, r) * (1.0 / double(count > 0 ? count : 1))
-                   : keep(c.grad, r) / element_count(x, Axes(r.axes.begin(), r.axes.end()),
-                                                     x.dtype());
+  Tensor g =
+      known ? keep(c.grad, r) * (1.0 / double(count > 0 ? count : 1))
+            : keep(c.grad, r) / element_count(x, Axes(r.axes.begin(), r.axes.end()), x.dtype());
   return Grads{expand_to(g, x)};
 }
 

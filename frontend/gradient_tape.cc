@@ -47,7 +47,6 @@ void set_recording(GradientTape::State& s, bool on) {
   t_recording += on ? 1 : -1;
 }
 
-
 // The gradient of a table op's inputs through its rule.
 std::vector<Tensor> standard_gradient(const OpRecord& rec, const Tensor& g,
                                       const std::vector<bool>& needs) {

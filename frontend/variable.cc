@@ -76,9 +76,10 @@ void Variable::check_assignable(const Tensor& v, const char* what) const {
   if (!v.defined())
     throw Error(fmt::format("Variable \"{}\": {} got an undefined tensor", impl_->name, what));
   if (v.is_placeholder())
-    throw Error(fmt::format("Variable \"{}\": {} needs a concrete or traced tensor, not a "
-                            "functional-model placeholder",
-                            impl_->name, what));
+    throw Error(
+        fmt::format("Variable \"{}\": {} needs a concrete or traced tensor, not a "
+                    "functional-model placeholder",
+                    impl_->name, what));
   if (!(v.type() == impl_->value.type()))
     throw Error(fmt::format("Variable \"{}\" is {} {}; cannot {} a value of {} {}", impl_->name,
                             dtype_name(impl_->value.dtype()), impl_->value.shape().to_string(),
@@ -92,9 +93,10 @@ void Variable::assign(const Tensor& v) {
     return;
   }
   if (v.is_traced())
-    throw Error(fmt::format("Variable \"{}\": assign got a traced tensor outside its "
-                            "kiln::function; traced values have no data after tracing",
-                            impl_->name));
+    throw Error(
+        fmt::format("Variable \"{}\": assign got a traced tensor outside its "
+                    "kiln::function; traced values have no data after tracing",
+                    impl_->name));
   impl_->value = v;
 }
 

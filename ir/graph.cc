@@ -82,9 +82,9 @@ Node* Graph::add_constant(std::shared_ptr<const Literal> literal) {
 }
 
 Node* Graph::add_assignment(NodeKind kind, int variable, Value* value) {
-  KILN_ASSERT(kind == NodeKind::kAssign || kind == NodeKind::kAssignAdd ||
-                  kind == NodeKind::kAssignSub,
-              "add_assignment: not an assignment kind");
+  KILN_ASSERT(
+      kind == NodeKind::kAssign || kind == NodeKind::kAssignAdd || kind == NodeKind::kAssignSub,
+      "add_assignment: not an assignment kind");
   KILN_ASSERT(variable >= 0 && size_t(variable) < variables_.size(),
               fmt::format("add_assignment: no variable ${}", variable));
   GraphVariable& v = variables_[size_t(variable)];

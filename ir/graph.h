@@ -133,8 +133,8 @@ struct GraphVariable {
   std::string name;  // "dense_1/kernel"
   TensorType type;
   bool trainable = true;
-  bool read = false;     // the graph uses the variable's value
-  bool written = false;  // the graph assigns the variable
+  bool read = false;       // the graph uses the variable's value
+  bool written = false;    // the graph assigns the variable
   Value* entry = nullptr;  // the value when the function starts
 };
 

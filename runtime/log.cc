@@ -44,8 +44,7 @@ void log(LogLevel level, std::string_view message) {
     g_sink(level, message);
     return;
   }
-  std::fprintf(stderr, "kiln: %s: %.*s\n", level_name(level), int(message.size()),
-               message.data());
+  std::fprintf(stderr, "kiln: %s: %.*s\n", level_name(level), int(message.size()), message.data());
 }
 
 void set_log_level(LogLevel level) {

@@ -37,8 +37,8 @@ ConcreteFunction traced_train_step(const std::string& model_kind, int64_t batch_
 
 void add_dump_ir_command(CLI::App& app) {
   auto args = std::make_shared<DumpIrArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "dump-ir", "print the traced training step of a model as IR text or DOT");
+  CLI::App* cmd =
+      app.add_subcommand("dump-ir", "print the traced training step of a model as IR text or DOT");
   cmd->add_option("--model", args->model, "mlp or cnn (digits shapes)")
       ->check(CLI::IsMember({"mlp", "cnn"}));
   cmd->add_option("--stage", args->stage, "traced: the graph as recorded")

@@ -47,9 +47,10 @@ void run(const RunArgs& a) {
   for (const std::string& spec : a.inputs) {
     size_t eq = spec.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
-      throw Error(fmt::format("--input \"{}\": expected NAME=FILE.npy, where NAME is a parameter "
-                              "number (0, %0) or a variable name",
-                              spec));
+      throw Error(
+          fmt::format("--input \"{}\": expected NAME=FILE.npy, where NAME is a parameter "
+                      "number (0, %0) or a variable name",
+                      spec));
     std::string name = spec.substr(0, eq);
     if (name[0] == '%') name = name.substr(1);
     if (!given.emplace(name, spec.substr(eq + 1)).second)
@@ -72,7 +73,8 @@ void run(const RunArgs& a) {
   };
   std::vector<runtime::Array> args, vars;
   for (size_t i = 0; i < g.parameters().size(); ++i)
-    args.push_back(take(std::to_string(i), g.parameter(i)->type(), fmt::format("parameter %{}", i)));
+    args.push_back(
+        take(std::to_string(i), g.parameter(i)->type(), fmt::format("parameter %{}", i)));
   for (const ir::GraphVariable& v : g.variables())
     vars.push_back(take(v.name, v.type, fmt::format("variable \"{}\"", v.name)));
   if (!given.empty())
@@ -87,8 +89,7 @@ void run(const RunArgs& a) {
   }
   for (size_t i = 0; i < vars.size(); ++i) {
     if (!g.variable(i).written) continue;
-    std::string path =
-        std::filesystem::path(a.output_dir) / variable_file_name(g.variable(i).name);
+    std::string path = std::filesystem::path(a.output_dir) / variable_file_name(g.variable(i).name);
     save_npy(path, Tensor(vars[i]));
     std::cout << fmt::format("variable \"{}\": {} -> {}\n", g.variable(i).name,
                              vars[i].type().to_string(), path);

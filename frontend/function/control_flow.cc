@@ -16,9 +16,10 @@ using detail::TraceContext;
 bool predicate_value(const Tensor& pred, const char* what) {
   if (!pred.defined()) throw Error(fmt::format("{}: the predicate is undefined", what));
   if (pred.dtype() != DType::b8 || pred.rank() != 0)
-    throw Error(fmt::format("{}: the predicate must be a bool scalar, got {}; compare with "
-                            "kiln::greater etc. and reduce to a scalar first",
-                            what, pred.type().to_string()));
+    throw Error(
+        fmt::format("{}: the predicate must be a bool scalar, got {}; compare with "
+                    "kiln::greater etc. and reduce to a scalar first",
+                    what, pred.type().to_string()));
   return pred.item<bool>();
 }
 
@@ -108,23 +109,24 @@ detail::CustomGradient cond_gradient(Tensor pred, BranchFn true_fn, BranchFn fal
 std::vector<Tensor> traced_cond(TraceContext& ctx, const Tensor& pred, const BranchFn& true_fn,
                                 const BranchFn& false_fn, bool discard_writes) {
   if (pred.dtype() != DType::b8 || pred.rank() != 0)
-    throw Error(fmt::format("cond: the predicate must be a bool scalar, got {}",
-                            pred.type().to_string()));
+    throw Error(
+        fmt::format("cond: the predicate must be a bool scalar, got {}", pred.type().to_string()));
   auto call = [](const BranchFn& fn) { return [&fn](const std::vector<Tensor>&) { return fn(); }; };
   SubTrace then_t = trace_sub(ctx, "then", {}, {}, discard_writes, call(true_fn));
   SubTrace else_t = trace_sub(ctx, "else", {}, then_t.captures, discard_writes, call(false_fn));
   align_captures(then_t, else_t.captures);
   if (then_t.results.size() != else_t.results.size())
-    throw Error(fmt::format("cond: true_fn returns {} tensor(s) but false_fn returns {}; both "
-                            "branches must return the same number",
-                            then_t.results.size(), else_t.results.size()));
+    throw Error(
+        fmt::format("cond: true_fn returns {} tensor(s) but false_fn returns {}; both "
+                    "branches must return the same number",
+                    then_t.results.size(), else_t.results.size()));
   std::vector<TensorType> types;
   for (size_t i = 0; i < then_t.results.size(); ++i) {
     if (!(then_t.results[i].type() == else_t.results[i].type()))
-      throw Error(fmt::format("cond: output {} is {} in true_fn but {} in false_fn; both "
-                              "branches must return the same types",
-                              i, then_t.results[i].type().to_string(),
-                              else_t.results[i].type().to_string()));
+      throw Error(fmt::format(
+          "cond: output {} is {} in true_fn but {} in false_fn; both "
+          "branches must return the same types",
+          i, then_t.results[i].type().to_string(), else_t.results[i].type().to_string()));
     types.push_back(then_t.results[i].type());
   }
   // Variables written in either branch: both branches output the variable's new value (or,
@@ -143,7 +145,8 @@ std::vector<Tensor> traced_cond(TraceContext& ctx, const Tensor& pred, const Bra
     for (SubTrace* st : {&then_t, &else_t}) {
       ir::Value* out = st->graph->parameters().back().get();
       for (const auto& w : st->writes)
-        if (w.var == var) out = static_cast<const detail::TracedValue*>(w.value.symbolic_info())->value;
+        if (w.var == var)
+          out = static_cast<const detail::TracedValue*>(w.value.symbolic_info())->value;
       st->outputs.push_back(out);
     }
     types.push_back(before.type());
@@ -168,8 +171,7 @@ std::vector<Tensor> traced_cond(TraceContext& ctx, const Tensor& pred, const Bra
   std::vector<Tensor> inputs = then_t.captures;
   inputs.resize(inputs.size() - written.size());
   if (detail::tapes_recording() && detail::any_watched(inputs))
-    detail::record_custom_on_tapes(inputs, results,
-                                   cond_gradient(pred, true_fn, false_fn, inputs));
+    detail::record_custom_on_tapes(inputs, results, cond_gradient(pred, true_fn, false_fn, inputs));
   return results;
 }
 
@@ -220,15 +222,13 @@ std::vector<Tensor> while_loop(const LoopCondFn& cond_fn, const LoopBodyFn& body
         "while_loop: the body assigns variable \"{}\" inside kiln::function; carry the value "
         "as a loop variable and assign it after the loop",
         body.writes[0].var.name()));
-  SubTrace cond_t = trace_sub(*ctx, "cond", types, body.captures, false,
-                              [&](const std::vector<Tensor>& v) {
-                                return std::vector<Tensor>{cond_fn(v)};
-                              });
+  SubTrace cond_t =
+      trace_sub(*ctx, "cond", types, body.captures, false,
+                [&](const std::vector<Tensor>& v) { return std::vector<Tensor>{cond_fn(v)}; });
   if (cond_t.results[0].dtype() != DType::b8 || cond_t.results[0].rank() != 0)
     throw Error(fmt::format("while_loop: cond_fn must return a bool scalar, got {}",
                             cond_t.results[0].type().to_string()));
-  if (!cond_t.writes.empty())
-    throw Error("while_loop: cond_fn must not assign variables");
+  if (!cond_t.writes.empty()) throw Error("while_loop: cond_fn must not assign variables");
   align_captures(body, cond_t.captures);
   body.graph->set_outputs(body.outputs);
   cond_t.graph->set_outputs(cond_t.outputs);
@@ -247,7 +247,8 @@ std::vector<Tensor> while_loop(const LoopCondFn& cond_fn, const LoopBodyFn& body
   inputs.insert(inputs.end(), body.captures.begin(), body.captures.end());
   if (detail::tapes_recording() && detail::any_watched(inputs))
     detail::record_custom_on_tapes(
-        inputs, results, [](const std::vector<Tensor>&, const std::vector<bool>&) -> std::vector<Tensor> {
+        inputs, results,
+        [](const std::vector<Tensor>&, const std::vector<bool>&) -> std::vector<Tensor> {
           throw Error(
               "GradientTape::gradient: kiln::while_loop traced inside kiln::function has no "
               "gradient; differentiate an eager loop, or unroll the loop in C++ (a for loop "

@@ -27,12 +27,11 @@ std::vector<Tensor> cond(const Tensor& pred, const BranchFn& true_fn, const Bran
 
 // Single-tensor form: the callables return one Tensor each.
 template <typename T, typename F>
-  requires std::is_same_v<std::invoke_result_t<T&>, Tensor> &&
-           std::is_same_v<std::invoke_result_t<F&>, Tensor>
-Tensor cond(const Tensor& pred, T true_fn, F false_fn) {
-  return cond(
-      pred, BranchFn([true_fn]() mutable { return std::vector<Tensor>{true_fn()}; }),
-      BranchFn([false_fn]() mutable { return std::vector<Tensor>{false_fn()}; }))[0];
+requires std::is_same_v<std::invoke_result_t<T&>, Tensor> &&
+    std::is_same_v<std::invoke_result_t<F&>, Tensor>
+        Tensor cond(const Tensor& pred, T true_fn, F false_fn) {
+  return cond(pred, BranchFn([true_fn]() mutable { return std::vector<Tensor>{true_fn()}; }),
+              BranchFn([false_fn]() mutable { return std::vector<Tensor>{false_fn()}; }))[0];
 }
 
 std::vector<Tensor> while_loop(const LoopCondFn& cond_fn, const LoopBodyFn& body_fn,

@@ -45,8 +45,7 @@ std::string describe_change(const Key& before, const Key& after) {
     if (a.dtype != b.dtype)
       return fmt::format("argument {} dtype {} -> {}", i, dtype_name(a.dtype), dtype_name(b.dtype));
     if (!(a.shape == b.shape))
-      return fmt::format("argument {} shape {} -> {}", i, a.shape.to_string(),
-                         b.shape.to_string());
+      return fmt::format("argument {} shape {} -> {}", i, a.shape.to_string(), b.shape.to_string());
   }
   if (before.hash != after.hash) return "a non-tensor argument changed";
   return "the signature is unchanged";
@@ -133,8 +132,8 @@ ConcreteFunction FunctionCore::concrete_for_types(const std::vector<TensorType>&
       std::vector<ir::Value*> outputs;
       for (size_t i = 0; i < results.size(); ++i) {
         if (!results[i].defined())
-          throw Error(fmt::format("function \"{}\": output {} is an undefined tensor",
-                                  s.options.name, i));
+          throw Error(
+              fmt::format("function \"{}\": output {} is an undefined tensor", s.options.name, i));
         outputs.push_back(ctx.value_of(results[i]));
       }
       graph->set_outputs(std::move(outputs));

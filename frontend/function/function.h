@@ -50,8 +50,7 @@ class FunctionCore {
   ~FunctionCore();
 
   // Runs (tracing first when the signature is new). Inside another trace: runs body inline.
-  std::vector<Tensor> call(const std::vector<Tensor>& args, uint64_t static_hash,
-                           const Body& body);
+  std::vector<Tensor> call(const std::vector<Tensor>& args, uint64_t static_hash, const Body& body);
   // The concrete function these arguments select (traced if needed, not run).
   ConcreteFunction concrete(const std::vector<Tensor>& args, uint64_t static_hash,
                             const Body& body);
@@ -81,8 +80,8 @@ void collect_argument(const T& arg, std::vector<Tensor>& tensors, uint64_t& hash
     tensors.insert(tensors.end(), arg.begin(), arg.end());
     hash_combine(hash, 2 + arg.size());
   } else if constexpr (std::is_enum_v<U>) {
-    hash_combine(hash, std::hash<std::underlying_type_t<U>>{}(
-                           static_cast<std::underlying_type_t<U>>(arg)));
+    hash_combine(
+        hash, std::hash<std::underlying_type_t<U>>{}(static_cast<std::underlying_type_t<U>>(arg)));
   } else if constexpr (std::is_arithmetic_v<U> || std::is_pointer_v<U> ||
                        std::is_same_v<U, std::string>) {
     hash_combine(hash, std::hash<U>{}(arg));
@@ -130,9 +129,8 @@ R unflatten_result(std::vector<Tensor>& out) {
   } else if constexpr (std::is_same_v<R, std::vector<Tensor>>) {
     return out;
   } else {
-    return [&]<size_t... I>(std::index_sequence<I...>) {
-      return R{out.at(I)...};
-    }(std::make_index_sequence<std::tuple_size_v<R>>{});
+    return [&]<size_t... I>(std::index_sequence<I...>) { return R{out.at(I)...}; }
+    (std::make_index_sequence<std::tuple_size_v<R>>{});
   }
 }
 
@@ -182,7 +180,8 @@ class Function {
         } else {
           return detail::flatten_result((*f)(a[I]...));
         }
-      }(std::make_index_sequence<sizeof...(Specs)>{});
+      }
+      (std::make_index_sequence<sizeof...(Specs)>{});
     };
     return core_->concrete_for_types(types, hash, run);
   }

@@ -39,8 +39,8 @@ const Tensor& FunctionScope::input(size_t i) const {
 ConcreteFunction FunctionScope::finish(const std::vector<Tensor>& outputs) {
   State& s = *state_;
   if (!s.ctx)
-    throw Error(fmt::format("FunctionScope \"{}\": finish() was already called",
-                            s.owner.function_name));
+    throw Error(
+        fmt::format("FunctionScope \"{}\": finish() was already called", s.owner.function_name));
   if (detail::TraceContext::current() != s.ctx.get())
     throw Error(fmt::format(
         "FunctionScope \"{}\": finish() must be called while this scope is the innermost "

@@ -108,8 +108,8 @@ Tensor TraceContext::record_op(OpKind kind, std::span<const Tensor> inputs, cons
 ir::Value* TraceContext::value_for_variable(const Variable& var) {
   auto it = variable_index_.find(var.handle_id());
   if (it != variable_index_.end()) return graph_.variable(it->second).entry;
-  size_t index = size_t(graph_.add_variable(var.name(), {var.dtype(), var.shape()},
-                                            var.trainable()));
+  size_t index =
+      size_t(graph_.add_variable(var.name(), {var.dtype(), var.shape()}, var.trainable()));
   variable_index_.emplace(var.handle_id(), index);
   variables_.push_back(var);
   ir::Value* entry = graph_.variable(index).entry;
@@ -166,9 +166,12 @@ NameScope::NameScope(std::string_view name, const std::source_location* location
     : active_(tracing()) {
   if (!active_) return;
   t_names.emplace_back(name);
-  if (location) t_locations.push_back(*location);
-  else if (!t_locations.empty()) t_locations.push_back(t_locations.back());
-  else t_locations.push_back(std::source_location());
+  if (location)
+    t_locations.push_back(*location);
+  else if (!t_locations.empty())
+    t_locations.push_back(t_locations.back());
+  else
+    t_locations.push_back(std::source_location());
 }
 
 NameScope::~NameScope() {

@@ -122,8 +122,7 @@ class InitScope {
 // the user's source location for nodes recorded inside it. Cheap when not tracing.
 class NameScope {
  public:
-  explicit NameScope(std::string_view name,
-                     const std::source_location* location = nullptr);
+  explicit NameScope(std::string_view name, const std::source_location* location = nullptr);
   ~NameScope();
   NameScope(const NameScope&) = delete;
   NameScope& operator=(const NameScope&) = delete;

@@ -194,8 +194,8 @@ class SGDImpl : public OptimizerImpl {
 //   alpha = lr sqrt(1 - b2^t) / (1 - b1^t);  w -= alpha m / (sqrt(v) + eps)
 void adam_step(Variable& var, const Tensor& g, const Tensor& lr, const Tensor& t, double beta_1,
                double beta_2, double epsilon, Variable& m, Variable& v) {
-  const Tensor alpha = cast(lr * sqrt(1.0 - pow(f64(beta_2), t)) / (1.0 - pow(f64(beta_1), t)),
-                            var.dtype());
+  const Tensor alpha =
+      cast(lr * sqrt(1.0 - pow(f64(beta_2), t)) / (1.0 - pow(f64(beta_1), t)), var.dtype());
   m.assign_add((g - m.value()) * (1 - beta_1));
   v.assign_add((square(g) - v.value()) * (1 - beta_2));
   var.assign_sub((m.value() * alpha) / (sqrt(v.value()) + epsilon));

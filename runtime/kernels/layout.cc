@@ -57,8 +57,8 @@ void broadcast_to_kernel(std::span<const Array> in, const Attrs&, Array& out) {
 void element_count_kernel(std::span<const Array> in, const Attrs& attrs, Array& out) {
   const Shape& s = in[0].shape;
   int64_t count = 1;
-  for (int a : rules::reduction_axes(attrs.get_ints("axes", "element_count"), s.rank(),
-                                     "element_count"))
+  for (int a :
+       rules::reduction_axes(attrs.get_ints("axes", "element_count"), s.rank(), "element_count"))
     count *= s[a];
   visit_dtype(out.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;

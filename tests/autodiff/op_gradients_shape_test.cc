@@ -206,7 +206,8 @@ const std::set<std::string>& checked_ops() {
       "matmul", "conv2d", "conv2d_backprop_input", "conv2d_backprop_filter", "max_pool2d",
       "avg_pool2d", "avg_pool2d_grad",
       // this file
-      "reshape", "transpose", "broadcast_to", "broadcast_like", "concat", "slice", "pad", "gather", "scatter_add"};
+      "reshape", "transpose", "broadcast_to", "broadcast_like", "concat", "slice", "pad", "gather",
+      "scatter_add"};
   return ops;
 }
 
