@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace kiln::ir {
 
 std::string_view node_kind_keyword(NodeKind kind) {
@@ -134,6 +136,22 @@ void Graph::replace_all_uses(Value* from, Value* to) {
       if (in == from) in = to;
   for (Value*& out : outputs_)
     if (out == from) out = to;
+}
+
+void Graph::move_before(const Node* node, const Node* pos) {
+  auto find = [&](const Node* n) {
+    return std::find_if(nodes_.begin(), nodes_.end(),
+                        [&](const std::unique_ptr<Node>& p) { return p.get() == n; });
+  };
+  auto from = find(node);
+  auto to = find(pos);
+  KILN_ASSERT(from != nodes_.end() && to != nodes_.end(),
+              "move_before: both nodes must belong to this graph");
+  if (from == to) return;
+  if (from > to)
+    std::rotate(to, from, from + 1);
+  else
+    std::rotate(from, from + 1, to);
 }
 
 }  // namespace kiln::ir

@@ -178,6 +178,10 @@ class Graph {
   // ---- editing (for passes)
   // Replaces every use of `from` (node inputs and graph outputs) by `to`.
   void replace_all_uses(Value* from, Value* to);
+  // Moves `node` (a node of this graph, typically one just built with add_*, which appends)
+  // to just before `pos` in program order, keeping every other node's order. The caller
+  // guarantees the node's inputs are defined before `pos`. O(number of nodes).
+  void move_before(const Node* node, const Node* pos);
   // Removes nodes for which pred(node) is true; the caller guarantees they have no uses.
   template <typename Pred>
   size_t erase_nodes_if(Pred pred) {

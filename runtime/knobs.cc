@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <string_view>
 
 #include "ir/error.h"
 
@@ -28,6 +29,46 @@ std::string log_level() {
 
 std::optional<std::string> data_dir() {
   const char* v = std::getenv("KILN_DATA_DIR");
+  if (!v || !*v) return std::nullopt;
+  return std::string(v);
+}
+
+std::vector<std::string> disabled_passes() {
+  std::vector<std::string> names;
+  const char* v = std::getenv("KILN_DISABLE_PASSES");
+  if (!v) return names;
+  std::string_view s(v);
+  while (!s.empty()) {
+    size_t comma = s.find(',');
+    std::string_view item = s.substr(0, comma);
+    s = comma == std::string_view::npos ? std::string_view{} : s.substr(comma + 1);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (!item.empty()) names.emplace_back(item);
+  }
+  return names;
+}
+
+std::optional<bool> verify() {
+  const char* v = std::getenv("KILN_VERIFY");
+  if (!v || !*v) return std::nullopt;
+  std::string_view s(v);
+  if (s == "1") return true;
+  if (s == "0") return false;
+  throw Error(fmt::format(
+      "KILN_VERIFY=\"{}\" is not 0 or 1: set KILN_VERIFY=1 to verify the IR after every pass "
+      "that changes it, KILN_VERIFY=0 to never verify, or unset it",
+      v));
+}
+
+std::optional<std::string> dump_ir_dir() {
+  const char* v = std::getenv("KILN_DUMP_IR");
+  if (!v || !*v) return std::nullopt;
+  return std::string(v);
+}
+
+std::optional<std::string> dump_passes_regex() {
+  const char* v = std::getenv("KILN_DUMP_PASSES");
   if (!v || !*v) return std::nullopt;
   return std::string(v);
 }

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace kiln::runtime::knobs {
 
@@ -16,5 +17,24 @@ std::string log_level();
 
 // KILN_DATA_DIR: where the shipped data sets (digits.csv.gz) are read from; nullopt if unset.
 std::optional<std::string> data_dir();
+
+// ---- graph optimization (passes/pipeline.h; API: passes::PipelineOptions)
+
+// KILN_DISABLE_PASSES=a,b: names of passes the pass pipeline skips (empty when unset). Blank
+// items are dropped; the pipeline rejects names it does not know.
+std::vector<std::string> disabled_passes();
+
+// KILN_VERIFY: "1" runs the IR verifier after every pass that changed a graph, "0" never;
+// nullopt when unset (then debug builds verify and release builds do not). Any other value is
+// a kiln::Error.
+std::optional<bool> verify();
+
+// KILN_DUMP_IR=DIR: directory where the pass pipeline writes the IR before and after passes;
+// nullopt when unset.
+std::optional<std::string> dump_ir_dir();
+
+// KILN_DUMP_PASSES=REGEX: only passes whose name matches REGEX (std::regex_search, ECMAScript)
+// are dumped; nullopt when unset (every pass).
+std::optional<std::string> dump_passes_regex();
 
 }  // namespace kiln::runtime::knobs

@@ -1,0 +1,225 @@
+#include "passes/algebraic_simplify.h"
+
+#include <cmath>
+#include <unordered_set>
+#include <vector>
+
+namespace kiln::passes {
+namespace {
+
+using ir::Graph;
+using ir::Literal;
+using ir::Node;
+using ir::NodeKind;
+using ir::Value;
+
+// The splat constants the rules look for (bitwise: -0.0 and +0.0 differ).
+enum class Splat { kOne, kZero, kPositiveZero, kNegativeZero };
+
+bool is_splat(const Value* v, Splat want) {
+  const Node* p = v->producer();
+  if (p == nullptr || p->kind() != NodeKind::kConstant || p->literal() == nullptr) return false;
+  const Literal& lit = *p->literal();
+  if (lit.num_elements() == 0 || !lit.is_splat()) return false;
+  return visit_dtype(lit.type().dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T x = lit.data_as<T>()[0];
+    switch (want) {
+      case Splat::kOne:
+        return x == T(1);
+      case Splat::kZero:
+        return x == T(0);
+      case Splat::kPositiveZero:
+        if constexpr (std::is_floating_point_v<T>) return x == T(0) && !std::signbit(x);
+        return x == T(0);
+      case Splat::kNegativeZero:
+        if constexpr (std::is_floating_point_v<T>) return x == T(0) && std::signbit(x);
+        return x == T(0);
+    }
+    return false;
+  });
+}
+
+// The additive identity that `x + c == x` holds for every x: -0.0 for floats, 0 for integers.
+Splat additive_identity(DType t) { return is_floating(t) ? Splat::kNegativeZero : Splat::kZero; }
+// What `x - c == x` needs: +0.0 for floats, 0 for integers.
+Splat subtractive_identity(DType t) { return is_floating(t) ? Splat::kPositiveZero : Splat::kZero; }
+
+// The operand of binary `n` other than a splat `want`, or null (either side if commutative).
+Value* other_than(const Node& n, Splat want, bool commutative) {
+  if (is_splat(n.input(1), want)) return n.input(0);
+  if (commutative && is_splat(n.input(0), want)) return n.input(1);
+  return nullptr;
+}
+
+Node* producer_op(const Value* v, OpKind op) {
+  Node* p = v->producer();
+  return p != nullptr && p->is_op(op) ? p : nullptr;
+}
+
+bool is_identity_perm(const std::vector<int64_t>& perm) {
+  for (size_t i = 0; i < perm.size(); ++i)
+    if (perm[i] != int64_t(i)) return false;
+  return true;
+}
+
+// Equal types with at most one unknown dimension and a non-zero product of the known ones:
+// then a reshape between them keeps every element where it is.
+bool same_layout(const TensorType& a, const TensorType& b) {
+  if (!(a == b)) return false;
+  int unknown = 0;
+  int64_t known = 1;
+  for (int64_t d : a.shape.dims()) {
+    if (d == kUnknownDim)
+      ++unknown;
+    else
+      known *= d;
+  }
+  return unknown == 0 || (unknown == 1 && known != 0);
+}
+
+// Would `op(inputs) {attrs}` have exactly type `want`?
+bool infers(OpKind op, const std::vector<Value*>& inputs, const Attrs& attrs,
+            const TensorType& want) {
+  std::vector<TensorType> types;
+  for (const Value* v : inputs) types.push_back(v->type());
+  try {
+    return infer_type(op, types, attrs) == want;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+// Variable values (entry values, assignment results) that a later assignment supersedes. A
+// rewrite must not introduce a use of one of them: the use could come after the assignment,
+// which reads the updated variable (the verifier's stale-value rule). Conservative: such a
+// value is never a rewrite's result or new input, even where its use would still be in time.
+std::unordered_set<const Value*> superseded_values(const Graph& g) {
+  std::unordered_set<const Value*> out;
+  std::vector<const Value*> current;
+  for (const ir::GraphVariable& v : g.variables()) current.push_back(v.entry);
+  for (const auto& n : g.nodes()) {
+    if (!n->is_assignment() || n->variable() < 0 || size_t(n->variable()) >= current.size())
+      continue;
+    out.insert(current[size_t(n->variable())]);
+    current[size_t(n->variable())] = n->output(0);
+  }
+  return out;
+}
+
+class AlgebraicSimplify final : public Pass {
+ public:
+  std::string_view name() const override { return "algebraic-simplify"; }
+  bool run(Graph& g) override { return simplify_graph(g); }
+
+ private:
+  bool simplify_graph(Graph& g) {
+    bool changed = false;
+    std::vector<Node*> order;  // rules may add nodes; visit only the original ones
+    for (const auto& n : g.nodes()) order.push_back(n.get());
+    std::unordered_set<const Node*> replaced;
+    const std::unordered_set<const Value*> superseded = superseded_values(g);
+    auto usable = [&](const Value* v) { return !superseded.contains(v); };
+    for (Node* n : order) {
+      for (const auto& sub : n->subgraphs()) changed |= simplify_graph(*sub);
+      if (n->kind() != NodeKind::kOp) continue;
+      bool edited = false;
+      Value* to = simplify(g, *n, usable, edited);
+      changed |= edited;
+      if (to == nullptr) continue;
+      KILN_ASSERT(to->type() == n->output(0)->type(), "algebraic-simplify changed a type");
+      g.replace_all_uses(n->output(0), to);
+      replaced.insert(n);
+    }
+    if (replaced.empty()) return changed;
+    g.erase_nodes_if([&](const Node& n) { return replaced.contains(&n); });
+    return true;
+  }
+
+  // The value replacing `n`'s output, or null; sets `edited` when `n` was rewritten in place.
+  // Only values for which usable(v) holds become results or new inputs.
+  template <typename Usable>
+  static Value* simplify(Graph& g, Node& n, const Usable& usable, bool& edited) {
+    const TensorType& type = n.output(0)->type();
+    auto same_type = [&](Value* v) {
+      return v != nullptr && v->type() == type && usable(v) ? v : nullptr;
+    };
+    switch (n.op()) {
+      case OpKind::Mul: {
+        Value* x = other_than(n, Splat::kOne, /*commutative=*/true);
+        if (x == nullptr || !usable(x)) return nullptr;
+        return x->type() == type ? x : broadcast(g, n, x);
+      }
+      case OpKind::Div:
+        return same_type(other_than(n, Splat::kOne, false));
+      case OpKind::Add:
+        return same_type(other_than(n, additive_identity(type.dtype), true));
+      case OpKind::Sub:
+        return same_type(other_than(n, subtractive_identity(type.dtype), false));
+      case OpKind::Neg: {
+        Node* inner = producer_op(n.input(0), OpKind::Neg);
+        return inner ? same_type(inner->input(0)) : nullptr;
+      }
+      case OpKind::Transpose:
+        return simplify_transpose(n, usable, edited);
+      case OpKind::Reshape: {
+        if (same_layout(n.input(0)->type(), type)) return same_type(n.input(0));
+        Node* inner = producer_op(n.input(0), OpKind::Reshape);
+        if (inner == nullptr || !usable(inner->input(0)) ||
+            !infers(OpKind::Reshape, {inner->input(0)}, n.attrs(), type))
+          return nullptr;
+        n.set_input(0, inner->input(0));
+        edited = true;
+        return same_layout(n.input(0)->type(), type) ? n.input(0) : nullptr;
+      }
+      case OpKind::BroadcastTo:
+      case OpKind::BroadcastLike:
+        return type.shape.is_fully_known() ? same_type(n.input(0)) : nullptr;
+      case OpKind::Cast:
+        return same_type(n.input(0));
+      default:
+        return nullptr;
+    }
+  }
+
+  template <typename Usable>
+  static Value* simplify_transpose(Node& n, const Usable& usable, bool& edited) {
+    const TensorType& type = n.output(0)->type();
+    const auto& perm = n.attrs().get_ints("perm", "transpose");
+    if (is_identity_perm(perm))
+      return n.input(0)->type() == type && usable(n.input(0)) ? n.input(0) : nullptr;
+    Node* inner = producer_op(n.input(0), OpKind::Transpose);
+    if (inner == nullptr || !usable(inner->input(0))) return nullptr;
+    const auto& inner_perm = inner->attrs().get_ints("perm", "transpose");
+    std::vector<int64_t> composed(perm.size());
+    for (size_t i = 0; i < perm.size(); ++i) composed[i] = inner_perm.at(size_t(perm[i]));
+    Value* x = inner->input(0);
+    if (is_identity_perm(composed)) return x->type() == type ? x : nullptr;
+    Attrs attrs = n.attrs();
+    attrs.set("perm", composed);
+    if (!infers(OpKind::Transpose, {x}, attrs, type)) return nullptr;
+    n.set_input(0, x);
+    n.mutable_attrs() = std::move(attrs);
+    edited = true;
+    return nullptr;
+  }
+
+  // x * 1 where the 1 only broadcasts x: broadcast_to(x) to the (fully known) result shape.
+  static Value* broadcast(Graph& g, Node& n, Value* x) {
+    const TensorType& type = n.output(0)->type();
+    if (x->dtype() != type.dtype || !type.shape.is_fully_known()) return nullptr;
+    Attrs attrs{{"shape", type.shape.to_vector()}};
+    if (!infers(OpKind::BroadcastTo, {x}, attrs, type)) return nullptr;
+    Node* b = g.add_op(OpKind::BroadcastTo, {x}, std::move(attrs));
+    b->set_name(n.name());
+    b->set_location(n.location());
+    g.move_before(b, &n);
+    return b->output(0);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_algebraic_simplify() { return std::make_unique<AlgebraicSimplify>(); }
+
+}  // namespace kiln::passes

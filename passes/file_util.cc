@@ -1,0 +1,47 @@
+#include "passes/file_util.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "ir/error.h"
+
+namespace kiln::passes {
+
+void write_file_atomically(const std::string& path, std::string_view bytes) {
+  std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw Error(
+        fmt::format("cannot write \"{}\": {} (does the directory exist and is it writable?)", path,
+                    std::strerror(errno)));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      throw Error(fmt::format("error writing \"{}\": {}", path, std::strerror(err)));
+    }
+    done += size_t(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    throw Error(fmt::format("error flushing \"{}\": {}", path, std::strerror(err)));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    throw Error(
+        fmt::format("cannot move the new file into place at \"{}\": {}", path, std::strerror(err)));
+  }
+}
+
+}  // namespace kiln::passes

@@ -1,0 +1,7 @@
+#include "passes/pass.h"
+
+namespace kiln::passes {
+
+Pass::~Pass() = default;
+
+}  // namespace kiln::passes

@@ -1,0 +1,29 @@
+// The kiln graph-optimization passes, and the registry that names them (for kiln-opt
+// --passes=a,b, KILN_DISABLE_PASSES and KILN_DUMP_PASSES). Each pass's contract is in its
+// own header; the pipeline that runs them is passes/pipeline.h.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "passes/algebraic_simplify.h"
+#include "passes/constant_fold.h"
+#include "passes/cse.h"
+#include "passes/dce.h"
+#include "passes/pass.h"
+
+namespace kiln::passes {
+
+// The names of every registered pass, sorted: algebraic-simplify, constant-fold, cse, dce.
+std::vector<std::string_view> registered_pass_names();
+
+// "algebraic-simplify, constant-fold, cse, dce" (for error messages).
+std::string registered_pass_list();
+
+// A new instance of the pass called `name` with its default options; kiln::Error listing the
+// known passes when there is none.
+std::unique_ptr<Pass> create_pass(std::string_view name);
+
+}  // namespace kiln::passes

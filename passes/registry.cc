@@ -1,0 +1,39 @@
+#include <fmt/format.h>
+
+#include "passes/passes.h"
+
+namespace kiln::passes {
+namespace {
+
+struct Entry {
+  std::string_view name;
+  std::unique_ptr<Pass> (*make)();
+};
+
+// Sorted by name.
+const Entry kPasses[] = {
+    {"algebraic-simplify", [] { return make_algebraic_simplify(); }},
+    {"constant-fold", [] { return make_constant_fold(); }},
+    {"cse", [] { return make_cse(); }},
+    {"dce", [] { return make_dce(); }},
+};
+
+}  // namespace
+
+std::vector<std::string_view> registered_pass_names() {
+  std::vector<std::string_view> names;
+  for (const Entry& e : kPasses) names.push_back(e.name);
+  return names;
+}
+
+std::string registered_pass_list() {
+  return fmt::format("{}", fmt::join(registered_pass_names(), ", "));
+}
+
+std::unique_ptr<Pass> create_pass(std::string_view name) {
+  for (const Entry& e : kPasses)
+    if (e.name == name) return e.make();
+  throw Error(fmt::format("unknown pass \"{}\" (known passes: {})", name, registered_pass_list()));
+}
+
+}  // namespace kiln::passes
