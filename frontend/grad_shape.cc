@@ -24,6 +24,8 @@ Grads broadcast_to_grad(const GradContext& c) {
   return Grads{unbroadcast(c.grad, c.inputs[0].shape())};
 }
 
+Grads copy_grad(const GradContext& c) { return Grads{c.grad}; }
+
 // Only x gets a gradient; `like` contributes its shape, not its values.
 Grads broadcast_like_grad(const GradContext& c) {
   return Grads{unbroadcast(c.grad, c.inputs[0].shape()), Tensor()};
@@ -100,6 +102,7 @@ void register_shape_gradients(GradTable& t) {
   set(OpKind::Transpose, transpose_grad);
   set(OpKind::BroadcastTo, broadcast_to_grad);
   set(OpKind::BroadcastLike, broadcast_like_grad);
+  set(OpKind::Copy, copy_grad);
   set(OpKind::Concat, concat_grad);
   set(OpKind::Slice, slice_grad);
   set(OpKind::Pad, pad_grad);

@@ -94,6 +94,8 @@ Tensor reshape(const Tensor& x, const Axes& shape);
 Tensor transpose(const Tensor& x, const Axes& perm = {});
 inline Tensor permute(const Tensor& x, const Axes& perm) { return transpose(x, perm); }
 Tensor broadcast_to(const Tensor& x, const Shape& shape);
+// A copy of x in a buffer of its own (an identity for values; kept by graph passes).
+Tensor copy(const Tensor& x);
 // Broadcasts x to like's shape (like's data is not read); works when like's shape has unknown
 // dimensions in a shape-polymorphic trace.
 Tensor broadcast_like(const Tensor& x, const Tensor& like);

@@ -26,6 +26,8 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) {
   return apply(OpKind::BroadcastTo, {x}, Attrs{{"shape", shape.to_vector()}});
 }
 
+Tensor copy(const Tensor& x) { return apply(OpKind::Copy, {x}); }
+
 Tensor broadcast_like(const Tensor& x, const Tensor& like) {
   if (x.shape() == like.shape() && x.shape().is_fully_known()) return x;
   return apply(OpKind::BroadcastLike, {x, like});

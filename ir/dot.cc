@@ -49,6 +49,8 @@ std::string op_line(const Node& n) {
     case NodeKind::kAssignAdd:
     case NodeKind::kAssignSub:
       return fmt::format("{} ${}", n.op_name(), n.variable());
+    case NodeKind::kFusion:
+      return fmt::format("fusion @{}", n.fusion_name());
     default:
       return std::string(n.op_name());
   }
@@ -96,13 +98,16 @@ class DotWriter {
         out += fmt::format("{}{} -> {}v{} [style=bold, color=red, constraint=false];\n", ind, id,
                            prefix, n.variable());
       bool is_cond = n.kind() == NodeKind::kCond;
+      bool is_fusion = n.kind() == NodeKind::kFusion;
       for (size_t i = 0; i < n.subgraphs().size(); ++i) {
         const Graph& sub = n.subgraph(i);
         int cluster = next_cluster_++;
         std::string sub_prefix = fmt::format("c{}_", cluster);
-        std::string_view role = i == 0 ? (is_cond ? "then" : "cond") : (is_cond ? "else" : "body");
-        out +=
-            fmt::format("{}subgraph cluster_{} {{\n{}  label=\"{}\";\n", ind, cluster, ind, role);
+        std::string role = is_fusion ? fmt::format("{} ({})", sub.name(), n.fusion_kind())
+                                     : std::string(i == 0 ? (is_cond ? "then" : "cond")
+                                                          : (is_cond ? "else" : "body"));
+        out += fmt::format("{}subgraph cluster_{} {{\n{}  label=\"{}\";\n", ind, cluster, ind,
+                           escape_line(role));
         graph(sub, sub_prefix, level + 1);
         out += fmt::format("{}}}\n", ind);
         for (size_t p = 0; p < sub.parameters().size(); ++p)

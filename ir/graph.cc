@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace kiln::ir {
 
@@ -22,12 +23,26 @@ std::string_view node_kind_keyword(NodeKind kind) {
       return "cond";
     case NodeKind::kWhile:
       return "while";
+    case NodeKind::kFusion:
+      return "fusion";
   }
   return "?";
 }
 
 std::string_view Node::op_name() const {
   return kind_ == NodeKind::kOp ? std::string_view(kiln::op_name(op_)) : node_kind_keyword(kind_);
+}
+
+std::string_view Node::fusion_name() const {
+  if (kind_ != NodeKind::kFusion || subgraphs_.empty() || !subgraphs_[0]) return {};
+  return subgraphs_[0]->name();
+}
+
+std::string_view Node::fusion_kind() const {
+  if (kind_ != NodeKind::kFusion) return {};
+  const AttrValue* v = attrs_.find("kind");
+  const auto* s = v ? std::get_if<std::string>(v) : nullptr;
+  return s ? std::string_view(*s) : std::string_view();
 }
 
 Value* Graph::add_parameter(TensorType type) {
@@ -109,6 +124,28 @@ Node* Graph::add_control_flow(NodeKind kind, std::vector<Value*> inputs,
   auto n = make_node(kind, std::move(inputs), output_types);
   n->subgraphs_ = std::move(subgraphs);
   return append(std::move(n));
+}
+
+Node* Graph::add_fusion(std::string name, std::string kind, std::vector<Value*> inputs,
+                        std::unique_ptr<Graph> body, std::vector<TensorType> output_types) {
+  KILN_ASSERT(body != nullptr, "add_fusion: null body");
+  body->set_name(std::move(name));
+  auto n = make_node(NodeKind::kFusion, std::move(inputs), output_types);
+  n->attrs_.set("kind", std::move(kind));
+  n->subgraphs_.push_back(std::move(body));
+  return append(std::move(n));
+}
+
+void Graph::reorder_nodes(const std::vector<const Node*>& order) {
+  std::unordered_map<const Node*, size_t> rank;
+  for (size_t i = 0; i < order.size(); ++i) rank.emplace(order[i], i);
+  bool ok = rank.size() == nodes_.size() && order.size() == nodes_.size();
+  for (const auto& n : nodes_) ok = ok && rank.contains(n.get());
+  if (!ok) throw Error("reorder_nodes: the order is not a permutation of the graph's nodes");
+  std::sort(nodes_.begin(), nodes_.end(),
+            [&](const std::unique_ptr<Node>& a, const std::unique_ptr<Node>& b) {
+              return rank.at(a.get()) < rank.at(b.get());
+            });
 }
 
 std::vector<TensorType> Graph::parameter_types() const {

@@ -4,7 +4,9 @@
 // entry value: the variable's value when the function starts), nodes and outputs. Nodes are
 // op-table ops, constants, variable assignments (side-effecting, kept in program order) and
 // structured control flow (cond, while) whose bodies are closed sub-graphs: a sub-graph sees
-// only its own parameters; the tracer passes outer values in as extra operands.
+// only its own parameters; the tracer passes outer values in as extra operands. Fusion nodes
+// (made by passes/fusion.h) are groups of ops that run as one kernel: a closed, named body of
+// op and constant nodes only, run on the node's operands.
 //
 // Variable semantics: `%k = assign_add $v, %d` computes current($v) + %d, stores it in the
 // variable and defines %k as the new current value. Every later read of $v uses %k; using an
@@ -71,6 +73,9 @@ enum class NodeKind : uint8_t {
                // sub-graphs: then, else (same signature; outputs = node outputs)
   kWhile,      // inputs: loop variables then invariant captures; sub-graphs: cond (-> bool[]),
                // body (-> new loop variables); outputs: final loop variables
+  kFusion,     // inputs: operands; one sub-graph, the body (named after the group, e.g.
+               // "fused_matmul_add_relu_0"; parameters = operand types, outputs = node outputs;
+               // op and constant nodes only); attrs: kind = "loop" | "reduction" | "contraction"
 };
 
 // The IR keyword of a node kind ("assign_add", "cond", ...); kOp nodes use the op's name.
@@ -109,7 +114,11 @@ class Node {
   int variable() const { return variable_; }
   // The literal of a constant node (null otherwise).
   const std::shared_ptr<const Literal>& literal() const { return literal_; }
-  // cond: {then, else}; while: {cond, body}.
+  // The group name of a fusion node (its body's name; empty otherwise).
+  std::string_view fusion_name() const;
+  // The kind attribute of a fusion node ("loop", "reduction", "contraction"; empty otherwise).
+  std::string_view fusion_kind() const;
+  // cond: {then, else}; while: {cond, body}; fusion: {body}.
   const std::vector<std::unique_ptr<Graph>>& subgraphs() const { return subgraphs_; }
   Graph& subgraph(size_t i) const { return *subgraphs_.at(i); }
 
@@ -159,6 +168,10 @@ class Graph {
   Node* add_control_flow(NodeKind kind, std::vector<Value*> inputs,
                          std::vector<std::unique_ptr<Graph>> subgraphs,
                          std::vector<TensorType> output_types);
+  // A fusion node: `body` is renamed `name` (the group name), `kind` is stored as the
+  // string attribute "kind"; output types are checked by the verifier.
+  Node* add_fusion(std::string name, std::string kind, std::vector<Value*> inputs,
+                   std::unique_ptr<Graph> body, std::vector<TensorType> output_types);
   void set_outputs(std::vector<Value*> outputs) { outputs_ = std::move(outputs); }
 
   // ---- reading
@@ -182,6 +195,9 @@ class Graph {
   // to just before `pos` in program order, keeping every other node's order. The caller
   // guarantees the node's inputs are defined before `pos`. O(number of nodes).
   void move_before(const Node* node, const Node* pos);
+  // Puts the nodes in `order`, a permutation of nodes() (kiln::Error otherwise). The caller
+  // guarantees it is a valid program order.
+  void reorder_nodes(const std::vector<const Node*>& order);
   // Removes nodes for which pred(node) is true; the caller guarantees they have no uses.
   template <typename Pred>
   size_t erase_nodes_if(Pred pred) {

@@ -313,6 +313,8 @@ class Parser {
       node = assignment(s, NodeKind::kAssignSub);
     } else if (op.text == "cond" || op.text == "while") {
       node = control_flow(s, op, results.size());
+    } else if (op.text == "fusion") {
+      node = fusion(s, op, results.size());
     } else if (std::optional<OpKind> kind = find_op(op.text)) {
       node = table_op(s, op, *kind);
     } else {
@@ -576,6 +578,41 @@ class Parser {
     expect(TK::kRBrace, "'}'");
     Node* n = s.graph->add_control_flow(is_cond ? NodeKind::kCond : NodeKind::kWhile,
                                         std::move(inputs), std::move(subgraphs), std::move(types));
+    apply(n, std::move(meta));
+    return n;
+  }
+
+  // `fusion(...) : types kind("loop") @name [name(...)] [loc(...)] { body (...) -> (...) {...} }`
+  Node* fusion(Scope& s, const Token& op, size_t num_results) {
+    std::vector<Value*> inputs = operands(s);
+    std::vector<TensorType> types;
+    if (accept(TK::kColon)) types = type_list();
+    if (types.size() != num_results)
+      fail(op, fmt::format("fusion declares {} but {}", plural(types.size(), "result type"),
+                           plural(num_results, "value name")));
+    if (!tok_.is_ident("kind")) fail_expected("'kind(\"...\")' after the fusion's result types");
+    advance();
+    expect(TK::kLParen, "'('");
+    std::string kind = expect(TK::kString, "the fusion kind (a string)").str;
+    expect(TK::kRParen, "')'");
+    expect(TK::kAt, "'@' and the fusion's group name");
+    std::string name;
+    if (tok_.is(TK::kIdent) && tok_.text[0] != '-')
+      name = std::string(tok_.text);
+    else if (tok_.is(TK::kString))
+      name = tok_.str;
+    else
+      fail_expected("a group name (an identifier or a string)");
+    advance();
+    Metadata meta = metadata();
+    expect(TK::kLBrace, "'{'");
+    if (!tok_.is_ident("body")) fail_expected("'body'");
+    advance();
+    auto body = std::make_unique<Graph>(name);
+    graph_def(*body);
+    expect(TK::kRBrace, "'}'");
+    Node* n = s.graph->add_fusion(std::move(name), std::move(kind), std::move(inputs),
+                                  std::move(body), std::move(types));
     apply(n, std::move(meta));
     return n;
   }

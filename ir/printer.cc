@@ -202,6 +202,19 @@ class Printer {
         out += "}\n";
         return;
       }
+      case NodeKind::kFusion: {
+        operands(n, num);
+        output_types(n);
+        out += fmt::format(" kind({}) @", quote_ir_string(n.fusion_kind()));
+        std::string_view name = n.fusion_name();
+        out += is_identifier(name) ? std::string(name) : quote_ir_string(name);
+        metadata(n);
+        out += " {\n";
+        for (const auto& sub : n.subgraphs()) subgraph("body", *sub, level + 1);
+        indent(level);
+        out += "}\n";
+        return;
+      }
     }
     output_types(n);
     metadata(n);

@@ -15,6 +15,13 @@
 //       else (...) -> (...) { ... }
 //     }
 //     %8 = while(%x, %c) : f32[3] { cond (...) -> (bool[]) {...} body (...) -> (...) {...} }
+//     %9, %10 = fusion(%3, %4) : f32[64,128], f32[64,128] kind("loop") @fused_add_relu_0 {
+//       body (%0: f32[64,128], %1: f32[128]) -> (f32[64,128], f32[64,128]) {
+//         %2 = add(%0, %1) : f32[64,128]
+//         %3 = relu(%2) : f32[64,128]
+//         return %2, %3
+//       }
+//     }
 //     return %3
 //   }
 //
@@ -23,10 +30,12 @@
 // from 0); types as TensorType::to_string (`?` = unknown dimension); attributes in stored order
 // (`{}` omitted when there are none); the variables block only when there are variables, with
 // the flags trainable/read/write (each when true, in that order); `name("...")` and
-// `loc("file":line:col)` only when set (on a cond/while they come before its `{`). Strings are
-// quoted with `"` and `\` escaped by a backslash (control characters as \n, \t, \r, \xHH).
-// The graph name follows `@` bare when it is an identifier, quoted otherwise. Constants print
-// as `dense<v>` when splat (every element equal, also for one element), `dense<[]>` when
+// `loc("file":line:col)` only when set (on a cond/while/fusion they come before its `{`). A
+// fusion prints its kind attribute as `kind("...")` and its group name (its body's name) after
+// `@`, bare when it is an identifier, quoted otherwise; its one sub-graph is labelled `body`.
+// Strings are quoted with `"` and `\` escaped by a backslash (control characters as \n, \t, \r,
+// \xHH). The graph name follows `@` bare when it is an identifier, quoted otherwise. Constants
+// print as `dense<v>` when splat (every element equal, also for one element), `dense<[]>` when
 // empty, `dense<[v0, v1, ...]>` (row-major) otherwise; floats as the shortest text that reads
 // back to the same value of their dtype (always with '.' or 'e', or nan / inf / -inf). The
 // output ends with a newline.

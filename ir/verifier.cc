@@ -171,9 +171,13 @@ class GraphVerifier {
       case NodeKind::kWhile:
         check_while(n);
         break;
+      case NodeKind::kFusion:
+        check_fusion(n);
+        break;
     }
-    if (n.kind() != NodeKind::kCond && n.kind() != NodeKind::kWhile && !n.subgraphs().empty())
-      fail(n, fmt::format("only cond and while nodes have sub-graphs, this one has {}",
+    if (n.kind() != NodeKind::kCond && n.kind() != NodeKind::kWhile &&
+        n.kind() != NodeKind::kFusion && !n.subgraphs().empty())
+      fail(n, fmt::format("only cond, while and fusion nodes have sub-graphs, this one has {}",
                           n.subgraphs().size()));
     for (size_t i = 0; i < n.num_outputs(); ++i) defined_.insert(n.output(i));
     if (n.is_assignment()) {
@@ -337,7 +341,38 @@ class GraphVerifier {
                             ref(operands[i]), loop_types[i].to_string()));
   }
 
+  // fusion: one closed body of op and constant nodes, a group name, a kind attribute.
+  void check_fusion(const Node& n) {
+    if (n.subgraphs().size() != 1 || n.subgraphs()[0] == nullptr)
+      fail(n, fmt::format("a fusion has exactly one sub-graph (its body), this one has {}",
+                          n.subgraphs().size()));
+    if (n.fusion_name().empty())
+      fail(n, "a fusion needs a group name (its body's name), this one's is empty");
+    std::string_view kind = n.fusion_kind();
+    if (n.attrs().size() != 1 || (kind != "loop" && kind != "reduction" && kind != "contraction"))
+      fail(n,
+           "a fusion has exactly one attribute, kind = \"loop\", \"reduction\" or "
+           "\"contraction\"");
+    if (n.num_outputs() == 0) fail(n, "a fusion has at least one output, this one has none");
+    const Graph& body = n.subgraph(0);
+    for (const auto& b : body.nodes())
+      if (b->kind() != NodeKind::kOp && b->kind() != NodeKind::kConstant)
+        fail(n, fmt::format("the body of fusion @{} contains a {} node; fusion bodies hold only "
+                            "op and constant nodes",
+                            n.fusion_name(), b->op_name()));
+    verify_subgraphs(n);
+    std::vector<const Value*> operands(n.inputs().begin(), n.inputs().end());
+    std::vector<TensorType> out_types;
+    for (size_t i = 0; i < n.num_outputs(); ++i) out_types.push_back(n.output(i)->type());
+    check_parameters(n, body, "body", operands,
+                     [&](size_t i) { return fmt::format("operand {} ({})", i, ref(operands[i])); });
+    check_results(n, body, "body", out_types, "output", [&](size_t i) {
+      return fmt::format("the fusion's output {}", ref(n.output(i)));
+    });
+  }
+
   static std::string_view subgraph_label(const Node& n, size_t k) {
+    if (n.kind() == NodeKind::kFusion) return "body";
     static constexpr std::string_view kCond[] = {"then", "else"};
     static constexpr std::string_view kWhile[] = {"cond", "body"};
     if (k >= 2) return "extra";

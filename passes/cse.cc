@@ -22,8 +22,14 @@ bool is_candidate(const Node& n) {
   return n.kind() == NodeKind::kOp && n.num_outputs() == 1 && !op_info(n.op()).has(kSideEffecting);
 }
 
+// Float maximum / minimum are commutative except for signed zeros: the kernels return one
+// operand when they compare equal (minimum(+0.0, -0.0) is +0.0, minimum(-0.0, +0.0) is -0.0),
+// so they only match with their inputs in the same order.
 bool swappable(const Node& n) {
-  return n.kind() == NodeKind::kOp && n.inputs().size() == 2 && op_info(n.op()).has(kCommutative);
+  if (n.kind() != NodeKind::kOp || n.inputs().size() != 2 || !op_info(n.op()).has(kCommutative))
+    return false;
+  bool min_max = n.op() == OpKind::Maximum || n.op() == OpKind::Minimum;
+  return !(min_max && is_floating(n.output(0)->dtype()));
 }
 
 // The inputs in the order used for hashing and comparing (sorted for commutative ops).

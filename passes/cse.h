@@ -3,7 +3,9 @@
 // Two nodes of the same graph are identical when they are
 //   - op nodes with the same op, the same attributes (by name and value, in any order), the
 //     same output type and the same input values; for a two-input op with the kCommutative
-//     trait (add, mul, maximum, equal, ...) the inputs also match swapped; or
+//     trait (add, mul, maximum, equal, ...) the inputs also match swapped, except for float
+//     maximum / minimum (their kernels return the first of +0.0 / -0.0, so swapping them
+//     can change the sign of a zero); or
 //   - constants with the same type and bitwise-equal data (0.0 and -0.0 stay distinct, and so
 //     do NaNs with different payloads).
 // Of identical nodes the first in program order is kept; the uses of the later ones (node

@@ -12,14 +12,18 @@
 #include "passes/constant_fold.h"
 #include "passes/cse.h"
 #include "passes/dce.h"
+#include "passes/fusion.h"
+#include "passes/lower_assignments.h"
 #include "passes/pass.h"
 
 namespace kiln::passes {
 
-// The names of every registered pass, sorted: algebraic-simplify, constant-fold, cse, dce.
+// The names of every registered pass, sorted: algebraic-simplify, constant-fold, cse, dce,
+// fusion, lower-assignments.
 std::vector<std::string_view> registered_pass_names();
 
-// "algebraic-simplify, constant-fold, cse, dce" (for error messages).
+// "algebraic-simplify, constant-fold, cse, dce, fusion, lower-assignments" (for error
+// messages).
 std::string registered_pass_list();
 
 // A new instance of the pass called `name` with its default options; kiln::Error listing the

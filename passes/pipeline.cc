@@ -216,4 +216,11 @@ PassPipeline default_pipeline(const PipelineOptions& options) {
   return p;
 }
 
+PassPipeline optimize_pipeline(const PipelineOptions& options) {
+  PassPipeline p = default_pipeline(options);
+  p.add(make_lower_assignments());
+  p.add(make_fusion());
+  return p;
+}
+
 }  // namespace kiln::passes

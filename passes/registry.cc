@@ -16,6 +16,8 @@ const Entry kPasses[] = {
     {"constant-fold", [] { return make_constant_fold(); }},
     {"cse", [] { return make_cse(); }},
     {"dce", [] { return make_dce(); }},
+    {"fusion", [] { return make_fusion(); }},
+    {"lower-assignments", [] { return make_lower_assignments(); }},
 };
 
 }  // namespace

@@ -129,6 +129,8 @@ class Executor {
         return run_cond(n);
       case NodeKind::kWhile:
         return run_while(n);
+      case NodeKind::kFusion:
+        return run_fusion(n);
     }
     fail(n, "unknown node kind");
   }
@@ -202,6 +204,13 @@ class Executor {
     std::vector<Array> operands = input_arrays(n, 1);
     std::vector<Array> outs = run_subgraph(n, taken ? 0 : 1, taken ? "then" : "else", operands);
     bind_all(n, outs, taken ? "then" : "else");
+  }
+
+  // A fusion runs its body like a sub-graph: the same kernels in the same order.
+  void run_fusion(const Node& n) {
+    std::vector<Array> operands = input_arrays(n);
+    std::vector<Array> outs = run_subgraph(n, 0, "body", operands);
+    bind_all(n, outs, "body");
   }
 
   void run_while(const Node& n) {

@@ -19,7 +19,8 @@ namespace kiln::runtime {
 // (graph.variables()), checked the same way; they are the variables' entry values, and each
 // assignment node replaces its variable's Array with the new value, in program order.
 // Op node types are re-inferred from the concrete input shapes, so a graph with unknown
-// dimensions runs at any size. Sub-graphs (cond / while bodies) run recursively.
+// dimensions runs at any size. Sub-graphs (cond / while / fusion
+// bodies) run recursively.
 // Returns the graph outputs (the same Array may appear more than once). Results are bitwise
 // equal to calling runtime::run_op for each node in program order.
 std::vector<Array> execute_reference(const ir::Graph& graph, std::span<const Array> args,

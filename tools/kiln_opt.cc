@@ -1,11 +1,12 @@
 // kiln-opt: runs graph-optimization passes over a kiln IR file and prints the result.
 //
-//   kiln-opt FILE.kir [--passes=a,b,c | --pipeline=default] [--verify] [--timings]
+//   kiln-opt FILE.kir [--passes=a,b,c | --pipeline=default|optimize] [--verify] [--timings]
 //
 // Parses FILE (`-` reads stdin), verifies it, runs the passes (each once, in the order given)
-// or the default pipeline, and prints the resulting IR to stdout. Errors go to stderr as
-// `kiln-opt: error: ...` with exit code 1. The pipeline knobs of docs/debugging.md
-// (KILN_DISABLE_PASSES, KILN_VERIFY, KILN_DUMP_IR, KILN_DUMP_PASSES) apply.
+// or a pipeline (default: passes::default_pipeline; optimize: passes::optimize_pipeline), and
+// prints the resulting IR to stdout. Errors go to stderr as `kiln-opt: error: ...` with exit
+// code 1. The pipeline knobs of docs/debugging.md (KILN_DISABLE_PASSES, KILN_VERIFY, KILN_DUMP_IR,
+// KILN_DUMP_PASSES) apply.
 //
 // Links ir/, runtime/ and passes/ only (never the frontend), so the pass tests under
 // tests/passes/ build without it.
@@ -31,12 +32,14 @@ using kiln::Error;
 namespace passes = kiln::passes;
 
 constexpr std::string_view kUsage =
-    "usage: kiln-opt FILE.kir [--passes=a,b,c | --pipeline=default] [--verify] [--timings]\n"
+    "usage: kiln-opt FILE.kir [--passes=a,b,c | --pipeline=default|optimize] [--verify] "
+    "[--timings]\n"
     "\n"
     "Parses FILE (- for stdin), verifies it, runs the passes and prints the resulting IR.\n"
     "  --passes=a,b,c     run these passes once each, in this order\n"
     "  --pipeline=default run the default pipeline (fixed point of algebraic-simplify,\n"
     "                     constant-fold, cse, dce)\n"
+    "  --pipeline=optimize the default pipeline, then lower-assignments and fusion\n"
     "  --verify           verify the graph after every pass that changes it\n"
     "  --timings          print per-pass timings to stderr\n"
     "  --list-passes      print the known passes and exit\n"
@@ -94,8 +97,10 @@ std::unique_ptr<kiln::ir::Graph> read_graph(const std::string& file) {
 
 passes::PassPipeline build_pipeline(const Args& a, passes::PipelineOptions options) {
   if (a.pipeline) {
+    if (*a.pipeline == "optimize") return passes::optimize_pipeline(options);
     if (*a.pipeline != "default")
-      throw Error(fmt::format("unknown pipeline \"{}\" (known pipelines: default)", *a.pipeline));
+      throw Error(
+          fmt::format("unknown pipeline \"{}\" (known pipelines: default, optimize)", *a.pipeline));
     return passes::default_pipeline(options);
   }
   passes::PassPipeline p(std::move(options));

@@ -75,8 +75,10 @@ detail::CustomGradient cond_gradient(Tensor pred, BranchFn true_fn, BranchFn fal
     std::vector<Tensor> sources;
     for (size_t i = 0; i < inputs.size(); ++i)
       if (needs[i]) sources.push_back(inputs[i]);
+    // By value: the gradient cond keeps these branches for its own gradient (second order),
+    // which runs after this call has returned.
     auto vjp = [&](const BranchFn& fn) {
-      return [&, fn]() {
+      return [sources, out_grads, fn]() {
         GradientTape tape;
         for (const Tensor& s : sources) tape.watch(s);
         std::vector<Tensor> outs = fn();

@@ -6,8 +6,10 @@
 #include <deque>
 #include <map>
 
+#include "frontend/function/keep_old_values.h"
 #include "frontend/function/trace_context.h"
 #include "frontend/function/tracing_random.h"
+#include "frontend/tape_recorder.h"
 #include "ir/verifier.h"
 #include "runtime/log.h"
 
@@ -140,6 +142,7 @@ ConcreteFunction FunctionCore::concrete_for_types(const std::vector<TensorType>&
       variables = ctx.captured_variables();
     }
     ++s.tracing_count;
+    keep_old_variable_values(*graph);
     ir::verify_graph(*graph);
     it = s.cache.emplace(key, ConcreteFunction(graph, std::move(variables))).first;
     traced = true;
@@ -169,7 +172,9 @@ ConcreteFunction FunctionCore::concrete(const std::vector<Tensor>& args, uint64_
 
 std::vector<Tensor> FunctionCore::call(const std::vector<Tensor>& args, uint64_t static_hash,
                                        const Body& body) {
-  if (tracing()) return body(args);  // inside another trace: record inline
+  // Inside another trace: record inline. Under a recording GradientTape: run the callable
+  // eagerly so the tape sees every op (the graph itself is not differentiated by tapes).
+  if (tracing() || tapes_recording()) return body(args);
   return concrete(args, static_hash, body)(args);
 }
 

@@ -21,6 +21,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -82,11 +83,16 @@ void collect_argument(const T& arg, std::vector<Tensor>& tensors, uint64_t& hash
   } else if constexpr (std::is_enum_v<U>) {
     hash_combine(
         hash, std::hash<std::underlying_type_t<U>>{}(static_cast<std::underlying_type_t<U>>(arg)));
-  } else if constexpr (std::is_arithmetic_v<U> || std::is_pointer_v<U> ||
-                       std::is_same_v<U, std::string>) {
-    hash_combine(hash, std::hash<U>{}(arg));
   } else if constexpr (std::is_convertible_v<const U&, std::string_view>) {
-    hash_combine(hash, std::hash<std::string_view>{}(std::string_view(arg)));
+    // Strings by content, C strings too (char arrays and pointers; a null pointer is "").
+    if constexpr (std::is_pointer_v<U>) {
+      const std::remove_pointer_t<U>* p = arg;
+      hash_combine(hash, std::hash<std::string_view>{}(p ? std::string_view(p) : ""));
+    } else {
+      hash_combine(hash, std::hash<std::string_view>{}(std::string_view(arg)));
+    }
+  } else if constexpr (std::is_arithmetic_v<U> || std::is_pointer_v<U>) {
+    hash_combine(hash, std::hash<U>{}(arg));
   } else {
     static_assert(sizeof(U) == 0,
                   "kiln::function arguments must be Tensor, std::vector<Tensor>, numbers, "

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "frontend/function/keep_old_values.h"
 #include "frontend/function/trace_context.h"
 #include "frontend/function/tracing_random.h"
 #include "ir/verifier.h"
@@ -57,6 +58,7 @@ ConcreteFunction FunctionScope::finish(const std::vector<Tensor>& outputs) {
   s.graph->set_outputs(std::move(values));
   std::vector<Variable> variables = s.ctx->captured_variables();
   s.ctx.reset();
+  detail::keep_old_variable_values(*s.graph);
   ir::verify_graph(*s.graph);
   return ConcreteFunction(s.graph, std::move(variables));
 }

@@ -125,7 +125,9 @@ Tensor TraceContext::read_variable(const Variable& var) {
   }
   auto it = current_.find(var.handle_id());
   if (it != current_.end()) return it->second;
-  Tensor t = wrap(lift(parent_->read_variable(var)));
+  // The enclosing graph's tensor itself (lifted when an op uses it): gradient tapes then see
+  // the very tensor the cond node takes as operand, so gradients reach the variable.
+  Tensor t = parent_->read_variable(var);
   current_.emplace(var.handle_id(), t);
   return t;
 }

@@ -188,7 +188,19 @@ void unary_loop(const Array& x, Array& out, F&& f) {
     }                                                                    \
   }
 
-KILN_UNARY_NUMERIC(neg_kernel, -x)
+// Floats: x * -1, not -x: Eigen 3.4 vectorizes -x on AVX as 0 - x, which maps -0.0 to +0.0
+// (and +0.0 to +0.0) in the vectorized part of an array but not in its scalar tail, so
+// neg(neg(x)) was not x. x * -1 flips the sign exactly (IEEE negation up to NaN payloads).
+void neg_kernel(std::span<const Array> in, const Attrs&, Array& out) {
+  visit_dtype(out.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      unary_loop<T, T>(in[0], out, [&](const auto& x) { return x * T(-1); });
+    } else if constexpr (!std::is_same_v<T, bool>) {
+      unary_loop<T, T>(in[0], out, [&](const auto& x) { return -x; });
+    }
+  });
+}
 KILN_UNARY_NUMERIC(abs_kernel, x.abs())
 KILN_UNARY_NUMERIC(sign_kernel, x.sign())
 KILN_UNARY_NUMERIC(square_kernel, x.square())

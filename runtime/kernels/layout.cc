@@ -118,6 +118,7 @@ void pad_kernel(std::span<const Array> in, const Attrs& attrs, Array& out) {
 void register_layout_kernels(KernelTable& t) {
   auto set = [&](OpKind k, KernelFn f) { t[size_t(k)] = f; };
   set(OpKind::Reshape, reshape_kernel);
+  set(OpKind::Copy, reshape_kernel);  // a plain copy of the bytes
   set(OpKind::Transpose, transpose_kernel);
   set(OpKind::BroadcastTo, broadcast_to_kernel);
   set(OpKind::BroadcastLike, broadcast_to_kernel);  // input 1 only gives the output shape

@@ -51,6 +51,11 @@ TEST(ShapeGradients, BroadcastTo) {
   }
 }
 
+TEST(ShapeGradients, Copy) {
+  EXPECT_GRADIENTS([](const std::vector<Tensor>& in) { return copy(in[0]) * in[0]; },
+                   {uniform({2, 3}, 24)});
+}
+
 // broadcast_like: x gets the summed gradient; `like` only lends its shape (no gradient).
 TEST(ShapeGradients, BroadcastLike) {
   Tensor like = uniform({2, 3, 4}, 21);
@@ -206,8 +211,8 @@ const std::set<std::string>& checked_ops() {
       "matmul", "conv2d", "conv2d_backprop_input", "conv2d_backprop_filter", "max_pool2d",
       "avg_pool2d", "avg_pool2d_grad",
       // this file
-      "reshape", "transpose", "broadcast_to", "broadcast_like", "concat", "slice", "pad", "gather",
-      "scatter_add"};
+      "reshape", "transpose", "broadcast_to", "broadcast_like", "copy", "concat", "slice", "pad",
+      "gather", "scatter_add"};
   return ops;
 }
 

@@ -74,8 +74,13 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> cond_grads(const Tensor& x, const Ten
   tape.watch(w);
   tape.watch(u);
   std::vector<Tensor> outs = cond(
-      positive_sum(x), [&] { return std::vector<Tensor>{sum(tanh(x) * w), x * 2.0}; },
-      [&] { return std::vector<Tensor>{sum(square(x) * u), x * x}; });
+      positive_sum(x),
+      [&] {
+        return std::vector<Tensor>{sum(tanh(x) * w), x * 2.0};
+      },
+      [&] {
+        return std::vector<Tensor>{sum(square(x) * u), x * x};
+      });
   Tensor y = outs[0] + sum(outs[1]);
   std::vector<Tensor> g = tape.gradient(y, {x, w, u}, UnconnectedGradients::kZero);
   return {y, g[0], g[1], g[2]};
@@ -104,6 +109,103 @@ TEST(ControlFlowCond, GradientsThroughTracedCondMatchEager) {
   auto [y2, gx2, gw2, gu2] = f(positive(), w, u);
   EXPECT_EQ(values(gw2), values(tanh(positive())));
   EXPECT_THAT(values(gu2), ElementsAre(0, 0, 0));
+}
+
+// Regression: a variable read only inside a traced branch (a layer called in the branch) got
+// a zero gradient, because the tape watched the branch's lifted copy of the value instead of
+// the tensor the cond node takes as operand.
+TEST(ControlFlowCond, GradientsReachVariablesReadInsideBranches) {
+  set_random_seed(4);
+  Dense dense(2);
+  dense(zeros({1, 3}));
+  Variable scale("scale", scalar(1.5f));
+  auto grads = [&](const Tensor& x) {
+    GradientTape tape;
+    Tensor y = cond(
+        positive_sum(x), [&] { return sum(tanh(dense(x))); },
+        [&] { return sum(x * scale.read()); });
+    std::vector<Variable> vars = dense->trainable_weights();
+    vars.push_back(scale);
+    std::vector<Tensor> g = tape.gradient(y, vars, UnconnectedGradients::kZero);
+    g.insert(g.begin(), y);
+    return g;
+  };
+  auto f = function(grads, {.name = "branch_weights"});
+  Tensor xp = tensor<float>({1, 2, -0.5f, 0.25f, 0, 1}, Shape{2, 3});
+  Tensor xn = -xp;
+  for (const Tensor& x : {xp, xn}) {
+    std::vector<Tensor> e = grads(x), t = f(x);
+    ASSERT_EQ(e.size(), 4u);
+    ASSERT_EQ(t.size(), 4u);
+    for (size_t i = 0; i < e.size(); ++i) EXPECT_EQ(values(e[i]), values(t[i])) << "output " << i;
+  }
+  EXPECT_EQ(f.tracing_count(), 1);
+  // True branch: d/dbias = sum over the batch of 1 - tanh(x W + b)^2 (non-zero), d/dscale = 0.
+  std::vector<Tensor> tp = f(xp);
+  for (float g : values(tp[2])) EXPECT_GT(g, 0);
+  EXPECT_EQ(tp[3].item<float>(), 0);
+  // False branch: d/dscale = sum(x) = -3.75; the layer's weights get 0.
+  std::vector<Tensor> tn = f(xn);
+  EXPECT_EQ(tn[3].item<float>(), -3.75f);
+  EXPECT_THAT(values(tn[1]), ElementsAre(0, 0, 0, 0, 0, 0));
+  EXPECT_THAT(values(tn[2]), ElementsAre(0, 0));
+}
+
+// Regression: the branches of a cond's gradient cond referred to locals of the first
+// backward pass, so differentiating them again (second order) read dead memory.
+TEST(ControlFlowCond, SecondOrderGradientThroughTracedCond) {
+  auto grads = [](const Tensor& x) {
+    GradientTape outer;
+    outer.watch(x);
+    Tensor dx;
+    {
+      GradientTape inner;
+      inner.watch(x);
+      Tensor y = cond(
+          positive_sum(x), [&] { return sum(x * x * x); }, [&] { return sum(x * x); });
+      dx = inner.gradient(y, x);
+    }
+    return std::pair<Tensor, Tensor>{dx, outer.gradient(sum(dx), x)};
+  };
+  auto f = function(grads, {.name = "second_order"});
+  auto [dp, ddp] = f(tensor<float>({1, 2}));  // x^3: 3 x^2 and 6 x
+  EXPECT_THAT(values(dp), ElementsAre(3, 12));
+  EXPECT_THAT(values(ddp), ElementsAre(6, 12));
+  auto [dn, ddn] = f(tensor<float>({-1, -2}));  // x^2: 2 x and 2
+  EXPECT_THAT(values(dn), ElementsAre(-2, -4));
+  EXPECT_THAT(values(ddn), ElementsAre(2, 2));
+  auto [de, dde] = grads(tensor<float>({1, 2}));
+  EXPECT_EQ(values(de), values(dp));
+  EXPECT_EQ(values(dde), values(ddp));
+  EXPECT_EQ(f.tracing_count(), 1);
+}
+
+TEST(ControlFlowCond, TrainingStepWithALayerInOneBranchMatchesEager) {
+  auto make = [] {
+    set_random_seed(8);
+    Dense d(3);
+    d(zeros({1, 3}));
+    return d;
+  };
+  Dense de = make(), dt = make();
+  Optimizer oe = SGD({.learning_rate = 0.5}), ot = SGD({.learning_rate = 0.5});
+  auto step = [](Dense& d, Optimizer& opt, const Tensor& x) {
+    GradientTape tape;
+    Tensor l = cond(
+        positive_sum(x), [&] { return mean(square(d(x) - x)); }, [&] { return mean(square(x)); });
+    std::vector<Variable> vars = d->trainable_weights();
+    std::vector<Tensor> g = tape.gradient(l, vars, UnconnectedGradients::kZero);
+    opt->apply_gradients(g, vars);
+    return l;
+  };
+  auto traced = function([&](const Tensor& x) { return step(dt, ot, x); });
+  for (int i = 0; i < 4; ++i) {
+    Tensor x = random_normal({4, 3}, 50 + i) + (i % 2 ? -2.0 : 2.0);
+    EXPECT_EQ(step(de, oe, x).item<float>(), traced(x).item<float>()) << "step " << i;
+  }
+  std::vector<Tensor> we = de->get_weights(), wt = dt->get_weights();
+  for (size_t i = 0; i < we.size(); ++i) EXPECT_EQ(values(we[i]), values(wt[i])) << "weight " << i;
+  EXPECT_EQ(traced.tracing_count(), 1);
 }
 
 TEST(ControlFlowCond, VariableAssignedInOneBranch) {
@@ -147,13 +249,19 @@ TEST(ControlFlowCond, BranchMismatchErrors) {
                         "branches must return the same types"));
   auto counts = function([](const Tensor& x) {
     return cond(
-        positive_sum(x), [&] { return std::vector<Tensor>{x, x}; },
+        positive_sum(x),
+        [&] {
+          return std::vector<Tensor>{x, x};
+        },
         [&] { return std::vector<Tensor>{x}; })[0];
   });
   EXPECT_THAT(error_of([&] { counts(positive()); }),
               HasSubstr("cond: true_fn returns 2 tensor(s) but false_fn returns 1"));
   EXPECT_TRUE(executing_eagerly());
-  EXPECT_THAT(error_of([&] { cond(sum(positive()), [&] { return positive(); }, [&] { return positive(); }); }),
+  EXPECT_THAT(error_of([&] {
+                cond(
+                    sum(positive()), [&] { return positive(); }, [&] { return positive(); });
+              }),
               HasSubstr("cond: the predicate must be a bool scalar, got f32[]"));
 }
 
@@ -161,12 +269,12 @@ TEST(ControlFlowCond, BranchMismatchErrors) {
 
 // Doubles x until sum(x) > limit; also counts the steps.
 std::pair<Tensor, Tensor> double_until(const Tensor& x, const Tensor& limit) {
-  std::vector<Tensor> r = while_loop(
-      [&](const std::vector<Tensor>& v) { return less_equal(sum(v[0]), limit); },
-      [](const std::vector<Tensor>& v) {
-        return std::vector<Tensor>{v[0] * 2.0, v[1] + scalar(1, DType::i32)};
-      },
-      {x, scalar(0, DType::i32)});
+  std::vector<Tensor> r =
+      while_loop([&](const std::vector<Tensor>& v) { return less_equal(sum(v[0]), limit); },
+                 [](const std::vector<Tensor>& v) {
+                   return std::vector<Tensor>{v[0] * 2.0, v[1] + scalar(1, DType::i32)};
+                 },
+                 {x, scalar(0, DType::i32)});
   return {r[0], r[1]};
 }
 
@@ -216,7 +324,9 @@ TEST(ControlFlowWhile, EagerGradientWorksTracedGradientThrows) {
   // Eagerly the loop is unrolled on the tape: d(2^k x)/dx = 2^k.
   EXPECT_THAT(values(grad(tensor<float>({1, 2}))), ElementsAre(64, 64));
   auto f = function(grad, {.name = "loop_grad"});
-  EXPECT_THAT(error_of([&] { f(tensor<float>({1, 2})); }),
+  EXPECT_THAT(error_of([&] {
+                f(tensor<float>({1, 2}));
+              }),
               HasSubstr("kiln::while_loop traced inside kiln::function has no gradient"));
   EXPECT_TRUE(executing_eagerly());
 }

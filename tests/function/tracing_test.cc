@@ -3,6 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <string>
+#include <string_view>
+
 #include "kiln/kiln.h"
 #include "tests/function/function_test_util.h"
 #include "tests/support/error_of.h"
@@ -70,6 +74,34 @@ TEST(TracingCount, NonTensorArgumentsArePartOfTheSignature) {
   EXPECT_THAT(values(f(tensor<float>({5, 6}), true, 2)), ElementsAre(110, 112));
   EXPECT_EQ(f.tracing_count(), 3);
   EXPECT_EQ(invocations, 3);
+}
+
+// Regression: C strings were hashed by address (a reused buffer with new text reused the old
+// graph) and char arrays did not compile.
+TEST(TracingCount, StringArgumentsAreHashedByContent) {
+  int invocations = 0;
+  auto f = function([&](const Tensor& x, const char* activation) {
+    ++invocations;
+    return std::string_view(activation) == "relu" ? relu(x) : neg(x);
+  });
+  Tensor x = tensor<float>({-1, 2});
+  char buffer[8] = "relu";
+  EXPECT_THAT(values(f(x, buffer)), ElementsAre(0, 2));
+  std::strcpy(buffer, "neg");  // same address, new text: a new signature
+  EXPECT_THAT(values(f(x, buffer)), ElementsAre(1, -2));
+  EXPECT_EQ(f.tracing_count(), 2);
+  const char* relu_name = "relu";
+  EXPECT_THAT(values(f(x, relu_name)), ElementsAre(0, 2));  // known text: cached
+  EXPECT_THAT(values(f(x, "neg")), ElementsAre(1, -2));
+  EXPECT_EQ(f.tracing_count(), 2);
+  EXPECT_EQ(invocations, 2);
+
+  auto g =
+      function([](const Tensor& x, const std::string& op) { return op == "double" ? x * 2.0 : x; });
+  EXPECT_THAT(values(g(x, std::string("double"))), ElementsAre(-2, 4));
+  EXPECT_THAT(values(g(x, std::string("same"))), ElementsAre(-1, 2));
+  EXPECT_THAT(values(g(x, std::string("double"))), ElementsAre(-2, 4));
+  EXPECT_EQ(g.tracing_count(), 2);
 }
 
 TEST(TracingCount, VectorArgumentsAndTupleResults) {
@@ -210,7 +242,9 @@ TEST(TracingSignature, UnknownBatchServesEveryBatchSize) {
   EXPECT_EQ(f.tracing_count(), 1);
   EXPECT_THAT(cf.ir_text(), HasSubstr("graph @predict(%0: f32[?,784]) -> (f32[?,10])"));
   // The signature is enforced.
-  EXPECT_THAT(error_of([&] { f(ones({3, 783})); }),
+  EXPECT_THAT(error_of([&] {
+                f(ones({3, 783}));
+              }),
               HasSubstr("function \"predict\": argument 0 must be f32[?,784]"));
 }
 
@@ -240,8 +274,8 @@ TEST(TracingSignature, TrainingStepWithUnknownBatchMatchesEager) {
   DenseTrainer eager, traced;
   auto step = function([&](const Tensor& x, const Tensor& y) { return traced.step(x, y); },
                        {.name = "train_step",
-                        .input_signature = std::vector<TensorSpec>{
-                            {Shape{-1, 784}, DType::f32}, {Shape{-1}, DType::i64}}});
+                        .input_signature = std::vector<TensorSpec>{{Shape{-1, 784}, DType::f32},
+                                                                   {Shape{-1}, DType::i64}}});
   const int64_t batches[] = {64, 17, 64, 5};
   for (int i = 0; i < 4; ++i) {
     int64_t n = batches[i];
@@ -256,7 +290,8 @@ TEST(TracingSignature, TrainingStepWithUnknownBatchMatchesEager) {
   std::vector<Tensor> we = eager.dense->get_weights(), wt = traced.dense->get_weights();
   ASSERT_EQ(we.size(), 2u);
   for (size_t i = 0; i < we.size(); ++i) EXPECT_EQ(values(we[i]), values(wt[i])) << "weight " << i;
-  std::string ir = step.concrete(random_normal({3, 784}, 1), random_integers({3}, 1, 0, 10)).ir_text();
+  std::string ir =
+      step.concrete(random_normal({3, 784}, 1), random_integers({3}, 1, 0, 10)).ir_text();
   EXPECT_THAT(ir, HasSubstr("%0: f32[?,784], %1: i64[?]"));
   EXPECT_THAT(ir, HasSubstr("element_count"));
   EXPECT_THAT(ir, HasSubstr("broadcast_like"));
@@ -313,8 +348,8 @@ TEST(FunctionScopeTest, ExplicitScopeMatchesEager) {
     EXPECT_EQ(out[1].item<float>(), sum(ref).item<float>());
   }
   w.assign(zeros({3, 2}));  // the variable is captured, not folded
-  EXPECT_THAT(values(cf({ones({1, 3})})[0]), ElementsAre(tanh(scalar(0.1f)).item<float>(),
-                                                         tanh(scalar(-0.2f)).item<float>()));
+  EXPECT_THAT(values(cf({ones({1, 3})})[0]),
+              ElementsAre(tanh(scalar(0.1f)).item<float>(), tanh(scalar(-0.2f)).item<float>()));
 }
 
 TEST(FunctionScopeTest, ScopeWithoutFinishDiscardsItsTrace) {

@@ -1,8 +1,7 @@
 // Variables, random ops and gradient tapes inside kiln::function.
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
-#include <regex>
 
 #include "kiln/kiln.h"
 #include "tests/function/function_test_util.h"
@@ -72,6 +71,28 @@ TEST(TracedVariables, AssignmentsTakeEffectWhenTheFunctionRuns) {
   EXPECT_TRUE(uses[2].variable == down && uses[2].read && uses[2].written);  // assign_sub reads
 }
 
+// Eagerly a read is a snapshot: assigning the variable afterwards does not change it. The IR
+// forbids using a version after an assignment superseded it (the "stale variable value"
+// verifier rule, which lets the runtime update variables in place), so the tracer copies the
+// old value before the assignment (frontend/function/keep_old_values.h).
+TEST(TracedVariables, ValueReadBeforeAnAssignmentKeepsItsValue) {
+  Variable v("v", scalar(1));
+  auto f = function([&](const Tensor& x) {
+    Tensor old = v.read();
+    v.assign_add(x);
+    return std::pair<Tensor, Tensor>{old, old + v.read()};
+  });
+  auto [old, both] = f(scalar(5));
+  EXPECT_EQ(old.item<float>(), 1);
+  EXPECT_EQ(both.item<float>(), 7);
+  EXPECT_EQ(v.value().item<float>(), 6);
+  std::string ir = f.concrete(scalar(5)).ir_text();
+  EXPECT_NE(ir.find("copy(%1)"), std::string::npos) << ir;
+  auto [old2, both2] = f(scalar(1));  // the graph again: v was 6
+  EXPECT_EQ(old2.item<float>(), 6);
+  EXPECT_EQ(both2.item<float>(), 13);
+}
+
 TEST(TracedVariables, ExecutingEagerlyInsideAndOutside) {
   std::vector<bool> inside;
   Variable v("v", scalar(1));
@@ -114,13 +135,13 @@ TEST(TracedVariables, RegistryOfADenseTrainingStep) {
     EXPECT_TRUE(u.read) << u.variable.name();
     EXPECT_TRUE(u.written) << u.variable.name();
   }
-  const std::string k = dense->kernel.name(), b = dense->bias.name();
-  std::string ir = cf.ir_text();
-  EXPECT_THAT(ir, HasSubstr("  variables {\n"
-                            "    $0 = \"" + k + "\" : f32[4,3] trainable read write -> %2\n"
-                            "    $1 = \"" + b + "\" : f32[3] trainable read write -> %3\n"
-                            "    $2 = \"SGD/iterations\" : i64[] read write -> %4\n"
-                            "  }\n"));
+  EXPECT_THAT(cf.ir_text(),
+              HasSubstr(fmt::format("  variables {{\n"
+                                    "    $0 = \"{}\" : f32[4,3] trainable read write -> %2\n"
+                                    "    $1 = \"{}\" : f32[3] trainable read write -> %3\n"
+                                    "    $2 = \"SGD/iterations\" : i64[] read write -> %4\n"
+                                    "  }}\n",
+                                    dense->kernel.name(), dense->bias.name())));
   // Running it trains: one SGD step.
   Tensor kernel_before = dense->kernel.value();
   step(x, y);
@@ -170,7 +191,9 @@ TEST(TracedVariables, CreatingVariablesOnANonFirstTraceThrows) {
   // Same with a layer created inside the function.
   auto g = function([](const Tensor& x) { return Dense(2)(x); }, {.name = "fresh_layer"});
   g(ones({1, 3}));
-  EXPECT_THAT(error_of([&] { g(ones({2, 3})); }),
+  EXPECT_THAT(error_of([&] {
+                g(ones({2, 3}));
+              }),
               HasSubstr("function \"fresh_layer\" tried to create variables on a non-first call"));
 }
 
@@ -218,6 +241,22 @@ TEST(TracingRandom, DropoutLayerInTraining) {
   for (float v : r1[0]) EXPECT_TRUE(v == 0 || v == 1.0f / 0.75f) << v;
 }
 
+TEST(TracingRandom, DropoutWithUnknownBatch) {
+  GTEST_SKIP() << "known bug: kiln::dropout draws random_uniform(x.shape()), whose shape is an "
+                  "attribute, so with an unknown batch dimension the trace records shape (?, 4) "
+                  "and running it fails ('random_uniform: cannot allocate a tensor of shape "
+                  "(None, 4)'); needs a random op shaped like a tensor (frontend/ops_nn.cc, "
+                  "ir/ops.def)";
+  auto f = function([](const Tensor& x) { return dropout(x, 0.5, 1); },
+                    {.input_signature = std::vector<TensorSpec>{{Shape{-1, 4}}}});
+  for (int64_t n : {2, 5}) {
+    Tensor y = f(ones({n, 4}));
+    EXPECT_EQ(y.shape(), (Shape{n, 4}));
+    for (float v : values(y)) EXPECT_TRUE(v == 0 || v == 2) << v;
+  }
+  EXPECT_EQ(f.tracing_count(), 1);
+}
+
 // ---------------------------------------------------------------- gradient tapes
 
 TEST(TracingGradient, TapeInsideFunctionMatchesEager) {
@@ -260,8 +299,8 @@ TEST(TracingGradient, GradientWithRespectToVariablesAndSecondOrder) {
       GradientTape inner(/*persistent=*/true);
       inner.watch(x);
       Tensor y = sum(x * x * x * v.read());
-      dx = inner.gradient(y, x);                                // 3 x^2 v
-      dv = inner.gradient(y, std::vector<Variable>{v})[0];      // x^3
+      dx = inner.gradient(y, x);                            // 3 x^2 v
+      dv = inner.gradient(y, std::vector<Variable>{v})[0];  // x^3
     }
     Tensor ddx = outer.gradient(sum(dx), x);  // 6 x v
     return std::tuple<Tensor, Tensor, Tensor>{dx, dv, ddx};
@@ -273,6 +312,18 @@ TEST(TracingGradient, GradientWithRespectToVariablesAndSecondOrder) {
   v.assign(tensor<float>({2, 2, 2}));  // captured: the next call uses the new value
   EXPECT_THAT(values(std::get<0>(g(tensor<float>({1, 2, -1})))), ElementsAre(6, 24, 6));
   EXPECT_EQ(g.tracing_count(), 1);
+}
+
+// TensorFlow differentiates through a tf.function call made under an outer tape; kiln runs
+// the callable eagerly while a tape records, so the tape sees every op.
+TEST(TracingGradient, TapeAroundAFunctionCall) {
+  auto f = function([](const Tensor& x) { return x * x; });
+  Tensor x = tensor<float>({3});
+  GradientTape tape;
+  tape.watch(x);
+  Tensor g = tape.gradient(f(x), x);
+  ASSERT_TRUE(g.defined());
+  EXPECT_THAT(values(g), ElementsAre(6));
 }
 
 }  // namespace

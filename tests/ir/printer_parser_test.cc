@@ -119,6 +119,7 @@ const std::map<std::string, OpCase>& op_cases() {
       {"reshape", {{T(f32, {U, 6})}, {{"shape", Ints{-1, 2, 3}}}}},
       {"transpose", {{T(f32, {2, 3})}, {{"perm", Ints{1, 0}}}}},
       {"broadcast_to", {{T(f32, {3})}, {{"shape", Ints{2, 3}}}}},
+      {"copy", {{T(f32, {U, 3})}, {}}},
       {"broadcast_like", {{T(f32, {1, 3}), T(i32, {U, 3})}, {}}},
       {"element_count", {{T(f32, {U, 3})}, {{"axes", Ints{0}}, {"dtype", i64}}}},
       {"concat", {{T(f32, {2, 3}), T(f32, {2, 1}), T(f32, {2, 2})}, {{"axis", int64_t(1)}}}},

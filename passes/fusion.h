@@ -1,0 +1,59 @@
+// Fusion planning: the pass "fusion". Groups ops that should run as one kernel and replaces
+// each group by a `fusion` node whose closed body holds the group's ops (ir/graph.h), named
+// fused_<first three distinct op names>_<counter> (deterministic: counted in the final program
+// order, sub-graphs of cond / while first, then the graph itself; unique per run).
+//
+// Roles of nodes (from the op table):
+//   loop        elementwise ops (kElementwise), broadcast_to, broadcast_like, reshape;
+//   reduction   kReduction ops (sum, mean, max, ...), softmax, log_softmax;
+//   contraction matmul, conv2d and the conv2d backprops (kContraction);
+//   other       everything else (transpose, gather, pooling, random, assignments, cond, ...)
+//               never joins a group; constants are copied into the bodies that use them when
+//               splat or at most 16 elements (else they are operands) and stay outside.
+// Cheap = a loop op without kTranscendental. Expensive = everything else that can be fused
+// (exp, log, tanh, ..., reductions, softmax family, contractions).
+//
+// Rules. Nodes are visited consumers first (reverse program order); a node's consumer groups
+// are the groups holding its users:
+//   1. No consumer group: the node starts a group.
+//   2. One consumer group: the node joins it (its other users, e.g. assignments or graph
+//      outputs, then read it as an extra output of the fusion: multi-output fusion).
+//   3. Several consumer groups, cheap node: it is duplicated into each of them
+//      (rematerialization); the original stays (and starts its own group) only if some user
+//      is not covered by a copy.
+//   4. Several consumer groups, expensive node: never duplicated. If each of its users is an
+//      original (not a rematerialized copy), the groups and the node merge into one
+//      multi-output group; otherwise it joins the first of them (by its first user) that it
+//      may join alone, the others reading it as an output; otherwise it starts its own group.
+//   5. Contractions: a group holds at most one, as its root: the contraction joins only a
+//      group of loop ops (its epilogue: bias add, activation, residual add); nothing that
+//      feeds the contraction joins its group; reductions never join a contraction group.
+//   6. No join, merge or copy may create a cycle between groups and the nodes left outside,
+//      counting the order constraints of assignments (program order of stores, and every
+//      read of a variable value before the store that supersedes it).
+//   7. A group of one node is dissolved (a lone op stays a plain node); constants are never
+//      group members.
+// So an elementwise chain becomes one "loop" fusion; a reduction with the elementwise ops
+// that feed it and the elementwise consumers of its result one "reduction" fusion (softmax +
+// cross-entropy, layer normalization: at most two); matmul/conv + epilogue one "contraction"
+// fusion; after lower-assignments (passes/lower_assignments.h), one variable's optimizer
+// update (and its slots', e.g. Adam's m and v) one fusion whose outputs feed the assign
+// nodes. Kind: "contraction" if the group has a contraction, else "reduction" if it has a
+// reduction, else "loop".
+//
+// Never: moves assignments into bodies (they stay outside, as stores, in program order);
+// duplicates an expensive node; fuses inside fusion bodies; changes results (bodies run the
+// same ops with the same operands in the same order, so the reference executor gives
+// bitwise-equal outputs). Nodes are re-ordered topologically (keeping program order where
+// possible) so each fusion sits after its operands and before its users.
+#pragma once
+
+#include <memory>
+
+#include "passes/pass.h"
+
+namespace kiln::passes {
+
+std::unique_ptr<Pass> make_fusion();
+
+}  // namespace kiln::passes

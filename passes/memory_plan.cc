@@ -1,0 +1,246 @@
+#include "passes/memory_plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "ir/value_numbering.h"
+
+namespace kiln::passes {
+namespace {
+
+size_t align_up(size_t n, size_t alignment) { return (n + alignment - 1) / alignment * alignment; }
+
+// Elementwise ops (and reshape, which copies bytes unchanged) may write their result over an
+// operand with the same number of elements and the same element size.
+bool may_run_in_place(const ir::Node& n) {
+  if (n.kind() != ir::NodeKind::kOp || n.num_outputs() != 1) return false;
+  return op_info(n.op()).has(kElementwise) || n.op() == OpKind::Reshape;
+}
+
+// An arena buffer: one value, or a chain of values sharing memory in place.
+struct Buffer {
+  size_t size = 0;  // aligned
+  int first = 0;
+  int last = 0;
+  size_t order = 0;  // index of its first value in MemoryPlan::values
+  size_t offset = 0;
+};
+
+}  // namespace
+
+std::string_view buffer_kind_name(BufferKind kind) {
+  switch (kind) {
+    case BufferKind::kArena:
+      return "arena";
+    case BufferKind::kParameter:
+      return "parameter";
+    case BufferKind::kVariable:
+      return "variable";
+    case BufferKind::kConstant:
+      return "constant";
+    case BufferKind::kOutput:
+      return "output";
+  }
+  return "?";
+}
+
+std::string format_bytes(size_t bytes) {
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
+  double v = double(bytes) / 1024.0;
+  int u = 0;
+  while (v >= 1024.0 && u < 3) {
+    v /= 1024.0;
+    ++u;
+  }
+  return fmt::format("{:.1f} {}", v, units[u]);
+}
+
+const ValuePlan& MemoryPlan::of(const ir::Value* v) const {
+  auto it = index_.find(v);
+  if (it == index_.end())
+    throw Error("memory plan: the value is not a top-level value of the planned graph");
+  return values[it->second];
+}
+
+int MemoryPlan::arena_values() const {
+  return int(
+      std::count_if(values.begin(), values.end(), [](const ValuePlan& p) { return p.in_arena(); }));
+}
+
+int MemoryPlan::in_place_values() const {
+  return int(std::count_if(values.begin(), values.end(),
+                           [](const ValuePlan& p) { return p.in_place_of != nullptr; }));
+}
+
+std::string MemoryPlan::to_string() const {
+  double ratio = lower_bound_bytes == 0 ? 1.0 : double(arena_bytes) / double(lower_bound_bytes);
+  return fmt::format("arena {} (lower bound {}, {:.2f}x), {} buffers, {} in place",
+                     format_bytes(arena_bytes), format_bytes(lower_bound_bytes), ratio,
+                     arena_values(), in_place_values());
+}
+
+std::string MemoryPlan::to_table(const ir::Graph& g) const {
+  ir::ValueNumbering numbering(g);
+  std::string out = to_string() + "\n";
+  for (const ValuePlan& p : values) {
+    out += fmt::format("{} {} [{}, {}] {} B", numbering.ref(p.value), buffer_kind_name(p.kind),
+                       p.first_step, p.last_step, p.size);
+    if (p.in_arena()) out += fmt::format(" @ {}", p.offset);
+    if (p.in_place_of) out += fmt::format(" in place of {}", numbering.ref(p.in_place_of));
+    if (p.variable >= 0) out += fmt::format(" ${}", p.variable);
+    if (p.graph_output && !p.in_arena() && p.kind != BufferKind::kOutput) out += " (output)";
+    out += "\n";
+  }
+  return out;
+}
+
+MemoryPlan plan_memory(const ir::Graph& g, const MemoryPlanOptions& options) {
+  const size_t align = options.alignment;
+  if (align == 0 || (align & (align - 1)) != 0)
+    throw Error(fmt::format("memory planning: alignment {} is not a power of two", align));
+
+  MemoryPlan plan;
+  plan.alignment = align;
+  plan.num_steps = int(g.nodes().size());
+  const int end_step = plan.num_steps;
+
+  auto add_value = [&](const ir::Value* v, BufferKind kind, int step) {
+    if (!v->shape().is_fully_known()) {
+      ir::ValueNumbering numbering(g);
+      throw Error(
+          fmt::format("memory planning needs known shapes; {} is {}: specialise the signature",
+                      numbering.ref(v), v->type().to_string()));
+    }
+    ValuePlan p;
+    p.value = v;
+    p.kind = kind;
+    p.size = size_t(v->shape().num_elements()) * dtype_size(v->dtype());
+    p.first_step = step;
+    p.last_step = step;
+    plan.index_.emplace(v, plan.values.size());
+    plan.values.push_back(p);
+  };
+
+  for (const auto& p : g.parameters()) add_value(p.get(), BufferKind::kParameter, -1);
+  for (size_t i = 0; i < g.variables().size(); ++i) {
+    add_value(g.variable(i).entry, BufferKind::kVariable, -1);
+    plan.values.back().variable = int(i);
+  }
+  for (size_t s = 0; s < g.nodes().size(); ++s) {
+    const ir::Node& n = *g.nodes()[s];
+    BufferKind kind = BufferKind::kArena;
+    if (n.kind() == ir::NodeKind::kConstant) kind = BufferKind::kConstant;
+    if (n.is_assignment()) kind = BufferKind::kVariable;
+    for (size_t o = 0; o < n.num_outputs(); ++o) {
+      add_value(n.output(o), kind, int(s));
+      if (n.is_assignment()) plan.values.back().variable = n.variable();
+    }
+  }
+
+  // Lifetimes: last uses by the top-level nodes (cond / while operands included), outputs.
+  auto entry = [&](const ir::Value* v) -> ValuePlan& {
+    auto it = plan.index_.find(v);
+    if (it == plan.index_.end())
+      throw Error("memory planning: a node uses a value of another graph (verify the graph)");
+    return plan.values[it->second];
+  };
+  for (size_t s = 0; s < g.nodes().size(); ++s)
+    for (const ir::Value* in : g.nodes()[s]->inputs()) {
+      ValuePlan& p = entry(in);
+      p.last_step = std::max(p.last_step, int(s));
+    }
+  for (const ir::Value* out : g.outputs()) {
+    ValuePlan& p = entry(out);
+    p.last_step = end_step;
+    p.graph_output = true;
+    if (p.kind == BufferKind::kArena) p.kind = BufferKind::kOutput;
+  }
+
+  // Buffers: one per arena value, except values that reuse a dying operand's buffer in place.
+  std::vector<Buffer> buffers;
+  std::vector<int> buffer_of(plan.values.size(), -1);
+  for (size_t s = 0; s < g.nodes().size(); ++s) {
+    const ir::Node& n = *g.nodes()[s];
+    for (size_t o = 0; o < n.num_outputs(); ++o) {
+      size_t vi = plan.index_.at(n.output(o));
+      ValuePlan& p = plan.values[vi];
+      if (!p.in_arena()) continue;
+      if (options.in_place && may_run_in_place(n)) {
+        for (const ir::Value* in : n.inputs()) {
+          size_t ii = plan.index_.at(in);
+          const ValuePlan& q = plan.values[ii];
+          if (q.in_arena() && q.last_step == int(s) && q.size == p.size &&
+              in->shape().num_elements() == n.output(o)->shape().num_elements() &&
+              dtype_size(in->dtype()) == dtype_size(n.output(o)->dtype()) &&
+              buffers[size_t(buffer_of[ii])].last < int(s) + 1) {
+            p.in_place_of = in;
+            buffer_of[vi] = buffer_of[ii];
+            buffers[size_t(buffer_of[vi])].last = p.last_step;
+            break;
+          }
+        }
+        if (p.in_place_of) continue;
+      }
+      buffer_of[vi] = int(buffers.size());
+      buffers.push_back(Buffer{align_up(p.size, align), p.first_step, p.last_step, vi, 0});
+    }
+  }
+
+  // Greedy by size: largest first, each into the best-fitting gap among the placed buffers
+  // that are alive at the same time.
+  std::vector<size_t> order(buffers.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const Buffer& x = buffers[a];
+    const Buffer& y = buffers[b];
+    if (x.size != y.size) return x.size > y.size;
+    if (x.first != y.first) return x.first < y.first;
+    return x.order < y.order;
+  });
+  std::vector<size_t> placed;
+  std::vector<std::pair<size_t, size_t>> busy;  // [offset, end) of overlapping placed buffers
+  for (size_t bi : order) {
+    Buffer& b = buffers[bi];
+    busy.clear();
+    for (size_t pi : placed) {
+      const Buffer& o = buffers[pi];
+      if (o.first <= b.last && b.first <= o.last && o.size > 0)
+        busy.emplace_back(o.offset, o.offset + o.size);
+    }
+    std::sort(busy.begin(), busy.end());
+    size_t best = SIZE_MAX, best_gap = SIZE_MAX, cursor = 0;
+    for (const auto& [start, stop] : busy) {
+      if (start > cursor) {
+        size_t gap = start - cursor;
+        if (gap >= b.size && gap < best_gap) {
+          best_gap = gap;
+          best = cursor;
+        }
+      }
+      cursor = std::max(cursor, stop);
+    }
+    b.offset = best != SIZE_MAX ? best : cursor;
+    placed.push_back(bi);
+    plan.arena_bytes = std::max(plan.arena_bytes, b.offset + b.size);
+  }
+  for (size_t vi = 0; vi < plan.values.size(); ++vi)
+    if (buffer_of[vi] >= 0) plan.values[vi].offset = buffers[size_t(buffer_of[vi])].offset;
+
+  // Lower bound: the most bytes of buffers alive at any one step (difference array).
+  std::vector<int64_t> delta(size_t(end_step) + 2, 0);
+  for (const Buffer& b : buffers) {
+    delta[size_t(b.first)] += int64_t(b.size);
+    delta[size_t(b.last) + 1] -= int64_t(b.size);
+  }
+  int64_t live = 0;
+  for (int64_t d : delta) {
+    live += d;
+    plan.lower_bound_bytes = std::max(plan.lower_bound_bytes, size_t(live));
+  }
+  return plan;
+}
+
+}  // namespace kiln::passes

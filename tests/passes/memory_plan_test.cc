@@ -1,0 +1,339 @@
+// Memory planning: in-place reuse on elementwise chains, values alive together, what stays
+// outside the arena, the unknown-shape error, a brute-force overlap check on random graphs and
+// the arena against its lower bound on an MLP training step.
+#include "passes/memory_plan.h"
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "ir/parser.h"
+#include "ir/value_numbering.h"
+#include "ir/verifier.h"
+#include "passes/pipeline.h"
+#include "tests/passes/random_graph.h"
+#include "tests/support/error_of.h"
+
+namespace kiln::passes {
+namespace {
+
+using ::testing::HasSubstr;
+
+TensorType f32(Shape s) { return {DType::f32, s}; }
+
+ir::Value* op(ir::Graph& g, OpKind k, std::vector<ir::Value*> in, Attrs a = {}) {
+  return g.add_op(k, std::move(in), std::move(a))->output(0);
+}
+
+ir::Value* splat(ir::Graph& g, const Shape& s, float x) {
+  std::vector<float> data(size_t(s.num_elements()), x);
+  return g.add_constant(ir::Literal::copy_of(f32(s), data.data()))->output(0);
+}
+
+// Brute force: lifetimes cover every use, arena offsets are aligned and inside the arena, and
+// two arena values alive at the same step never share bytes, except a value written in place
+// over an operand that dies at that very step.
+void check_plan(const ir::Graph& g, const MemoryPlan& plan) {
+  ir::ValueNumbering numbering(g);
+  auto name = [&](const ValuePlan& p) { return numbering.ref(p.value); };
+  for (size_t s = 0; s < g.nodes().size(); ++s) {
+    for (const ir::Value* in : g.nodes()[s]->inputs()) {
+      const ValuePlan& p = plan.of(in);
+      EXPECT_LT(p.first_step, int(s)) << name(p);
+      EXPECT_GE(p.last_step, int(s)) << name(p);
+    }
+    for (size_t o = 0; o < g.nodes()[s]->num_outputs(); ++o)
+      EXPECT_EQ(plan.of(g.nodes()[s]->output(o)).first_step, int(s));
+  }
+  for (const ir::Value* out : g.outputs()) {
+    EXPECT_EQ(plan.of(out).last_step, plan.num_steps);
+    EXPECT_FALSE(plan.of(out).in_arena()) << "graph outputs stay out of the arena";
+  }
+  for (const ValuePlan& p : plan.values) {
+    if (!p.in_arena()) {
+      EXPECT_EQ(p.in_place_of, nullptr) << name(p);
+      continue;
+    }
+    EXPECT_EQ(p.offset % plan.alignment, 0u) << name(p);
+    EXPECT_LE(p.offset + p.size, plan.arena_bytes) << name(p);
+    if (p.in_place_of) {
+      const ValuePlan& q = plan.of(p.in_place_of);
+      EXPECT_TRUE(q.in_arena()) << name(p);
+      EXPECT_EQ(q.offset, p.offset) << name(p);
+      EXPECT_EQ(q.last_step, p.first_step) << name(p) << " reuses a value that is still alive";
+      const auto& inputs = p.value->producer()->inputs();
+      EXPECT_NE(std::find(inputs.begin(), inputs.end(), p.in_place_of), inputs.end()) << name(p);
+    }
+  }
+  for (size_t i = 0; i < plan.values.size(); ++i)
+    for (size_t j = i + 1; j < plan.values.size(); ++j) {
+      const ValuePlan& a = plan.values[i];
+      const ValuePlan& b = plan.values[j];
+      if (!a.in_arena() || !b.in_arena() || a.size == 0 || b.size == 0) continue;
+      bool in_time = a.first_step <= b.last_step && b.first_step <= a.last_step;
+      bool in_memory = a.offset < b.offset + b.size && b.offset < a.offset + a.size;
+      if (!in_time || !in_memory) continue;
+      bool in_place = (b.in_place_of == a.value && a.last_step == b.first_step) ||
+                      (a.in_place_of == b.value && b.last_step == a.first_step);
+      EXPECT_TRUE(in_place) << name(a) << " [" << a.first_step << ", " << a.last_step << "] @ "
+                            << a.offset << " and " << name(b) << " [" << b.first_step << ", "
+                            << b.last_step << "] @ " << b.offset << " overlap";
+    }
+  EXPECT_GE(plan.arena_bytes, plan.lower_bound_bytes);
+}
+
+TEST(MemoryPlanTest, ElementwiseChainRunsInOneBuffer) {
+  ir::Graph g("chain");
+  ir::Value* x = g.add_parameter(f32({256, 256}));
+  ir::Value* a = op(g, OpKind::Exp, {x});
+  ir::Value* b = op(g, OpKind::Neg, {a});
+  ir::Value* c = op(g, OpKind::Tanh, {b});
+  ir::Value* d = op(g, OpKind::Relu, {c});
+  ir::Value* e = op(g, OpKind::Sum, {d}, {{"axes", std::vector<int64_t>{}}, {"keepdims", false}});
+  g.set_outputs({e});
+  ir::verify_graph(g);
+  MemoryPlan plan = plan_memory(g);
+  check_plan(g, plan);
+  const size_t bytes = 256 * 256 * 4;
+  EXPECT_EQ(plan.arena_bytes, bytes);
+  EXPECT_EQ(plan.lower_bound_bytes, bytes);
+  EXPECT_EQ(plan.of(a).in_place_of, nullptr);  // x is the caller's
+  EXPECT_EQ(plan.of(b).in_place_of, a);
+  EXPECT_EQ(plan.of(c).in_place_of, b);
+  EXPECT_EQ(plan.of(d).in_place_of, c);
+  EXPECT_EQ(plan.of(e).kind, BufferKind::kOutput);
+  EXPECT_EQ(plan.of(x).kind, BufferKind::kParameter);
+  EXPECT_EQ(plan.of(d).first_step, 3);
+  EXPECT_EQ(plan.of(d).last_step, 4);
+  EXPECT_EQ(plan.to_string(),
+            "arena 256.0 KiB (lower bound 256.0 KiB, 1.00x), 4 buffers, 3 in place");
+
+  MemoryPlanOptions no_reuse;
+  no_reuse.in_place = false;
+  MemoryPlan plain = plan_memory(g, no_reuse);
+  check_plan(g, plain);
+  EXPECT_EQ(plain.in_place_values(), 0);
+  EXPECT_EQ(plain.arena_bytes, 2 * bytes);  // ping-pong between two buffers
+}
+
+TEST(MemoryPlanTest, DiamondKeepsTwoValuesAlive) {
+  ir::Graph g("diamond");
+  ir::Value* x = g.add_parameter(f32({100}));  // 400 B, 448 aligned
+  ir::Value* a = op(g, OpKind::Exp, {x});
+  ir::Value* b = op(g, OpKind::Neg, {a});   // a still alive: not in place
+  ir::Value* c = op(g, OpKind::Tanh, {a});  // a dies here: c takes its buffer
+  ir::Value* d = op(g, OpKind::Add, {b, c});
+  ir::Value* e = op(g, OpKind::Exp, {d});
+  g.set_outputs({e});
+  ir::verify_graph(g);
+  MemoryPlan plan = plan_memory(g);
+  check_plan(g, plan);
+  EXPECT_EQ(plan.of(b).in_place_of, nullptr);
+  EXPECT_EQ(plan.of(c).in_place_of, a);
+  EXPECT_EQ(plan.of(d).in_place_of, b);
+  EXPECT_NE(plan.of(b).offset, plan.of(c).offset);
+  EXPECT_EQ(plan.arena_bytes, 2 * 448u);
+  EXPECT_EQ(plan.lower_bound_bytes, 2 * 448u);
+  EXPECT_EQ(plan.of(e).kind, BufferKind::kOutput);
+}
+
+TEST(MemoryPlanTest, BroadcastOperandsAreNotReusedInPlace) {
+  ir::Graph g("broadcast");
+  ir::Value* x = g.add_parameter(f32({8}));
+  ir::Value* y = g.add_parameter(f32({4, 8}));
+  ir::Value* a = op(g, OpKind::Exp, {x});         // f32[8]
+  ir::Value* b = op(g, OpKind::Add, {a, y});      // f32[4,8]: a is too small
+  ir::Value* c = op(g, OpKind::Greater, {b, y});  // bool: other element size
+  ir::Value* d = op(g, OpKind::Cast, {c}, {{"dtype", DType::f32}});
+  g.set_outputs({d});
+  MemoryPlan plan = plan_memory(g);
+  check_plan(g, plan);
+  EXPECT_EQ(plan.in_place_values(), 0);
+  EXPECT_EQ(plan.of(c).size, 32u);
+}
+
+TEST(MemoryPlanTest, ParametersVariablesConstantsAndOutputsStayOutside) {
+  ir::Graph g("step");
+  ir::Value* x = g.add_parameter(f32({16}));
+  int v = g.add_variable("w", f32({16}), true);
+  ir::Value* w = g.variable(0).entry;
+  ir::Value* k = splat(g, {16}, 0.5f);
+  ir::Value* m = op(g, OpKind::Mul, {x, w});
+  ir::Value* d = op(g, OpKind::Mul, {m, k});
+  ir::Node* assign = g.add_assignment(ir::NodeKind::kAssignSub, v, d);
+  ir::Value* r = op(g, OpKind::Neg, {assign->output(0)});
+  g.set_outputs({r, x});
+  ir::verify_graph(g);
+  MemoryPlan plan = plan_memory(g);
+  check_plan(g, plan);
+  EXPECT_EQ(plan.of(x).kind, BufferKind::kParameter);
+  EXPECT_TRUE(plan.of(x).graph_output);
+  EXPECT_EQ(plan.of(w).kind, BufferKind::kVariable);
+  EXPECT_EQ(plan.of(w).variable, 0);
+  EXPECT_EQ(plan.of(k).kind, BufferKind::kConstant);
+  EXPECT_EQ(plan.of(assign->output(0)).kind, BufferKind::kVariable);
+  EXPECT_EQ(plan.of(assign->output(0)).variable, 0);
+  EXPECT_EQ(plan.of(r).kind, BufferKind::kOutput);
+  EXPECT_EQ(plan.of(m).kind, BufferKind::kArena);
+  EXPECT_EQ(plan.of(d).in_place_of, m);
+  EXPECT_EQ(plan.arena_values(), 2);
+  EXPECT_EQ(plan.arena_bytes, 64u);
+  EXPECT_THAT(plan.to_table(g), HasSubstr("%3 arena [1, 2] 64 B @ 0"));
+  EXPECT_THAT(plan.to_table(g), HasSubstr("%4 arena [2, 3] 64 B @ 0 in place of %3"));
+  EXPECT_THAT(plan.to_table(g), HasSubstr("%5 variable [3, 4] 64 B $0"));
+}
+
+TEST(MemoryPlanTest, UnknownShapesAreAnErrorNamingTheValue) {
+  auto g = ir::parse_graph(R"(graph @g(%x: f32[4], %y: f32[?,128]) -> (f32[4]) {
+  %1 = neg(%x) : f32[4]
+  return %1
+}
+)");
+  EXPECT_EQ(test::error_of([&] { plan_memory(*g); }),
+            "memory planning needs known shapes; %1 is f32[?,128]: specialise the signature");
+}
+
+TEST(MemoryPlanTest, CondOperandsAndResultsArePlannedAtTheNode) {
+  auto g = ir::parse_graph(R"(graph @g(%p: bool[], %x: f32[32]) -> (f32[]) {
+  %a = exp(%x) : f32[32]
+  %c = cond(%p, %a) : f32[32] {
+    then (%0: f32[32]) -> (f32[32]) {
+      %1 = neg(%0) : f32[32]
+      return %1
+    }
+    else (%0: f32[32]) -> (f32[32]) {
+      return %0
+    }
+  }
+  %s = sum(%c) {axes=[], keepdims=false} : f32[]
+  return %s
+}
+)");
+  MemoryPlan plan = plan_memory(*g);
+  check_plan(*g, plan);
+  EXPECT_EQ(plan.num_steps, 3);
+  EXPECT_EQ(plan.arena_values(), 2);
+  EXPECT_EQ(plan.in_place_values(), 0);  // cond is not elementwise
+  EXPECT_EQ(plan.arena_bytes, 256u);
+}
+
+TEST(MemoryPlanTest, NoOverlapOnRandomGraphs) {
+  int arena_values = 0, in_place = 0;
+  double worst = 1.0;
+  size_t arena = 0, bound = 0;
+  for (uint64_t seed = 1; seed <= 500; ++seed) {
+    auto g = test::random_graph(seed);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    MemoryPlan plan = plan_memory(*g);
+    check_plan(*g, plan);
+    arena_values += plan.arena_values();
+    in_place += plan.in_place_values();
+    arena += plan.arena_bytes;
+    bound += plan.lower_bound_bytes;
+    if (plan.lower_bound_bytes > 0)
+      worst = std::max(worst, double(plan.arena_bytes) / double(plan.lower_bound_bytes));
+    MemoryPlanOptions options;
+    options.in_place = false;
+    check_plan(*g, plan_memory(*g, options));
+    // And after the default pipeline (fewer, differently shaped nodes).
+    PipelineOptions pipeline_options;
+    pipeline_options.verify = true;
+    default_pipeline(pipeline_options).run(*g);
+    check_plan(*g, plan_memory(*g));
+    if (testing::Test::HasFailure()) break;
+  }
+  std::printf(
+      "[ random plans ] %d arena values, %d in place; arena / lower bound: %.3f overall, "
+      "%.2f worst\n",
+      arena_values, in_place, double(arena) / double(bound), worst);
+  EXPECT_GT(arena_values, 1000);
+  EXPECT_GT(in_place, 100);
+}
+
+// A traced-style MLP training step: dense + relu layers of `widths` (input first, classes
+// last), softmax cross-entropy, backward, SGD updates (assign_sub) of every kernel and bias.
+std::unique_ptr<ir::Graph> mlp_training_step(int64_t batch, const std::vector<int64_t>& widths) {
+  auto g = std::make_unique<ir::Graph>("mlp_step");
+  auto mm = [&](ir::Value* a, ir::Value* b, bool ta, bool tb) {
+    return op(*g, OpKind::MatMul, {a, b}, {{"transpose_a", ta}, {"transpose_b", tb}});
+  };
+  auto sum = [&](ir::Value* a, std::vector<int64_t> axes) {
+    return op(*g, OpKind::Sum, {a}, {{"axes", axes}, {"keepdims", false}});
+  };
+  const size_t layers = widths.size() - 1;
+  ir::Value* x = g->add_parameter(f32({batch, widths[0]}));
+  ir::Value* labels = g->add_parameter(f32({batch, widths.back()}));
+  std::vector<int> kernels, biases;
+  for (size_t l = 0; l < layers; ++l) {
+    kernels.push_back(
+        g->add_variable(fmt::format("dense_{}/kernel", l), f32({widths[l], widths[l + 1]}), true));
+    biases.push_back(g->add_variable(fmt::format("dense_{}/bias", l), f32({widths[l + 1]}), true));
+  }
+  auto var = [&](int i) { return g->variable(size_t(i)).entry; };
+  // forward: inputs[l] feeds layer l; pre[l] is its pre-activation.
+  std::vector<ir::Value*> inputs = {x}, pre;
+  for (size_t l = 0; l < layers; ++l) {
+    pre.push_back(
+        op(*g, OpKind::Add, {mm(inputs[l], var(kernels[l]), false, false), var(biases[l])}));
+    if (l + 1 < layers) inputs.push_back(op(*g, OpKind::Relu, {pre[l]}));
+  }
+  ir::Value* ls = op(*g, OpKind::LogSoftmax, {pre.back()}, {{"axis", int64_t{-1}}});
+  ir::Value* nll = sum(op(*g, OpKind::Mul, {ls, labels}), {});
+  ir::Value* loss = op(*g, OpKind::Mul, {nll, splat(*g, {}, -1.0f / float(batch))});
+  // backward
+  ir::Value* d = op(*g, OpKind::Mul,
+                    {op(*g, OpKind::Sub, {op(*g, OpKind::Exp, {ls}), labels}),
+                     splat(*g, {}, 1.0f / float(batch))});
+  std::vector<std::pair<int, ir::Value*>> grads;
+  for (size_t l = layers; l-- > 0;) {
+    grads.emplace_back(kernels[l], mm(inputs[l], d, true, false));
+    grads.emplace_back(biases[l], sum(d, {0}));
+    if (l == 0) break;
+    ir::Value* da = mm(d, var(kernels[l]), false, true);
+    ir::Value* mask = op(*g, OpKind::Greater, {pre[l - 1], splat(*g, {}, 0.0f)});
+    d = op(*g, OpKind::Select, {mask, da, splat(*g, {}, 0.0f)});
+  }
+  // SGD
+  ir::Value* lr = splat(*g, {}, 0.01f);
+  for (auto [v, grad] : grads)
+    g->add_assignment(ir::NodeKind::kAssignSub, v, op(*g, OpKind::Mul, {grad, lr}));
+  g->set_outputs({loss});
+  ir::verify_graph(*g);
+  return g;
+}
+
+TEST(MemoryPlanTest, MlpTrainingStepsAreCloseToTheLowerBound) {
+  struct Case {
+    int64_t batch;
+    std::vector<int64_t> widths;
+  };
+  const Case cases[] = {{128, {784, 256, 10}},
+                        {64, {784, 512, 256, 128, 10}},
+                        {256, {32, 1024, 1024, 1024, 10}},
+                        {32, {3072, 100, 4000, 50, 10}}};
+  for (const Case& c : cases) {
+    auto g = mlp_training_step(c.batch, c.widths);
+    MemoryPlan plan = plan_memory(*g);
+    check_plan(*g, plan);
+    MemoryPlanOptions no_reuse;
+    no_reuse.in_place = false;
+    MemoryPlan plain = plan_memory(*g, no_reuse);
+    check_plan(*g, plain);
+    std::printf("[ mlp plan ] batch %lld, widths [%s]: %s; without in-place reuse: %s\n",
+                (long long)c.batch, fmt::format("{}", fmt::join(c.widths, ", ")).c_str(),
+                plan.to_string().c_str(), plain.to_string().c_str());
+    double ratio = double(plan.arena_bytes) / double(plan.lower_bound_bytes);
+    std::printf("[ mlp plan ]   arena %zu B / lower bound %zu B = %.4f\n", plan.arena_bytes,
+                plan.lower_bound_bytes, ratio);
+    EXPECT_LE(ratio, 1.1) << plan.to_table(*g);
+    EXPECT_GT(plan.in_place_values(), 0);
+    EXPECT_LT(plan.arena_bytes, plain.arena_bytes);
+  }
+}
+
+}  // namespace
+}  // namespace kiln::passes

@@ -1,0 +1,199 @@
+// Property test of the default pipeline: on 3,000 random valid graphs (random_graph.h,
+// seeded, deterministic), the optimized graph verifies and computes bitwise the same outputs
+// and final variable values as the unoptimized one on random inputs (the passes are exact
+// rewrites; NaNs compare equal whatever their payload). A failure prints the seed and the
+// original graph's IR.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/printer.h"
+#include "ir/verifier.h"
+#include "passes/pipeline.h"
+#include "runtime/reference_executor.h"
+#include "tests/passes/random_graph.h"
+
+namespace kiln::passes {
+namespace {
+
+constexpr uint64_t kFirstSeed = 20261121;
+constexpr int kGraphs = 3000;
+
+// Empty when `a` and `b` are bitwise equal (any NaN equals any NaN); a description otherwise.
+std::string difference(const runtime::Array& a, const runtime::Array& b) {
+  if (!(a.type() == b.type()))
+    return "type " + a.type().to_string() + " vs " + b.type().to_string();
+  std::string diff;
+  visit_dtype(a.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* x = static_cast<const T*>(a.raw());
+    const T* y = static_cast<const T*>(b.raw());
+    for (int64_t i = 0; i < a.size() && diff.empty(); ++i) {
+      if constexpr (std::is_floating_point_v<T>) {
+        if (std::isnan(x[i]) && std::isnan(y[i])) continue;
+      }
+      if (std::memcmp(&x[i], &y[i], sizeof(T)) != 0)
+        diff = "element " + std::to_string(i) + ": " + std::to_string(double(x[i])) + " vs " +
+               std::to_string(double(y[i]));
+    }
+  });
+  return diff;
+}
+
+struct Run {
+  std::vector<runtime::Array> outputs;
+  std::vector<runtime::Array> variables;
+};
+
+Run run(const ir::Graph& g, const std::vector<runtime::Array>& args,
+        std::vector<runtime::Array> variables) {
+  Run r;
+  r.outputs = runtime::execute_reference(g, args, variables);
+  r.variables = std::move(variables);
+  return r;
+}
+
+struct PipelineStats {
+  int graphs = 0;
+  int changed = 0;
+  size_t nodes_before = 0;
+  size_t nodes_after = 0;
+  int with_control_flow = 0;
+  int with_assignments = 0;
+  std::map<std::string, int64_t> pass_changes;  // runs that changed the graph, per pass
+};
+
+// Checks one seed; returns a failure description or "".
+std::string check_seed(uint64_t seed, PipelineStats& stats,
+                       PassPipeline (*make_pipeline)(const PipelineOptions&)) {
+  std::unique_ptr<ir::Graph> original = test::random_graph(seed);
+  std::unique_ptr<ir::Graph> optimized = test::random_graph(seed);
+  std::string text = ir::print_graph(*original);
+  auto fail = [&](const std::string& what) {
+    return "seed " + std::to_string(seed) + ": " + what + "\noriginal graph:\n" + text +
+           "optimized graph:\n" + ir::print_graph(*optimized);
+  };
+  try {
+    ir::verify_graph(*original);
+  } catch (const Error& e) {
+    return fail(std::string("the generator made an invalid graph: ") + e.what());
+  }
+
+  std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ull);
+  std::vector<runtime::Array> args, variables;
+  for (const auto& p : original->parameters()) args.push_back(test::random_array(p->type(), rng));
+  for (const auto& v : original->variables()) variables.push_back(test::random_array(v.type, rng));
+
+  // The knobs apply (KILN_DISABLE_PASSES=... narrows a failure down); verification is on.
+  PipelineOptions options = PipelineOptions::from_environment();
+  options.verify = true;
+  PassPipeline pipeline = make_pipeline(options);
+  try {
+    if (pipeline.run(*optimized)) ++stats.changed;
+    for (const PassTiming& t : pipeline.timings()) stats.pass_changes[t.name] += t.changed;
+    ir::verify_graph(*optimized);
+  } catch (const Error& e) {
+    return fail(std::string("the pipeline failed: ") + e.what());
+  }
+  ++stats.graphs;
+  if (original->total_node_count() > original->nodes().size()) ++stats.with_control_flow;
+  for (const auto& n : original->nodes())
+    if (n->is_assignment()) {
+      ++stats.with_assignments;
+      break;
+    }
+  stats.nodes_before += original->total_node_count();
+  stats.nodes_after += optimized->total_node_count();
+
+  Run want, got;
+  try {
+    want = run(*original, args, variables);
+  } catch (const Error& e) {
+    return fail(std::string("the original graph failed to run: ") + e.what());
+  }
+  try {
+    got = run(*optimized, args, variables);
+  } catch (const Error& e) {
+    return fail(std::string("the optimized graph failed to run: ") + e.what());
+  }
+  if (want.outputs.size() != got.outputs.size()) return fail("different number of outputs");
+  for (size_t i = 0; i < want.outputs.size(); ++i) {
+    std::string d = difference(want.outputs[i], got.outputs[i]);
+    if (!d.empty()) return fail("output " + std::to_string(i) + " differs: " + d);
+  }
+  for (size_t i = 0; i < want.variables.size(); ++i) {
+    std::string d = difference(want.variables[i], got.variables[i]);
+    if (!d.empty()) return fail("variable " + std::to_string(i) + " differs: " + d);
+  }
+  return "";
+}
+
+// Runs the property over `graphs` seeds; returns the stats.
+PipelineStats check_pipeline(PassPipeline (*make_pipeline)(const PipelineOptions&), int graphs) {
+  PipelineStats stats;
+  int failures = 0;
+  for (int i = 0; i < graphs; ++i) {
+    std::string f = check_seed(kFirstSeed + uint64_t(i), stats, make_pipeline);
+    if (f.empty()) continue;
+    ADD_FAILURE() << f;
+    if (++failures == 5) break;  // enough to debug with
+  }
+  EXPECT_EQ(failures, 0);
+  return stats;
+}
+
+// KILN_PROPERTY_GRAPHS=N runs N graphs instead (a longer hunt for bugs).
+int graph_count() {
+  const char* n = std::getenv("KILN_PROPERTY_GRAPHS");
+  return n ? std::atoi(n) : kGraphs;
+}
+
+void print_stats(const char* pipeline, const PipelineStats& stats) {
+  std::printf("[ property ] %s: %d graphs, %d changed, %zu -> %zu nodes;", pipeline, stats.graphs,
+              stats.changed, stats.nodes_before, stats.nodes_after);
+  for (const auto& [name, n] : stats.pass_changes)
+    std::printf(" %s %lld", name.c_str(), (long long)n);
+  std::printf(" (changing runs); %d with cond / while, %d with assignments\n",
+              stats.with_control_flow, stats.with_assignments);
+}
+
+TEST(PassPropertyTest, DefaultPipelineIsExactOnRandomGraphs) {
+  int graphs = graph_count();
+  PipelineStats stats = check_pipeline(default_pipeline, graphs);
+  print_stats("default", stats);
+  if (testing::Test::HasFailure()) return;
+  EXPECT_EQ(stats.graphs, graphs);
+  // The generator must exercise the passes: most graphs change, every pass has work to do,
+  // and control flow and variable updates are common.
+  EXPECT_GT(stats.changed, graphs / 2);
+  for (const char* pass : {"algebraic-simplify", "constant-fold", "cse", "dce"})
+    EXPECT_GT(stats.pass_changes[pass], graphs / 10) << pass;
+  EXPECT_GT(stats.with_control_flow, graphs / 20);
+  EXPECT_GT(stats.with_assignments, graphs / 20);
+}
+
+// The same property for optimize_pipeline (simplify, lower-assignments, fusion). Disabled
+// until those passes pass it: lower-assignments leaves uses of a variable's value that an
+// `assign` superseded (seeds 20261140, 20261471: "stale value of variable $0"), and fusion
+// fails with "the planned groups form a cycle" (seed 20261212, with lower-assignments
+// disabled). Run it with --gtest_also_run_disabled_tests (KILN_DISABLE_PASSES narrows down).
+TEST(PassPropertyTest, OptimizePipelineIsExactOnRandomGraphs) {
+  int graphs = graph_count();
+  PipelineStats stats = check_pipeline(optimize_pipeline, graphs);
+  print_stats("optimize", stats);
+}
+
+TEST(PassPropertyTest, GeneratorIsDeterministic) {
+  for (uint64_t seed : {1ull, 2ull, 99ull})
+    EXPECT_EQ(ir::print_graph(*test::random_graph(seed)),
+              ir::print_graph(*test::random_graph(seed)));
+}
+
+}  // namespace
+}  // namespace kiln::passes
