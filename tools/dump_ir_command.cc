@@ -1,5 +1,6 @@
-// `kiln dump-ir`: prints the traced training step of the MLP or CNN (forward, loss, gradients,
-// Adam updates, with the variable registry) as IR text or Graphviz DOT.
+// `kiln dump-ir`: prints the training step of the MLP or CNN (forward, loss, gradients, Adam
+// updates, with the variable registry) as traced or optimized (fusion groups, then the node
+// and kernel counts and the memory plan as `#` comments), in IR text or Graphviz DOT.
 #include <fmt/format.h>
 
 #include <iostream>
@@ -7,6 +8,7 @@
 #include "ir/dot.h"
 #include "ir/printer.h"
 #include "kiln/kiln.h"
+#include "passes/optimize.h"
 #include "tools/commands.h"
 #include "tools/model_zoo.h"
 
@@ -41,17 +43,27 @@ void add_dump_ir_command(CLI::App& app) {
       app.add_subcommand("dump-ir", "print the traced training step of a model as IR text or DOT");
   cmd->add_option("--model", args->model, "mlp or cnn (digits shapes)")
       ->check(CLI::IsMember({"mlp", "cnn"}));
-  cmd->add_option("--stage", args->stage, "traced: the graph as recorded")
-      ->check(CLI::IsMember({"traced"}));
+  cmd->add_option("--stage", args->stage,
+                  "traced: the graph as recorded; optimized: after the optimize pipeline "
+                  "(simplification, fusion), with the memory plan summary")
+      ->check(CLI::IsMember({"traced", "optimized"}));
   cmd->add_option("--batch-size", args->batch_size)->check(CLI::PositiveNumber);
   cmd->add_option("--format", args->format, "text (kiln IR) or dot (Graphviz)")
       ->check(CLI::IsMember({"text", "dot"}));
   cmd->callback([args] {
     ConcreteFunction step = traced_train_step(args->model, args->batch_size);
-    if (args->format == "dot")
-      std::cout << ir::graph_to_dot(step.graph());
-    else
-      std::cout << ir::print_graph(step.graph());
+    const ir::Graph* graph = &step.graph();
+    std::optional<passes::OptimizedGraph> optimized;
+    if (args->stage == "optimized") {
+      optimized = passes::optimize_copy(step.graph(), passes::PipelineOptions::from_environment());
+      graph = optimized->graph.get();
+    }
+    if (args->format == "dot") {
+      std::cout << ir::graph_to_dot(*graph);
+      return;
+    }
+    std::cout << ir::print_graph(*graph);
+    if (optimized) std::cout << optimized->summary();
   });
 }
 

@@ -6,6 +6,7 @@
 #include <deque>
 #include <map>
 
+#include "frontend/function/dump_stages.h"
 #include "frontend/function/keep_old_values.h"
 #include "frontend/function/trace_context.h"
 #include "frontend/function/tracing_random.h"
@@ -144,6 +145,7 @@ ConcreteFunction FunctionCore::concrete_for_types(const std::vector<TensorType>&
     ++s.tracing_count;
     keep_old_variable_values(*graph);
     ir::verify_graph(*graph);
+    dump_trace_stages(*graph);
     it = s.cache.emplace(key, ConcreteFunction(graph, std::move(variables))).first;
     traced = true;
   }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "frontend/function/dump_stages.h"
 #include "frontend/function/keep_old_values.h"
 #include "frontend/function/trace_context.h"
 #include "frontend/function/tracing_random.h"
@@ -60,6 +61,7 @@ ConcreteFunction FunctionScope::finish(const std::vector<Tensor>& outputs) {
   s.ctx.reset();
   detail::keep_old_variable_values(*s.graph);
   ir::verify_graph(*s.graph);
+  detail::dump_trace_stages(*s.graph);
   return ConcreteFunction(s.graph, std::move(variables));
 }
 

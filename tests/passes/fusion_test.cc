@@ -13,6 +13,7 @@
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
+#include "passes/memory_plan.h"
 #include "passes/passes.h"
 #include "passes/pipeline.h"
 #include "runtime/reference_executor.h"
@@ -200,6 +201,10 @@ TEST(FusionTest, MlpTrainingStepKeepsOutputsAndVariablesBitwise) {
     EXPECT_EQ(producers[1], producers[2]);
   }
   EXPECT_LE(count_kernels(*g), 12u);
+  // The memory plan of the optimized step stays within 1.1x of its lower bound.
+  MemoryPlan plan = plan_memory(*g);
+  EXPECT_LE(double(plan.arena_bytes), 1.1 * double(plan.lower_bound_bytes)) << plan.to_string();
+  EXPECT_GT(plan.lower_bound_bytes, 0u);
 }
 
 TEST(FusionTest, AssignmentsStayOutsideAndInOrder) {

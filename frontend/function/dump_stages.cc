@@ -1,0 +1,39 @@
+#include "frontend/function/dump_stages.h"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <filesystem>
+
+#include "frontend/io/file_util.h"
+#include "passes/optimize.h"
+#include "runtime/knobs.h"
+
+namespace kiln::detail {
+namespace {
+
+std::atomic<int> g_dump_counter{0};
+
+std::string file_name_for(std::string name) {
+  for (char& c : name)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.')) c = '_';
+  return name.empty() ? std::string("function") : name;
+}
+
+}  // namespace
+
+void dump_trace_stages(const ir::Graph& traced) {
+  std::optional<std::string> dir = runtime::knobs::dump_ir_dir();
+  if (!dir) return;
+  std::filesystem::path out =
+      std::filesystem::path(*dir) /
+      fmt::format("{}.{}", file_name_for(traced.name()), g_dump_counter.fetch_add(1));
+  passes::PipelineOptions options = passes::PipelineOptions::from_environment();
+  options.dump_dir = out.string();
+  passes::OptimizedGraph optimized = passes::optimize_copy(traced, options);
+  std::string plan = optimized.summary();
+  if (optimized.plan) plan += optimized.plan->to_table(*optimized.graph);
+  io::write_file_atomically((out / "memory_plan.txt").string(), plan);
+}
+
+}  // namespace kiln::detail
