@@ -15,15 +15,16 @@
 #include "passes/fusion.h"
 #include "passes/lower_assignments.h"
 #include "passes/pass.h"
+#include "passes/refine_shapes.h"
+#include "passes/transpose_folding.h"
 
 namespace kiln::passes {
 
 // The names of every registered pass, sorted: algebraic-simplify, constant-fold, cse, dce,
-// fusion, lower-assignments.
+// fusion, lower-assignments, refine-shapes, transpose-folding.
 std::vector<std::string_view> registered_pass_names();
 
-// "algebraic-simplify, constant-fold, cse, dce, fusion, lower-assignments" (for error
-// messages).
+// "algebraic-simplify, constant-fold, cse, dce, ..." (for error messages).
 std::string registered_pass_list();
 
 // A new instance of the pass called `name` with its default options; kiln::Error listing the

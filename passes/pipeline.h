@@ -107,7 +107,11 @@ std::vector<std::unique_ptr<Pass>> pass_list(P&&... passes) {
 }
 
 // kiln's default graph optimization:
-//   fixed point "simplify" of {algebraic-simplify, constant-fold, cse, dce}.
+//   the fixed point "simplify" of {algebraic-simplify, constant-fold, cse, dce}. Every pass in it
+//   is an exact rewrite (bitwise-equal results; the property test checks this). transpose-folding
+//   is not in it: the GEMM's summation order depends on the operand layout, so folding can change
+//   results by an ulp (use --passes or add it). refine-shapes runs where a signature is specialised
+//   (specialize_parameters); traced graphs already carry every dimension their signature fixes.
 PassPipeline default_pipeline(const PipelineOptions& options);
 
 // kiln's optimization for compilation: default_pipeline's fixed point "simplify", then

@@ -18,6 +18,8 @@ const Entry kPasses[] = {
     {"dce", [] { return make_dce(); }},
     {"fusion", [] { return make_fusion(); }},
     {"lower-assignments", [] { return make_lower_assignments(); }},
+    {"refine-shapes", [] { return make_refine_shapes(); }},
+    {"transpose-folding", [] { return make_transpose_folding(); }},
 };
 
 }  // namespace

@@ -142,7 +142,7 @@ TEST(PassPipelineTest, DisablingAnUnknownPassListsTheKnownOnes) {
   EXPECT_EQ(error_of([&] { p.run(*g); }),
             "cannot disable unknown pass \"fold\" (KILN_DISABLE_PASSES or "
             "PipelineOptions::disabled); known passes: algebraic-simplify, constant-fold, cse, "
-            "dce, fusion, lower-assignments");
+            "dce, fusion, lower-assignments, refine-shapes, transpose-folding");
 }
 
 TEST(PassPipelineTest, EnvironmentKnobsFillTheOptions) {
@@ -301,7 +301,7 @@ TEST(PassRegistryTest, CreatesPassesByNameAndListsThemOnError) {
   for (std::string_view name : registered_pass_names()) EXPECT_EQ(create_pass(name)->name(), name);
   EXPECT_EQ(error_of([] { create_pass("cse2"); }),
             "unknown pass \"cse2\" (known passes: algebraic-simplify, constant-fold, cse, dce, "
-            "fusion, lower-assignments)");
+            "fusion, lower-assignments, refine-shapes, transpose-folding)");
 }
 
 TEST(ConstantFoldTest, ElementLimitIsAnOption) {

@@ -1,0 +1,84 @@
+#include "passes/refine_shapes.h"
+
+#include <fmt/format.h>
+
+#include "ir/value_numbering.h"
+
+namespace kiln::passes {
+namespace {
+
+// `refined` agrees with `declared` and knows at least as much; true when it knows more.
+bool refines(const TensorType& declared, const TensorType& refined) {
+  if (declared.dtype != refined.dtype || declared.shape.rank() != refined.shape.rank())
+    return false;
+  bool more = false;
+  for (int d = 0; d < declared.shape.rank(); ++d) {
+    if (declared.shape[d] == kUnknownDim) {
+      more = more || refined.shape[d] != kUnknownDim;
+    } else if (declared.shape[d] != refined.shape[d]) {
+      return false;
+    }
+  }
+  return more;
+}
+
+class RefineShapes final : public Pass {
+ public:
+  std::string_view name() const override { return "refine-shapes"; }
+
+  bool run(ir::Graph& g) override {
+    bool changed = false;
+    std::vector<ir::Node*> order;
+    for (const auto& n : g.nodes()) order.push_back(n.get());
+    for (ir::Node* n : order) {
+      if (n->kind() != ir::NodeKind::kOp) continue;
+      std::vector<TensorType> in;
+      for (const ir::Value* v : n->inputs()) in.push_back(v->type());
+      TensorType inferred = infer_type(n->op(), in, n->attrs());
+      const TensorType& declared = n->output()->type();
+      if (refines(declared, inferred)) {
+        n->output()->set_type(inferred);
+        changed = true;
+      } else if (!(inferred == declared) && !refines(inferred, declared)) {
+        ir::ValueNumbering numbering(g);
+        throw Error(fmt::format("refine-shapes: node {} is declared {} but its inputs give {}",
+                                ir::describe_node(*n, numbering), declared.to_string(),
+                                inferred.to_string()));
+      }
+      if (n->is_op(OpKind::BroadcastLike) && n->output()->shape().is_fully_known()) {
+        ir::Node* b = g.add_op(OpKind::BroadcastTo, {n->input(0)},
+                               Attrs{{"shape", n->output()->shape().to_vector()}});
+        b->set_name(n->name());
+        b->set_location(n->location());
+        g.move_before(b, n);
+        g.replace_all_uses(n->output(), b->output());
+        changed = true;
+      }
+    }
+    return changed;  // replaced broadcast_like nodes have no uses left: dce removes them
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_refine_shapes() { return std::make_unique<RefineShapes>(); }
+
+bool specialize_parameters(ir::Graph& g, const std::vector<TensorType>& types) {
+  if (types.size() != g.parameters().size())
+    throw Error(fmt::format("specialize_parameters: graph @{} has {} parameters, got {} types",
+                            g.name(), g.parameters().size(), types.size()));
+  bool changed = false;
+  for (size_t i = 0; i < types.size(); ++i) {
+    const TensorType& declared = g.parameter(i)->type();
+    if (types[i] == declared) continue;
+    if (!refines(declared, types[i]))
+      throw Error(fmt::format(
+          "specialize_parameters: parameter %{} of graph @{} is {}; {} does not conform", i,
+          g.name(), declared.to_string(), types[i].to_string()));
+    g.parameter(i)->set_type(types[i]);
+    changed = true;
+  }
+  return make_refine_shapes()->run(g) || changed;
+}
+
+}  // namespace kiln::passes
