@@ -11,8 +11,8 @@
 
 #include "ir/printer.h"
 #include "ir/verifier.h"
-#include "passes/file_util.h"
 #include "passes/passes.h"
+#include "runtime/file_io.h"
 #include "runtime/knobs.h"
 
 namespace kiln::passes {
@@ -51,7 +51,7 @@ struct PassPipeline::RunState {
 
   void dump(std::string_view stage, const std::string& dir) {
     std::string path = fmt::format("{}/{:03}.{}.kir", dir, next_dump++, stage);
-    write_file_atomically(path, ir::print_graph(graph));
+    runtime::write_file_atomically(path, ir::print_graph(graph));
   }
 };
 

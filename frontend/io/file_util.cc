@@ -1,8 +1,6 @@
 #include "frontend/io/file_util.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -11,6 +9,7 @@
 #include <sstream>
 
 #include "ir/error.h"
+#include "runtime/file_io.h"
 
 namespace kiln::io {
 
@@ -25,36 +24,7 @@ std::string read_file(const std::string& path) {
 }
 
 void write_file_atomically(const std::string& path, const std::string& bytes) {
-  std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    throw Error(
-        fmt::format("cannot write \"{}\": {} (does the directory exist and is it "
-                    "writable?)",
-                    path, std::strerror(errno)));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw Error(fmt::format("error writing \"{}\": {}", path, std::strerror(err)));
-    }
-    done += size_t(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    throw Error(fmt::format("error flushing \"{}\": {}", path, std::strerror(err)));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    throw Error(
-        fmt::format("cannot move the new file into place at \"{}\": {}", path, std::strerror(err)));
-  }
+  runtime::write_file_atomically(path, bytes);
 }
 
 }  // namespace kiln::io

@@ -1,4 +1,4 @@
-#include "passes/file_util.h"
+#include "runtime/file_io.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -10,15 +10,16 @@
 
 #include "ir/error.h"
 
-namespace kiln::passes {
+namespace kiln::runtime {
 
 void write_file_atomically(const std::string& path, std::string_view bytes) {
   std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     throw Error(
-        fmt::format("cannot write \"{}\": {} (does the directory exist and is it writable?)", path,
-                    std::strerror(errno)));
+        fmt::format("cannot write \"{}\": {} (does the directory exist and is it "
+                    "writable?)",
+                    path, std::strerror(errno)));
   size_t done = 0;
   while (done < bytes.size()) {
     ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
@@ -44,4 +45,4 @@ void write_file_atomically(const std::string& path, std::string_view bytes) {
   }
 }
 
-}  // namespace kiln::passes
+}  // namespace kiln::runtime
