@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <cctype>
 #include <filesystem>
 
 #include "frontend/io/file_util.h"
 #include "passes/optimize.h"
 #include "runtime/knobs.h"
+#include "runtime/log.h"
 
 namespace kiln::detail {
 namespace {
@@ -28,12 +30,18 @@ void dump_trace_stages(const ir::Graph& traced) {
   std::filesystem::path out =
       std::filesystem::path(*dir) /
       fmt::format("{}.{}", file_name_for(traced.name()), g_dump_counter.fetch_add(1));
-  passes::PipelineOptions options = passes::PipelineOptions::from_environment();
-  options.dump_dir = out.string();
-  passes::OptimizedGraph optimized = passes::optimize_copy(traced, options);
-  std::string plan = optimized.summary();
-  if (optimized.plan) plan += optimized.plan->to_table(*optimized.graph);
-  io::write_file_atomically((out / "memory_plan.txt").string(), plan);
+  // A debugging aid must not break the program: failures become a warning.
+  try {
+    passes::PipelineOptions options = passes::PipelineOptions::from_environment();
+    options.dump_dir = out.string();
+    passes::OptimizedGraph optimized = passes::optimize_copy(traced, options);
+    std::string plan = optimized.summary();
+    if (optimized.plan) plan += optimized.plan->to_table(*optimized.graph);
+    io::write_file_atomically((out / "memory_plan.txt").string(), plan);
+  } catch (const Error& e) {
+    log_warning(fmt::format("KILN_DUMP_IR: dumping the stages of @{} to {} failed: {}",
+                            traced.name(), out.string(), e.what()));
+  }
 }
 
 }  // namespace kiln::detail
