@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 
@@ -12,9 +14,26 @@
 
 namespace kiln::runtime {
 
+namespace {
+
+// Creates a temporary beside `path` that no other writer uses: the name has the process id and
+// a per-process sequence number (threads and processes writing the same path each get their
+// own), and O_EXCL skips a name left behind by a crashed process whose pid was reused.
+// Returns the descriptor (or -1 with errno set) and the name in `tmp`.
+int create_unique_temporary(const std::string& path, std::string& tmp) {
+  static std::atomic<uint64_t> sequence{0};
+  for (int attempt = 0;; ++attempt) {
+    tmp = fmt::format("{}.tmp.{}.{}", path, ::getpid(), sequence.fetch_add(1));
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0 || errno != EEXIST || attempt == 100) return fd;
+  }
+}
+
+}  // namespace
+
 void write_file_atomically(const std::string& path, std::string_view bytes) {
-  std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  std::string tmp;
+  int fd = create_unique_temporary(path, tmp);
   if (fd < 0)
     throw Error(
         fmt::format("cannot write \"{}\": {} (does the directory exist and is it "

@@ -33,6 +33,18 @@ std::optional<std::string> data_dir() {
   return std::string(v);
 }
 
+std::optional<std::string> cache_dir() {
+  const char* v = std::getenv("KILN_CACHE_DIR");
+  if (!v) return std::nullopt;
+  return std::string(v);
+}
+
+std::optional<std::string> home_dir() {
+  const char* v = std::getenv("HOME");
+  if (!v || !*v) return std::nullopt;
+  return std::string(v);
+}
+
 std::vector<std::string> disabled_passes() {
   std::vector<std::string> names;
   const char* v = std::getenv("KILN_DISABLE_PASSES");

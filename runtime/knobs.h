@@ -18,6 +18,15 @@ std::string log_level();
 // KILN_DATA_DIR: where the shipped data sets (digits.csv.gz) are read from; nullopt if unset.
 std::optional<std::string> data_dir();
 
+// KILN_CACHE_DIR=DIR: where compiled kernels are cached across processes (codegen/object_cache.h;
+// API: codegen::set_cache_dir). nullopt when unset (then $HOME/.cache/kiln); an empty value
+// (KILN_CACHE_DIR=) is returned as "" and disables the disk cache.
+std::optional<std::string> cache_dir();
+
+// HOME: the user's home directory (the default cache directory is $HOME/.cache/kiln); nullopt
+// when unset or empty.
+std::optional<std::string> home_dir();
+
 // ---- graph optimization (passes/pipeline.h; API: passes::PipelineOptions)
 
 // KILN_DISABLE_PASSES=a,b: names of passes the pass pipeline skips (empty when unset). Blank

@@ -1,0 +1,248 @@
+#include "codegen/compile_graph.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <unordered_map>
+
+#include "codegen/compiler.h"
+#include "codegen/lower_kernel.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
+#include "passes/refine_shapes.h"
+
+namespace kiln::codegen {
+namespace {
+
+using ir::Graph;
+using ir::Node;
+using ir::NodeKind;
+using ir::Value;
+using Step = runtime::ExecutableStep;
+
+const Node* contraction_of(const Graph& body) {
+  for (const auto& n : body.nodes())
+    if (n->kind() == NodeKind::kOp && op_info(n->op()).has(kContraction)) return n.get();
+  return nullptr;
+}
+
+// A graph holding one op node of `n`'s kind and attributes on fresh parameters.
+std::unique_ptr<Graph> one_op_body(const Node& n, std::string name) {
+  auto g = std::make_unique<Graph>(std::move(name));
+  std::vector<Value*> in;
+  for (const Value* v : n.inputs()) in.push_back(g->add_parameter(v->type()));
+  g->set_outputs({g->add_op(n.op(), in, n.attrs())->output()});
+  return g;
+}
+
+std::string kernel_name(const Node& n) {
+  std::string base = n.name().empty() ? std::string(n.op_name()) : n.name();
+  return base;
+}
+
+runtime::Array literal_array(const ir::Literal& lit) {
+  runtime::Array a = runtime::Array::empty(lit.type());
+  if (lit.byte_size() > 0) std::memcpy(a.raw(), lit.data(), lit.byte_size());
+  return a;
+}
+
+class GraphCompiler {
+ public:
+  explicit GraphCompiler(const Graph& g) : g_(g) {}
+
+  std::shared_ptr<const runtime::Executable> build() {
+    std::vector<int> params, vars;
+    for (const auto& p : g_.parameters()) params.push_back(slot(p.get()));
+    for (const auto& v : g_.variables()) vars.push_back(slot(v.entry));
+    for (const auto& up : g_.nodes()) add_node(*up);
+    std::vector<CompiledKernel> compiled = compile_kernels(requests_);
+    for (size_t i = 0; i < compiled.size(); ++i) {
+      runtime::KernelCall& call = *calls_[i];
+      call.layout = compiled[i].layout;
+      call.entry = compiled[i].entry;
+    }
+    std::vector<int> outs;
+    for (const Value* v : g_.outputs()) outs.push_back(slot(v));
+    return std::make_shared<runtime::Executable>(g_.name(), next_slot_, std::move(params),
+                                                 std::move(vars), std::move(constants_),
+                                                 std::move(steps_), std::move(outs));
+  }
+
+  // Only the requests (for dumps); `owned` keeps one-op bodies alive.
+  std::vector<KernelRequest> requests(std::vector<std::unique_ptr<Graph>>& owned) {
+    dry_ = true;
+    for (const auto& up : g_.nodes()) add_node(*up);
+    for (auto& b : bodies_) owned.push_back(std::move(b));
+    return requests_;
+  }
+
+ private:
+  int slot(const Value* v) {
+    auto [it, inserted] = slots_.try_emplace(v, next_slot_);
+    if (inserted) ++next_slot_;
+    return it->second;
+  }
+  int fresh_slot() { return next_slot_++; }
+
+  void check_known(const Node& n) {
+    for (size_t i = 0; i < n.num_outputs(); ++i)
+      if (!n.output(i)->shape().is_fully_known())
+        throw Error(fmt::format("codegen: {} in graph {} has unknown shape {}; compiled graphs "
+                                "need concrete shapes (specialise the graph to its arguments)",
+                                n.op_name(), g_.name(), n.output(i)->shape().to_string()));
+  }
+
+  std::shared_ptr<runtime::KernelCall> request(KernelRequest r, std::vector<int> inputs,
+                                               std::vector<const Value*> outputs) {
+    auto call = std::make_shared<runtime::KernelCall>();
+    call->inputs = std::move(inputs);
+    for (const Value* v : outputs) {
+      call->outputs.push_back(slot(v));
+      call->output_types.push_back(v->type());
+    }
+    requests_.push_back(std::move(r));
+    calls_.push_back(call);
+    return call;
+  }
+
+  std::vector<int> input_slots(const Node& n) {
+    std::vector<int> s;
+    for (const Value* v : n.inputs()) s.push_back(slot(v));
+    return s;
+  }
+  std::vector<const Value*> outputs_of(const Node& n) {
+    std::vector<const Value*> o;
+    for (size_t i = 0; i < n.num_outputs(); ++i) o.push_back(n.output(i));
+    return o;
+  }
+
+  void add_node(const Node& n) {
+    check_known(n);
+    Step s;
+    switch (n.kind()) {
+      case NodeKind::kConstant:
+        constants_.emplace_back(slot(n.output()), literal_array(*n.literal()));
+        return;
+      case NodeKind::kAssign:
+      case NodeKind::kAssignAdd:
+      case NodeKind::kAssignSub:
+        s.kind = Step::Kind::kAssign;
+        s.name = std::string(n.op_name());
+        s.variable = n.variable();
+        s.assign_kind = n.kind();
+        s.inputs = input_slots(n);
+        s.output = slot(n.output());
+        steps_.push_back(std::move(s));
+        return;
+      case NodeKind::kCond:
+      case NodeKind::kWhile:
+        s.kind = n.kind() == NodeKind::kCond ? Step::Kind::kCond : Step::Kind::kWhile;
+        s.name = std::string(n.op_name());
+        s.inputs = input_slots(n);
+        if (!dry_)
+          for (const auto& sub : n.subgraphs()) s.bodies.push_back(GraphCompiler(*sub).build());
+        for (const Value* v : outputs_of(n)) s.outputs.push_back(slot(v));
+        steps_.push_back(std::move(s));
+        return;
+      case NodeKind::kFusion:
+        add_fusion(n);
+        return;
+      case NodeKind::kOp:
+        break;
+    }
+    if (can_lower(n)) {
+      bodies_.push_back(one_op_body(n, kernel_name(n)));
+      s.kind = Step::Kind::kKernel;
+      s.name = kernel_name(n);
+      s.kernel = request({bodies_.back().get(), s.name, nullptr}, input_slots(n), outputs_of(n));
+      steps_.push_back(std::move(s));
+      return;
+    }
+    s.kind = Step::Kind::kOp;
+    s.name = std::string(n.op_name());
+    s.op = n.op();
+    s.attrs = n.attrs();
+    s.inputs = input_slots(n);
+    s.type = n.output()->type();
+    s.output = slot(n.output());
+    steps_.push_back(std::move(s));
+  }
+
+  void add_fusion(const Node& n) {
+    const Graph& body = n.subgraph(0);
+    std::string name(n.fusion_name());
+    Step s;
+    s.name = name;
+    const Node* c = contraction_of(body);
+    if (c == nullptr) {
+      s.kind = Step::Kind::kKernel;
+      s.kernel = request({&body, name, nullptr}, input_slots(n), outputs_of(n));
+      steps_.push_back(std::move(s));
+      return;
+    }
+    // The contraction runs in the library; the rest of the group is its epilogue kernel.
+    s.kind = Step::Kind::kContraction;
+    s.op = c->op();
+    s.attrs = c->attrs();
+    s.type = c->output()->type();
+    for (const Value* v : c->inputs()) {
+      if (v->def() == Value::Def::kParameter) {
+        s.inputs.push_back(slot(n.input(size_t(v->index()))));
+      } else if (v->producer() != nullptr && v->producer()->kind() == NodeKind::kConstant) {
+        int cs = fresh_slot();
+        constants_.emplace_back(cs, literal_array(*v->producer()->literal()));
+        s.inputs.push_back(cs);
+      } else {
+        throw Error(fmt::format("codegen: the contraction of group {} reads a value computed "
+                                "inside the group; fusion must not put producers of a "
+                                "contraction in its group",
+                                name));
+      }
+    }
+    s.output = fresh_slot();
+    std::vector<int> in = input_slots(n);
+    in.push_back(s.output);
+    s.kernel = request({&body, name, c}, std::move(in), outputs_of(n));
+    steps_.push_back(std::move(s));
+  }
+
+  const Graph& g_;
+  bool dry_ = false;  // collecting requests only
+  std::unordered_map<const Value*, int> slots_;
+  int next_slot_ = 0;
+  std::vector<std::pair<int, runtime::Array>> constants_;
+  std::vector<Step> steps_;
+  std::vector<KernelRequest> requests_;
+  std::vector<std::shared_ptr<runtime::KernelCall>> calls_;
+  std::vector<std::unique_ptr<Graph>> bodies_;
+};
+
+}  // namespace
+
+std::shared_ptr<const runtime::Executable> compile_graph(const Graph& graph) {
+  return GraphCompiler(graph).build();
+}
+
+std::vector<KernelRequest> kernel_requests(const Graph& graph,
+                                           std::vector<std::unique_ptr<Graph>>& owned) {
+  std::vector<KernelRequest> out = GraphCompiler(graph).requests(owned);
+  for (const auto& n : graph.nodes())
+    if (n->kind() == NodeKind::kCond || n->kind() == NodeKind::kWhile)
+      for (const auto& sub : n->subgraphs()) {
+        auto more = kernel_requests(*sub, owned);
+        out.insert(out.end(), more.begin(), more.end());
+      }
+  return out;
+}
+
+CompiledFunction compile_function(const Graph& traced, const std::vector<TensorType>& argument_types,
+                                  const passes::PipelineOptions& options) {
+  CompiledFunction out;
+  out.optimized = ir::parse_graph(ir::print_graph(traced), traced.name());
+  passes::specialize_parameters(*out.optimized, argument_types);
+  passes::optimize_pipeline(options).run(*out.optimized);
+  out.executable = compile_graph(*out.optimized);
+  return out;
+}
+
+}  // namespace kiln::codegen

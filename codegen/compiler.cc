@@ -1,0 +1,116 @@
+#include "codegen/compiler.h"
+
+#include <llvm/IR/Function.h>
+
+#include <mutex>
+#include <unordered_map>
+
+#include "codegen/host_target.h"
+#include "codegen/jit.h"
+#include "codegen/lower_kernel.h"
+#include "codegen/object_cache.h"
+#include "runtime/threading.h"
+
+namespace kiln::codegen {
+namespace {
+
+constexpr const char* kPlaceholder = "kiln_kernel";
+
+struct Keyed {
+  LoweredKernel lowered;
+  std::string key;
+  std::string symbol;
+};
+
+Keyed lower_and_key(const KernelRequest& r) {
+  Keyed k{lower_kernel(*r.body, kPlaceholder, r.as_parameter), {}, {}};
+  k.key = cache_key(module_text(*k.lowered.module.module), target_description());
+  k.symbol = "kiln_k_" + k.key;
+  k.lowered.module.module->getFunction(kPlaceholder)->setName(k.symbol);
+  k.lowered.module.symbol = k.symbol;
+  k.lowered.layout.symbol = r.name;
+  return k;
+}
+
+std::mutex& compile_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::unordered_map<std::string, void*>& linked() {
+  static std::unordered_map<std::string, void*> m;
+  return m;
+}
+
+}  // namespace
+
+std::vector<CompiledKernel> compile_kernels(const std::vector<KernelRequest>& requests) {
+  std::vector<Keyed> kernels(requests.size());
+  runtime::parallel_tasks(int64_t(requests.size()),
+                          [&](int64_t i) { kernels[size_t(i)] = lower_and_key(requests[size_t(i)]); });
+
+  std::lock_guard<std::mutex> lock(compile_mutex());
+  std::vector<CompiledKernel> out(requests.size());
+  std::vector<size_t> to_link, to_compile;
+  std::unordered_map<std::string, size_t> first_of_key;  // duplicates within this call
+  std::vector<std::pair<size_t, size_t>> duplicates;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    out[i].layout = kernels[i].lowered.layout;
+    if (auto it = linked().find(kernels[i].key); it != linked().end()) {
+      out[i].entry = reinterpret_cast<runtime::KernelEntry>(it->second);
+      count_memory_hit();
+      continue;
+    }
+    if (auto it = first_of_key.find(kernels[i].key); it != first_of_key.end()) {
+      duplicates.emplace_back(i, it->second);
+      count_memory_hit();
+      continue;
+    }
+    first_of_key[kernels[i].key] = i;
+    to_link.push_back(i);
+  }
+  std::vector<std::string> objects(kernels.size());
+  for (size_t i : to_link) {
+    if (auto cached = load_cached_object(kernels[i].key)) {
+      objects[i] = std::move(*cached);
+    } else {
+      to_compile.push_back(i);
+      count_miss();
+    }
+  }
+  runtime::parallel_tasks(int64_t(to_compile.size()), [&](int64_t t) {
+    size_t i = to_compile[size_t(t)];
+    llvm::Module& m = *kernels[i].lowered.module.module;
+    optimize_module(m);
+    objects[i] = emit_object(m);
+  });
+  for (size_t i : to_compile) store_cached_object(kernels[i].key, objects[i]);
+  std::vector<std::string> symbols;
+  for (size_t i : to_link) {
+    Jit::instance().add_object(std::move(objects[i]), kernels[i].symbol);
+    symbols.push_back(kernels[i].symbol);
+  }
+  std::vector<void*> addresses = Jit::instance().lookup(symbols);
+  for (size_t k = 0; k < to_link.size(); ++k) {
+    size_t i = to_link[k];
+    linked()[kernels[i].key] = addresses[k];
+    out[i].entry = reinterpret_cast<runtime::KernelEntry>(addresses[k]);
+  }
+  for (auto [i, j] : duplicates) out[i].entry = out[j].entry;
+  return out;
+}
+
+std::string kernel_llvm_ir(const KernelRequest& request) {
+  Keyed k = lower_and_key(request);
+  optimize_module(*k.lowered.module.module);
+  return "; kernel " + request.name + " (symbol " + k.symbol + ")\n" +
+         module_text(*k.lowered.module.module);
+}
+
+std::string kernel_assembly(const KernelRequest& request) {
+  Keyed k = lower_and_key(request);
+  optimize_module(*k.lowered.module.module);
+  return "# kernel " + request.name + " (symbol " + k.symbol + ")\n" +
+         emit_assembly(*k.lowered.module.module);
+}
+
+}  // namespace kiln::codegen

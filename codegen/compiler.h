@@ -1,0 +1,40 @@
+// Compiling kernels: lowering (codegen/lower_kernel.h), then the caches
+// (codegen/object_cache.h), then the JIT (codegen/jit.h).
+//
+// compile_kernels() lowers every request (its own LLVM context each), keys each kernel by a
+// hash of its unoptimized LLVM IR and the target description, and then per kernel: an
+// address already linked in this process (memory hit), an object from the disk cache (disk
+// hit), or O3 + object emission (miss; the misses of one call compile concurrently on kiln's
+// TBB threads, and are stored on disk). New objects are added to the JIT and resolved in one
+// batched lookup. The symbol of a kernel is derived from its key ("kiln_k_<key>"), so equal
+// kernels share code and different kernels with the same group name never clash.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "runtime/kernel_abi.h"
+
+namespace kiln::codegen {
+
+struct KernelRequest {
+  const ir::Graph* body = nullptr;  // a fusion body or a one-op graph
+  std::string name;                 // the group name ("fused_add_mul_0"): profiles, dumps
+  // A contraction node of `body` whose result becomes an extra input (its epilogue kernel).
+  const ir::Node* as_parameter = nullptr;
+};
+
+struct CompiledKernel {
+  runtime::KernelLayout layout;  // layout.symbol is the request's name
+  runtime::KernelEntry entry = nullptr;
+};
+
+std::vector<CompiledKernel> compile_kernels(const std::vector<KernelRequest>& requests);
+
+// Dumps of one kernel: its O3-optimized LLVM IR and its assembly (compiled afresh, bypassing
+// the caches). The text starts with a comment naming the kernel's group.
+std::string kernel_llvm_ir(const KernelRequest& request);
+std::string kernel_assembly(const KernelRequest& request);
+
+}  // namespace kiln::codegen

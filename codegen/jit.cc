@@ -1,0 +1,153 @@
+#include "codegen/jit.h"
+
+#include <llvm/Analysis/CGSCCPassManager.h>
+#include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/PassManager.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/TargetParser/Host.h>
+
+#include <mutex>
+
+#include "codegen/target_machine.h"
+#include "ir/error.h"
+
+namespace kiln::codegen {
+namespace {
+
+std::string to_string(llvm::Error e) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << e;
+  return os.str();
+}
+
+}  // namespace
+
+KernelModule new_kernel_module(const std::string& module_name, const std::string& symbol) {
+  KernelModule k;
+  k.context = std::make_unique<llvm::LLVMContext>();
+  k.module = std::make_unique<llvm::Module>(module_name, *k.context);
+  llvm::TargetMachine& tm = thread_target_machine();
+  k.module->setTargetTriple(tm.getTargetTriple().str());
+  k.module->setDataLayout(tm.createDataLayout());
+  k.symbol = symbol;
+  return k;
+}
+
+void optimize_module(llvm::Module& module) {
+  std::string problems;
+  llvm::raw_string_ostream os(problems);
+  if (llvm::verifyModule(module, &os))
+    internal_error(__FILE__, __LINE__,
+                   "codegen produced invalid LLVM IR for " + module.getName().str() + ": " +
+                       os.str());
+  llvm::TargetMachine& tm = thread_target_machine();
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = true;
+  tuning.SLPVectorization = true;
+  tuning.LoopUnrolling = true;
+  tuning.LoopInterleaving = true;
+  llvm::PassBuilder pb(&tm, tuning);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  mpm.run(module, mam);
+}
+
+static std::string emit(llvm::Module& module, llvm::CodeGenFileType type) {
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream os(buffer);
+  llvm::legacy::PassManager pm;
+  if (thread_target_machine().addPassesToEmitFile(pm, os, nullptr, type))
+    internal_error(__FILE__, __LINE__, "LLVM cannot emit code for the host target");
+  pm.run(module);
+  return std::string(buffer.data(), buffer.size());
+}
+
+std::string emit_object(llvm::Module& module) {
+  return emit(module, llvm::CodeGenFileType::ObjectFile);
+}
+
+std::string emit_assembly(llvm::Module& module) {
+  return emit(module, llvm::CodeGenFileType::AssemblyFile);
+}
+
+std::string module_text(const llvm::Module& module) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  module.print(os, nullptr);
+  return os.str();
+}
+
+struct Jit::Impl {
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  std::mutex mutex;
+};
+
+Jit::Jit() : impl_(std::make_unique<Impl>()) {
+  initialize_native_target();
+  auto jit = llvm::orc::LLJITBuilder().create();
+  if (!jit) throw Error("codegen: cannot create the LLVM JIT: " + to_string(jit.takeError()));
+  impl_->jit = std::move(*jit);
+  // Runtime helpers and the C library (double-precision math) come from the process itself.
+  auto generator = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      impl_->jit->getDataLayout().getGlobalPrefix());
+  if (!generator)
+    throw Error("codegen: cannot search the process's symbols: " +
+                to_string(generator.takeError()));
+  impl_->jit->getMainJITDylib().addGenerator(std::move(*generator));
+}
+
+Jit& Jit::instance() {
+  static Jit* jit = new Jit();  // never destroyed: kernels may run during static destruction
+  return *jit;
+}
+
+void Jit::add_object(std::string object_bytes, const std::string& name) {
+  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(object_bytes, name);
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  if (llvm::Error e = impl_->jit->addObjectFile(std::move(buffer)))
+    throw Error("codegen: the JIT rejected the object of kernel " + name + ": " +
+                to_string(std::move(e)));
+}
+
+std::vector<void*> Jit::lookup(const std::vector<std::string>& symbols) {
+  std::vector<void*> out;
+  if (symbols.empty()) return out;
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  llvm::orc::LLJIT& jit = *impl_->jit;
+  llvm::orc::SymbolLookupSet set;
+  std::vector<llvm::orc::SymbolStringPtr> names;
+  for (const auto& s : symbols) {
+    names.push_back(jit.mangleAndIntern(s));
+    set.add(names.back());
+  }
+  auto result = jit.getExecutionSession().lookup(
+      llvm::orc::makeJITDylibSearchOrder(&jit.getMainJITDylib()), std::move(set));
+  if (!result)
+    throw Error("codegen: JIT symbol lookup failed: " + to_string(result.takeError()));
+  for (const auto& n : names) out.push_back((*result)[n].getAddress().toPtr<void*>());
+  return out;
+}
+
+void* compile_uncached(KernelModule kernel) {
+  optimize_module(*kernel.module);
+  std::string object = emit_object(*kernel.module);
+  Jit::instance().add_object(std::move(object), kernel.symbol);
+  return Jit::instance().lookup({kernel.symbol}).front();
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,57 @@
+// The JIT: one ORC LLJIT per process that turns kernel modules into callable code.
+//
+// Compiling a kernel: its module (one LLVMContext + Module per kernel, so kernels compile
+// concurrently) is optimized with the new pass manager's O3 pipeline for the host target
+// (codegen/host_target.h), emitted as an object file, and added to the process's LLJIT; one
+// batched lookup then resolves every kernel of an executable. Objects may come from the
+// object cache (codegen/object_cache.h) instead. Runtime helpers and libm are found by host
+// symbol lookup (the kiln process's own symbols).
+#pragma once
+
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kiln::codegen {
+
+// One kernel's IR: its own context and module, and the name of the function to look up.
+struct KernelModule {
+  std::unique_ptr<llvm::LLVMContext> context;
+  std::unique_ptr<llvm::Module> module;
+  std::string symbol;
+};
+
+// A new, empty module (target triple and data layout of the host set) in a new context.
+KernelModule new_kernel_module(const std::string& module_name, const std::string& symbol);
+
+// Runs the O3 pipeline for the host target on `module` (in place). Verifies the module first;
+// an invalid module is an internal error naming the kernel.
+void optimize_module(llvm::Module& module);
+// The object file / assembly text for an optimized module (host target).
+std::string emit_object(llvm::Module& module);
+std::string emit_assembly(llvm::Module& module);
+// The module's textual LLVM IR.
+std::string module_text(const llvm::Module& module);
+
+// The process's JIT (created on first use; thread-safe).
+class Jit {
+ public:
+  static Jit& instance();
+  // Adds a relocatable object file; its symbols must not already be defined.
+  void add_object(std::string object_bytes, const std::string& name);
+  // Resolves all `symbols` in one lookup (kiln::Error naming any that is missing).
+  std::vector<void*> lookup(const std::vector<std::string>& symbols);
+
+ private:
+  Jit();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Optimizes, emits and adds `kernel`, then looks up its symbol (no cache). For tests and tools.
+void* compile_uncached(KernelModule kernel);
+
+}  // namespace kiln::codegen

@@ -1,0 +1,34 @@
+// The iteration plan of one kernel body (see codegen/lower_kernel.h): which values it
+// materializes, and whether it runs flat, by rows, or serially.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace kiln::codegen {
+
+enum class IterationMode { kFlat, kRows, kSerial };
+
+struct KernelPlan {
+  IterationMode mode = IterationMode::kSerial;
+  int64_t extent = 1;        // rows (flat: elements; serial: 1)
+  int64_t row_elements = 1;  // elements read and written per row (an estimate of its work)
+  // Values the kernel stores, in dependency order: body outputs and reductions.
+  std::vector<const ir::Value*> materialized;
+  // Materialized values that are not outputs: temporary buffer index of each.
+  std::unordered_map<const ir::Value*, int> temporaries;
+  // Per parameter: read only at the row being computed (runtime::KernelLayout::inputs_by_row).
+  std::vector<bool> inputs_by_row;
+};
+
+bool is_reduction(const ir::Node& n);
+// Reduction axes of a reduction node, normalized (non-negative, sorted, each once; [] = all).
+std::vector<int> reduction_axes(const ir::Node& n);
+
+// `body` must be decomposed (codegen/decompose.h) with fully known shapes.
+KernelPlan plan_kernel(const ir::Graph& body);
+
+}  // namespace kiln::codegen

@@ -1,0 +1,528 @@
+#include "codegen/lower_kernel.h"
+
+#include <fmt/format.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+
+#include <limits>
+#include <map>
+#include <unordered_map>
+
+#include "codegen/decompose.h"
+#include "codegen/kernel_plan.h"
+#include "codegen/scalar_ops.h"
+#include "codegen/target_machine.h"
+#include "ir/error.h"
+#include "ir/shape_rules.h"
+
+namespace kiln::codegen {
+namespace {
+
+using ir::Node;
+using ir::NodeKind;
+using ir::Value;
+using Index = std::vector<llvm::Value*>;
+
+class KernelEmitter {
+ public:
+  KernelEmitter(const ir::Graph& body, const KernelPlan& plan, KernelModule& km)
+      : g_(body), plan_(plan), km_(km), ctx_(*km.context), m_(*km.module), b_(ctx_) {
+    llvm::FastMathFlags fmf;
+    fmf.setAllowContract(true);
+    b_.setFastMathFlags(fmf);
+  }
+
+  void emit() {
+    llvm::Function* body = emit_body_function();
+    emit_entry(body);
+  }
+
+ private:
+  // ---- functions: `symbol(frame, begin, end)` unpacks the frame and calls the body, whose
+  // buffer parameters carry noalias / align 64 / dereferenceable (inlined at O3, they become
+  // alias scopes on every access).
+  size_t buffer_count() const {
+    return g_.parameters().size() + g_.outputs().size() + plan_.temporaries.size();
+  }
+  const TensorType& buffer_type(size_t i) const {
+    size_t np = g_.parameters().size(), no = g_.outputs().size();
+    if (i < np) return g_.parameter(i)->type();
+    if (i < np + no) return g_.outputs()[i - np]->type();
+    for (const auto& [v, t] : plan_.temporaries)
+      if (size_t(t) == i - np - no) return v->type();
+    internal_error(__FILE__, __LINE__, "bad kernel buffer index");
+  }
+
+  llvm::Function* emit_body_function() {
+    llvm::Type* ptr = b_.getPtrTy();
+    std::vector<llvm::Type*> params(buffer_count() + 1, ptr);
+    params.push_back(b_.getInt64Ty());
+    params.push_back(b_.getInt64Ty());
+    auto* fty = llvm::FunctionType::get(b_.getVoidTy(), params, false);
+    auto* f = llvm::Function::Create(fty, llvm::Function::InternalLinkage, km_.symbol + ".body", m_);
+    f->addFnAttr(llvm::Attribute::AlwaysInline);
+    f->addFnAttr(llvm::Attribute::NoUnwind);
+    apply_target_attributes(*f);
+    for (size_t i = 0; i <= buffer_count(); ++i) {
+      f->addParamAttr(unsigned(i), llvm::Attribute::NoAlias);
+      f->addParamAttr(unsigned(i), llvm::Attribute::NoCapture);
+      if (i == buffer_count()) break;  // the status word
+      f->addParamAttr(unsigned(i), llvm::Attribute::getWithAlignment(ctx_, llvm::Align(64)));
+      const TensorType& t = buffer_type(i);
+      uint64_t bytes = uint64_t(t.shape.num_elements()) * dtype_size(t.dtype);
+      if (bytes > 0)
+        f->addParamAttr(unsigned(i), llvm::Attribute::getWithDereferenceableBytes(ctx_, bytes));
+    }
+    fn_ = f;
+    auto* entry = llvm::BasicBlock::Create(ctx_, "entry", f);
+    b_.SetInsertPoint(entry);
+    flag_ = b_.CreateAlloca(b_.getInt1Ty(), nullptr, "div_by_zero");
+    // Accumulators are allocated at the top of the entry block (promoted to registers).
+    alloca_builder_ = std::make_unique<llvm::IRBuilder<>>(llvm::cast<llvm::Instruction>(flag_));
+    b_.CreateStore(b_.getFalse(), flag_);
+
+    size_t np = g_.parameters().size(), no = g_.outputs().size();
+    for (size_t i = 0; i < np; ++i) base_[g_.parameter(i)] = f->getArg(unsigned(i));
+    for (size_t i = 0; i < no; ++i) out_buffers_[g_.outputs()[i]].push_back(f->getArg(unsigned(np + i)));
+    for (const auto& [v, t] : plan_.temporaries) out_buffers_[v].push_back(f->getArg(unsigned(np + no + t)));
+    llvm::Value* status = f->getArg(unsigned(buffer_count()));
+    llvm::Value* begin = f->getArg(unsigned(buffer_count() + 1));
+    llvm::Value* end = f->getArg(unsigned(buffer_count() + 2));
+
+    if (plan_.mode == IterationMode::kSerial) {
+      // One call computes everything (the runtime calls [0, 1)).
+      if_then(b_.CreateICmpSLT(begin, end), [&] { emit_materialized(); });
+    } else {
+      for_range(begin, end, [&](llvm::Value* r) {
+        row_ = r;
+        emit_materialized();
+        stored_.clear();
+      });
+    }
+    llvm::Value* flag = b_.CreateLoad(b_.getInt1Ty(), flag_);
+    if_then(flag, [&] { b_.CreateStore(b_.getInt32(1), status); });
+    b_.CreateRetVoid();
+    return f;
+  }
+
+  void emit_entry(llvm::Function* body) {
+    llvm::Type* ptr = b_.getPtrTy();
+    auto* fty = llvm::FunctionType::get(b_.getVoidTy(), {ptr, b_.getInt64Ty(), b_.getInt64Ty()}, false);
+    auto* f = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, km_.symbol, m_);
+    f->addFnAttr(llvm::Attribute::NoUnwind);
+    apply_target_attributes(*f);
+    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", f));
+    llvm::Value* frame = f->getArg(0);
+    llvm::Value* buffers = b_.CreateLoad(ptr, frame, "buffers");
+    llvm::Value* status = b_.CreateLoad(ptr, b_.CreateConstGEP1_64(b_.getInt8Ty(), frame, 8), "status");
+    std::vector<llvm::Value*> args;
+    for (size_t i = 0; i < buffer_count(); ++i)
+      args.push_back(b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, buffers, i)));
+    args.push_back(status);
+    args.push_back(f->getArg(1));
+    args.push_back(f->getArg(2));
+    b_.CreateCall(body, args);
+    b_.CreateRetVoid();
+  }
+
+  // ---- control flow helpers
+
+  void if_then(llvm::Value* cond, const std::function<void()>& then) {
+    auto* then_bb = llvm::BasicBlock::Create(ctx_, "then", fn_);
+    auto* done = llvm::BasicBlock::Create(ctx_, "endif", fn_);
+    b_.CreateCondBr(cond, then_bb, done);
+    b_.SetInsertPoint(then_bb);
+    then();
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+  }
+
+  // for (iv = lo; iv < hi; ++iv) body(iv)
+  void for_range(llvm::Value* lo, llvm::Value* hi, const std::function<void(llvm::Value*)>& body) {
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    auto* header = llvm::BasicBlock::Create(ctx_, "loop", fn_);
+    auto* exit = llvm::BasicBlock::Create(ctx_, "loop.end", fn_);
+    b_.CreateCondBr(b_.CreateICmpSLT(lo, hi), header, exit);
+    b_.SetInsertPoint(header);
+    llvm::PHINode* iv = b_.CreatePHI(b_.getInt64Ty(), 2, "i");
+    iv->addIncoming(lo, pre);
+    cache_.emplace_back();
+    body(iv);
+    cache_.pop_back();
+    llvm::Value* next = b_.CreateAdd(iv, b_.getInt64(1), "i.next", true, true);
+    iv->addIncoming(next, b_.GetInsertBlock());
+    b_.CreateCondBr(b_.CreateICmpSLT(next, hi), header, exit);
+    b_.SetInsertPoint(exit);
+  }
+  void for_range(int64_t n, const std::function<void(llvm::Value*)>& body) {
+    for_range(b_.getInt64(0), b_.getInt64(n), body);
+  }
+
+  // ---- materialized values
+
+  void emit_materialized() {
+    for (const Value* v : plan_.materialized) {
+      emit_nest(v);
+      stored_[v] = out_buffers_.at(v).front();
+    }
+  }
+
+  void emit_nest(const Value* v) {
+    const Shape& s = v->shape();
+    Index idx;
+    if (plan_.mode == IterationMode::kFlat) {
+      idx.push_back(row_);
+      store_value(v, idx);
+      return;
+    }
+    int first = 0;
+    if (plan_.mode == IterationMode::kRows) {
+      idx.push_back(row_);
+      first = 1;
+    }
+    nest(s, first, idx, [&](const Index& full) { store_value(v, full); });
+  }
+
+  void nest(const Shape& s, int d, Index& idx, const std::function<void(const Index&)>& body) {
+    if (d == s.rank()) {
+      body(idx);
+      return;
+    }
+    if (s[d] == 1) {
+      idx.push_back(b_.getInt64(0));
+      nest(s, d + 1, idx, body);
+      idx.pop_back();
+      return;
+    }
+    for_range(s[d], [&](llvm::Value* i) {
+      idx.push_back(i);
+      nest(s, d + 1, idx, body);
+      idx.pop_back();
+    });
+  }
+
+  void store_value(const Value* v, const Index& idx) {
+    const Node* n = v->producer();
+    llvm::Value* x = (n != nullptr && is_reduction(*n)) ? emit_reduction(*n, idx) : compute(v, idx);
+    llvm::Value* off = offset(v, idx);
+    llvm::Type* st = storage_type(ctx_, v->dtype());
+    if (v->dtype() == DType::b8) x = b_.CreateZExt(x, st);
+    for (llvm::Value* buf : out_buffers_.at(v)) b_.CreateStore(x, b_.CreateInBoundsGEP(st, buf, off));
+  }
+
+  // ---- elemental emission
+
+  llvm::Value* offset(const Value* v, const Index& idx) {
+    if (plan_.mode == IterationMode::kFlat)
+      return (idx.empty() || v->shape().num_elements() == 1) ? b_.getInt64(0) : idx[0];
+    const Shape& s = v->shape();
+    llvm::Value* off = nullptr;
+    int64_t stride = 1;
+    for (int d = s.rank() - 1; d >= 0; --d) {
+      if (s[d] != 1) {
+        llvm::Value* term = stride == 1 ? idx[d] : b_.CreateMul(idx[d], b_.getInt64(stride), "", true, true);
+        off = off == nullptr ? term : b_.CreateAdd(off, term, "", true, true);
+      }
+      stride *= s[d];
+    }
+    return off == nullptr ? b_.getInt64(0) : off;
+  }
+
+  llvm::Value* load(const Value* v, llvm::Value* base, const Index& idx) {
+    llvm::Type* st = storage_type(ctx_, v->dtype());
+    llvm::Value* x = b_.CreateLoad(st, b_.CreateInBoundsGEP(st, base, offset(v, idx)));
+    if (v->dtype() == DType::b8) x = b_.CreateICmpNE(x, b_.getInt8(0));
+    return x;
+  }
+
+  llvm::Value* constant(const Node& n, const Index& idx) {
+    const ir::Literal& lit = *n.literal();
+    llvm::Type* rt = register_type(ctx_, lit.type().dtype);
+    auto element = [&](int64_t i) -> llvm::Constant* {
+      double d = lit.as_double(i);
+      switch (lit.type().dtype) {
+        case DType::f32:
+        case DType::f64: return llvm::ConstantFP::get(rt, d);
+        case DType::i64: return llvm::ConstantInt::get(rt, uint64_t(lit.data_as<int64_t>()[i]));
+        default: return llvm::ConstantInt::get(rt, uint64_t(int64_t(d)), true);
+      }
+    };
+    if (lit.num_elements() == 0 || lit.is_splat()) return element(0);
+    auto& global = constants_[&n];
+    if (global == nullptr) {
+      llvm::Type* st = storage_type(ctx_, lit.type().dtype);
+      std::vector<llvm::Constant*> items;
+      for (int64_t i = 0; i < lit.num_elements(); ++i) {
+        llvm::Constant* c = element(i);
+        if (lit.type().dtype == DType::b8) c = llvm::ConstantInt::get(st, d_nonzero(lit, i));
+        items.push_back(c);
+      }
+      auto* at = llvm::ArrayType::get(st, items.size());
+      auto* gv = new llvm::GlobalVariable(m_, at, true, llvm::GlobalValue::PrivateLinkage,
+                                          llvm::ConstantArray::get(at, items), "const");
+      gv->setAlignment(llvm::Align(64));
+      global = gv;
+    }
+    return load(n.output(), global, idx);
+  }
+  static uint64_t d_nonzero(const ir::Literal& lit, int64_t i) { return lit.as_double(i) != 0.0; }
+
+  llvm::Value* compute(const Value* v, const Index& idx) {
+    if (v->def() != Value::Def::kNodeOutput) return load(v, base_.at(v), idx);
+    const Node& n = *v->producer();
+    if (n.kind() == NodeKind::kConstant) return constant(n, idx);
+    if (is_reduction(n)) internal_error(__FILE__, __LINE__, "a reduction must be materialized");
+    std::vector<llvm::Value*> args;
+    for (size_t i = 0; i < n.inputs().size(); ++i) {
+      if (n.is_op(OpKind::BroadcastLike) && i == 1) break;
+      args.push_back(elem(n.input(i), operand_index(n, i, idx)));
+    }
+    const OpInfo& info = op_info(n.op());
+    if (!info.has(kElementwise)) return args[0];  // layout ops: the index did the work
+    ScalarOpContext ctx{b_, m_, flag_};
+    DType in = n.is_op(OpKind::Select) ? n.input(1)->dtype() : n.input(0)->dtype();
+    return emit_scalar_op(ctx, n.op(), args, in, v->dtype(), n.attrs());
+  }
+
+  llvm::Value* elem(const Value* v, const Index& idx) {
+    if (auto it = stored_.find(v); it != stored_.end()) return load(v, it->second, idx);
+    auto key = std::make_pair(v, idx);
+    for (auto c = cache_.rbegin(); c != cache_.rend(); ++c)
+      if (auto it = c->find(key); it != c->end()) return it->second;
+    llvm::Value* x = compute(v, idx);
+    if (cache_.empty()) cache_.emplace_back();
+    cache_.back()[key] = x;
+    return x;
+  }
+
+  // The index of operand i of n read when computing n at `idx`.
+  Index operand_index(const Node& n, size_t i, const Index& idx) {
+    const Shape& in = n.input(i)->shape();
+    const Shape& out = n.output()->shape();
+    if (plan_.mode == IterationMode::kFlat) return in.num_elements() == 1 ? Index{} : idx;
+    if (n.is_op(OpKind::Transpose)) {
+      const auto& perm = n.attrs().get_ints("perm", "transpose");
+      Index r(size_t(in.rank()));
+      for (size_t d = 0; d < perm.size(); ++d) r[size_t(perm[d])] = idx[d];
+      return r;
+    }
+    if (n.is_op(OpKind::Slice)) {
+      auto ranges = rules::slice_ranges(in, n.attrs(), "slice");
+      Index r;
+      for (size_t d = 0; d < ranges.size(); ++d) {
+        llvm::Value* x = idx[d];
+        if (ranges[d].step != 1) x = b_.CreateMul(x, b_.getInt64(ranges[d].step));
+        if (ranges[d].start != 0) x = b_.CreateAdd(x, b_.getInt64(ranges[d].start));
+        r.push_back(x);
+      }
+      return r;
+    }
+    if (n.is_op(OpKind::Reshape) || n.is_op(OpKind::Copy)) return reshape_index(in, out, idx);
+    // elementwise and broadcasts: numpy alignment from the right
+    Index r;
+    const int shift = out.rank() - in.rank();
+    for (int d = 0; d < in.rank(); ++d)
+      r.push_back(in[d] == 1 ? b_.getInt64(0) : idx[size_t(d + shift)]);
+    return r;
+  }
+
+  Index reshape_index(const Shape& in, const Shape& out, const Index& idx) {
+    std::vector<int> in_dims, out_dims;  // positions of the dimensions that are not 1
+    for (int d = 0; d < in.rank(); ++d)
+      if (in[d] != 1) in_dims.push_back(d);
+    for (int d = 0; d < out.rank(); ++d)
+      if (out[d] != 1) out_dims.push_back(d);
+    bool same = in_dims.size() == out_dims.size();
+    for (size_t k = 0; same && k < in_dims.size(); ++k) same = in[in_dims[k]] == out[out_dims[k]];
+    Index r(size_t(in.rank()), b_.getInt64(0));
+    if (same) {  // only size-1 dimensions inserted or removed
+      for (size_t k = 0; k < in_dims.size(); ++k) r[size_t(in_dims[k])] = idx[size_t(out_dims[k])];
+      return r;
+    }
+    llvm::Value* linear = b_.getInt64(0);
+    for (int d = 0; d < out.rank(); ++d)
+      linear = b_.CreateAdd(b_.CreateMul(linear, b_.getInt64(out[d]), "", true, true), idx[size_t(d)], "", true, true);
+    for (int d = in.rank() - 1; d >= 0; --d) {
+      if (in[d] == 1) continue;
+      r[size_t(d)] = b_.CreateURem(linear, b_.getInt64(in[d]));
+      linear = b_.CreateUDiv(linear, b_.getInt64(in[d]));
+    }
+    return r;
+  }
+
+  // ---- reductions
+
+  llvm::Value* emit_reduction(const Node& n, const Index& out_idx) {
+    const Value* x = n.input(0);
+    const Shape& s = x->shape();
+    const std::vector<int> axes = reduction_axes(n);
+    const bool keepdims = n.attrs().get_bool("keepdims", op_name(n.op()));
+    const bool arg = n.is_op(OpKind::ArgMax) || n.is_op(OpKind::ArgMin);
+    DType t = x->dtype();
+    llvm::Type* rt = register_type(ctx_, t);
+    llvm::Value* acc = alloca_builder_->CreateAlloca(rt);
+    llvm::Value* acc_index = arg ? alloca_builder_->CreateAlloca(b_.getInt64Ty()) : nullptr;
+    b_.CreateStore(identity(n.op(), t, rt), acc);
+    if (arg) b_.CreateStore(b_.getInt64(0), acc_index);
+
+    Index in_idx(size_t(s.rank()), nullptr);
+    int pos = 0;
+    for (int d = 0; d < s.rank(); ++d) {
+      bool reduced = std::find(axes.begin(), axes.end(), d) != axes.end();
+      if (!reduced) in_idx[size_t(d)] = out_idx[size_t(keepdims ? d : pos)];
+      if (!reduced || keepdims) ++pos;
+    }
+    std::function<void(size_t)> loops = [&](size_t k) {
+      if (k == axes.size()) {
+        llvm::Value* v = elem(x, in_idx);
+        llvm::Value* cur = b_.CreateLoad(rt, acc);
+        if (arg) {
+          llvm::Value* replace = arg_replaces(n.op(), t, v, cur);
+          b_.CreateStore(b_.CreateSelect(replace, v, cur), acc);
+          llvm::Value* ci = b_.CreateLoad(b_.getInt64Ty(), acc_index);
+          b_.CreateStore(b_.CreateSelect(replace, in_idx[size_t(axes[0])], ci), acc_index);
+        } else {
+          b_.CreateStore(combine(n.op(), t, cur, v), acc);
+        }
+        return;
+      }
+      int d = axes[k];
+      if (s[d] == 1) {
+        in_idx[size_t(d)] = b_.getInt64(0);
+        loops(k + 1);
+        return;
+      }
+      for_range(s[d], [&](llvm::Value* i) {
+        in_idx[size_t(d)] = i;
+        loops(k + 1);
+      });
+    };
+    loops(0);
+    if (arg) return b_.CreateLoad(b_.getInt64Ty(), acc_index);
+    llvm::Value* result = b_.CreateLoad(rt, acc);
+    if (n.is_op(OpKind::Mean)) {
+      int64_t count = 1;
+      for (int d : axes) count *= s[d];
+      result = b_.CreateFDiv(result, llvm::ConstantFP::get(rt, double(count)));
+    }
+    return result;
+  }
+
+  llvm::Value* identity(OpKind op, DType t, llvm::Type* rt) {
+    const bool f = is_floating(t);
+    const double inf = std::numeric_limits<double>::infinity();
+    auto int_min = [&]() -> int64_t {
+      return t == DType::u8 ? 0 : t == DType::i32 ? std::numeric_limits<int32_t>::min()
+                                                   : std::numeric_limits<int64_t>::min();
+    };
+    auto int_max = [&]() -> int64_t {
+      return t == DType::u8 ? 255 : t == DType::i32 ? std::numeric_limits<int32_t>::max()
+                                                     : std::numeric_limits<int64_t>::max();
+    };
+    switch (op) {
+      case OpKind::Prod: return f ? llvm::ConstantFP::get(rt, 1.0) : llvm::ConstantInt::get(rt, 1);
+      case OpKind::Max:
+      case OpKind::ArgMax:
+        return f ? llvm::ConstantFP::get(rt, -inf) : llvm::ConstantInt::get(rt, uint64_t(int_min()), true);
+      case OpKind::Min:
+      case OpKind::ArgMin:
+        return f ? llvm::ConstantFP::get(rt, inf) : llvm::ConstantInt::get(rt, uint64_t(int_max()), true);
+      default: return f ? llvm::ConstantFP::get(rt, 0.0) : llvm::ConstantInt::get(rt, 0);
+    }
+  }
+
+  llvm::Value* combine(OpKind op, DType t, llvm::Value* acc, llvm::Value* v) {
+    const bool f = is_floating(t), u = t == DType::u8;
+    llvm::IRBuilder<>::FastMathFlagGuard guard(b_);
+    llvm::FastMathFlags fmf;
+    fmf.setAllowContract(true);
+    fmf.setAllowReassoc(true);  // several vector accumulators, order fixed by the code
+    b_.setFastMathFlags(fmf);
+    switch (op) {
+      case OpKind::Prod: return f ? b_.CreateFMul(acc, v) : b_.CreateMul(acc, v);
+      case OpKind::Max:
+        if (f) return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, acc, v);
+        return b_.CreateBinaryIntrinsic(u ? llvm::Intrinsic::umax : llvm::Intrinsic::smax, acc, v);
+      case OpKind::Min:
+        if (f) return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, acc, v);
+        return b_.CreateBinaryIntrinsic(u ? llvm::Intrinsic::umin : llvm::Intrinsic::smin, acc, v);
+      default: return f ? b_.CreateFAdd(acc, v) : b_.CreateAdd(acc, v);
+    }
+  }
+
+  // argmax / argmin: strictly more extreme, or the first NaN (then nothing replaces it).
+  llvm::Value* arg_replaces(OpKind op, DType t, llvm::Value* v, llvm::Value* best) {
+    const bool max = op == OpKind::ArgMax;
+    if (is_floating(t)) {
+      llvm::Value* better = max ? b_.CreateFCmpOGT(v, best) : b_.CreateFCmpOLT(v, best);
+      llvm::Value* first_nan = b_.CreateAnd(b_.CreateFCmpUNO(v, v), b_.CreateFCmpORD(best, best));
+      return b_.CreateOr(better, first_nan);
+    }
+    if (t == DType::u8) return max ? b_.CreateICmpUGT(v, best) : b_.CreateICmpULT(v, best);
+    return max ? b_.CreateICmpSGT(v, best) : b_.CreateICmpSLT(v, best);
+  }
+
+  const ir::Graph& g_;
+  const KernelPlan& plan_;
+  KernelModule& km_;
+  llvm::LLVMContext& ctx_;
+  llvm::Module& m_;
+  llvm::IRBuilder<> b_;
+  std::unique_ptr<llvm::IRBuilder<>> alloca_builder_;
+  llvm::Function* fn_ = nullptr;
+  llvm::Value* flag_ = nullptr;
+  llvm::Value* row_ = nullptr;
+  std::unordered_map<const Value*, llvm::Value*> base_;
+  std::unordered_map<const Value*, std::vector<llvm::Value*>> out_buffers_;
+  std::unordered_map<const Value*, llvm::Value*> stored_;
+  std::unordered_map<const Node*, llvm::GlobalVariable*> constants_;
+  std::vector<std::map<std::pair<const Value*, Index>, llvm::Value*>> cache_;
+};
+
+}  // namespace
+
+bool can_lower(const Node& n) {
+  if (n.kind() != NodeKind::kOp) return false;
+  const OpInfo& info = op_info(n.op());
+  if (info.has(kRandom) || info.has(kSideEffecting)) return false;
+  if (info.has(kElementwise) || info.has(kReduction)) return true;
+  switch (n.op()) {
+    case OpKind::BroadcastTo:
+    case OpKind::BroadcastLike:
+    case OpKind::Reshape:
+    case OpKind::Copy:
+    case OpKind::Transpose:
+    case OpKind::Slice:
+    case OpKind::Softmax:
+    case OpKind::LogSoftmax:
+    case OpKind::ElementCount:
+      return true;
+    default:
+      return false;
+  }
+}
+
+LoweredKernel lower_kernel(const ir::Graph& body, const std::string& symbol,
+                           const ir::Node* as_parameter) {
+  std::unique_ptr<ir::Graph> g = decompose_for_codegen(body, as_parameter);
+  for (const auto& n : g->nodes())
+    if (n->kind() == NodeKind::kOp && !can_lower(*n))
+      throw Error(fmt::format("codegen: kernel {} holds op {}, which has no code generator rule",
+                              symbol, n->op_name()));
+  KernelPlan plan = plan_kernel(*g);
+  LoweredKernel out;
+  out.module = new_kernel_module(symbol, symbol);
+  KernelEmitter(*g, plan, out.module).emit();
+  runtime::KernelLayout& l = out.layout;
+  l.symbol = symbol;
+  l.num_inputs = g->parameters().size();
+  l.num_outputs = g->outputs().size();
+  l.temporaries.resize(plan.temporaries.size());
+  for (const auto& [v, t] : plan.temporaries) l.temporaries[size_t(t)] = v->type();
+  l.extent = plan.extent;
+  l.row_elements = plan.row_elements;
+  l.inputs_by_row = plan.inputs_by_row;
+  return out;
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,46 @@
+// Lowering: one kernel body (a fusion group's body, or a graph of one op) -> one LLVM
+// function with the kernel ABI (runtime/kernel_abi.h), built with IRBuilder.
+//
+// The body is first decomposed (codegen/decompose.h). Values the kernel must store are
+// "materialized": the body's outputs and every reduction (its result is read by its
+// consumers many times, e.g. layer normalization's mean). Every other value is computed
+// where it is used, from its operands, at the index being computed (XLA's elemental
+// emission): broadcasts, reshapes, transposes and slices become index arithmetic.
+//
+// Iteration, chosen per kernel:
+//   flat    no reductions or transposes and every value has the outputs' element count or
+//           one element: a single loop over the elements (rows = elements);
+//   rows    every materialized value has the same leading dimension P and reads the others
+//           only at its own row: for each row of the chunk, each materialized value's
+//           remaining dimensions in turn (a layer normalization row: mean, variance, output,
+//           while the row is in cache);
+//   serial  otherwise: extent 1, every materialized value computed in full in one call.
+// Reductions loop over their reduced axes inside the output element's loop, with
+// reassociation allowed on the combining operation so the vectorizer uses several vector
+// accumulators; each output element is reduced entirely within one call, in an order fixed
+// by the compiled code, so results do not depend on threads or chunking.
+#pragma once
+
+#include <string>
+
+#include "codegen/jit.h"
+#include "ir/graph.h"
+#include "runtime/kernel_abi.h"
+
+namespace kiln::codegen {
+
+struct LoweredKernel {
+  KernelModule module;
+  runtime::KernelLayout layout;
+};
+
+// True if the emitter lowers `node` (an op node): elementwise ops, broadcasts, reshape, copy,
+// transpose, slice, reductions, softmax / log_softmax, element_count.
+bool can_lower(const ir::Node& node);
+
+// Lowers `body` into a kernel named `symbol`. With `as_parameter`, that node of the body (a
+// contraction) is not computed: its result is an extra input after the body's parameters.
+LoweredKernel lower_kernel(const ir::Graph& body, const std::string& symbol,
+                           const ir::Node* as_parameter = nullptr);
+
+}  // namespace kiln::codegen

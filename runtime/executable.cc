@@ -1,0 +1,205 @@
+#include "runtime/executable.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+
+#include "ir/error.h"
+#include "runtime/gemm.h"
+#include "runtime/kernels.h"
+#include "runtime/threading.h"
+
+namespace kiln::runtime {
+namespace {
+
+void check_status(const KernelCall& call, int32_t status) {
+  if (status == kKernelIntegerDivisionByZero)
+    throw Error(fmt::format("div: integer division by zero in compiled kernel {} (a divisor "
+                            "has a zero; check the divisor or use a float dtype)",
+                            call.layout.symbol));
+  if (status != kKernelOk)
+    throw Error(fmt::format("compiled kernel {} reported status {}", call.layout.symbol, status));
+}
+
+int64_t grain_rows(const KernelLayout& l) {
+  return std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, l.row_elements));
+}
+
+// Allocates the kernel's outputs and temporaries into `slots` / `temps`, returns the frame
+// buffers (inputs, outputs, temporaries).
+std::vector<void*> kernel_buffers(const KernelCall& call, std::vector<Array>& slots,
+                                  std::vector<Array>& temps) {
+  const std::vector<TensorType>& output_types = call.output_types;
+  std::vector<void*> buffers;
+  for (int s : call.inputs) buffers.push_back(slots[size_t(s)].raw());
+  for (size_t i = 0; i < call.outputs.size(); ++i) {
+    Array& out = slots[size_t(call.outputs[i])];
+    out = Array::empty(output_types[i]);
+    buffers.push_back(out.raw());
+  }
+  for (const TensorType& t : call.layout.temporaries) {
+    temps.push_back(Array::empty(t));
+    buffers.push_back(temps.back().raw());
+  }
+  return buffers;
+}
+
+// A 2-d matmul whose epilogue reads the product only at the rows it computes.
+bool blockable(const ExecutableStep& s, std::span<const Array> in) {
+  if (s.op != OpKind::MatMul || !s.kernel) return false;
+  if (in[0].shape.rank() != 2 || in[1].shape.rank() != 2 || !is_floating(s.type.dtype)) return false;
+  const KernelLayout& l = s.kernel->layout;
+  if (l.inputs_by_row.empty() || !l.inputs_by_row.back()) return false;
+  int64_t m = s.type.shape[0], n = s.type.shape[1];
+  return l.extent == m || l.extent == m * n;
+}
+
+template <typename T>
+void blocked_matmul(const ExecutableStep& s, std::span<const Array> in, Array& c,
+                    std::span<void* const> buffers) {
+  bool ta = s.attrs.get_bool("transpose_a", "matmul"), tb = s.attrs.get_bool("transpose_b", "matmul");
+  const int64_t m = s.type.shape[0], n = s.type.shape[1];
+  const int64_t k = ta ? in[0].shape[0] : in[0].shape[1];
+  const int64_t lda = in[0].shape[1], ldb = in[1].shape[1];
+  const T* a = in[0].data<T>();
+  const T* b = in[1].data<T>();
+  T* pc = c.data<T>();
+  const KernelCall& call = *s.kernel;
+  const int64_t scale = call.layout.extent == m ? 1 : n;
+  GemmPlan plan = plan_gemm(m, n, k);
+  int64_t blocks = plan.by_rows ? plan.blocks : 1;
+  int64_t step = plan.by_rows ? plan.step : m;
+  if (blocks <= 1) step = m;
+  std::vector<int32_t> status(size_t(std::max<int64_t>(blocks, 1)), 0);
+  parallel_tasks(std::max<int64_t>(blocks, 1), [&](int64_t blk) {
+    int64_t r0 = blk * step, r1 = std::min(m, r0 + step);
+    if (r0 >= r1) return;
+    gemm_serial<T>(ta, tb, r1 - r0, n, k, ta ? a + r0 : a + r0 * lda, lda, b, ldb, pc + r0 * n, n);
+    KernelFrame frame{buffers.data(), &status[size_t(blk)]};
+    call.entry(&frame, r0 * scale, r1 * scale);
+  });
+  for (int32_t st : status) check_status(call, st);
+}
+
+}  // namespace
+
+void run_kernel_call(const KernelCall& call, std::span<void* const> buffers) {
+  const int64_t extent = call.layout.extent;
+  if (extent <= 0) return;
+  const int64_t grain = grain_rows(call.layout);
+  if (extent <= grain || num_threads() == 1) {
+    int32_t status = 0;
+    KernelFrame frame{buffers.data(), &status};
+    call.entry(&frame, 0, extent);
+    check_status(call, status);
+    return;
+  }
+  std::atomic<int32_t> failed{0};
+  parallel_for(extent, grain, [&](int64_t b, int64_t e) {
+    int32_t status = 0;
+    KernelFrame frame{buffers.data(), &status};
+    call.entry(&frame, b, e);
+    if (status != 0) failed.store(status);
+  });
+  check_status(call, failed.load());
+}
+
+Executable::Executable(std::string name, size_t num_slots, std::vector<int> parameter_slots,
+                       std::vector<int> variable_slots,
+                       std::vector<std::pair<int, Array>> constants,
+                       std::vector<ExecutableStep> steps, std::vector<int> output_slots)
+    : name_(std::move(name)),
+      num_slots_(num_slots),
+      parameter_slots_(std::move(parameter_slots)),
+      variable_slots_(std::move(variable_slots)),
+      constants_(std::move(constants)),
+      steps_(std::move(steps)),
+      output_slots_(std::move(output_slots)) {}
+
+std::vector<Array> Executable::run(std::span<const Array> args, std::vector<Array>& variables) const {
+  KILN_ASSERT(args.size() == parameter_slots_.size(), "executable called with the wrong arity");
+  KILN_ASSERT(variables.size() == variable_slots_.size(), "executable: wrong variable count");
+  std::vector<Array> slots(num_slots_);
+  for (size_t i = 0; i < args.size(); ++i) slots[size_t(parameter_slots_[i])] = args[i];
+  for (size_t i = 0; i < variables.size(); ++i) slots[size_t(variable_slots_[i])] = variables[i];
+  for (const auto& [slot, array] : constants_) slots[size_t(slot)] = array;
+  auto gather = [&](const std::vector<int>& ids) {
+    std::vector<Array> v;
+    for (int s : ids) v.push_back(slots[size_t(s)]);
+    return v;
+  };
+  for (const ExecutableStep& s : steps_) {
+    switch (s.kind) {
+      case ExecutableStep::Kind::kOp: {
+        std::vector<Array> in = gather(s.inputs);
+        slots[size_t(s.output)] = run_kernel(s.op, in, s.attrs, s.type);
+        break;
+      }
+      case ExecutableStep::Kind::kKernel: {
+        std::vector<Array> temps;
+        std::vector<void*> buffers = kernel_buffers(*s.kernel, slots, temps);
+        run_kernel_call(*s.kernel, buffers);
+        break;
+      }
+      case ExecutableStep::Kind::kContraction: {
+        std::vector<Array> in = gather(s.inputs);
+        if (blockable(s, in)) {
+          slots[size_t(s.output)] = Array::empty(s.type);
+          std::vector<Array> temps;
+          std::vector<void*> buffers = kernel_buffers(*s.kernel, slots, temps);
+          if (s.type.dtype == DType::f32)
+            blocked_matmul<float>(s, in, slots[size_t(s.output)], buffers);
+          else
+            blocked_matmul<double>(s, in, slots[size_t(s.output)], buffers);
+          break;
+        }
+        slots[size_t(s.output)] = run_kernel(s.op, in, s.attrs, s.type);
+        if (s.kernel) {
+          std::vector<Array> temps;
+          std::vector<void*> buffers = kernel_buffers(*s.kernel, slots, temps);
+          run_kernel_call(*s.kernel, buffers);
+        }
+        break;
+      }
+      case ExecutableStep::Kind::kAssign: {
+        Array value = slots[size_t(s.inputs[0])];
+        Array& var = variables[size_t(s.variable)];
+        if (s.assign_kind == ir::NodeKind::kAssignAdd || s.assign_kind == ir::NodeKind::kAssignSub) {
+          Array pair[2] = {var, value};
+          value = run_op(s.assign_kind == ir::NodeKind::kAssignAdd ? OpKind::Add : OpKind::Sub,
+                         pair, {});
+        }
+        var = value;
+        slots[size_t(s.output)] = value;
+        break;
+      }
+      case ExecutableStep::Kind::kCond: {
+        const Array& pred = slots[size_t(s.inputs[0])];
+        const bool take = pred.data<bool>()[0];
+        std::vector<Array> operands(s.inputs.size() - 1);
+        for (size_t i = 1; i < s.inputs.size(); ++i) operands[i - 1] = slots[size_t(s.inputs[i])];
+        std::vector<Array> no_vars;
+        std::vector<Array> out = s.bodies[take ? 0 : 1]->run(operands, no_vars);
+        for (size_t i = 0; i < s.outputs.size(); ++i) slots[size_t(s.outputs[i])] = out[i];
+        break;
+      }
+      case ExecutableStep::Kind::kWhile: {
+        const size_t n_loop = s.outputs.size();
+        std::vector<Array> state = gather(s.inputs);
+        std::vector<Array> no_vars;
+        for (;;) {
+          std::vector<Array> c = s.bodies[0]->run(state, no_vars);
+          if (!c[0].data<bool>()[0]) break;
+          std::vector<Array> next = s.bodies[1]->run(state, no_vars);
+          for (size_t i = 0; i < n_loop; ++i) state[i] = next[i];
+        }
+        for (size_t i = 0; i < n_loop; ++i) slots[size_t(s.outputs[i])] = state[i];
+        break;
+      }
+    }
+  }
+  return gather(output_slots_);
+}
+
+}  // namespace kiln::runtime

@@ -1,0 +1,93 @@
+// Helpers of the codegen tests: seeded random arrays, a tolerance comparison that treats NaNs
+// as equal, and "compile this graph and compare it with the reference executor".
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "codegen/compile_graph.h"
+#include "ir/graph.h"
+#include "ir/parser.h"
+#include "runtime/array.h"
+#include "runtime/reference_executor.h"
+
+namespace kiln::testing {
+
+inline runtime::Array random_array(const TensorType& t, std::mt19937& rng, double lo = -2.0,
+                                   double hi = 2.0) {
+  runtime::Array a = runtime::Array::empty(t);
+  std::uniform_real_distribution<double> u(lo, hi);
+  visit_dtype(t.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = static_cast<T*>(a.raw());
+    for (int64_t i = 0; i < a.size(); ++i) {
+      double x = u(rng);
+      if constexpr (std::is_same_v<T, bool>)
+        p[i] = x > 0;
+      else if constexpr (std::is_floating_point_v<T>)
+        p[i] = T(x);
+      else if constexpr (std::is_same_v<T, uint8_t>)
+        p[i] = T(std::abs(std::lround(x * 10)) % 200);
+      else
+        p[i] = T(std::lround(x * 10));
+    }
+  });
+  return a;
+}
+
+inline double element(const runtime::Array& a, int64_t i) {
+  double v = 0;
+  visit_dtype(a.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    v = double(static_cast<const T*>(a.raw())[i]);
+  });
+  return v;
+}
+
+// |a - b| <= atol + rtol * |b| elementwise (NaN matches NaN, inf matches the same inf).
+inline ::testing::AssertionResult all_close(const runtime::Array& got, const runtime::Array& want,
+                                            double rtol, double atol) {
+  if (got.dtype != want.dtype || got.shape != want.shape)
+    return ::testing::AssertionFailure()
+           << "type " << dtype_name(got.dtype) << got.shape.to_string() << " vs "
+           << dtype_name(want.dtype) << want.shape.to_string();
+  for (int64_t i = 0; i < got.size(); ++i) {
+    double g = element(got, i), w = element(want, i);
+    if (std::isnan(g) && std::isnan(w)) continue;
+    if (g == w) continue;
+    if (std::isinf(g) || std::isinf(w) || std::isnan(g) || std::isnan(w) ||
+        std::abs(g - w) > atol + rtol * std::abs(w))
+      return ::testing::AssertionFailure()
+             << "element " << i << " of " << got.size() << ": got " << g << ", want " << w
+             << " (rtol " << rtol << ", atol " << atol << ")";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+struct RunResult {
+  std::vector<runtime::Array> outputs;
+  std::vector<runtime::Array> variables;
+};
+
+inline RunResult run_reference(const ir::Graph& g, const std::vector<runtime::Array>& args,
+                               std::vector<runtime::Array> vars) {
+  RunResult r;
+  r.outputs = runtime::execute_reference(g, args, vars);
+  r.variables = vars;
+  return r;
+}
+
+inline RunResult run_compiled(const ir::Graph& g, const std::vector<runtime::Array>& args,
+                              std::vector<runtime::Array> vars) {
+  auto exe = codegen::compile_graph(g);
+  RunResult r;
+  r.outputs = exe->run(args, vars);
+  r.variables = vars;
+  return r;
+}
+
+}  // namespace kiln::testing
