@@ -29,11 +29,11 @@ namespace {
 
 using llvm::Value;
 
-// Emits the body of one math function at the builder's insertion point. `type_` is float or
-// double; constants are rounded to it.
 // erfc_tail's range: erfc(t) is below half the smallest denormal beyond it.
 constexpr double kErfcTailEnd = 10.5;
 
+// Emits the body of one math function at the builder's insertion point. `type_` is float or
+// double; constants are rounded to it.
 class MathEmitter {
  public:
   MathEmitter(llvm::IRBuilder<>& b, llvm::Module& module, llvm::Type* type)
@@ -131,7 +131,7 @@ class MathEmitter {
     return select(is_nan(x), x, scaled);
   }
 
-  // 2^k for an i32 k in [-126, 127], built from exponent bits.
+  // 2^k for an i32 k in [-126, 127] (here [-75, 64]), built from exponent bits.
   Value* pow2(Value* k) {
     Value* bits = b_.CreateShl(b_.CreateAdd(k, i32c(127)), 23);
     return b_.CreateBitCast(bits, type_);
@@ -189,7 +189,7 @@ class MathEmitter {
     return copysign(select(lt(ax, c(0.625)), small, large), x);
   }
 
-  // erf: |x| < 1: x P(x^2) (P: degree-6 Chebyshev fit of erf(x)/x, relative error 1.2e-9);
+  // erf: |x| < 1: x P(x^2) (P: degree-6 mpmath.chebyfit of erf(x)/x, relative error 1.2e-9);
   // otherwise 1 - erfc(|x|) from erfc_tail. Sign copied from x (erf(-0) = -0); NaN -> NaN.
   Value* erf_f32(Value* x) {
     Value* ax = abs(x);
@@ -210,7 +210,7 @@ class MathEmitter {
   }
 
   // erfc(t) for t in [0.5, kErfcTailEnd] given t^2 = t2_hi + t2_lo (exactly, from an fma):
-  // erfc(t) = exp(-t^2) s K(s - s0) with s = 1 / (1 + 0.4 t) and K a degree-8 Chebyshev fit of
+  // erfc(t) = exp(-t^2) s K(s - s0) with s = 1 / (1 + 0.4 t) and K a degree-8 mpmath.chebyfit of
   // erfc(t) exp(t^2) / s (relative error 1.5e-8). exp(-t^2) = exp(-t2_hi) (1 - t2_lo) keeps
   // the relative error small in the far tail; past t ~ 10.2 the result underflows to 0.
   Value* erfc_tail(Value* t, Value* t2_hi, Value* t2_lo) {
@@ -224,9 +224,10 @@ class MathEmitter {
     return mul(e, mul(s, k));
   }
 
-  // gelu_erf for float: 0.5 x (1 + erf(t)), t = x / sqrt 2. For x < 0 and |t| >= 0.5 the
-  // factor 1 + erf(t) = erfc(|t|) comes from erfc_tail (no cancellation in the tail); t^2 is
-  // x^2 / 2 split exactly. gelu_erf(-inf) = -0.
+  // gelu_erf for float: 0.5 x (1 + erf(t)), t = x / sqrt 2. The factor 1 + erf(t) is
+  // 1 +- erf_small(|t|) for |t| below 0.5 (x < 0) or 1 (x >= 0); beyond, erfc(|t|) (x < 0: no
+  // cancellation in the tail) or 2 - erfc(t) from erfc_tail, with t^2 = x^2 / 2 split exactly.
+  // gelu_erf(-inf) = -0.
   Value* gelu_erf_f32(Value* x) {
     const double x_end = kErfcTailEnd * 1.4142135623730951;
     Value* ax = abs(x);
@@ -264,9 +265,9 @@ class MathEmitter {
   Value* mul(Value* a, Value* b) { return b_.CreateFMul(a, b); }
   Value* div(Value* a, Value* b) { return b_.CreateFDiv(a, b); }
   Value* neg(Value* a) { return b_.CreateFNeg(a); }
-  // a * b + c, fused when the target has FMA (llvm.fmuladd never becomes a libm call).
-  Value* fma(Value* a, Value* b, Value* c) {
-    return b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {type_}, {a, b, c});
+  // a * b + addend, fused when the target has FMA (llvm.fmuladd never becomes a libm call).
+  Value* fma(Value* a, Value* b, Value* addend) {
+    return b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {type_}, {a, b, addend});
   }
   Value* unary(llvm::Intrinsic::ID id, Value* a) { return b_.CreateIntrinsic(id, {type_}, {a}); }
   Value* abs(Value* a) { return unary(llvm::Intrinsic::fabs, a); }

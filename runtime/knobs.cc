@@ -33,6 +33,12 @@ std::optional<std::string> data_dir() {
   return std::string(v);
 }
 
+std::optional<std::string> execution_mode() {
+  const char* v = std::getenv("KILN_EXECUTION_MODE");
+  if (!v || !*v) return std::nullopt;
+  return std::string(v);
+}
+
 std::optional<std::string> cache_dir() {
   const char* v = std::getenv("KILN_CACHE_DIR");
   if (!v) return std::nullopt;

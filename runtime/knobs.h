@@ -27,6 +27,10 @@ std::optional<std::string> cache_dir();
 // when unset or empty.
 std::optional<std::string> home_dir();
 
+// KILN_EXECUTION_MODE: "compiled" or "reference", how traced functions run by default
+// (API: kiln::set_default_execution_mode); nullopt when unset. The frontend checks the value.
+std::optional<std::string> execution_mode();
+
 // ---- graph optimization (passes/pipeline.h; API: passes::PipelineOptions)
 
 // KILN_DISABLE_PASSES=a,b: names of passes the pass pipeline skips (empty when unset). Blank

@@ -2,8 +2,16 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+
+#include "codegen/compile_graph.h"
+#include "frontend/function/dump_stages.h"
 #include "frontend/function/trace_context.h"
 #include "ir/printer.h"
+#include "runtime/knobs.h"
 #include "runtime/reference_executor.h"
 
 namespace kiln {
@@ -11,13 +19,83 @@ namespace kiln {
 struct ConcreteFunction::Impl {
   std::shared_ptr<const ir::Graph> graph;
   std::vector<Variable> variables;  // parallel to graph->variables()
+  std::optional<ExecutionMode> mode;
+  // Compiled executables by argument shapes.
+  mutable std::mutex mutex;
+  mutable std::map<std::vector<std::vector<int64_t>>, std::shared_ptr<const runtime::Executable>> executables;
+  mutable CompileStats stats;
+
+  std::shared_ptr<const runtime::Executable> executable_for(const std::vector<Tensor>& args) const;
 };
 
+const char* execution_mode_name(ExecutionMode mode) {
+  return mode == ExecutionMode::kCompiled ? "compiled" : "reference";
+}
+
+ExecutionMode parse_execution_mode(const std::string& name) {
+  if (name == "compiled") return ExecutionMode::kCompiled;
+  if (name == "reference") return ExecutionMode::kReference;
+  throw Error(fmt::format("unknown execution mode \"{}\"; use \"compiled\" or \"reference\"", name));
+}
+
+namespace {
+std::atomic<int> g_default_mode{-1};  // -1: not read from the environment yet
+}  // namespace
+
+ExecutionMode default_execution_mode() {
+  int m = g_default_mode.load();
+  if (m < 0) {
+    std::optional<std::string> knob = runtime::knobs::execution_mode();
+    m = int(knob ? parse_execution_mode(*knob) : ExecutionMode::kCompiled);
+    g_default_mode.store(m);
+  }
+  return ExecutionMode(m);
+}
+
+void set_default_execution_mode(ExecutionMode mode) { g_default_mode.store(int(mode)); }
+
+std::shared_ptr<const runtime::Executable> ConcreteFunction::Impl::executable_for(
+    const std::vector<Tensor>& args) const {
+  std::vector<std::vector<int64_t>> shapes;
+  std::vector<TensorType> types;
+  for (const Tensor& t : args) {
+    shapes.emplace_back(t.shape().dims().begin(), t.shape().dims().end());
+    types.push_back(t.type());
+  }
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = executables.find(shapes);
+  if (it != executables.end()) return it->second;
+  auto start = std::chrono::steady_clock::now();
+  codegen::CompiledFunction compiled =
+      codegen::compile_function(*graph, types, passes::PipelineOptions::from_environment());
+  detail::dump_compiled_kernels(*compiled.optimized);
+  stats.compile_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ++stats.executables;
+  return executables.emplace(shapes, compiled.executable).first->second;
+}
+
 ConcreteFunction::ConcreteFunction(std::shared_ptr<const ir::Graph> graph,
-                                   std::vector<Variable> variables) {
+                                   std::vector<Variable> variables,
+                                   std::optional<ExecutionMode> mode) {
   KILN_ASSERT(graph && variables.size() == graph->variables().size(),
               "ConcreteFunction: the variable list must match the graph's registry");
-  impl_ = std::make_shared<const Impl>(Impl{std::move(graph), std::move(variables)});
+  auto impl = std::make_shared<Impl>();
+  impl->graph = std::move(graph);
+  impl->variables = std::move(variables);
+  impl->mode = mode;
+  impl_ = std::move(impl);
+}
+
+ExecutionMode ConcreteFunction::mode() const {
+  if (!impl_) throw Error("ConcreteFunction: the handle is empty (default-constructed)");
+  return impl_->mode.value_or(default_execution_mode());
+}
+
+CompileStats ConcreteFunction::compile_stats() const {
+  if (!impl_) throw Error("ConcreteFunction: the handle is empty (default-constructed)");
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->stats;
 }
 
 const std::string& ConcreteFunction::name() const { return graph().name(); }
@@ -66,6 +144,10 @@ void check_arguments(const std::string& function, const std::vector<TensorType>&
 }
 
 std::vector<Tensor> ConcreteFunction::operator()(const std::vector<Tensor>& args) const {
+  return run(args, mode());
+}
+
+std::vector<Tensor> ConcreteFunction::run(const std::vector<Tensor>& args, ExecutionMode mode) const {
   const ir::Graph& g = graph();
   if (detail::tracing())
     throw Error(fmt::format(
@@ -79,7 +161,9 @@ std::vector<Tensor> ConcreteFunction::operator()(const std::vector<Tensor>& args
   std::vector<runtime::Array> vars;
   vars.reserve(impl_->variables.size());
   for (const Variable& v : impl_->variables) vars.push_back(v.value().array());
-  std::vector<runtime::Array> out = runtime::execute_reference(g, in, vars);
+  std::vector<runtime::Array> out = mode == ExecutionMode::kCompiled
+                                        ? impl_->executable_for(args)->run(in, vars)
+                                        : runtime::execute_reference(g, in, vars);
   for (size_t i = 0; i < vars.size(); ++i)
     if (g.variable(i).written) Variable(impl_->variables[i]).assign(Tensor(vars[i]));
   std::vector<Tensor> result;

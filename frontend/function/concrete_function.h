@@ -1,10 +1,17 @@
 // ConcreteFunction: one traced graph for one input signature, with the variables it captures
-// (its per-graph variable registry). Calling it runs the graph (now: the reference executor,
-// node by node with the eager kernels) on concrete tensors and applies its assignments to the
-// captured variables. Copies share the graph.
+// (its per-graph variable registry). Calling it runs the graph on concrete tensors and applies
+// its assignments to the captured variables. Copies share the graph and its compiled code.
+//
+// Execution modes: kCompiled (default) specialises the graph to the arguments' shapes,
+// optimizes it (passes::optimize_pipeline, knobs from the environment), JIT-compiles it
+// (codegen::compile_function) on the first call with those shapes and runs the executable;
+// later calls with the same shapes reuse it. kReference runs the traced graph node by node
+// with the eager kernels (runtime/reference_executor.h): the test oracle. The two agree within
+// the kernels' tolerances (docs/codegen.md), not bitwise.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +29,37 @@ struct TensorSpec {
   TensorType type() const { return {dtype, shape}; }
 };
 
+enum class ExecutionMode { kCompiled, kReference };
+const char* execution_mode_name(ExecutionMode mode);  // "compiled" | "reference"
+// "compiled" / "reference"; kiln::Error naming the accepted values otherwise.
+ExecutionMode parse_execution_mode(const std::string& name);
+
+// The mode of functions that do not choose one (FunctionOptions::mode unset): KILN_EXECUTION_MODE
+// (compiled | reference) if set, else compiled. Read when a concrete function runs.
+ExecutionMode default_execution_mode();
+void set_default_execution_mode(ExecutionMode mode);
+
+// Sets the default execution mode for a scope (tests that compare traced graphs bitwise
+// with eager execution use kReference).
+class ScopedExecutionMode {
+ public:
+  explicit ScopedExecutionMode(ExecutionMode mode) : saved_(default_execution_mode()) {
+    set_default_execution_mode(mode);
+  }
+  ~ScopedExecutionMode() { set_default_execution_mode(saved_); }
+  ScopedExecutionMode(const ScopedExecutionMode&) = delete;
+  ScopedExecutionMode& operator=(const ScopedExecutionMode&) = delete;
+
+ private:
+  ExecutionMode saved_;
+};
+
+// Compilation counters of one concrete function (all shapes it was called with).
+struct CompileStats {
+  int executables = 0;          // shape specialisations compiled
+  double compile_seconds = 0;   // specialise + optimize + JIT, summed
+};
+
 // One registry entry: a variable the graph captures and what the graph does with it.
 struct VariableUse {
   Variable variable;
@@ -32,7 +70,9 @@ struct VariableUse {
 class ConcreteFunction {
  public:
   ConcreteFunction() = default;
-  ConcreteFunction(std::shared_ptr<const ir::Graph> graph, std::vector<Variable> variables);
+  // `mode` unset: default_execution_mode() at each call.
+  ConcreteFunction(std::shared_ptr<const ir::Graph> graph, std::vector<Variable> variables,
+                   std::optional<ExecutionMode> mode = std::nullopt);
 
   bool defined() const { return impl_ != nullptr; }
   const std::string& name() const;
@@ -46,7 +86,13 @@ class ConcreteFunction {
 
   // Runs the graph. Arguments must match input_types() (unknown dimensions accept any size);
   // mismatches throw kiln::Error naming the argument. Returns the graph's outputs.
+  // Runs in mode(); safe to call from several threads (compilation is serialised per
+  // function; a run keeps its state local).
   std::vector<Tensor> operator()(const std::vector<Tensor>& args) const;
+  // Runs in the given mode.
+  std::vector<Tensor> run(const std::vector<Tensor>& args, ExecutionMode mode) const;
+  ExecutionMode mode() const;
+  CompileStats compile_stats() const;
 
  private:
   struct Impl;

@@ -6,7 +6,9 @@
 #include <cctype>
 #include <filesystem>
 
+#include "codegen/compile_graph.h"
 #include "frontend/io/file_util.h"
+#include "ir/printer.h"
 #include "passes/optimize.h"
 #include "runtime/knobs.h"
 #include "runtime/log.h"
@@ -15,6 +17,7 @@ namespace kiln::detail {
 namespace {
 
 std::atomic<int> g_dump_counter{0};
+std::atomic<int> g_compiled_counter{0};
 
 std::string file_name_for(std::string name) {
   for (char& c : name)
@@ -41,6 +44,26 @@ void dump_trace_stages(const ir::Graph& traced) {
   } catch (const Error& e) {
     log_warning(fmt::format("KILN_DUMP_IR: dumping the stages of @{} to {} failed: {}",
                             traced.name(), out.string(), e.what()));
+  }
+}
+
+void dump_compiled_kernels(const ir::Graph& optimized) {
+  std::optional<std::string> dir = runtime::knobs::dump_ir_dir();
+  if (!dir) return;
+  std::filesystem::path out =
+      std::filesystem::path(*dir) / fmt::format("{}.compiled.{}", file_name_for(optimized.name()),
+                                                g_compiled_counter.fetch_add(1));
+  try {
+    io::write_file_atomically((out / "optimized.kir").string(), ir::print_graph(optimized));
+    std::vector<std::unique_ptr<ir::Graph>> owned;
+    for (const codegen::KernelRequest& r : codegen::kernel_requests(optimized, owned)) {
+      std::filesystem::path base = out / "kernels" / file_name_for(r.name);
+      io::write_file_atomically(base.string() + ".ll", codegen::kernel_llvm_ir(r));
+      io::write_file_atomically(base.string() + ".s", codegen::kernel_assembly(r));
+    }
+  } catch (const Error& e) {
+    log_warning(fmt::format("KILN_DUMP_IR: dumping the kernels of @{} to {} failed: {}",
+                            optimized.name(), out.string(), e.what()));
   }
 }
 

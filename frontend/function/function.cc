@@ -146,7 +146,7 @@ ConcreteFunction FunctionCore::concrete_for_types(const std::vector<TensorType>&
     keep_old_variable_values(*graph);
     ir::verify_graph(*graph);
     dump_trace_stages(*graph);
-    it = s.cache.emplace(key, ConcreteFunction(graph, std::move(variables))).first;
+    it = s.cache.emplace(key, ConcreteFunction(graph, std::move(variables), s.options.mode)).first;
     traced = true;
   }
   // Retrace bookkeeping.

@@ -39,6 +39,9 @@ struct FunctionOptions {
   std::optional<std::vector<TensorSpec>> input_signature{};
   // Relax dimensions that change between calls to unknown (one more trace, then none).
   bool reduce_retracing = false;
+  // How concrete functions run: JIT-compiled or on the reference executor; unset: the
+  // default_execution_mode() (compiled unless KILN_EXECUTION_MODE / set_default_execution_mode).
+  std::optional<ExecutionMode> mode{};
 };
 
 namespace detail {

@@ -43,8 +43,11 @@ class ObjectCache : public ::testing::Test {
  protected:
   void SetUp() override {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           (std::string("kiln_object_cache_") + info->name() + "_" + std::to_string(::getpid()));
+    // The run number keeps directories distinct under --gtest_repeat (write failures warn once
+    // per directory and process).
+    static int run = 0;
+    dir_ = fs::temp_directory_path() / (std::string("kiln_object_cache_") + info->name() + "_" +
+                                        std::to_string(::getpid()) + "_" + std::to_string(run++));
     fs::remove_all(dir_);
     previous_dir_ = cache_dir();
     set_cache_dir(dir_.string());

@@ -125,6 +125,8 @@ TEST(FunctionIr, CnnTrainingStepRoundTrips) {
 }
 
 TEST(FunctionIr, ReferenceExecutorOnParsedGraphMatchesConcreteFunction) {
+  // Bitwise comparison with eager: the traced graph on the reference executor.
+  ScopedExecutionMode reference_mode(ExecutionMode::kReference);
   Trainer t = mlp({8, 16});
   auto step = function([&](const Tensor& x, const Tensor& y) { return t.step(x, y); },
                        {.name = "train_step"});
@@ -141,6 +143,8 @@ TEST(FunctionIr, ReferenceExecutorOnParsedGraphMatchesConcreteFunction) {
 }
 
 TEST(FunctionIr, TracedCnnStepMatchesEager) {
+  // Bitwise comparison with eager: the traced graph on the reference executor.
+  ScopedExecutionMode reference_mode(ExecutionMode::kReference);
   Trainer eager = cnn({8, 8, 8, 1}), traced = cnn({8, 8, 8, 1});
   auto step = function([&](const Tensor& x, const Tensor& y) { return traced.step(x, y); },
                        {.name = "cnn_step"});

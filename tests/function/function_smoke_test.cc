@@ -7,6 +7,8 @@ namespace kiln {
 namespace {
 
 TEST(FunctionSmoke, TracedTrainingStepMatchesEager) {
+  // Bitwise comparison with eager: the traced graph on the reference executor.
+  ScopedExecutionMode reference_mode(ExecutionMode::kReference);
   auto make = [] {
     set_random_seed(7);
     Sequential m({Dense(8, {.activation = "relu"}), Dense(3)});

@@ -221,6 +221,8 @@ TEST(TracingWarning, FewRetracesOrNonTensorChangesAreDescribed) {
 // ---------------------------------------------------------------- unknown dimensions
 
 TEST(TracingSignature, UnknownBatchServesEveryBatchSize) {
+  // Bitwise comparison with eager: the traced graph on the reference executor.
+  ScopedExecutionMode reference_mode(ExecutionMode::kReference);
   set_random_seed(11);
   Dense dense(10, {.activation = "relu"});
   int invocations = 0;
@@ -271,6 +273,8 @@ struct DenseTrainer {
 };
 
 TEST(TracingSignature, TrainingStepWithUnknownBatchMatchesEager) {
+  // Bitwise comparison with eager: the traced graph on the reference executor.
+  ScopedExecutionMode reference_mode(ExecutionMode::kReference);
   DenseTrainer eager, traced;
   auto step = function([&](const Tensor& x, const Tensor& y) { return traced.step(x, y); },
                        {.name = "train_step",
@@ -323,6 +327,8 @@ TEST(TracingSignature, ReduceRetracingRelaxesChangingDimensions) {
 // ---------------------------------------------------------------- FunctionScope
 
 TEST(FunctionScopeTest, ExplicitScopeMatchesEager) {
+  // Bitwise comparison with eager: the traced graph on the reference executor.
+  ScopedExecutionMode reference_mode(ExecutionMode::kReference);
   Variable w("scope_test/w", tensor<float>({0.5f, -1, 2, 0.25f, 1.5f, -0.75f}, Shape{3, 2}));
   Tensor b = tensor<float>({0.1f, -0.2f});
   auto model = [&](const Tensor& x) { return tanh(matmul(x, w.read()) + b); };

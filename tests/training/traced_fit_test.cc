@@ -27,6 +27,8 @@ void expect_same_weights(const Sequential& a, const Sequential& b) {
 }
 
 TEST(TracedFit, DigitsMlpStepsMatchEagerBitwise) {
+  // Bitwise comparison with eager: the traced graph on the reference executor.
+  ScopedExecutionMode reference_mode(ExecutionMode::kReference);
   data::Dataset d = data::load_digits();
   for (const char* opt : {"adam", "sgd", "rmsprop"}) {
     SCOPED_TRACE(opt);
@@ -50,6 +52,8 @@ TEST(TracedFit, DigitsMlpStepsMatchEagerBitwise) {
 }
 
 TEST(TracedFit, FitEvaluatePredictAgreeWithEager) {
+  // Bitwise comparison with eager: the traced graph on the reference executor.
+  ScopedExecutionMode reference_mode(ExecutionMode::kReference);
   auto [train, test] = data::train_test_split(data::load_digits(), 0.2, 0);
   Sequential eager = digits_mlp(true, "adam");
   Sequential traced = digits_mlp(false, "adam");
