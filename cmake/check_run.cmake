@@ -13,23 +13,26 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "could not write the .npy inputs (python3 with numpy is needed)")
 endif()
 
-execute_process(COMMAND ${KILN} run ${SRC}/tests/tools/affine.kir --input 0=${WORK}/x.npy
-                        --input layer/w=${WORK}/w.npy --output-dir ${WORK}/out
-                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "kiln run failed (${rc}): ${out}${err}")
-endif()
-# x @ w = [[4, 5], [-5, -4]]; + [1, -1] = [[5, 4], [-4, -5]]; relu = [[5, 4], [0, 0]].
-execute_process(COMMAND ${PY} -c "
+foreach(mode compiled reference)
+  file(REMOVE_RECURSE ${WORK}/out)
+  execute_process(COMMAND ${KILN} run ${SRC}/tests/tools/affine.kir --input 0=${WORK}/x.npy
+                          --input layer/w=${WORK}/w.npy --output-dir ${WORK}/out --mode ${mode}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "kiln run --mode ${mode} failed (${rc}): ${out}${err}")
+  endif()
+  # x @ w = [[4, 5], [-5, -4]]; + [1, -1] = [[5, 4], [-4, -5]]; relu = [[5, 4], [0, 0]].
+  execute_process(COMMAND ${PY} -c "
 import numpy as np
 y = np.load('${WORK}/out/output_0.npy')
 w = np.load('${WORK}/out/layer.w.npy')
 assert y.dtype == np.float32 and y.tolist() == [[5, 4], [0, 0]], y
 assert w.tolist() == [[1.5, 0.5], [0.5, 1.5], [1.5, 1.5]], w
 " RESULT_VARIABLE rc ERROR_VARIABLE err)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "kiln run wrote wrong values: ${err}")
-endif()
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "kiln run --mode ${mode} wrote wrong values: ${err}")
+  endif()
+endforeach()
 
 # A shape mismatch and a missing file are clear errors, not crashes.
 execute_process(COMMAND ${KILN} run ${SRC}/tests/tools/affine.kir --input 0=${WORK}/bad.npy

@@ -10,6 +10,7 @@
 #include "kiln/kiln.h"
 #include "passes/optimize.h"
 #include "tools/commands.h"
+#include "codegen/compile_graph.h"
 #include "tools/model_zoo.h"
 
 namespace kiln::tools {
@@ -45,8 +46,9 @@ void add_dump_ir_command(CLI::App& app) {
       ->check(CLI::IsMember({"mlp", "cnn"}));
   cmd->add_option("--stage", args->stage,
                   "traced: the graph as recorded; optimized: after the optimize pipeline "
-                  "(simplification, fusion), with the memory plan summary")
-      ->check(CLI::IsMember({"traced", "optimized"}));
+                  "(simplification, fusion), with the memory plan summary; llvm: the O3 "
+                  "LLVM IR of every kernel (named after its fusion group); asm: their assembly")
+      ->check(CLI::IsMember({"traced", "optimized", "llvm", "asm"}));
   cmd->add_option("--batch-size", args->batch_size)->check(CLI::PositiveNumber);
   cmd->add_option("--format", args->format, "text (kiln IR) or dot (Graphviz)")
       ->check(CLI::IsMember({"text", "dot"}));
@@ -54,6 +56,17 @@ void add_dump_ir_command(CLI::App& app) {
     ConcreteFunction step = traced_train_step(args->model, args->batch_size);
     const ir::Graph* graph = &step.graph();
     std::optional<passes::OptimizedGraph> optimized;
+    if (args->stage == "llvm" || args->stage == "asm") {
+      std::vector<TensorType> types = step.graph().parameter_types();
+      codegen::CompiledFunction compiled = codegen::compile_function(
+          step.graph(), types, passes::PipelineOptions::from_environment());
+      std::vector<std::unique_ptr<ir::Graph>> owned;
+      for (const codegen::KernelRequest& r : codegen::kernel_requests(*compiled.optimized, owned))
+        std::cout << (args->stage == "llvm" ? codegen::kernel_llvm_ir(r)
+                                            : codegen::kernel_assembly(r))
+                  << "\n";
+      return;
+    }
     if (args->stage == "optimized") {
       optimized = passes::optimize_copy(step.graph(), passes::PipelineOptions::from_environment());
       graph = optimized->graph.get();

@@ -1,5 +1,7 @@
-// `kiln run FILE.kir`: parses and verifies an IR file, runs it with the reference executor on
-// .npy inputs and writes every output (and every variable the graph assigns) as .npy.
+// `kiln run FILE.kir`: parses and verifies an IR file, runs it on .npy inputs (--mode compiled:
+// specialised to the inputs' shapes, optimized and JIT-compiled; --mode reference: node by
+// node with the eager kernels) and writes every output (and every variable the graph
+// assigns) as .npy.
 //   --input 0=x.npy          graph parameter %0 (also "%0=x.npy")
 //   --input dense/kernel=k.npy   the value of a captured variable, by its name
 //   outputs: DIR/output_<i>.npy; assigned variables: DIR/<name with '/' as '.'>.npy
@@ -11,6 +13,8 @@
 #include <map>
 
 #include "frontend/io/npy.h"
+#include "codegen/compile_graph.h"
+#include "codegen/object_cache.h"
 #include "ir/parser.h"
 #include "ir/verifier.h"
 #include "kiln/kiln.h"
@@ -21,7 +25,8 @@ namespace kiln::tools {
 namespace {
 
 struct RunArgs {
-  std::string file, output_dir = ".";
+  std::string file, output_dir = ".", mode = "compiled";
+  bool cache_stats = false;
   std::vector<std::string> inputs;
 };
 
@@ -80,7 +85,22 @@ void run(const RunArgs& a) {
   if (!given.empty())
     throw Error(fmt::format("--input {}: the graph has no such parameter or variable; it takes:{}",
                             given.begin()->first, describe_inputs(g)));
-  std::vector<runtime::Array> outs = runtime::execute_reference(g, args, vars);
+  std::vector<runtime::Array> outs;
+  if (a.mode == "reference") {
+    outs = runtime::execute_reference(g, args, vars);
+  } else {
+    std::vector<TensorType> types;
+    for (const runtime::Array& x : args) types.push_back(x.type());
+    codegen::CompiledFunction compiled =
+        codegen::compile_function(g, types, passes::PipelineOptions::from_environment());
+    outs = compiled.executable->run(args, vars);
+  }
+  if (a.cache_stats) {
+    codegen::CacheStats c = codegen::cache_stats();
+    std::cout << fmt::format(
+        "kernel cache: {} compiled, {} from disk, {} in memory, {} corrupt, {} written\n",
+        c.misses, c.disk_hits, c.memory_hits, c.corrupt, c.disk_writes);
+  }
   std::filesystem::create_directories(a.output_dir);
   for (size_t i = 0; i < outs.size(); ++i) {
     std::string path = (std::filesystem::path(a.output_dir) / fmt::format("output_{}.npy", i));
@@ -100,10 +120,16 @@ void run(const RunArgs& a) {
 
 void add_run_command(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
-  CLI::App* cmd = app.add_subcommand("run", "run an IR file on .npy inputs (reference executor)");
+  CLI::App* cmd = app.add_subcommand("run", "run an IR file on .npy inputs (compiled or reference executor)");
   cmd->add_option("file", args->file, "the .kir file")->required();
   cmd->add_option("--input", args->inputs, "NAME=FILE.npy (NAME: parameter number or variable)");
   cmd->add_option("--output-dir", args->output_dir, "where outputs are written (created)");
+  cmd->add_option("--mode", args->mode,
+                  "compiled (default: optimized and JIT-compiled for the inputs' shapes) or "
+                  "reference (node by node with the eager kernels)")
+      ->check(CLI::IsMember({"compiled", "reference"}));
+  cmd->add_flag("--cache-stats", args->cache_stats,
+                "print the kernel cache's counters (compiled, disk hits, ...) at the end");
   cmd->callback([args] { run(*args); });
 }
 
