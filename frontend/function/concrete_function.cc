@@ -66,9 +66,11 @@ std::shared_ptr<const runtime::Executable> ConcreteFunction::Impl::executable_fo
   auto it = executables.find(shapes);
   if (it != executables.end()) return it->second;
   auto start = std::chrono::steady_clock::now();
-  codegen::CompiledFunction compiled =
-      codegen::compile_function(*graph, types, passes::PipelineOptions::from_environment());
-  detail::dump_compiled_kernels(*compiled.optimized);
+  passes::PipelineOptions options = passes::PipelineOptions::from_environment();
+  std::optional<std::string> dump_dir = detail::compiled_dump_dir(graph->name());
+  options.dump_dir = dump_dir.value_or("");
+  codegen::CompiledFunction compiled = codegen::compile_function(*graph, types, options);
+  if (dump_dir) detail::dump_compiled_kernels(*compiled.optimized, *dump_dir);
   stats.compile_seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ++stats.executables;

@@ -47,13 +47,19 @@ void dump_trace_stages(const ir::Graph& traced) {
   }
 }
 
-void dump_compiled_kernels(const ir::Graph& optimized) {
+std::optional<std::string> compiled_dump_dir(const std::string& function) {
   std::optional<std::string> dir = runtime::knobs::dump_ir_dir();
-  if (!dir) return;
-  std::filesystem::path out =
-      std::filesystem::path(*dir) / fmt::format("{}.compiled.{}", file_name_for(optimized.name()),
-                                                g_compiled_counter.fetch_add(1));
+  if (!dir) return std::nullopt;
+  return (std::filesystem::path(*dir) /
+          fmt::format("{}.compiled.{}", file_name_for(function), g_compiled_counter.fetch_add(1)))
+      .string();
+}
+
+void dump_compiled_kernels(const ir::Graph& optimized, const std::string& dir) {
+  std::filesystem::path out(dir);
   try {
+    std::error_code ec;
+    std::filesystem::create_directories(out / "kernels", ec);
     io::write_file_atomically((out / "optimized.kir").string(), ir::print_graph(optimized));
     std::vector<std::unique_ptr<ir::Graph>> owned;
     for (const codegen::KernelRequest& r : codegen::kernel_requests(optimized, owned)) {

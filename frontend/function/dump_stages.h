@@ -4,6 +4,9 @@
 // argument shapes) writes DIR/<function>.compiled.<n>/ with the kernels' LLVM IR and assembly.
 #pragma once
 
+#include <optional>
+#include <string>
+
 #include "ir/graph.h"
 
 namespace kiln::detail {
@@ -11,9 +14,11 @@ namespace kiln::detail {
 // Does nothing unless KILN_DUMP_IR is set.
 void dump_trace_stages(const ir::Graph& traced);
 
-// With KILN_DUMP_IR=DIR, writes a compiled specialisation to DIR/<function>.compiled.<n>/:
-// optimized.kir (specialised and optimized graph) and kernels/<group>.ll (O3 LLVM IR) and
-// kernels/<group>.s (assembly) for every kernel. Failures become a warning.
-void dump_compiled_kernels(const ir::Graph& optimized);
+// With KILN_DUMP_IR=DIR: a new directory DIR/<function>.compiled.<n> for one compiled
+// specialisation (the pass pipeline writes its stages there); nullopt when unset.
+std::optional<std::string> compiled_dump_dir(const std::string& function);
+// Writes optimized.kir (the specialised, optimized graph) and kernels/<group>.ll (O3 LLVM IR)
+// and kernels/<group>.s (assembly) of every kernel to `dir`. Failures become a warning.
+void dump_compiled_kernels(const ir::Graph& optimized, const std::string& dir);
 
 }  // namespace kiln::detail
