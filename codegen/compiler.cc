@@ -2,6 +2,7 @@
 
 #include <llvm/IR/Function.h>
 
+#include <atomic>
 #include <mutex>
 #include <unordered_map>
 
@@ -41,7 +42,12 @@ std::unordered_map<std::string, void*>& linked() {
   return m;
 }
 
+std::atomic<bool> g_memory_cache{true};
+
 }  // namespace
+
+bool memory_cache_enabled() { return g_memory_cache.load(); }
+void set_memory_cache_enabled(bool enabled) { g_memory_cache.store(enabled); }
 
 std::vector<CompiledKernel> compile_kernels(const std::vector<KernelRequest>& requests) {
   std::vector<Keyed> kernels(requests.size());
@@ -55,7 +61,7 @@ std::vector<CompiledKernel> compile_kernels(const std::vector<KernelRequest>& re
   std::vector<std::pair<size_t, size_t>> duplicates;
   for (size_t i = 0; i < kernels.size(); ++i) {
     out[i].layout = kernels[i].lowered.layout;
-    if (auto it = linked().find(kernels[i].key); it != linked().end()) {
+    if (auto it = linked().find(kernels[i].key); memory_cache_enabled() && it != linked().end()) {
       out[i].entry = reinterpret_cast<runtime::KernelEntry>(it->second);
       count_memory_hit();
       continue;
@@ -84,15 +90,12 @@ std::vector<CompiledKernel> compile_kernels(const std::vector<KernelRequest>& re
     objects[i] = emit_object(m);
   });
   for (size_t i : to_compile) store_cached_object(kernels[i].key, objects[i]);
-  std::vector<std::string> symbols;
-  for (size_t i : to_link) {
-    Jit::instance().add_object(std::move(objects[i]), kernels[i].symbol);
-    symbols.push_back(kernels[i].symbol);
-  }
-  std::vector<void*> addresses = Jit::instance().lookup(symbols);
+  std::vector<ObjectToLink> link;
+  for (size_t i : to_link) link.push_back({std::move(objects[i]), kernels[i].symbol});
+  std::vector<void*> addresses = Jit::instance().link(std::move(link));
   for (size_t k = 0; k < to_link.size(); ++k) {
     size_t i = to_link[k];
-    linked()[kernels[i].key] = addresses[k];
+    if (memory_cache_enabled()) linked()[kernels[i].key] = addresses[k];
     out[i].entry = reinterpret_cast<runtime::KernelEntry>(addresses[k]);
   }
   for (auto [i, j] : duplicates) out[i].entry = out[j].entry;

@@ -5,8 +5,8 @@
 // hash of its unoptimized LLVM IR and the target description, and then per kernel: an
 // address already linked in this process (memory hit), an object from the disk cache (disk
 // hit), or O3 + object emission (miss; the misses of one call compile concurrently on kiln's
-// TBB threads, and are stored on disk). New objects are added to the JIT and resolved in one
-// batched lookup. The symbol of a kernel is derived from its key ("kiln_k_<key>"), so equal
+// TBB threads, and are stored on disk). New objects are linked into a new JITDylib and
+// resolved in one batched lookup. The symbol of a kernel is derived from its key ("kiln_k_<key>"), so equal
 // kernels share code and different kernels with the same group name never clash.
 #pragma once
 
@@ -31,6 +31,11 @@ struct CompiledKernel {
 };
 
 std::vector<CompiledKernel> compile_kernels(const std::vector<KernelRequest>& requests);
+
+// The in-memory cache can be switched off (each compile then links its kernels afresh, from
+// the disk cache or compiled): benchmarks measure warm-from-disk compile times with it.
+bool memory_cache_enabled();
+void set_memory_cache_enabled(bool enabled);
 
 // Dumps of one kernel: its O3-optimized LLVM IR and its assembly (compiled afresh, bypassing
 // the caches). The text starts with a comment naming the kernel's group.

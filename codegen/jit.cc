@@ -95,6 +95,7 @@ std::string module_text(const llvm::Module& module) {
 struct Jit::Impl {
   std::unique_ptr<llvm::orc::LLJIT> jit;
   std::mutex mutex;
+  int dylibs = 0;
 };
 
 Jit::Jit() : impl_(std::make_unique<Impl>()) {
@@ -116,29 +117,27 @@ Jit& Jit::instance() {
   return *jit;
 }
 
-void Jit::add_object(std::string object_bytes, const std::string& name) {
-  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(object_bytes, name);
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  if (llvm::Error e = impl_->jit->addObjectFile(std::move(buffer)))
-    throw Error("codegen: the JIT rejected the object of kernel " + name + ": " +
-                to_string(std::move(e)));
-}
-
-std::vector<void*> Jit::lookup(const std::vector<std::string>& symbols) {
+std::vector<void*> Jit::link(std::vector<ObjectToLink> objects) {
   std::vector<void*> out;
-  if (symbols.empty()) return out;
+  if (objects.empty()) return out;
   std::lock_guard<std::mutex> lock(impl_->mutex);
   llvm::orc::LLJIT& jit = *impl_->jit;
+  auto dylib = jit.createJITDylib("kiln.kernels." + std::to_string(impl_->dylibs++));
+  if (!dylib) throw Error("codegen: cannot create a JITDylib: " + to_string(dylib.takeError()));
+  dylib->addToLinkOrder(jit.getMainJITDylib());
   llvm::orc::SymbolLookupSet set;
   std::vector<llvm::orc::SymbolStringPtr> names;
-  for (const auto& s : symbols) {
-    names.push_back(jit.mangleAndIntern(s));
+  for (ObjectToLink& o : objects) {
+    auto buffer = llvm::MemoryBuffer::getMemBufferCopy(o.bytes, o.symbol);
+    if (llvm::Error e = jit.addObjectFile(*dylib, std::move(buffer)))
+      throw Error("codegen: the JIT rejected the object of kernel " + o.symbol + ": " +
+                  to_string(std::move(e)));
+    names.push_back(jit.mangleAndIntern(o.symbol));
     set.add(names.back());
   }
   auto result = jit.getExecutionSession().lookup(
-      llvm::orc::makeJITDylibSearchOrder(&jit.getMainJITDylib()), std::move(set));
-  if (!result)
-    throw Error("codegen: JIT symbol lookup failed: " + to_string(result.takeError()));
+      llvm::orc::makeJITDylibSearchOrder(&*dylib), std::move(set));
+  if (!result) throw Error("codegen: JIT symbol lookup failed: " + to_string(result.takeError()));
   for (const auto& n : names) out.push_back((*result)[n].getAddress().toPtr<void*>());
   return out;
 }
@@ -146,8 +145,9 @@ std::vector<void*> Jit::lookup(const std::vector<std::string>& symbols) {
 void* compile_uncached(KernelModule kernel) {
   optimize_module(*kernel.module);
   std::string object = emit_object(*kernel.module);
-  Jit::instance().add_object(std::move(object), kernel.symbol);
-  return Jit::instance().lookup({kernel.symbol}).front();
+  std::vector<ObjectToLink> one;
+  one.push_back({std::move(object), kernel.symbol});
+  return Jit::instance().link(std::move(one)).front();
 }
 
 }  // namespace kiln::codegen

@@ -36,14 +36,21 @@ std::string emit_assembly(llvm::Module& module);
 // The module's textual LLVM IR.
 std::string module_text(const llvm::Module& module);
 
+// One object file to link and the kernel symbol to resolve in it.
+struct ObjectToLink {
+  std::string bytes;
+  std::string symbol;
+};
+
 // The process's JIT (created on first use; thread-safe).
 class Jit {
  public:
   static Jit& instance();
-  // Adds a relocatable object file; its symbols must not already be defined.
-  void add_object(std::string object_bytes, const std::string& name);
-  // Resolves all `symbols` in one lookup (kiln::Error naming any that is missing).
-  std::vector<void*> lookup(const std::vector<std::string>& symbols);
+  // Links `objects` into a new JITDylib (whose link order reaches the process's own symbols:
+  // runtime helpers, libm) and resolves every symbol in one batched lookup. Code is never
+  // unloaded, so the addresses stay valid for the process's lifetime. kiln::Error naming the
+  // object on a link failure.
+  std::vector<void*> link(std::vector<ObjectToLink> objects);
 
  private:
   Jit();
