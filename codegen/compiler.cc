@@ -121,14 +121,18 @@ std::vector<CompiledKernel> compile_kernels(const std::vector<KernelRequest>& re
 std::string kernel_llvm_ir(const KernelRequest& request) {
   Keyed k = lower_and_key(request);
   optimize_module(*k.lowered.module.module);
-  return "; kernel " + request.name + " (symbol " + k.symbol + ")\n" +
+  const runtime::KernelLayout& l = k.lowered.layout;
+  return "; kernel " + request.name + " (symbol " + k.symbol + "; " + l.iteration + ", extent " +
+         std::to_string(l.extent) + ")\n" +
          module_text(*k.lowered.module.module);
 }
 
 std::string kernel_assembly(const KernelRequest& request) {
   Keyed k = lower_and_key(request);
   optimize_module(*k.lowered.module.module);
-  return "# kernel " + request.name + " (symbol " + k.symbol + ")\n" +
+  const runtime::KernelLayout& l = k.lowered.layout;
+  return "# kernel " + request.name + " (symbol " + k.symbol + "; " + l.iteration + ", extent " +
+         std::to_string(l.extent) + ")\n" +
          emit_assembly(*k.lowered.module.module);
 }
 

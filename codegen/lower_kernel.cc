@@ -180,7 +180,60 @@ class KernelEmitter {
       idx.push_back(row_);
       first = 1;
     }
+    const Node* n = v->producer();
+    // (By rows, the row must be the input's leading dimension too: axis 0 not reduced.)
+    if (n != nullptr && is_reduction(*n) && keeps_last_axis(*n) &&
+        (first == 0 || reduction_axes(*n).front() != 0)) {
+      emit_reduction_through_memory(v, *n, idx, first);
+      return;
+    }
     nest(s, first, idx, [&](const Index& full) { store_value(v, full); });
+  }
+
+  // A reduction that keeps its input's last axis (a bias gradient: sum over the batch) would
+  // reduce along strided columns; instead it accumulates in its output buffer, walking the
+  // input in memory order, so the inner loop is contiguous and vectorizes without
+  // reassociation (each output element is combined in input order).
+  static bool keeps_last_axis(const Node& n) {
+    if (n.is_op(OpKind::ArgMax) || n.is_op(OpKind::ArgMin)) return false;
+    const int rank = n.input(0)->shape().rank();
+    std::vector<int> axes = reduction_axes(n);
+    return rank >= 2 && !axes.empty() && axes.back() != rank - 1;
+  }
+
+  void emit_reduction_through_memory(const Value* v, const Node& n, Index idx, int first) {
+    const Value* x = n.input(0);
+    const Shape& in = x->shape();
+    const std::vector<int> axes = reduction_axes(n);
+    const bool keepdims = n.attrs().get_bool("keepdims", op_name(n.op()));
+    const DType t = x->dtype();
+    llvm::Type* rt = register_type(ctx_, t);
+    const std::vector<llvm::Value*>& buffers = out_buffers_.at(v);
+    llvm::Value* acc = buffers.front();
+    auto at = [&](const Index& o) { return b_.CreateInBoundsGEP(rt, acc, offset(v, o)); };
+    Index out_idx = idx;
+    nest(v->shape(), first, out_idx,
+         [&](const Index& o) { b_.CreateStore(identity(n.op(), t, rt), at(o)); });
+    Index in_idx = idx;
+    nest(in, first, in_idx, [&](const Index& i) {
+      Index o;
+      for (int d = 0; d < in.rank(); ++d) {
+        bool reduced = std::find(axes.begin(), axes.end(), d) != axes.end();
+        if (!reduced) o.push_back(i[size_t(d)]);
+        else if (keepdims) o.push_back(b_.getInt64(0));
+      }
+      llvm::Value* p = at(o);
+      b_.CreateStore(combine(n.op(), t, b_.CreateLoad(rt, p), elem(x, i)), p);
+    });
+    int64_t count = 1;
+    for (int d : axes) count *= in[d];
+    if (!n.is_op(OpKind::Mean) && buffers.size() == 1) return;
+    out_idx = idx;
+    nest(v->shape(), first, out_idx, [&](const Index& o) {
+      llvm::Value* r = b_.CreateLoad(rt, at(o));
+      if (n.is_op(OpKind::Mean)) r = b_.CreateFDiv(r, llvm::ConstantFP::get(rt, double(count)));
+      for (llvm::Value* buf : buffers) b_.CreateStore(r, b_.CreateInBoundsGEP(rt, buf, offset(v, o)));
+    });
   }
 
   void nest(const Shape& s, int d, Index& idx, const std::function<void(const Index&)>& body) {
@@ -519,6 +572,9 @@ LoweredKernel lower_kernel(const ir::Graph& body, const std::string& symbol,
   l.num_outputs = g->outputs().size();
   l.temporaries.resize(plan.temporaries.size());
   for (const auto& [v, t] : plan.temporaries) l.temporaries[size_t(t)] = v->type();
+  l.iteration = plan.mode == IterationMode::kFlat   ? "flat"
+                : plan.mode == IterationMode::kRows ? "rows"
+                                                    : "serial";
   l.extent = plan.extent;
   l.row_elements = plan.row_elements;
   l.inputs_by_row = plan.inputs_by_row;
