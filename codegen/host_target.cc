@@ -19,7 +19,7 @@ namespace {
 
 // Bumped whenever the lowering changes the code it generates for the same kernel IR in a
 // way the IR text does not show (e.g. flags), so stale cache files are not reused.
-constexpr const char* kKernelFormatVersion = "kiln-kernels-1";
+constexpr const char* kKernelFormatVersion = "kiln-kernels-2";
 
 std::string features_for_llvm() {
   std::string s;
@@ -50,7 +50,11 @@ std::string host_cpu_features() {
 std::string target_description() {
   return std::string(kKernelFormatVersion) + ";llvm " + llvm_version() + ";kiln " KILN_VERSION +
          ";cpu " + host_cpu_name() + ";features " + host_cpu_features() +
-         ";O3,fp-contract=fast,prefer-vector-width=" + std::to_string(preferred_vector_bits());
+         ";O3,fp-contract=fast,prefer-vector-width=" + std::to_string(preferred_vector_bits()) +
+         ",vectorize=" + std::to_string(kPipelineTuning.loop_vectorization) +
+         ",slp=" + std::to_string(kPipelineTuning.slp_vectorization) +
+         ",interleave=" + std::to_string(kPipelineTuning.loop_interleaving) +
+         ",unroll=" + std::to_string(kPipelineTuning.loop_unrolling);
 }
 
 void initialize_native_target() {

@@ -53,13 +53,10 @@ void optimize_module(llvm::Module& module) {
   llvm::CGSCCAnalysisManager cgam;
   llvm::ModuleAnalysisManager mam;
   llvm::PipelineTuningOptions tuning;
-  tuning.LoopVectorization = true;
-  tuning.SLPVectorization = true;
-  // No unrolling beyond the vectorizer's interleaving (several vector accumulators): full
-  // unrolling of the small constant trip counts of kernels made code 5x larger and compiling
-  // the digits-MLP step ~5x slower (660 ms -> 130 ms) for no measured speed-up.
-  tuning.LoopUnrolling = false;
-  tuning.LoopInterleaving = true;
+  tuning.LoopVectorization = kPipelineTuning.loop_vectorization;
+  tuning.SLPVectorization = kPipelineTuning.slp_vectorization;
+  tuning.LoopInterleaving = kPipelineTuning.loop_interleaving;
+  tuning.LoopUnrolling = kPipelineTuning.loop_unrolling;
   llvm::PassBuilder pb(&tm, tuning);
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);

@@ -1,5 +1,7 @@
-// Concrete functions run compiled by default: modes, per-shape specialisation of a graph with
-// unknown dimensions, errors from compiled kernels, and concurrent calls from several threads.
+// Compiled concrete functions (the library default; kiln_tests' own default is the reference
+// executor, see tests/support/reference_mode_environment.cc, so each test here selects
+// compiled explicitly): modes, per-shape specialisation of a graph with unknown dimensions,
+// errors from compiled kernels, control flow, and concurrent calls from several threads.
 #include <gtest/gtest.h>
 
 #include <thread>
@@ -13,6 +15,7 @@ namespace {
 Tensor affine(const Tensor& x) { return tanh(x * scalar(2.0f) + scalar(1.0f)); }
 
 TEST(CompiledFunction, DefaultIsCompiledAndReferenceIsAnOption) {
+  ScopedExecutionMode compiled(ExecutionMode::kCompiled);
   auto f = kiln::function([](const Tensor& x) { return affine(x); }, {.name = "affine"});
   auto g = kiln::function([](const Tensor& x) { return affine(x); },
                           {.name = "affine_ref", .mode = ExecutionMode::kReference});
@@ -28,6 +31,7 @@ TEST(CompiledFunction, DefaultIsCompiledAndReferenceIsAnOption) {
 }
 
 TEST(CompiledFunction, UnknownBatchCompilesOneExecutablePerShape) {
+  ScopedExecutionMode compiled(ExecutionMode::kCompiled);
   auto f = kiln::function([](const Tensor& x) { return sum(affine(x), {1}); },
                           {.name = "rows", .input_signature = std::vector<TensorSpec>{{{-1, 5}}}});
   for (int64_t n : {3, 8, 3, 1}) {
@@ -41,6 +45,7 @@ TEST(CompiledFunction, UnknownBatchCompilesOneExecutablePerShape) {
 }
 
 TEST(CompiledFunction, IntegerDivisionByZeroIsAnError) {
+  ScopedExecutionMode compiled(ExecutionMode::kCompiled);
   auto f = kiln::function([](const Tensor& a, const Tensor& b) { return (a + b) / b; });
   Tensor a = tensor<int32_t>({1, 2, 3}, Shape{3});
   Tensor ok = tensor<int32_t>({1, -1, 2}, Shape{3});
@@ -51,6 +56,7 @@ TEST(CompiledFunction, IntegerDivisionByZeroIsAnError) {
 }
 
 TEST(CompiledFunction, ConcurrentCallsFromSeveralThreads) {
+  ScopedExecutionMode compiled(ExecutionMode::kCompiled);
   auto f = kiln::function([](const Tensor& x) { return affine(x) * x; }, {.name = "shared"});
   std::vector<Tensor> inputs;
   for (int t = 0; t < 4; ++t) inputs.push_back(random_normal({64, 129}, 10 + t));
@@ -65,6 +71,30 @@ TEST(CompiledFunction, ConcurrentCallsFromSeveralThreads) {
     });
   for (auto& th : threads) th.join();
   for (int t = 0; t < 4; ++t) EXPECT_EQ(parallel[size_t(t)], serial[size_t(t)]) << t;
+}
+
+TEST(CompiledFunction, ControlFlowMatchesReference) {
+  // cond picks a branch on a traced predicate; while_loop iterates a traced body.
+  auto body = [](const Tensor& x) {
+    Tensor c = kiln::cond(
+        greater(sum(x), scalar(0.0f)), [&] { return std::vector<Tensor>{tanh(x) * x}; },
+        [&] { return std::vector<Tensor>{exp(x) - scalar(1.0f)}; })[0];
+    std::vector<Tensor> r = kiln::while_loop(
+        [](const std::vector<Tensor>& s) { return less(s[0], scalar(5, DType::i32)); },
+        [](const std::vector<Tensor>& s) {
+          return std::vector<Tensor>{s[0] + scalar(1, DType::i32), sigmoid(s[1]) + s[1]};
+        },
+        {scalar(0, DType::i32), c});
+    return r[1];
+  };
+  auto compiled = kiln::function(body, {.name = "cf", .mode = ExecutionMode::kCompiled});
+  auto reference = kiln::function(body, {.name = "cf_ref", .mode = ExecutionMode::kReference});
+  for (float sign : {1.0f, -1.0f}) {
+    Tensor x = random_normal({4, 9}, 3) * scalar(0.1f) + scalar(sign);
+    std::vector<float> got = compiled(x).to_vector<float>(), want = reference(x).to_vector<float>();
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5f * (1 + std::abs(want[i])));
+  }
 }
 
 }  // namespace

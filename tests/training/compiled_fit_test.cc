@@ -62,15 +62,20 @@ void train_both(const std::string& kind, const std::string& opt, int steps, doub
 }
 
 TEST(CompiledFit, DigitsMlpMatchesReferenceExecutor) {
+  ScopedExecutionMode compiled(ExecutionMode::kCompiled);
   for (const char* opt : {"adam", "sgd", "rmsprop"}) {
     SCOPED_TRACE(opt);
     train_both("mlp", opt, 6, 2e-5);
   }
 }
 
-TEST(CompiledFit, SmallCnnMatchesReferenceExecutor) { train_both("cnn", "adam", 4, 2e-5); }
+TEST(CompiledFit, SmallCnnMatchesReferenceExecutor) {
+  ScopedExecutionMode compiled(ExecutionMode::kCompiled);
+  train_both("cnn", "adam", 4, 2e-5);
+}
 
 TEST(CompiledFit, TrainStepCompilesOncePerBatchShape) {
+  ScopedExecutionMode compiled(ExecutionMode::kCompiled);
   Sequential m = digits_model("mlp", "adam");
   data::Dataset d = data::load_digits();
   Tensor x = data::take_rows(d.x, {0, 1, 2, 3}), y = data::take_rows(d.y, {0, 1, 2, 3});
