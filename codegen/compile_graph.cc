@@ -9,6 +9,7 @@
 #include "codegen/lower_kernel.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
+#include "passes/memory_plan.h"
 #include "passes/refine_shapes.h"
 
 namespace kiln::codegen {
@@ -63,9 +64,10 @@ class GraphCompiler {
     }
     std::vector<int> outs;
     for (const Value* v : g_.outputs()) outs.push_back(slot(v));
-    return std::make_shared<runtime::Executable>(g_.name(), next_slot_, std::move(params),
-                                                 std::move(vars), std::move(constants_),
-                                                 std::move(steps_), std::move(outs));
+    size_t arena_bytes = lay_out_memory();
+    return std::make_shared<runtime::Executable>(
+        g_.name(), std::move(storage_), arena_bytes, std::move(params), std::move(vars),
+        std::move(constants_), std::move(steps_), std::move(outs));
   }
 
   // Only the requests (for dumps); `owned` keeps one-op bodies alive.
@@ -103,6 +105,59 @@ class GraphCompiler {
     requests_.push_back(std::move(r));
     calls_.push_back(call);
     return call;
+  }
+
+  // Where every slot lives (runtime/executable.h): the memory plan's arena offsets (no
+  // in-place reuse: kernel buffers never alias), pooled buffers for values that outlive the
+  // call, and contraction products and kernel temporaries appended to the arena. Returns the
+  // arena size.
+  size_t lay_out_memory() {
+    using Kind = runtime::SlotStorage::Kind;
+    passes::MemoryPlanOptions options;
+    options.in_place = false;
+    passes::MemoryPlan plan = passes::plan_memory(g_, options);
+    storage_.assign(size_t(next_slot_), {});
+    for (const auto& [v, s] : slots_) {
+      runtime::SlotStorage& st = storage_[size_t(s)];
+      st.type = v->type();
+      const passes::ValuePlan& vp = plan.of(v);
+      if (vp.kind == passes::BufferKind::kArena) {
+        st.kind = Kind::kArena;
+        st.offset = vp.offset;
+      } else if (vp.kind == passes::BufferKind::kOutput) {
+        st.kind = Kind::kPooled;
+      }
+    }
+    for (const Step& s : steps_) {
+      if (s.kind == Step::Kind::kAssign) {  // the new value outlives the call in the variable
+        storage_[size_t(s.inputs[0])].kind = Kind::kPooled;
+        storage_[size_t(s.output)].kind = Kind::kExternal;
+      }
+      if (s.kind == Step::Kind::kCond || s.kind == Step::Kind::kWhile)
+        for (int o : s.outputs) storage_[size_t(o)].kind = Kind::kExternal;
+    }
+    // A pooled value that is also a constant or argument stays external.
+    for (const auto& [slot_id, array] : constants_) storage_[size_t(slot_id)].kind = Kind::kExternal;
+    size_t end = plan.arena_bytes;
+    auto append = [&](const TensorType& t) {
+      size_t off = (end + 63) / 64 * 64;
+      end = off + size_t(t.shape.num_elements()) * dtype_size(t.dtype);
+      return off;
+    };
+    for (Step& s : steps_) {
+      if (s.kind == Step::Kind::kContraction) {
+        runtime::SlotStorage& st = storage_[size_t(s.output)];
+        st.kind = Kind::kArena;
+        st.type = s.type;
+        st.offset = append(s.type);
+      }
+      if (s.kernel) {
+        s.kernel->temporary_offsets.clear();
+        for (const TensorType& t : s.kernel->layout.temporaries)
+          s.kernel->temporary_offsets.push_back(append(t));
+      }
+    }
+    return (end + 63) / 64 * 64;
   }
 
   std::vector<int> input_slots(const Node& n) {
@@ -211,6 +266,7 @@ class GraphCompiler {
   std::unordered_map<const Value*, int> slots_;
   int next_slot_ = 0;
   std::vector<std::pair<int, runtime::Array>> constants_;
+  std::vector<runtime::SlotStorage> storage_;
   std::vector<Step> steps_;
   std::vector<KernelRequest> requests_;
   std::vector<std::shared_ptr<runtime::KernelCall>> calls_;

@@ -39,6 +39,9 @@ class Decomposer {
   }
 
   Value* softmax(Value* x, int64_t axis, bool log) {
+    // An empty axis: the result is empty too (and max has no identity to reduce it with).
+    const int rank = x->shape().rank();
+    if (x->shape()[size_t(axis < 0 ? axis + rank : axis)] == 0) return x;
     Value* m = reduce(OpKind::Max, x, {axis});
     Value* d = op(OpKind::Sub, {x, m});
     Value* e = op(OpKind::Exp, {d});
@@ -50,6 +53,14 @@ class Decomposer {
   Value* logsumexp(Value* x, const std::vector<int64_t>& axes, bool keepdims,
                    const TensorType& out) {
     DType t = x->dtype();
+    // A reduction over an empty axis is -inf (the eager kernel's identity); max has none.
+    const int rank = x->shape().rank();
+    bool empty = axes.empty() && x->shape().num_elements() == 0;
+    for (int64_t a : axes) empty |= x->shape()[size_t(a < 0 ? a + rank : a)] == 0;
+    if (empty)
+      return op(
+          OpKind::BroadcastTo, {scalar(t, -std::numeric_limits<double>::infinity())},
+          {{"shape", std::vector<int64_t>(out.shape.dims().begin(), out.shape.dims().end())}});
     Value* m = reduce(OpKind::Max, x, axes);
     Value* finite = op(OpKind::Less, {op(OpKind::Abs, {m}),
                                       scalar(t, std::numeric_limits<double>::infinity())});

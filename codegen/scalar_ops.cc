@@ -65,10 +65,12 @@ Value* float_unary(ScalarOpContext& c, OpKind op, Value* x, const Attrs& attrs) 
   switch (op) {
     case OpKind::Neg: return b.CreateFNeg(x);
     case OpKind::Abs: return call_intrinsic(b, llvm::Intrinsic::fabs, {&x, 1});
-    case OpKind::Sign: {
+    case OpKind::Sign: {  // as eager (Eigen): NaN stays NaN, -0.0 and +0.0 give +0.0
       Value* pos = b.CreateFCmpOGT(x, fconst(b, x, 0.0));
       Value* neg = b.CreateFCmpOLT(x, fconst(b, x, 0.0));
-      return b.CreateSelect(pos, fconst(b, x, 1.0), b.CreateSelect(neg, fconst(b, x, -1.0), x));
+      Value* zero_or_nan = b.CreateSelect(b.CreateFCmpUNO(x, x), x, fconst(b, x, 0.0));
+      return b.CreateSelect(pos, fconst(b, x, 1.0),
+                            b.CreateSelect(neg, fconst(b, x, -1.0), zero_or_nan));
     }
     case OpKind::Square: return b.CreateFMul(x, x);
     case OpKind::Sqrt: return call_intrinsic(b, llvm::Intrinsic::sqrt, {&x, 1});

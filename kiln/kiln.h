@@ -27,6 +27,7 @@
 #include "frontend/training/optimizer.h"
 #include "frontend/variable.h"
 #include "runtime/log.h"
+#include "runtime/profiler.h"
 #include "runtime/threading.h"
 
 namespace kiln {

@@ -29,7 +29,14 @@ std::shared_ptr<Storage> Storage::allocate(size_t bytes) {
   return std::shared_ptr<Storage>(new Storage(p, rounded));
 }
 
+std::shared_ptr<Storage> Storage::view(void* data, size_t bytes, std::shared_ptr<Storage> owner) {
+  auto s = std::shared_ptr<Storage>(new Storage(data, bytes));
+  s->owner_ = std::move(owner);
+  return s;
+}
+
 Storage::~Storage() {
+  if (owner_) return;  // a view: the owner frees the memory
   g_live_bytes.fetch_sub(int64_t(bytes_), std::memory_order_relaxed);
   std::free(data_);
 }

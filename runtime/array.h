@@ -15,11 +15,15 @@ class Storage {
  public:
   // Allocates `bytes` (rounded up to 64) with 64-byte alignment; contents uninitialised.
   static std::shared_ptr<Storage> allocate(size_t bytes);
+  // A view of `bytes` at `data` inside memory that `owner` keeps alive (an executable's arena):
+  // not counted as an allocation, never freed by the view.
+  static std::shared_ptr<Storage> view(void* data, size_t bytes, std::shared_ptr<Storage> owner);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
 
   void* data() const { return data_; }
+  bool is_view() const { return owner_ != nullptr; }
   size_t bytes() const { return bytes_; }
 
   // Number of storage allocations made by this process (tests count allocations with it).
@@ -33,6 +37,7 @@ class Storage {
   Storage(void* data, size_t bytes) : data_(data), bytes_(bytes) {}
   void* data_;
   size_t bytes_;
+  std::shared_ptr<Storage> owner_;  // set for views: the storage that owns data_
 };
 
 inline constexpr size_t kAlignment = 64;

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
+#include <mutex>
 
 #include "ir/error.h"
 #include "runtime/gemm.h"
@@ -26,23 +28,25 @@ int64_t grain_rows(const KernelLayout& l) {
   return std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, l.row_elements));
 }
 
-// Allocates the kernel's outputs and temporaries into `slots` / `temps`, returns the frame
-// buffers (inputs, outputs, temporaries).
+// The frame buffers of a kernel call: inputs, outputs (slots already hold their arrays),
+// temporaries (in the arena).
 std::vector<void*> kernel_buffers(const KernelCall& call, std::vector<Array>& slots,
-                                  std::vector<Array>& temps) {
-  const std::vector<TensorType>& output_types = call.output_types;
+                                  char* arena) {
   std::vector<void*> buffers;
+  buffers.reserve(call.inputs.size() + call.outputs.size() + call.temporary_offsets.size());
   for (int s : call.inputs) buffers.push_back(slots[size_t(s)].raw());
-  for (size_t i = 0; i < call.outputs.size(); ++i) {
-    Array& out = slots[size_t(call.outputs[i])];
-    out = Array::empty(output_types[i]);
-    buffers.push_back(out.raw());
-  }
-  for (const TensorType& t : call.layout.temporaries) {
-    temps.push_back(Array::empty(t));
-    buffers.push_back(temps.back().raw());
-  }
+  for (int s : call.outputs) buffers.push_back(slots[size_t(s)].raw());
+  for (size_t off : call.temporary_offsets) buffers.push_back(arena + off);
   return buffers;
+}
+
+// A step's result that is a view of some arena (a sub-executable passing an operand
+// through) must not outlive the call: copy it.
+Array detach(const Array& a) {
+  if (!a.storage || !a.storage->is_view()) return a;
+  Array c = Array::empty(a.type());
+  if (a.nbytes() > 0) std::memcpy(c.raw(), a.raw(), a.nbytes());
+  return c;
 }
 
 // A 2-d matmul whose epilogue reads the product only at the rows it computes.
@@ -105,22 +109,76 @@ void run_kernel_call(const KernelCall& call, std::span<void* const> buffers) {
   check_status(call, failed.load());
 }
 
-Executable::Executable(std::string name, size_t num_slots, std::vector<int> parameter_slots,
-                       std::vector<int> variable_slots,
+struct Executable::Pools {
+  std::mutex mutex;
+  std::vector<std::shared_ptr<Storage>> free_arenas;
+  std::vector<std::vector<std::shared_ptr<Storage>>> pooled;  // per slot
+};
+
+Executable::Executable(std::string name, std::vector<SlotStorage> slots, size_t arena_bytes,
+                       std::vector<int> parameter_slots, std::vector<int> variable_slots,
                        std::vector<std::pair<int, Array>> constants,
                        std::vector<ExecutableStep> steps, std::vector<int> output_slots)
     : name_(std::move(name)),
-      num_slots_(num_slots),
+      slot_storage_(std::move(slots)),
+      arena_bytes_(arena_bytes),
+      pools_(std::make_unique<Pools>()),
       parameter_slots_(std::move(parameter_slots)),
       variable_slots_(std::move(variable_slots)),
       constants_(std::move(constants)),
       steps_(std::move(steps)),
-      output_slots_(std::move(output_slots)) {}
+      output_slots_(std::move(output_slots)) {
+  pools_->pooled.resize(slot_storage_.size());
+}
+
+Executable::~Executable() = default;
+
+std::shared_ptr<Storage> Executable::acquire_arena() const {
+  {
+    std::lock_guard<std::mutex> lock(pools_->mutex);
+    if (!pools_->free_arenas.empty()) {
+      std::shared_ptr<Storage> a = std::move(pools_->free_arenas.back());
+      pools_->free_arenas.pop_back();
+      return a;
+    }
+  }
+  return Storage::allocate(arena_bytes_);
+}
+
+void Executable::release_arena(std::shared_ptr<Storage> arena) const {
+  std::lock_guard<std::mutex> lock(pools_->mutex);
+  pools_->free_arenas.push_back(std::move(arena));
+}
+
+Array Executable::acquire_pooled(size_t slot) const {
+  const TensorType& t = slot_storage_[slot].type;
+  const size_t bytes = size_t(t.shape.num_elements()) * dtype_size(t.dtype);
+  std::lock_guard<std::mutex> lock(pools_->mutex);
+  auto& pool = pools_->pooled[slot];
+  if (pool.empty())  // this call's buffer and the next call's (this one may be kept)
+    for (int i = 0; i < 2; ++i) pool.push_back(Storage::allocate(bytes));
+  for (const auto& s : pool)
+    if (s.use_count() == 1) return Array{t.dtype, t.shape, s};
+  pool.push_back(Storage::allocate(bytes));
+  return Array{t.dtype, t.shape, pool.back()};
+}
 
 std::vector<Array> Executable::run(std::span<const Array> args, std::vector<Array>& variables) const {
   KILN_ASSERT(args.size() == parameter_slots_.size(), "executable called with the wrong arity");
   KILN_ASSERT(variables.size() == variable_slots_.size(), "executable: wrong variable count");
-  std::vector<Array> slots(num_slots_);
+  std::vector<Array> slots(slot_storage_.size());
+  std::shared_ptr<Storage> arena = arena_bytes_ > 0 ? acquire_arena() : nullptr;
+  char* base = arena ? static_cast<char*>(arena->data()) : nullptr;
+  for (size_t i = 0; i < slot_storage_.size(); ++i) {
+    const SlotStorage& st = slot_storage_[i];
+    if (st.kind == SlotStorage::Kind::kArena)
+      slots[i] = Array{st.type.dtype, st.type.shape,
+                       Storage::view(base + st.offset, size_t(st.type.shape.num_elements()) *
+                                                           dtype_size(st.type.dtype),
+                                     arena)};
+    else if (st.kind == SlotStorage::Kind::kPooled)
+      slots[i] = acquire_pooled(i);
+  }
   for (size_t i = 0; i < args.size(); ++i) slots[size_t(parameter_slots_[i])] = args[i];
   for (size_t i = 0; i < variables.size(); ++i) slots[size_t(variable_slots_[i])] = variables[i];
   for (const auto& [slot, array] : constants_) slots[size_t(slot)] = array;
@@ -133,31 +191,35 @@ std::vector<Array> Executable::run(std::span<const Array> args, std::vector<Arra
     switch (s.kind) {
       case ExecutableStep::Kind::kOp: {
         std::vector<Array> in = gather(s.inputs);
-        slots[size_t(s.output)] = run_kernel(s.op, in, s.attrs, s.type);
+        Array& out = slots[size_t(s.output)];
+        if (out.storage)
+          kernel_for(s.op)(in, s.attrs, out);  // into its planned buffer
+        else
+          out = run_kernel(s.op, in, s.attrs, s.type);
         break;
       }
       case ExecutableStep::Kind::kKernel: {
-        std::vector<Array> temps;
-        std::vector<void*> buffers = kernel_buffers(*s.kernel, slots, temps);
+        std::vector<void*> buffers = kernel_buffers(*s.kernel, slots, base);
         run_kernel_call(*s.kernel, buffers);
         break;
       }
       case ExecutableStep::Kind::kContraction: {
         std::vector<Array> in = gather(s.inputs);
         if (blockable(s, in)) {
-          slots[size_t(s.output)] = Array::empty(s.type);
-          std::vector<Array> temps;
-          std::vector<void*> buffers = kernel_buffers(*s.kernel, slots, temps);
+          std::vector<void*> buffers = kernel_buffers(*s.kernel, slots, base);
           if (s.type.dtype == DType::f32)
             blocked_matmul<float>(s, in, slots[size_t(s.output)], buffers);
           else
             blocked_matmul<double>(s, in, slots[size_t(s.output)], buffers);
           break;
         }
-        slots[size_t(s.output)] = run_kernel(s.op, in, s.attrs, s.type);
+        Array& product = slots[size_t(s.output)];
+        if (product.storage)
+          kernel_for(s.op)(in, s.attrs, product);
+        else
+          product = run_kernel(s.op, in, s.attrs, s.type);
         if (s.kernel) {
-          std::vector<Array> temps;
-          std::vector<void*> buffers = kernel_buffers(*s.kernel, slots, temps);
+          std::vector<void*> buffers = kernel_buffers(*s.kernel, slots, base);
           run_kernel_call(*s.kernel, buffers);
         }
         break;
@@ -181,7 +243,7 @@ std::vector<Array> Executable::run(std::span<const Array> args, std::vector<Arra
         for (size_t i = 1; i < s.inputs.size(); ++i) operands[i - 1] = slots[size_t(s.inputs[i])];
         std::vector<Array> no_vars;
         std::vector<Array> out = s.bodies[take ? 0 : 1]->run(operands, no_vars);
-        for (size_t i = 0; i < s.outputs.size(); ++i) slots[size_t(s.outputs[i])] = out[i];
+        for (size_t i = 0; i < s.outputs.size(); ++i) slots[size_t(s.outputs[i])] = detach(out[i]);
         break;
       }
       case ExecutableStep::Kind::kWhile: {
@@ -194,12 +256,17 @@ std::vector<Array> Executable::run(std::span<const Array> args, std::vector<Arra
           std::vector<Array> next = s.bodies[1]->run(state, no_vars);
           for (size_t i = 0; i < n_loop; ++i) state[i] = next[i];
         }
-        for (size_t i = 0; i < n_loop; ++i) slots[size_t(s.outputs[i])] = state[i];
+        for (size_t i = 0; i < n_loop; ++i) slots[size_t(s.outputs[i])] = detach(state[i]);
         break;
       }
     }
   }
-  return gather(output_slots_);
+  std::vector<Array> out = gather(output_slots_);
+  for (Array& v : variables) v = detach(v);
+  for (Array& o : out) o = detach(o);
+  slots.clear();
+  if (arena) release_arena(std::move(arena));
+  return out;
 }
 
 }  // namespace kiln::runtime

@@ -14,8 +14,19 @@
 // Constants are made once when the executable is built. run() follows execute_reference's
 // contract (runtime/reference_executor.h) for concrete shapes: results agree with it within
 // the kernels' documented tolerances (fusion, vector math, reassociated reductions).
+//
+// Memory: every slot has a SlotStorage. Intermediate values, kernel temporaries and
+// contraction products live in an arena laid out by the memory plan (passes/memory_plan.h,
+// without in-place reuse, so kernel buffers never alias). Arenas are pooled: a call takes a
+// free arena (allocating one only when every arena is in use by a concurrent call) and gives
+// it back, so repeated calls allocate nothing and concurrent calls never share one. Values
+// that outlive the call (graph outputs, new variable values) are "pooled": each such slot
+// keeps a few buffers and reuses one that nobody else holds any more (a variable's previous
+// value, an output the caller dropped); the first call allocates two per slot, so a training
+// step allocates no tensor storage from its second call on.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -34,6 +45,19 @@ struct KernelCall {
   std::vector<int> inputs;   // slots, in frame order
   std::vector<int> outputs;  // slots, in frame order
   std::vector<TensorType> output_types;
+  std::vector<size_t> temporary_offsets;  // arena offsets of layout.temporaries
+};
+
+// Where a slot's array comes from during a call.
+struct SlotStorage {
+  enum class Kind : uint8_t {
+    kExternal,  // an argument, a variable, a constant, or a value a step returns
+    kArena,     // a view of the call's arena at `offset`
+    kPooled,    // a buffer of the slot's pool (outlives the call)
+  };
+  Kind kind = Kind::kExternal;
+  size_t offset = 0;
+  TensorType type;
 };
 
 struct ExecutableStep {
@@ -58,12 +82,16 @@ struct ExecutableStep {
 
 class Executable {
  public:
-  Executable(std::string name, size_t num_slots, std::vector<int> parameter_slots,
-             std::vector<int> variable_slots, std::vector<std::pair<int, Array>> constants,
-             std::vector<ExecutableStep> steps, std::vector<int> output_slots);
+  Executable(std::string name, std::vector<SlotStorage> slots, size_t arena_bytes,
+             std::vector<int> parameter_slots, std::vector<int> variable_slots,
+             std::vector<std::pair<int, Array>> constants, std::vector<ExecutableStep> steps,
+             std::vector<int> output_slots);
+  ~Executable();
 
   const std::string& name() const { return name_; }
   const std::vector<ExecutableStep>& steps() const { return steps_; }
+  // Bytes of one arena (planned values, kernel temporaries, contraction products).
+  size_t arena_bytes() const { return arena_bytes_; }
 
   // args: one per graph parameter, of the compiled shapes; variables: one per graph
   // variable (entry values in, new values out, as in execute_reference). Thread-safe: all
@@ -71,8 +99,15 @@ class Executable {
   std::vector<Array> run(std::span<const Array> args, std::vector<Array>& variables) const;
 
  private:
+  struct Pools;
+  std::shared_ptr<Storage> acquire_arena() const;
+  void release_arena(std::shared_ptr<Storage> arena) const;
+  Array acquire_pooled(size_t slot) const;
+
   std::string name_;
-  size_t num_slots_;
+  std::vector<SlotStorage> slot_storage_;
+  size_t arena_bytes_ = 0;
+  std::unique_ptr<Pools> pools_;
   std::vector<int> parameter_slots_, variable_slots_;
   std::vector<std::pair<int, Array>> constants_;
   std::vector<ExecutableStep> steps_;

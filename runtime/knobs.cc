@@ -51,6 +51,12 @@ std::optional<std::string> home_dir() {
   return std::string(v);
 }
 
+std::optional<std::string> profile_path() {
+  const char* v = std::getenv("KILN_PROFILE");
+  if (!v || !*v) return std::nullopt;
+  return std::string(v);
+}
+
 std::vector<std::string> disabled_passes() {
   std::vector<std::string> names;
   const char* v = std::getenv("KILN_DISABLE_PASSES");

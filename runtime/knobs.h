@@ -31,6 +31,11 @@ std::optional<std::string> home_dir();
 // (API: kiln::set_default_execution_mode); nullopt when unset. The frontend checks the value.
 std::optional<std::string> execution_mode();
 
+// KILN_PROFILE=trace.json: profile the whole run (runtime/profiler.h; API: start_profiling /
+// stop_profiling): at exit the Chrome trace is written to this path and the per-step table is
+// printed to stderr. nullopt when unset or empty.
+std::optional<std::string> profile_path();
+
 // ---- graph optimization (passes/pipeline.h; API: passes::PipelineOptions)
 
 // KILN_DISABLE_PASSES=a,b: names of passes the pass pipeline skips (empty when unset). Blank

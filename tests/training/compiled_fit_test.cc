@@ -89,3 +89,43 @@ TEST(CompiledFit, TrainStepCompilesOncePerBatchShape) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(CompiledExecutable, TrainingStepAllocatesNothingAfterTheFirstCall) {
+  ScopedExecutionMode compiled(ExecutionMode::kCompiled);
+  Sequential m = digits_model("mlp", "adam");
+  data::Dataset d = data::load_digits();
+  std::vector<int64_t> rows;
+  for (int64_t i = 0; i < 64; ++i) rows.push_back(i);
+  Tensor x = data::take_rows(d.x, rows), y = data::take_rows(d.y, rows);
+  ConcreteFunction step = m->train_step_function(x, y);
+  step({x, y});  // compiles; allocates the arena and the pooled buffers
+  const int64_t before = runtime::Storage::allocation_count();
+  for (int i = 0; i < 5; ++i) step({x, y});
+  EXPECT_EQ(runtime::Storage::allocation_count() - before, 0);
+}
+
+TEST(CompiledExecutable, OneAndTwoThreadsGiveIdenticalResults) {
+  ScopedExecutionMode compiled(ExecutionMode::kCompiled);
+  const int saved = num_threads();
+  std::vector<std::vector<float>> weights[2];
+  for (int t : {1, 2}) {
+    set_num_threads(t);
+    Sequential m = digits_model("cnn", "adam");
+    data::Dataset d = data::load_digits();
+    for (int step = 0; step < 3; ++step) {
+      std::vector<int64_t> rows;
+      for (int64_t i = 0; i < 64; ++i) rows.push_back(step * 64 + i);
+      m->train_on_batch(data::take_rows(d.x, rows), data::take_rows(d.y, rows));
+    }
+    for (const Tensor& w : m->get_weights()) weights[t - 1].push_back(w.to_vector<float>());
+  }
+  set_num_threads(saved);
+  ASSERT_EQ(weights[0].size(), weights[1].size());
+  for (size_t i = 0; i < weights[0].size(); ++i) EXPECT_EQ(weights[0][i], weights[1][i]) << i;
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,907 @@
+// The op consistency suite (after ggml's test-backend-ops): one row per op that codegen lowers
+// (codegen::can_lower), each run through compile_graph and compared with the reference
+// executor (eager kernels, node by node):
+//   - alone: a graph of that one op, compiled as a one-op kernel;
+//   - fused: neg(op(neg(x), ...)) (logical_not for bool), so the op sits inside a fusion
+//     group; the pipeline (passes::optimize_pipeline) must make a `fusion` node of it, except
+//     for the ops fusion never groups (transpose, slice, copy; element_count folds to a
+//     constant), whose fusion node is built by hand (codegen lowers them inside kernels too).
+// Cases per row: odd sizes 1, 3, 17 (and 1000003 for the rows marked `big`), scalars,
+// broadcasting in every position and both orders, zero-sized tensors ([0], [0,5]), reductions
+// over every axis subset of a rank-3 input with keepdims true and false. Float inputs hold
+// NaN, +-inf, -0.0 and +0.0 where the row allows special values; NaN must match NaN, and zero
+// results must have the same sign (except in the rows that document why not).
+// Adding an op that codegen lowers means adding one row here.
+//
+// Ops codegen does not lower run through compile_graph's eager fallback (EagerFallback below)
+// and must agree bitwise.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "codegen/lower_kernel.h"
+#include "codegen/object_cache.h"
+#include "ir/printer.h"
+#include "ir/verifier.h"
+#include "passes/pipeline.h"
+#include "tests/codegen/codegen_test_util.h"
+
+namespace kiln {
+namespace {
+
+using runtime::Array;
+
+constexpr DType f32 = DType::f32, f64 = DType::f64, i32 = DType::i32, i64 = DType::i64,
+                u8 = DType::u8, b8 = DType::b8;
+const std::vector<DType> kFloat = {f32, f64};
+const std::vector<DType> kNumeric = {f32, f64, i32, i64, u8};
+const std::vector<DType> kAny = {f32, f64, i32, i64, u8, b8};
+constexpr int64_t kBig = 1000003;
+
+// ---- cases: the operand shapes and attributes of one run
+
+struct Case {
+  std::vector<Shape> shapes;
+  Attrs attrs;
+};
+using Cases = std::vector<Case>;
+
+std::vector<int64_t> flat_sizes(bool big) {
+  std::vector<int64_t> s = {1, 3, 17};
+  if (big) s.push_back(kBig);
+  return s;
+}
+
+Cases unary_cases(bool big, const Attrs& attrs = {}) {
+  Cases c;
+  for (int64_t n : flat_sizes(big)) c.push_back({{Shape{n}}, attrs});
+  for (Shape s : {Shape{}, Shape{5, 17}, Shape{3, 1, 7}, Shape{0}, Shape{0, 5}})
+    c.push_back({{s}, attrs});
+  return c;
+}
+
+Cases binary_cases(bool big) {
+  Cases c;
+  for (int64_t n : flat_sizes(big)) c.push_back({{Shape{n}, Shape{n}}, {}});
+  if (big) {
+    c.push_back({{Shape{kBig}, Shape{}}, {}});
+    c.push_back({{Shape{1}, Shape{kBig}}, {}});
+  }
+  const std::pair<Shape, Shape> pairs[] = {
+      {Shape{1, 17}, Shape{5, 1}}, {Shape{17}, Shape{5, 17}},      {Shape{}, Shape{5, 17}},
+      {Shape{}, Shape{}},          {Shape{3, 1, 17}, Shape{5, 1}}, {Shape{5, 17}, Shape{5, 17}},
+      {Shape{0}, Shape{0}},        {Shape{0, 5}, Shape{5}},        {Shape{0, 1}, Shape{1, 5}},
+      {Shape{0, 5}, Shape{}}};
+  for (const auto& [a, b] : pairs) {
+    c.push_back({{a, b}, {}});
+    if (a != b) c.push_back({{b, a}, {}});
+  }
+  return c;
+}
+
+Cases select_cases(bool big) {
+  Cases c;
+  for (int64_t n : flat_sizes(big)) c.push_back({{Shape{n}, Shape{n}, Shape{n}}, {}});
+  if (big) c.push_back({{Shape{kBig}, Shape{}, Shape{kBig}}, {}});
+  const std::vector<Shape> triples[] = {
+      {Shape{5, 1}, Shape{1, 17}, Shape{17}},    {Shape{17}, Shape{5, 1}, Shape{}},
+      {Shape{}, Shape{5, 17}, Shape{5, 1}},      {Shape{5, 17}, Shape{}, Shape{}},
+      {Shape{1, 17}, Shape{5, 17}, Shape{5, 1}}, {Shape{}, Shape{}, Shape{}},
+      {Shape{0, 5}, Shape{5}, Shape{0, 1}},      {Shape{0}, Shape{}, Shape{0}}};
+  for (const auto& t : triples) c.push_back({t, {}});
+  return c;
+}
+
+std::vector<std::vector<int64_t>> axis_subsets() {
+  // [] means all axes; also negative spellings.
+  return {{}, {0}, {1}, {2}, {0, 1}, {0, 2}, {1, 2}, {0, 1, 2}, {-1}, {-3, -1}};
+}
+
+Cases reduce_cases(bool big, bool empty_reduction_ok) {
+  Cases c;
+  for (const auto& axes : axis_subsets())
+    for (bool keep : {false, true})
+      c.push_back({{Shape{3, 5, 7}}, {{"axes", axes}, {"keepdims", keep}}});
+  for (int64_t n : flat_sizes(big))
+    for (bool keep : {false, true})
+      c.push_back({{Shape{n}}, {{"axes", std::vector<int64_t>{}}, {"keepdims", keep}}});
+  c.push_back({{Shape{17, 1}}, {{"axes", std::vector<int64_t>{1}}, {"keepdims", false}}});
+  c.push_back({{Shape{0, 5}}, {{"axes", std::vector<int64_t>{1}}, {"keepdims", false}}});
+  if (empty_reduction_ok) {  // max / min of nothing are rejected by the shape rules
+    c.push_back({{Shape{0, 5}}, {{"axes", std::vector<int64_t>{0}}, {"keepdims", true}}});
+    c.push_back({{Shape{0}}, {{"axes", std::vector<int64_t>{}}, {"keepdims", false}}});
+  }
+  return c;
+}
+
+Cases arg_reduce_cases(bool big) {
+  Cases c;
+  for (int64_t axis : {0, 1, 2, -1})
+    for (bool keep : {false, true})
+      c.push_back({{Shape{3, 5, 7}}, {{"axis", axis}, {"keepdims", keep}}});
+  for (int64_t n : flat_sizes(big))
+    c.push_back({{Shape{n}}, {{"axis", int64_t{0}}, {"keepdims", false}}});
+  c.push_back({{Shape{0, 5}}, {{"axis", int64_t{1}}, {"keepdims", false}}});
+  return c;
+}
+
+Cases softmax_cases(bool big) {
+  Cases c;
+  for (int64_t axis : {0, 1, 2, -1}) c.push_back({{Shape{3, 5, 7}}, {{"axis", axis}}});
+  for (int64_t n : flat_sizes(big)) c.push_back({{Shape{n}}, {{"axis", int64_t{0}}}});
+  c.push_back({{Shape{0, 5}}, {{"axis", int64_t{1}}}});
+  c.push_back({{Shape{0, 5}}, {{"axis", int64_t{0}}}});
+  c.push_back({{Shape{5, 0}}, {{"axis", int64_t{1}}}});
+  return c;
+}
+
+Cases broadcast_to_cases(bool big, bool like) {
+  Cases c;
+  const std::pair<Shape, Shape> pairs[] = {{Shape{17}, Shape{5, 17}},
+                                           {Shape{1, 17}, Shape{5, 17}},
+                                           {Shape{5, 1}, Shape{5, 17}},
+                                           {Shape{}, Shape{3}},
+                                           {Shape{1}, Shape{1}},
+                                           {Shape{3}, Shape{3}},
+                                           {Shape{3, 1, 7}, Shape{2, 3, 5, 7}},
+                                           {Shape{1, 5}, Shape{0, 5}},
+                                           {Shape{}, Shape{0}}};
+  auto add = [&](const Shape& from, const Shape& to) {
+    if (like)
+      c.push_back({{from, to}, {}});
+    else
+      c.push_back({{from}, {{"shape", to.to_vector()}}});
+  };
+  for (const auto& [from, to] : pairs) add(from, to);
+  if (big) add(Shape{1}, Shape{kBig});
+  return c;
+}
+
+Cases reshape_cases(bool big) {
+  Cases c;
+  const std::pair<Shape, std::vector<int64_t>> pairs[] = {{Shape{17}, {17, 1}},
+                                                          {Shape{3, 5, 7}, {7, 15}},
+                                                          {Shape{3, 5, 7}, {105}},
+                                                          {Shape{5, 17}, {17, 5}},
+                                                          {Shape{3, 5, 7}, {5, -1, 3}},
+                                                          {Shape{0, 5}, {5, 0}},
+                                                          {Shape{}, {1, 1}},
+                                                          {Shape{1}, {}},
+                                                          {Shape{3}, {3}}};
+  for (const auto& [from, to] : pairs) c.push_back({{from}, {{"shape", to}}});
+  if (big) c.push_back({{Shape{kBig}}, {{"shape", std::vector<int64_t>{kBig, 1}}}});
+  return c;
+}
+
+Cases transpose_cases(bool big) {
+  Cases c;
+  for (std::vector<int64_t> p : std::vector<std::vector<int64_t>>{
+           {0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}})
+    c.push_back({{Shape{3, 5, 7}}, {{"perm", p}}});
+  c.push_back({{Shape{5, 17}}, {{"perm", std::vector<int64_t>{1, 0}}}});
+  c.push_back({{Shape{0, 5}}, {{"perm", std::vector<int64_t>{1, 0}}}});
+  c.push_back({{Shape{1, 17}}, {{"perm", std::vector<int64_t>{1, 0}}}});
+  for (int64_t n : flat_sizes(big)) c.push_back({{Shape{n}}, {{"perm", std::vector<int64_t>{0}}}});
+  return c;
+}
+
+Cases slice_cases(bool big) {
+  Cases c;
+  auto add = [&](Shape s, std::vector<int64_t> start, std::vector<int64_t> stop,
+                 std::vector<int64_t> step) {
+    c.push_back({{s}, {{"start", start}, {"stop", stop}, {"step", step}}});
+  };
+  add(Shape{17}, {1}, {16}, {3});
+  add(Shape{17}, {-5}, {17}, {1});
+  add(Shape{3}, {0}, {3}, {1});
+  add(Shape{1}, {0}, {1}, {1});
+  add(Shape{5, 17}, {1, 2}, {5, 17}, {2, 5});
+  add(Shape{5, 17}, {0, 3}, {5, 4}, {1, 1});
+  add(Shape{3, 5, 7}, {1, 0, 2}, {3, 5, 7}, {1, 2, 2});
+  add(Shape{3, 5, 7}, {0, 4, 0}, {3, 5, 7}, {1, 1, 3});
+  add(Shape{17}, {4}, {4}, {1});  // empty result
+  add(Shape{0, 5}, {0, 1}, {0, 4}, {1, 1});
+  if (big) add(Shape{kBig}, {1}, {kBig - 1}, {2});
+  return c;
+}
+
+Cases element_count_cases() {
+  Cases c;
+  for (DType t : {f32, f64, i32, i64, u8}) {
+    c.push_back({{Shape{3, 5, 7}}, {{"axes", std::vector<int64_t>{}}, {"dtype", t}}});
+    c.push_back({{Shape{3, 5, 7}}, {{"axes", std::vector<int64_t>{1, -1}}, {"dtype", t}}});
+  }
+  c.push_back({{Shape{17}}, {{"axes", std::vector<int64_t>{0}}, {"dtype", i64}}});
+  c.push_back({{Shape{0, 5}}, {{"axes", std::vector<int64_t>{}}, {"dtype", f32}}});
+  c.push_back({{Shape{}}, {{"axes", std::vector<int64_t>{}}, {"dtype", f32}}});
+  return c;
+}
+
+// ---- rows
+
+enum class Fuse {
+  kPipeline,  // the fusion pass must group neg(op(neg(x))) into a fusion node
+  kHand,      // fusion never groups the op: the test builds the fusion node itself
+};
+
+struct Tolerance {
+  double rtol = 0, atol = 0;
+};
+
+struct OpRow {
+  std::string name;
+  OpKind op;
+  std::vector<DType> dtypes;
+  std::function<Cases(bool big)> cases;
+  // Regular float inputs are drawn from [lo, hi]; integers from [ilo, ihi] (u8 clamped to
+  // [0, 255]).
+  double lo = -3, hi = 3;
+  bool specials = true;        // float inputs also hold NaN, +-inf, -0.0, +0.0
+  Tolerance f32_tol, f64_tol;  // for float results; integer and bool results are exact
+  bool big = false;            // also run at 1000003 elements
+  Fuse fuse = Fuse::kPipeline;
+  int64_t ilo = -20, ihi = 20;
+  bool nonzero = false;  // no zero integers (integer division by zero is an error)
+  double special_rate = 0.2;
+  // Special values left out (bits: 1 NaN, 2 +inf, 4 -inf, 8 -0.0, 16 +0.0), for eager quirks
+  // documented in the row.
+  int no_special = 0;
+  // The sign of a zero result may differ (documented in the row); else it must match.
+  bool any_zero_sign = false;
+};
+void PrintTo(const OpRow& row, std::ostream* os) { *os << row.name; }
+
+// Builders of rows (the tolerances and reasons are in the table below).
+OpRow unary(std::string name, OpKind op, std::vector<DType> dtypes, Attrs attrs = {}) {
+  OpRow r;
+  r.name = std::move(name);
+  r.op = op;
+  r.dtypes = std::move(dtypes);
+  r.cases = [attrs](bool big) { return unary_cases(big, attrs); };
+  return r;
+}
+OpRow binary(std::string name, OpKind op, std::vector<DType> dtypes) {
+  OpRow r;
+  r.name = std::move(name);
+  r.op = op;
+  r.dtypes = std::move(dtypes);
+  r.cases = binary_cases;
+  return r;
+}
+OpRow reduction(std::string name, OpKind op, std::vector<DType> dtypes, bool empty_ok) {
+  OpRow r;
+  r.name = std::move(name);
+  r.op = op;
+  r.dtypes = std::move(dtypes);
+  r.cases = [empty_ok](bool big) { return reduce_cases(big, empty_ok); };
+  r.special_rate = 0.01;  // sparse: most reduced rows stay finite
+  return r;
+}
+OpRow with(OpRow r, auto&& edit) {
+  edit(r);
+  return r;
+}
+
+// Tolerances, in one place with the reasons:
+//  exact:    IEEE-exact operations on both paths (+, -, *, /, sqrt, comparisons, selects,
+//            layout ops, casts); the sign of zero is not compared.
+const Tolerance kExact{0, 0};
+//  f32 transcendental: kiln's vector math (codegen/vector_math.h: <= 3 ulp, gelu_tanh with an
+//            absolute floor 2^-24) against Eigen's float approximations (a few ulp): 2e-6
+//            relative (~32 ulp) plus an absolute term for results near 0.
+const Tolerance kF32Math{2e-6, 1e-6};
+//  f64 transcendental: libm (codegen) against Eigen's double packets (<= 1-2 ulp each).
+const Tolerance kF64Math{1e-13, 1e-14};
+//  f32 reductions: reassociated (several vector accumulators) against Eigen's blocked order.
+const Tolerance kF32Reduce{1e-4, 1e-5};
+//  f64 reductions: the same, in double.
+const Tolerance kF64Reduce{1e-11, 1e-12};
+
+std::vector<OpRow> op_rows() {
+  std::vector<OpRow> rows;
+  auto add = [&](OpRow r) { rows.push_back(std::move(r)); };
+  auto math = [&](OpRow r) {
+    r.f32_tol = kF32Math;
+    r.f64_tol = kF64Math;
+    return r;
+  };
+
+  // ---- elementwise binary
+  add(with(binary("add", OpKind::Add, kNumeric), [](OpRow& r) { r.big = true; }));
+  add(binary("sub", OpKind::Sub, kNumeric));
+  add(binary("mul", OpKind::Mul, kNumeric));
+  // integer division truncates; zero divisors are an error on both paths (not tested here)
+  add(with(binary("div", OpKind::Div, kNumeric), [](OpRow& r) {
+    r.nonzero = true;
+    r.big = true;
+  }));
+  // pow: libm powf / pow (codegen) against Eigen's vectorized pow; base in (0, 3]
+  add(with(math(binary("pow", OpKind::Pow, kFloat)), [](OpRow& r) {
+    r.lo = 0.05;
+    r.hi = 3;
+  }));
+  // maximum / minimum of -0.0 and +0.0: codegen orders -0 < +0 (llvm.maximum/minimum), eager
+  // (Eigen's NaN-propagating max/min) returns one operand by position: zero signs differ
+  add(with(binary("maximum", OpKind::Maximum, kNumeric), [](OpRow& r) { r.any_zero_sign = true; }));
+  add(with(binary("minimum", OpKind::Minimum, kNumeric), [](OpRow& r) { r.any_zero_sign = true; }));
+  add(binary("equal", OpKind::Equal, kAny));
+  add(binary("not_equal", OpKind::NotEqual, kAny));
+  add(binary("less", OpKind::Less, kNumeric));
+  add(binary("less_equal", OpKind::LessEqual, kNumeric));
+  add(binary("greater", OpKind::Greater, kNumeric));
+  add(binary("greater_equal", OpKind::GreaterEqual, kNumeric));
+  add(binary("logical_and", OpKind::LogicalAnd, {b8}));
+  add(binary("logical_or", OpKind::LogicalOr, {b8}));
+
+  // ---- elementwise unary
+  add(with(unary("neg", OpKind::Neg, kNumeric), [](OpRow& r) { r.big = true; }));
+  add(unary("abs", OpKind::Abs, kNumeric));
+  add(unary("sign", OpKind::Sign, kNumeric));
+  add(unary("square", OpKind::Square, kNumeric));
+  // sqrt: codegen is IEEE sqrt; eager float32 is Eigen's fast-math sqrt (rsqrt estimate and a
+  // Newton step: up to 2 ulp off, sqrt(+inf) = NaN, sqrt(-0.0) = +0.0): 2.5e-7 allowed, +inf
+  // left out, zero signs not compared
+  add(with(unary("sqrt", OpKind::Sqrt, kFloat), [](OpRow& r) {
+    r.lo = 0;
+    r.any_zero_sign = true;
+    r.f32_tol = {2.5e-7, 0};
+    r.no_special = 2;
+  }));
+  // rsqrt: 1 / sqrt(x) (two roundings) against Eigen's rsqrt: <= 2 ulp apart
+  add(with(unary("rsqrt", OpKind::Rsqrt, kFloat), [](OpRow& r) {
+    r.lo = 0.01;
+    r.hi = 100;
+    r.f32_tol = {3e-7, 0};
+    r.f64_tol = {5e-16, 0};
+  }));
+  add(with(math(unary("exp", OpKind::Exp, kFloat)), [](OpRow& r) {
+    r.lo = -80;
+    r.hi = 80;
+    r.big = true;
+  }));
+  // log on positive values (its result crosses 0 at 1: the absolute term)
+  add(with(math(unary("log", OpKind::Log, kFloat)), [](OpRow& r) {
+    r.lo = 1e-3;
+    r.hi = 1e4;
+  }));
+  add(with(math(unary("log1p", OpKind::Log1p, kFloat)), [](OpRow& r) {
+    r.lo = -0.9;
+    r.hi = 100;
+  }));
+  add(with(math(unary("tanh", OpKind::Tanh, kFloat)), [](OpRow& r) {
+    r.lo = -10;
+    r.hi = 10;
+    r.big = true;
+  }));
+  add(with(math(unary("sigmoid", OpKind::Sigmoid, kFloat)), [](OpRow& r) {
+    r.lo = -30;
+    r.hi = 30;
+  }));
+  add(unary("relu", OpKind::Relu, kNumeric));
+  add(unary("leaky_relu", OpKind::LeakyRelu, kFloat, {{"alpha", 0.2}}));
+  // gelu(-inf): eager computes 0.5 * x * (1 + erf(..)) = -inf * 0 = NaN; codegen gives -0
+  // (the limit): an eager quirk, so -inf is left out
+  add(with(math(unary("gelu_tanh", OpKind::Gelu, kFloat, {{"approximate", true}})), [](OpRow& r) {
+    r.big = true;
+    r.no_special = 4;
+  }));
+  add(with(math(unary("gelu_erf", OpKind::Gelu, kFloat, {{"approximate", false}})),
+           [](OpRow& r) { r.no_special = 4; }));
+  add(math(unary("erf", OpKind::Erf, kFloat)));
+  add(with(math(unary("softplus", OpKind::Softplus, kFloat)), [](OpRow& r) {
+    r.lo = -30;
+    r.hi = 30;
+  }));
+  add(unary("logical_not", OpKind::LogicalNot, {b8}));
+  // casts to every dtype: float -> integer only within range and without specials (eager:
+  // undefined out of range or for NaN; codegen saturates)
+  for (DType to : kAny) {
+    add(with(unary("cast_to_" + std::string(dtype_name(to)), OpKind::Cast, kAny, {{"dtype", to}}),
+             [&](OpRow& r) {
+               r.specials = to == f32 || to == f64 || to == b8;
+               r.lo = to == u8 ? 0 : -100;
+               r.hi = to == u8 ? 255 : 100;
+               r.big = to == i32;
+             }));
+  }
+  add(with(binary("select", OpKind::Select, kAny), [](OpRow& r) { r.cases = select_cases; }));
+  add(with(unary("copy", OpKind::Copy, kAny), [](OpRow& r) { r.fuse = Fuse::kHand; }));
+
+  // ---- layout
+  add(with(unary("broadcast_to", OpKind::BroadcastTo, kAny),
+           [](OpRow& r) { r.cases = [](bool big) { return broadcast_to_cases(big, false); }; }));
+  add(with(unary("broadcast_like", OpKind::BroadcastLike, kAny),
+           [](OpRow& r) { r.cases = [](bool big) { return broadcast_to_cases(big, true); }; }));
+  add(with(unary("reshape", OpKind::Reshape, kAny), [](OpRow& r) { r.cases = reshape_cases; }));
+  add(with(unary("transpose", OpKind::Transpose, kAny), [](OpRow& r) {
+    r.cases = transpose_cases;
+    r.fuse = Fuse::kHand;
+  }));
+  add(with(unary("slice", OpKind::Slice, kAny), [](OpRow& r) {
+    r.cases = slice_cases;
+    r.fuse = Fuse::kHand;
+  }));
+  // a constant at compile time; constant folding removes it from pipeline-fused graphs
+  add(with(unary("element_count", OpKind::ElementCount, kAny), [](OpRow& r) {
+    r.cases = [](bool) { return element_count_cases(); };
+    r.fuse = Fuse::kHand;
+  }));
+
+  // ---- reductions
+  auto reduce_tol = [](OpRow r) {
+    r.f32_tol = kF32Reduce;
+    r.f64_tol = kF64Reduce;
+    return r;
+  };
+  // positive inputs for sum and mean: no cancellation, so relative errors stay small
+  add(with(reduce_tol(reduction("sum", OpKind::Sum, kNumeric, true)), [](OpRow& r) {
+    r.lo = 0.5;
+    r.hi = 2;
+    r.big = true;
+  }));
+  add(with(reduce_tol(reduction("mean", OpKind::Mean, kFloat, true)), [](OpRow& r) {
+    r.lo = 0.5;
+    r.hi = 2;
+    r.big = true;
+  }));
+  add(with(reduction("max", OpKind::Max, kNumeric, false), [](OpRow& r) { r.big = true; }));
+  add(reduction("min", OpKind::Min, kNumeric, false));
+  // prod: values near 1 (no overflow in floats; integers wrap the same way on both paths)
+  add(with(reduce_tol(reduction("prod", OpKind::Prod, kNumeric, true)), [](OpRow& r) {
+    r.lo = 0.8;
+    r.hi = 1.25;
+    r.ilo = -2;
+    r.ihi = 2;
+  }));
+  // logsumexp: decomposed (max, exp, sum, log): vector math and a reassociated sum
+  add(with(reduction("logsumexp", OpKind::LogSumExp, kFloat, true), [](OpRow& r) {
+    r.f32_tol = {1e-5, 1e-5};
+    r.f64_tol = {1e-12, 1e-12};
+    r.lo = -20;
+    r.hi = 20;
+    r.big = true;
+  }));
+  add(with(reduction("argmax", OpKind::ArgMax, kNumeric, false), [](OpRow& r) {
+    r.cases = arg_reduce_cases;
+    r.ilo = -3;  // ties: the first extreme index wins on both paths
+    r.ihi = 3;
+  }));
+  add(with(reduction("argmin", OpKind::ArgMin, kNumeric, false), [](OpRow& r) {
+    r.cases = arg_reduce_cases;
+    r.ilo = -3;
+    r.ihi = 3;
+  }));
+  // softmax / log_softmax: decomposed like the eager kernel (max, exp, sum), with vector
+  // math exp and log and a reassociated sum
+  for (OpKind k : {OpKind::Softmax, OpKind::LogSoftmax}) {
+    add(with(reduction(k == OpKind::Softmax ? "softmax" : "log_softmax", k, kFloat, true),
+             [](OpRow& r) {
+               r.cases = softmax_cases;
+               r.f32_tol = {1e-5, 1e-6};
+               r.f64_tol = {1e-12, 1e-14};
+               r.lo = -20;
+               r.hi = 20;
+               r.big = true;
+             }));
+  }
+  return rows;
+}
+
+// ---- inputs
+
+double special_value(int k) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double s[] = {std::numeric_limits<double>::quiet_NaN(), inf, -inf, -0.0, 0.0};
+  return s[k % 5];
+}
+
+// Values for operand `t` of a row: regular values in the row's range, and (floats, where the
+// row allows) special values at fixed positions and then at random.
+Array make_input(const OpRow& row, const TensorType& t, std::mt19937& rng) {
+  Array a = Array::empty(t);
+  std::uniform_real_distribution<double> u01(0, 1);
+  visit_dtype(t.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = static_cast<T*>(a.raw());
+    for (int64_t i = 0; i < a.size(); ++i) {
+      if constexpr (std::is_same_v<T, bool>) {
+        p[i] = u01(rng) < 0.5;
+      } else if constexpr (std::is_floating_point_v<T>) {
+        bool special = row.specials && (i < 25 ? i % 5 == 1 && u01(rng) < 5 * row.special_rate
+                                               : u01(rng) < row.special_rate / 10);
+        int k = int(u01(rng) * 5);
+        if (special && (row.no_special & (1 << k)) == 0)
+          p[i] = T(special_value(k));
+        else
+          p[i] = T(row.lo + (row.hi - row.lo) * u01(rng));
+      } else {
+        int64_t lo = row.ilo, hi = row.ihi;
+        if (std::is_same_v<T, uint8_t>) {  // the same number of values, from 0
+          lo = 0;
+          hi = std::min<int64_t>(row.ihi - row.ilo, 255);
+        }
+        int64_t v = std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+        if (row.nonzero && v == 0) v = 1;
+        p[i] = T(v);
+      }
+    }
+  });
+  return a;
+}
+
+// -x elementwise (neg for numbers, logical not for bools): the fused graphs read neg(param),
+// so their parameters hold the negated inputs.
+Array negated(const Array& x) {
+  Array a = Array::empty(x.type());
+  visit_dtype(x.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* s = static_cast<const T*>(x.raw());
+    T* p = static_cast<T*>(a.raw());
+    for (int64_t i = 0; i < x.size(); ++i) {
+      if constexpr (std::is_same_v<T, bool>)
+        p[i] = !s[i];
+      else if constexpr (std::is_same_v<T, uint8_t>)
+        p[i] = T(0u - unsigned(s[i]));
+      else
+        p[i] = T(-s[i]);
+    }
+  });
+  return a;
+}
+
+ir::Value* negate(ir::Graph& g, ir::Value* v) {
+  return g.add_op(v->dtype() == b8 ? OpKind::LogicalNot : OpKind::Neg, {v})->output();
+}
+
+// ---- graphs
+
+std::vector<TensorType> operand_types(const OpRow& row, DType dt, const Case& c) {
+  std::vector<TensorType> t;
+  for (size_t i = 0; i < c.shapes.size(); ++i)
+    t.push_back({row.op == OpKind::Select && i == 0 ? b8 : dt, c.shapes[i]});
+  return t;
+}
+
+std::unique_ptr<ir::Graph> alone_graph(const OpRow& row, const std::vector<TensorType>& types,
+                                       const Attrs& attrs) {
+  auto g = std::make_unique<ir::Graph>("alone_" + row.name);
+  std::vector<ir::Value*> in;
+  for (const TensorType& t : types) in.push_back(g->add_parameter(t));
+  g->set_outputs({g->add_op(row.op, in, attrs)->output()});
+  return g;
+}
+
+// neg(op(neg(p0), neg(p1), ...)) with op(...) as a second output (a multi-output group).
+// The neg row (neg(neg(x)) folds to x) is square(neg(abs(p))) instead, on its raw inputs.
+bool negates_inputs(const OpRow& row) { return row.op != OpKind::Neg; }
+void build_fused_body(ir::Graph& g, const OpRow& row, const std::vector<ir::Value*>& params,
+                      const Attrs& attrs) {
+  if (!negates_inputs(row)) {
+    ir::Value* r =
+        g.add_op(row.op, {g.add_op(OpKind::Abs, {params[0]})->output()}, attrs)->output();
+    g.set_outputs({g.add_op(OpKind::Square, {r})->output(), r});
+    return;
+  }
+  std::vector<ir::Value*> in;
+  for (ir::Value* p : params) in.push_back(negate(g, p));
+  ir::Value* r = g.add_op(row.op, in, attrs)->output();
+  g.set_outputs({negate(g, r), r});
+}
+
+std::unique_ptr<ir::Graph> fused_graph(const OpRow& row, const std::vector<TensorType>& types,
+                                       const Attrs& attrs) {
+  auto g = std::make_unique<ir::Graph>("fused_" + row.name);
+  std::vector<ir::Value*> params;
+  for (const TensorType& t : types) params.push_back(g->add_parameter(t));
+  if (row.fuse == Fuse::kPipeline) {
+    build_fused_body(*g, row, params, attrs);
+    passes::optimize_pipeline({}).run(*g);
+    return g;
+  }
+  auto body = std::make_unique<ir::Graph>("body");
+  std::vector<ir::Value*> body_params;
+  for (const TensorType& t : types) body_params.push_back(body->add_parameter(t));
+  build_fused_body(*body, row, body_params, attrs);
+  std::vector<TensorType> out_types = body->output_types();
+  ir::Node* f =
+      g->add_fusion("fused_" + row.name + "_0", "loop", params, std::move(body), out_types);
+  g->set_outputs({f->output(0), f->output(1)});
+  ir::verify_graph(*g);
+  return g;
+}
+
+// Is there a node of `op` in `g` (in fusion bodies too)?
+bool holds_op(const ir::Graph& g, OpKind op) {
+  for (const auto& n : g.nodes()) {
+    if (n->is_op(op)) return true;
+    for (const auto& sub : n->subgraphs())
+      if (holds_op(*sub, op)) return true;
+  }
+  return false;
+}
+
+// The fusion node holding the row's op, or null.
+const ir::Node* fusion_with(const ir::Graph& g, OpKind op) {
+  for (const auto& n : g.nodes()) {
+    if (n->kind() != ir::NodeKind::kFusion) continue;
+    for (const auto& m : n->subgraph(0).nodes())
+      if (m->is_op(op)) return n.get();
+  }
+  return nullptr;
+}
+
+std::string describe(const OpRow& row, DType dt, const Case& c, bool fused) {
+  std::string s = row.name;
+  s.append(" ").append(dtype_name(dt)).append(fused ? " fused" : " alone").append(" operands");
+  for (const Shape& sh : c.shapes) s.append(" ").append(sh.to_string());
+  return s;
+}
+
+// Where both results are zeros, their signs agree.
+::testing::AssertionResult same_zero_signs(const Array& got, const Array& want) {
+  for (int64_t i = 0; i < want.size(); ++i) {
+    double g = testing::element(got, i), w = testing::element(want, i);
+    if (g == 0 && w == 0 && std::signbit(g) != std::signbit(w))
+      return ::testing::AssertionFailure()
+             << "element " << i << ": got " << g << ", want " << w << " (sign of zero)";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Runs one case through the reference executor and compile_graph and compares. Errors
+// (integer division by zero) must happen on both paths.
+int cases_run = 0;
+void check_case(const OpRow& row, DType dt, const Case& c, bool fused, uint32_t seed) {
+  ++cases_run;
+  std::vector<TensorType> types = operand_types(row, dt, c);
+  std::unique_ptr<ir::Graph> g =
+      fused ? fused_graph(row, types, c.attrs) : alone_graph(row, types, c.attrs);
+  std::string what = describe(row, dt, c, fused);
+  // An identity (cast to its own dtype, reshape or broadcast to its own shape) is folded away
+  // by algebraic simplification: nothing to fuse then.
+  const bool identity = fused && !holds_op(*g, row.op) &&
+                        (row.op == OpKind::Cast || op_info(row.op).has(kLayout)) &&
+                        alone_graph(row, types, c.attrs)->outputs()[0]->type() == types[0];
+  if (fused && row.fuse == Fuse::kPipeline && !identity) {
+    ASSERT_NE(fusion_with(*g, row.op), nullptr)
+        << what << ": the fusion pass made no fusion node holding the op:\n"
+        << ir::print_graph(*g);
+  }
+  std::mt19937 rng(seed);
+  std::vector<Array> args;
+  for (const TensorType& t : types) {
+    Array x = make_input(row, t, rng);
+    args.push_back(fused && negates_inputs(row) ? negated(x) : x);
+  }
+  testing::RunResult want, got;
+  std::string want_error, got_error;
+  try {
+    want = testing::run_reference(*g, args, {});
+  } catch (const Error& e) {
+    want_error = e.what();
+  }
+  try {
+    got = testing::run_compiled(*g, args, {});
+  } catch (const Error& e) {
+    got_error = e.what();
+  }
+  ASSERT_EQ(want_error.empty(), got_error.empty())
+      << what << ": reference error '" << want_error << "', compiled error '" << got_error << "'\n"
+      << ir::print_graph(*g);
+  if (!want_error.empty()) return;
+  ASSERT_EQ(got.outputs.size(), want.outputs.size()) << what;
+  for (size_t i = 0; i < want.outputs.size(); ++i) {
+    DType out = want.outputs[i].dtype;
+    Tolerance tol = out == f32 ? row.f32_tol : out == f64 ? row.f64_tol : kExact;
+    EXPECT_TRUE(testing::all_close(got.outputs[i], want.outputs[i], tol.rtol, tol.atol))
+        << what << ", output " << i << " (seed " << seed << ")\n"
+        << ir::print_graph(*g);
+    if (!row.any_zero_sign && is_floating(out)) {
+      EXPECT_TRUE(same_zero_signs(got.outputs[i], want.outputs[i]))
+          << what << ", output " << i << " (seed " << seed << ")\n"
+          << ir::print_graph(*g);
+    }
+  }
+}
+
+// A disk cache of its own (a fresh temporary directory) for the suite, so the user's kernel
+// cache is not touched.
+class ScopedCacheDir {
+ public:
+  ScopedCacheDir() : old_(codegen::cache_dir()) {
+    std::string tmpl =
+        (std::filesystem::temp_directory_path() / "kiln_codegen_test_XXXXXX").string();
+    if (mkdtemp(tmpl.data()) != nullptr) dir_ = tmpl;
+    codegen::set_cache_dir(dir_);  // "" (mkdtemp failed) disables the disk cache
+  }
+  ~ScopedCacheDir() {
+    codegen::set_cache_dir(old_);
+    std::error_code ec;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+  }
+
+ private:
+  std::string old_, dir_;
+};
+
+class OpConsistency : public ::testing::TestWithParam<OpRow> {
+ protected:
+  static void SetUpTestSuite() { cache_ = new ScopedCacheDir(); }
+  static void TearDownTestSuite() {
+    std::printf("[ op consistency ] %d cases (op x dtype x operand shapes x alone/fused)\n",
+                cases_run);
+    delete cache_;
+    cache_ = nullptr;
+  }
+  static ScopedCacheDir* cache_;
+
+  void run(bool fused) {
+    const OpRow& row = GetParam();
+    uint32_t seed = 1;
+    for (DType dt : row.dtypes) {
+      for (const Case& c : row.cases(row.big)) {
+        bool big = false;
+        for (const Shape& s : c.shapes) big |= s.num_elements() >= kBig;
+        // the large case once per row (float32 or the first dtype), not per dtype
+        if (big && dt != row.dtypes.front()) continue;
+        auto t0 = std::chrono::steady_clock::now();
+        check_case(row, dt, c, fused, seed++);
+        if (HasFatalFailure()) return;
+        double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                        .count();
+        if (ms > 1000)
+          std::printf("[ slow ] %s: %.0f ms\n", describe(row, dt, c, fused).c_str(), ms);
+      }
+    }
+  }
+};
+ScopedCacheDir* OpConsistency::cache_ = nullptr;
+
+TEST_P(OpConsistency, Alone) { run(false); }
+TEST_P(OpConsistency, Fused) { run(true); }
+
+INSTANTIATE_TEST_SUITE_P(OpConsistency, OpConsistency, ::testing::ValuesIn(op_rows()),
+                         [](const auto& info) { return info.param.name; });
+
+// ---- ops without generated code: compile_graph runs their eager kernels (bitwise equal)
+
+struct FallbackRow {
+  const char* name;
+  const char* ir;
+};
+
+const FallbackRow kFallbackRows[] = {
+    {"gather", R"(graph @f(%0: f32[5,3], %1: i32[4]) -> (f32[4,3]) {
+  %2 = gather(%0, %1) {axis=0} : f32[4,3]
+  return %2
+})"},
+    {"one_hot", R"(graph @f(%0: i32[4]) -> (f32[4,3]) {
+  %1 = one_hot(%0) {depth=3, dtype=f32} : f32[4,3]
+  return %1
+})"},
+    {"max_pool2d", R"(graph @f(%0: f32[1,5,5,2]) -> (f32[1,2,2,2]) {
+  %1 = max_pool2d(%0) {pool_size=[2, 2], strides=[2, 2], padding="valid"} : f32[1,2,2,2]
+  return %1
+})"},
+    {"avg_pool2d", R"(graph @f(%0: f32[1,5,5,2]) -> (f32[1,5,5,2]) {
+  %1 = avg_pool2d(%0) {pool_size=[3, 3], strides=[1, 1], padding="same"} : f32[1,5,5,2]
+  return %1
+})"},
+    {"conv2d", R"(graph @f(%0: f32[1,5,5,2], %1: f32[3,3,2,4]) -> (f32[1,5,5,4]) {
+  %2 = conv2d(%0, %1) {strides=[1, 1], dilations=[1, 1], padding="same"} : f32[1,5,5,4]
+  return %2
+})"},
+    {"concat", R"(graph @f(%0: f32[2,3], %1: f32[4,3]) -> (f32[6,3]) {
+  %2 = concat(%0, %1) {axis=0} : f32[6,3]
+  return %2
+})"},
+    {"pad", R"(graph @f(%0: f32[2,3]) -> (f32[5,6]) {
+  %1 = pad(%0) {low=[1, 0], high=[1, 1], interior=[1, 1]} : f32[5,6]
+  return %1
+})"},
+    {"scatter_add", R"(graph @f(%0: f32[4,3], %1: i32[4]) -> (f32[5,3]) {
+  %2 = scatter_add(%0, %1) {axis=0, dim_size=5} : f32[5,3]
+  return %2
+})"},
+    {"random_uniform", R"(graph @f(%0: i64[]) -> (f32[17]) {
+  %1 = random_uniform(%0) {shape=[17], dtype=f32, minval=-1.0, maxval=1.0} : f32[17]
+  return %1
+})"},
+    {"random_normal", R"(graph @f(%0: i64[]) -> (f64[3,5]) {
+  %1 = random_normal(%0) {shape=[3, 5], dtype=f64, mean=0.0, stddev=2.0} : f64[3,5]
+  return %1
+})"},
+    {"conv2d_backprop_input", R"(graph @f(%0: f32[3,3,2,4], %1: f32[1,5,5,4]) -> (f32[1,5,5,2]) {
+  %2 = conv2d_backprop_input(%0, %1) {input_shape=[1, 5, 5, 2], strides=[1, 1], dilations=[1, 1], padding="same"} : f32[1,5,5,2]
+  return %2
+})"},
+    {"conv2d_backprop_filter", R"(graph @f(%0: f32[1,5,5,2], %1: f32[1,5,5,4]) -> (f32[3,3,2,4]) {
+  %2 = conv2d_backprop_filter(%0, %1) {filter_shape=[3, 3, 2, 4], strides=[1, 1], dilations=[1, 1], padding="same"} : f32[3,3,2,4]
+  return %2
+})"},
+    {"max_pool2d_grad", R"(graph @f(%0: f32[1,4,4,2], %1: f32[1,2,2,2]) -> (f32[1,4,4,2]) {
+  %2 = max_pool2d_grad(%0, %1) {pool_size=[2, 2], strides=[2, 2], padding="valid"} : f32[1,4,4,2]
+  return %2
+})"},
+    {"avg_pool2d_grad", R"(graph @f(%0: f32[1,2,2,2]) -> (f32[1,4,4,2]) {
+  %1 = avg_pool2d_grad(%0) {input_shape=[1, 4, 4, 2], pool_size=[2, 2], strides=[2, 2], padding="valid"} : f32[1,4,4,2]
+  return %1
+})"},
+    {"random_int", R"(graph @f(%0: i64[]) -> (i32[9]) {
+  %1 = random_int(%0) {shape=[9], dtype=i32, minval=-5, maxval=5} : i32[9]
+  return %1
+})"},
+    {"matmul", R"(graph @f(%0: f32[5,3], %1: f32[4,3]) -> (f32[5,4]) {
+  %2 = matmul(%0, %1) {transpose_a=false, transpose_b=true} : f32[5,4]
+  return %2
+})"},
+};
+
+Array fallback_input(const TensorType& t, std::mt19937& rng) {
+  Array a = Array::empty(t);
+  visit_dtype(t.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = static_cast<T*>(a.raw());
+    for (int64_t i = 0; i < a.size(); ++i) {
+      if constexpr (std::is_floating_point_v<T>)
+        p[i] = T(std::uniform_real_distribution<double>(-2, 2)(rng));
+      else if constexpr (std::is_same_v<T, bool>)
+        p[i] = (rng() & 1) != 0;
+      else
+        p[i] = T(rng() % 3);  // valid indices for the index operands above
+    }
+  });
+  return a;
+}
+
+TEST(OpConsistencyEagerFallback, BitwiseEqual) {
+  for (const FallbackRow& row : kFallbackRows) {
+    SCOPED_TRACE(row.name);
+    auto g = ir::parse_graph(row.ir, row.name);
+    for (const auto& n : g->nodes()) EXPECT_FALSE(codegen::can_lower(*n)) << row.name;
+    std::mt19937 rng(7);
+    std::vector<Array> args;
+    for (const auto& p : g->parameters()) args.push_back(fallback_input(p->type(), rng));
+    auto want = testing::run_reference(*g, args, {});
+    auto got = testing::run_compiled(*g, args, {});
+    ASSERT_EQ(got.outputs.size(), want.outputs.size());
+    for (size_t i = 0; i < want.outputs.size(); ++i) {
+      const Array& a = got.outputs[i];
+      const Array& b = want.outputs[i];
+      ASSERT_EQ(a.type(), b.type());
+      EXPECT_EQ(std::memcmp(a.raw(), b.raw(), size_t(a.size()) * dtype_size(a.dtype)), 0)
+          << row.name << " differs from the eager kernel";
+    }
+  }
+}
+
+// Every op of ir/ops.def has a row: lowered ops in op_rows() (and can_lower agrees on a node
+// built from the row's first case), the others in kFallbackRows (can_lower false).
+TEST(OpConsistencyTable, EveryOpHasARow) {
+  std::vector<int> rows_of(size_t(kNumOps), 0);
+  for (const OpRow& row : op_rows()) {
+    ++rows_of[size_t(row.op)];
+    Cases cases = row.cases(false);
+    const Case& c = cases.front();
+    auto g = alone_graph(row, operand_types(row, row.dtypes.front(), c), c.attrs);
+    EXPECT_TRUE(codegen::can_lower(*g->nodes().back())) << row.name;
+  }
+  for (const FallbackRow& row : kFallbackRows) {
+    auto g = ir::parse_graph(row.ir, row.name);
+    ++rows_of[size_t(g->nodes().back()->op())];
+  }
+  for (const OpInfo& info : all_ops())
+    EXPECT_GT(rows_of[size_t(info.kind)], 0) << info.name << " has no consistency row";
+}
+
+}  // namespace
+}  // namespace kiln
