@@ -180,9 +180,18 @@ class Planner {
       reduction = reduction || g.has_reduction;
     }
     if (contractions > 1 || (contractions == 1 && reduction)) return false;
+    if (role_of(n) == Role::kContraction) contraction = &n;
     if (contraction != nullptr) {
-      const auto& users = users_[&n];
-      if (std::find(users.begin(), users.end(), contraction) != users.end()) return false;
+      // Nothing that feeds the contraction may be in its group: neither `n` nor a member of
+      // a group being merged (a path from such a producer to the contraction through nodes
+      // outside the group is a cycle, which rule 6 rejects).
+      for (const Value* v : contraction->inputs()) {
+        const Node* producer = v->producer();
+        if (producer == nullptr) continue;
+        if (producer == &n) return false;
+        for (int gid : gids)
+          if (in_group(producer, gid)) return false;
+      }
     }
     return true;
   }

@@ -205,8 +205,10 @@ KILN_UNARY_NUMERIC(abs_kernel, x.abs())
 KILN_UNARY_NUMERIC(sign_kernel, x.sign())
 KILN_UNARY_NUMERIC(square_kernel, x.square())
 KILN_UNARY_NUMERIC(relu_kernel, x.max(T(0)))
-KILN_UNARY_FLOAT(sqrt_kernel, x.sqrt())
-KILN_UNARY_FLOAT(rsqrt_kernel, x.rsqrt())
+// sqrt / rsqrt: IEEE (correctly rounded sqrt, then a division). Eigen's packet versions under
+// EIGEN_FAST_MATH use a reciprocal-sqrt estimate: sqrt(+inf) = NaN, sqrt(-0) = +0, 2 ulp off.
+KILN_UNARY_FLOAT(sqrt_kernel, x.unaryExpr([](T v) { return std::sqrt(v); }))
+KILN_UNARY_FLOAT(rsqrt_kernel, x.unaryExpr([](T v) { return T(1) / std::sqrt(v); }))
 KILN_UNARY_FLOAT(exp_kernel, x.exp())
 KILN_UNARY_FLOAT(log_kernel, x.log())
 KILN_UNARY_FLOAT(log1p_kernel, x.log1p())

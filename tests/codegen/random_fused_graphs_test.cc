@@ -143,7 +143,7 @@ TEST(RandomFusedGraphs, CompiledMatchesReference) {
 // two consumer groups with it, which puts the matmul's producer in the contraction group
 // (against rule 5), and compile_graph rejects the group. A bug of passes/fusion.cc: disabled
 // until it is fixed there.
-TEST(RandomFusedGraphs, DISABLED_ExpensiveNodeFeedingContractionAndEpilogue) {
+TEST(RandomFusedGraphs, ExpensiveNodeFeedingContractionAndEpilogue) {
   auto g = ir::parse_graph(R"(graph @f(%0: f32[1,4], %1: f32[4,4]) -> (f32[1,4]) {
   %2 = softplus(%0) : f32[1,4]
   %3 = mul(%2, %2) : f32[1,4]
