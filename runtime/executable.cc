@@ -10,6 +10,7 @@
 #include "ir/error.h"
 #include "runtime/gemm.h"
 #include "runtime/kernels.h"
+#include "runtime/profiler.h"
 #include "runtime/threading.h"
 
 namespace kiln::runtime {
@@ -86,6 +87,16 @@ void blocked_matmul(const ExecutableStep& s, std::span<const Array> in, Array& c
   for (int32_t st : status) check_status(call, st);
 }
 
+const char* category_of(ExecutableStep::Kind k) {
+  switch (k) {
+    case ExecutableStep::Kind::kKernel: return "kernel";
+    case ExecutableStep::Kind::kContraction: return "contraction";
+    case ExecutableStep::Kind::kOp: return "op";
+    case ExecutableStep::Kind::kAssign: return "assign";
+    default: return "control";
+  }
+}
+
 }  // namespace
 
 void run_kernel_call(const KernelCall& call, std::span<void* const> buffers) {
@@ -129,6 +140,28 @@ Executable::Executable(std::string name, std::vector<SlotStorage> slots, size_t 
       steps_(std::move(steps)),
       output_slots_(std::move(output_slots)) {
   pools_->pooled.resize(slot_storage_.size());
+  auto bytes_of = [&](int slot) {
+    const TensorType& t = slot_storage_[size_t(slot)].type;
+    return t.shape.is_fully_known() ? double(t.shape.num_elements()) * double(dtype_size(t.dtype))
+                                    : 0.0;
+  };
+  for (ExecutableStep& s : steps_) {
+    double bytes = 0;
+    for (int i : s.inputs) bytes += bytes_of(i);
+    if (s.output >= 0 && s.kind != ExecutableStep::Kind::kAssign) bytes += bytes_of(s.output);
+    if (s.kernel) {
+      if (s.kind == ExecutableStep::Kind::kKernel)
+        for (int i : s.kernel->inputs) bytes += bytes_of(i);
+      for (int o : s.kernel->outputs) bytes += bytes_of(o);
+    }
+    s.bytes = s.kind == ExecutableStep::Kind::kAssign ? 0.0 : bytes;  // assign moves no data
+    if (s.kind == ExecutableStep::Kind::kContraction && s.op == OpKind::MatMul) {
+      const Shape& a = slot_storage_[size_t(s.inputs[0])].type.shape;
+      bool ta = s.attrs.get_bool("transpose_a", "matmul");
+      int64_t k = ta ? a[a.rank() - 2] : a[a.rank() - 1];
+      s.flops = 2.0 * double(s.type.shape.num_elements()) * double(k);
+    }
+  }
 }
 
 Executable::~Executable() = default;
@@ -187,7 +220,9 @@ std::vector<Array> Executable::run(std::span<const Array> args, std::vector<Arra
     for (int s : ids) v.push_back(slots[size_t(s)]);
     return v;
   };
+  ProfileScope call_scope(name_, "call");
   for (const ExecutableStep& s : steps_) {
+    ProfileScope step_scope(s.name, category_of(s.kind), s.flops, s.bytes);
     switch (s.kind) {
       case ExecutableStep::Kind::kOp: {
         std::vector<Array> in = gather(s.inputs);

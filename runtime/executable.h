@@ -78,6 +78,9 @@ struct ExecutableStep {
   // kCond (then, else) / kWhile (cond, body); outputs
   std::vector<std::shared_ptr<const class Executable>> bodies;
   std::vector<int> outputs;
+  // For the profiler (runtime/profiler.h): floating-point operations (contractions) and
+  // bytes read + written (kernels, ops, contractions); 0 when unknown. Set by the Executable.
+  double flops = 0, bytes = 0;
 };
 
 class Executable {
@@ -96,6 +99,9 @@ class Executable {
   // args: one per graph parameter, of the compiled shapes; variables: one per graph
   // variable (entry values in, new values out, as in execute_reference). Thread-safe: all
   // per-call state is local.
+  // With profiling on (runtime/profiler.h), records one "call" event named after the
+  // executable and one event per step (category kernel, contraction, op, assign, control),
+  // named as in the IR dump (fusion group names).
   std::vector<Array> run(std::span<const Array> args, std::vector<Array>& variables) const;
 
  private:
