@@ -7,4 +7,4 @@ bash scripts/install-deps.sh
 cmake --preset default
 cmake --build --preset default --target kiln_cli
 ./build/tools/kiln --version
-./build/tools/kiln train --model mlp --dataset digits "$@"
+./build/tools/kiln train --model mlp --dataset digits --mode both "$@"

@@ -1,7 +1,13 @@
 // `kiln train`: trains the MLP or CNN on digits (shipped) or MNIST (a directory of IDX files)
 // with the Keras-style fit loop and prints `test_accuracy: 0.9xxx` at the end.
+//   --mode compiled (default)  steps traced by kiln::function and JIT-compiled
+//   --mode eager               op by op
+//   --mode reference           traced steps on the reference executor (node by node)
+//   --mode both                eager, then compiled, from the same initial weights and seed,
+//                              and a comparison table (tools/train_comparison.h)
 #include <fmt/format.h>
 
+#include <chrono>
 #include <iostream>
 
 #include "frontend/data/digits.h"
@@ -9,12 +15,13 @@
 #include "kiln/kiln.h"
 #include "tools/commands.h"
 #include "tools/model_zoo.h"
+#include "tools/train_comparison.h"
 
 namespace kiln::tools {
 namespace {
 
 struct TrainArgs {
-  std::string model = "mlp", dataset = "digits", optimizer = "adam", mode = "traced";
+  std::string model = "mlp", dataset = "digits", optimizer = "adam", mode = "compiled";
   int epochs = 20, verbose = 1;
   int64_t batch_size = 32;
   double lr = 1e-3, validation_split = 0;
@@ -22,16 +29,29 @@ struct TrainArgs {
   std::string save_weights, load_weights;
 };
 
-void run_train(const TrainArgs& a) {
-  set_random_seed(a.seed);
+struct Data {
   data::Dataset train, test;
+  Tensor x_train, x_test;
+};
+
+Data load(const TrainArgs& a) {
+  Data d;
   if (a.dataset == "digits") {
-    std::tie(train, test) = data::train_test_split(data::load_digits(), 0.2, /*seed=*/0);
+    std::tie(d.train, d.test) = data::train_test_split(data::load_digits(), 0.2, /*seed=*/0);
   } else {
-    std::tie(train, test) = data::load_mnist(a.dataset);
+    std::tie(d.train, d.test) = data::load_mnist(a.dataset);
   }
-  Tensor x_train = prepare_inputs(a.model, train.x), x_test = prepare_inputs(a.model, test.x);
-  Shape example(std::span<const int64_t>(x_train.shape().begin() + 1, x_train.shape().end()));
+  d.x_train = prepare_inputs(a.model, d.train.x);
+  d.x_test = prepare_inputs(a.model, d.test.x);
+  return d;
+}
+
+// One training run in `mode` ("eager", "compiled" or "reference"), from the weights the seed
+// (or --load-weights) gives.
+TrainRun train_once(const TrainArgs& a, const Data& d, const std::string& mode, bool report) {
+  clear_session();
+  set_random_seed(a.seed);
+  Shape example(std::span<const int64_t>(d.x_train.shape().begin() + 1, d.x_train.shape().end()));
   Sequential model = build_model(a.model, example, 10);
   if (!a.load_weights.empty()) model->load_weights(a.load_weights);
   Optimizer opt = a.optimizer == "adam"  ? Adam({.learning_rate = a.lr})
@@ -42,21 +62,72 @@ void run_train(const TrainArgs& a) {
   model->compile({.optimizer = opt,
                   .loss = losses::sparse_categorical_crossentropy(/*from_logits=*/true),
                   .metrics = {"accuracy"},
-                  .run_eagerly = a.mode == "eager"});
-  if (a.verbose) model->summary(std::cout);
-  model->fit(x_train, train.y,
-             {.batch_size = a.batch_size,
-              .epochs = a.epochs,
-              .verbose = a.verbose,
-              .validation_split = a.validation_split,
-              .seed = a.seed});
-  Logs result = model->evaluate(x_test, test.y, {.batch_size = 256, .verbose = 0});
-  if (!a.save_weights.empty()) {
+                  .run_eagerly = mode == "eager"});
+  if (report && a.verbose) model->summary(std::cout);
+  ScopedExecutionMode execution(mode == "reference" ? ExecutionMode::kReference
+                                                    : ExecutionMode::kCompiled);
+  auto timer = std::make_shared<StepTimer>();
+  const int64_t live_before = runtime::Storage::live_bytes();
+  runtime::Storage::reset_peak_bytes();
+  auto start = std::chrono::steady_clock::now();
+  std::shared_ptr<History> history = model->fit(d.x_train, d.train.y,
+                                                {.batch_size = a.batch_size,
+                                                 .epochs = a.epochs,
+                                                 .verbose = report ? a.verbose : 0,
+                                                 .callbacks = {timer},
+                                                 .validation_split = a.validation_split,
+                                                 .seed = a.seed});
+  TrainRun run;
+  run.mode = mode;
+  run.total_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  run.peak_bytes = runtime::Storage::peak_bytes() - live_before;
+  run.step_seconds = timer->seconds();
+  run.batch_size = a.batch_size;
+  if (auto it = history->history.find("loss"); it != history->history.end() && !it->second.empty())
+    run.final_loss = it->second.back();
+  if (mode != "eager") {
+    // The train step's specialisations: the full batch and the last partial one.
+    const int64_t n = d.x_train.shape()[0];
+    for (int64_t b : {std::min(a.batch_size, n), n % a.batch_size}) {
+      if (b == 0) continue;
+      std::vector<int64_t> rows;
+      for (int64_t i = 0; i < b; ++i) rows.push_back(i);
+      run.compile_seconds += model->train_step_function(data::take_rows(d.x_train, rows),
+                                                        data::take_rows(d.train.y, rows))
+                                 .compile_stats()
+                                 .compile_seconds;
+    }
+  }
+  Logs result = model->evaluate(d.x_test, d.test.y, {.batch_size = 256, .verbose = 0});
+  run.test_loss = result["loss"];
+  run.test_accuracy = result["accuracy"];
+  if (report && !a.save_weights.empty()) {
     model->save_weights(a.save_weights);
     std::cout << "saved weights to " << a.save_weights << "\n";
   }
-  std::cout << fmt::format("test_loss: {:.4f}\ntest_accuracy: {:.4f}\n", result["loss"],
-                           result["accuracy"]);
+  return run;
+}
+
+void run_train(const TrainArgs& a) {
+  Data d = load(a);
+  if (a.mode != "both") {
+    TrainRun r = train_once(a, d, a.mode == "traced" ? "compiled" : a.mode, /*report=*/true);
+    std::cout << fmt::format("test_loss: {:.4f}\ntest_accuracy: {:.4f}\n", r.test_loss,
+                             r.test_accuracy);
+    return;
+  }
+  std::vector<TrainRun> runs;
+  for (const char* mode : {"eager", "compiled"}) {
+    std::cout << fmt::format("training {} ...\n", mode) << std::flush;
+    runs.push_back(train_once(a, d, mode, /*report=*/false));
+  }
+  std::cout << "\n";
+  print_comparison(std::cout, runs);
+  std::cout << fmt::format("test_loss: {:.4f}\ntest_accuracy: {:.4f}\n", runs.back().test_loss,
+                           runs.back().test_accuracy);
+  if (!runs_agree(runs[0], runs[1]))
+    throw Error("kiln train --mode both: eager and compiled training disagree beyond tolerance");
 }
 
 }  // namespace
@@ -76,8 +147,10 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--load-weights", args->load_weights, "safetensors file to start from");
   cmd->add_option("--verbose", args->verbose)->check(CLI::IsMember({0, 1, 2}));
   cmd->add_option("--mode", args->mode,
-                  "traced (default: steps traced by kiln::function, run as graphs) or eager")
-      ->check(CLI::IsMember({"traced", "eager"}));
+                  "compiled (default: steps traced by kiln::function and JIT-compiled), eager, "
+                  "reference (traced steps on the reference executor), or both (eager then "
+                  "compiled from the same weights, with a comparison table)")
+      ->check(CLI::IsMember({"compiled", "eager", "reference", "both", "traced"}));
   cmd->callback([args] { run_train(*args); });
 }
 

@@ -1,0 +1,72 @@
+#include "tools/train_comparison.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace kiln::tools {
+namespace {
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  double pos = p * double(v.size() - 1);
+  size_t lo = size_t(pos), hi = std::min(v.size() - 1, lo + 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - double(lo));
+}
+
+std::string mib(int64_t bytes) { return fmt::format("{:.1f} MiB", double(bytes) / (1 << 20)); }
+
+}  // namespace
+
+void StepTimer::on_train_batch_begin(int, const Logs&) { start_ = std::chrono::steady_clock::now(); }
+
+void StepTimer::on_train_batch_end(int, const Logs&) {
+  seconds_.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+}
+
+bool runs_agree(const TrainRun& a, const TrainRun& b) {
+  double loss_scale = std::max({std::abs(a.final_loss), std::abs(b.final_loss), 1e-12});
+  return std::abs(a.test_accuracy - b.test_accuracy) <= 0.02 &&
+         std::abs(a.final_loss - b.final_loss) / loss_scale <= 0.05;
+}
+
+void print_comparison(std::ostream& os, const std::vector<TrainRun>& runs) {
+  if (runs.empty()) return;
+  const double base = percentile(runs.front().step_seconds, 0.5);
+  std::vector<std::vector<std::string>> rows = {{""}, {"step time (median)"},
+                                                {"step time (p10 - p90)"}, {"examples / s"},
+                                                {"speedup"}, {"compile time"},
+                                                {"peak tensor memory"}, {"final training loss"},
+                                                {"test loss"}, {"test accuracy"}};
+  for (const TrainRun& r : runs) {
+    double med = percentile(r.step_seconds, 0.5);
+    rows[0].push_back(r.mode);
+    rows[1].push_back(fmt::format("{:.3f} ms", med * 1e3));
+    rows[2].push_back(fmt::format("{:.3f} - {:.3f} ms", percentile(r.step_seconds, 0.1) * 1e3,
+                                  percentile(r.step_seconds, 0.9) * 1e3));
+    rows[3].push_back(fmt::format("{:.0f}", med > 0 ? double(r.batch_size) / med : 0.0));
+    rows[4].push_back(fmt::format("{:.2f}x", med > 0 ? base / med : 0.0));
+    rows[5].push_back(r.mode == "eager" ? "-" : fmt::format("{:.0f} ms", r.compile_seconds * 1e3));
+    rows[6].push_back(mib(r.peak_bytes));
+    rows[7].push_back(fmt::format("{:.4f}", r.final_loss));
+    rows[8].push_back(fmt::format("{:.4f}", r.test_loss));
+    rows[9].push_back(fmt::format("{:.4f}", r.test_accuracy));
+  }
+  std::vector<size_t> width(rows[0].size(), 0);
+  for (const auto& row : rows)
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  for (const auto& row : rows) {
+    std::string line = fmt::format("{:<{}}", row[0], width[0]);
+    for (size_t c = 1; c < row.size(); ++c) line += fmt::format("  {:>{}}", row[c], width[c]);
+    os << line << "\n";
+  }
+  for (size_t i = 1; i < runs.size(); ++i)
+    os << fmt::format("{} vs {}: {}\n", runs[i].mode, runs[0].mode,
+                      runs_agree(runs[0], runs[i])
+                          ? "results agree (test accuracy within 0.02, final loss within 5%)"
+                          : "RESULTS DIFFER beyond tolerance (test accuracy 0.02, loss 5%)");
+}
+
+}  // namespace kiln::tools

@@ -1,0 +1,46 @@
+// `kiln train --mode both`: the eager-vs-compiled comparison. Each run trains the same model
+// from the same initial weights and seed; StepTimer measures every training step as fit sees
+// it, and the comparison table reports step time (median and p10-p90 spread), examples per
+// second, speedup, compile time, peak tensor memory, final loss and test accuracy, and whether
+// the two runs agree within tolerance.
+#pragma once
+
+#include <chrono>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "kiln/kiln.h"
+
+namespace kiln::tools {
+
+// Times each training batch (on_train_batch_begin .. on_train_batch_end).
+class StepTimer : public Callback {
+ public:
+  void on_train_batch_begin(int batch, const Logs& logs) override;
+  void on_train_batch_end(int batch, const Logs& logs) override;
+  const std::vector<double>& seconds() const { return seconds_; }
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+  std::vector<double> seconds_;
+};
+
+struct TrainRun {
+  std::string mode;  // "eager", "compiled", "reference"
+  std::vector<double> step_seconds;
+  int64_t batch_size = 0;
+  double total_seconds = 0;
+  double compile_seconds = 0;  // train-step specialisations (0 for eager)
+  int64_t peak_bytes = 0;      // tensor storage high-water mark above the start of training
+  double final_loss = 0, test_loss = 0, test_accuracy = 0;
+};
+
+// Runs agree when the test accuracies differ by at most 0.02 and the final training losses by
+// at most 5% (float rounding differs between modes and compounds over epochs).
+bool runs_agree(const TrainRun& a, const TrainRun& b);
+
+// The comparison table of `runs` (the first is the baseline of the speedup column).
+void print_comparison(std::ostream& os, const std::vector<TrainRun>& runs);
+
+}  // namespace kiln::tools
