@@ -4,9 +4,11 @@
 // errors from compiled kernels, control flow, and concurrent calls from several threads.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <thread>
 
 #include "kiln/kiln.h"
+#include "codegen/compile_graph.h"
 #include "tests/support/error_of.h"
 
 namespace kiln {
@@ -95,6 +97,44 @@ TEST(CompiledFunction, ControlFlowMatchesReference) {
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5f * (1 + std::abs(want[i])));
   }
+}
+
+}  // namespace
+}  // namespace kiln
+
+#include <nlohmann/json.hpp>
+
+namespace kiln {
+namespace {
+
+TEST(CompiledFunction, ProfilerTraceNamesEveryKernel) {
+  ScopedExecutionMode compiled(ExecutionMode::kCompiled);
+  auto f = kiln::function(
+      [](const Tensor& x, const Tensor& w) {
+        Tensor h = relu(matmul(x, w) + scalar(0.5f));
+        return softmax(h, -1) * sum(h);
+      },
+      {.name = "profiled"});
+  Tensor x = random_normal({16, 8}, 1), w = random_normal({8, 32}, 2);
+  f(x, w);  // compile outside the profile
+  runtime::start_profiling();
+  f(x, w);
+  std::vector<runtime::ProfileEvent> events = runtime::stop_profiling();
+  nlohmann::json trace = nlohmann::json::parse(runtime::chrome_trace_json(events));
+  std::set<std::string> names;
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "X") names.insert(e["name"].get<std::string>());
+  EXPECT_TRUE(names.count("profiled")) << trace.dump();
+  // Every kernel of the compiled graph, by the name the IR dump gives its fusion group.
+  ConcreteFunction cf = f.concrete(x, w);
+  auto compiled_fn = codegen::compile_function(cf.graph(), cf.input_types(), {});
+  int kernels = 0;
+  for (const auto& n : compiled_fn.optimized->nodes())
+    if (n->kind() == ir::NodeKind::kFusion) {
+      ++kernels;
+      EXPECT_TRUE(names.count(std::string(n->fusion_name()))) << n->fusion_name();
+    }
+  EXPECT_GT(kernels, 0);
 }
 
 }  // namespace
