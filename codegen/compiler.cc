@@ -118,22 +118,27 @@ std::vector<CompiledKernel> compile_kernels(const std::vector<KernelRequest>& re
   return out;
 }
 
-std::string kernel_llvm_ir(const KernelRequest& request) {
+namespace {
+
+// The optimized kernel as text (LLVM IR or assembly) after a comment line naming it.
+std::string kernel_dump(const KernelRequest& request, const char* comment, bool assembly) {
   Keyed k = lower_and_key(request);
-  optimize_module(*k.lowered.module.module);
+  llvm::Module& m = *k.lowered.module.module;
+  optimize_module(m);
   const runtime::KernelLayout& l = k.lowered.layout;
-  return "; kernel " + request.name + " (symbol " + k.symbol + "; " + l.iteration + ", extent " +
-         std::to_string(l.extent) + ")\n" +
-         module_text(*k.lowered.module.module);
+  return std::string(comment) + " kernel " + request.name + " (symbol " + k.symbol + "; " +
+         l.iteration + ", extent " + std::to_string(l.extent) + ")\n" +
+         (assembly ? emit_assembly(m) : module_text(m));
+}
+
+}  // namespace
+
+std::string kernel_llvm_ir(const KernelRequest& request) {
+  return kernel_dump(request, ";", /*assembly=*/false);
 }
 
 std::string kernel_assembly(const KernelRequest& request) {
-  Keyed k = lower_and_key(request);
-  optimize_module(*k.lowered.module.module);
-  const runtime::KernelLayout& l = k.lowered.layout;
-  return "# kernel " + request.name + " (symbol " + k.symbol + "; " + l.iteration + ", extent " +
-         std::to_string(l.extent) + ")\n" +
-         emit_assembly(*k.lowered.module.module);
+  return kernel_dump(request, "#", /*assembly=*/true);
 }
 
 }  // namespace kiln::codegen

@@ -4,12 +4,16 @@
 
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
 #include <cmath>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "codegen/compile_graph.h"
+#include "codegen/object_cache.h"
 #include "ir/graph.h"
 #include "ir/parser.h"
 #include "runtime/array.h"
@@ -71,6 +75,28 @@ inline ::testing::AssertionResult all_close(const runtime::Array& got, const run
 struct RunResult {
   std::vector<runtime::Array> outputs;
   std::vector<runtime::Array> variables;
+};
+
+// A disk cache of its own (a fresh temporary directory, removed afterwards), so tests never
+// touch the user's kernel cache.
+class ScopedCacheDir {
+ public:
+  ScopedCacheDir() : old_(codegen::cache_dir()) {
+    std::string tmpl =
+        (std::filesystem::temp_directory_path() / "kiln_codegen_test_XXXXXX").string();
+    if (mkdtemp(tmpl.data()) != nullptr) dir_ = tmpl;
+    codegen::set_cache_dir(dir_);  // "" (mkdtemp failed) disables the disk cache
+  }
+  ~ScopedCacheDir() {
+    codegen::set_cache_dir(old_);
+    std::error_code ec;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+  }
+  ScopedCacheDir(const ScopedCacheDir&) = delete;
+  ScopedCacheDir& operator=(const ScopedCacheDir&) = delete;
+
+ private:
+  std::string old_, dir_;
 };
 
 inline RunResult run_reference(const ir::Graph& g, const std::vector<runtime::Array>& args,

@@ -713,36 +713,17 @@ void check_case(const OpRow& row, DType dt, const Case& c, bool fused, uint32_t 
   }
 }
 
-// A disk cache of its own (a fresh temporary directory) for the suite, so the user's kernel
-// cache is not touched.
-class ScopedCacheDir {
- public:
-  ScopedCacheDir() : old_(codegen::cache_dir()) {
-    std::string tmpl =
-        (std::filesystem::temp_directory_path() / "kiln_codegen_test_XXXXXX").string();
-    if (mkdtemp(tmpl.data()) != nullptr) dir_ = tmpl;
-    codegen::set_cache_dir(dir_);  // "" (mkdtemp failed) disables the disk cache
-  }
-  ~ScopedCacheDir() {
-    codegen::set_cache_dir(old_);
-    std::error_code ec;
-    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
-  }
-
- private:
-  std::string old_, dir_;
-};
 
 class OpConsistency : public ::testing::TestWithParam<OpRow> {
  protected:
-  static void SetUpTestSuite() { cache_ = new ScopedCacheDir(); }
+  static void SetUpTestSuite() { cache_ = new testing::ScopedCacheDir(); }
   static void TearDownTestSuite() {
     std::printf("[ op consistency ] %d cases (op x dtype x operand shapes x alone/fused)\n",
                 cases_run);
     delete cache_;
     cache_ = nullptr;
   }
-  static ScopedCacheDir* cache_;
+  static testing::ScopedCacheDir* cache_;
 
   void run(bool fused) {
     const OpRow& row = GetParam();
@@ -764,7 +745,7 @@ class OpConsistency : public ::testing::TestWithParam<OpRow> {
     }
   }
 };
-ScopedCacheDir* OpConsistency::cache_ = nullptr;
+testing::ScopedCacheDir* OpConsistency::cache_ = nullptr;
 
 TEST_P(OpConsistency, Alone) { run(false); }
 TEST_P(OpConsistency, Fused) { run(true); }

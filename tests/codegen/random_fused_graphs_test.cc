@@ -40,24 +40,6 @@ int graph_count() {
   return std::max(0, std::atoi(env));
 }
 
-// A disk cache of its own for the test (a fresh temporary directory, removed afterwards).
-class ScopedCacheDir {
- public:
-  ScopedCacheDir() : old_(codegen::cache_dir()) {
-    std::string tmpl =
-        (std::filesystem::temp_directory_path() / "kiln_codegen_test_XXXXXX").string();
-    if (mkdtemp(tmpl.data()) != nullptr) dir_ = tmpl;
-    codegen::set_cache_dir(dir_);
-  }
-  ~ScopedCacheDir() {
-    codegen::set_cache_dir(old_);
-    std::error_code ec;
-    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
-  }
-
- private:
-  std::string old_, dir_;
-};
 
 // Tolerances: f32 kernels use vector math (a few ulp) and reassociated reductions, and the
 // errors pass through a few ops; f64 uses libm; integers are exact.
@@ -74,7 +56,7 @@ int count_fusions(const ir::Graph& g) {
 }
 
 TEST(RandomFusedGraphs, CompiledMatchesReference) {
-  ScopedCacheDir cache;
+  testing::ScopedCacheDir cache;
   const int count = graph_count();
   int tested = 0, fusions = 0, skipped = 0, multi_output = 0, contraction = 0, failures = 0;
   auto start = std::chrono::steady_clock::now();
@@ -168,7 +150,7 @@ TEST(RandomFusedGraphs, ExpensiveNodeFeedingContractionAndEpilogue) {
 // checks on values that depend on a comparison of computed floats are not needed since the
 // seeds are fixed; differences are triaged by hand.
 TEST(RandomFusedGraphs, PassRandomGraphsMatchReference) {
-  ScopedCacheDir cache;
+  testing::ScopedCacheDir cache;
   const int count = std::max(1, graph_count() / 4);
   int failures = 0;
   for (uint64_t seed = 1; seed <= uint64_t(count); ++seed) {
