@@ -1,0 +1,476 @@
+// The rows of the op consistency suite (tests/codegen/op_consistency_test.cc): the cases
+// (operand shapes, attributes) of each op codegen lowers and the row table with its
+// tolerances and their reasons. Included by that one test file only.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ir/attrs.h"
+#include "ir/op_table.h"
+#include "runtime/array.h"
+
+namespace kiln {
+namespace {
+
+using runtime::Array;
+
+constexpr DType f32 = DType::f32, f64 = DType::f64, i32 = DType::i32, i64 = DType::i64,
+                u8 = DType::u8, b8 = DType::b8;
+const std::vector<DType> kFloat = {f32, f64};
+const std::vector<DType> kNumeric = {f32, f64, i32, i64, u8};
+const std::vector<DType> kAny = {f32, f64, i32, i64, u8, b8};
+constexpr int64_t kBig = 1000003;
+
+// ---- cases: the operand shapes and attributes of one run
+
+struct Case {
+  std::vector<Shape> shapes;
+  Attrs attrs;
+};
+using Cases = std::vector<Case>;
+
+std::vector<int64_t> flat_sizes(bool big) {
+  std::vector<int64_t> s = {1, 3, 17};
+  if (big) s.push_back(kBig);
+  return s;
+}
+
+Cases unary_cases(bool big, const Attrs& attrs = {}) {
+  Cases c;
+  for (int64_t n : flat_sizes(big)) c.push_back({{Shape{n}}, attrs});
+  for (Shape s : {Shape{}, Shape{5, 17}, Shape{3, 1, 7}, Shape{0}, Shape{0, 5}})
+    c.push_back({{s}, attrs});
+  return c;
+}
+
+Cases binary_cases(bool big) {
+  Cases c;
+  for (int64_t n : flat_sizes(big)) c.push_back({{Shape{n}, Shape{n}}, {}});
+  if (big) {
+    c.push_back({{Shape{kBig}, Shape{}}, {}});
+    c.push_back({{Shape{1}, Shape{kBig}}, {}});
+  }
+  const std::pair<Shape, Shape> pairs[] = {
+      {Shape{1, 17}, Shape{5, 1}}, {Shape{17}, Shape{5, 17}},      {Shape{}, Shape{5, 17}},
+      {Shape{}, Shape{}},          {Shape{3, 1, 17}, Shape{5, 1}}, {Shape{5, 17}, Shape{5, 17}},
+      {Shape{0}, Shape{0}},        {Shape{0, 5}, Shape{5}},        {Shape{0, 1}, Shape{1, 5}},
+      {Shape{0, 5}, Shape{}}};
+  for (const auto& [a, b] : pairs) {
+    c.push_back({{a, b}, {}});
+    if (a != b) c.push_back({{b, a}, {}});
+  }
+  return c;
+}
+
+Cases select_cases(bool big) {
+  Cases c;
+  for (int64_t n : flat_sizes(big)) c.push_back({{Shape{n}, Shape{n}, Shape{n}}, {}});
+  if (big) c.push_back({{Shape{kBig}, Shape{}, Shape{kBig}}, {}});
+  const std::vector<Shape> triples[] = {
+      {Shape{5, 1}, Shape{1, 17}, Shape{17}},    {Shape{17}, Shape{5, 1}, Shape{}},
+      {Shape{}, Shape{5, 17}, Shape{5, 1}},      {Shape{5, 17}, Shape{}, Shape{}},
+      {Shape{1, 17}, Shape{5, 17}, Shape{5, 1}}, {Shape{}, Shape{}, Shape{}},
+      {Shape{0, 5}, Shape{5}, Shape{0, 1}},      {Shape{0}, Shape{}, Shape{0}}};
+  for (const auto& t : triples) c.push_back({t, {}});
+  return c;
+}
+
+std::vector<std::vector<int64_t>> axis_subsets() {
+  // [] means all axes; also negative spellings.
+  return {{}, {0}, {1}, {2}, {0, 1}, {0, 2}, {1, 2}, {0, 1, 2}, {-1}, {-3, -1}};
+}
+
+Cases reduce_cases(bool big, bool empty_reduction_ok) {
+  Cases c;
+  for (const auto& axes : axis_subsets())
+    for (bool keep : {false, true})
+      c.push_back({{Shape{3, 5, 7}}, {{"axes", axes}, {"keepdims", keep}}});
+  for (int64_t n : flat_sizes(big))
+    for (bool keep : {false, true})
+      c.push_back({{Shape{n}}, {{"axes", std::vector<int64_t>{}}, {"keepdims", keep}}});
+  c.push_back({{Shape{17, 1}}, {{"axes", std::vector<int64_t>{1}}, {"keepdims", false}}});
+  c.push_back({{Shape{0, 5}}, {{"axes", std::vector<int64_t>{1}}, {"keepdims", false}}});
+  if (empty_reduction_ok) {  // max / min of nothing are rejected by the shape rules
+    c.push_back({{Shape{0, 5}}, {{"axes", std::vector<int64_t>{0}}, {"keepdims", true}}});
+    c.push_back({{Shape{0}}, {{"axes", std::vector<int64_t>{}}, {"keepdims", false}}});
+  }
+  return c;
+}
+
+Cases arg_reduce_cases(bool big) {
+  Cases c;
+  for (int64_t axis : {0, 1, 2, -1})
+    for (bool keep : {false, true})
+      c.push_back({{Shape{3, 5, 7}}, {{"axis", axis}, {"keepdims", keep}}});
+  for (int64_t n : flat_sizes(big))
+    c.push_back({{Shape{n}}, {{"axis", int64_t{0}}, {"keepdims", false}}});
+  c.push_back({{Shape{0, 5}}, {{"axis", int64_t{1}}, {"keepdims", false}}});
+  return c;
+}
+
+Cases softmax_cases(bool big) {
+  Cases c;
+  for (int64_t axis : {0, 1, 2, -1}) c.push_back({{Shape{3, 5, 7}}, {{"axis", axis}}});
+  for (int64_t n : flat_sizes(big)) c.push_back({{Shape{n}}, {{"axis", int64_t{0}}}});
+  c.push_back({{Shape{0, 5}}, {{"axis", int64_t{1}}}});
+  c.push_back({{Shape{0, 5}}, {{"axis", int64_t{0}}}});
+  c.push_back({{Shape{5, 0}}, {{"axis", int64_t{1}}}});
+  return c;
+}
+
+Cases broadcast_to_cases(bool big, bool like) {
+  Cases c;
+  const std::pair<Shape, Shape> pairs[] = {{Shape{17}, Shape{5, 17}},
+                                           {Shape{1, 17}, Shape{5, 17}},
+                                           {Shape{5, 1}, Shape{5, 17}},
+                                           {Shape{}, Shape{3}},
+                                           {Shape{1}, Shape{1}},
+                                           {Shape{3}, Shape{3}},
+                                           {Shape{3, 1, 7}, Shape{2, 3, 5, 7}},
+                                           {Shape{1, 5}, Shape{0, 5}},
+                                           {Shape{}, Shape{0}}};
+  auto add = [&](const Shape& from, const Shape& to) {
+    if (like)
+      c.push_back({{from, to}, {}});
+    else
+      c.push_back({{from}, {{"shape", to.to_vector()}}});
+  };
+  for (const auto& [from, to] : pairs) add(from, to);
+  if (big) add(Shape{1}, Shape{kBig});
+  return c;
+}
+
+Cases reshape_cases(bool big) {
+  Cases c;
+  const std::pair<Shape, std::vector<int64_t>> pairs[] = {{Shape{17}, {17, 1}},
+                                                          {Shape{3, 5, 7}, {7, 15}},
+                                                          {Shape{3, 5, 7}, {105}},
+                                                          {Shape{5, 17}, {17, 5}},
+                                                          {Shape{3, 5, 7}, {5, -1, 3}},
+                                                          {Shape{0, 5}, {5, 0}},
+                                                          {Shape{}, {1, 1}},
+                                                          {Shape{1}, {}},
+                                                          {Shape{3}, {3}}};
+  for (const auto& [from, to] : pairs) c.push_back({{from}, {{"shape", to}}});
+  if (big) c.push_back({{Shape{kBig}}, {{"shape", std::vector<int64_t>{kBig, 1}}}});
+  return c;
+}
+
+Cases transpose_cases(bool big) {
+  Cases c;
+  for (std::vector<int64_t> p : std::vector<std::vector<int64_t>>{
+           {0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}})
+    c.push_back({{Shape{3, 5, 7}}, {{"perm", p}}});
+  c.push_back({{Shape{5, 17}}, {{"perm", std::vector<int64_t>{1, 0}}}});
+  c.push_back({{Shape{0, 5}}, {{"perm", std::vector<int64_t>{1, 0}}}});
+  c.push_back({{Shape{1, 17}}, {{"perm", std::vector<int64_t>{1, 0}}}});
+  for (int64_t n : flat_sizes(big)) c.push_back({{Shape{n}}, {{"perm", std::vector<int64_t>{0}}}});
+  return c;
+}
+
+Cases slice_cases(bool big) {
+  Cases c;
+  auto add = [&](Shape s, std::vector<int64_t> start, std::vector<int64_t> stop,
+                 std::vector<int64_t> step) {
+    c.push_back({{s}, {{"start", start}, {"stop", stop}, {"step", step}}});
+  };
+  add(Shape{17}, {1}, {16}, {3});
+  add(Shape{17}, {-5}, {17}, {1});
+  add(Shape{3}, {0}, {3}, {1});
+  add(Shape{1}, {0}, {1}, {1});
+  add(Shape{5, 17}, {1, 2}, {5, 17}, {2, 5});
+  add(Shape{5, 17}, {0, 3}, {5, 4}, {1, 1});
+  add(Shape{3, 5, 7}, {1, 0, 2}, {3, 5, 7}, {1, 2, 2});
+  add(Shape{3, 5, 7}, {0, 4, 0}, {3, 5, 7}, {1, 1, 3});
+  add(Shape{17}, {4}, {4}, {1});  // empty result
+  add(Shape{0, 5}, {0, 1}, {0, 4}, {1, 1});
+  if (big) add(Shape{kBig}, {1}, {kBig - 1}, {2});
+  return c;
+}
+
+Cases element_count_cases() {
+  Cases c;
+  for (DType t : {f32, f64, i32, i64, u8}) {
+    c.push_back({{Shape{3, 5, 7}}, {{"axes", std::vector<int64_t>{}}, {"dtype", t}}});
+    c.push_back({{Shape{3, 5, 7}}, {{"axes", std::vector<int64_t>{1, -1}}, {"dtype", t}}});
+  }
+  c.push_back({{Shape{17}}, {{"axes", std::vector<int64_t>{0}}, {"dtype", i64}}});
+  c.push_back({{Shape{0, 5}}, {{"axes", std::vector<int64_t>{}}, {"dtype", f32}}});
+  c.push_back({{Shape{}}, {{"axes", std::vector<int64_t>{}}, {"dtype", f32}}});
+  return c;
+}
+
+// ---- rows
+
+enum class Fuse {
+  kPipeline,  // the fusion pass must group neg(op(neg(x))) into a fusion node
+  kHand,      // fusion never groups the op: the test builds the fusion node itself
+};
+
+struct Tolerance {
+  double rtol = 0, atol = 0;
+};
+
+struct OpRow {
+  std::string name;
+  OpKind op;
+  std::vector<DType> dtypes;
+  std::function<Cases(bool big)> cases;
+  // Regular float inputs are drawn from [lo, hi]; integers from [ilo, ihi] (u8 clamped to
+  // [0, 255]).
+  double lo = -3, hi = 3;
+  bool specials = true;        // float inputs also hold NaN, +-inf, -0.0, +0.0
+  Tolerance f32_tol, f64_tol;  // for float results; integer and bool results are exact
+  bool big = false;            // also run at 1000003 elements
+  Fuse fuse = Fuse::kPipeline;
+  int64_t ilo = -20, ihi = 20;
+  bool nonzero = false;  // no zero integers (integer division by zero is an error)
+  double special_rate = 0.2;
+  // Special values left out (bits: 1 NaN, 2 +inf, 4 -inf, 8 -0.0, 16 +0.0), for eager quirks
+  // documented in the row.
+  int no_special = 0;
+  // The sign of a zero result may differ (documented in the row); else it must match.
+  bool any_zero_sign = false;
+};
+void PrintTo(const OpRow& row, std::ostream* os) { *os << row.name; }
+
+// Builders of rows (the tolerances and reasons are in the table below).
+OpRow unary(std::string name, OpKind op, std::vector<DType> dtypes, Attrs attrs = {}) {
+  OpRow r;
+  r.name = std::move(name);
+  r.op = op;
+  r.dtypes = std::move(dtypes);
+  r.cases = [attrs](bool big) { return unary_cases(big, attrs); };
+  return r;
+}
+OpRow binary(std::string name, OpKind op, std::vector<DType> dtypes) {
+  OpRow r;
+  r.name = std::move(name);
+  r.op = op;
+  r.dtypes = std::move(dtypes);
+  r.cases = binary_cases;
+  return r;
+}
+OpRow reduction(std::string name, OpKind op, std::vector<DType> dtypes, bool empty_ok) {
+  OpRow r;
+  r.name = std::move(name);
+  r.op = op;
+  r.dtypes = std::move(dtypes);
+  r.cases = [empty_ok](bool big) { return reduce_cases(big, empty_ok); };
+  r.special_rate = 0.01;  // sparse: most reduced rows stay finite
+  return r;
+}
+OpRow with(OpRow r, auto&& edit) {
+  edit(r);
+  return r;
+}
+
+// Tolerances, in one place with the reasons:
+//  exact:    IEEE-exact operations on both paths (+, -, *, /, sqrt, comparisons, selects,
+//            layout ops, casts); the sign of zero is not compared.
+const Tolerance kExact{0, 0};
+//  f32 transcendental: kiln's vector math (codegen/vector_math.h: <= 3 ulp, gelu_tanh with an
+//            absolute floor 2^-24) against Eigen's float approximations (a few ulp): 2e-6
+//            relative (~32 ulp) plus an absolute term for results near 0.
+const Tolerance kF32Math{2e-6, 1e-6};
+//  f64 transcendental: libm (codegen) against Eigen's double packets (<= 1-2 ulp each).
+const Tolerance kF64Math{1e-13, 1e-14};
+//  f32 reductions: reassociated (several vector accumulators) against Eigen's blocked order.
+const Tolerance kF32Reduce{1e-4, 1e-5};
+//  f64 reductions: the same, in double.
+const Tolerance kF64Reduce{1e-11, 1e-12};
+
+std::vector<OpRow> op_rows() {
+  std::vector<OpRow> rows;
+  auto add = [&](OpRow r) { rows.push_back(std::move(r)); };
+  auto math = [&](OpRow r) {
+    r.f32_tol = kF32Math;
+    r.f64_tol = kF64Math;
+    return r;
+  };
+
+  // ---- elementwise binary
+  add(with(binary("add", OpKind::Add, kNumeric), [](OpRow& r) { r.big = true; }));
+  add(binary("sub", OpKind::Sub, kNumeric));
+  add(binary("mul", OpKind::Mul, kNumeric));
+  // integer division truncates; zero divisors are an error on both paths (not tested here)
+  add(with(binary("div", OpKind::Div, kNumeric), [](OpRow& r) {
+    r.nonzero = true;
+    r.big = true;
+  }));
+  // pow: libm powf / pow (codegen) against Eigen's vectorized pow; base in (0, 3]
+  add(with(math(binary("pow", OpKind::Pow, kFloat)), [](OpRow& r) {
+    r.lo = 0.05;
+    r.hi = 3;
+  }));
+  // maximum / minimum of -0.0 and +0.0: codegen orders -0 < +0 (llvm.maximum/minimum), eager
+  // (Eigen's NaN-propagating max/min) returns one operand by position: zero signs differ
+  add(with(binary("maximum", OpKind::Maximum, kNumeric), [](OpRow& r) { r.any_zero_sign = true; }));
+  add(with(binary("minimum", OpKind::Minimum, kNumeric), [](OpRow& r) { r.any_zero_sign = true; }));
+  add(binary("equal", OpKind::Equal, kAny));
+  add(binary("not_equal", OpKind::NotEqual, kAny));
+  add(binary("less", OpKind::Less, kNumeric));
+  add(binary("less_equal", OpKind::LessEqual, kNumeric));
+  add(binary("greater", OpKind::Greater, kNumeric));
+  add(binary("greater_equal", OpKind::GreaterEqual, kNumeric));
+  add(binary("logical_and", OpKind::LogicalAnd, {b8}));
+  add(binary("logical_or", OpKind::LogicalOr, {b8}));
+
+  // ---- elementwise unary
+  add(with(unary("neg", OpKind::Neg, kNumeric), [](OpRow& r) { r.big = true; }));
+  add(unary("abs", OpKind::Abs, kNumeric));
+  add(unary("sign", OpKind::Sign, kNumeric));
+  add(unary("square", OpKind::Square, kNumeric));
+  // sqrt: codegen is IEEE sqrt; eager float32 is Eigen's fast-math sqrt (rsqrt estimate and a
+  // Newton step: up to 2 ulp off, sqrt(+inf) = NaN, sqrt(-0.0) = +0.0): 2.5e-7 allowed, +inf
+  // left out, zero signs not compared
+  add(with(unary("sqrt", OpKind::Sqrt, kFloat), [](OpRow& r) {
+    r.lo = 0;
+    r.any_zero_sign = true;
+    r.f32_tol = {2.5e-7, 0};
+    r.no_special = 2;
+  }));
+  // rsqrt: 1 / sqrt(x) (two roundings) against Eigen's rsqrt: <= 2 ulp apart
+  add(with(unary("rsqrt", OpKind::Rsqrt, kFloat), [](OpRow& r) {
+    r.lo = 0.01;
+    r.hi = 100;
+    r.f32_tol = {3e-7, 0};
+    r.f64_tol = {5e-16, 0};
+  }));
+  add(with(math(unary("exp", OpKind::Exp, kFloat)), [](OpRow& r) {
+    r.lo = -80;
+    r.hi = 80;
+    r.big = true;
+  }));
+  // log on positive values (its result crosses 0 at 1: the absolute term)
+  add(with(math(unary("log", OpKind::Log, kFloat)), [](OpRow& r) {
+    r.lo = 1e-3;
+    r.hi = 1e4;
+  }));
+  add(with(math(unary("log1p", OpKind::Log1p, kFloat)), [](OpRow& r) {
+    r.lo = -0.9;
+    r.hi = 100;
+  }));
+  add(with(math(unary("tanh", OpKind::Tanh, kFloat)), [](OpRow& r) {
+    r.lo = -10;
+    r.hi = 10;
+    r.big = true;
+  }));
+  add(with(math(unary("sigmoid", OpKind::Sigmoid, kFloat)), [](OpRow& r) {
+    r.lo = -30;
+    r.hi = 30;
+  }));
+  add(unary("relu", OpKind::Relu, kNumeric));
+  add(unary("leaky_relu", OpKind::LeakyRelu, kFloat, {{"alpha", 0.2}}));
+  // gelu(-inf): eager computes 0.5 * x * (1 + erf(..)) = -inf * 0 = NaN; codegen gives -0
+  // (the limit): an eager quirk, so -inf is left out
+  add(with(math(unary("gelu_tanh", OpKind::Gelu, kFloat, {{"approximate", true}})), [](OpRow& r) {
+    r.big = true;
+    r.no_special = 4;
+  }));
+  add(with(math(unary("gelu_erf", OpKind::Gelu, kFloat, {{"approximate", false}})),
+           [](OpRow& r) { r.no_special = 4; }));
+  add(math(unary("erf", OpKind::Erf, kFloat)));
+  add(with(math(unary("softplus", OpKind::Softplus, kFloat)), [](OpRow& r) {
+    r.lo = -30;
+    r.hi = 30;
+  }));
+  add(unary("logical_not", OpKind::LogicalNot, {b8}));
+  // casts to every dtype: float -> integer only within range and without specials (eager:
+  // undefined out of range or for NaN; codegen saturates)
+  for (DType to : kAny) {
+    add(with(unary("cast_to_" + std::string(dtype_name(to)), OpKind::Cast, kAny, {{"dtype", to}}),
+             [&](OpRow& r) {
+               r.specials = to == f32 || to == f64 || to == b8;
+               r.lo = to == u8 ? 0 : -100;
+               r.hi = to == u8 ? 255 : 100;
+               r.big = to == i32;
+             }));
+  }
+  add(with(binary("select", OpKind::Select, kAny), [](OpRow& r) { r.cases = select_cases; }));
+  add(with(unary("copy", OpKind::Copy, kAny), [](OpRow& r) { r.fuse = Fuse::kHand; }));
+
+  // ---- layout
+  add(with(unary("broadcast_to", OpKind::BroadcastTo, kAny),
+           [](OpRow& r) { r.cases = [](bool big) { return broadcast_to_cases(big, false); }; }));
+  add(with(unary("broadcast_like", OpKind::BroadcastLike, kAny),
+           [](OpRow& r) { r.cases = [](bool big) { return broadcast_to_cases(big, true); }; }));
+  add(with(unary("reshape", OpKind::Reshape, kAny), [](OpRow& r) { r.cases = reshape_cases; }));
+  add(with(unary("transpose", OpKind::Transpose, kAny), [](OpRow& r) {
+    r.cases = transpose_cases;
+    r.fuse = Fuse::kHand;
+  }));
+  add(with(unary("slice", OpKind::Slice, kAny), [](OpRow& r) {
+    r.cases = slice_cases;
+    r.fuse = Fuse::kHand;
+  }));
+  // a constant at compile time; constant folding removes it from pipeline-fused graphs
+  add(with(unary("element_count", OpKind::ElementCount, kAny), [](OpRow& r) {
+    r.cases = [](bool) { return element_count_cases(); };
+    r.fuse = Fuse::kHand;
+  }));
+
+  // ---- reductions
+  auto reduce_tol = [](OpRow r) {
+    r.f32_tol = kF32Reduce;
+    r.f64_tol = kF64Reduce;
+    return r;
+  };
+  // positive inputs for sum and mean: no cancellation, so relative errors stay small
+  add(with(reduce_tol(reduction("sum", OpKind::Sum, kNumeric, true)), [](OpRow& r) {
+    r.lo = 0.5;
+    r.hi = 2;
+    r.big = true;
+  }));
+  add(with(reduce_tol(reduction("mean", OpKind::Mean, kFloat, true)), [](OpRow& r) {
+    r.lo = 0.5;
+    r.hi = 2;
+    r.big = true;
+  }));
+  add(with(reduction("max", OpKind::Max, kNumeric, false), [](OpRow& r) { r.big = true; }));
+  add(reduction("min", OpKind::Min, kNumeric, false));
+  // prod: values near 1 (no overflow in floats; integers wrap the same way on both paths)
+  add(with(reduce_tol(reduction("prod", OpKind::Prod, kNumeric, true)), [](OpRow& r) {
+    r.lo = 0.8;
+    r.hi = 1.25;
+    r.ilo = -2;
+    r.ihi = 2;
+  }));
+  // logsumexp: decomposed (max, exp, sum, log): vector math and a reassociated sum
+  add(with(reduction("logsumexp", OpKind::LogSumExp, kFloat, true), [](OpRow& r) {
+    r.f32_tol = {1e-5, 1e-5};
+    r.f64_tol = {1e-12, 1e-12};
+    r.lo = -20;
+    r.hi = 20;
+    r.big = true;
+  }));
+  add(with(reduction("argmax", OpKind::ArgMax, kNumeric, false), [](OpRow& r) {
+    r.cases = arg_reduce_cases;
+    r.ilo = -3;  // ties: the first extreme index wins on both paths
+    r.ihi = 3;
+  }));
+  add(with(reduction("argmin", OpKind::ArgMin, kNumeric, false), [](OpRow& r) {
+    r.cases = arg_reduce_cases;
+    r.ilo = -3;
+    r.ihi = 3;
+  }));
+  // softmax / log_softmax: decomposed like the eager kernel (max, exp, sum), with vector
+  // math exp and log and a reassociated sum
+  for (OpKind k : {OpKind::Softmax, OpKind::LogSoftmax}) {
+    add(with(reduction(k == OpKind::Softmax ? "softmax" : "log_softmax", k, kFloat, true),
+             [](OpRow& r) {
+               r.cases = softmax_cases;
+               r.f32_tol = {1e-5, 1e-6};
+               r.f64_tol = {1e-12, 1e-14};
+               r.lo = -20;
+               r.hi = 20;
+               r.big = true;
+             }));
+  }
+  return rows;
+}
+
+}  // namespace
+}  // namespace kiln
