@@ -94,11 +94,9 @@ BENCHMARK(LayerNormGeluResidual_Eager)->Unit(benchmark::kMillisecond)->UseRealTi
 
 void LayerNormGeluResidual_Compiled(benchmark::State& state) {
   LayerNormInputs in;
-  auto f = kiln::function(
-      [](const Tensor& x, const Tensor& r, const Tensor& g, const Tensor& b) {
-        return layer_norm_gelu_residual(x, r, g, b);
-      },
-      {.name = "layer_norm_gelu_residual"});
+  auto f = kiln::function([](const Tensor& x, const Tensor& r, const Tensor& g,
+                             const Tensor& b) { return layer_norm_gelu_residual(x, r, g, b); },
+                          {.name = "layer_norm_gelu_residual"});
   f(in.x, in.r, in.gamma, in.beta);  // trace and compile
   const double eager = median_seconds(5, [&] {
     Tensor y = layer_norm_gelu_residual(in.x, in.r, in.gamma, in.beta);
@@ -141,8 +139,8 @@ double compile_mlp_step_seconds() {
 void CompileMlpStep(benchmark::State& state) {
   const bool warm = state.range(0) == 1;
   std::string saved = codegen::cache_dir();
-  std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                              ("kiln-bench-cache-" + std::to_string(::getpid()));
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("kiln-bench-cache-" + std::to_string(::getpid()));
   codegen::set_memory_cache_enabled(false);
   codegen::set_cache_dir(dir.string());
   if (warm) compile_mlp_step_seconds();  // fills the disk cache

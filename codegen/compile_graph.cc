@@ -89,9 +89,10 @@ class GraphCompiler {
   void check_known(const Node& n) {
     for (size_t i = 0; i < n.num_outputs(); ++i)
       if (!n.output(i)->shape().is_fully_known())
-        throw Error(fmt::format("codegen: {} in graph {} has unknown shape {}; compiled graphs "
-                                "need concrete shapes (specialise the graph to its arguments)",
-                                n.op_name(), g_.name(), n.output(i)->shape().to_string()));
+        throw Error(
+            fmt::format("codegen: {} in graph {} has unknown shape {}; compiled graphs "
+                        "need concrete shapes (specialise the graph to its arguments)",
+                        n.op_name(), g_.name(), n.output(i)->shape().to_string()));
   }
 
   std::shared_ptr<runtime::KernelCall> request(KernelRequest r, std::vector<int> inputs,
@@ -137,7 +138,8 @@ class GraphCompiler {
         for (int o : s.outputs) storage_[size_t(o)].kind = Kind::kExternal;
     }
     // A pooled value that is also a constant or argument stays external.
-    for (const auto& [slot_id, array] : constants_) storage_[size_t(slot_id)].kind = Kind::kExternal;
+    for (const auto& [slot_id, array] : constants_)
+      storage_[size_t(slot_id)].kind = Kind::kExternal;
     size_t end = plan.arena_bytes;
     auto append = [&](const TensorType& t) {
       size_t off = (end + 63) / 64 * 64;
@@ -248,10 +250,11 @@ class GraphCompiler {
         constants_.emplace_back(cs, literal_array(*v->producer()->literal()));
         s.inputs.push_back(cs);
       } else {
-        throw Error(fmt::format("codegen: the contraction of group {} reads a value computed "
-                                "inside the group; fusion must not put producers of a "
-                                "contraction in its group",
-                                name));
+        throw Error(
+            fmt::format("codegen: the contraction of group {} reads a value computed "
+                        "inside the group; fusion must not put producers of a "
+                        "contraction in its group",
+                        name));
       }
     }
     s.output = fresh_slot();
@@ -291,7 +294,8 @@ std::vector<KernelRequest> kernel_requests(const Graph& graph,
   return out;
 }
 
-CompiledFunction compile_function(const Graph& traced, const std::vector<TensorType>& argument_types,
+CompiledFunction compile_function(const Graph& traced,
+                                  const std::vector<TensorType>& argument_types,
                                   const passes::PipelineOptions& options) {
   CompiledFunction out;
   out.optimized = ir::parse_graph(ir::print_graph(traced), traced.name());

@@ -58,8 +58,9 @@ std::vector<CompiledKernel> compile_kernels(const std::vector<KernelRequest>& re
   auto t0 = Clock::now();
   std::atomic<int64_t> optimize_us{0}, emit_us{0};
   std::vector<Keyed> kernels(requests.size());
-  runtime::parallel_tasks(int64_t(requests.size()),
-                          [&](int64_t i) { kernels[size_t(i)] = lower_and_key(requests[size_t(i)]); });
+  runtime::parallel_tasks(int64_t(requests.size()), [&](int64_t i) {
+    kernels[size_t(i)] = lower_and_key(requests[size_t(i)]);
+  });
 
   std::lock_guard<std::mutex> lock(compile_mutex());
   std::vector<CompiledKernel> out(requests.size());
@@ -110,11 +111,12 @@ std::vector<CompiledKernel> compile_kernels(const std::vector<KernelRequest>& re
     out[i].entry = reinterpret_cast<runtime::KernelEntry>(addresses[k]);
   }
   for (auto [i, j] : duplicates) out[i].entry = out[j].entry;
-  log_info(fmt::format("codegen: {} kernels ({} compiled, {} linked) in {:.1f} ms; O3 {:.1f} ms "
-                       "and code emission {:.1f} ms summed over threads",
-                       requests.size(), to_compile.size(), to_link.size(),
-                       std::chrono::duration<double, std::milli>(Clock::now() - t0).count(),
-                       optimize_us.load() / 1e3, emit_us.load() / 1e3));
+  log_info(
+      fmt::format("codegen: {} kernels ({} compiled, {} linked) in {:.1f} ms; O3 {:.1f} ms "
+                  "and code emission {:.1f} ms summed over threads",
+                  requests.size(), to_compile.size(), to_link.size(),
+                  std::chrono::duration<double, std::milli>(Clock::now() - t0).count(),
+                  optimize_us.load() / 1e3, emit_us.load() / 1e3));
   return out;
 }
 

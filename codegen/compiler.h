@@ -6,8 +6,8 @@
 // address already linked in this process (memory hit), an object from the disk cache (disk
 // hit), or O3 + object emission (miss; the misses of one call compile concurrently on kiln's
 // TBB threads, and are stored on disk). New objects are linked into a new JITDylib and
-// resolved in one batched lookup. The symbol of a kernel is derived from its key ("kiln_k_<key>"), so equal
-// kernels share code and different kernels with the same group name never clash.
+// resolved in one batched lookup. The symbol of a kernel is derived from its key ("kiln_k_<key>"),
+// so equal kernels share code and different kernels with the same group name never clash.
 #pragma once
 
 #include <string>

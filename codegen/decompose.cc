@@ -30,7 +30,9 @@ class Decomposer {
  public:
   explicit Decomposer(Graph& out) : g_(out) {}
 
-  Value* scalar(DType dtype, double v) { return g_.add_constant(scalar_literal(dtype, v))->output(); }
+  Value* scalar(DType dtype, double v) {
+    return g_.add_constant(scalar_literal(dtype, v))->output();
+  }
   Value* op(OpKind k, std::vector<Value*> in, Attrs attrs = {}) {
     return g_.add_op(k, std::move(in), std::move(attrs))->output();
   }
@@ -62,12 +64,14 @@ class Decomposer {
           OpKind::BroadcastTo, {scalar(t, -std::numeric_limits<double>::infinity())},
           {{"shape", std::vector<int64_t>(out.shape.dims().begin(), out.shape.dims().end())}});
     Value* m = reduce(OpKind::Max, x, axes);
-    Value* finite = op(OpKind::Less, {op(OpKind::Abs, {m}),
-                                      scalar(t, std::numeric_limits<double>::infinity())});
+    Value* finite = op(OpKind::Less,
+                       {op(OpKind::Abs, {m}), scalar(t, std::numeric_limits<double>::infinity())});
     Value* shift = op(OpKind::Select, {finite, m, scalar(t, 0.0)});
     Value* s = reduce(OpKind::Sum, op(OpKind::Exp, {op(OpKind::Sub, {x, shift})}), axes);
     Value* r = op(OpKind::Add, {op(OpKind::Log, {s}), shift});
-    if (!keepdims) r = op(OpKind::Reshape, {r}, {{"shape", std::vector<int64_t>(out.shape.dims().begin(), out.shape.dims().end())}});
+    if (!keepdims)
+      r = op(OpKind::Reshape, {r},
+             {{"shape", std::vector<int64_t>(out.shape.dims().begin(), out.shape.dims().end())}});
     return r;
   }
 
@@ -81,7 +85,8 @@ std::unique_ptr<Graph> decompose_for_codegen(const Graph& body, const Node* as_p
   auto out = std::make_unique<Graph>(body.name());
   std::unordered_map<const Value*, Value*> map;
   for (const auto& p : body.parameters()) map[p.get()] = out->add_parameter(p->type());
-  if (as_parameter != nullptr) map[as_parameter->output()] = out->add_parameter(as_parameter->output()->type());
+  if (as_parameter != nullptr)
+    map[as_parameter->output()] = out->add_parameter(as_parameter->output()->type());
   Decomposer d(*out);
   auto in = [&](const Node& n) {
     std::vector<Value*> v;
@@ -93,9 +98,10 @@ std::unique_ptr<Graph> decompose_for_codegen(const Graph& body, const Node* as_p
     if (&n == as_parameter) continue;
     for (size_t i = 0; i < n.num_outputs(); ++i)
       if (!n.output(i)->shape().is_fully_known())
-        throw Error(fmt::format("codegen: kernel {} has a value of unknown shape {} ({}); "
-                                "kernels are compiled for concrete shapes",
-                                body.name(), n.output(i)->shape().to_string(), n.op_name()));
+        throw Error(
+            fmt::format("codegen: kernel {} has a value of unknown shape {} ({}); "
+                        "kernels are compiled for concrete shapes",
+                        body.name(), n.output(i)->shape().to_string(), n.op_name()));
     if (n.kind() == NodeKind::kConstant) {
       map[n.output()] = out->add_constant(n.literal())->output();
       continue;
@@ -127,11 +133,31 @@ std::unique_ptr<Graph> decompose_for_codegen(const Graph& body, const Node* as_p
         DType t = a.get_dtype("dtype", "element_count");
         std::vector<uint8_t> bytes(dtype_size(t));
         switch (t) {
-          case DType::f32: { float v = float(count); std::memcpy(bytes.data(), &v, 4); break; }
-          case DType::f64: { double v = double(count); std::memcpy(bytes.data(), &v, 8); break; }
-          case DType::i32: { int32_t v = int32_t(count); std::memcpy(bytes.data(), &v, 4); break; }
-          case DType::i64: { int64_t v = count; std::memcpy(bytes.data(), &v, 8); break; }
-          default: { uint8_t v = uint8_t(count); bytes[0] = v; break; }
+          case DType::f32: {
+            float v = float(count);
+            std::memcpy(bytes.data(), &v, 4);
+            break;
+          }
+          case DType::f64: {
+            double v = double(count);
+            std::memcpy(bytes.data(), &v, 8);
+            break;
+          }
+          case DType::i32: {
+            int32_t v = int32_t(count);
+            std::memcpy(bytes.data(), &v, 4);
+            break;
+          }
+          case DType::i64: {
+            int64_t v = count;
+            std::memcpy(bytes.data(), &v, 8);
+            break;
+          }
+          default: {
+            uint8_t v = uint8_t(count);
+            bytes[0] = v;
+            break;
+          }
         }
         r = out->add_constant(ir::Literal::copy_of({t, Shape{}}, bytes.data()))->output();
         break;

@@ -71,7 +71,8 @@ std::unique_ptr<llvm::TargetMachine> create_host_target_machine() {
   std::string triple = llvm::sys::getProcessTriple();
   std::string error;
   const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, error);
-  if (target == nullptr) throw Error("codegen: no LLVM target for the host (" + triple + "): " + error);
+  if (target == nullptr)
+    throw Error("codegen: no LLVM target for the host (" + triple + "): " + error);
   llvm::TargetOptions options;
   options.AllowFPOpFusion = llvm::FPOpFusion::Fast;  // FMA contraction allowed
   std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(

@@ -44,9 +44,9 @@ void optimize_module(llvm::Module& module) {
   std::string problems;
   llvm::raw_string_ostream os(problems);
   if (llvm::verifyModule(module, &os))
-    internal_error(__FILE__, __LINE__,
-                   "codegen produced invalid LLVM IR for " + module.getName().str() + ": " +
-                       os.str());
+    internal_error(
+        __FILE__, __LINE__,
+        "codegen produced invalid LLVM IR for " + module.getName().str() + ": " + os.str());
   llvm::TargetMachine& tm = thread_target_machine();
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
@@ -135,8 +135,8 @@ std::vector<void*> Jit::link(std::vector<ObjectToLink> objects) {
     names.push_back(jit.mangleAndIntern(o.symbol));
     set.add(names.back());
   }
-  auto result = jit.getExecutionSession().lookup(
-      llvm::orc::makeJITDylibSearchOrder(&*dylib), std::move(set));
+  auto result =
+      jit.getExecutionSession().lookup(llvm::orc::makeJITDylibSearchOrder(&*dylib), std::move(set));
   if (!result) throw Error("codegen: JIT symbol lookup failed: " + to_string(result.takeError()));
   for (const auto& n : names) out.push_back((*result)[n].getAddress().toPtr<void*>());
   return out;

@@ -166,9 +166,12 @@ KernelPlan plan_kernel(const ir::Graph& body) {
   int64_t p = -1;
   bool rows = !plan.materialized.empty();
   for (const Value* v : plan.materialized) {
-    if (v->shape().rank() == 0) rows = false;
-    else if (p < 0) p = v->shape()[0];
-    else if (v->shape()[0] != p) rows = false;
+    if (v->shape().rank() == 0)
+      rows = false;
+    else if (p < 0)
+      p = v->shape()[0];
+    else if (v->shape()[0] != p)
+      rows = false;
   }
   if (rows && p > 1) {
     RowCheck check(seen);

@@ -59,7 +59,8 @@ class KernelEmitter {
     params.push_back(b_.getInt64Ty());
     params.push_back(b_.getInt64Ty());
     auto* fty = llvm::FunctionType::get(b_.getVoidTy(), params, false);
-    auto* f = llvm::Function::Create(fty, llvm::Function::InternalLinkage, km_.symbol + ".body", m_);
+    auto* f =
+        llvm::Function::Create(fty, llvm::Function::InternalLinkage, km_.symbol + ".body", m_);
     f->addFnAttr(llvm::Attribute::AlwaysInline);
     f->addFnAttr(llvm::Attribute::NoUnwind);
     apply_target_attributes(*f);
@@ -83,8 +84,10 @@ class KernelEmitter {
 
     size_t np = g_.parameters().size(), no = g_.outputs().size();
     for (size_t i = 0; i < np; ++i) base_[g_.parameter(i)] = f->getArg(unsigned(i));
-    for (size_t i = 0; i < no; ++i) out_buffers_[g_.outputs()[i]].push_back(f->getArg(unsigned(np + i)));
-    for (const auto& [v, t] : plan_.temporaries) out_buffers_[v].push_back(f->getArg(unsigned(np + no + t)));
+    for (size_t i = 0; i < no; ++i)
+      out_buffers_[g_.outputs()[i]].push_back(f->getArg(unsigned(np + i)));
+    for (const auto& [v, t] : plan_.temporaries)
+      out_buffers_[v].push_back(f->getArg(unsigned(np + no + t)));
     llvm::Value* status = f->getArg(unsigned(buffer_count()));
     llvm::Value* begin = f->getArg(unsigned(buffer_count() + 1));
     llvm::Value* end = f->getArg(unsigned(buffer_count() + 2));
@@ -107,14 +110,16 @@ class KernelEmitter {
 
   void emit_entry(llvm::Function* body) {
     llvm::Type* ptr = b_.getPtrTy();
-    auto* fty = llvm::FunctionType::get(b_.getVoidTy(), {ptr, b_.getInt64Ty(), b_.getInt64Ty()}, false);
+    auto* fty =
+        llvm::FunctionType::get(b_.getVoidTy(), {ptr, b_.getInt64Ty(), b_.getInt64Ty()}, false);
     auto* f = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, km_.symbol, m_);
     f->addFnAttr(llvm::Attribute::NoUnwind);
     apply_target_attributes(*f);
     b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", f));
     llvm::Value* frame = f->getArg(0);
     llvm::Value* buffers = b_.CreateLoad(ptr, frame, "buffers");
-    llvm::Value* status = b_.CreateLoad(ptr, b_.CreateConstGEP1_64(b_.getInt8Ty(), frame, 8), "status");
+    llvm::Value* status =
+        b_.CreateLoad(ptr, b_.CreateConstGEP1_64(b_.getInt8Ty(), frame, 8), "status");
     std::vector<llvm::Value*> args;
     for (size_t i = 0; i < buffer_count(); ++i)
       args.push_back(b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, buffers, i)));
@@ -219,8 +224,10 @@ class KernelEmitter {
       Index o;
       for (int d = 0; d < in.rank(); ++d) {
         bool reduced = std::find(axes.begin(), axes.end(), d) != axes.end();
-        if (!reduced) o.push_back(i[size_t(d)]);
-        else if (keepdims) o.push_back(b_.getInt64(0));
+        if (!reduced)
+          o.push_back(i[size_t(d)]);
+        else if (keepdims)
+          o.push_back(b_.getInt64(0));
       }
       llvm::Value* p = at(o);
       b_.CreateStore(combine(n.op(), t, b_.CreateLoad(rt, p), elem(x, i)), p);
@@ -232,7 +239,8 @@ class KernelEmitter {
     nest(v->shape(), first, out_idx, [&](const Index& o) {
       llvm::Value* r = b_.CreateLoad(rt, at(o));
       if (n.is_op(OpKind::Mean)) r = b_.CreateFDiv(r, llvm::ConstantFP::get(rt, double(count)));
-      for (llvm::Value* buf : buffers) b_.CreateStore(r, b_.CreateInBoundsGEP(rt, buf, offset(v, o)));
+      for (llvm::Value* buf : buffers)
+        b_.CreateStore(r, b_.CreateInBoundsGEP(rt, buf, offset(v, o)));
     });
   }
 
@@ -260,7 +268,8 @@ class KernelEmitter {
     llvm::Value* off = offset(v, idx);
     llvm::Type* st = storage_type(ctx_, v->dtype());
     if (v->dtype() == DType::b8) x = b_.CreateZExt(x, st);
-    for (llvm::Value* buf : out_buffers_.at(v)) b_.CreateStore(x, b_.CreateInBoundsGEP(st, buf, off));
+    for (llvm::Value* buf : out_buffers_.at(v))
+      b_.CreateStore(x, b_.CreateInBoundsGEP(st, buf, off));
   }
 
   // ---- elemental emission
@@ -273,7 +282,8 @@ class KernelEmitter {
     int64_t stride = 1;
     for (int d = s.rank() - 1; d >= 0; --d) {
       if (s[d] != 1) {
-        llvm::Value* term = stride == 1 ? idx[d] : b_.CreateMul(idx[d], b_.getInt64(stride), "", true, true);
+        llvm::Value* term =
+            stride == 1 ? idx[d] : b_.CreateMul(idx[d], b_.getInt64(stride), "", true, true);
         off = off == nullptr ? term : b_.CreateAdd(off, term, "", true, true);
       }
       stride *= s[d];
@@ -295,9 +305,12 @@ class KernelEmitter {
       double d = lit.as_double(i);
       switch (lit.type().dtype) {
         case DType::f32:
-        case DType::f64: return llvm::ConstantFP::get(rt, d);
-        case DType::i64: return llvm::ConstantInt::get(rt, uint64_t(lit.data_as<int64_t>()[i]));
-        default: return llvm::ConstantInt::get(rt, uint64_t(int64_t(d)), true);
+        case DType::f64:
+          return llvm::ConstantFP::get(rt, d);
+        case DType::i64:
+          return llvm::ConstantInt::get(rt, uint64_t(lit.data_as<int64_t>()[i]));
+        default:
+          return llvm::ConstantInt::get(rt, uint64_t(int64_t(d)), true);
       }
     };
     if (lit.num_elements() == 0 || lit.is_splat()) return element(0);
@@ -394,7 +407,8 @@ class KernelEmitter {
     }
     llvm::Value* linear = b_.getInt64(0);
     for (int d = 0; d < out.rank(); ++d)
-      linear = b_.CreateAdd(b_.CreateMul(linear, b_.getInt64(out[d]), "", true, true), idx[size_t(d)], "", true, true);
+      linear = b_.CreateAdd(b_.CreateMul(linear, b_.getInt64(out[d]), "", true, true),
+                            idx[size_t(d)], "", true, true);
     for (int d = in.rank() - 1; d >= 0; --d) {
       if (in[d] == 1) continue;
       r[size_t(d)] = b_.CreateURem(linear, b_.getInt64(in[d]));
@@ -465,22 +479,28 @@ class KernelEmitter {
     const bool f = is_floating(t);
     const double inf = std::numeric_limits<double>::infinity();
     auto int_min = [&]() -> int64_t {
-      return t == DType::u8 ? 0 : t == DType::i32 ? std::numeric_limits<int32_t>::min()
-                                                   : std::numeric_limits<int64_t>::min();
+      return t == DType::u8    ? 0
+             : t == DType::i32 ? std::numeric_limits<int32_t>::min()
+                               : std::numeric_limits<int64_t>::min();
     };
     auto int_max = [&]() -> int64_t {
-      return t == DType::u8 ? 255 : t == DType::i32 ? std::numeric_limits<int32_t>::max()
-                                                     : std::numeric_limits<int64_t>::max();
+      return t == DType::u8    ? 255
+             : t == DType::i32 ? std::numeric_limits<int32_t>::max()
+                               : std::numeric_limits<int64_t>::max();
     };
     switch (op) {
-      case OpKind::Prod: return f ? llvm::ConstantFP::get(rt, 1.0) : llvm::ConstantInt::get(rt, 1);
+      case OpKind::Prod:
+        return f ? llvm::ConstantFP::get(rt, 1.0) : llvm::ConstantInt::get(rt, 1);
       case OpKind::Max:
       case OpKind::ArgMax:
-        return f ? llvm::ConstantFP::get(rt, -inf) : llvm::ConstantInt::get(rt, uint64_t(int_min()), true);
+        return f ? llvm::ConstantFP::get(rt, -inf)
+                 : llvm::ConstantInt::get(rt, uint64_t(int_min()), true);
       case OpKind::Min:
       case OpKind::ArgMin:
-        return f ? llvm::ConstantFP::get(rt, inf) : llvm::ConstantInt::get(rt, uint64_t(int_max()), true);
-      default: return f ? llvm::ConstantFP::get(rt, 0.0) : llvm::ConstantInt::get(rt, 0);
+        return f ? llvm::ConstantFP::get(rt, inf)
+                 : llvm::ConstantInt::get(rt, uint64_t(int_max()), true);
+      default:
+        return f ? llvm::ConstantFP::get(rt, 0.0) : llvm::ConstantInt::get(rt, 0);
     }
   }
 
@@ -492,14 +512,16 @@ class KernelEmitter {
     fmf.setAllowReassoc(true);  // several vector accumulators, order fixed by the code
     b_.setFastMathFlags(fmf);
     switch (op) {
-      case OpKind::Prod: return f ? b_.CreateFMul(acc, v) : b_.CreateMul(acc, v);
+      case OpKind::Prod:
+        return f ? b_.CreateFMul(acc, v) : b_.CreateMul(acc, v);
       case OpKind::Max:
         if (f) return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, acc, v);
         return b_.CreateBinaryIntrinsic(u ? llvm::Intrinsic::umax : llvm::Intrinsic::smax, acc, v);
       case OpKind::Min:
         if (f) return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, acc, v);
         return b_.CreateBinaryIntrinsic(u ? llvm::Intrinsic::umin : llvm::Intrinsic::smin, acc, v);
-      default: return f ? b_.CreateFAdd(acc, v) : b_.CreateAdd(acc, v);
+      default:
+        return f ? b_.CreateFAdd(acc, v) : b_.CreateAdd(acc, v);
     }
   }
 

@@ -15,7 +15,8 @@ using llvm::Value;
 bool is_unsigned(DType t) { return t == DType::u8 || t == DType::b8; }
 
 Value* call_intrinsic(llvm::IRBuilder<>& b, llvm::Intrinsic::ID id, std::span<Value* const> args) {
-  return b.CreateIntrinsic(id, {args[0]->getType()}, llvm::ArrayRef<Value*>(args.data(), args.size()));
+  return b.CreateIntrinsic(id, {args[0]->getType()},
+                           llvm::ArrayRef<Value*>(args.data(), args.size()));
 }
 
 Value* fconst(llvm::IRBuilder<>& b, Value* like, double v) {
@@ -52,7 +53,8 @@ Value* cast(llvm::IRBuilder<>& b, Value* x, DType from, DType to) {
   }
   if (is_floating(from)) {
     if (is_floating(to)) return b.CreateFPCast(x, t);
-    llvm::Intrinsic::ID id = is_unsigned(to) ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat;
+    llvm::Intrinsic::ID id =
+        is_unsigned(to) ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat;
     return b.CreateIntrinsic(id, {t, x->getType()}, {x});
   }
   // from an integer or bool
@@ -63,8 +65,10 @@ Value* cast(llvm::IRBuilder<>& b, Value* x, DType from, DType to) {
 Value* float_unary(ScalarOpContext& c, OpKind op, Value* x, const Attrs& attrs) {
   llvm::IRBuilder<>& b = c.b;
   switch (op) {
-    case OpKind::Neg: return b.CreateFNeg(x);
-    case OpKind::Abs: return call_intrinsic(b, llvm::Intrinsic::fabs, {&x, 1});
+    case OpKind::Neg:
+      return b.CreateFNeg(x);
+    case OpKind::Abs:
+      return call_intrinsic(b, llvm::Intrinsic::fabs, {&x, 1});
     case OpKind::Sign: {  // as eager (Eigen): NaN stays NaN, -0.0 and +0.0 give +0.0
       Value* pos = b.CreateFCmpOGT(x, fconst(b, x, 0.0));
       Value* neg = b.CreateFCmpOLT(x, fconst(b, x, 0.0));
@@ -72,27 +76,39 @@ Value* float_unary(ScalarOpContext& c, OpKind op, Value* x, const Attrs& attrs) 
       return b.CreateSelect(pos, fconst(b, x, 1.0),
                             b.CreateSelect(neg, fconst(b, x, -1.0), zero_or_nan));
     }
-    case OpKind::Square: return b.CreateFMul(x, x);
-    case OpKind::Sqrt: return call_intrinsic(b, llvm::Intrinsic::sqrt, {&x, 1});
+    case OpKind::Square:
+      return b.CreateFMul(x, x);
+    case OpKind::Sqrt:
+      return call_intrinsic(b, llvm::Intrinsic::sqrt, {&x, 1});
     case OpKind::Rsqrt:
       return b.CreateFDiv(fconst(b, x, 1.0), call_intrinsic(b, llvm::Intrinsic::sqrt, {&x, 1}));
-    case OpKind::Exp: return math(c, MathFunction::kExp, x);
-    case OpKind::Log: return math(c, MathFunction::kLog, x);
-    case OpKind::Log1p: return math(c, MathFunction::kLog1p, x);
-    case OpKind::Tanh: return math(c, MathFunction::kTanh, x);
-    case OpKind::Sigmoid: return math(c, MathFunction::kSigmoid, x);
-    case OpKind::Erf: return math(c, MathFunction::kErf, x);
-    case OpKind::Softplus: return math(c, MathFunction::kSoftplus, x);
+    case OpKind::Exp:
+      return math(c, MathFunction::kExp, x);
+    case OpKind::Log:
+      return math(c, MathFunction::kLog, x);
+    case OpKind::Log1p:
+      return math(c, MathFunction::kLog1p, x);
+    case OpKind::Tanh:
+      return math(c, MathFunction::kTanh, x);
+    case OpKind::Sigmoid:
+      return math(c, MathFunction::kSigmoid, x);
+    case OpKind::Erf:
+      return math(c, MathFunction::kErf, x);
+    case OpKind::Softplus:
+      return math(c, MathFunction::kSoftplus, x);
     case OpKind::Gelu:
-      return math(c, attrs.get_bool("approximate", "gelu") ? MathFunction::kGeluTanh
-                                                            : MathFunction::kGeluErf, x);
+      return math(
+          c,
+          attrs.get_bool("approximate", "gelu") ? MathFunction::kGeluTanh : MathFunction::kGeluErf,
+          x);
     case OpKind::Relu:  // NaN stays NaN, -0 stays -0
       return b.CreateSelect(b.CreateFCmpOLT(x, fconst(b, x, 0.0)), fconst(b, x, 0.0), x);
     case OpKind::LeakyRelu: {
       Value* alpha = fconst(b, x, attrs.get_double("alpha", "leaky_relu"));
       return b.CreateSelect(b.CreateFCmpOGT(x, fconst(b, x, 0.0)), x, b.CreateFMul(x, alpha));
     }
-    default: break;
+    default:
+      break;
   }
   internal_error(__FILE__, __LINE__, std::string("no float lowering for ") + op_info(op).name);
 }
@@ -100,7 +116,8 @@ Value* float_unary(ScalarOpContext& c, OpKind op, Value* x, const Attrs& attrs) 
 Value* int_unary(llvm::IRBuilder<>& b, OpKind op, Value* x, DType t) {
   const bool u = is_unsigned(t);
   switch (op) {
-    case OpKind::Neg: return b.CreateSub(iconst(x, 0), x);
+    case OpKind::Neg:
+      return b.CreateSub(iconst(x, 0), x);
     case OpKind::Abs:
       return u ? x : b.CreateIntrinsic(llvm::Intrinsic::abs, {x->getType()}, {x, b.getFalse()});
     case OpKind::Sign: {
@@ -109,10 +126,12 @@ Value* int_unary(llvm::IRBuilder<>& b, OpKind op, Value* x, DType t) {
       Value* neg = b.CreateZExt(b.CreateICmpSLT(x, iconst(x, 0)), x->getType());
       return b.CreateSub(pos, neg);
     }
-    case OpKind::Square: return b.CreateMul(x, x);
+    case OpKind::Square:
+      return b.CreateMul(x, x);
     case OpKind::Relu:
       return u ? x : b.CreateSelect(b.CreateICmpSLT(x, iconst(x, 0)), iconst(x, 0), x);
-    default: break;
+    default:
+      break;
   }
   internal_error(__FILE__, __LINE__, std::string("no integer lowering for ") + op_info(op).name);
 }
@@ -120,22 +139,34 @@ Value* int_unary(llvm::IRBuilder<>& b, OpKind op, Value* x, DType t) {
 Value* compare(llvm::IRBuilder<>& b, OpKind op, Value* x, Value* y, DType t) {
   if (is_floating(t)) {
     switch (op) {
-      case OpKind::Equal: return b.CreateFCmpOEQ(x, y);
-      case OpKind::NotEqual: return b.CreateFCmpUNE(x, y);
-      case OpKind::Less: return b.CreateFCmpOLT(x, y);
-      case OpKind::LessEqual: return b.CreateFCmpOLE(x, y);
-      case OpKind::Greater: return b.CreateFCmpOGT(x, y);
-      default: return b.CreateFCmpOGE(x, y);
+      case OpKind::Equal:
+        return b.CreateFCmpOEQ(x, y);
+      case OpKind::NotEqual:
+        return b.CreateFCmpUNE(x, y);
+      case OpKind::Less:
+        return b.CreateFCmpOLT(x, y);
+      case OpKind::LessEqual:
+        return b.CreateFCmpOLE(x, y);
+      case OpKind::Greater:
+        return b.CreateFCmpOGT(x, y);
+      default:
+        return b.CreateFCmpOGE(x, y);
     }
   }
   const bool u = is_unsigned(t);
   switch (op) {
-    case OpKind::Equal: return b.CreateICmpEQ(x, y);
-    case OpKind::NotEqual: return b.CreateICmpNE(x, y);
-    case OpKind::Less: return u ? b.CreateICmpULT(x, y) : b.CreateICmpSLT(x, y);
-    case OpKind::LessEqual: return u ? b.CreateICmpULE(x, y) : b.CreateICmpSLE(x, y);
-    case OpKind::Greater: return u ? b.CreateICmpUGT(x, y) : b.CreateICmpSGT(x, y);
-    default: return u ? b.CreateICmpUGE(x, y) : b.CreateICmpSGE(x, y);
+    case OpKind::Equal:
+      return b.CreateICmpEQ(x, y);
+    case OpKind::NotEqual:
+      return b.CreateICmpNE(x, y);
+    case OpKind::Less:
+      return u ? b.CreateICmpULT(x, y) : b.CreateICmpSLT(x, y);
+    case OpKind::LessEqual:
+      return u ? b.CreateICmpULE(x, y) : b.CreateICmpSLE(x, y);
+    case OpKind::Greater:
+      return u ? b.CreateICmpUGT(x, y) : b.CreateICmpSGT(x, y);
+    default:
+      return u ? b.CreateICmpUGE(x, y) : b.CreateICmpSGE(x, y);
   }
 }
 
@@ -143,10 +174,14 @@ Value* binary(ScalarOpContext& c, OpKind op, Value* x, Value* y, DType t) {
   llvm::IRBuilder<>& b = c.b;
   const bool f = is_floating(t), u = is_unsigned(t);
   switch (op) {
-    case OpKind::Add: return f ? b.CreateFAdd(x, y) : b.CreateAdd(x, y);
-    case OpKind::Sub: return f ? b.CreateFSub(x, y) : b.CreateSub(x, y);
-    case OpKind::Mul: return f ? b.CreateFMul(x, y) : b.CreateMul(x, y);
-    case OpKind::Div: return f ? b.CreateFDiv(x, y) : integer_div(c, x, y, u);
+    case OpKind::Add:
+      return f ? b.CreateFAdd(x, y) : b.CreateAdd(x, y);
+    case OpKind::Sub:
+      return f ? b.CreateFSub(x, y) : b.CreateSub(x, y);
+    case OpKind::Mul:
+      return f ? b.CreateFMul(x, y) : b.CreateMul(x, y);
+    case OpKind::Div:
+      return f ? b.CreateFDiv(x, y) : integer_div(c, x, y, u);
     case OpKind::Pow: {
       Value* args[] = {x, y};
       return call_intrinsic(b, llvm::Intrinsic::pow, args);
@@ -162,9 +197,12 @@ Value* binary(ScalarOpContext& c, OpKind op, Value* x, Value* y, DType t) {
                         : (u ? b.CreateICmpULE(x, y) : b.CreateICmpSLE(x, y));
       return b.CreateSelect(pick, x, y);
     }
-    case OpKind::LogicalAnd: return b.CreateAnd(x, y);
-    case OpKind::LogicalOr: return b.CreateOr(x, y);
-    default: return compare(b, op, x, y, t);
+    case OpKind::LogicalAnd:
+      return b.CreateAnd(x, y);
+    case OpKind::LogicalOr:
+      return b.CreateOr(x, y);
+    default:
+      return compare(b, op, x, y, t);
   }
 }
 
@@ -172,12 +210,18 @@ Value* binary(ScalarOpContext& c, OpKind op, Value* x, Value* y, DType t) {
 
 llvm::Type* register_type(llvm::LLVMContext& c, DType t) {
   switch (t) {
-    case DType::f32: return llvm::Type::getFloatTy(c);
-    case DType::f64: return llvm::Type::getDoubleTy(c);
-    case DType::i32: return llvm::Type::getInt32Ty(c);
-    case DType::i64: return llvm::Type::getInt64Ty(c);
-    case DType::u8: return llvm::Type::getInt8Ty(c);
-    case DType::b8: return llvm::Type::getInt1Ty(c);
+    case DType::f32:
+      return llvm::Type::getFloatTy(c);
+    case DType::f64:
+      return llvm::Type::getDoubleTy(c);
+    case DType::i32:
+      return llvm::Type::getInt32Ty(c);
+    case DType::i64:
+      return llvm::Type::getInt64Ty(c);
+    case DType::u8:
+      return llvm::Type::getInt8Ty(c);
+    case DType::b8:
+      return llvm::Type::getInt1Ty(c);
   }
   return nullptr;
 }

@@ -16,7 +16,17 @@
 
 namespace kiln::codegen {
 
-enum class MathFunction { kExp, kLog, kLog1p, kTanh, kSigmoid, kErf, kGeluTanh, kGeluErf, kSoftplus };
+enum class MathFunction {
+  kExp,
+  kLog,
+  kLog1p,
+  kTanh,
+  kSigmoid,
+  kErf,
+  kGeluTanh,
+  kGeluErf,
+  kSoftplus
+};
 
 // The name used in symbols and docs ("exp", "gelu_tanh", ...).
 const char* math_function_name(MathFunction fn);

@@ -18,9 +18,10 @@ namespace {
 
 void check_status(const KernelCall& call, int32_t status) {
   if (status == kKernelIntegerDivisionByZero)
-    throw Error(fmt::format("div: integer division by zero in compiled kernel {} (a divisor "
-                            "has a zero; check the divisor or use a float dtype)",
-                            call.layout.symbol));
+    throw Error(
+        fmt::format("div: integer division by zero in compiled kernel {} (a divisor "
+                    "has a zero; check the divisor or use a float dtype)",
+                    call.layout.symbol));
   if (status != kKernelOk)
     throw Error(fmt::format("compiled kernel {} reported status {}", call.layout.symbol, status));
 }
@@ -31,8 +32,7 @@ int64_t grain_rows(const KernelLayout& l) {
 
 // The frame buffers of a kernel call: inputs, outputs (slots already hold their arrays),
 // temporaries (in the arena).
-std::vector<void*> kernel_buffers(const KernelCall& call, std::vector<Array>& slots,
-                                  char* arena) {
+std::vector<void*> kernel_buffers(const KernelCall& call, std::vector<Array>& slots, char* arena) {
   std::vector<void*> buffers;
   buffers.reserve(call.inputs.size() + call.outputs.size() + call.temporary_offsets.size());
   for (int s : call.inputs) buffers.push_back(slots[size_t(s)].raw());
@@ -53,7 +53,8 @@ Array detach(const Array& a) {
 // A 2-d matmul whose epilogue reads the product only at the rows it computes.
 bool blockable(const ExecutableStep& s, std::span<const Array> in) {
   if (s.op != OpKind::MatMul || !s.kernel) return false;
-  if (in[0].shape.rank() != 2 || in[1].shape.rank() != 2 || !is_floating(s.type.dtype)) return false;
+  if (in[0].shape.rank() != 2 || in[1].shape.rank() != 2 || !is_floating(s.type.dtype))
+    return false;
   const KernelLayout& l = s.kernel->layout;
   if (l.inputs_by_row.empty() || !l.inputs_by_row.back()) return false;
   int64_t m = s.type.shape[0], n = s.type.shape[1];
@@ -63,7 +64,8 @@ bool blockable(const ExecutableStep& s, std::span<const Array> in) {
 template <typename T>
 void blocked_matmul(const ExecutableStep& s, std::span<const Array> in, Array& c,
                     std::span<void* const> buffers) {
-  bool ta = s.attrs.get_bool("transpose_a", "matmul"), tb = s.attrs.get_bool("transpose_b", "matmul");
+  bool ta = s.attrs.get_bool("transpose_a", "matmul"),
+       tb = s.attrs.get_bool("transpose_b", "matmul");
   const int64_t m = s.type.shape[0], n = s.type.shape[1];
   const int64_t k = ta ? in[0].shape[0] : in[0].shape[1];
   const int64_t lda = in[0].shape[1], ldb = in[1].shape[1];
@@ -89,11 +91,16 @@ void blocked_matmul(const ExecutableStep& s, std::span<const Array> in, Array& c
 
 const char* category_of(ExecutableStep::Kind k) {
   switch (k) {
-    case ExecutableStep::Kind::kKernel: return "kernel";
-    case ExecutableStep::Kind::kContraction: return "contraction";
-    case ExecutableStep::Kind::kOp: return "op";
-    case ExecutableStep::Kind::kAssign: return "assign";
-    default: return "control";
+    case ExecutableStep::Kind::kKernel:
+      return "kernel";
+    case ExecutableStep::Kind::kContraction:
+      return "contraction";
+    case ExecutableStep::Kind::kOp:
+      return "op";
+    case ExecutableStep::Kind::kAssign:
+      return "assign";
+    default:
+      return "control";
   }
 }
 
@@ -196,7 +203,8 @@ Array Executable::acquire_pooled(size_t slot) const {
   return Array{t.dtype, t.shape, pool.back()};
 }
 
-std::vector<Array> Executable::run(std::span<const Array> args, std::vector<Array>& variables) const {
+std::vector<Array> Executable::run(std::span<const Array> args,
+                                   std::vector<Array>& variables) const {
   KILN_ASSERT(args.size() == parameter_slots_.size(), "executable called with the wrong arity");
   KILN_ASSERT(variables.size() == variable_slots_.size(), "executable: wrong variable count");
   std::vector<Array> slots(slot_storage_.size());
@@ -205,10 +213,10 @@ std::vector<Array> Executable::run(std::span<const Array> args, std::vector<Arra
   for (size_t i = 0; i < slot_storage_.size(); ++i) {
     const SlotStorage& st = slot_storage_[i];
     if (st.kind == SlotStorage::Kind::kArena)
-      slots[i] = Array{st.type.dtype, st.type.shape,
-                       Storage::view(base + st.offset, size_t(st.type.shape.num_elements()) *
-                                                           dtype_size(st.type.dtype),
-                                     arena)};
+      slots[i] = Array{
+          st.type.dtype, st.type.shape,
+          Storage::view(base + st.offset,
+                        size_t(st.type.shape.num_elements()) * dtype_size(st.type.dtype), arena)};
     else if (st.kind == SlotStorage::Kind::kPooled)
       slots[i] = acquire_pooled(i);
   }
@@ -262,7 +270,8 @@ std::vector<Array> Executable::run(std::span<const Array> args, std::vector<Arra
       case ExecutableStep::Kind::kAssign: {
         Array value = slots[size_t(s.inputs[0])];
         Array& var = variables[size_t(s.variable)];
-        if (s.assign_kind == ir::NodeKind::kAssignAdd || s.assign_kind == ir::NodeKind::kAssignSub) {
+        if (s.assign_kind == ir::NodeKind::kAssignAdd ||
+            s.assign_kind == ir::NodeKind::kAssignSub) {
           Array pair[2] = {var, value};
           value = run_op(s.assign_kind == ir::NodeKind::kAssignAdd ? OpKind::Add : OpKind::Sub,
                          pair, {});

@@ -37,11 +37,11 @@ namespace kiln::runtime {
 
 // How to call one compiled kernel (made by codegen/, used by the executable).
 struct KernelLayout {
-  std::string symbol;        // the kernel's name: its fusion group's name
-  size_t num_inputs = 0;     // frame buffers [0, num_inputs)
-  size_t num_outputs = 0;    // then num_outputs output buffers
+  std::string symbol;                   // the kernel's name: its fusion group's name
+  size_t num_inputs = 0;                // frame buffers [0, num_inputs)
+  size_t num_outputs = 0;               // then num_outputs output buffers
   std::vector<TensorType> temporaries;  // then one buffer of each of these types
-  std::string iteration;     // "flat", "rows" or "serial" (codegen/lower_kernel.h)
+  std::string iteration;                // "flat", "rows" or "serial" (codegen/lower_kernel.h)
   int64_t extent = 1;        // rows of the parallel dimension: call with [0, extent) in chunks
   int64_t row_elements = 1;  // elements computed per row (for sizing chunks)
   // Per input: true if computing row r (element r of a flat kernel) reads the input only at

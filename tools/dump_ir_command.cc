@@ -5,12 +5,12 @@
 
 #include <iostream>
 
+#include "codegen/compile_graph.h"
 #include "ir/dot.h"
 #include "ir/printer.h"
 #include "kiln/kiln.h"
 #include "passes/optimize.h"
 #include "tools/commands.h"
-#include "codegen/compile_graph.h"
 #include "tools/model_zoo.h"
 
 namespace kiln::tools {

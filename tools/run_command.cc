@@ -12,9 +12,9 @@
 #include <iostream>
 #include <map>
 
-#include "frontend/io/npy.h"
 #include "codegen/compile_graph.h"
 #include "codegen/object_cache.h"
+#include "frontend/io/npy.h"
 #include "ir/parser.h"
 #include "ir/verifier.h"
 #include "kiln/kiln.h"
@@ -98,8 +98,8 @@ void run(const RunArgs& a) {
   if (a.cache_stats) {
     codegen::CacheStats c = codegen::cache_stats();
     std::cout << fmt::format(
-        "kernel cache: {} compiled, {} from disk, {} in memory, {} corrupt, {} written\n",
-        c.misses, c.disk_hits, c.memory_hits, c.corrupt, c.disk_writes);
+        "kernel cache: {} compiled, {} from disk, {} in memory, {} corrupt, {} written\n", c.misses,
+        c.disk_hits, c.memory_hits, c.corrupt, c.disk_writes);
   }
   std::filesystem::create_directories(a.output_dir);
   for (size_t i = 0; i < outs.size(); ++i) {
@@ -120,7 +120,8 @@ void run(const RunArgs& a) {
 
 void add_run_command(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
-  CLI::App* cmd = app.add_subcommand("run", "run an IR file on .npy inputs (compiled or reference executor)");
+  CLI::App* cmd =
+      app.add_subcommand("run", "run an IR file on .npy inputs (compiled or reference executor)");
   cmd->add_option("file", args->file, "the .kir file")->required();
   cmd->add_option("--input", args->inputs, "NAME=FILE.npy (NAME: parameter number or variable)");
   cmd->add_option("--output-dir", args->output_dir, "where outputs are written (created)");

@@ -93,8 +93,9 @@ TrainRun train_once(const TrainArgs& a, const Data& d, const std::string& mode, 
       if (b == 0) continue;
       std::vector<int64_t> rows;
       for (int64_t i = 0; i < b; ++i) rows.push_back(i);
-      run.compile_seconds += model->train_step_function(data::take_rows(d.x_train, rows),
-                                                        data::take_rows(d.train.y, rows))
+      run.compile_seconds += model
+                                 ->train_step_function(data::take_rows(d.x_train, rows),
+                                                       data::take_rows(d.train.y, rows))
                                  .compile_stats()
                                  .compile_seconds;
     }

@@ -20,10 +20,13 @@ std::string mib(int64_t bytes) { return fmt::format("{:.1f} MiB", double(bytes) 
 
 }  // namespace
 
-void StepTimer::on_train_batch_begin(int, const Logs&) { start_ = std::chrono::steady_clock::now(); }
+void StepTimer::on_train_batch_begin(int, const Logs&) {
+  start_ = std::chrono::steady_clock::now();
+}
 
 void StepTimer::on_train_batch_end(int, const Logs&) {
-  seconds_.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+  seconds_.push_back(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
 }
 
 bool runs_agree(const TrainRun& a, const TrainRun& b) {
@@ -35,11 +38,10 @@ bool runs_agree(const TrainRun& a, const TrainRun& b) {
 void print_comparison(std::ostream& os, const std::vector<TrainRun>& runs) {
   if (runs.empty()) return;
   const double base = percentile(runs.front().step_seconds, 0.5);
-  std::vector<std::vector<std::string>> rows = {{""}, {"step time (median)"},
-                                                {"step time (p10 - p90)"}, {"examples / s"},
-                                                {"speedup"}, {"compile time"},
-                                                {"peak tensor memory"}, {"final training loss"},
-                                                {"test loss"}, {"test accuracy"}};
+  std::vector<std::vector<std::string>> rows = {
+      {""},          {"step time (median)"}, {"step time (p10 - p90)"}, {"examples / s"},
+      {"speedup"},   {"compile time"},       {"peak tensor memory"},    {"final training loss"},
+      {"test loss"}, {"test accuracy"}};
   for (const TrainRun& r : runs) {
     double med = percentile(r.step_seconds, 0.5);
     rows[0].push_back(r.mode);

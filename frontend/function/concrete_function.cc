@@ -22,7 +22,8 @@ struct ConcreteFunction::Impl {
   std::optional<ExecutionMode> mode;
   // Compiled executables by argument shapes.
   mutable std::mutex mutex;
-  mutable std::map<std::vector<std::vector<int64_t>>, std::shared_ptr<const runtime::Executable>> executables;
+  mutable std::map<std::vector<std::vector<int64_t>>, std::shared_ptr<const runtime::Executable>>
+      executables;
   mutable CompileStats stats;
 
   std::shared_ptr<const runtime::Executable> executable_for(const std::vector<Tensor>& args) const;
@@ -35,7 +36,8 @@ const char* execution_mode_name(ExecutionMode mode) {
 ExecutionMode parse_execution_mode(const std::string& name) {
   if (name == "compiled") return ExecutionMode::kCompiled;
   if (name == "reference") return ExecutionMode::kReference;
-  throw Error(fmt::format("unknown execution mode \"{}\"; use \"compiled\" or \"reference\"", name));
+  throw Error(
+      fmt::format("unknown execution mode \"{}\"; use \"compiled\" or \"reference\"", name));
 }
 
 namespace {
@@ -149,7 +151,8 @@ std::vector<Tensor> ConcreteFunction::operator()(const std::vector<Tensor>& args
   return run(args, mode());
 }
 
-std::vector<Tensor> ConcreteFunction::run(const std::vector<Tensor>& args, ExecutionMode mode) const {
+std::vector<Tensor> ConcreteFunction::run(const std::vector<Tensor>& args,
+                                          ExecutionMode mode) const {
   const ir::Graph& g = graph();
   if (detail::tracing())
     throw Error(fmt::format(

@@ -56,8 +56,8 @@ class ScopedExecutionMode {
 
 // Compilation counters of one concrete function (all shapes it was called with).
 struct CompileStats {
-  int executables = 0;          // shape specialisations compiled
-  double compile_seconds = 0;   // specialise + optimize + JIT, summed
+  int executables = 0;         // shape specialisations compiled
+  double compile_seconds = 0;  // specialise + optimize + JIT, summed
 };
 
 // One registry entry: a variable the graph captures and what the graph does with it.

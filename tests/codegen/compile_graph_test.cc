@@ -2,8 +2,8 @@
 // assignments, control flow) against the reference executor.
 #include <gtest/gtest.h>
 
-#include "tests/codegen/codegen_test_util.h"
 #include "passes/pipeline.h"
+#include "tests/codegen/codegen_test_util.h"
 
 namespace kiln {
 namespace {

@@ -257,7 +257,6 @@ void check_case(const OpRow& row, DType dt, const Case& c, bool fused, uint32_t 
   }
 }
 
-
 class OpConsistency : public ::testing::TestWithParam<OpRow> {
  protected:
   static void SetUpTestSuite() { cache_ = new testing::ScopedCacheDir(); }

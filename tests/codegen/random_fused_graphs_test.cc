@@ -40,7 +40,6 @@ int graph_count() {
   return std::max(0, std::atoi(env));
 }
 
-
 // Tolerances: f32 kernels use vector math (a few ulp) and reassociated reductions, and the
 // errors pass through a few ops; f64 uses libm; integers are exact.
 void tolerance(DType t, double& rtol, double& atol) {

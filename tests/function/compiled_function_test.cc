@@ -7,8 +7,8 @@
 #include <set>
 #include <thread>
 
-#include "kiln/kiln.h"
 #include "codegen/compile_graph.h"
+#include "kiln/kiln.h"
 #include "tests/support/error_of.h"
 
 namespace kiln {
@@ -95,7 +95,8 @@ TEST(CompiledFunction, ControlFlowMatchesReference) {
     Tensor x = random_normal({4, 9}, 3) * scalar(0.1f) + scalar(sign);
     std::vector<float> got = compiled(x).to_vector<float>(), want = reference(x).to_vector<float>();
     ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5f * (1 + std::abs(want[i])));
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_NEAR(got[i], want[i], 1e-5f * (1 + std::abs(want[i])));
   }
 }
 

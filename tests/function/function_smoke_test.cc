@@ -29,8 +29,9 @@ TEST(FunctionSmoke, TracedTrainingStepMatchesEager) {
     opt->apply_gradients(tape.gradient(l, vars), vars);
     return l;
   };
-  auto step = function([&](const Tensor& x, const Tensor& y) { return step_fn(traced, topt, loss, x, y); },
-                       {.name = "train_step"});
+  auto step =
+      function([&](const Tensor& x, const Tensor& y) { return step_fn(traced, topt, loss, x, y); },
+               {.name = "train_step"});
   for (int i = 0; i < 3; ++i) {
     Tensor le = step_fn(eager, eopt, loss, x, y);
     Tensor lt = step(x, y);
@@ -38,7 +39,8 @@ TEST(FunctionSmoke, TracedTrainingStepMatchesEager) {
   }
   EXPECT_EQ(step.tracing_count(), 1);
   auto we = eager->get_weights(), wt = traced->get_weights();
-  for (size_t i = 0; i < we.size(); ++i) EXPECT_EQ(we[i].to_vector<float>(), wt[i].to_vector<float>());
+  for (size_t i = 0; i < we.size(); ++i)
+    EXPECT_EQ(we[i].to_vector<float>(), wt[i].to_vector<float>());
   std::cout << step.concrete(x, y).ir_text() << std::endl;
 }
 
