@@ -173,6 +173,18 @@ KernelPlan plan_kernel(const ir::Graph& body) {
     else if (v->shape()[0] != p)
       rows = false;
   }
+  // A reduction over the leading axis that keeps the last one (a bias gradient: sum over the
+  // batch) would reduce one strided column per row; serially it accumulates through memory
+  // along contiguous rows instead (lower_kernel.cc), measured 6.7 ms -> well under 1 ms for
+  // [512, 1024].
+  for (const Value* v : plan.materialized) {
+    const ir::Node* n = op_producer(v);
+    if (n == nullptr || !is_reduction(*n) || n->is_op(OpKind::ArgMax) || n->is_op(OpKind::ArgMin))
+      continue;
+    std::vector<int> axes = reduction_axes(*n);
+    const int rank = n->input(0)->shape().rank();
+    if (rank >= 2 && !axes.empty() && axes.front() == 0 && axes.back() != rank - 1) rows = false;
+  }
   if (rows && p > 1) {
     RowCheck check(seen);
     for (const Value* v : plan.materialized)

@@ -22,6 +22,8 @@ void add_train_command(CLI::App& app);
 void add_dump_ir_command(CLI::App& app);
 // `kiln run`: run an IR file on .npy inputs, write the outputs as .npy.
 void add_run_command(CLI::App& app);
+// `kiln bench`: eager vs compiled vs hand-written C++ on the tools/bench_suite.h workloads.
+void add_bench_command(CLI::App& app);
 // `kiln predict`: logits of a trained model for an .npy input.
 void add_predict_command(CLI::App& app);
 

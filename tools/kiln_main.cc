@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   kiln::tools::add_dump_ir_command(app);
   kiln::tools::add_run_command(app);
   kiln::tools::add_predict_command(app);
+  kiln::tools::add_bench_command(app);
   try {
     app.parse(argc, argv);
     if (app.get_subcommands().empty()) {

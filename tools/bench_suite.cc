@@ -1,0 +1,270 @@
+// The `kiln bench` workloads (see bench_suite.h).
+#include "tools/bench_suite.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "kiln/kiln.h"
+#include "tools/bench_baselines.h"
+#include "tools/model_zoo.h"
+
+namespace kiln::bench {
+namespace {
+
+// A memcpy of bytes / 2 bytes (it reads and writes `bytes`), split over the pool's threads like
+// the work it bounds: the memory bandwidth at the same thread count.
+struct Copy {
+  std::vector<char> from, to;
+  Copy(double bytes) : from(size_t(bytes / 2), 1), to(size_t(bytes / 2), 0) {}
+  void run(Pool& pool) {
+    pool.chunks(int64_t(from.size()), 1 << 20, [&](int64_t begin, int64_t end) {
+      std::memcpy(to.data() + begin, from.data() + begin, size_t(end - begin));
+    });
+  }
+};
+
+Tensor random_labels(int64_t n, int64_t classes, int64_t seed) {
+  return cast(random_uniform({n}, seed, 0, double(classes) - 1e-3), DType::i64);
+}
+
+Sequential compiled_model(Sequential model, bool eager) {
+  model->compile({.optimizer = Adam(),
+                  .loss = losses::sparse_categorical_crossentropy(/*from_logits=*/true),
+                  .run_eagerly = eager});
+  return model;
+}
+
+// A training step (eager model, compiled model, optional hand-written step, GEMM limit).
+struct TrainState {
+  Tensor x, y;
+  Sequential eager, compiled;
+  Pool pool;
+  std::unique_ptr<MlpStep> mlp_hand;
+  std::unique_ptr<CnnStep> cnn_hand;
+  std::unique_ptr<GemmOnly> gemms;
+  TrainState(int threads) : pool(threads) {}
+};
+
+Workload train_workload(std::shared_ptr<TrainState> s, std::string name, std::string description) {
+  Workload w;
+  w.name = std::move(name);
+  w.description = std::move(description);
+  w.limit_kind = "gemm";
+  w.limit_flops = s->gemms->flops();
+  TrainState* p = s.get();
+  w.eager = [p] { p->eager->run_train_step(p->x, p->y); };
+  w.compiled = [p] { p->compiled->run_train_step(p->x, p->y); };
+  if (p->mlp_hand) w.baseline = [p] { p->mlp_hand->run(p->x.data<float>(), p->y.data<int64_t>()); };
+  if (p->cnn_hand) w.baseline = [p] { p->cnn_hand->run(p->x.data<float>(), p->y.data<int64_t>()); };
+  w.limit = [p] { p->gemms->run(); };
+  w.compile_seconds = [p] {
+    return p->compiled->train_step_function(p->x, p->y).compile_stats().compile_seconds;
+  };
+  w.state = std::move(s);
+  return w;
+}
+
+Workload mlp(const std::vector<int64_t>& dims, int64_t batch, int threads) {
+  auto s = std::make_shared<TrainState>(threads);
+  s->x = random_normal({batch, dims[0]}, 1);
+  s->y = random_labels(batch, dims.back(), 2);
+  auto build = [&] {
+    set_random_seed(0);
+    std::vector<Layer> layers;
+    for (size_t l = 1; l + 1 < dims.size(); ++l)
+      layers.push_back(Dense(dims[l], {.activation = "relu"}));
+    layers.push_back(Dense(dims.back()));
+    return Sequential(layers, Shape{dims[0]});
+  };
+  s->eager = compiled_model(build(), /*eager=*/true);
+  s->compiled = compiled_model(build(), /*eager=*/false);
+  s->mlp_hand = std::make_unique<MlpStep>(s->pool, dims, batch, /*seed=*/0);
+  s->gemms = std::make_unique<GemmOnly>(s->pool, mlp_step_gemms(dims, batch));
+  std::string widths = fmt::format("{}", fmt::join(dims, "-"));
+  return train_workload(s, fmt::format("mlp_{}_b{}", fmt::join(dims, "_"), batch),
+                        fmt::format("MLP {} training step, batch {} (Adam)", widths, batch));
+}
+
+// tools/model_zoo's "cnn": Conv2D(16, 3x3, same, relu) -> MaxPool 2 -> Conv2D(32, 3x3, same,
+// relu) -> Flatten -> Dense(10) on 28x28x1. Hand-written: CnnStep (im2col + GEMMs); limit: those
+// GEMMs alone.
+Workload cnn(int64_t batch, int threads) {
+  auto s = std::make_shared<TrainState>(threads);
+  s->x = random_normal({batch, 28, 28, 1}, 1);
+  s->y = random_labels(batch, 10, 2);
+  set_random_seed(0);
+  s->eager = compiled_model(tools::build_model("cnn", Shape{28, 28, 1}, 10), true);
+  set_random_seed(0);
+  s->compiled = compiled_model(tools::build_model("cnn", Shape{28, 28, 1}, 10), false);
+  s->cnn_hand = std::make_unique<CnnStep>(s->pool, batch, /*seed=*/0);
+  const int64_t p1 = batch * 28 * 28, p2 = batch * 14 * 14, flat = 14 * 14 * 32;
+  s->gemms =
+      std::make_unique<GemmOnly>(s->pool, std::vector<GemmShape>{
+                                              {p1, 16, 9},  // conv1 forward (im2col: 3x3x1 patches)
+                                              {p2, 32, 144},      // conv2 forward (3x3x16 patches)
+                                              {batch, 10, flat},  // dense forward
+                                              {flat, 10, batch, true, false},  // dense dW
+                                              {batch, flat, 10, false, true},  // dense dx
+                                              {144, 32, p2, true, false},      // conv2 dW
+                                              {p2, 144, 32, false, true},      // conv2 d(patches)
+                                              {9, 16, p1, true, false},        // conv1 dW
+                                          });
+  return train_workload(
+      s, fmt::format("cnn_b{}", batch),
+      fmt::format("CNN conv16-pool-conv32-dense10 training step on 28x28x1, batch {} (Adam)",
+                  batch));
+}
+
+Tensor layer_norm_gelu_residual(const Tensor& x, const Tensor& r, const Tensor& gamma,
+                                const Tensor& beta) {
+  Tensor mu = mean(x, {-1}, true);
+  Tensor d = x - mu;
+  Tensor var = mean(square(d), {-1}, true);
+  Tensor y = d * rsqrt(var + scalar(1e-5f)) * gamma + beta;
+  return gelu(y, /*approximate=*/true) + r;
+}
+
+Workload layer_norm(int threads) {
+  constexpr int64_t kRows = 4096, kCols = 1024;
+  using Fn = std::function<Tensor(const Tensor&, const Tensor&, const Tensor&, const Tensor&)>;
+  struct State {
+    Tensor x, r, gamma, beta;
+    Function<Fn> f{Fn(layer_norm_gelu_residual), {.name = "layer_norm_gelu_residual"}};
+    Pool pool;
+    std::vector<float> out = std::vector<float>(size_t(kRows * kCols));
+    Copy copy{3.0 * kRows * kCols * sizeof(float)};
+    State(int threads) : pool(threads) {}
+  };
+  auto s = std::make_shared<State>(threads);
+  s->x = random_normal({kRows, kCols}, 1);
+  s->r = random_normal({kRows, kCols}, 2);
+  s->gamma = random_uniform({kCols}, 3, 0.5, 1.5);
+  s->beta = random_uniform({kCols}, 4, -0.5, 0.5);
+  State* p = s.get();
+  Workload w;
+  w.name = "layernorm_gelu_residual";
+  w.description = "gelu_tanh(layernorm(x) * gamma + beta) + r on [4096, 1024] (forward)";
+  w.limit_kind = "memory";
+  w.limit_bytes = w.copy_bytes = 3.0 * kRows * kCols * sizeof(float);  // read x, r; write y
+  w.eager = [p] { layer_norm_gelu_residual(p->x, p->r, p->gamma, p->beta); };
+  w.compiled = [p] { p->f(p->x, p->r, p->gamma, p->beta); };
+  w.baseline = [p] {
+    bench::layer_norm_gelu_residual(p->pool, p->x.data<float>(), p->r.data<float>(),
+                                    p->gamma.data<float>(), p->beta.data<float>(), p->out.data(),
+                                    kRows, kCols);
+  };
+  w.limit = [p] { p->copy.run(p->pool); };
+  w.compile_seconds = [p] {
+    return p->f.concrete(p->x, p->r, p->gamma, p->beta).compile_stats().compile_seconds;
+  };
+  w.state = std::move(s);
+  return w;
+}
+
+std::vector<Tensor> softmax_xent_and_grad(const Tensor& logits, const Tensor& labels) {
+  GradientTape tape;
+  tape.watch(logits);
+  Tensor loss = losses::sparse_categorical_crossentropy(/*from_logits=*/true)(labels, logits);
+  return {loss, tape.gradient(loss, logits)};
+}
+
+Workload softmax_xent(int threads) {
+  constexpr int64_t kRows = 512, kCols = 1000;
+  using Fn = std::function<std::vector<Tensor>(const Tensor&, const Tensor&)>;
+  struct State {
+    Tensor logits, labels;
+    Function<Fn> f{Fn(softmax_xent_and_grad), {.name = "softmax_xent"}};
+    Pool pool;
+    std::vector<float> grad = std::vector<float>(size_t(kRows * kCols));
+    Copy copy{2.0 * kRows * kCols * sizeof(float)};
+    State(int threads) : pool(threads) {}
+  };
+  auto s = std::make_shared<State>(threads);
+  s->logits = random_normal({kRows, kCols}, 1, 0, 3);
+  s->labels = random_labels(kRows, kCols, 2);
+  State* p = s.get();
+  Workload w;
+  w.name = "softmax_xent";
+  w.description = "sparse softmax cross-entropy from logits + gradient on [512, 1000]";
+  w.limit_kind = "memory";
+  w.limit_bytes = w.copy_bytes = 2.0 * kRows * kCols * sizeof(float);  // read logits, write grad
+  w.eager = [p] { softmax_xent_and_grad(p->logits, p->labels); };
+  w.compiled = [p] { p->f(p->logits, p->labels); };
+  w.baseline = [p] {
+    softmax_cross_entropy(p->pool, p->logits.data<float>(), p->labels.data<int64_t>(),
+                          p->grad.data(), kRows, kCols);
+  };
+  w.limit = [p] { p->copy.run(p->pool); };
+  w.compile_seconds = [p] {
+    return p->f.concrete(p->logits, p->labels).compile_stats().compile_seconds;
+  };
+  w.state = std::move(s);
+  return w;
+}
+
+Workload adam(int threads) {
+  constexpr int64_t kN = int64_t{1} << 20;
+  using Fn = std::function<void(const Tensor&)>;
+  struct State {
+    Tensor g;
+    Variable w_eager, w_compiled;
+    Optimizer opt_eager = Adam(), opt_compiled = Adam();
+    std::optional<Function<Fn>> f;
+    Pool pool;
+    AdamState hand_state;
+    std::vector<float> w, m = std::vector<float>(kN, 0.f), v = std::vector<float>(kN, 0.f);
+    Copy copy{4.0 * kN * sizeof(float)};
+    State(int threads) : pool(threads) {}
+  };
+  auto s = std::make_shared<State>(threads);
+  // Separate initial values: a shared one would stay alive after the first update of either.
+  s->g = random_normal({kN}, 2, 0, 1e-3);
+  s->w_eager = Variable("w_eager", random_normal({kN}, 1));
+  s->w_compiled = Variable("w_compiled", random_normal({kN}, 1));
+  Tensor init = random_normal({kN}, 1);
+  s->w.assign(init.data<float>(), init.data<float>() + kN);
+  State* p = s.get();
+  p->f.emplace(Fn([p](const Tensor& g) { p->opt_compiled->apply_gradients({g}, {p->w_compiled}); }),
+               FunctionOptions{.name = "adam_update"});
+  Workload w;
+  w.name = "adam_1m";
+  w.description = "Adam update of 2^20 float32 parameters";
+  w.limit_kind = "memory";
+  w.limit_bytes = 7.0 * kN * sizeof(float);  // read w, g, m, v; write w, m, v
+  w.copy_bytes = 4.0 * kN * sizeof(float);   // footprint: w, g, m, v
+  w.eager = [p] { p->opt_eager->apply_gradients({p->g}, {p->w_eager}); };
+  w.compiled = [p] { (*p->f)(p->g); };
+  w.baseline = [p] {
+    adam_update(p->pool, p->hand_state, p->w.data(), p->g.data<float>(), p->m.data(), p->v.data(),
+                kN);
+    ++p->hand_state.iterations;
+  };
+  w.limit = [p] { p->copy.run(p->pool); };
+  w.compile_seconds = [p] { return p->f->concrete(p->g).compile_stats().compile_seconds; };
+  w.state = std::move(s);
+  return w;
+}
+
+}  // namespace
+
+std::vector<std::string> workload_names() {
+  return {"mlp_784_256_256_10_b64",
+          "mlp_1024_1024_1024_10_b512",
+          "cnn_b64",
+          "layernorm_gelu_residual",
+          "softmax_xent",
+          "adam_1m"};
+}
+
+Workload make_workload(const std::string& name, int threads) {
+  if (name == "mlp_784_256_256_10_b64") return mlp({784, 256, 256, 10}, 64, threads);
+  if (name == "mlp_1024_1024_1024_10_b512") return mlp({1024, 1024, 1024, 10}, 512, threads);
+  if (name == "cnn_b64") return cnn(64, threads);
+  if (name == "layernorm_gelu_residual") return layer_norm(threads);
+  if (name == "softmax_xent") return softmax_xent(threads);
+  if (name == "adam_1m") return adam(threads);
+  throw Error(fmt::format("unknown bench workload \"{}\"", name));
+}
+
+}  // namespace kiln::bench
