@@ -48,7 +48,11 @@ ExecutionMode default_execution_mode() {
   int m = g_default_mode.load();
   if (m < 0) {
     std::optional<std::string> knob = runtime::knobs::execution_mode();
-    m = int(knob ? parse_execution_mode(*knob) : ExecutionMode::kCompiled);
+    try {
+      m = int(knob ? parse_execution_mode(*knob) : ExecutionMode::kCompiled);
+    } catch (const Error& e) {
+      throw Error(fmt::format("KILN_EXECUTION_MODE: {}", e.what()));
+    }
     g_default_mode.store(m);
   }
   return ExecutionMode(m);
