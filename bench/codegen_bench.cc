@@ -22,6 +22,7 @@
 #include "codegen/compile_graph.h"
 #include "codegen/object_cache.h"
 #include "kiln/kiln.h"
+#include "tools/bench_suite.h"
 
 namespace {
 
@@ -30,14 +31,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int64_t kRows = 4096, kCols = 1024;
 
-Tensor layer_norm_gelu_residual(const Tensor& x, const Tensor& r, const Tensor& gamma,
-                                const Tensor& beta) {
-  Tensor mu = mean(x, {-1}, true);
-  Tensor d = x - mu;
-  Tensor var = mean(square(d), {-1}, true);
-  Tensor y = d * rsqrt(var + scalar(1e-5f)) * gamma + beta;
-  return gelu(y, /*approximate=*/true) + r;
-}
+using bench::layer_norm_gelu_residual_ops;
 
 struct LayerNormInputs {
   Tensor x, r, gamma, beta;
@@ -86,7 +80,7 @@ BENCHMARK(LayerNormGeluResidual_Copy)->Unit(benchmark::kMillisecond)->UseRealTim
 void LayerNormGeluResidual_Eager(benchmark::State& state) {
   LayerNormInputs in;
   for (auto _ : state) {
-    Tensor y = layer_norm_gelu_residual(in.x, in.r, in.gamma, in.beta);
+    Tensor y = layer_norm_gelu_residual_ops(in.x, in.r, in.gamma, in.beta);
     benchmark::DoNotOptimize(y.data<float>());
   }
 }
@@ -95,11 +89,11 @@ BENCHMARK(LayerNormGeluResidual_Eager)->Unit(benchmark::kMillisecond)->UseRealTi
 void LayerNormGeluResidual_Compiled(benchmark::State& state) {
   LayerNormInputs in;
   auto f = kiln::function([](const Tensor& x, const Tensor& r, const Tensor& g,
-                             const Tensor& b) { return layer_norm_gelu_residual(x, r, g, b); },
+                             const Tensor& b) { return layer_norm_gelu_residual_ops(x, r, g, b); },
                           {.name = "layer_norm_gelu_residual"});
   f(in.x, in.r, in.gamma, in.beta);  // trace and compile
   const double eager = median_seconds(5, [&] {
-    Tensor y = layer_norm_gelu_residual(in.x, in.r, in.gamma, in.beta);
+    Tensor y = layer_norm_gelu_residual_ops(in.x, in.r, in.gamma, in.beta);
     benchmark::DoNotOptimize(y.data<float>());
   });
   const double bytes = 3.0 * double(kRows * kCols) * sizeof(float);

@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include "kiln/kiln.h"
+
 namespace kiln::bench {
 
 struct Workload {
@@ -45,5 +47,10 @@ struct Workload {
 std::vector<std::string> workload_names();
 // Builds one workload; kiln::Error for an unknown name.
 Workload make_workload(const std::string& name, int threads);
+
+// The layer-norm workload's computation in kiln ops: gelu_tanh(layernorm(x) * gamma + beta) + r
+// over the last axis, eps 1e-5 (also used by bench/codegen_bench.cc).
+Tensor layer_norm_gelu_residual_ops(const Tensor& x, const Tensor& r, const Tensor& gamma,
+                                    const Tensor& beta);
 
 }  // namespace kiln::bench
