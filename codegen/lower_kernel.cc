@@ -218,7 +218,7 @@ class KernelEmitter {
     auto at = [&](const Index& o) { return b_.CreateInBoundsGEP(rt, acc, offset(v, o)); };
     Index out_idx = idx;
     nest(v->shape(), first, out_idx,
-         [&](const Index& o) { b_.CreateStore(identity(n.op(), t, rt), at(o)); });
+         [&](const Index& o) { b_.CreateStore(reduction_identity(n.op(), t, rt), at(o)); });
     Index in_idx = idx;
     nest(in, first, in_idx, [&](const Index& i) {
       Index o;
@@ -230,7 +230,7 @@ class KernelEmitter {
           o.push_back(b_.getInt64(0));
       }
       llvm::Value* p = at(o);
-      b_.CreateStore(combine(n.op(), t, b_.CreateLoad(rt, p), elem(x, i)), p);
+      b_.CreateStore(emit_reduction_combine(b_, n.op(), t, b_.CreateLoad(rt, p), elem(x, i)), p);
     });
     int64_t count = 1;
     for (int d : axes) count *= in[d];
@@ -429,7 +429,7 @@ class KernelEmitter {
     llvm::Type* rt = register_type(ctx_, t);
     llvm::Value* acc = alloca_builder_->CreateAlloca(rt);
     llvm::Value* acc_index = arg ? alloca_builder_->CreateAlloca(b_.getInt64Ty()) : nullptr;
-    b_.CreateStore(identity(n.op(), t, rt), acc);
+    b_.CreateStore(reduction_identity(n.op(), t, rt), acc);
     if (arg) b_.CreateStore(b_.getInt64(0), acc_index);
 
     Index in_idx(size_t(s.rank()), nullptr);
@@ -444,12 +444,12 @@ class KernelEmitter {
         llvm::Value* v = elem(x, in_idx);
         llvm::Value* cur = b_.CreateLoad(rt, acc);
         if (arg) {
-          llvm::Value* replace = arg_replaces(n.op(), t, v, cur);
+          llvm::Value* replace = emit_arg_replaces(b_, n.op(), t, v, cur);
           b_.CreateStore(b_.CreateSelect(replace, v, cur), acc);
           llvm::Value* ci = b_.CreateLoad(b_.getInt64Ty(), acc_index);
           b_.CreateStore(b_.CreateSelect(replace, in_idx[size_t(axes[0])], ci), acc_index);
         } else {
-          b_.CreateStore(combine(n.op(), t, cur, v), acc);
+          b_.CreateStore(emit_reduction_combine(b_, n.op(), t, cur, v), acc);
         }
         return;
       }
@@ -473,68 +473,6 @@ class KernelEmitter {
       result = b_.CreateFDiv(result, llvm::ConstantFP::get(rt, double(count)));
     }
     return result;
-  }
-
-  llvm::Value* identity(OpKind op, DType t, llvm::Type* rt) {
-    const bool f = is_floating(t);
-    const double inf = std::numeric_limits<double>::infinity();
-    auto int_min = [&]() -> int64_t {
-      return t == DType::u8    ? 0
-             : t == DType::i32 ? std::numeric_limits<int32_t>::min()
-                               : std::numeric_limits<int64_t>::min();
-    };
-    auto int_max = [&]() -> int64_t {
-      return t == DType::u8    ? 255
-             : t == DType::i32 ? std::numeric_limits<int32_t>::max()
-                               : std::numeric_limits<int64_t>::max();
-    };
-    switch (op) {
-      case OpKind::Prod:
-        return f ? llvm::ConstantFP::get(rt, 1.0) : llvm::ConstantInt::get(rt, 1);
-      case OpKind::Max:
-      case OpKind::ArgMax:
-        return f ? llvm::ConstantFP::get(rt, -inf)
-                 : llvm::ConstantInt::get(rt, uint64_t(int_min()), true);
-      case OpKind::Min:
-      case OpKind::ArgMin:
-        return f ? llvm::ConstantFP::get(rt, inf)
-                 : llvm::ConstantInt::get(rt, uint64_t(int_max()), true);
-      default:
-        return f ? llvm::ConstantFP::get(rt, 0.0) : llvm::ConstantInt::get(rt, 0);
-    }
-  }
-
-  llvm::Value* combine(OpKind op, DType t, llvm::Value* acc, llvm::Value* v) {
-    const bool f = is_floating(t), u = t == DType::u8;
-    llvm::IRBuilder<>::FastMathFlagGuard guard(b_);
-    llvm::FastMathFlags fmf;
-    fmf.setAllowContract(true);
-    fmf.setAllowReassoc(true);  // several vector accumulators, order fixed by the code
-    b_.setFastMathFlags(fmf);
-    switch (op) {
-      case OpKind::Prod:
-        return f ? b_.CreateFMul(acc, v) : b_.CreateMul(acc, v);
-      case OpKind::Max:
-        if (f) return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, acc, v);
-        return b_.CreateBinaryIntrinsic(u ? llvm::Intrinsic::umax : llvm::Intrinsic::smax, acc, v);
-      case OpKind::Min:
-        if (f) return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, acc, v);
-        return b_.CreateBinaryIntrinsic(u ? llvm::Intrinsic::umin : llvm::Intrinsic::smin, acc, v);
-      default:
-        return f ? b_.CreateFAdd(acc, v) : b_.CreateAdd(acc, v);
-    }
-  }
-
-  // argmax / argmin: strictly more extreme, or the first NaN (then nothing replaces it).
-  llvm::Value* arg_replaces(OpKind op, DType t, llvm::Value* v, llvm::Value* best) {
-    const bool max = op == OpKind::ArgMax;
-    if (is_floating(t)) {
-      llvm::Value* better = max ? b_.CreateFCmpOGT(v, best) : b_.CreateFCmpOLT(v, best);
-      llvm::Value* first_nan = b_.CreateAnd(b_.CreateFCmpUNO(v, v), b_.CreateFCmpORD(best, best));
-      return b_.CreateOr(better, first_nan);
-    }
-    if (t == DType::u8) return max ? b_.CreateICmpUGT(v, best) : b_.CreateICmpULT(v, best);
-    return max ? b_.CreateICmpSGT(v, best) : b_.CreateICmpSLT(v, best);
   }
 
   const ir::Graph& g_;

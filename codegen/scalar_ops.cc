@@ -243,4 +243,67 @@ Value* emit_scalar_op(ScalarOpContext& c, OpKind op, std::span<Value* const> arg
   return int_unary(c.b, op, args[0], in);
 }
 
+llvm::Value* reduction_identity(OpKind op, DType t, llvm::Type* rt) {
+  const bool f = is_floating(t);
+  const double inf = std::numeric_limits<double>::infinity();
+  auto int_min = [&]() -> int64_t {
+    return t == DType::u8    ? 0
+           : t == DType::i32 ? std::numeric_limits<int32_t>::min()
+                             : std::numeric_limits<int64_t>::min();
+  };
+  auto int_max = [&]() -> int64_t {
+    return t == DType::u8    ? 255
+           : t == DType::i32 ? std::numeric_limits<int32_t>::max()
+                             : std::numeric_limits<int64_t>::max();
+  };
+  switch (op) {
+    case OpKind::Prod:
+      return f ? llvm::ConstantFP::get(rt, 1.0) : llvm::ConstantInt::get(rt, 1);
+    case OpKind::Max:
+    case OpKind::ArgMax:
+      return f ? llvm::ConstantFP::get(rt, -inf)
+               : llvm::ConstantInt::get(rt, uint64_t(int_min()), true);
+    case OpKind::Min:
+    case OpKind::ArgMin:
+      return f ? llvm::ConstantFP::get(rt, inf)
+               : llvm::ConstantInt::get(rt, uint64_t(int_max()), true);
+    default:
+      return f ? llvm::ConstantFP::get(rt, 0.0) : llvm::ConstantInt::get(rt, 0);
+  }
+}
+
+llvm::Value* emit_reduction_combine(llvm::IRBuilder<>& b, OpKind op, DType t, llvm::Value* acc,
+                                    llvm::Value* v) {
+  const bool f = is_floating(t), u = t == DType::u8;
+  llvm::IRBuilder<>::FastMathFlagGuard guard(b);
+  llvm::FastMathFlags fmf;
+  fmf.setAllowContract(true);
+  fmf.setAllowReassoc(true);  // several vector accumulators, order fixed by the code
+  b.setFastMathFlags(fmf);
+  switch (op) {
+    case OpKind::Prod:
+      return f ? b.CreateFMul(acc, v) : b.CreateMul(acc, v);
+    case OpKind::Max:
+      if (f) return b.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, acc, v);
+      return b.CreateBinaryIntrinsic(u ? llvm::Intrinsic::umax : llvm::Intrinsic::smax, acc, v);
+    case OpKind::Min:
+      if (f) return b.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, acc, v);
+      return b.CreateBinaryIntrinsic(u ? llvm::Intrinsic::umin : llvm::Intrinsic::smin, acc, v);
+    default:
+      return f ? b.CreateFAdd(acc, v) : b.CreateAdd(acc, v);
+  }
+}
+
+llvm::Value* emit_arg_replaces(llvm::IRBuilder<>& b, OpKind op, DType t, llvm::Value* v,
+                               llvm::Value* best) {
+  const bool max = op == OpKind::ArgMax;
+  if (is_floating(t)) {
+    llvm::Value* better = max ? b.CreateFCmpOGT(v, best) : b.CreateFCmpOLT(v, best);
+    llvm::Value* first_nan = b.CreateAnd(b.CreateFCmpUNO(v, v), b.CreateFCmpORD(best, best));
+    return b.CreateOr(better, first_nan);
+  }
+  if (t == DType::u8) return max ? b.CreateICmpUGT(v, best) : b.CreateICmpULT(v, best);
+  return max ? b.CreateICmpSGT(v, best) : b.CreateICmpSLT(v, best);
+}
+
 }  // namespace kiln::codegen

@@ -33,4 +33,15 @@ struct ScalarOpContext {
 llvm::Value* emit_scalar_op(ScalarOpContext& ctx, OpKind op, std::span<llvm::Value* const> args,
                             DType in, DType out, const Attrs& attrs);
 
+// Reductions (sum, mean, prod, max, min, argmax, argmin; `t` the input dtype, `rt` its
+// register type): the accumulator's start value (max: -inf or the smallest integer, ...);
+// one combining step, with reassociation allowed for floats so the loop vectorizer keeps
+// several vector accumulators (max/min propagate NaN); and argmax/argmin's "v replaces best":
+// strictly more extreme, or the first NaN (which nothing replaces afterwards).
+llvm::Value* reduction_identity(OpKind op, DType t, llvm::Type* rt);
+llvm::Value* emit_reduction_combine(llvm::IRBuilder<>& b, OpKind op, DType t, llvm::Value* acc,
+                                    llvm::Value* v);
+llvm::Value* emit_arg_replaces(llvm::IRBuilder<>& b, OpKind op, DType t, llvm::Value* v,
+                               llvm::Value* best);
+
 }  // namespace kiln::codegen
