@@ -58,7 +58,13 @@ bool blockable(const ExecutableStep& s, std::span<const Array> in) {
   const KernelLayout& l = s.kernel->layout;
   if (l.inputs_by_row.empty() || !l.inputs_by_row.back()) return false;
   int64_t m = s.type.shape[0], n = s.type.shape[1];
-  return l.extent == m || l.extent == m * n;
+  if (l.extent != m && l.extent != m * n) return false;
+  // gemm() would split the columns (C wider than tall): a row block per task would leave the
+  // other threads idle, so the product runs as one parallel GEMM before the epilogue.
+  const bool ta = s.attrs.get_bool("transpose_a", "matmul");
+  const int64_t k = ta ? in[0].shape[0] : in[0].shape[1];
+  GemmPlan plan = plan_gemm(m, n, k);
+  return plan.by_rows || plan.blocks <= 1;
 }
 
 template <typename T>
@@ -75,9 +81,8 @@ void blocked_matmul(const ExecutableStep& s, std::span<const Array> in, Array& c
   const KernelCall& call = *s.kernel;
   const int64_t scale = call.layout.extent == m ? 1 : n;
   GemmPlan plan = plan_gemm(m, n, k);
-  int64_t blocks = plan.by_rows ? plan.blocks : 1;
-  int64_t step = plan.by_rows ? plan.step : m;
-  if (blocks <= 1) step = m;
+  const int64_t blocks = plan.blocks;
+  const int64_t step = blocks <= 1 ? m : plan.step;
   std::vector<int32_t> status(size_t(std::max<int64_t>(blocks, 1)), 0);
   parallel_tasks(std::max<int64_t>(blocks, 1), [&](int64_t blk) {
     int64_t r0 = blk * step, r1 = std::min(m, r0 + step);
