@@ -37,7 +37,7 @@ runtime::KernelEntry compile_kernel(int64_t n, bool expensive, std::unique_ptr<i
     y = body->add_op(OpKind::Add, {m, x})->output();
   }
   body->set_outputs({y});
-  return codegen::compile_kernels({{body.get(), "grain_probe", nullptr}}).front().entry;
+  return codegen::compile_kernels({{body.get(), "grain_probe", nullptr, {}}}).front().entry;
 }
 
 void KernelSplit(benchmark::State& state) {

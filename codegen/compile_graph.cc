@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "codegen/compiler.h"
 #include "codegen/lower_kernel.h"
@@ -52,6 +53,7 @@ class GraphCompiler {
   explicit GraphCompiler(const Graph& g) : g_(g) {}
 
   std::shared_ptr<const runtime::Executable> build() {
+    find_in_place_updates();
     std::vector<int> params, vars;
     for (const auto& p : g_.parameters()) params.push_back(slot(p.get()));
     for (const auto& v : g_.variables()) vars.push_back(slot(v.entry));
@@ -61,6 +63,7 @@ class GraphCompiler {
       runtime::KernelCall& call = *calls_[i];
       call.layout = compiled[i].layout;
       call.entry = compiled[i].entry;
+      for (const auto& [o, in] : call.layout.in_place) in_place_slots_.insert(call.outputs[o]);
     }
     std::vector<int> outs;
     for (const Value* v : g_.outputs()) outs.push_back(slot(v));
@@ -73,6 +76,7 @@ class GraphCompiler {
   // Only the requests (for dumps); `owned` keeps one-op bodies alive.
   std::vector<KernelRequest> requests(std::vector<std::unique_ptr<Graph>>& owned) {
     dry_ = true;
+    find_in_place_updates();
     for (const auto& up : g_.nodes()) add_node(*up);
     for (auto& b : bodies_) owned.push_back(std::move(b));
     return requests_;
@@ -93,6 +97,49 @@ class GraphCompiler {
             fmt::format("codegen: {} in graph {} has unknown shape {}; compiled graphs "
                         "need concrete shapes (specialise the graph to its arguments)",
                         n.op_name(), g_.name(), n.output(i)->shape().to_string()));
+  }
+
+  // Variables a kernel may update in place: a value assigned to a variable (the variable's
+  // only assignment) that is computed by a kernel which also reads the variable's entry value,
+  // when no later step reads the entry value and it is not a graph output. Fills
+  // assigned_to_ (value -> variable) and last_reader_ (value -> position of its last reader).
+  void find_in_place_updates() {
+    std::unordered_map<int, int> assignments;
+    for (size_t p = 0; p < g_.nodes().size(); ++p) {
+      const Node& n = *g_.nodes()[p];
+      position_[&n] = p;
+      for (const Value* v : n.inputs()) last_reader_[v] = p;
+      if (n.kind() == NodeKind::kAssign || n.kind() == NodeKind::kAssignAdd ||
+          n.kind() == NodeKind::kAssignSub)
+        ++assignments[n.variable()];
+    }
+    for (const Value* v : g_.outputs()) last_reader_[v] = g_.nodes().size();
+    for (const auto& up : g_.nodes())
+      if (up->kind() == NodeKind::kAssign && assignments[up->variable()] == 1)
+        assigned_to_[up->input(0)] = up->variable();
+  }
+
+  // The (output, input) pairs of node n's kernel that update a variable in place.
+  // `contraction` (of a fusion body) must not read the variable: its GEMM runs block by
+  // block alongside the epilogue that overwrites it.
+  std::vector<std::pair<size_t, size_t>> in_place_pairs(const Node& n, const Node* contraction) {
+    std::vector<std::pair<size_t, size_t>> pairs;
+    for (size_t o = 0; o < n.num_outputs(); ++o) {
+      auto it = assigned_to_.find(n.output(o));
+      if (it == assigned_to_.end()) continue;
+      const Value* entry = g_.variables()[size_t(it->second)].entry;
+      if (entry == nullptr || last_reader_[entry] != position_.at(&n)) continue;
+      for (size_t i = 0; i < n.inputs().size(); ++i) {
+        if (n.input(i) != entry) continue;
+        bool read_by_contraction = false;
+        if (contraction != nullptr)
+          for (const Value* cv : contraction->inputs())
+            read_by_contraction |= cv->def() == Value::Def::kParameter && size_t(cv->index()) == i;
+        if (!read_by_contraction) pairs.emplace_back(o, i);
+        break;
+      }
+    }
+    return pairs;
   }
 
   std::shared_ptr<runtime::KernelCall> request(KernelRequest r, std::vector<int> inputs,
@@ -131,7 +178,9 @@ class GraphCompiler {
     }
     for (const Step& s : steps_) {
       if (s.kind == Step::Kind::kAssign) {  // the new value outlives the call in the variable
-        storage_[size_t(s.inputs[0])].kind = Kind::kPooled;
+        // (in place: the kernel's step binds the variable's own buffer, or a pooled copy)
+        storage_[size_t(s.inputs[0])].kind =
+            in_place_slots_.count(s.inputs[0]) ? Kind::kExternal : Kind::kPooled;
         storage_[size_t(s.output)].kind = Kind::kExternal;
       }
       if (s.kind == Step::Kind::kCond || s.kind == Step::Kind::kWhile)
@@ -211,7 +260,8 @@ class GraphCompiler {
       bodies_.push_back(one_op_body(n, kernel_name(n)));
       s.kind = Step::Kind::kKernel;
       s.name = kernel_name(n);
-      s.kernel = request({bodies_.back().get(), s.name, nullptr}, input_slots(n), outputs_of(n));
+      s.kernel = request({bodies_.back().get(), s.name, nullptr, in_place_pairs(n, nullptr)},
+                         input_slots(n), outputs_of(n));
       steps_.push_back(std::move(s));
       return;
     }
@@ -233,7 +283,8 @@ class GraphCompiler {
     const Node* c = contraction_of(body);
     if (c == nullptr) {
       s.kind = Step::Kind::kKernel;
-      s.kernel = request({&body, name, nullptr}, input_slots(n), outputs_of(n));
+      s.kernel = request({&body, name, nullptr, in_place_pairs(n, nullptr)}, input_slots(n),
+                         outputs_of(n));
       steps_.push_back(std::move(s));
       return;
     }
@@ -260,13 +311,17 @@ class GraphCompiler {
     s.output = fresh_slot();
     std::vector<int> in = input_slots(n);
     in.push_back(s.output);
-    s.kernel = request({&body, name, c}, std::move(in), outputs_of(n));
+    s.kernel = request({&body, name, c, in_place_pairs(n, c)}, std::move(in), outputs_of(n));
     steps_.push_back(std::move(s));
   }
 
   const Graph& g_;
   bool dry_ = false;  // collecting requests only
   std::unordered_map<const Value*, int> slots_;
+  std::unordered_map<const Node*, size_t> position_;
+  std::unordered_map<const Value*, size_t> last_reader_;
+  std::unordered_map<const Value*, int> assigned_to_;
+  std::unordered_set<int> in_place_slots_;  // outputs written into a variable's buffer
   int next_slot_ = 0;
   std::vector<std::pair<int, runtime::Array>> constants_;
   std::vector<runtime::SlotStorage> storage_;

@@ -28,7 +28,7 @@ struct Keyed {
 };
 
 Keyed lower_and_key(const KernelRequest& r) {
-  Keyed k{lower_kernel(*r.body, kPlaceholder, r.as_parameter), {}, {}};
+  Keyed k{lower_kernel(*r.body, kPlaceholder, r.as_parameter, r.in_place), {}, {}};
   k.key = cache_key(module_text(*k.lowered.module.module), target_description());
   k.symbol = "kiln_k_" + k.key;
   k.lowered.module.module->getFunction(kPlaceholder)->setName(k.symbol);

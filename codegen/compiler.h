@@ -11,6 +11,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/graph.h"
@@ -23,6 +24,11 @@ struct KernelRequest {
   std::string name;                 // the group name ("fused_add_mul_0"): profiles, dumps
   // A contraction node of `body` whose result becomes an extra input (its epilogue kernel).
   const ir::Node* as_parameter = nullptr;
+  // Outputs the kernel may write into an input's buffer, as (output index, input index) of
+  // the body (a variable's new value into its old one). Lowering keeps the pairs it can honour
+  // (runtime::KernelLayout::in_place): flat kernels whose output has the input's type and one
+  // element per row.
+  std::vector<std::pair<size_t, size_t>> in_place;
 };
 
 struct CompiledKernel {

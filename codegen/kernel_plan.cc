@@ -35,8 +35,12 @@ bool flat_possible(const ir::Graph& g, int64_t n_out) {
     int64_t n = v->shape().num_elements();
     return n == n_out || n == 1;
   };
+  // Parameters nothing reads (a contraction epilogue's GEMM operands) do not matter.
+  std::unordered_set<const Value*> read(g.outputs().begin(), g.outputs().end());
+  for (const auto& n : g.nodes())
+    for (const Value* v : n->inputs()) read.insert(v);
   for (const auto& p : g.parameters())
-    if (!ok(p.get())) return false;
+    if (read.count(p.get()) && !ok(p.get())) return false;
   for (const auto& n : g.nodes()) {
     if (n->kind() != NodeKind::kOp) continue;
     if (is_reduction(*n) || is_layout_reordering(*n)) return false;

@@ -25,8 +25,16 @@ using Index = std::vector<llvm::Value*>;
 
 class KernelEmitter {
  public:
-  KernelEmitter(const ir::Graph& body, const KernelPlan& plan, KernelModule& km)
-      : g_(body), plan_(plan), km_(km), ctx_(*km.context), m_(*km.module), b_(ctx_) {
+  using InPlace = std::vector<std::pair<size_t, size_t>>;
+  KernelEmitter(const ir::Graph& body, const KernelPlan& plan, const InPlace& in_place,
+                KernelModule& km)
+      : g_(body),
+        plan_(plan),
+        in_place_(in_place),
+        km_(km),
+        ctx_(*km.context),
+        m_(*km.module),
+        b_(ctx_) {
     llvm::FastMathFlags fmf;
     fmf.setAllowContract(true);
     b_.setFastMathFlags(fmf);
@@ -64,7 +72,11 @@ class KernelEmitter {
     f->addFnAttr(llvm::Attribute::AlwaysInline);
     f->addFnAttr(llvm::Attribute::NoUnwind);
     apply_target_attributes(*f);
+    size_t np = g_.parameters().size(), no = g_.outputs().size();
+    std::vector<int> store_into(no, -1);  // in-place outputs: the input they are stored in
+    for (const auto& [o, i] : in_place_) store_into[o] = int(i);
     for (size_t i = 0; i <= buffer_count(); ++i) {
+      if (i >= np && i < np + no && store_into[i - np] >= 0) continue;  // unused buffer
       f->addParamAttr(unsigned(i), llvm::Attribute::NoAlias);
       f->addParamAttr(unsigned(i), llvm::Attribute::NoCapture);
       if (i == buffer_count()) break;  // the status word
@@ -82,10 +94,10 @@ class KernelEmitter {
     alloca_builder_ = std::make_unique<llvm::IRBuilder<>>(llvm::cast<llvm::Instruction>(flag_));
     b_.CreateStore(b_.getFalse(), flag_);
 
-    size_t np = g_.parameters().size(), no = g_.outputs().size();
     for (size_t i = 0; i < np; ++i) base_[g_.parameter(i)] = f->getArg(unsigned(i));
     for (size_t i = 0; i < no; ++i)
-      out_buffers_[g_.outputs()[i]].push_back(f->getArg(unsigned(np + i)));
+      out_buffers_[g_.outputs()[i]].push_back(
+          f->getArg(unsigned(store_into[i] >= 0 ? size_t(store_into[i]) : np + i)));
     for (const auto& [v, t] : plan_.temporaries)
       out_buffers_[v].push_back(f->getArg(unsigned(np + no + t)));
     llvm::Value* status = f->getArg(unsigned(buffer_count()));
@@ -98,6 +110,8 @@ class KernelEmitter {
     } else {
       for_range(begin, end, [&](llvm::Value* r) {
         row_ = r;
+        // In-place inputs are read (and cached for this element) before anything is stored.
+        for (const auto& [o, i] : in_place_) elem(g_.parameter(i), Index{row_});
         emit_materialized();
         stored_.clear();
       });
@@ -477,6 +491,7 @@ class KernelEmitter {
 
   const ir::Graph& g_;
   const KernelPlan& plan_;
+  const InPlace& in_place_;
   KernelModule& km_;
   llvm::LLVMContext& ctx_;
   llvm::Module& m_;
@@ -491,6 +506,27 @@ class KernelEmitter {
   std::unordered_map<const Node*, llvm::GlobalVariable*> constants_;
   std::vector<std::map<std::pair<const Value*, Index>, llvm::Value*>> cache_;
 };
+
+// The requested in-place pairs a kernel can honour: flat iteration reads an input of the
+// output's element count only at the element being computed, so writing element i after
+// reading it is safe when the output has one element per row and the input's type. Each
+// input and output takes part in one pair at most.
+std::vector<std::pair<size_t, size_t>> honoured_in_place(
+    const ir::Graph& g, const KernelPlan& plan,
+    const std::vector<std::pair<size_t, size_t>>& requested) {
+  std::vector<std::pair<size_t, size_t>> out;
+  if (plan.mode != IterationMode::kFlat) return out;
+  std::vector<bool> input_used(g.parameters().size()), output_used(g.outputs().size());
+  for (const auto& [o, i] : requested) {
+    if (o >= g.outputs().size() || i >= g.parameters().size()) continue;
+    if (input_used[i] || output_used[o]) continue;
+    const TensorType& ot = g.outputs()[o]->type();
+    if (!(ot == g.parameter(i)->type()) || ot.shape.num_elements() != plan.extent) continue;
+    input_used[i] = output_used[o] = true;
+    out.emplace_back(o, i);
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -516,7 +552,8 @@ bool can_lower(const Node& n) {
 }
 
 LoweredKernel lower_kernel(const ir::Graph& body, const std::string& symbol,
-                           const ir::Node* as_parameter) {
+                           const ir::Node* as_parameter,
+                           const std::vector<std::pair<size_t, size_t>>& in_place) {
   std::unique_ptr<ir::Graph> g = decompose_for_codegen(body, as_parameter);
   for (const auto& n : g->nodes())
     if (n->kind() == NodeKind::kOp && !can_lower(*n))
@@ -524,9 +561,10 @@ LoweredKernel lower_kernel(const ir::Graph& body, const std::string& symbol,
                               symbol, n->op_name()));
   KernelPlan plan = plan_kernel(*g);
   LoweredKernel out;
-  out.module = new_kernel_module(symbol, symbol);
-  KernelEmitter(*g, plan, out.module).emit();
   runtime::KernelLayout& l = out.layout;
+  l.in_place = honoured_in_place(*g, plan, in_place);
+  out.module = new_kernel_module(symbol, symbol);
+  KernelEmitter(*g, plan, l.in_place, out.module).emit();
   l.symbol = symbol;
   l.num_inputs = g->parameters().size();
   l.num_outputs = g->outputs().size();

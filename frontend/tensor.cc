@@ -69,6 +69,11 @@ const runtime::Array& Tensor::array() const {
   return impl_->value;
 }
 
+bool Tensor::is_sole_owner() const {
+  return impl_ != nullptr && impl_.use_count() == 1 && impl_->value.storage &&
+         impl_->value.storage.use_count() == 1;
+}
+
 std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.to_string(); }
 
 namespace detail {

@@ -68,6 +68,9 @@ class Tensor {
   uint64_t id() const;
   // The concrete data; throws kiln::Error for a symbolic tensor.
   const runtime::Array& array() const;
+  // True when this Tensor object is the only handle on its data: no copy of it and no other
+  // tensor or array shares its storage (a compiled step may then overwrite the storage).
+  bool is_sole_owner() const;
 
  private:
   void require_defined(const char* what) const;

@@ -120,4 +120,8 @@ void Variable::assign_sub(const Tensor& delta) {
   assign(sub(value(), cast(delta, dtype())));
 }
 
+namespace detail {
+bool value_is_unshared(const Variable& v) { return v.impl_ && v.impl_->value.is_sole_owner(); }
+}  // namespace detail
+
 }  // namespace kiln

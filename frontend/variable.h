@@ -10,6 +10,13 @@
 
 namespace kiln {
 
+class Variable;
+namespace detail {
+// For compiled execution (frontend/function/concrete_function.cc): true when no tensor but
+// the variable's own holds its value's data, so a compiled step may update it in place.
+bool value_is_unshared(const Variable& v);
+}  // namespace detail
+
 class Variable {
  public:
   // An empty handle (defined() == false).
@@ -37,6 +44,7 @@ class Variable {
   const void* handle_id() const { return impl_.get(); }
 
  private:
+  friend bool detail::value_is_unshared(const Variable& v);
   struct Impl;
   void require_defined(const char* what) const;
   void check_assignable(const Tensor& v, const char* what) const;

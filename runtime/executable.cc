@@ -31,13 +31,15 @@ int64_t grain_rows(const KernelLayout& l) {
 }
 
 // The frame buffers of a kernel call: inputs, outputs (slots already hold their arrays),
-// temporaries (in the arena).
+// temporaries (in the arena). An in-place output and its input both get the output's buffer
+// (Executable::bind_in_place put the input's contents there).
 std::vector<void*> kernel_buffers(const KernelCall& call, std::vector<Array>& slots, char* arena) {
   std::vector<void*> buffers;
   buffers.reserve(call.inputs.size() + call.outputs.size() + call.temporary_offsets.size());
   for (int s : call.inputs) buffers.push_back(slots[size_t(s)].raw());
   for (int s : call.outputs) buffers.push_back(slots[size_t(s)].raw());
   for (size_t off : call.temporary_offsets) buffers.push_back(arena + off);
+  for (const auto& [o, i] : call.layout.in_place) buffers[i] = buffers[call.inputs.size() + o];
   return buffers;
 }
 
@@ -152,6 +154,9 @@ Executable::Executable(std::string name, std::vector<SlotStorage> slots, size_t 
       steps_(std::move(steps)),
       output_slots_(std::move(output_slots)) {
   pools_->pooled.resize(slot_storage_.size());
+  variable_of_slot_.assign(slot_storage_.size(), -1);
+  for (size_t i = 0; i < variable_slots_.size(); ++i)
+    variable_of_slot_[size_t(variable_slots_[i])] = int(i);
   auto bytes_of = [&](int slot) {
     const TensorType& t = slot_storage_[size_t(slot)].type;
     return t.shape.is_fully_known() ? double(t.shape.num_elements()) * double(dtype_size(t.dtype))
@@ -195,6 +200,25 @@ void Executable::release_arena(std::shared_ptr<Storage> arena) const {
   pools_->free_arenas.push_back(std::move(arena));
 }
 
+void Executable::bind_in_place(const KernelCall& call, std::vector<Array>& slots,
+                               const std::vector<long>& donated) const {
+  for (const auto& [o, i] : call.layout.in_place) {
+    const int in = call.inputs[i], out = call.outputs[o];
+    Array& old_value = slots[size_t(in)];
+    // Held by the donating caller and by this slot only: nobody else can observe the
+    // variable's previous value.
+    const int var = variable_of_slot_[size_t(in)];
+    if (var >= 0 && donated[size_t(var)] > 0 &&
+        old_value.storage.use_count() == donated[size_t(var)] + 1) {
+      slots[size_t(out)] = old_value;
+      continue;
+    }
+    Array copy = acquire_pooled(size_t(out));
+    if (copy.nbytes() > 0) std::memcpy(copy.raw(), old_value.raw(), copy.nbytes());
+    slots[size_t(out)] = std::move(copy);
+  }
+}
+
 Array Executable::acquire_pooled(size_t slot) const {
   const TensorType& t = slot_storage_[slot].type;
   const size_t bytes = size_t(t.shape.num_elements()) * dtype_size(t.dtype);
@@ -208,8 +232,8 @@ Array Executable::acquire_pooled(size_t slot) const {
   return Array{t.dtype, t.shape, pool.back()};
 }
 
-std::vector<Array> Executable::run(std::span<const Array> args,
-                                   std::vector<Array>& variables) const {
+std::vector<Array> Executable::run(std::span<const Array> args, std::vector<Array>& variables,
+                                   const std::vector<bool>& donate) const {
   KILN_ASSERT(args.size() == parameter_slots_.size(), "executable called with the wrong arity");
   KILN_ASSERT(variables.size() == variable_slots_.size(), "executable: wrong variable count");
   std::vector<Array> slots(slot_storage_.size());
@@ -226,7 +250,14 @@ std::vector<Array> Executable::run(std::span<const Array> args,
       slots[i] = acquire_pooled(i);
   }
   for (size_t i = 0; i < args.size(); ++i) slots[size_t(parameter_slots_[i])] = args[i];
-  for (size_t i = 0; i < variables.size(); ++i) slots[size_t(variable_slots_[i])] = variables[i];
+  // Per variable: how many hold its storage now, if the caller donated it (else 0). The
+  // variable's buffer may be overwritten if no one else took hold of it by then.
+  std::vector<long> donated(variables.size(), 0);
+  for (size_t i = 0; i < variables.size(); ++i) {
+    if (i < donate.size() && donate[i] && variables[i].storage)
+      donated[i] = variables[i].storage.use_count();
+    slots[size_t(variable_slots_[i])] = variables[i];
+  }
   for (const auto& [slot, array] : constants_) slots[size_t(slot)] = array;
   auto gather = [&](const std::vector<int>& ids) {
     std::vector<Array> v;
@@ -247,12 +278,14 @@ std::vector<Array> Executable::run(std::span<const Array> args,
         break;
       }
       case ExecutableStep::Kind::kKernel: {
+        bind_in_place(*s.kernel, slots, donated);
         std::vector<void*> buffers = kernel_buffers(*s.kernel, slots, base);
         run_kernel_call(*s.kernel, buffers);
         break;
       }
       case ExecutableStep::Kind::kContraction: {
         std::vector<Array> in = gather(s.inputs);
+        if (s.kernel) bind_in_place(*s.kernel, slots, donated);
         if (blockable(s, in)) {
           std::vector<void*> buffers = kernel_buffers(*s.kernel, slots, base);
           if (s.type.dtype == DType::f32)

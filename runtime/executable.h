@@ -24,6 +24,12 @@
 // keeps a few buffers and reuses one that nobody else holds any more (a variable's previous
 // value, an output the caller dropped); the first call allocates two per slot, so a training
 // step allocates no tensor storage from its second call on.
+//
+// Variables are updated in place where the compiler found a kernel that reads a variable and
+// computes its new value with the variable's last read (codegen/compile_graph.cc; the kernel
+// writes that output into the input's buffer, KernelLayout::in_place): when the caller donated
+// the variable's array and nothing took hold of it during the call, the kernel overwrites it;
+// otherwise the kernel works on a pooled copy (as TensorFlow copies a shared buffer).
 #pragma once
 
 #include <cstdint>
@@ -97,24 +103,33 @@ class Executable {
   size_t arena_bytes() const { return arena_bytes_; }
 
   // args: one per graph parameter, of the compiled shapes; variables: one per graph
-  // variable (entry values in, new values out, as in execute_reference). Thread-safe: all
-  // per-call state is local.
+  // variable (entry values in, new values out, as in execute_reference). donate[i] says the
+  // caller lets the call overwrite variables[i]'s buffer: nobody but the caller can observe
+  // it (kiln::ConcreteFunction donates a variable whose value no other tensor shares). A
+  // donated variable may be updated in place (its new value is then the same buffer) unless
+  // something took hold of the buffer during the call; the executable never writes into
+  // any other array of the caller's. Thread-safe: all per-call state is local (concurrent
+  // calls must not donate the same variable).
   // With profiling on (runtime/profiler.h), records one "call" event named after the
   // executable and one event per step (category kernel, contraction, op, assign, control),
   // named as in the IR dump (fusion group names).
-  std::vector<Array> run(std::span<const Array> args, std::vector<Array>& variables) const;
+  std::vector<Array> run(std::span<const Array> args, std::vector<Array>& variables,
+                         const std::vector<bool>& donate = {}) const;
 
  private:
   struct Pools;
   std::shared_ptr<Storage> acquire_arena() const;
   void release_arena(std::shared_ptr<Storage> arena) const;
   Array acquire_pooled(size_t slot) const;
+  void bind_in_place(const KernelCall& call, std::vector<Array>& slots,
+                     const std::vector<long>& donated) const;
 
   std::string name_;
   std::vector<SlotStorage> slot_storage_;
   size_t arena_bytes_ = 0;
   std::unique_ptr<Pools> pools_;
   std::vector<int> parameter_slots_, variable_slots_;
+  std::vector<int> variable_of_slot_;  // per slot: the variable whose entry value it is, or -1
   std::vector<std::pair<int, Array>> constants_;
   std::vector<ExecutableStep> steps_;
   std::vector<int> output_slots_;

@@ -25,6 +25,8 @@ struct ConcreteFunction::Impl {
   mutable std::map<std::vector<std::vector<int64_t>>, std::shared_ptr<const runtime::Executable>>
       executables;
   mutable CompileStats stats;
+  // Held by calls that write variables.
+  mutable std::mutex run_mutex;
 
   std::shared_ptr<const runtime::Executable> executable_for(const std::vector<Tensor>& args) const;
 };
@@ -167,11 +169,21 @@ std::vector<Tensor> ConcreteFunction::run(const std::vector<Tensor>& args,
   std::vector<runtime::Array> in;
   in.reserve(args.size());
   for (const Tensor& t : args) in.push_back(t.array());
+  // Calls that write variables are serialised (each reads the variables the previous one
+  // wrote); a written variable whose value no other tensor shares is donated, so compiled
+  // kernels update it in place (runtime/executable.h).
+  std::unique_lock<std::mutex> writing(impl_->run_mutex, std::defer_lock);
+  std::vector<bool> donate(impl_->variables.size(), false);
+  for (size_t i = 0; i < donate.size(); ++i)
+    if (g.variable(i).written) {
+      if (!writing.owns_lock()) writing.lock();
+      donate[i] = detail::value_is_unshared(impl_->variables[i]);
+    }
   std::vector<runtime::Array> vars;
   vars.reserve(impl_->variables.size());
   for (const Variable& v : impl_->variables) vars.push_back(v.value().array());
   std::vector<runtime::Array> out = mode == ExecutionMode::kCompiled
-                                        ? impl_->executable_for(args)->run(in, vars)
+                                        ? impl_->executable_for(args)->run(in, vars, donate)
                                         : runtime::execute_reference(g, in, vars);
   for (size_t i = 0; i < vars.size(); ++i)
     if (g.variable(i).written) Variable(impl_->variables[i]).assign(Tensor(vars[i]));

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -70,6 +71,13 @@ inline ::testing::AssertionResult all_close(const runtime::Array& got, const run
              << " (rtol " << rtol << ", atol " << atol << ")";
   }
   return ::testing::AssertionSuccess();
+}
+
+// A fresh buffer with a's contents.
+inline runtime::Array copy_of(const runtime::Array& a) {
+  runtime::Array c = runtime::Array::empty(a.type());
+  if (a.nbytes() > 0) std::memcpy(c.raw(), a.raw(), a.nbytes());
+  return c;
 }
 
 struct RunResult {

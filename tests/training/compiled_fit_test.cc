@@ -129,3 +129,46 @@ TEST(CompiledExecutable, OneAndTwoThreadsGiveIdenticalResults) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// The first kernel weight of a digits MLP, trained one compiled step at a time.
+struct InPlaceFixture {
+  Sequential m = digits_model("mlp", "adam");
+  Tensor x, y;
+  InPlaceFixture() {
+    data::Dataset d = data::load_digits();
+    std::vector<int64_t> rows;
+    for (int64_t i = 0; i < 64; ++i) rows.push_back(i);
+    x = data::take_rows(d.x, rows);
+    y = data::take_rows(d.y, rows);
+  }
+  Variable kernel() const { return m->trainable_weights().front(); }
+};
+
+TEST(CompiledExecutable, TrainingStepUpdatesWeightsInPlace) {
+  ScopedExecutionMode compiled(ExecutionMode::kCompiled);
+  InPlaceFixture f;
+  f.m->train_on_batch(f.x, f.y);  // compiles; the weight now lives in its final buffer
+  const float* buffer = f.kernel().value().data<float>();
+  const std::vector<float> before = f.kernel().value().to_vector<float>();
+  f.m->train_on_batch(f.x, f.y);
+  EXPECT_EQ(f.kernel().value().data<float>(), buffer);
+  EXPECT_NE(f.kernel().value().to_vector<float>(), before);
+}
+
+TEST(CompiledExecutable, AHeldWeightValueIsNotOverwritten) {
+  ScopedExecutionMode compiled(ExecutionMode::kCompiled);
+  InPlaceFixture f;
+  f.m->train_on_batch(f.x, f.y);
+  Tensor held = f.kernel().value();  // shares the weight's buffer: the step must copy
+  const std::vector<float> before = held.to_vector<float>();
+  f.m->train_on_batch(f.x, f.y);
+  EXPECT_EQ(held.to_vector<float>(), before);
+  EXPECT_NE(f.kernel().value().data<float>(), held.data<float>());
+  EXPECT_NE(f.kernel().value().to_vector<float>(), before);
+}
+
+}  // namespace
+}  // namespace kiln
