@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <unordered_map>
 #include <unordered_set>
@@ -157,8 +158,8 @@ class GraphCompiler {
 
   // Where every slot lives (runtime/executable.h): the memory plan's arena offsets (no
   // in-place reuse: kernel buffers never alias), pooled buffers for values that outlive the
-  // call, and contraction products and kernel temporaries appended to the arena. Returns the
-  // arena size.
+  // call, and contraction products and kernel temporaries in a scratch area after the planned
+  // values that every step reuses. Returns the arena size.
   size_t lay_out_memory() {
     using Kind = runtime::SlotStorage::Kind;
     passes::MemoryPlanOptions options;
@@ -189,13 +190,18 @@ class GraphCompiler {
     // A pooled value that is also a constant or argument stays external.
     for (const auto& [slot_id, array] : constants_)
       storage_[size_t(slot_id)].kind = Kind::kExternal;
-    size_t end = plan.arena_bytes;
+    // Contraction products and kernel temporaries live only while their step runs, and
+    // steps run one after another: every step lays its own out from the same scratch base.
+    const size_t scratch = (plan.arena_bytes + 63) / 64 * 64;
+    size_t arena_end = scratch, end = scratch;
     auto append = [&](const TensorType& t) {
       size_t off = (end + 63) / 64 * 64;
       end = off + size_t(t.shape.num_elements()) * dtype_size(t.dtype);
+      arena_end = std::max(arena_end, end);
       return off;
     };
     for (Step& s : steps_) {
+      end = scratch;
       if (s.kind == Step::Kind::kContraction) {
         runtime::SlotStorage& st = storage_[size_t(s.output)];
         st.kind = Kind::kArena;
@@ -208,7 +214,7 @@ class GraphCompiler {
           s.kernel->temporary_offsets.push_back(append(t));
       }
     }
-    return (end + 63) / 64 * 64;
+    return (arena_end + 63) / 64 * 64;
   }
 
   std::vector<int> input_slots(const Node& n) {
