@@ -52,10 +52,33 @@ bool inline_constant(const Node* p) {
   return p->literal()->is_splat() || p->literal()->num_elements() <= 16;
 }
 
+// Which rows a reduction combines (rule 5b): along each row (axes exclude the leading one:
+// softmax, layer-norm statistics) or across rows (the leading axis is reduced: a batch
+// mean, a bias gradient).
+enum class ReductionSpan { kNone, kAlongRows, kAcrossRows };
+
+ReductionSpan span_of(const Node& n) {
+  if (role_of(n) != Role::kReduction) return ReductionSpan::kNone;
+  const Shape& in = n.input(0)->shape();
+  if (in.rank() == 0) return ReductionSpan::kNone;
+  const char* op = op_name(n.op());
+  std::vector<int64_t> axes;
+  if (n.is_op(OpKind::Softmax) || n.is_op(OpKind::LogSoftmax) || n.is_op(OpKind::ArgMax) ||
+      n.is_op(OpKind::ArgMin))
+    axes.push_back(n.attrs().get_int("axis", op));
+  else
+    axes = n.attrs().get_ints("axes", op);
+  if (axes.empty()) return ReductionSpan::kAcrossRows;  // all axes
+  for (int64_t a : axes)
+    if ((a < 0 ? a + in.rank() : a) == 0) return ReductionSpan::kAcrossRows;
+  return ReductionSpan::kAlongRows;
+}
+
 struct Group {
   std::vector<Node*> members;  // originals and copies, each node once
   Node* contraction = nullptr;
   bool has_reduction = false;
+  bool along_rows = false, across_rows = false;  // reductions of each span (rule 5b)
 };
 
 class Planner {
@@ -145,6 +168,8 @@ class Planner {
     Role r = role_of(*n);
     if (r == Role::kContraction) g.contraction = n;
     if (r == Role::kReduction) g.has_reduction = true;
+    g.along_rows = g.along_rows || span_of(*n) == ReductionSpan::kAlongRows;
+    g.across_rows = g.across_rows || span_of(*n) == ReductionSpan::kAcrossRows;
     if (copy)
       copies_[n].push_back(gid);
     else
@@ -162,6 +187,8 @@ class Planner {
         a.members.push_back(m);
     if (a.contraction == nullptr) a.contraction = b.contraction;
     a.has_reduction = a.has_reduction || b.has_reduction;
+    a.along_rows = a.along_rows || b.along_rows;
+    a.across_rows = a.across_rows || b.across_rows;
     b.members.clear();
     parent_[size_t(from)] = into;
   }
@@ -170,6 +197,8 @@ class Planner {
   bool kinds_allow(const Node& n, const std::vector<int>& gids) {
     int contractions = role_of(n) == Role::kContraction ? 1 : 0;
     bool reduction = role_of(n) == Role::kReduction;
+    bool along = span_of(n) == ReductionSpan::kAlongRows;
+    bool across = span_of(n) == ReductionSpan::kAcrossRows;
     const Node* contraction = nullptr;
     for (int gid : gids) {
       const Group& g = groups_[size_t(gid)];
@@ -178,8 +207,11 @@ class Planner {
         contraction = g.contraction;
       }
       reduction = reduction || g.has_reduction;
+      along = along || g.along_rows;
+      across = across || g.across_rows;
     }
     if (contractions > 1 || (contractions == 1 && reduction)) return false;
+    if (along && across) return false;
     if (role_of(n) == Role::kContraction) contraction = &n;
     if (contraction != nullptr) {
       // Nothing that feeds the contraction may be in its group: neither `n` nor a member of

@@ -28,6 +28,11 @@
 //   5. Contractions: a group holds at most one, as its root: the contraction joins only a
 //      group of loop ops (its epilogue: bias add, activation, residual add); nothing that
 //      feeds the contraction joins its group; reductions never join a contraction group.
+//   5b. Reductions along rows (the leading axis kept: softmax, layer-norm statistics) and
+//      reductions across rows (the leading axis reduced: a batch mean, a bias gradient)
+//      never share a group: the first kind runs row-parallel, the second reads every row,
+//      and together the kernel would have to run serially (codegen/kernel_plan.h). The
+//      small across-rows result (e.g. the per-example losses) goes through memory.
 //   6. No join, merge or copy may create a cycle between groups and the nodes left outside,
 //      counting the order constraints of assignments (program order of stores, and every
 //      read of a variable value before the store that supersedes it).
