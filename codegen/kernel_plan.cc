@@ -14,7 +14,7 @@ using ir::NodeKind;
 using ir::Value;
 
 bool is_layout_reordering(const Node& n) {
-  return n.is_op(OpKind::Transpose) || n.is_op(OpKind::Slice);
+  return n.is_op(OpKind::Transpose) || n.is_op(OpKind::Slice) || n.is_op(OpKind::OneHot);
 }
 
 const Node* op_producer(const Value* v) {
@@ -96,6 +96,8 @@ class RowCheck {
           keeps = r.start == 0 && r.step == 1 && r.size == in[0];
         } else if (n.is_op(OpKind::Reshape) || n.is_op(OpKind::Copy)) {
           keeps = in[0] == out[0];
+        } else if (n.is_op(OpKind::OneHot)) {
+          keeps = true;  // the new axis is the last one
         } else {  // elementwise and broadcasts: numpy alignment from the right
           keeps = in.rank() == out.rank() && in[0] == out[0];
         }

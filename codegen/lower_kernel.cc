@@ -358,10 +358,21 @@ class KernelEmitter {
       args.push_back(elem(n.input(i), operand_index(n, i, idx)));
     }
     const OpInfo& info = op_info(n.op());
+    if (n.is_op(OpKind::OneHot)) return one_hot(args[0], idx.back(), v);
     if (!info.has(kElementwise)) return args[0];  // layout ops: the index did the work
     ScalarOpContext ctx{b_, m_, flag_};
     DType in = n.is_op(OpKind::Select) ? n.input(1)->dtype() : n.input(0)->dtype();
     return emit_scalar_op(ctx, n.op(), args, in, v->dtype(), n.attrs());
+  }
+
+  // one_hot at position `d` of the new last axis: (index == d), so an index outside
+  // [0, depth) gives an all-zero row (the eager kernel's rule).
+  llvm::Value* one_hot(llvm::Value* index, llvm::Value* d, const Value* v) {  // i32 / i64
+    llvm::Value* wide = b_.CreateSExtOrTrunc(index, b_.getInt64Ty());
+    llvm::Value* hit = b_.CreateICmpEQ(wide, d);
+    if (v->dtype() == DType::b8) return hit;
+    llvm::Type* rt = register_type(ctx_, v->dtype());
+    return is_floating(v->dtype()) ? b_.CreateUIToFP(hit, rt) : b_.CreateZExt(hit, rt);
   }
 
   llvm::Value* elem(const Value* v, const Index& idx) {
@@ -398,6 +409,7 @@ class KernelEmitter {
       return r;
     }
     if (n.is_op(OpKind::Reshape) || n.is_op(OpKind::Copy)) return reshape_index(in, out, idx);
+    if (n.is_op(OpKind::OneHot)) return Index(idx.begin(), idx.begin() + in.rank());
     // elementwise and broadcasts: numpy alignment from the right
     Index r;
     const int shift = out.rank() - in.rank();
@@ -545,6 +557,7 @@ bool can_lower(const Node& n) {
     case OpKind::Softmax:
     case OpKind::LogSoftmax:
     case OpKind::ElementCount:
+    case OpKind::OneHot:
       return true;
     default:
       return false;

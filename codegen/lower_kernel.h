@@ -37,7 +37,7 @@ struct LoweredKernel {
 };
 
 // True if the emitter lowers `node` (an op node): elementwise ops, broadcasts, reshape, copy,
-// transpose, slice, reductions, softmax / log_softmax, element_count.
+// transpose, slice, one_hot, reductions, softmax / log_softmax, element_count.
 bool can_lower(const ir::Node& node);
 
 // Lowers `body` into a kernel named `symbol`. With `as_parameter`, that node of the body (a

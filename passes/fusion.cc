@@ -29,6 +29,7 @@ Role role_of(const Node& n) {
     case OpKind::BroadcastTo:
     case OpKind::BroadcastLike:
     case OpKind::Reshape:
+    case OpKind::OneHot:  // computed where it is read: (index == position) ? 1 : 0
       return Role::kLoop;
     case OpKind::Softmax:
     case OpKind::LogSoftmax:

@@ -202,6 +202,16 @@ Cases element_count_cases() {
   return c;
 }
 
+Cases one_hot_cases() {
+  Cases c;
+  for (DType t : {f32, f64, i32, u8, b8})
+    for (Shape s : {Shape{17}, Shape{5, 3}, Shape{}, Shape{0}})
+      c.push_back({{s}, {{"depth", int64_t{7}}, {"dtype", t}}});
+  c.push_back({{Shape{17}}, {{"depth", int64_t{1}}, {"dtype", f32}}});
+  c.push_back({{Shape{4}}, {{"depth", int64_t{0}}, {"dtype", f32}}});
+  return c;
+}
+
 // ---- rows
 
 enum class Fuse {
@@ -405,6 +415,13 @@ std::vector<OpRow> op_rows() {
   add(with(unary("slice", OpKind::Slice, kAny), [](OpRow& r) {
     r.cases = slice_cases;
     r.fuse = Fuse::kHand;
+  }));
+  // one_hot: indices from [-3, 9] against depths 7, 1 and 0, so some fall outside [0, depth)
+  // (all-zero rows on both paths); every output dtype
+  add(with(unary("one_hot", OpKind::OneHot, {i32, i64}), [](OpRow& r) {
+    r.cases = [](bool) { return one_hot_cases(); };
+    r.ilo = -3;
+    r.ihi = 9;
   }));
   // a constant at compile time; constant folding removes it from pipeline-fused graphs
   add(with(unary("element_count", OpKind::ElementCount, kAny), [](OpRow& r) {
