@@ -160,11 +160,19 @@ KernelPlan plan_kernel(const ir::Graph& body) {
 
   int64_t total = 0;
   for (const Value* v : plan.materialized) total += v->shape().num_elements();
+  // Vector-math ops cost several elements' worth of loads and stores each.
+  int64_t math = 0, math_per_element = 0;
+  for (const auto& n : body.nodes())
+    if (n->kind() == NodeKind::kOp && op_info(n->op()).has(kTranscendental)) {
+      math += kTranscendentalWork * n->output()->shape().num_elements();
+      math_per_element += kTranscendentalWork;
+    }
   const int64_t n_out = body.outputs().empty() ? 0 : body.outputs().front()->shape().num_elements();
   if (!body.outputs().empty() && flat_possible(body, n_out)) {
     plan.mode = IterationMode::kFlat;
     plan.extent = n_out;
-    plan.row_elements = int64_t(body.outputs().size() + body.parameters().size());
+    plan.row_elements =
+        int64_t(body.outputs().size() + body.parameters().size()) + math_per_element;
     plan.inputs_by_row.assign(body.parameters().size(), true);
     return plan;
   }
@@ -203,7 +211,7 @@ KernelPlan plan_kernel(const ir::Graph& body) {
   if (rows) {
     plan.mode = IterationMode::kRows;
     plan.extent = p;
-    int64_t work = total;
+    int64_t work = total + math;
     for (const auto& n : body.nodes())
       if (is_reduction(*n)) work += n->input(0)->shape().num_elements();
     plan.row_elements = std::max<int64_t>(1, work / p);

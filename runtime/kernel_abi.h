@@ -46,7 +46,9 @@ struct KernelLayout {
   std::vector<TensorType> temporaries;  // then one buffer of each of these types
   std::string iteration;                // "flat", "rows" or "serial" (codegen/lower_kernel.h)
   int64_t extent = 1;        // rows of the parallel dimension: call with [0, extent) in chunks
-  int64_t row_elements = 1;  // elements computed per row (for sizing chunks)
+  // Work per row in elements read or written, vector-math ops weighted (codegen's estimate):
+  // a chunk holds about kElementwiseGrain of it.
+  int64_t row_elements = 1;
   // Per input: true if computing row r (element r of a flat kernel) reads the input only at
   // its row r, so a producer may fill the input block by block (matmul epilogues).
   std::vector<bool> inputs_by_row;
