@@ -98,7 +98,7 @@ class RowCheck {
           keeps = in[0] == out[0];
         } else if (n.is_op(OpKind::OneHot)) {
           keeps = true;  // the new axis is the last one
-        } else {  // elementwise and broadcasts: numpy alignment from the right
+        } else {         // elementwise and broadcasts: numpy alignment from the right
           keeps = in.rank() == out.rank() && in[0] == out[0];
         }
       }

@@ -19,7 +19,7 @@ inline constexpr int64_t kTranscendentalWork = 8;
 
 struct KernelPlan {
   IterationMode mode = IterationMode::kSerial;
-  int64_t extent = 1;        // rows (flat: elements; serial: 1)
+  int64_t extent = 1;  // rows (flat: elements; serial: 1)
   // Work per row, in elements read or written; each vector-math op (exp, log, tanh, ...)
   // evaluated counts kTranscendentalWork (sizes the runtime's chunks).
   int64_t row_elements = 1;

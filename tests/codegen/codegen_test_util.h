@@ -17,6 +17,7 @@
 #include "codegen/object_cache.h"
 #include "ir/graph.h"
 #include "ir/parser.h"
+#include "passes/pipeline.h"
 #include "runtime/array.h"
 #include "runtime/reference_executor.h"
 
@@ -71,6 +72,14 @@ inline ::testing::AssertionResult all_close(const runtime::Array& got, const run
              << " (rtol " << rtol << ", atol " << atol << ")";
   }
   return ::testing::AssertionSuccess();
+}
+
+// The graph in `text` through the optimize pipeline (fusion included), as a traced function's
+// graph is before codegen.
+inline std::unique_ptr<ir::Graph> optimized_graph(const std::string& text) {
+  auto g = ir::parse_graph(text, "test");
+  passes::optimize_pipeline({}).run(*g);
+  return g;
 }
 
 // A fresh buffer with a's contents.

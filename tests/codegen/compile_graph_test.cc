@@ -2,7 +2,6 @@
 // assignments, control flow) against the reference executor.
 #include <gtest/gtest.h>
 
-#include "passes/pipeline.h"
 #include "tests/codegen/codegen_test_util.h"
 
 namespace kiln {
@@ -10,14 +9,8 @@ namespace {
 
 using testing::all_close;
 
-std::unique_ptr<ir::Graph> optimized(const std::string& text) {
-  auto g = ir::parse_graph(text, "test");
-  passes::optimize_pipeline({}).run(*g);
-  return g;
-}
-
 TEST(CompileGraph, ElementwiseChain) {
-  auto g = optimized(R"(graph @f(%0: f32[17,33], %1: f32[33]) -> (f32[17,33]) {
+  auto g = testing::optimized_graph(R"(graph @f(%0: f32[17,33], %1: f32[33]) -> (f32[17,33]) {
   %2 = add(%0, %1) : f32[17,33]
   %3 = tanh(%2) : f32[17,33]
   %4 = mul(%3, %0) : f32[17,33]
@@ -32,7 +25,7 @@ TEST(CompileGraph, ElementwiseChain) {
 }
 
 TEST(CompileGraph, AffineWithVariable) {
-  auto g = optimized(R"(graph @affine(%0: f32[5,3]) -> (f32[5,2]) {
+  auto g = testing::optimized_graph(R"(graph @affine(%0: f32[5,3]) -> (f32[5,2]) {
   variables {
     $0 = "layer/w" : f32[3,2] read write -> %1
   }
@@ -54,7 +47,7 @@ TEST(CompileGraph, AffineWithVariable) {
 }
 
 TEST(CompileGraph, LayerNormRows) {
-  auto g = optimized(R"(graph @ln(%0: f32[64,256]) -> (f32[64,256]) {
+  auto g = testing::optimized_graph(R"(graph @ln(%0: f32[64,256]) -> (f32[64,256]) {
   %1 = mean(%0) {axes=[-1], keepdims=true} : f32[64,1]
   %2 = sub(%0, %1) : f32[64,256]
   %3 = square(%2) : f32[64,256]

@@ -4,19 +4,12 @@
 // variable keeps its buffer, and an undonated one is never written.
 #include <gtest/gtest.h>
 
-#include "passes/pipeline.h"
 #include "tests/codegen/codegen_test_util.h"
 
 namespace kiln {
 namespace {
 
 using testing::all_close;
-
-std::unique_ptr<ir::Graph> optimized(const std::string& text) {
-  auto g = ir::parse_graph(text, "test");
-  passes::optimize_pipeline({}).run(*g);
-  return g;
-}
 
 size_t in_place_pairs(const runtime::Executable& exe) {
   size_t n = 0;
@@ -40,7 +33,7 @@ constexpr const char* kStoreBeforeRead = R"(graph @step(%0: f32[1003]) -> (f32[1
 
 TEST(InPlaceUpdate, DonatedVariableKeepsItsBufferAndMatchesReference) {
   testing::ScopedCacheDir cache;
-  auto g = optimized(kStoreBeforeRead);
+  auto g = testing::optimized_graph(kStoreBeforeRead);
   auto exe = codegen::compile_graph(*g);
   EXPECT_EQ(in_place_pairs(*exe), 1u);
   std::mt19937 rng(3);
@@ -59,7 +52,7 @@ TEST(InPlaceUpdate, DonatedVariableKeepsItsBufferAndMatchesReference) {
 
 TEST(InPlaceUpdate, UndonatedVariableIsNeverWritten) {
   testing::ScopedCacheDir cache;
-  auto g = optimized(kStoreBeforeRead);
+  auto g = testing::optimized_graph(kStoreBeforeRead);
   auto exe = codegen::compile_graph(*g);
   std::mt19937 rng(4);
   std::vector<runtime::Array> args = {testing::random_array(g->parameter(0)->type(), rng)};
@@ -81,7 +74,7 @@ TEST(InPlaceUpdate, RowKernelsAndLaterReadersAreNotInPlace) {
   // A row kernel (the mean is read at every element of its row) and a variable whose old
   // value is read after the kernel computing its new value (the output reads w after the
   // assignment in program order).
-  auto g = optimized(R"(graph @step(%0: f32[8,16]) -> (f32[8,16], f32[]) {
+  auto g = testing::optimized_graph(R"(graph @step(%0: f32[8,16]) -> (f32[8,16], f32[]) {
   variables {
     $0 = "w" : f32[8,16] read write -> %1
     $1 = "v" : f32[8,16] read write -> %2
@@ -101,7 +94,8 @@ TEST(InPlaceUpdate, RowKernelsAndLaterReadersAreNotInPlace) {
   std::vector<runtime::Array> vars = {testing::random_array(g->variable(0).type, rng),
                                       testing::random_array(g->variable(1).type, rng)};
   std::vector<runtime::Array> inputs = {testing::copy_of(vars[0]), testing::copy_of(vars[1])};
-  auto want = testing::run_reference(*g, args, {testing::copy_of(vars[0]), testing::copy_of(vars[1])});
+  auto want =
+      testing::run_reference(*g, args, {testing::copy_of(vars[0]), testing::copy_of(vars[1])});
   std::vector<runtime::Array> out = exe->run(args, inputs, {true, true});
   EXPECT_TRUE(all_close(out[0], want.outputs[0], 1e-6, 1e-6));
   EXPECT_TRUE(all_close(out[1], want.outputs[1], 1e-5, 1e-5));

@@ -181,9 +181,8 @@ graph @loss(%logits: f32[8,10], %labels: i64[8]) -> (f32[], f32[10]) {
     for (const auto& m : n->subgraph(0).nodes()) {
       if (!m->is_op(OpKind::Sum) && !m->is_op(OpKind::Mean) && !m->is_op(OpKind::LogSoftmax))
         continue;
-      const auto& axes = m->is_op(OpKind::LogSoftmax)
-                             ? std::vector<int64_t>{-1}
-                             : m->attrs().get_ints("axes", "reduction");
+      const auto& axes = m->is_op(OpKind::LogSoftmax) ? std::vector<int64_t>{-1}
+                                                      : m->attrs().get_ints("axes", "reduction");
       const bool leading = axes.empty() || axes.front() == 0;
       (leading ? across : along) = true;
     }
