@@ -308,10 +308,6 @@ const FallbackRow kFallbackRows[] = {
   %2 = gather(%0, %1) {axis=0} : f32[4,3]
   return %2
 })"},
-    {"one_hot", R"(graph @f(%0: i32[4]) -> (f32[4,3]) {
-  %1 = one_hot(%0) {depth=3, dtype=f32} : f32[4,3]
-  return %1
-})"},
     {"max_pool2d", R"(graph @f(%0: f32[1,5,5,2]) -> (f32[1,2,2,2]) {
   %1 = max_pool2d(%0) {pool_size=[2, 2], strides=[2, 2], padding="valid"} : f32[1,2,2,2]
   return %1
