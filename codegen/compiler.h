@@ -26,8 +26,7 @@ struct KernelRequest {
   const ir::Node* as_parameter = nullptr;
   // Outputs the kernel may write into an input's buffer, as (output index, input index) of
   // the body (a variable's new value into its old one). Lowering keeps the pairs it can honour
-  // (runtime::KernelLayout::in_place): flat kernels whose output has the input's type and one
-  // element per row.
+  // (codegen/in_place.h; runtime::KernelLayout::in_place).
   std::vector<std::pair<size_t, size_t>> in_place;
 };
 

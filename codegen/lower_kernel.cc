@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "codegen/decompose.h"
+#include "codegen/in_place.h"
 #include "codegen/kernel_plan.h"
 #include "codegen/scalar_ops.h"
 #include "codegen/target_machine.h"
@@ -110,8 +111,10 @@ class KernelEmitter {
     } else {
       for_range(begin, end, [&](llvm::Value* r) {
         row_ = r;
-        // In-place inputs are read (and cached for this element) before anything is stored.
-        for (const auto& [o, i] : in_place_) elem(g_.parameter(i), Index{row_});
+        // Flat: in-place inputs are read (and cached for this element) before anything is
+        // stored (codegen/in_place.h).
+        if (plan_.mode == IterationMode::kFlat)
+          for (const auto& [o, i] : in_place_) elem(g_.parameter(i), Index{row_});
         emit_materialized();
         stored_.clear();
       });
@@ -518,27 +521,6 @@ class KernelEmitter {
   std::unordered_map<const Node*, llvm::GlobalVariable*> constants_;
   std::vector<std::map<std::pair<const Value*, Index>, llvm::Value*>> cache_;
 };
-
-// The requested in-place pairs a kernel can honour: flat iteration reads an input of the
-// output's element count only at the element being computed, so writing element i after
-// reading it is safe when the output has one element per row and the input's type. Each
-// input and output takes part in one pair at most.
-std::vector<std::pair<size_t, size_t>> honoured_in_place(
-    const ir::Graph& g, const KernelPlan& plan,
-    const std::vector<std::pair<size_t, size_t>>& requested) {
-  std::vector<std::pair<size_t, size_t>> out;
-  if (plan.mode != IterationMode::kFlat) return out;
-  std::vector<bool> input_used(g.parameters().size()), output_used(g.outputs().size());
-  for (const auto& [o, i] : requested) {
-    if (o >= g.outputs().size() || i >= g.parameters().size()) continue;
-    if (input_used[i] || output_used[o]) continue;
-    const TensorType& ot = g.outputs()[o]->type();
-    if (!(ot == g.parameter(i)->type()) || ot.shape.num_elements() != plan.extent) continue;
-    input_used[i] = output_used[o] = true;
-    out.emplace_back(o, i);
-  }
-  return out;
-}
 
 }  // namespace
 

@@ -4,6 +4,7 @@
 // variable keeps its buffer, and an undonated one is never written.
 #include <gtest/gtest.h>
 
+#include "codegen/lower_kernel.h"
 #include "tests/codegen/codegen_test_util.h"
 
 namespace kiln {
@@ -69,38 +70,84 @@ TEST(InPlaceUpdate, UndonatedVariableIsNeverWritten) {
   }
 }
 
-TEST(InPlaceUpdate, RowKernelsAndLaterReadersAreNotInPlace) {
+TEST(InPlaceUpdate, RowKernelsInPlaceOnlyWhereSafe) {
   testing::ScopedCacheDir cache;
-  // A row kernel (the mean is read at every element of its row) and a variable whose old
-  // value is read after the kernel computing its new value (the output reads w after the
-  // assignment in program order).
+  // w: a row kernel (the row mean is materialized before the output reads w at its own
+  // index): in place. v: the add reads v and the buffer of a transpose kernel (fusion leaves
+  // transposes alone): in place. u: its old value is read after the kernel computing its new
+  // value (the sum, before the assignment): not in place.
   auto g = testing::optimized_graph(R"(graph @step(%0: f32[8,16]) -> (f32[8,16], f32[]) {
   variables {
     $0 = "w" : f32[8,16] read write -> %1
-    $1 = "v" : f32[8,16] read write -> %2
+    $1 = "v" : f32[8,8] read write -> %2
+    $2 = "u" : f32[8,16] read write -> %3
   }
-  %3 = mean(%1) {axes=[-1], keepdims=true} : f32[8,1]
-  %4 = sub(%1, %3) : f32[8,16]
-  %5 = assign $0, %4 : f32[8,16]
-  %6 = mul(%2, %0) : f32[8,16]
-  %7 = assign $1, %6 : f32[8,16]
-  %8 = sum(%2) {axes=[], keepdims=false} : f32[]
-  return %4, %8
+  %4 = mean(%1) {axes=[-1], keepdims=true} : f32[8,1]
+  %5 = sub(%1, %4) : f32[8,16]
+  %6 = assign $0, %5 : f32[8,16]
+  %7 = transpose(%2) {perm=[1, 0]} : f32[8,8]
+  %8 = add(%2, %7) : f32[8,8]
+  %9 = assign $1, %8 : f32[8,8]
+  %10 = mul(%3, %0) : f32[8,16]
+  %11 = sum(%3) {axes=[], keepdims=false} : f32[]
+  %12 = assign $2, %10 : f32[8,16]
+  return %5, %11
 })");
   auto exe = codegen::compile_graph(*g);
-  EXPECT_EQ(in_place_pairs(*exe), 0u);
+  EXPECT_EQ(in_place_pairs(*exe), 2u);
   std::mt19937 rng(5);
   std::vector<runtime::Array> args = {testing::random_array(g->parameter(0)->type(), rng)};
-  std::vector<runtime::Array> vars = {testing::random_array(g->variable(0).type, rng),
-                                      testing::random_array(g->variable(1).type, rng)};
-  std::vector<runtime::Array> inputs = {testing::copy_of(vars[0]), testing::copy_of(vars[1])};
-  auto want =
-      testing::run_reference(*g, args, {testing::copy_of(vars[0]), testing::copy_of(vars[1])});
-  std::vector<runtime::Array> out = exe->run(args, inputs, {true, true});
+  std::vector<runtime::Array> vars;
+  for (size_t i = 0; i < 3; ++i) vars.push_back(testing::random_array(g->variable(i).type, rng));
+  std::vector<runtime::Array> inputs, reference;
+  for (const auto& v : vars) {
+    inputs.push_back(testing::copy_of(v));
+    reference.push_back(testing::copy_of(v));
+  }
+  auto want = testing::run_reference(*g, args, reference);
+  const void *w_buffer = inputs[0].raw(), *u_buffer = inputs[2].raw();
+  std::vector<runtime::Array> out = exe->run(args, inputs, {true, true, true});
+  EXPECT_EQ(inputs[0].raw(), w_buffer);
+  EXPECT_NE(inputs[2].raw(), u_buffer);
   EXPECT_TRUE(all_close(out[0], want.outputs[0], 1e-6, 1e-6));
   EXPECT_TRUE(all_close(out[1], want.outputs[1], 1e-5, 1e-5));
-  EXPECT_TRUE(all_close(inputs[0], want.variables[0], 1e-6, 1e-6));
-  EXPECT_TRUE(all_close(inputs[1], want.variables[1], 0, 0));
+  for (size_t i = 0; i < 3; ++i)
+    EXPECT_TRUE(all_close(inputs[i], want.variables[i], 1e-6, 1e-6)) << "variable " << i;
+}
+
+// A kernel whose output reads its input transposed may not overwrite it.
+TEST(InPlaceUpdate, KernelRefusesAnInputReadAtOtherIndices) {
+  ir::Graph body("k");
+  ir::Value* p = body.add_parameter({DType::f32, Shape{6, 6}});
+  ir::Value* t =
+      body.add_op(OpKind::Transpose, {p}, {{"perm", std::vector<int64_t>{1, 0}}})->output();
+  body.set_outputs({body.add_op(OpKind::Add, {p, t})->output()});
+  codegen::LoweredKernel k = codegen::lower_kernel(body, "k", nullptr, {{0, 0}});
+  EXPECT_TRUE(k.layout.in_place.empty()) << k.layout.iteration;
+}
+
+// A serial kernel (a full sum) with two outputs: p * 2 written over p, and sum(p). Only when
+// the sum is materialized first may p be overwritten.
+TEST(InPlaceUpdate, SerialKernelRefusesWhenALaterValueReadsTheInput) {
+  for (bool sum_first : {false, true}) {
+    ir::Graph body("k");
+    ir::Value* p = body.add_parameter({DType::f32, Shape{4, 5}});
+    const float two_value = 2.0f;
+    ir::Value* two =
+        body.add_constant(ir::Literal::copy_of({DType::f32, Shape{}}, &two_value))->output();
+    ir::Value* s = nullptr;
+    if (sum_first)
+      s = body.add_op(OpKind::Sum, {p}, {{"axes", std::vector<int64_t>{}}, {"keepdims", false}})
+              ->output();
+    ir::Value* doubled = body.add_op(OpKind::Mul, {p, two})->output();
+    if (!sum_first)
+      s = body.add_op(OpKind::Sum, {p}, {{"axes", std::vector<int64_t>{}}, {"keepdims", false}})
+              ->output();
+    body.set_outputs({doubled, s});
+    codegen::LoweredKernel k = codegen::lower_kernel(body, "k", nullptr, {{0, 0}});
+    EXPECT_EQ(k.layout.iteration, "serial");
+    EXPECT_EQ(k.layout.in_place.size(), sum_first ? 1u : 0u) << "sum first: " << sum_first;
+  }
 }
 
 }  // namespace

@@ -150,12 +150,22 @@ struct InPlaceFixture {
 TEST(CompiledExecutable, TrainingStepUpdatesWeightsInPlace) {
   ScopedExecutionMode compiled(ExecutionMode::kCompiled);
   InPlaceFixture f;
-  f.m->train_on_batch(f.x, f.y);  // compiles; the weight now lives in its final buffer
-  const float* buffer = f.kernel().value().data<float>();
-  const std::vector<float> before = f.kernel().value().to_vector<float>();
+  f.m->train_on_batch(f.x, f.y);  // compiles; the weights now live in their final buffers
+  // Kernels (flat Adam epilogues of the weight gradients) and biases (serial kernels that also
+  // sum the bias gradient over the batch) alike.
+  std::vector<const float*> buffers;
+  std::vector<std::vector<float>> before;
+  for (const Variable& w : f.m->trainable_weights()) {
+    buffers.push_back(w.value().data<float>());
+    before.push_back(w.value().to_vector<float>());
+  }
   f.m->train_on_batch(f.x, f.y);
-  EXPECT_EQ(f.kernel().value().data<float>(), buffer);
-  EXPECT_NE(f.kernel().value().to_vector<float>(), before);
+  std::vector<Variable> weights = f.m->trainable_weights();
+  ASSERT_EQ(weights.size(), 4u);
+  for (size_t i = 0; i < weights.size(); ++i) {
+    EXPECT_EQ(weights[i].value().data<float>(), buffers[i]) << weights[i].name();
+    EXPECT_NE(weights[i].value().to_vector<float>(), before[i]) << weights[i].name();
+  }
 }
 
 TEST(CompiledExecutable, AHeldWeightValueIsNotOverwritten) {
