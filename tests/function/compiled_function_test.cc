@@ -75,6 +75,30 @@ TEST(CompiledFunction, ConcurrentCallsFromSeveralThreads) {
   for (int t = 0; t < 4; ++t) EXPECT_EQ(parallel[size_t(t)], serial[size_t(t)]) << t;
 }
 
+TEST(CompiledFunction, CallsThatWriteVariablesAreSerialised) {
+  // Each call adds the input to a counter variable in place: concurrent calls must not lose
+  // updates (each reads what the previous one wrote), so 4 threads x 25 calls add 100 times.
+  ScopedExecutionMode compiled(ExecutionMode::kCompiled);
+  Variable counter("counter", zeros({4096}));
+  auto f = kiln::function(
+      [&](const Tensor& x) {
+        counter.assign(counter.read() + x);
+        return sum(x);
+      },
+      {.name = "accumulate"});
+  Tensor ones_in = ones({4096});
+  f(ones_in);  // traces and compiles
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      for (int rep = 0; rep < 25; ++rep) f(ones_in);
+    });
+  for (auto& th : threads) th.join();
+  std::vector<float> v = counter.value().to_vector<float>();
+  EXPECT_EQ(v.front(), 101.0f);
+  EXPECT_EQ(v.back(), 101.0f);
+}
+
 TEST(CompiledFunction, ControlFlowMatchesReference) {
   // cond picks a branch on a traced predicate; while_loop iterates a traced body.
   auto body = [](const Tensor& x) {
