@@ -1,6 +1,6 @@
-// Eager layout and indexing kernels (reshape, transpose, broadcast_to, concat, slice, pad,
-// gather, scatter_add, one_hot) and the strided_copy helper, against naive reference loops
-// written here. Every dtype the op accepts is covered; inputs come from fixed seeds.
+// Eager layout kernels (reshape, transpose, broadcast_to, concat, slice, pad) and the
+// strided_copy helper, against naive reference loops written here (indexing kernels:
+// indexed_kernels_test.cc). Every dtype the op accepts is covered; inputs come from fixed seeds.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,80 +13,12 @@
 #include "runtime/kernels.h"
 #include "runtime/kernels/strided_copy.h"
 #include "runtime/threading.h"
+#include "tests/runtime/layout_test_util.h"
 
 namespace kiln::runtime {
 namespace {
 
-using Index = std::vector<int64_t>;
-
-// ---------------------------------------------------------------- helpers
-
-Array random_array(DType dt, const Shape& s, std::mt19937_64& rng) {
-  Array a = Array::empty(dt, s);
-  visit_dtype(dt, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    T* p = static_cast<T*>(a.raw());
-    for (int64_t i = 0; i < a.size(); ++i) {
-      if constexpr (std::is_same_v<T, bool>)
-        p[i] = (rng() & 1) != 0;
-      else if constexpr (std::is_floating_point_v<T>)
-        p[i] = T(std::uniform_real_distribution<double>(-10, 10)(rng));
-      else
-        p[i] = T(rng() % 100);
-    }
-  });
-  return a;
-}
-
-template <typename T>
-Array make(const Shape& s, const std::vector<T>& v) {
-  Array a = Array::empty(dtype_of<T>(), s);
-  EXPECT_EQ(int64_t(v.size()), a.size());
-  std::copy(v.begin(), v.end(), a.data<T>());
-  return a;
-}
-
-template <typename T>
-std::vector<T> values(const Array& a) {
-  return std::vector<T>(a.data<T>(), a.data<T>() + a.size());
-}
-
-Index unravel(int64_t flat, const Shape& s) {
-  Index idx(size_t(s.rank()));
-  for (int i = s.rank() - 1; i >= 0; --i) {
-    idx[size_t(i)] = flat % s[i];
-    flat /= s[i];
-  }
-  return idx;
-}
-
-int64_t ravel(const Index& idx, const Shape& s) {
-  int64_t f = 0;
-  for (int i = 0; i < s.rank(); ++i) f = f * s[i] + idx[size_t(i)];
-  return f;
-}
-
-// Element `i` of `a` as raw bytes.
-const char* elem(const Array& a, int64_t i) {
-  return static_cast<const char*>(a.raw()) + i * int64_t(dtype_size(a.dtype));
-}
-char* elem(Array& a, int64_t i) {
-  return static_cast<char*>(a.raw()) + i * int64_t(dtype_size(a.dtype));
-}
-void copy_elem(const Array& from, int64_t i, Array& to, int64_t j) {
-  std::memcpy(elem(to, j), elem(from, i), dtype_size(from.dtype));
-}
-
-void expect_same(const Array& got, const Array& want) {
-  ASSERT_EQ(got.dtype, want.dtype);
-  ASSERT_EQ(got.shape, want.shape) << got.shape.to_string() << " vs " << want.shape.to_string();
-  for (int64_t i = 0; i < got.size(); ++i)
-    ASSERT_EQ(std::memcmp(elem(got, i), elem(want, i), dtype_size(got.dtype)), 0)
-        << "element " << i << " of " << got.shape.to_string() << " (" << dtype_name(got.dtype)
-        << ")";
-}
-
-Array run(OpKind k, std::vector<Array> in, const Attrs& attrs) { return run_op(k, in, attrs); }
+using namespace layout_test;
 
 // ---------------------------------------------------------------- references
 
@@ -168,69 +100,6 @@ Array ref_pad(const Array& x, const Index& low, const Index& high, const Index& 
   }
   return out;
 }
-
-int64_t index_at(const Array& idx, int64_t j) {
-  return idx.dtype == DType::i32 ? idx.data<int32_t>()[j] : idx.data<int64_t>()[j];
-}
-
-Array ref_gather(const Array& p, const Array& idx, int axis) {
-  Shape os;
-  for (int i = 0; i < axis; ++i) os.push_back(p.shape[i]);
-  for (int64_t d : idx.shape) os.push_back(d);
-  for (int i = axis + 1; i < p.shape.rank(); ++i) os.push_back(p.shape[i]);
-  Array out = Array::empty(p.dtype, os);
-  const int ir = idx.shape.rank();
-  for (int64_t f = 0; f < out.size(); ++f) {
-    Index oi = unravel(f, os), pi;
-    for (int i = 0; i < axis; ++i) pi.push_back(oi[size_t(i)]);
-    Index ii(oi.begin() + axis, oi.begin() + axis + ir);
-    pi.push_back(index_at(idx, ravel(ii, idx.shape)));
-    for (size_t i = size_t(axis + ir); i < oi.size(); ++i) pi.push_back(oi[i]);
-    copy_elem(p, ravel(pi, p.shape), out, f);
-  }
-  return out;
-}
-
-// out = 0; for each update element in row-major order: out[..., idx[j], ...] += u[..., j, ...].
-template <typename T>
-Array ref_scatter_add(const Array& u, const Array& idx, int axis, int64_t dim) {
-  Shape os;
-  const int ir = idx.shape.rank();
-  for (int i = 0; i < axis; ++i) os.push_back(u.shape[i]);
-  os.push_back(dim);
-  for (int i = axis + ir; i < u.shape.rank(); ++i) os.push_back(u.shape[i]);
-  Array out = Array::zeros(u.dtype, os);
-  for (int64_t f = 0; f < u.size(); ++f) {
-    Index ui = unravel(f, u.shape), oi;
-    for (int i = 0; i < axis; ++i) oi.push_back(ui[size_t(i)]);
-    Index ii(ui.begin() + axis, ui.begin() + axis + ir);
-    oi.push_back(index_at(idx, ravel(ii, idx.shape)));
-    for (size_t i = size_t(axis + ir); i < ui.size(); ++i) oi.push_back(ui[i]);
-    out.data<T>()[ravel(oi, os)] += u.data<T>()[f];
-  }
-  return out;
-}
-
-Array random_indices(DType dt, const Shape& s, int64_t dim, std::mt19937_64& rng) {
-  Array a = Array::empty(dt, s);
-  for (int64_t i = 0; i < a.size(); ++i) {
-    int64_t v = int64_t(rng() % uint64_t(dim));
-    if (dt == DType::i32)
-      a.data<int32_t>()[i] = int32_t(v);
-    else
-      a.data<int64_t>()[i] = v;
-  }
-  return a;
-}
-
-class ThreadCount {
- public:
-  explicit ThreadCount(int n) : saved_(num_threads()) { set_num_threads(n); }
-  ~ThreadCount() { set_num_threads(saved_); }
-
- private:
-  int saved_;
-};
 
 // ---------------------------------------------------------------- reshape, transpose
 
@@ -490,172 +359,6 @@ TEST(StridedCopy, OddElementSizeAndBroadcastSource) {
   std::iota(big.begin(), big.end(), 0.0);
   strided_copy_to_contiguous(8, Index{200000}, big.data(), 0, Index{1}, copy.data());
   EXPECT_EQ(big, copy);
-}
-
-// ---------------------------------------------------------------- gather
-
-TEST(GatherKernels, AxesAndMultiDimIndices) {
-  std::mt19937_64 rng(12);
-  const Shape ps{5, 6, 7};
-  int case_no = 0;
-  for (int axis : {0, 1, 2}) {
-    for (const Shape& is : {Shape{}, Shape{4}, Shape{2, 3}, Shape{0, 2}}) {
-      for (DType it : {DType::i32, DType::i64}) {
-        DType dt = kAllDTypes[size_t(case_no++) % std::size(kAllDTypes)];
-        Array p = random_array(dt, ps, rng);
-        Array idx = random_indices(it, is, ps[axis], rng);
-        SCOPED_TRACE("axis " + std::to_string(axis) + " indices " + is.to_string());
-        expect_same(run(OpKind::Gather, {p, idx}, {{"axis", int64_t(axis)}}),
-                    ref_gather(p, idx, axis));
-        expect_same(run(OpKind::Gather, {p, idx}, {{"axis", int64_t(axis - 3)}}),
-                    ref_gather(p, idx, axis));
-      }
-    }
-  }
-}
-
-TEST(GatherKernels, AllDTypesAndLarge) {
-  std::mt19937_64 rng(13);
-  for (DType dt : kAllDTypes) {
-    Array p = random_array(dt, {1000, 64}, rng);  // an embedding table
-    Array idx = random_indices(DType::i64, {50, 40}, 1000, rng);
-    expect_same(run(OpKind::Gather, {p, idx}, {{"axis", int64_t{0}}}), ref_gather(p, idx, 0));
-    Array q = random_array(dt, {300, 500}, rng);
-    Array jdx = random_indices(DType::i32, {3, 70}, 500, rng);
-    expect_same(run(OpKind::Gather, {q, jdx}, {{"axis", int64_t{-1}}}), ref_gather(q, jdx, 1));
-  }
-}
-
-TEST(GatherKernels, BadIndicesThrowWithDetails) {
-  Array p = make<float>({2, 5}, std::vector<float>(10, 1.0f));
-  auto expect_error = [&](const Array& idx, const std::vector<std::string>& parts) {
-    try {
-      run(OpKind::Gather, {p, idx}, {{"axis", int64_t{1}}});
-      FAIL() << "expected kiln::Error";
-    } catch (const Error& e) {
-      const std::string msg = e.what();
-      for (const std::string& part : parts) EXPECT_NE(msg.find(part), std::string::npos) << msg;
-    }
-  };
-  expect_error(make<int32_t>({2, 2}, {0, 4, 5, 1}),
-               {"gather", "index 5", "(1, 0)", "[0, 5)", "(2, 5)"});
-  expect_error(make<int64_t>({3}, {1, -1, 2}),
-               {"gather", "index -1", "(1,)", "[0, 5)", "negative"});
-  expect_error(make<int64_t>({1}, {int64_t{1} << 40}), {"index 1099511627776", "(0,)"});
-  // Gathering from an empty axis: every index is out of range.
-  Array empty = Array::empty(DType::f32, {0, 3});
-  EXPECT_THROW(run(OpKind::Gather, {empty, make<int32_t>({1}, {0})}, {{"axis", int64_t{0}}}),
-               Error);
-}
-
-// ---------------------------------------------------------------- scatter_add
-
-template <typename T>
-void check_scatter(DType it, int axis, const Shape& us, int idx_rank, int64_t dim,
-                   std::mt19937_64& rng) {
-  Array u = random_array(dtype_of<T>(), us, rng);
-  Shape is;
-  for (int i = 0; i < idx_rank; ++i) is.push_back(us[axis + i]);
-  Array idx = random_indices(it, is, dim, rng);
-  SCOPED_TRACE(std::string(dtype_name(dtype_of<T>())) + " axis " + std::to_string(axis) +
-               " updates " + us.to_string());
-  expect_same(run(OpKind::ScatterAdd, {u, idx}, {{"axis", int64_t(axis)}, {"dim_size", dim}}),
-              ref_scatter_add<T>(u, idx, axis, dim));
-}
-
-TEST(ScatterAddKernels, AxesRepeatedIndicesAllNumericDTypes) {
-  std::mt19937_64 rng(14);
-  for (DType it : {DType::i32, DType::i64}) {
-    // axis 0 with (2, 3) indices into 4 rows (repeats certain), axis 1, and the last axis.
-    check_scatter<float>(it, 0, {2, 3, 5}, 2, 4, rng);
-    check_scatter<double>(it, 1, {3, 6, 4}, 1, 3, rng);
-    check_scatter<int32_t>(it, 2, {3, 4, 2, 5}, 2, 7, rng);
-    check_scatter<int64_t>(it, 1, {2, 0, 3}, 1, 4, rng);  // no updates: zeros
-    check_scatter<uint8_t>(it, 0, {10, 3}, 1, 2, rng);
-    check_scatter<float>(it, 0, {0}, 1, 0, rng);  // empty everything
-  }
-}
-
-TEST(ScatterAddKernels, AdjointOfGather) {
-  std::mt19937_64 rng(15);
-  Array p = random_array(DType::f64, {4, 9, 3}, rng);
-  Array idx = random_indices(DType::i64, {5, 2}, 9, rng);
-  Array g = run(OpKind::Gather, {p, idx}, {{"axis", int64_t{1}}});
-  Array u = random_array(DType::f64, g.shape, rng);
-  Array s = run(OpKind::ScatterAdd, {u, idx}, {{"axis", int64_t{1}}, {"dim_size", int64_t{9}}});
-  ASSERT_EQ(s.shape, p.shape);
-  double lhs = 0, rhs = 0;
-  for (int64_t i = 0; i < g.size(); ++i) lhs += g.data<double>()[i] * u.data<double>()[i];
-  for (int64_t i = 0; i < p.size(); ++i) rhs += p.data<double>()[i] * s.data<double>()[i];
-  EXPECT_NEAR(lhs, rhs, 1e-9 * std::abs(lhs));
-}
-
-TEST(ScatterAddKernels, DeterministicAcrossThreadCounts) {
-  std::mt19937_64 rng(16);
-  Array u = random_array(DType::f32, {200000, 3}, rng);
-  Array idx = random_indices(DType::i32, {200000}, 100, rng);
-  Attrs attrs{{"axis", int64_t{0}}, {"dim_size", int64_t{100}}};
-  Array one, many;
-  {
-    ThreadCount t(1);
-    one = run(OpKind::ScatterAdd, {u, idx}, attrs);
-  }
-  {
-    ThreadCount t(2);
-    many = run(OpKind::ScatterAdd, {u, idx}, attrs);
-  }
-  expect_same(one, many);
-  expect_same(one, ref_scatter_add<float>(u, idx, 0, 100));
-}
-
-TEST(ScatterAddKernels, BadIndicesThrow) {
-  Array u = make<float>({3}, {1, 2, 3});
-  try {
-    run(OpKind::ScatterAdd, {u, make<int32_t>({3}, {0, 4, 1})},
-        {{"axis", int64_t{0}}, {"dim_size", int64_t{4}}});
-    FAIL() << "expected kiln::Error";
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    EXPECT_NE(msg.find("scatter_add"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("index 4"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("[0, 4)"), std::string::npos) << msg;
-  }
-  EXPECT_THROW(run(OpKind::ScatterAdd, {u, make<int64_t>({3}, {0, -2, 1})},
-                   {{"axis", int64_t{0}}, {"dim_size", int64_t{4}}}),
-               Error);
-}
-
-// ---------------------------------------------------------------- one_hot
-
-TEST(OneHotKernels, OutOfRangeGivesZeroRows) {
-  Array idx = make<int32_t>({2, 3}, {0, 3, 2, -1, 4, 1});
-  for (DType dt : kAllDTypes) {
-    SCOPED_TRACE(std::string(dtype_name(dt)));
-    Array y = run(OpKind::OneHot, {idx}, {{"depth", int64_t{4}}, {"dtype", dt}});
-    ASSERT_EQ(y.shape, Shape({2, 3, 4}));
-    Array want = Array::empty(dt, y.shape);
-    visit_dtype(dt, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      const std::vector<int> bits = {1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0,
-                                     0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0};
-      for (size_t i = 0; i < bits.size(); ++i) want.data<T>()[i] = T(bits[i]);
-    });
-    expect_same(y, want);
-  }
-}
-
-TEST(OneHotKernels, Int64IndicesLargeAndZeroDepth) {
-  std::mt19937_64 rng(17);
-  Array idx = random_indices(DType::i64, {5000}, 12, rng);
-  idx.data<int64_t>()[7] = int64_t{1} << 40;
-  Array y = run(OpKind::OneHot, {idx}, {{"depth", int64_t{10}}, {"dtype", DType::f32}});
-  for (int64_t j = 0; j < 5000; ++j) {
-    const int64_t v = idx.data<int64_t>()[j];
-    for (int64_t d = 0; d < 10; ++d)
-      ASSERT_EQ(y.data<float>()[j * 10 + d], v == d ? 1.0f : 0.0f) << j << " " << d;
-  }
-  Array z = run(OpKind::OneHot, {idx}, {{"depth", int64_t{0}}, {"dtype", DType::b8}});
-  EXPECT_EQ(z.shape, Shape({5000, 0}));
 }
 
 }  // namespace
