@@ -103,7 +103,8 @@ class GraphCompiler {
   // Variables a kernel may update in place: a value assigned to a variable (the variable's
   // only assignment) that is computed by a kernel which also reads the variable's entry value,
   // when no later step reads the entry value and it is not a graph output. Fills
-  // assigned_to_ (value -> variable) and last_reader_ (value -> position of its last reader).
+  // assigned_to_ (value -> variable), position_ (node -> program position) and last_reader_
+  // (value -> position of its last reader).
   void find_in_place_updates() {
     std::unordered_map<int, int> assignments;
     for (size_t p = 0; p < g_.nodes().size(); ++p) {
