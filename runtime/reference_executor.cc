@@ -22,19 +22,39 @@ using ir::NodeKind;
 using ir::Value;
 
 // True if a concrete array of type `got` may stand for a value of static type `declared`:
-// same dtype and rank, equal dimensions wherever `declared` knows them.
-bool conforms(const TensorType& declared, const TensorType& got) {
-  if (declared.dtype != got.dtype || declared.shape.rank() != got.shape.rank()) return false;
+// same dtype (f64 for f32 when `widened`) and rank, equal dimensions wherever `declared`
+// knows them.
+bool conforms(const TensorType& declared, const TensorType& got, bool widened) {
+  DType want = widened && declared.dtype == DType::f32 ? DType::f64 : declared.dtype;
+  if (want != got.dtype || declared.shape.rank() != got.shape.rank()) return false;
   for (int i = 0; i < declared.shape.rank(); ++i)
     if (declared.shape[i] != kUnknownDim && declared.shape[i] != got.shape[i]) return false;
   return true;
 }
 
+// `a` in float64 if it is float32 (exact), else `a` itself.
+Array widened(const Array& a) {
+  if (a.dtype != DType::f32) return a;
+  Array in[1] = {a};
+  return run_op(OpKind::Cast, in, {{"dtype", DType::f64}});
+}
+
+// `attrs` with every f32 dtype attribute replaced by f64 (cast, one_hot, element_count).
+Attrs widened(const Attrs& attrs) {
+  Attrs out;
+  for (const auto& [name, value] : attrs.items()) {
+    const DType* d = std::get_if<DType>(&value);
+    out.set(name, d != nullptr && *d == DType::f32 ? AttrValue(DType::f64) : value);
+  }
+  return out;
+}
+
 class Executor {
  public:
   // `parent`, `node`, `label`: where a sub-graph sits (for error messages); null at the top.
-  Executor(const Graph& g, const Executor* parent, const Node* node, std::string_view label)
-      : g_(g), parent_(parent), node_(node), label_(label) {}
+  Executor(const Graph& g, const ReferenceOptions& options, const Executor* parent,
+           const Node* node, std::string_view label)
+      : g_(g), options_(options), parent_(parent), node_(node), label_(label) {}
 
   // Runs the graph; `variables` is updated only if the whole graph succeeds.
   std::vector<Array> run(std::span<const Array> args, std::vector<Array>& variables) {
@@ -43,19 +63,21 @@ class Executor {
                              g_.parameters().size(), g_.parameters().size() == 1 ? "" : "s",
                              args.size()));
     for (size_t i = 0; i < args.size(); ++i) {
-      check_array(args[i], g_.parameter(i)->type(), fmt::format("parameter {}", i));
-      env_[g_.parameter(i)] = args[i];
+      Array a = options_.widen_f32 ? widened(args[i]) : args[i];
+      check_array(a, g_.parameter(i)->type(), fmt::format("parameter {}", i));
+      env_[g_.parameter(i)] = std::move(a);
     }
     if (variables.size() != g_.variables().size())
       fail_graph(fmt::format("expected {} variable value{} (one per graph variable), got {}",
                              g_.variables().size(), g_.variables().size() == 1 ? "" : "s",
                              variables.size()));
-    for (size_t i = 0; i < variables.size(); ++i) {
-      const ir::GraphVariable& v = g_.variable(i);
-      check_array(variables[i], v.type, fmt::format("variable ${} \"{}\"", i, v.name));
-      env_[v.entry] = variables[i];
-    }
     std::vector<Array> vars = variables;
+    for (size_t i = 0; i < vars.size(); ++i) {
+      const ir::GraphVariable& v = g_.variable(i);
+      if (options_.widen_f32) vars[i] = widened(vars[i]);
+      check_array(vars[i], v.type, fmt::format("variable ${} \"{}\"", i, v.name));
+      env_[v.entry] = vars[i];
+    }
     for (const auto& n : g_.nodes()) run_node(*n, vars);
     std::vector<Array> outs;
     outs.reserve(g_.outputs().size());
@@ -85,7 +107,7 @@ class Executor {
   }
 
   void check_array(const Array& a, const TensorType& expected, const std::string& what) const {
-    if (!conforms(expected, a.type()))
+    if (!conforms(expected, a.type(), options_.widen_f32))
       fail_graph(
           fmt::format("{}: expected {}, got {}", what, expected.to_string(), a.type().to_string()));
     if (a.storage == nullptr || a.storage->bytes() < a.nbytes())
@@ -101,7 +123,7 @@ class Executor {
     return it->second;
   }
   void bind(const Node& n, size_t i, Array a) {
-    if (!conforms(n.output(i)->type(), a.type()))
+    if (!conforms(n.output(i)->type(), a.type(), options_.widen_f32))
       fail(n, fmt::format("output {} is declared {} but its value is {}", i,
                           n.output(i)->type().to_string(), a.type().to_string()));
     env_[n.output(i)] = std::move(a);
@@ -142,8 +164,15 @@ class Executor {
     for (const Array& a : in) types.push_back(a.type());
     Array out;
     try {
-      TensorType t = infer_type(n.op(), types, n.attrs());
-      out = run_kernel(n.op(), in, n.attrs(), t);
+      if (!options_.widen_f32) {
+        out = run_kernel(n.op(), in, n.attrs(), infer_type(n.op(), types, n.attrs()));
+      } else if (op_info(n.op()).has(kRandom)) {  // the float32 numbers, widened
+        out = widened(run_kernel(n.op(), in, n.attrs(), infer_type(n.op(), types, n.attrs())));
+      } else {
+        Attrs attrs = widened(n.attrs());
+        out = run_kernel(n.op(), in, attrs, infer_type(n.op(), types, attrs));
+      }
+      if (options_.after_op) options_.after_op(n.op(), n.attrs(), in, out, n.output(0)->dtype());
     } catch (const Error& e) {
       fail(n, e.what());
     }
@@ -154,7 +183,7 @@ class Executor {
     const ir::Literal& lit = *n.literal();
     Array a = Array::empty(lit.type());
     if (lit.byte_size() > 0) std::memcpy(a.raw(), lit.data(), lit.byte_size());
-    bind(n, 0, std::move(a));
+    bind(n, 0, options_.widen_f32 ? widened(a) : a);
   }
 
   void run_assignment(const Node& n, std::vector<Array>& vars) {
@@ -166,7 +195,9 @@ class Executor {
         value = get(n.input(0));
       } else {
         Array in[2] = {current, get(n.input(0))};
-        value = run_op(n.kind() == NodeKind::kAssignAdd ? OpKind::Add : OpKind::Sub, in, {});
+        OpKind op = n.kind() == NodeKind::kAssignAdd ? OpKind::Add : OpKind::Sub;
+        value = run_op(op, in, {});
+        if (options_.after_op) options_.after_op(op, {}, in, value, g_.variable(vi).type.dtype);
       }
     } catch (const Error& e) {
       fail(n, e.what());
@@ -189,7 +220,7 @@ class Executor {
   std::vector<Array> run_subgraph(const Node& n, size_t k, std::string_view label,
                                   std::span<const Array> args) const {
     std::vector<Array> no_variables;
-    return Executor(n.subgraph(k), this, &n, label).run(args, no_variables);
+    return Executor(n.subgraph(k), options_, this, &n, label).run(args, no_variables);
   }
 
   void bind_all(const Node& n, std::vector<Array>& values, std::string_view from) {
@@ -227,7 +258,7 @@ class Executor {
         fail(n, fmt::format("the body sub-graph returned {} values for {} loop variables",
                             next.size(), loop_vars));
       for (size_t i = 0; i < loop_vars; ++i) {
-        if (!conforms(n.input(i)->type(), next[i].type()))
+        if (!conforms(n.input(i)->type(), next[i].type(), options_.widen_f32))
           fail(n, fmt::format("the body sub-graph's output {} is {} but loop variable {} is {}", i,
                               next[i].type().to_string(), i, n.input(i)->type().to_string()));
         state[i] = std::move(next[i]);
@@ -238,6 +269,7 @@ class Executor {
   }
 
   const Graph& g_;
+  const ReferenceOptions& options_;
   const Executor* parent_;
   const Node* node_;
   std::string_view label_;
@@ -247,9 +279,28 @@ class Executor {
 
 }  // namespace
 
+namespace {
+const ReferenceOptions kExact;
+thread_local const ReferenceOptions* thread_options = &kExact;
+}  // namespace
+
 std::vector<Array> execute_reference(const ir::Graph& graph, std::span<const Array> args,
                                      std::vector<Array>& variables) {
-  return Executor(graph, nullptr, nullptr, {}).run(args, variables);
+  return Executor(graph, *thread_options, nullptr, nullptr, {}).run(args, variables);
+}
+
+ScopedReferenceHook::ScopedReferenceHook(decltype(ReferenceOptions::after_op) after_op)
+    : previous_(thread_options) {
+  options_.after_op = std::move(after_op);
+  thread_options = &options_;
+}
+
+ScopedReferenceHook::~ScopedReferenceHook() { thread_options = previous_; }
+
+std::vector<Array> execute_reference(const ir::Graph& graph, std::span<const Array> args,
+                                     std::vector<Array>& variables,
+                                     const ReferenceOptions& options) {
+  return Executor(graph, options, nullptr, nullptr, {}).run(args, variables);
 }
 
 }  // namespace kiln::runtime

@@ -2,6 +2,7 @@
 // test oracle for the compilers: whatever they do, their results must match this one.
 #pragma once
 
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -25,5 +26,45 @@ namespace kiln::runtime {
 // equal to calling runtime::run_op for each node in program order.
 std::vector<Array> execute_reference(const ir::Graph& graph, std::span<const Array> args,
                                      std::vector<Array>& variables);
+
+// How the reference executor evaluates: the float64 oracle of the error-bounded tests
+// (tests/support/error_bound.h) runs the same graph with these.
+struct ReferenceOptions {
+  // Evaluate every float32 value in float64: f32 arguments, variables and constants are
+  // widened exactly, ops whose attributes name f32 (cast, one_hot) produce f64 instead, and
+  // random ops draw their float32 numbers as usual and widen them. Results and variables come
+  // back as f64 arrays wherever the graph says f32. Integer and f64 values are unchanged.
+  bool widen_f32 = false;
+  // Called after each op (and each assign_add / assign_sub, as add / sub) with the op, its
+  // attributes, its input arrays and its result, which it may replace (not write into: a kernel may
+  // return an input's storage). `declared` is the dtype the graph gives the result (f32
+  // for a widened f64 result). Sub-graphs (fusion bodies, cond and while branches) call it too.
+  std::function<void(OpKind op, const Attrs& attrs, std::span<const Array> inputs, Array& result,
+                     DType declared)>
+      after_op;
+};
+
+// execute_reference with options (the overload above uses the defaults: exact, unhooked,
+// unless a ScopedReferenceHook is alive on the calling thread).
+std::vector<Array> execute_reference(const ir::Graph& graph, std::span<const Array> args,
+                                     std::vector<Array>& variables,
+                                     const ReferenceOptions& options);
+
+// Gives the three-argument execute_reference, on the calling thread, `after_op` as its hook
+// until destroyed (nested scopes restore the previous hook). This is how a whole training run
+// in reference mode (functions run by the reference executor) is evaluated under a rounding
+// model: the compiled-training tests measure how far correct float32 roundings can move a
+// trajectory with it.
+class ScopedReferenceHook {
+ public:
+  explicit ScopedReferenceHook(decltype(ReferenceOptions::after_op) after_op);
+  ~ScopedReferenceHook();
+  ScopedReferenceHook(const ScopedReferenceHook&) = delete;
+  ScopedReferenceHook& operator=(const ScopedReferenceHook&) = delete;
+
+ private:
+  ReferenceOptions options_;
+  const ReferenceOptions* previous_;
+};
 
 }  // namespace kiln::runtime

@@ -1,6 +1,8 @@
 // The rows of the op consistency suite (tests/codegen/op_consistency_test.cc): the cases
-// (operand shapes, attributes) of each op codegen lowers and the row table with its
-// tolerances and their reasons. Included by that one test file only.
+// (operand shapes, attributes) of each op codegen lowers and the row table (input ranges,
+// special values, eager quirks and their reasons). Results are compared within error bounds
+// derived from the computation (tests/support/error_bound.h), so rows carry no tolerances.
+// Included by that one test file only.
 #pragma once
 
 #include <functional>
@@ -219,10 +221,6 @@ enum class Fuse {
   kHand,      // fusion never groups the op: the test builds the fusion node itself
 };
 
-struct Tolerance {
-  double rtol = 0, atol = 0;
-};
-
 struct OpRow {
   std::string name;
   OpKind op;
@@ -231,9 +229,8 @@ struct OpRow {
   // Regular float inputs are drawn from [lo, hi]; integers from [ilo, ihi] (u8 clamped to
   // [0, 255]).
   double lo = -3, hi = 3;
-  bool specials = true;        // float inputs also hold NaN, +-inf, -0.0, +0.0
-  Tolerance f32_tol, f64_tol;  // for float results; integer and bool results are exact
-  bool big = false;            // also run at 1000003 elements
+  bool specials = true;  // float inputs also hold NaN, +-inf, -0.0, +0.0
+  bool big = false;      // also run at 1000003 elements
   Fuse fuse = Fuse::kPipeline;
   int64_t ilo = -20, ihi = 20;
   bool nonzero = false;  // no zero integers (integer division by zero is an error)
@@ -246,7 +243,7 @@ struct OpRow {
 };
 void PrintTo(const OpRow& row, std::ostream* os) { *os << row.name; }
 
-// Builders of rows (the tolerances and reasons are in the table below).
+// Builders of rows (the reasons for each row's settings are in the table below).
 OpRow unary(std::string name, OpKind op, std::vector<DType> dtypes, Attrs attrs = {}) {
   OpRow r;
   r.name = std::move(name);
@@ -277,29 +274,9 @@ OpRow with(OpRow r, auto&& edit) {
   return r;
 }
 
-// Tolerances, in one place with the reasons:
-//  exact:    IEEE-exact operations on both paths (+, -, *, /, sqrt, comparisons, selects,
-//            layout ops, casts); the sign of zero is not compared.
-const Tolerance kExact{0, 0};
-//  f32 transcendental: kiln's vector math (codegen/vector_math.h: <= 3 ulp, gelu_tanh with an
-//            absolute floor 2^-24) against Eigen's float approximations (a few ulp): 2e-6
-//            relative (~32 ulp) plus an absolute term for results near 0.
-const Tolerance kF32Math{2e-6, 1e-6};
-//  f64 transcendental: libm (codegen) against Eigen's double packets (<= 1-2 ulp each).
-const Tolerance kF64Math{1e-13, 1e-14};
-//  f32 reductions: reassociated (several vector accumulators) against Eigen's blocked order.
-const Tolerance kF32Reduce{1e-4, 1e-5};
-//  f64 reductions: the same, in double.
-const Tolerance kF64Reduce{1e-11, 1e-12};
-
 std::vector<OpRow> op_rows() {
   std::vector<OpRow> rows;
   auto add = [&](OpRow r) { rows.push_back(std::move(r)); };
-  auto math = [&](OpRow r) {
-    r.f32_tol = kF32Math;
-    r.f64_tol = kF64Math;
-    return r;
-  };
 
   // ---- elementwise binary
   add(with(binary("add", OpKind::Add, kNumeric), [](OpRow& r) { r.big = true; }));
@@ -311,7 +288,7 @@ std::vector<OpRow> op_rows() {
     r.big = true;
   }));
   // pow: libm powf / pow (codegen) against Eigen's vectorized pow; base in (0, 3]
-  add(with(math(binary("pow", OpKind::Pow, kFloat)), [](OpRow& r) {
+  add(with(binary("pow", OpKind::Pow, kFloat), [](OpRow& r) {
     r.lo = 0.05;
     r.hi = 3;
   }));
@@ -334,41 +311,38 @@ std::vector<OpRow> op_rows() {
   add(unary("sign", OpKind::Sign, kNumeric));
   add(unary("square", OpKind::Square, kNumeric));
   // sqrt: codegen is IEEE sqrt; eager float32 is Eigen's fast-math sqrt (rsqrt estimate and a
-  // Newton step: up to 2 ulp off, sqrt(+inf) = NaN, sqrt(-0.0) = +0.0): 2.5e-7 allowed, +inf
+  // Newton step: up to 2 ulp off, sqrt(+inf) = NaN, sqrt(-0.0) = +0.0): +inf
   // left out, zero signs not compared
   add(with(unary("sqrt", OpKind::Sqrt, kFloat), [](OpRow& r) {
     r.lo = 0;
     r.any_zero_sign = true;
-    r.f32_tol = {2.5e-7, 0};
     r.no_special = 2;
   }));
   // rsqrt: 1 / sqrt(x) (two roundings) against Eigen's rsqrt: <= 2 ulp apart
   add(with(unary("rsqrt", OpKind::Rsqrt, kFloat), [](OpRow& r) {
     r.lo = 0.01;
     r.hi = 100;
-    r.f32_tol = {3e-7, 0};
-    r.f64_tol = {5e-16, 0};
   }));
-  add(with(math(unary("exp", OpKind::Exp, kFloat)), [](OpRow& r) {
+  add(with(unary("exp", OpKind::Exp, kFloat), [](OpRow& r) {
     r.lo = -80;
     r.hi = 80;
     r.big = true;
   }));
   // log on positive values (its result crosses 0 at 1: the absolute term)
-  add(with(math(unary("log", OpKind::Log, kFloat)), [](OpRow& r) {
+  add(with(unary("log", OpKind::Log, kFloat), [](OpRow& r) {
     r.lo = 1e-3;
     r.hi = 1e4;
   }));
-  add(with(math(unary("log1p", OpKind::Log1p, kFloat)), [](OpRow& r) {
+  add(with(unary("log1p", OpKind::Log1p, kFloat), [](OpRow& r) {
     r.lo = -0.9;
     r.hi = 100;
   }));
-  add(with(math(unary("tanh", OpKind::Tanh, kFloat)), [](OpRow& r) {
+  add(with(unary("tanh", OpKind::Tanh, kFloat), [](OpRow& r) {
     r.lo = -10;
     r.hi = 10;
     r.big = true;
   }));
-  add(with(math(unary("sigmoid", OpKind::Sigmoid, kFloat)), [](OpRow& r) {
+  add(with(unary("sigmoid", OpKind::Sigmoid, kFloat), [](OpRow& r) {
     r.lo = -30;
     r.hi = 30;
   }));
@@ -376,14 +350,14 @@ std::vector<OpRow> op_rows() {
   add(unary("leaky_relu", OpKind::LeakyRelu, kFloat, {{"alpha", 0.2}}));
   // gelu(-inf): eager computes 0.5 * x * (1 + erf(..)) = -inf * 0 = NaN; codegen gives -0
   // (the limit): an eager quirk, so -inf is left out
-  add(with(math(unary("gelu_tanh", OpKind::Gelu, kFloat, {{"approximate", true}})), [](OpRow& r) {
+  add(with(unary("gelu_tanh", OpKind::Gelu, kFloat, {{"approximate", true}}), [](OpRow& r) {
     r.big = true;
     r.no_special = 4;
   }));
-  add(with(math(unary("gelu_erf", OpKind::Gelu, kFloat, {{"approximate", false}})),
+  add(with(unary("gelu_erf", OpKind::Gelu, kFloat, {{"approximate", false}}),
            [](OpRow& r) { r.no_special = 4; }));
-  add(math(unary("erf", OpKind::Erf, kFloat)));
-  add(with(math(unary("softplus", OpKind::Softplus, kFloat)), [](OpRow& r) {
+  add(unary("erf", OpKind::Erf, kFloat));
+  add(with(unary("softplus", OpKind::Softplus, kFloat), [](OpRow& r) {
     r.lo = -30;
     r.hi = 30;
   }));
@@ -430,18 +404,13 @@ std::vector<OpRow> op_rows() {
   }));
 
   // ---- reductions
-  auto reduce_tol = [](OpRow r) {
-    r.f32_tol = kF32Reduce;
-    r.f64_tol = kF64Reduce;
-    return r;
-  };
   // positive inputs for sum and mean: no cancellation, so relative errors stay small
-  add(with(reduce_tol(reduction("sum", OpKind::Sum, kNumeric, true)), [](OpRow& r) {
+  add(with(reduction("sum", OpKind::Sum, kNumeric, true), [](OpRow& r) {
     r.lo = 0.5;
     r.hi = 2;
     r.big = true;
   }));
-  add(with(reduce_tol(reduction("mean", OpKind::Mean, kFloat, true)), [](OpRow& r) {
+  add(with(reduction("mean", OpKind::Mean, kFloat, true), [](OpRow& r) {
     r.lo = 0.5;
     r.hi = 2;
     r.big = true;
@@ -449,7 +418,7 @@ std::vector<OpRow> op_rows() {
   add(with(reduction("max", OpKind::Max, kNumeric, false), [](OpRow& r) { r.big = true; }));
   add(reduction("min", OpKind::Min, kNumeric, false));
   // prod: values near 1 (no overflow in floats; integers wrap the same way on both paths)
-  add(with(reduce_tol(reduction("prod", OpKind::Prod, kNumeric, true)), [](OpRow& r) {
+  add(with(reduction("prod", OpKind::Prod, kNumeric, true), [](OpRow& r) {
     r.lo = 0.8;
     r.hi = 1.25;
     r.ilo = -2;
@@ -457,8 +426,6 @@ std::vector<OpRow> op_rows() {
   }));
   // logsumexp: decomposed (max, exp, sum, log): vector math and a reassociated sum
   add(with(reduction("logsumexp", OpKind::LogSumExp, kFloat, true), [](OpRow& r) {
-    r.f32_tol = {1e-5, 1e-5};
-    r.f64_tol = {1e-12, 1e-12};
     r.lo = -20;
     r.hi = 20;
     r.big = true;
@@ -479,8 +446,6 @@ std::vector<OpRow> op_rows() {
     add(with(reduction(k == OpKind::Softmax ? "softmax" : "log_softmax", k, kFloat, true),
              [](OpRow& r) {
                r.cases = softmax_cases;
-               r.f32_tol = {1e-5, 1e-6};
-               r.f64_tol = {1e-12, 1e-14};
                r.lo = -20;
                r.hi = 20;
                r.big = true;

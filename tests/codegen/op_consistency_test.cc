@@ -1,6 +1,7 @@
 // The op consistency suite (after ggml's test-backend-ops): one row per op that codegen lowers
 // (codegen::can_lower), each run through compile_graph and compared with the reference
-// executor (eager kernels, node by node):
+// executor (eager kernels, node by node) within error bounds derived from the computation
+// (tests/support/error_bound.h: float64 evaluation and rounding-model samples):
 //   - alone: a graph of that one op, compiled as a one-op kernel;
 //   - fused: neg(op(neg(x), ...)) (logical_not for bool), so the op sits inside a fusion
 //     group; the pipeline (passes::optimize_pipeline) must make a `fusion` node of it, except
@@ -34,6 +35,7 @@
 #include "ir/verifier.h"
 #include "passes/pipeline.h"
 #include "tests/codegen/codegen_test_util.h"
+#include "tests/support/error_bound.h"
 
 #include "tests/codegen/op_consistency_rows.h"
 
@@ -226,10 +228,11 @@ void check_case(const OpRow& row, DType dt, const Case& c, bool fused, uint32_t 
     Array x = make_input(row, t, rng);
     args.push_back(fused && negates_inputs(row) ? negated(x) : x);
   }
-  testing::RunResult want, got;
+  std::unique_ptr<testing::ErrorBoundedReference> want;
+  testing::RunResult got;
   std::string want_error, got_error;
   try {
-    want = testing::run_reference(*g, args, {});
+    want = std::make_unique<testing::ErrorBoundedReference>(*g, args, std::vector<Array>{}, seed);
   } catch (const Error& e) {
     want_error = e.what();
   }
@@ -242,15 +245,12 @@ void check_case(const OpRow& row, DType dt, const Case& c, bool fused, uint32_t 
       << what << ": reference error '" << want_error << "', compiled error '" << got_error << "'\n"
       << ir::print_graph(*g);
   if (!want_error.empty()) return;
-  ASSERT_EQ(got.outputs.size(), want.outputs.size()) << what;
-  for (size_t i = 0; i < want.outputs.size(); ++i) {
-    DType out = want.outputs[i].dtype;
-    Tolerance tol = out == f32 ? row.f32_tol : out == f64 ? row.f64_tol : kExact;
-    EXPECT_TRUE(testing::all_close(got.outputs[i], want.outputs[i], tol.rtol, tol.atol))
-        << what << ", output " << i << " (seed " << seed << ")\n"
-        << ir::print_graph(*g);
-    if (!row.any_zero_sign && is_floating(out)) {
-      EXPECT_TRUE(same_zero_signs(got.outputs[i], want.outputs[i]))
+  EXPECT_TRUE(want->check(got.outputs)) << what << " (seed " << seed << ")\n"
+                                        << ir::print_graph(*g);
+  for (size_t i = 0; i < got.outputs.size() && i < want->result_count(); ++i) {
+    const Array& ref = want->float32_results()[i];
+    if (!row.any_zero_sign && is_floating(ref.dtype)) {
+      EXPECT_TRUE(same_zero_signs(got.outputs[i], ref))
           << what << ", output " << i << " (seed " << seed << ")\n"
           << ir::print_graph(*g);
     }
