@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "codegen/host_target.h"
+#include "codegen/target.h"
 #include "kiln/kiln.h"
 #include "tools/commands.h"
 
@@ -9,8 +10,8 @@ namespace {
 
 void print_version() {
   std::cout << "kiln " << kiln::kVersion << " (LLVM " << kiln::codegen::llvm_version()
-            << ", host CPU " << kiln::codegen::host_cpu_name() << ", " << kiln::num_threads()
-            << " threads)\n";
+            << ", host CPU " << kiln::codegen::host_cpu_name() << ", kernels for "
+            << kiln::codegen::target_cpu() << ", " << kiln::num_threads() << " threads)\n";
 }
 
 }  // namespace
@@ -21,6 +22,11 @@ int main(int argc, char** argv) {
     print_version();
     return std::string();
   });
+  // Before any subcommand runs (CLI11 runs the app's option callbacks first).
+  app.add_option_function<std::string>(
+      "--target-cpu", [](const std::string& cpu) { kiln::codegen::set_target_cpu(cpu); },
+      "the CPU JIT kernels are generated for: native (default), x86-64-v2, x86-64-v3, "
+      "x86-64-v4 or an LLVM CPU name; overrides KILN_TARGET_CPU");
   kiln::tools::add_demo_command(app);
   kiln::tools::add_ops_command(app);
   kiln::tools::add_train_command(app);
