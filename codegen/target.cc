@@ -30,15 +30,15 @@ struct Host {
   const llvm::Target* target = nullptr;
   std::string cpu;
   std::vector<std::pair<std::string, bool>> features;
-  bool has(const std::string& f) const {
-    auto it = std::lower_bound(features.begin(), features.end(), std::make_pair(f, false),
-                               [](const auto& a, const auto& b) { return a.first < b.first; });
-    return it != features.end() && it->first == f && it->second;
+  const std::pair<std::string, bool>* find(const std::string& f) const {
+    auto it = std::lower_bound(features.begin(), features.end(), f,
+                               [](const auto& a, const std::string& b) { return a.first < b; });
+    return it != features.end() && it->first == f ? &*it : nullptr;
   }
-  bool knows(const std::string& f) const {
-    auto it = std::lower_bound(features.begin(), features.end(), std::make_pair(f, false),
-                               [](const auto& a, const auto& b) { return a.first < b.first; });
-    return it != features.end() && it->first == f;
+  bool knows(const std::string& f) const { return find(f) != nullptr; }
+  bool has(const std::string& f) const {
+    const auto* p = find(f);
+    return p != nullptr && p->second;
   }
 };
 
