@@ -11,12 +11,15 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <memory>
 #include <optional>
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "codegen/compile_graph.h"
@@ -174,6 +177,40 @@ TEST(TargetCpu, ResultsAreWithinTheErrorBoundAtEveryLevel) {
                       << gamma * magnitude;
     }
   }
+}
+
+// Switching the target while kernels compile in another thread: each kernel is compiled for
+// one target throughout (the one its header names), never a mix.
+TEST(TargetCpu, SwitchingWhileCompilingNeverMixesTargets) {
+  ScopedTargetCpu restore("x86-64-v2");
+  auto g = testing::optimized_graph(graph_text(48));
+  std::vector<std::unique_ptr<ir::Graph>> owned;
+  std::vector<KernelRequest> requests = kernel_requests(*g, owned);
+  std::atomic<bool> done{false};
+  std::thread switcher([&] {
+    for (int i = 0; !done.load(); ++i) {
+      set_target_cpu(i % 2 ? "x86-64-v2" : "x86-64-v3");
+      std::this_thread::sleep_for(std::chrono::microseconds(300));
+    }
+  });
+  int v2 = 0, v3 = 0;
+  for (int round = 0; round < 20; ++round) {
+    for (const KernelRequest& r : requests) {
+      std::string text = kernel_assembly(r);
+      bool ymm = text.find("ymm") != std::string::npos;
+      if (text.find("target x86-64-v2)") != std::string::npos) {
+        ++v2;
+        EXPECT_FALSE(ymm) << "a kernel headed x86-64-v2 uses ymm registers:\n" << text;
+      } else {
+        ++v3;
+        EXPECT_THAT(text, HasSubstr("target x86-64-v3)"));
+        EXPECT_TRUE(ymm) << "a kernel headed x86-64-v3 has no ymm registers:\n" << text;
+      }
+    }
+  }
+  done = true;
+  switcher.join();
+  EXPECT_GT(v2 + v3, 0);
 }
 
 TEST(TargetCpu, ATargetTheHostCannotRunIsAnErrorNamingTheMissingFeatures) {
