@@ -2,7 +2,9 @@
 #   1. a cold cache directory: kernels are compiled and written;
 #   2. a second process: nothing is compiled, every kernel comes from disk;
 #   3. one cache file corrupted: it is detected (counted corrupt), recompiled and replaced, and
-#      the outputs are still right.
+#      the outputs are still right;
+#   4. another target (`kiln --target-cpu x86-64-v2`): nothing is reused from disk, every kernel
+#      is compiled for it (and written); a second run at that target compiles nothing.
 # Inputs: KILN (the kiln binary), SRC (the source dir), WORK (a scratch directory).
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK})
@@ -16,10 +18,11 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "could not write the .npy inputs (python3 with numpy is needed)")
 endif()
 
+# Extra arguments go before `run` (e.g. --target-cpu x86-64-v2).
 function(run_kiln label out_var)
   file(REMOVE_RECURSE ${WORK}/out)
   execute_process(COMMAND ${CMAKE_COMMAND} -E env KILN_CACHE_DIR=${WORK}/cache
-                          ${KILN} run ${SRC}/tests/tools/affine.kir --input 0=${WORK}/x.npy
+                          ${KILN} ${ARGN} run ${SRC}/tests/tools/affine.kir --input 0=${WORK}/x.npy
                           --input layer/w=${WORK}/w.npy --output-dir ${WORK}/out --cache-stats
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
@@ -60,4 +63,13 @@ endif()
 run_kiln("repaired" out)
 if(NOT out MATCHES "kernel cache: 0 compiled, ${compiled} from disk")
   message(FATAL_ERROR "after repair: expected every kernel from disk again, got: ${out}")
+endif()
+
+run_kiln("other target" out --target-cpu x86-64-v2)
+if(NOT out MATCHES "kernel cache: ${compiled} compiled, 0 from disk, [0-9]+ in memory, 0 corrupt, ${compiled} written \\(target x86-64-v2\\)")
+  message(FATAL_ERROR "x86-64-v2 run: expected ${compiled} kernels compiled for it, got: ${out}")
+endif()
+run_kiln("other target, warm" out --target-cpu x86-64-v2)
+if(NOT out MATCHES "kernel cache: 0 compiled, ${compiled} from disk")
+  message(FATAL_ERROR "x86-64-v2 warm run: expected every kernel from disk, got: ${out}")
 endif()

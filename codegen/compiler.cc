@@ -9,10 +9,10 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "codegen/host_target.h"
 #include "codegen/jit.h"
 #include "codegen/lower_kernel.h"
 #include "codegen/object_cache.h"
+#include "codegen/target.h"
 #include "runtime/log.h"
 #include "runtime/threading.h"
 
@@ -29,7 +29,9 @@ struct Keyed {
 
 Keyed lower_and_key(const KernelRequest& r) {
   Keyed k{lower_kernel(*r.body, kPlaceholder, r.as_parameter, r.in_place), {}, {}};
-  k.key = cache_key(module_text(*k.lowered.module.module), target_description());
+  // The module's own target (current_target() may change meanwhile in another thread).
+  k.key = cache_key(module_text(*k.lowered.module.module),
+                    target_description(*k.lowered.module.target));
   k.symbol = "kiln_k_" + k.key;
   k.lowered.module.module->getFunction(kPlaceholder)->setName(k.symbol);
   k.lowered.module.symbol = k.symbol;
@@ -93,7 +95,7 @@ std::vector<CompiledKernel> compile_kernels(const std::vector<KernelRequest>& re
   }
   runtime::parallel_tasks(int64_t(to_compile.size()), [&](int64_t t) {
     size_t i = to_compile[size_t(t)];
-    llvm::Module& m = *kernels[i].lowered.module.module;
+    KernelModule& m = kernels[i].lowered.module;
     auto a = Clock::now();
     optimize_module(m);
     auto b = Clock::now();
@@ -125,12 +127,12 @@ namespace {
 // The optimized kernel as text (LLVM IR or assembly) after a comment line naming it.
 std::string kernel_dump(const KernelRequest& request, const char* comment, bool assembly) {
   Keyed k = lower_and_key(request);
-  llvm::Module& m = *k.lowered.module.module;
+  KernelModule& m = k.lowered.module;
   optimize_module(m);
   const runtime::KernelLayout& l = k.lowered.layout;
   return std::string(comment) + " kernel " + request.name + " (symbol " + k.symbol + "; " +
-         l.iteration + ", extent " + std::to_string(l.extent) + ")\n" +
-         (assembly ? emit_assembly(m) : module_text(m));
+         l.iteration + ", extent " + std::to_string(l.extent) + "; target " + m.target->name +
+         ")\n" + (assembly ? emit_assembly(m) : module_text(*m.module));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
-// Facts about the host CPU and the LLVM that kiln's code generator targets (no LLVM headers:
-// tools and the frontend print these).
+// Facts about the host CPU and the LLVM that kiln's code generator uses (no LLVM headers:
+// tools and the frontend print these). The target kernels are compiled for, which may be
+// another CPU than the host, is in codegen/target.h.
 #pragma once
 
 #include <string>
@@ -9,9 +10,5 @@ namespace kiln::codegen {
 std::string llvm_version();       // e.g. "19.1.7"
 std::string host_cpu_name();      // e.g. "znver3", as LLVM names it
 std::string host_cpu_features();  // comma-separated enabled features, e.g. "avx2,fma,..."
-
-// Everything that changes the machine code of a kernel besides its IR: CPU, features, the
-// optimization flags, LLVM, kiln and kernel-format versions. Part of every cache key.
-std::string target_description();
 
 }  // namespace kiln::codegen

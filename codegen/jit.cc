@@ -33,21 +33,23 @@ KernelModule new_kernel_module(const std::string& module_name, const std::string
   KernelModule k;
   k.context = std::make_unique<llvm::LLVMContext>();
   k.module = std::make_unique<llvm::Module>(module_name, *k.context);
-  llvm::TargetMachine& tm = thread_target_machine();
+  k.target = current_target();
+  llvm::TargetMachine& tm = thread_target_machine(*k.target);
   k.module->setTargetTriple(tm.getTargetTriple().str());
   k.module->setDataLayout(tm.createDataLayout());
   k.symbol = symbol;
   return k;
 }
 
-void optimize_module(llvm::Module& module) {
+void optimize_module(KernelModule& kernel) {
+  llvm::Module& module = *kernel.module;
   std::string problems;
   llvm::raw_string_ostream os(problems);
   if (llvm::verifyModule(module, &os))
     internal_error(
         __FILE__, __LINE__,
         "codegen produced invalid LLVM IR for " + module.getName().str() + ": " + os.str());
-  llvm::TargetMachine& tm = thread_target_machine();
+  llvm::TargetMachine& tm = thread_target_machine(*kernel.target);
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
@@ -67,22 +69,23 @@ void optimize_module(llvm::Module& module) {
   mpm.run(module, mam);
 }
 
-static std::string emit(llvm::Module& module, llvm::CodeGenFileType type) {
+static std::string emit(KernelModule& kernel, llvm::CodeGenFileType type) {
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream os(buffer);
   llvm::legacy::PassManager pm;
-  if (thread_target_machine().addPassesToEmitFile(pm, os, nullptr, type))
-    internal_error(__FILE__, __LINE__, "LLVM cannot emit code for the host target");
-  pm.run(module);
+  if (thread_target_machine(*kernel.target).addPassesToEmitFile(pm, os, nullptr, type))
+    internal_error(__FILE__, __LINE__,
+                   "LLVM cannot emit code for the target CPU " + kernel.target->cpu);
+  pm.run(*kernel.module);
   return std::string(buffer.data(), buffer.size());
 }
 
-std::string emit_object(llvm::Module& module) {
-  return emit(module, llvm::CodeGenFileType::ObjectFile);
+std::string emit_object(KernelModule& kernel) {
+  return emit(kernel, llvm::CodeGenFileType::ObjectFile);
 }
 
-std::string emit_assembly(llvm::Module& module) {
-  return emit(module, llvm::CodeGenFileType::AssemblyFile);
+std::string emit_assembly(KernelModule& kernel) {
+  return emit(kernel, llvm::CodeGenFileType::AssemblyFile);
 }
 
 std::string module_text(const llvm::Module& module) {
@@ -143,8 +146,8 @@ std::vector<void*> Jit::link(std::vector<ObjectToLink> objects) {
 }
 
 void* compile_uncached(KernelModule kernel) {
-  optimize_module(*kernel.module);
-  std::string object = emit_object(*kernel.module);
+  optimize_module(kernel);
+  std::string object = emit_object(kernel);
   std::vector<ObjectToLink> one;
   one.push_back({std::move(object), kernel.symbol});
   return Jit::instance().link(std::move(one)).front();

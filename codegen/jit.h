@@ -1,11 +1,11 @@
 // The JIT: one ORC LLJIT per process that turns kernel modules into callable code.
 //
 // Compiling a kernel: its module (one LLVMContext + Module per kernel, so kernels compile
-// concurrently) is optimized with the new pass manager's O3 pipeline for the host target
-// (codegen/host_target.h), emitted as an object file, and added to the process's LLJIT; one
-// batched lookup then resolves every kernel of an executable. Objects may come from the
-// object cache (codegen/object_cache.h) instead. Runtime helpers and libm are found by host
-// symbol lookup (the kiln process's own symbols).
+// concurrently) is optimized with the new pass manager's O3 pipeline for the module's target
+// (codegen/target.h: the target current when the module was created), emitted as an object file,
+// and added to the process's LLJIT; one batched lookup then resolves every kernel of an executable.
+// Objects may come from the object cache (codegen/object_cache.h) instead. Runtime helpers and libm
+// are found by host symbol lookup (the kiln process's own symbols).
 #pragma once
 
 #include <llvm/IR/LLVMContext.h>
@@ -15,24 +15,30 @@
 #include <string>
 #include <vector>
 
+#include "codegen/target.h"
+
 namespace kiln::codegen {
 
-// One kernel's IR: its own context and module, and the name of the function to look up.
+// One kernel's IR: its own context and module, the name of the function to look up, and the
+// target it is compiled for (its functions carry the target's attributes:
+// apply_target_attributes in codegen/target_machine.h).
 struct KernelModule {
   std::unique_ptr<llvm::LLVMContext> context;
   std::unique_ptr<llvm::Module> module;
   std::string symbol;
+  std::shared_ptr<const KernelTarget> target;
 };
 
-// A new, empty module (target triple and data layout of the host set) in a new context.
+// A new, empty module for current_target() (the host's triple and data layout set) in a new
+// context. kiln::Error if KILN_TARGET_CPU names a target this host cannot run.
 KernelModule new_kernel_module(const std::string& module_name, const std::string& symbol);
 
-// Runs the O3 pipeline for the host target on `module` (in place). Verifies the module first;
-// an invalid module is an internal error naming the kernel.
-void optimize_module(llvm::Module& module);
-// The object file / assembly text for an optimized module (host target).
-std::string emit_object(llvm::Module& module);
-std::string emit_assembly(llvm::Module& module);
+// Runs the O3 pipeline for the kernel's target on its module (in place). Verifies the module
+// first; an invalid module is an internal error naming the kernel.
+void optimize_module(KernelModule& kernel);
+// The object file / assembly text of an optimized kernel (for its target).
+std::string emit_object(KernelModule& kernel);
+std::string emit_assembly(KernelModule& kernel);
 // The module's textual LLVM IR.
 std::string module_text(const llvm::Module& module);
 

@@ -72,7 +72,7 @@ class KernelEmitter {
         llvm::Function::Create(fty, llvm::Function::InternalLinkage, km_.symbol + ".body", m_);
     f->addFnAttr(llvm::Attribute::AlwaysInline);
     f->addFnAttr(llvm::Attribute::NoUnwind);
-    apply_target_attributes(*f);
+    apply_target_attributes(*f, *km_.target);
     size_t np = g_.parameters().size(), no = g_.outputs().size();
     std::vector<int> store_into(no, -1);  // in-place outputs: the input they are stored in
     for (const auto& [o, i] : in_place_) store_into[o] = int(i);
@@ -131,7 +131,7 @@ class KernelEmitter {
         llvm::FunctionType::get(b_.getVoidTy(), {ptr, b_.getInt64Ty(), b_.getInt64Ty()}, false);
     auto* f = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, km_.symbol, m_);
     f->addFnAttr(llvm::Attribute::NoUnwind);
-    apply_target_attributes(*f);
+    apply_target_attributes(*f, *km_.target);
     b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", f));
     llvm::Value* frame = f->getArg(0);
     llvm::Value* buffers = b_.CreateLoad(ptr, frame, "buffers");

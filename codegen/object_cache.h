@@ -1,5 +1,6 @@
-// The kernel caches: compiled objects keyed by a hash of the kernel's LLVM IR plus the host
-// CPU, its features, the compile flags and the LLVM and kiln versions (cache_key()).
+// The kernel caches: compiled objects keyed by a hash of the kernel's LLVM IR plus the target
+// CPU (codegen/target.h: the host's by default), its features, the compile flags and the LLVM
+// and kiln versions (cache_key()).
 //
 //  - in memory (per process): key -> the kernel's address in the JIT, so a kernel built again
 //    (another executable, another trace) is neither compiled nor linked again;

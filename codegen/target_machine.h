@@ -1,6 +1,6 @@
-// The host target kiln compiles kernels for: the host CPU name with all its features, the
-// O3 optimization level, FMA contraction allowed, and 512-bit vectors preferred where the CPU
-// has AVX-512 (LLVM otherwise stays on 256-bit vectors even on AVX-512 machines).
+// LLVM's side of a kernel target (codegen/target.h): target machines for its CPU name and
+// features, the O3 optimization level, FMA contraction allowed, and 512-bit vectors preferred
+// where the target has AVX-512 (LLVM otherwise stays on 256-bit vectors on AVX-512 CPUs).
 #pragma once
 
 #include <llvm/IR/Function.h>
@@ -8,6 +8,8 @@
 
 #include <memory>
 #include <string>
+
+#include "codegen/target.h"
 
 namespace kiln::codegen {
 
@@ -27,17 +29,14 @@ inline constexpr PipelineTuning kPipelineTuning{};
 // Initialises LLVM's native target once (thread-safe).
 void initialize_native_target();
 
-// A new target machine for the host (TargetMachine is not thread-safe: one per thread).
-std::unique_ptr<llvm::TargetMachine> create_host_target_machine();
+// A new target machine for `target` (TargetMachine is not thread-safe: one per thread).
+std::unique_ptr<llvm::TargetMachine> create_target_machine(const KernelTarget& target);
 
-// The calling thread's host target machine (created on first use).
-llvm::TargetMachine& thread_target_machine();
+// The calling thread's target machine for `target` (created on first use, one per target).
+llvm::TargetMachine& thread_target_machine(const KernelTarget& target);
 
 // Sets target-cpu, target-features and prefer-vector-width on a kernel function, so the
-// optimizer's cost models see the host's vector width.
-void apply_target_attributes(llvm::Function& f);
-
-// The preferred vector width in bits (512 with AVX-512, 256 with AVX, else 128).
-unsigned preferred_vector_bits();
+// optimizer's cost models and the instruction selector see the target's CPU and width.
+void apply_target_attributes(llvm::Function& f, const KernelTarget& target);
 
 }  // namespace kiln::codegen

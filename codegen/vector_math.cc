@@ -195,7 +195,7 @@ class MathEmitter {
     Value* ax = abs(x);
     Value* t = select(gt(ax, c(kErfcTailEnd)), c(kErfcTailEnd), ax);
     Value* t2 = mul(t, t);
-    Value* large = sub(c(1), erfc_tail(t, t2, fma(t, t, neg(t2))));
+    Value* large = sub(c(1), erfc_tail(t, t2, square_error(t, t2)));
     return copysign(select(lt(ax, c(1)), erf_small(ax), large), x);
   }
 
@@ -209,7 +209,7 @@ class MathEmitter {
     return fma(t, p_minus_1, t);
   }
 
-  // erfc(t) for t in [0.5, kErfcTailEnd] given t^2 = t2_hi + t2_lo (exactly, from an fma):
+  // erfc(t) for t in [0.5, kErfcTailEnd] given t^2 = t2_hi + t2_lo (exactly: square_error):
   // erfc(t) = exp(-t^2) s K(s - s0) with s = 1 / (1 + 0.4 t) and K a degree-8 mpmath.chebyfit of
   // erfc(t) exp(t^2) / s (relative error 1.5e-8). exp(-t^2) = exp(-t2_hi) (1 - t2_lo) keeps
   // the relative error small in the far tail; past t ~ 10.2 the result underflows to 0.
@@ -234,7 +234,7 @@ class MathEmitter {
     Value* xc = select(gt(ax, c(x_end)), c(x_end), ax);  // keeps x^2 finite; NaN stays
     Value* t = mul(xc, c(0.7071067811865476));
     Value* x2 = mul(xc, xc);
-    Value* x2_lo = fma(xc, xc, neg(x2));
+    Value* x2_lo = square_error(xc, x2);
     Value* tail = erfc_tail(t, mul(c(0.5), x2), mul(c(0.5), x2_lo));
     Value* small = erf_small(t);
     Value* negative = lt(x, c(0));
@@ -242,6 +242,18 @@ class MathEmitter {
     Value* factor = select(negative, select(use_tail, tail, sub(c(1), small)),
                            select(use_tail, sub(c(2), tail), add(c(1), small)));
     return negative_inf_to_zero(x, mul(mul(c(0.5), x), factor));
+  }
+
+  // x * x - x2 exactly, where x2 = fl(x * x) (float, |x| not tiny). fma(x, x, -x2) is exact
+  // only where fmuladd is fused, and targets without FMA (x86-64-v2) round it to 0: Dekker's
+  // product instead, x split into hi + lo of at most 12 significant bits each by clearing the
+  // low 12 bits of its significand (integer operations, which cannot be contracted). Every
+  // partial product and sum is exact, fused or not, so every target gets the same value.
+  Value* square_error(Value* x, Value* x2) {
+    Value* bits = b_.CreateAnd(b_.CreateBitCast(x, i32_), i32c(0xFFFFF000u));
+    Value* hi = b_.CreateBitCast(bits, type_);
+    Value* lo = sub(x, hi);
+    return add(add(fma(hi, hi, neg(x2)), mul(c(2), mul(hi, lo))), mul(lo, lo));
   }
 
   // ---- f64: the C library.

@@ -45,6 +45,12 @@ std::optional<std::string> cache_dir() {
   return std::string(v);
 }
 
+std::optional<std::string> target_cpu() {
+  const char* v = std::getenv("KILN_TARGET_CPU");
+  if (!v || !*v) return std::nullopt;
+  return std::string(v);
+}
+
 std::optional<std::string> home_dir() {
   const char* v = std::getenv("HOME");
   if (!v || !*v) return std::nullopt;

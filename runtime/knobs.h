@@ -23,6 +23,11 @@ std::optional<std::string> data_dir();
 // (KILN_CACHE_DIR=) is returned as "" and disables the disk cache.
 std::optional<std::string> cache_dir();
 
+// KILN_TARGET_CPU=native|x86-64-v2|x86-64-v3|x86-64-v4|<LLVM CPU name>: the CPU JIT kernels are
+// generated for (codegen/target.h; API: codegen::set_target_cpu). nullopt when unset or empty
+// (then native). codegen checks the value.
+std::optional<std::string> target_cpu();
+
 // HOME: the user's home directory (the default cache directory is $HOME/.cache/kiln); nullopt
 // when unset or empty.
 std::optional<std::string> home_dir();

@@ -2,15 +2,17 @@
 #include <iostream>
 
 #include "codegen/host_target.h"
+#include "codegen/target.h"
 #include "kiln/kiln.h"
 #include "tools/commands.h"
 
 namespace {
 
 void print_version() {
+  std::string target = kiln::codegen::target_cpu();  // kiln::Error for a bad KILN_TARGET_CPU
   std::cout << "kiln " << kiln::kVersion << " (LLVM " << kiln::codegen::llvm_version()
-            << ", host CPU " << kiln::codegen::host_cpu_name() << ", " << kiln::num_threads()
-            << " threads)\n";
+            << ", host CPU " << kiln::codegen::host_cpu_name() << ", kernels for " << target << ", "
+            << kiln::num_threads() << " threads)\n";
 }
 
 }  // namespace
@@ -21,6 +23,12 @@ int main(int argc, char** argv) {
     print_version();
     return std::string();
   });
+  // Set as soon as it is parsed: before --version prints and before any subcommand runs.
+  app.add_option_function<std::string>(
+         "--target-cpu", [](const std::string& cpu) { kiln::codegen::set_target_cpu(cpu); },
+         "the CPU JIT kernels are generated for: native (default), x86-64-v2, x86-64-v3, "
+         "x86-64-v4 or an LLVM CPU name; overrides KILN_TARGET_CPU")
+      ->trigger_on_parse();
   kiln::tools::add_demo_command(app);
   kiln::tools::add_ops_command(app);
   kiln::tools::add_train_command(app);

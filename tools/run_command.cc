@@ -14,6 +14,7 @@
 
 #include "codegen/compile_graph.h"
 #include "codegen/object_cache.h"
+#include "codegen/target.h"
 #include "frontend/io/npy.h"
 #include "ir/parser.h"
 #include "ir/verifier.h"
@@ -98,8 +99,9 @@ void run(const RunArgs& a) {
   if (a.cache_stats) {
     codegen::CacheStats c = codegen::cache_stats();
     std::cout << fmt::format(
-        "kernel cache: {} compiled, {} from disk, {} in memory, {} corrupt, {} written\n", c.misses,
-        c.disk_hits, c.memory_hits, c.corrupt, c.disk_writes);
+        "kernel cache: {} compiled, {} from disk, {} in memory, {} corrupt, {} written (target "
+        "{})\n",
+        c.misses, c.disk_hits, c.memory_hits, c.corrupt, c.disk_writes, codegen::target_cpu());
   }
   std::filesystem::create_directories(a.output_dir);
   for (size_t i = 0; i < outs.size(); ++i) {

@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "codegen/host_target.h"
 #include "codegen/jit.h"
+#include "codegen/target.h"
 #include "codegen/target_machine.h"
 
 namespace kiln::codegen {
@@ -57,7 +57,7 @@ KernelModule unary_loop(MathFunction fn, bool f64) {
       llvm::GlobalValue::ExternalLinkage, symbol, *k.module);
   f->addParamAttr(0, llvm::Attribute::NoAlias);
   f->addParamAttr(1, llvm::Attribute::NoAlias);
-  apply_target_attributes(*f);
+  apply_target_attributes(*f, *k.target);
   llvm::Function* math = get_math_function(*k.module, fn, t);
 
   auto* entry = llvm::BasicBlock::Create(ctx, "entry", f);
@@ -401,15 +401,15 @@ bool calls_a_function(const std::string& ir) {
 // The optimized loop is vectorized (packed float math on the widest vector registers) and
 // contains no calls (no libm).
 TEST(VectorMathCode, LoopVectorizesWithoutCalls) {
-  bool avx = host_cpu_features().find("avx") != std::string::npos;
+  bool avx = current_target()->features.find("avx") != std::string::npos;
   for (MathFunction fn : kAll) {
     SCOPED_TRACE(math_function_name(fn));
     KernelModule k = unary_loop(fn, false);
-    optimize_module(*k.module);
+    optimize_module(k);
     std::string ir = module_text(*k.module);
     EXPECT_NE(ir.find(" x float>"), std::string::npos) << "not vectorized:\n" << ir;
     EXPECT_FALSE(calls_a_function(ir)) << "a call survived:\n" << ir;
-    std::string asm_text = emit_assembly(*k.module);
+    std::string asm_text = emit_assembly(k);
     if (avx) {
       EXPECT_TRUE(asm_text.find("ymm") != std::string::npos ||
                   asm_text.find("zmm") != std::string::npos);
