@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# ThreadSanitizer over kiln's concurrency tests (docs/debugging.md, "ThreadSanitizer"): builds
-# the `tsan` preset's three test binaries that hold them (nothing else: a TSan build of the
-# library is slow) and runs only those tests:
+# ThreadSanitizer over kiln's concurrency tests (docs/debugging.md, "Sanitizers"): builds the
+# `tsan` preset's three test binaries that hold them (nothing else: a TSan build is slow) and
+# runs only those tests:
 #  - kiln_core_tests:    threaded eager kernels (one vs several threads, parallel paths), the
 #                        profiler's per-thread numbering;
 #  - kiln_codegen_tests: the kernel object cache (8 threads, 4 processes on one cache
 #                        directory), whole graphs compiled and run (threaded JIT kernels);
-#  - kiln_tests:         one compiled function called from several threads (including calls
+#  - kiln_concurrency_tests (kiln_tests' files with concurrency tests, tests/CMakeLists.txt):
+#                        one compiled function called from several threads (including calls
 #                        that write variables), compiled executables on 1 and 2 threads, tapes
 #                        on other threads, frontend ops' parallel paths.
 # Any report fails the run (halt_on_error). Third-party suppressions: scripts/tsan.supp.
@@ -14,7 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake --preset tsan
-cmake --build --preset tsan --target kiln_core_tests kiln_codegen_tests kiln_tests
+cmake --build --preset tsan
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/scripts/tsan.supp"
 # The kernel cache of the tests stays inside the build tree (as in ctest).
 export KILN_CACHE_DIR="$PWD/build-tsan/kernel-cache"
@@ -26,5 +27,5 @@ run() {
 }
 run kiln_core_tests '*Thread*:*Parallel*' "$@"
 run kiln_codegen_tests 'ObjectCache.*:CompileGraph.*:InPlaceUpdate.*' "$@"
-run kiln_tests 'CompiledFunction.*:CompiledExecutable.*:*Thread*:*Parallel*' "$@"
+run kiln_concurrency_tests 'CompiledFunction.*:CompiledExecutable.*:*Thread*:*Parallel*' "$@"
 echo "== tsan: no data race reported"
