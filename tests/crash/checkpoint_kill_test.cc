@@ -85,7 +85,7 @@ TEST(CrashSafety, KilledCheckpointWriterLeavesOldOrNewFile) {
   std::uniform_int_distribution<int> delay_us(0, 15000);  // a save takes ~6 ms
 
   double generation = 0;  // the complete version on disk before the next writer starts
-  int old_seen = 0, new_seen = 0, torn = 0, max_temporaries = 0;
+  int kills = 0, old_seen = 0, new_seen = 0, torn = 0, max_temporaries = 0;
   long saves = 0;
   std::string first_problem;
   auto start = std::chrono::steady_clock::now();
@@ -93,6 +93,7 @@ TEST(CrashSafety, KilledCheckpointWriterLeavesOldOrNewFile) {
     ChildProcess writer({KILN_CRASH_WRITER, "checkpoint", path.string()});
     ASSERT_TRUE(writer.wait_ready(milliseconds(20000))) << "the writer did not start";
     ChildResult r = writer.kill_after(microseconds(delay_us(rng)));
+    ++kills;
     ASSERT_EQ(r.error, "");
     ASSERT_TRUE(r.killed) << "the writer ended by itself (exit code " << r.exit_code
                           << "): " << r.output;
@@ -118,7 +119,7 @@ TEST(CrashSafety, KilledCheckpointWriterLeavesOldOrNewFile) {
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::cout << "[ kill test ] checkpoint: " << kKills << " kills in " << seconds << " s, " << saves
+  std::cout << "[ kill test ] checkpoint: " << kills << " kills in " << seconds << " s, " << saves
             << " saves reported; file after a kill: " << old_seen << " last reported version, "
             << new_seen << " next version (renamed, not yet "
             << "reported), " << torn << " torn or missing; at most " << max_temporaries

@@ -5,14 +5,24 @@
 //     A small Sequential model whose weights are all equal to a generation number g is saved
 //     by ModelCheckpoint to PATH (safetensors) for g = G+1, G+2, ... (G: the generation PATH
 //     holds, or 0), printing "saved g" after each; stops after N saves if N is given.
-//   kiln_crash_writer cache DIR BEGIN END
+//   kiln_crash_writer cache DIR BEGIN END [DIE_AT]
 //     Graphs BEGIN..END-1 (each its own kernel: tanh(x * c) + c, c depending on the graph) are
 //     compiled with the disk cache in DIR and run; each prints "graph i compiled=m disk=h
 //     corrupt=c ok" (the cache counters of that graph) or "graph i WRONG ..." (exit code 3).
+//     At the end it prints "file syscalls n" (see below).
 // Both print "ready" once set up. Exit code 2: bad usage or an error (printed on stderr).
+//
+// A kill at a random moment rarely lands inside a cache store (compiling takes far longer), so
+// DIE_AT > 0 makes the process SIGKILL itself at its DIE_AT-th file-writing system call
+// (write() to a file other than stdout/stderr, fsync(), rename()), in the middle of it: a
+// write() writes half of its bytes first. The definitions below interpose the C library's for
+// kiln's code linked into this program.
 #include <fmt/format.h>
+#include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <exception>
@@ -27,6 +37,39 @@
 #include "ir/parser.h"
 #include "kiln/kiln.h"
 #include "passes/pipeline.h"
+
+namespace {
+
+std::atomic<long> die_at{0};
+std::atomic<long> file_syscalls{0};
+
+// Counts a file-writing system call; true when the process must die in it.
+bool dies_now() { return file_syscalls.fetch_add(1) + 1 == die_at.load(); }
+
+void die() {
+  ::kill(::getpid(), SIGKILL);
+  for (;;) ::pause();
+}
+
+}  // namespace
+
+extern "C" ssize_t write(int fd, const void* buffer, size_t n) {
+  if (fd > 2 && dies_now()) {
+    ::syscall(SYS_write, fd, buffer, n / 2);
+    die();
+  }
+  return ::syscall(SYS_write, fd, buffer, n);
+}
+
+extern "C" int fsync(int fd) {
+  if (dies_now()) die();
+  return int(::syscall(SYS_fsync, fd));
+}
+
+extern "C" int rename(const char* from, const char* to) {
+  if (dies_now()) die();
+  return int(::syscall(SYS_rename, from, to));
+}
 
 namespace {
 
@@ -72,8 +115,9 @@ std::string graph_text(long i) {
                      i, graph_constant(i));
 }
 
-int run_cache(const std::string& dir, long begin, long end) {
+int run_cache(const std::string& dir, long begin, long end, long die_at_call) {
   using namespace kiln;
+  die_at = die_at_call;
   codegen::set_cache_dir(dir);
   runtime::Array x = runtime::Array::empty(TensorType{DType::f32, Shape{256}});
   auto* px = static_cast<float*>(x.raw());
@@ -99,6 +143,7 @@ int run_cache(const std::string& dir, long begin, long end) {
     say(fmt::format("graph {} compiled={} disk={} corrupt={} ok", i, after.misses - before.misses,
                     after.disk_hits - before.disk_hits, after.corrupt - before.corrupt));
   }
+  say(fmt::format("file syscalls {}", file_syscalls.load()));
   return 0;
 }
 
@@ -109,12 +154,13 @@ int main(int argc, char** argv) {
   try {
     if (args.size() >= 2 && args.size() <= 3 && args[0] == "checkpoint")
       return run_checkpoint(args[1], args.size() == 3 ? std::stol(args[2]) : 0);
-    if (args.size() == 4 && args[0] == "cache")
-      return run_cache(args[1], std::stol(args[2]), std::stol(args[3]));
+    if ((args.size() == 4 || args.size() == 5) && args[0] == "cache")
+      return run_cache(args[1], std::stol(args[2]), std::stol(args[3]),
+                       args.size() == 5 ? std::stol(args[4]) : 0);
   } catch (const std::exception& e) {
     std::cerr << "kiln_crash_writer: " << e.what() << "\n";
     return 2;
   }
-  std::cerr << "usage: kiln_crash_writer checkpoint PATH [N] | cache DIR BEGIN END\n";
+  std::cerr << "usage: kiln_crash_writer checkpoint PATH [N] | cache DIR BEGIN END [DIE_AT]\n";
   return 2;
 }

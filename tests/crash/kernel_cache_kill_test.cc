@@ -1,8 +1,10 @@
 // Crash safety of the kernel disk cache: a process compiling graphs (one kernel each) into a
-// cache directory is SIGKILLed at random moments. After each kill a fresh process compiles and
-// runs the same graphs from that cache: every kernel the killed process finished must come
-// from disk, every result must be right, and no cache file may be torn (writes are atomic; a
-// torn or foreign file would be counted corrupt, removed and recompiled, never loaded).
+// cache directory is SIGKILLed at random moments (half of the runs), or kills itself in the
+// middle of a random one of its file-writing system calls (the other half: a random moment
+// rarely falls into a store, compiling takes far longer). After each kill a fresh process compiles
+// and runs the same graphs from that cache: every kernel the killed process finished must come from
+// disk, every result must be right, and no cache file may be torn (writes are atomic; a torn or
+// foreign file would be counted corrupt, removed and recompiled, never loaded).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -13,6 +15,7 @@
 #include <random>
 #include <regex>
 #include <string>
+#include <vector>
 
 #include "tests/crash/child_process.h"
 
@@ -45,6 +48,7 @@ TEST(CrashSafety, KilledCacheWriterLeavesLoadableOrNoEntries) {
   fs::remove_all(dir);
   constexpr int kKills = 80, kGraphs = 3;  // graphs per killed process
   std::mt19937 rng(1124);
+  long syscalls = 0;  // file-writing system calls of a full run
 
   // How long one process takes for kGraphs graphs, to spread the kills over it.
   auto t0 = std::chrono::steady_clock::now();
@@ -53,21 +57,33 @@ TEST(CrashSafety, KilledCacheWriterLeavesLoadableOrNoEntries) {
         {KILN_CRASH_WRITER, "cache", (dir / "probe").string(), "0", std::to_string(kGraphs)});
     ChildResult r = probe.finish(milliseconds(60000));
     ASSERT_EQ(r.exit_code, 0) << r.output;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(r.output, m, std::regex(R"(file syscalls (\d+))"))) << r.output;
+    syscalls = std::stol(m[1]);
+    ASSERT_GE(syscalls, kGraphs) << "each graph stores its kernel: one write() at least";
   }
   const auto full_run =
       std::chrono::duration_cast<microseconds>(std::chrono::steady_clock::now() - t0);
-  std::uniform_int_distribution<long> delay_us(0, full_run.count());
+  std::uniform_int_distribution<long> delay_us(0, full_run.count() * 3 / 4);  // after "ready"
+  std::uniform_int_distribution<long> die_at(1, syscalls);
 
+  int killed_at_random = 0, killed_in_syscall = 0, not_killed = 0;
   int finished_by_killed = 0, from_disk = 0, recompiled = 0, corrupt = 0, wrong = 0;
   std::string first_problem;
   auto start = std::chrono::steady_clock::now();
   for (int k = 0; k < kKills; ++k) {
     const std::string begin = std::to_string(k * kGraphs);
     const std::string end = std::to_string((k + 1) * kGraphs);
-    ChildProcess writer({KILN_CRASH_WRITER, "cache", dir.string(), begin, end});
+    const bool at_syscall = k % 2 == 1;
+    std::vector<std::string> argv = {KILN_CRASH_WRITER, "cache", dir.string(), begin, end};
+    if (at_syscall) argv.push_back(std::to_string(die_at(rng)));
+    ChildProcess writer(argv);
     ASSERT_TRUE(writer.wait_ready(milliseconds(20000))) << "the writer did not start";
-    ChildResult killed = writer.kill_after(microseconds(delay_us(rng)));
+    ChildResult killed = at_syscall ? writer.finish(milliseconds(60000))
+                                    : writer.kill_after(microseconds(delay_us(rng)));
     ASSERT_EQ(killed.error, "");
+    ASSERT_TRUE(killed.killed || killed.exit_code == 0) << killed.output;
+    (killed.killed ? (at_syscall ? killed_in_syscall : killed_at_random) : not_killed) += 1;
     std::map<long, GraphReport> done = reports(killed.output);
     finished_by_killed += int(done.size());
 
@@ -93,9 +109,12 @@ TEST(CrashSafety, KilledCacheWriterLeavesLoadableOrNoEntries) {
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::cout << "[ kill test ] kernel cache: " << kKills << " kills in " << seconds
-            << " s (a full run of " << kGraphs << " graphs: " << full_run.count() / 1000
-            << " ms); killed processes finished " << finished_by_killed
+  std::cout << "[ kill test ] kernel cache: " << kKills << " runs in " << seconds
+            << " s (a full run of " << kGraphs << " graphs: " << full_run.count() / 1000 << " ms, "
+            << syscalls << " file-writing syscalls): " << killed_at_random
+            << " killed at a random moment, " << killed_in_syscall
+            << " killed inside a file-writing syscall, " << not_killed
+            << " ended first; killed processes finished " << finished_by_killed
             << " graphs; the next process found " << from_disk << " graphs' kernels on disk, "
             << "compiled " << recompiled << ", " << corrupt << " corrupt cache files, " << wrong
             << " wrong results or crashes\n";
