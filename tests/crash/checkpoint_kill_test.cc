@@ -82,7 +82,22 @@ TEST(CrashSafety, KilledCheckpointWriterLeavesOldOrNewFile) {
   const fs::path path = dir / "ckpt.safetensors";
   constexpr int kKills = 300;
   std::mt19937 rng(20261124);
-  std::uniform_int_distribution<int> delay_us(0, 15000);  // a save takes ~6 ms
+
+  // How long one save takes here (fsync: ~6 ms on a quiet ext4 disk), to spread the kills over
+  // about three saves after the writer is ready.
+  microseconds save_time;
+  {
+    const fs::path probe_path = dir / "probe.safetensors";
+    ChildProcess probe({KILN_CRASH_WRITER, "checkpoint", probe_path.string(), "10"});
+    ASSERT_TRUE(probe.wait_ready(milliseconds(20000))) << "the writer did not start";
+    auto t0 = std::chrono::steady_clock::now();
+    ChildResult r = probe.finish(milliseconds(60000));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    save_time =
+        std::chrono::duration_cast<microseconds>(std::chrono::steady_clock::now() - t0) / 10;
+    fs::remove(probe_path);
+  }
+  std::uniform_int_distribution<long> delay_us(0, 3 * save_time.count());
 
   double generation = 0;  // the complete version on disk before the next writer starts
   int kills = 0, old_seen = 0, new_seen = 0, torn = 0, max_temporaries = 0;
@@ -119,7 +134,8 @@ TEST(CrashSafety, KilledCheckpointWriterLeavesOldOrNewFile) {
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::cout << "[ kill test ] checkpoint: " << kills << " kills in " << seconds << " s, " << saves
+  std::cout << "[ kill test ] checkpoint: " << kills << " kills in " << seconds
+            << " s (a save: " << save_time.count() / 1000.0 << " ms), " << saves
             << " saves reported; file after a kill: " << old_seen << " last reported version, "
             << new_seen << " next version (renamed, not yet "
             << "reported), " << torn << " torn or missing; at most " << max_temporaries
