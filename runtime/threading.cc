@@ -13,8 +13,34 @@
 #include "ir/error.h"
 #include "runtime/knobs.h"
 
+// ThreadSanitizer cannot see oneTBB hand work from thread to thread (that happens inside
+// libtbb.so, which is not instrumented), so under TSan kiln says it: a task's body is released
+// where it is constructed (by the caller, or by the thread that split the range) and acquired
+// where it runs, each chunk releases `done` when it ends and the caller acquires it afterwards.
+// Chunks stay unordered among themselves, so races between them are still reported.
+// scripts/tsan.supp has the rest (oneTBB's own fields).
+#if defined(__SANITIZE_THREAD__)
+#define KILN_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define KILN_TSAN 1
+#endif
+#endif
+#ifdef KILN_TSAN
+extern "C" void __tsan_acquire(void* addr);
+extern "C" void __tsan_release(void* addr);
+#endif
+
 namespace kiln {
 namespace {
+
+#ifdef KILN_TSAN
+void tsan_release(const void* p) { __tsan_release(const_cast<void*>(p)); }
+void tsan_acquire(const void* p) { __tsan_acquire(const_cast<void*>(p)); }
+#else
+void tsan_release(const void*) {}
+void tsan_acquire(const void*) {}
+#endif
 
 struct ArenaState {
   std::mutex mutex;
@@ -67,24 +93,71 @@ int num_threads() {
   return n;
 }
 
+namespace {
+
+using Range = tbb::blocked_range<int64_t>;
+
+// A parallel_for body running `chunk` (a callable taking the range), with the TSan hand-over
+// above; without TSan it is just the callable and a pointer.
+template <typename Chunk>
+class Body {
+ public:
+  Body(const Chunk& chunk, const char* done) : chunk_(chunk), done_(done) { tsan_release(this); }
+  Body(const Body& other) : chunk_(other.chunk_), done_(other.done_) { tsan_release(this); }
+  Body& operator=(const Body&) = delete;
+  void operator()(const Range& r) const {
+    tsan_acquire(this);
+    chunk_(r);
+    tsan_release(done_);
+  }
+
+ private:
+  Chunk chunk_;
+  const char* done_;
+};
+
+// Runs `loop` (which calls tbb::parallel_for) in kiln's arena; `loop` may run on another
+// thread (task_arena::execute hands it over when the arena has no free slot).
+template <typename Loop>
+void run_in_arena(const Loop& loop, const char* done) {
+  struct Run {
+    const Loop& loop;
+    void operator()() const {
+      tsan_acquire(this);
+      loop();
+    }
+  } run{loop};
+  tsan_release(&run);
+  arena()->execute(run);
+  tsan_acquire(done);
+}
+
+}  // namespace
+
 namespace runtime::detail {
 
 void parallel_for_impl(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
-  arena()->execute([&] {
-    tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, std::max<int64_t>(grain, 1)),
-                      [&](const tbb::blocked_range<int64_t>& r) { fn(r.begin(), r.end()); });
-  });
+  char done = 0;
+  auto chunk = [&fn](const Range& r) { fn(r.begin(), r.end()); };
+  run_in_arena(
+      [&] {
+        tbb::parallel_for(Range(0, n, std::max<int64_t>(grain, 1)),
+                          Body<decltype(chunk)>(chunk, &done));
+      },
+      &done);
 }
 
 void parallel_tasks_impl(int64_t count, const std::function<void(int64_t)>& fn) {
-  arena()->execute([&] {
-    tbb::parallel_for(
-        tbb::blocked_range<int64_t>(0, count, 1),
-        [&](const tbb::blocked_range<int64_t>& r) {
-          for (int64_t i = r.begin(); i != r.end(); ++i) fn(i);
-        },
-        tbb::simple_partitioner());
-  });
+  char done = 0;
+  auto chunk = [&fn](const Range& r) {
+    for (int64_t i = r.begin(); i != r.end(); ++i) fn(i);
+  };
+  run_in_arena(
+      [&] {
+        tbb::parallel_for(Range(0, count, 1), Body<decltype(chunk)>(chunk, &done),
+                          tbb::simple_partitioner());
+      },
+      &done);
 }
 
 }  // namespace runtime::detail

@@ -5,6 +5,7 @@
 
 #include <deque>
 #include <map>
+#include <mutex>
 
 #include "frontend/function/dump_stages.h"
 #include "frontend/function/keep_old_values.h"
@@ -57,6 +58,10 @@ std::string describe_change(const Key& before, const Key& after) {
 }  // namespace
 
 struct FunctionCore::State {
+  // Guards everything below but `options`: several threads may call one function (the first
+  // call of a signature traces while the others wait, then they find it in the cache).
+  // Recursive: a body being traced may ask this function for a concrete function.
+  std::recursive_mutex mutex;
   FunctionOptions options;
   TraceOwner owner;
   std::map<Key, ConcreteFunction> cache;
@@ -77,7 +82,10 @@ FunctionCore::FunctionCore(FunctionOptions options) : state_(std::make_unique<St
 
 FunctionCore::~FunctionCore() = default;
 
-int FunctionCore::tracing_count() const { return state_->tracing_count; }
+int FunctionCore::tracing_count() const {
+  std::lock_guard<std::recursive_mutex> lock(state_->mutex);
+  return state_->tracing_count;
+}
 const std::string& FunctionCore::name() const { return state_->options.name; }
 
 namespace {
@@ -118,6 +126,7 @@ std::vector<TensorType> signature_types(FunctionCore::State& s, const std::vecto
 ConcreteFunction FunctionCore::concrete_for_types(const std::vector<TensorType>& types,
                                                   uint64_t static_hash, const Body& body) {
   State& s = *state_;
+  std::lock_guard<std::recursive_mutex> lock(s.mutex);
   Key key{types, static_hash};
   bool traced = false;
   auto it = s.cache.find(key);
@@ -169,6 +178,7 @@ ConcreteFunction FunctionCore::concrete_for_types(const std::vector<TensorType>&
 
 ConcreteFunction FunctionCore::concrete(const std::vector<Tensor>& args, uint64_t static_hash,
                                         const Body& body) {
+  std::lock_guard<std::recursive_mutex> lock(state_->mutex);
   return concrete_for_types(signature_types(*state_, args), static_hash, body);
 }
 

@@ -47,6 +47,7 @@ struct FunctionOptions {
 namespace detail {
 
 // The non-template part of a kiln::function: signature cache, tracing, retrace warnings.
+// Thread-safe: concurrent calls share the cache; a new signature is traced once.
 class FunctionCore {
  public:
   using Body = std::function<std::vector<Tensor>(const std::vector<Tensor>& args)>;
