@@ -57,7 +57,13 @@ int64_t Shape::num_elements() const {
     if (dims_[i] == kUnknownDim)
       throw Error(
           fmt::format("shape {} has an unknown dimension; its size is not known", to_string()));
-    n *= dims_[i];
+    // An overflowing product is not a size either (only hand-built or hostile shapes get
+    // there: the readers limit what they create).
+    if (__builtin_mul_overflow(n, dims_[i], &n)) {
+      for (int j = i + 1; j < rank_; ++j)
+        if (dims_[j] == 0) return 0;
+      throw Error(fmt::format("shape {} has more elements than int64 can count", to_string()));
+    }
   }
   return n;
 }
