@@ -42,8 +42,8 @@ for h in "${harnesses[@]}"; do
   "build-fuzz/fuzz/$h" "$dir/corpus" "${dict[@]}" -max_total_time="$seconds" -max_len=4096 \
     -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$dir/artifacts/" \
     > "$dir/log" 2>&1 || rc=$?
-  execs="$(grep -o 'stat::number_of_executed_units: [0-9]*' "$dir/log" | grep -o '[0-9]*$' || true)"
-  rate="$(grep -o 'stat::average_exec_per_sec: [0-9]*' "$dir/log" | grep -o '[0-9]*$' || true)"
+  execs="$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$dir/log" | grep -o '[0-9]*$' || true)"
+  rate="$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$dir/log" | grep -o '[0-9]*$' || true)"
   if [ "$rc" -eq 0 ]; then
     result="ok"
   else
