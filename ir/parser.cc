@@ -158,9 +158,11 @@ class Parser {
       fail(at, fmt::format("a type of rank {} is not supported: kiln tensors have rank 0 to {}",
                            dims.size(), kMaxRank));
     TensorType t{dtype, Shape(dims)};
+    // Known non-zero dimensions count: an empty f32[0,2^40,2^40] would overflow its strides.
     int64_t n = 1;
     for (int64_t d : dims)
-      if (d != kUnknownDim && (__builtin_mul_overflow(n, d, &n) || n > kMaxIrTypeElements))
+      if (d != kUnknownDim && d != 0 &&
+          (__builtin_mul_overflow(n, d, &n) || n > kMaxIrTypeElements))
         fail(at, fmt::format("type {} has more than {} elements (2^40, kMaxIrTypeElements)",
                              t.to_string(), kMaxIrTypeElements));
     return t;

@@ -18,8 +18,8 @@
 // Limits (text beyond them is such an error, raised before anything of that size is
 // allocated and before the parser's recursion gets deep; docs/fuzzing.md):
 //   - kMaxIrNestingDepth levels of sub-graphs inside sub-graphs (cond, while, fusion bodies);
-//   - kMaxIrTypeElements elements in any type (the product of its known dimensions; a product
-//     that overflows int64 is over the limit too);
+//   - kMaxIrTypeElements elements in any type (the product of its known non-zero dimensions,
+//     so that an empty tensor's strides fit too; one that overflows int64 is over the limit);
 //   - kMaxIrConstantBytes bytes of data in one constant (`dense<0> : f32[N]` is small text
 //     for a large tensor).
 // Everything else grows linearly with the text.

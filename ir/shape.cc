@@ -73,7 +73,9 @@ std::array<int64_t, kMaxRank> Shape::strides() const {
   int64_t acc = 1;
   for (int i = rank_ - 1; i >= 0; --i) {
     s[i] = acc;
-    acc *= dims_[i];
+    // Only a shape with no elements (a zero further left) or too many to count can overflow
+    // here; its strides address nothing: wrap instead of undefined behaviour.
+    acc = int64_t(uint64_t(acc) * uint64_t(dims_[i]));
   }
   return s;
 }

@@ -197,7 +197,7 @@ Tensor decode_npy(const std::string& b, const std::string& what) {
                             what, h.shape.size(), kMaxRank));
   std::vector<int64_t> dims = h.shape;
   if (h.fortran) std::reverse(dims.begin(), dims.end());
-  size_t want = io::checked_byte_size(dims, dtype, what);
+  size_t want = io::checked_byte_size(h.shape, dtype, what);  // as the file writes it
   Shape shape(dims);
   size_t have = b.size() - offset - header_len;
   if (have != want)

@@ -13,8 +13,9 @@
 
 namespace kiln::io {
 
-// Elements of one tensor read from a file (2^40: 4 TiB of f32, beyond any real weight file).
-// Also keeps every byte count (elements x 8) far from int64 overflow.
+// Elements of one tensor read from a file (2^40: 4 TiB of f32, beyond any real weight file),
+// counted over its non-zero dimensions. Keeps every byte count, stride and offset (elements x
+// 8) far from int64 overflow, for empty tensors too.
 inline constexpr int64_t kMaxTensorElements = int64_t(1) << 40;
 // Bytes of a .npy header dict (numpy itself refuses more than 10,000 without an opt-in).
 inline constexpr uint64_t kMaxNpyHeaderBytes = uint64_t(1) << 20;
@@ -28,8 +29,9 @@ inline constexpr int kMaxSafetensorsJsonDepth = 16;
 inline constexpr size_t kMaxDecompressedBytes = size_t(1) << 30;
 
 // The number of elements of a tensor of shape `dims` (1 for a scalar). A negative dimension,
-// a product that overflows int64 or one above kMaxTensorElements is a kiln::Error
-// "WHAT: shape (..) ..." naming the dimensions and the limit; nothing is allocated.
+// or a product of the non-zero dimensions that overflows int64 or exceeds kMaxTensorElements
+// (so an empty tensor's strides cannot overflow either), is a kiln::Error "WHAT: shape (..)
+// ..." naming the dimensions and the limit; nothing is allocated.
 int64_t checked_element_count(std::span<const int64_t> dims, const std::string& what);
 
 // checked_element_count(dims) * dtype_size(dtype), the tensor's data size in bytes.

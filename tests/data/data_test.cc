@@ -198,6 +198,11 @@ TEST(Mnist, IdxElementCountLimits) {
                 decode_idx_images(idx_bytes(0x803, {65536, 65536, 65536}, ""), "x.idx");
               }),
               HasSubstr("has 281474976710656 elements, more than the limit of 1099511627776"));
+  EXPECT_THAT(error_of([] {
+                decode_idx_images(idx_bytes(0x803, {0, 4294967295u, 4294967295u}, ""), "x.idx");
+              }),
+              HasSubstr("x.idx: IDX header: shape (0, 4294967295, 4294967295) has more elements "
+                        "than int64 can count"));
   Tensor labels = decode_idx_labels(gzip_of(idx_bytes(0x801, {2}, "\x05\x09")), "mem");
   EXPECT_EQ(labels.to_vector<int64_t>(), (std::vector<int64_t>{5, 9}));
 }

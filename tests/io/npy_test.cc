@@ -110,6 +110,30 @@ TEST(Npy, ElementCountLimits) {
               }),
               HasSubstr("f: shape (1099511627777,) has 1099511627777 elements, more than the "
                         "limit of 1099511627776 (2^40, kiln::io::kMaxTensorElements)"));
+  // Found by npy_fuzzer: an empty Fortran-order array whose other dimensions multiply past
+  // int64. Its element count is 0, but transposing it overflowed the strides (UBSan).
+  EXPECT_THAT(error_of([&] {
+                decode_npy(with_header("{'descr': '<i8', 'fortran_order': True, "
+                                       "'shape': (2,8793602648,947793610, 0,5), }",
+                                       ""),
+                           "f");
+              }),
+              HasSubstr("f: shape (2, 8793602648, 947793610, 0, 5) has more elements than int64 "
+                        "can count"));
+  EXPECT_THAT(error_of([&] {
+                decode_npy(with_header("{'descr': '|u1', 'fortran_order': False, "
+                                       "'shape': (0, 2000000, 1000000), }",
+                                       ""),
+                           "f");
+              }),
+              HasSubstr("has 2000000000000 elements in its non-zero dimensions, more than the "
+                        "limit"));
+  EXPECT_EQ(decode_npy(with_header("{'descr': '|u1', 'fortran_order': True, "
+                                   "'shape': (0, 1000, 1000), }",
+                                   ""),
+                       "f")
+                .shape(),
+            Shape({0, 1000, 1000}));
   // A version 2.0 header of 1 MiB + 1 bytes is refused before it is parsed.
   std::string v2 = std::string("\x93NUMPY\x02\x00", 8);
   uint32_t n = (1u << 20) + 1;

@@ -168,6 +168,16 @@ TEST(Safetensors, ElementCountAndNestingLimits) {
       }),
       HasSubstr("entry \"w\": shape [18446744073709551615] has the dimension "
                 "18446744073709551615, more than int64 holds"));
+  // Empty, but the other dimensions multiply past int64 (strides would overflow).
+  EXPECT_THAT(
+      error_of([&] {
+        decode_safetensors(
+            file_of(
+                R"({"w":{"dtype":"F32","shape":[0,4294967296,4294967296],"data_offsets":[0,0]}})",
+                ""),
+            "f");
+      }),
+      HasSubstr("shape (0, 4294967296, 4294967296) has more elements than int64 can count"));
   // A million nested arrays: refused while parsing (the error message's dump() of the shape
   // recursed once per level and overflowed the stack).
   std::string deep = R"({"w":{"dtype":"U8","data_offsets":[0,0],"shape":)" +

@@ -244,6 +244,10 @@ TEST(ParserLimits, TypeElementCount) {
   EXPECT_THAT(parse_error("graph @g(%0: u8[?,9223372036854775807,3]) -> () {\n  return\n}\n"),
               HasSubstr("has more than 1099511627776 elements"));
   EXPECT_NO_THROW(parse_graph("graph @g(%0: u8[1099511627776,?]) -> () {\n  return\n}\n"));
+  // Empty, but the other dimensions multiply past int64 (its strides would overflow).
+  EXPECT_THAT(parse_error("graph @g(%0: f32[0,4294967296,4294967296]) -> () {\n  return\n}\n"),
+              HasSubstr("type f32[0,4294967296,4294967296] has more than 1099511627776 elements"));
+  EXPECT_NO_THROW(parse_graph("graph @g(%0: f32[0,1048576,1048576]) -> () {\n  return\n}\n"));
 }
 
 TEST(ParserLimits, ConstantBytes) {
