@@ -1,4 +1,6 @@
 // Gradient rules of shape and data-movement ops.
+#include <fmt/format.h>
+
 #include "frontend/creation.h"
 #include "frontend/gradients.h"
 #include "frontend/ops.h"
@@ -53,6 +55,11 @@ Grads concat_grad(const GradContext& c) {
 // padding fills the skipped elements).
 Grads slice_grad(const GradContext& c) {
   const Shape& s = c.inputs[0].shape();
+  // The padding that puts the gradient back depends on every dimension's size.
+  if (!s.is_fully_known())
+    throw Error(fmt::format("slice: the gradient of a slice of a tensor of shape {} needs every "
+                            "dimension known; trace with a fully known input shape",
+                            s.to_string()));
   auto ranges = rules::slice_ranges(s, c.attrs, "slice");
   Axes low, high, interior;
   for (int i = 0; i < s.rank(); ++i) {

@@ -157,7 +157,15 @@ class Parser {
     if (dims.size() > size_t(kMaxRank))
       fail(at, fmt::format("a type of rank {} is not supported: kiln tensors have rank 0 to {}",
                            dims.size(), kMaxRank));
-    return TensorType{dtype, Shape(dims)};
+    TensorType t{dtype, Shape(dims)};
+    // Known non-zero dimensions count: an empty f32[0,2^40,2^40] would overflow its strides.
+    int64_t n = 1;
+    for (int64_t d : dims)
+      if (d != kUnknownDim && d != 0 &&
+          (__builtin_mul_overflow(n, d, &n) || n > kMaxIrTypeElements))
+        fail(at, fmt::format("type {} has more than {} elements (2^40, kMaxIrTypeElements)",
+                             t.to_string(), kMaxIrTypeElements));
+    return t;
   }
 
   std::vector<TensorType> type_list() {
@@ -485,10 +493,12 @@ class Parser {
     TensorType t = type();
     if (!t.shape.is_fully_known())
       fail(type_at, fmt::format("a constant needs a fully known shape, got {}", t.to_string()));
-    int64_t n = 1;
-    for (int64_t d : t.shape)
-      if (__builtin_mul_overflow(n, d, &n) || n > (int64_t(1) << 40))
-        fail(type_at, fmt::format("constant of type {} is too large", t.to_string()));
+    int64_t n = t.shape.num_elements();  // <= kMaxIrTypeElements: type() checked it
+    if (n > kMaxIrConstantBytes / int64_t(dtype_size(t.dtype)))
+      fail(type_at,
+           fmt::format("constant of type {} has {} bytes of data, more than the limit "
+                       "of {} (kMaxIrConstantBytes)",
+                       t.to_string(), n * int64_t(dtype_size(t.dtype)), kMaxIrConstantBytes));
     if (list && int64_t(elements.size()) != n)
       fail(list_at, fmt::format("expected {} for {}, got {}", plural(size_t(n), "element"),
                                 t.to_string(), elements.size()));
@@ -572,7 +582,7 @@ class Parser {
       if (!tok_.is_ident(label)) fail_expected(fmt::format("'{}'", label));
       advance();
       auto sub = std::make_unique<Graph>(std::string(label));
-      graph_def(*sub);
+      nested_graph_def(op, *sub);
       subgraphs.push_back(std::move(sub));
     }
     expect(TK::kRBrace, "'}'");
@@ -609,7 +619,7 @@ class Parser {
     if (!tok_.is_ident("body")) fail_expected("'body'");
     advance();
     auto body = std::make_unique<Graph>(name);
-    graph_def(*body);
+    nested_graph_def(op, *body);
     expect(TK::kRBrace, "'}'");
     Node* n = s.graph->add_fusion(std::move(name), std::move(kind), std::move(inputs),
                                   std::move(body), std::move(types));
@@ -617,8 +627,19 @@ class Parser {
     return n;
   }
 
+  // `graph_def` of a sub-graph of the node `op`, one nesting level deeper.
+  void nested_graph_def(const Token& op, Graph& sub) {
+    if (depth_ >= kMaxIrNestingDepth)
+      fail(op, fmt::format("sub-graphs nest deeper than {} levels (kMaxIrNestingDepth)",
+                           kMaxIrNestingDepth));
+    ++depth_;
+    graph_def(sub);
+    --depth_;
+  }
+
   Lexer lex_;
   Token tok_;
+  int depth_ = 0;  // sub-graphs around the one being parsed
 };
 
 }  // namespace

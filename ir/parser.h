@@ -14,8 +14,18 @@
 //
 // Errors are kiln::Error with the message "FILE:LINE:COL: error: WHAT" (1-based position of
 // the offending token), e.g. `<input>:3:8: error: expected ')', got ','`.
+//
+// Limits (text beyond them is such an error, raised before anything of that size is
+// allocated and before the parser's recursion gets deep; docs/fuzzing.md):
+//   - kMaxIrNestingDepth levels of sub-graphs inside sub-graphs (cond, while, fusion bodies);
+//   - kMaxIrTypeElements elements in any type (the product of its known non-zero dimensions,
+//     so that an empty tensor's strides fit too; one that overflows int64 is over the limit);
+//   - kMaxIrConstantBytes bytes of data in one constant (`dense<0> : f32[N]` is small text
+//     for a large tensor).
+// Everything else grows linearly with the text.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -23,6 +33,10 @@
 #include "ir/graph.h"
 
 namespace kiln::ir {
+
+inline constexpr int kMaxIrNestingDepth = 64;
+inline constexpr int64_t kMaxIrTypeElements = int64_t(1) << 40;
+inline constexpr int64_t kMaxIrConstantBytes = int64_t(1) << 28;  // 256 MiB
 
 // Parses one graph (the whole text; anything after its closing `}` other than whitespace
 // and comments is an error). `file_name` only prefixes error messages.

@@ -57,7 +57,13 @@ int64_t Shape::num_elements() const {
     if (dims_[i] == kUnknownDim)
       throw Error(
           fmt::format("shape {} has an unknown dimension; its size is not known", to_string()));
-    n *= dims_[i];
+    // An overflowing product is not a size either (only hand-built or hostile shapes get
+    // there: the readers limit what they create).
+    if (__builtin_mul_overflow(n, dims_[i], &n)) {
+      for (int j = i + 1; j < rank_; ++j)
+        if (dims_[j] == 0) return 0;
+      throw Error(fmt::format("shape {} has more elements than int64 can count", to_string()));
+    }
   }
   return n;
 }
@@ -67,7 +73,9 @@ std::array<int64_t, kMaxRank> Shape::strides() const {
   int64_t acc = 1;
   for (int i = rank_ - 1; i >= 0; --i) {
     s[i] = acc;
-    acc *= dims_[i];
+    // Only a shape with no elements (a zero further left) or too many to count can overflow
+    // here; its strides address nothing: wrap instead of undefined behaviour.
+    acc = int64_t(uint64_t(acc) * uint64_t(dims_[i]));
   }
   return s;
 }

@@ -40,8 +40,9 @@ TensorType rule_reshape(const OpInfo& op, std::span<const TensorType> in, const 
     } else if (want[i] < 0) {
       throw Error(fmt::format("reshape: target shape [{}] has a negative dimension",
                               fmt::join(want, ", ")));
-    } else {
-      known *= want[i];
+    } else if (__builtin_mul_overflow(known, want[i], &known)) {
+      throw Error(fmt::format("reshape: target shape [{}] has more elements than int64 can count",
+                              fmt::join(want, ", ")));
     }
   }
   std::vector<int64_t> out = want;
@@ -144,9 +145,13 @@ std::vector<SliceRange> slice_ranges(const Shape& s, const Attrs& attrs, const c
       throw Error(
           fmt::format("{}: step along axis {} is {}; steps must be positive", op, i, step[i]));
     int64_t d = s[i];
+    if (d == kUnknownDim) {  // a symbolic dimension: the slice's size is not known either
+      r.push_back({0, step[i], kUnknownDim});
+      continue;
+    }
     auto clamp = [d](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + d : v, 0, d); };
     int64_t b = clamp(start[i]), e = clamp(stop[i]);
-    int64_t n = e > b ? (e - b + step[i] - 1) / step[i] : 0;
+    int64_t n = e > b ? (e - b - 1) / step[i] + 1 : 0;  // no overflow for any step
     r.push_back({b, step[i], n});
   }
   return r;
@@ -172,8 +177,19 @@ TensorType rule_pad(const OpInfo& op, std::span<const TensorType> in, const Attr
       throw Error(fmt::format("pad: paddings must be >= 0, got low [{}], high [{}], interior [{}]",
                               fmt::join(low, ", "), fmt::join(high, ", "),
                               fmt::join(interior, ", ")));
-    int64_t d = s[i];
-    out.push_back(low[i] + high[i] + d + (d > 0 ? (d - 1) * interior[i] : 0));
+    int64_t d = s[i], n = 0;
+    if (d == kUnknownDim) {  // a symbolic dimension stays unknown
+      out.push_back(kUnknownDim);
+      continue;
+    }
+    if (__builtin_add_overflow(low[i], high[i], &n) || __builtin_add_overflow(n, d, &n) ||
+        (d > 0 &&
+         (__builtin_mul_overflow(d - 1, interior[i], &d) || __builtin_add_overflow(n, d, &n))))
+      throw Error(fmt::format(
+          "pad: padding {} by low [{}], high [{}], interior [{}] gives a "
+          "dimension larger than int64 holds",
+          s.to_string(), fmt::join(low, ", "), fmt::join(high, ", "), fmt::join(interior, ", ")));
+    out.push_back(n);
   }
   return {in[0].dtype, out};
 }

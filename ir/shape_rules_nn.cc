@@ -84,7 +84,14 @@ void require_shape(const Shape& got, const Shape& want, const char* what, const 
 
 WindowDim window_dim(int64_t in, int64_t window, int64_t stride, int64_t dilation,
                      const std::string& padding, const char* op) {
-  int64_t eff = (window - 1) * dilation + 1;
+  if (padding != "valid" && padding != "same")
+    throw Error(fmt::format("{}: padding must be \"same\" or \"valid\", got \"{}\"", op, padding));
+  // A symbolic input or window dimension gives a symbolic output dimension.
+  if (in == kUnknownDim || window == kUnknownDim) return {kUnknownDim, 0};
+  int64_t eff = 0;
+  if (__builtin_mul_overflow(window - 1, dilation, &eff) || __builtin_add_overflow(eff, 1, &eff))
+    throw Error(fmt::format("{}: window of size {} with dilation {} is larger than int64 holds", op,
+                            window, dilation));
   if (padding == "valid") {
     if (in < eff)
       throw Error(
@@ -94,12 +101,10 @@ WindowDim window_dim(int64_t in, int64_t window, int64_t stride, int64_t dilatio
                       op, window, eff, in));
     return {(in - eff) / stride + 1, 0};
   }
-  if (padding == "same") {
-    int64_t out = (in + stride - 1) / stride;
-    int64_t total = std::max<int64_t>((out - 1) * stride + eff - in, 0);
-    return {out, total / 2};
-  }
-  throw Error(fmt::format("{}: padding must be \"same\" or \"valid\", got \"{}\"", op, padding));
+  // "same": ceil(in / stride) outputs; written so that no step overflows.
+  int64_t out = in == 0 ? 0 : (in - 1) / stride + 1;
+  int64_t total = std::max<int64_t>(eff - in + (out - 1) * stride, 0);
+  return {out, total / 2};
 }
 
 TensorType rule_matmul(const OpInfo& op, std::span<const TensorType> in, const Attrs& attrs) {

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs every Debian 12 package that kiln's build, tests and benchmarks need.
+# Installs every Debian 12 package that kiln's build, tests, benchmarks and fuzzers need
+# (clang-19 + libclang-rt-19-dev: libFuzzer and the sanitizer runtimes for scripts/fuzz.sh).
 # Skips packages that are already installed; needs root (or sudo) and Debian's mirror.
 set -euo pipefail
 
@@ -10,6 +11,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   zlib1g-dev libfmt-dev nlohmann-json3-dev libcli11-dev
   python3 python3-numpy clang-format
+  clang-19 libclang-rt-19-dev
 )
 
 missing=()

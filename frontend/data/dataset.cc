@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "frontend/creation.h"
@@ -65,35 +66,51 @@ std::vector<std::vector<int64_t>> batch_indices(int64_t n, int64_t batch_size, b
   return out;
 }
 
-std::string read_maybe_gzip(const std::string& path) {
-  std::string raw = io::read_file(path);
+std::string maybe_gunzip(std::string raw, const std::string& what, size_t max_bytes) {
   if (raw.size() < 2 || uint8_t(raw[0]) != 0x1f || uint8_t(raw[1]) != 0x8b) return raw;
   z_stream zs;
   std::memset(&zs, 0, sizeof zs);
   if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)
-    throw Error(fmt::format("{}: cannot initialise gzip decompression", path));
-  zs.next_in = reinterpret_cast<Bytef*>(raw.data());
-  zs.avail_in = uInt(raw.size());
+    throw Error(fmt::format("{}: cannot initialise gzip decompression", what));
   std::string out;
+  auto fail = [&](const std::string& why) {
+    inflateEnd(&zs);
+    throw Error(fmt::format("{}: {}", what, why));
+  };
+  // zlib counts input in uInt (32 bits): feed files over 4 GiB in pieces.
+  size_t fed = 0;
   char buf[1 << 16];
   int rc;
   do {
+    if (zs.avail_in == 0 && fed < raw.size()) {
+      size_t piece = std::min<size_t>(raw.size() - fed, size_t(1) << 30);
+      zs.next_in = reinterpret_cast<Bytef*>(raw.data() + fed);
+      zs.avail_in = uInt(piece);
+      fed += piece;
+    }
     zs.next_out = reinterpret_cast<Bytef*>(buf);
     zs.avail_out = sizeof buf;
     rc = inflate(&zs, Z_NO_FLUSH);
-    if (rc != Z_OK && rc != Z_STREAM_END) {
-      inflateEnd(&zs);
-      throw Error(fmt::format("{}: corrupt gzip data ({}); re-download or decompress the file",
-                              path, zs.msg ? zs.msg : "inflate failed"));
-    }
-    out.append(buf, sizeof buf - zs.avail_out);
-    if (rc != Z_STREAM_END && zs.avail_in == 0) {
-      inflateEnd(&zs);
-      throw Error(fmt::format("{}: truncated gzip data", path));
-    }
+    // No progress possible with all input consumed: the stream ends early.
+    if (rc == Z_BUF_ERROR && zs.avail_in == 0 && fed == raw.size()) fail("truncated gzip data");
+    if (rc != Z_OK && rc != Z_STREAM_END)
+      fail(fmt::format("corrupt gzip data ({}); re-download or decompress the file",
+                       zs.msg ? zs.msg : "inflate failed"));
+    size_t produced = sizeof buf - zs.avail_out;
+    if (out.size() + produced > max_bytes)
+      fail(
+          fmt::format("gzip data expands to more than {} bytes (the limit of "
+                      "kiln::io::kMaxDecompressedBytes); decompress the file yourself if it "
+                      "is genuine",
+                      max_bytes));
+    out.append(buf, produced);
   } while (rc != Z_STREAM_END);
   inflateEnd(&zs);
   return out;
+}
+
+std::string read_maybe_gzip(const std::string& path) {
+  return maybe_gunzip(io::read_file(path), path);
 }
 
 }  // namespace kiln::data

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "frontend/io/read_limits.h"
 #include "frontend/tensor.h"
 
 namespace kiln::data {
@@ -28,8 +29,15 @@ std::pair<Dataset, Dataset> train_test_split(const Dataset& d, double test_fract
 std::vector<std::vector<int64_t>> batch_indices(int64_t n, int64_t batch_size, bool shuffle,
                                                 uint64_t seed);
 
-// Reads a file, decompressing it when it is gzip (detected by its magic bytes); kiln::Error
-// naming the path when it is missing or corrupt.
+// `bytes` decompressed when they are gzip (detected by the magic bytes 1f 8b), else `bytes`
+// unchanged. Corrupt or truncated gzip data, or data that would expand beyond `max_bytes`
+// (default io::kMaxDecompressedBytes, frontend/io/read_limits.h), is a kiln::Error naming
+// `what`; no more than about `max_bytes` is ever allocated.
+std::string maybe_gunzip(std::string bytes, const std::string& what,
+                         size_t max_bytes = io::kMaxDecompressedBytes);
+
+// Reads a file, decompressing it when it is gzip (maybe_gunzip); kiln::Error naming the path
+// when it is missing or corrupt.
 std::string read_maybe_gzip(const std::string& path);
 
 }  // namespace kiln::data

@@ -5,6 +5,8 @@
 #include <filesystem>
 
 #include "frontend/creation.h"
+#include "frontend/io/file_util.h"
+#include "frontend/io/read_limits.h"
 
 namespace kiln::data {
 namespace {
@@ -24,11 +26,8 @@ std::vector<int64_t> idx_dims(const std::string& b, const std::string& path, uin
   size_t ndims = magic & 0xff;
   if (b.size() < 4 + 4 * ndims) throw Error(fmt::format("{}: truncated IDX header", path));
   std::vector<int64_t> dims;
-  size_t total = 1;
-  for (size_t i = 0; i < ndims; ++i) {
-    dims.push_back(int64_t(be32(b, 4 + 4 * i)));
-    total *= size_t(dims.back());
-  }
+  for (size_t i = 0; i < ndims; ++i) dims.push_back(int64_t(be32(b, 4 + 4 * i)));
+  auto total = size_t(io::checked_element_count(dims, path + ": IDX header"));
   size_t have = b.size() - 4 - 4 * ndims;
   if (have != total)
     throw Error(fmt::format("{}: IDX header promises {} bytes of data ({}), but the file has {}",
@@ -51,21 +50,29 @@ std::string find_file(const std::string& dir, const std::string& name) {
 
 }  // namespace
 
-Tensor load_idx_images(const std::string& path) {
-  std::string b = read_maybe_gzip(path);
-  std::vector<int64_t> dims = idx_dims(b, path, 0x00000803);
+Tensor decode_idx_images(std::string bytes, const std::string& what) {
+  std::string b = maybe_gunzip(std::move(bytes), what);
+  std::vector<int64_t> dims = idx_dims(b, what, 0x00000803);
   size_t offset = 4 + 4 * 3;
   std::vector<float> px(b.size() - offset);
   for (size_t i = 0; i < px.size(); ++i) px[i] = float(uint8_t(b[offset + i])) / 255.0f;
   return tensor(px, Shape(dims));
 }
 
-Tensor load_idx_labels(const std::string& path) {
-  std::string b = read_maybe_gzip(path);
-  std::vector<int64_t> dims = idx_dims(b, path, 0x00000801);
+Tensor decode_idx_labels(std::string bytes, const std::string& what) {
+  std::string b = maybe_gunzip(std::move(bytes), what);
+  std::vector<int64_t> dims = idx_dims(b, what, 0x00000801);
   std::vector<int64_t> labels(static_cast<size_t>(dims[0]));
   for (size_t i = 0; i < labels.size(); ++i) labels[i] = uint8_t(b[8 + i]);
   return tensor(labels, Shape(dims));
+}
+
+Tensor load_idx_images(const std::string& path) {
+  return decode_idx_images(io::read_file(path), path);
+}
+
+Tensor load_idx_labels(const std::string& path) {
+  return decode_idx_labels(io::read_file(path), path);
 }
 
 std::pair<Dataset, Dataset> load_mnist(const std::string& dir) {

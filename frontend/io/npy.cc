@@ -8,6 +8,7 @@
 
 #include "frontend/creation.h"
 #include "frontend/io/file_util.h"
+#include "frontend/io/read_limits.h"
 #include "frontend/ops.h"
 
 namespace kiln {
@@ -76,8 +77,9 @@ class HeaderParser {
 
  private:
   [[noreturn]] void fail(const std::string& why) const {
-    throw Error(fmt::format("{}: malformed .npy header at character {}: {} (header: {})", what_,
-                            pos_, why, s_));
+    // Quote at most 200 characters of the header: it may be up to kMaxNpyHeaderBytes long.
+    throw Error(fmt::format("{}: malformed .npy header at character {}: {} (header: {}{})", what_,
+                            pos_, why, s_.substr(0, 200), s_.size() > 200 ? "..." : ""));
   }
   void skip_space() {
     while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
@@ -180,6 +182,9 @@ Tensor decode_npy(const std::string& b, const std::string& what) {
     throw Error(fmt::format("{}: unsupported .npy format version {}.{} (kiln reads 1.0, 2.0, 3.0)",
                             what, major, static_cast<unsigned char>(b[7])));
   }
+  if (header_len > io::kMaxNpyHeaderBytes)
+    throw Error(fmt::format("{}: the .npy header length {} exceeds the limit of {} bytes", what,
+                            header_len, io::kMaxNpyHeaderBytes));
   if (offset + header_len > b.size())
     throw Error(
         fmt::format("{}: truncated .npy file: the header says {} bytes but the file has "
@@ -192,8 +197,8 @@ Tensor decode_npy(const std::string& b, const std::string& what) {
                             what, h.shape.size(), kMaxRank));
   std::vector<int64_t> dims = h.shape;
   if (h.fortran) std::reverse(dims.begin(), dims.end());
+  size_t want = io::checked_byte_size(h.shape, dtype, what);  // as the file writes it
   Shape shape(dims);
-  size_t want = size_t(shape.num_elements()) * dtype_size(dtype);
   size_t have = b.size() - offset - header_len;
   if (have != want)
     throw Error(fmt::format("{}: .npy data has {} bytes, but shape {} of {} needs {}", what, have,

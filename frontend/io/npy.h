@@ -2,6 +2,11 @@
 // 1.0, 2.0 and 3.0; C or Fortran order; float32/64, int32/64, uint8, bool). Malformed files
 // raise kiln::Error naming the file and the problem. Writes go to a temporary file that is
 // renamed into place, so an existing file is never left half-written.
+//
+// Limits (frontend/io/read_limits.h): a header longer than kMaxNpyHeaderBytes or a shape of more
+// than kMaxTensorElements elements (or whose element count overflows int64) is a kiln::Error
+// raised before any allocation; the data must be in the file, so no read allocates more than
+// the file's size.
 #pragma once
 
 #include <string>

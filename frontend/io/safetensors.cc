@@ -4,15 +4,15 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "frontend/io/file_util.h"
+#include "frontend/io/read_limits.h"
 
 namespace kiln {
 namespace {
-
-constexpr uint64_t kMaxHeaderBytes = 100'000'000;  // the reference implementation's limit
 
 const char* st_dtype(DType t) {
   switch (t) {
@@ -66,6 +66,9 @@ Entry parse_entry(const std::string& what, const std::string& name, const nlohma
       fail(what, fmt::format("entry \"{}\": shape {} has a dimension that is not a non-negative "
                              "integer",
                              name, shape.dump()));
+    if (d.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+      fail(what, fmt::format("entry \"{}\": shape {} has the dimension {}, more than int64 holds",
+                             name, shape.dump(), d.get<uint64_t>()));
     e.shape.push_back(d.get<int64_t>());
   }
   const auto& off = j["data_offsets"];
@@ -117,9 +120,9 @@ NamedTensors decode_safetensors(const std::string& b, const std::string& what,
     fail(what, fmt::format("the file has {} bytes, fewer than the 8-byte header length", b.size()));
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i) n |= uint64_t(static_cast<unsigned char>(b[size_t(i)])) << (8 * i);
-  if (n > kMaxHeaderBytes)
-    fail(what,
-         fmt::format("the header length {} exceeds the limit of {} bytes", n, kMaxHeaderBytes));
+  if (n > io::kMaxSafetensorsHeaderBytes)
+    fail(what, fmt::format("the header length {} exceeds the limit of {} bytes", n,
+                           io::kMaxSafetensorsHeaderBytes));
   if (8 + n > b.size())
     fail(what, fmt::format("the header length {} runs past the end of the file ({} bytes): the "
                            "file is truncated",
@@ -129,7 +132,14 @@ NamedTensors decode_safetensors(const std::string& b, const std::string& what,
 
   std::set<std::string> keys;
   std::string duplicate;
+  // Also stops a deeply nested header early (kMaxSafetensorsJsonDepth): nesting is what makes
+  // nlohmann's recursive dump() (used in messages) and a walk of the tree deep.
   auto on_event = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    if ((event == nlohmann::json::parse_event_t::object_start ||
+         event == nlohmann::json::parse_event_t::array_start) &&
+        depth >= io::kMaxSafetensorsJsonDepth)
+      fail(what, fmt::format("the header nests JSON objects and arrays deeper than {} levels",
+                             io::kMaxSafetensorsJsonDepth));
     if (depth == 1 && event == nlohmann::json::parse_event_t::key &&
         !keys.insert(parsed.get<std::string>()).second)
       duplicate = parsed.get<std::string>();
@@ -163,8 +173,9 @@ NamedTensors decode_safetensors(const std::string& b, const std::string& what,
       fail(what, fmt::format("entry \"{}\" starts at byte {}, but the previous tensor ends at {} "
                              "(offsets must be contiguous, without gaps or overlaps)",
                              e.name, e.begin, expected_begin));
+    uint64_t want =
+        io::checked_byte_size(e.shape, e.dtype, fmt::format("{}: entry \"{}\"", what, e.name));
     Shape shape(e.shape);
-    uint64_t want = uint64_t(shape.num_elements()) * dtype_size(e.dtype);
     if (e.end - e.begin != want)
       fail(what, fmt::format("entry \"{}\" has {} bytes, but {} {} needs {}", e.name,
                              e.end - e.begin, dtype_name(e.dtype), shape.to_string(), want));

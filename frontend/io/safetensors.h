@@ -3,6 +3,11 @@
 // "__metadata__" string map), padded with spaces to a multiple of 8, then the row-major
 // little-endian data. The reader checks every rule and names the file and the broken rule;
 // writes are atomic (temporary file, then rename).
+//
+// Limits (frontend/io/read_limits.h): a JSON header longer than kMaxSafetensorsHeaderBytes or
+// nested deeper than kMaxSafetensorsJsonDepth, and a tensor of more than kMaxTensorElements
+// elements (or whose element count overflows int64), are kiln::Errors raised before the
+// tensor is allocated; every tensor's bytes must be in the file.
 #pragma once
 
 #include <map>

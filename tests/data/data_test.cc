@@ -130,5 +130,82 @@ TEST(Mnist, ReadsIdxFilesPlainAndGzip) {
   fs::remove_all(dir);
 }
 
+TEST(Digits, DecodesBytesAndRejectsNaNAndNamesTheLine) {
+  // 64 pixels 0..16 (then a label is appended).
+  std::string row = "0";
+  for (int i = 1; i < 64; ++i) row += "," + std::to_string(i % 17);
+  Dataset d = decode_digits(row + ",3\n\n" + row + ",7\r\n", "mem");
+  EXPECT_EQ(d.x.shape(), Shape({2, 64}));
+  EXPECT_EQ(d.y.to_vector<int64_t>(), (std::vector<int64_t>{3, 7}));
+  // NaN passed the 0..16 range check (every comparison with NaN is false).
+  EXPECT_THAT(error_of([&] { decode_digits("nan" + row.substr(1) + ",3\n", "mem"); }),
+              HasSubstr("mem: line 1: pixel 0 is nan, outside 0..16"));
+  EXPECT_THAT(error_of([&] { decode_digits(row + ",nan\n", "mem"); }),
+              HasSubstr("mem: line 1: label nan is not a digit 0..9"));
+  EXPECT_THAT(error_of([&] { decode_digits(row + ",1e300\n", "mem"); }),
+              HasSubstr("label 1e+300 is not a digit"));
+  // Lines are counted in the file, blank ones included.
+  EXPECT_THAT(error_of([&] { decode_digits(row + ",3\n\n\n" + row + ",x\n", "mem"); }),
+              HasSubstr("mem: line 4: \"x\" is not a number"));
+}
+
+// gzip-compressed bytes of `text`.
+std::string gzip_of(const std::string& text) {
+  z_stream zs{};
+  deflateInit2(&zs, 9, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
+  std::string out(deflateBound(&zs, uLong(text.size())), '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  zs.avail_in = uInt(text.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = uInt(out.size());
+  deflate(&zs, Z_FINISH);
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  return out;
+}
+
+TEST(Gzip, DecompressionIsBounded) {
+  std::string text(1 << 20, 'a');
+  std::string gz = gzip_of(text);
+  EXPECT_LT(gz.size(), 4096u);  // a "zip bomb" in miniature
+  EXPECT_EQ(maybe_gunzip(gz, "mem"), text);
+  EXPECT_EQ(maybe_gunzip("plain", "mem"), "plain");
+  EXPECT_THAT(error_of([&] { maybe_gunzip(gz, "bomb.gz", 1000); }),
+              HasSubstr("bomb.gz: gzip data expands to more than 1000 bytes"));
+  EXPECT_THAT(error_of([&] { maybe_gunzip(gz.substr(0, gz.size() / 2), "half.gz"); }),
+              HasSubstr("half.gz: truncated gzip data"));
+}
+
+// IDX bytes: the magic, big-endian dimensions, then `data`.
+std::string idx_bytes(uint32_t magic, const std::vector<uint32_t>& dims, const std::string& data) {
+  std::string b;
+  auto be32 = [&](uint32_t v) {
+    for (int s = 24; s >= 0; s -= 8) b += char((v >> s) & 0xff);
+  };
+  be32(magic);
+  for (uint32_t d : dims) be32(d);
+  return b + data;
+}
+
+TEST(Mnist, IdxElementCountLimits) {
+  // 2^31 * 2^31 * 4 = 2^64 wrapped to 0 and matched the missing data.
+  EXPECT_THAT(error_of([] {
+                decode_idx_images(idx_bytes(0x803, {1u << 31, 1u << 31, 4}, ""), "x.idx");
+              }),
+              HasSubstr("x.idx: IDX header: shape (2147483648, 2147483648, 4) has more elements "
+                        "than int64 can count"));
+  EXPECT_THAT(error_of([] {
+                decode_idx_images(idx_bytes(0x803, {65536, 65536, 65536}, ""), "x.idx");
+              }),
+              HasSubstr("has 281474976710656 elements, more than the limit of 1099511627776"));
+  EXPECT_THAT(error_of([] {
+                decode_idx_images(idx_bytes(0x803, {0, 4294967295u, 4294967295u}, ""), "x.idx");
+              }),
+              HasSubstr("x.idx: IDX header: shape (0, 4294967295, 4294967295) has more elements "
+                        "than int64 can count"));
+  Tensor labels = decode_idx_labels(gzip_of(idx_bytes(0x801, {2}, "\x05\x09")), "mem");
+  EXPECT_EQ(labels.to_vector<int64_t>(), (std::vector<int64_t>{5, 9}));
+}
+
 }  // namespace
 }  // namespace kiln::data

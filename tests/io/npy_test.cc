@@ -91,5 +91,57 @@ TEST(Npy, RejectsMalformedFiles) {
               HasSubstr("cannot write \"/nonexistent/dir/x.npy\""));
 }
 
+TEST(Npy, ElementCountLimits) {
+  // 562949953421312 * 32768 = 2^64: the product wrapped to 0, matched the empty data and gave
+  // a tensor that claimed 2^64 elements. Now an error before anything is allocated.
+  EXPECT_THAT(error_of([&] {
+                decode_npy(with_header("{'descr': '<f4', 'fortran_order': False, "
+                                       "'shape': (562949953421312, 32768), }",
+                                       ""),
+                           "big.npy");
+              }),
+              HasSubstr("big.npy: shape (562949953421312, 32768) has more elements than int64 "
+                        "can count"));
+  EXPECT_THAT(error_of([&] {
+                decode_npy(with_header("{'descr': '|u1', 'fortran_order': True, "
+                                       "'shape': (1099511627777,), }",
+                                       ""),
+                           "f");
+              }),
+              HasSubstr("f: shape (1099511627777,) has 1099511627777 elements, more than the "
+                        "limit of 1099511627776 (2^40, kiln::io::kMaxTensorElements)"));
+  // Found by npy_fuzzer: an empty Fortran-order array whose other dimensions multiply past
+  // int64. Its element count is 0, but transposing it overflowed the strides (UBSan).
+  EXPECT_THAT(error_of([&] {
+                decode_npy(with_header("{'descr': '<i8', 'fortran_order': True, "
+                                       "'shape': (2,8793602648,947793610, 0,5), }",
+                                       ""),
+                           "f");
+              }),
+              HasSubstr("f: shape (2, 8793602648, 947793610, 0, 5) has more elements than int64 "
+                        "can count"));
+  EXPECT_THAT(error_of([&] {
+                decode_npy(with_header("{'descr': '|u1', 'fortran_order': False, "
+                                       "'shape': (0, 2000000, 1000000), }",
+                                       ""),
+                           "f");
+              }),
+              HasSubstr("has 2000000000000 elements in its non-zero dimensions, more than the "
+                        "limit"));
+  EXPECT_EQ(decode_npy(with_header("{'descr': '|u1', 'fortran_order': True, "
+                                   "'shape': (0, 1000, 1000), }",
+                                   ""),
+                       "f")
+                .shape(),
+            Shape({0, 1000, 1000}));
+  // A version 2.0 header of 1 MiB + 1 bytes is refused before it is parsed.
+  std::string v2 = std::string("\x93NUMPY\x02\x00", 8);
+  uint32_t n = (1u << 20) + 1;
+  for (int i = 0; i < 4; ++i) v2 += char((n >> (8 * i)) & 0xff);
+  v2 += std::string(n, ' ');
+  EXPECT_THAT(error_of([&] { decode_npy(v2, "f"); }),
+              HasSubstr("f: the .npy header length 1048577 exceeds the limit of 1048576 bytes"));
+}
+
 }  // namespace
 }  // namespace kiln

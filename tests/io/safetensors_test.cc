@@ -141,5 +141,51 @@ TEST(Safetensors, RejectsMalformedFiles) {
               HasSubstr("used twice"));
 }
 
+TEST(Safetensors, ElementCountAndNestingLimits) {
+  // 2^32 * 2^32 elements wrapped to 0 bytes, which matched data_offsets [0, 0].
+  EXPECT_THAT(
+      error_of([&] {
+        decode_safetensors(
+            file_of(R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]}})",
+                    ""),
+            "w.safetensors");
+      }),
+      HasSubstr("w.safetensors: entry \"w\": shape (4294967296, 4294967296) has more elements "
+                "than int64 can count"));
+  EXPECT_THAT(
+      error_of([&] {
+        decode_safetensors(
+            file_of(R"({"w":{"dtype":"U8","shape":[2199023255552],"data_offsets":[0,0]}})", ""),
+            "f");
+      }),
+      HasSubstr("has 2199023255552 elements, more than the limit of 1099511627776"));
+  EXPECT_THAT(
+      error_of([&] {
+        decode_safetensors(
+            file_of(R"({"w":{"dtype":"U8","shape":[18446744073709551615],"data_offsets":[0,0]}})",
+                    ""),
+            "f");
+      }),
+      HasSubstr("entry \"w\": shape [18446744073709551615] has the dimension "
+                "18446744073709551615, more than int64 holds"));
+  // Empty, but the other dimensions multiply past int64 (strides would overflow).
+  EXPECT_THAT(
+      error_of([&] {
+        decode_safetensors(
+            file_of(
+                R"({"w":{"dtype":"F32","shape":[0,4294967296,4294967296],"data_offsets":[0,0]}})",
+                ""),
+            "f");
+      }),
+      HasSubstr("shape (0, 4294967296, 4294967296) has more elements than int64 can count"));
+  // A million nested arrays: refused while parsing (the error message's dump() of the shape
+  // recursed once per level and overflowed the stack).
+  std::string deep = R"({"w":{"dtype":"U8","data_offsets":[0,0],"shape":)" +
+                     std::string(1'000'000, '[') + std::string(1'000'000, ']') + "}}";
+  EXPECT_THAT(error_of([&] { decode_safetensors(file_of(deep, ""), "f"); }),
+              HasSubstr("f: invalid safetensors file: the header nests JSON objects and arrays "
+                        "deeper than 16 levels"));
+}
+
 }  // namespace
 }  // namespace kiln

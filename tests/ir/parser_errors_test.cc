@@ -2,10 +2,15 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
+#include <memory>
 #include <string>
 #include <string_view>
 
 #include "ir/parser.h"
+#include "ir/printer.h"
+#include "ir/verifier.h"
 #include "tests/support/error_of.h"
 
 namespace kiln::ir {
@@ -190,6 +195,108 @@ TEST(ParserErrors, DefaultFileNameAndMissingFile) {
             "<input>:1:7: error: expected '@', got 'g'");
   EXPECT_THAT(error_of([] { parse_graph_file("/nonexistent/dir/model.kir"); }),
               HasSubstr("cannot open IR file \"/nonexistent/dir/model.kir\""));
+}
+
+// ---- limits (ir/parser.h): hostile text is an error, not a crash or a huge allocation
+
+// A graph whose cond nodes nest `depth` sub-graph levels deep (each then-branch holds the next).
+std::string nested_conds(int depth) {
+  const std::string leaf = "(%0: bool[]) -> (bool[]) {\n return %0\n}\n";
+  std::string text = "graph @g";
+  for (int i = 0; i < depth; ++i)
+    text += "(%0: bool[]) -> (bool[]) {\n %1 = cond(%0, %0) : bool[] {\n then ";
+  text += leaf;
+  for (int i = 0; i < depth; ++i) text += " else " + leaf + " }\n return %1\n}\n";
+  return text;
+}
+
+TEST(ParserLimits, SubGraphNestingDepth) {
+  std::unique_ptr<Graph> g = parse_graph(nested_conds(kMaxIrNestingDepth));
+  verify_graph(*g);
+  EXPECT_EQ(print_graph(*parse_graph(print_graph(*g))), print_graph(*g));
+  std::string one_more =
+      error_of([] { parse_graph(nested_conds(kMaxIrNestingDepth + 1), "t.kir"); });
+  EXPECT_THAT(one_more,
+              HasSubstr("error: sub-graphs nest deeper than 64 levels (kMaxIrNestingDepth)"));
+  EXPECT_THAT(one_more, HasSubstr(fmt::format("t.kir:{}:7:", 2 * kMaxIrNestingDepth + 2)));
+  // Without the limit this recursed 100,000 levels deep and overflowed the stack.
+  EXPECT_THAT(error_of([] { parse_graph(nested_conds(100'000)); }),
+              HasSubstr("sub-graphs nest deeper than 64 levels"));
+}
+
+TEST(ParserLimits, HugeTextIsParsedWithoutDeepRecursion) {
+  // A chain of 100,000 nodes: the parser, verifier and printer walk it without recursing
+  // once per node.
+  const int n = 100'000;
+  std::string text = "graph @chain(%0: f32[2]) -> (f32[2]) {\n";
+  for (int i = 1; i <= n; ++i) text += fmt::format("  %{} = neg(%{}) : f32[2]\n", i, i - 1);
+  text += fmt::format("  return %{}\n}}\n", n);
+  std::unique_ptr<Graph> g = parse_graph(text);
+  verify_graph(*g);
+  EXPECT_EQ(print_graph(*g).size(), print_graph(*parse_graph(print_graph(*g))).size());
+}
+
+TEST(ParserLimits, TypeElementCount) {
+  EXPECT_EQ(parse_error("graph @g(%0: f32[4294967296,4294967296]) -> () {\n  return\n}\n"),
+            "t.kir:1:14: error: type f32[4294967296,4294967296] has more than 1099511627776 "
+            "elements (2^40, kMaxIrTypeElements)");
+  // Overflowing int64 is over the limit too (without the check: signed overflow).
+  EXPECT_THAT(parse_error("graph @g(%0: u8[?,9223372036854775807,3]) -> () {\n  return\n}\n"),
+              HasSubstr("has more than 1099511627776 elements"));
+  EXPECT_NO_THROW(parse_graph("graph @g(%0: u8[1099511627776,?]) -> () {\n  return\n}\n"));
+  // Empty, but the other dimensions multiply past int64 (its strides would overflow).
+  EXPECT_THAT(parse_error("graph @g(%0: f32[0,4294967296,4294967296]) -> () {\n  return\n}\n"),
+              HasSubstr("type f32[0,4294967296,4294967296] has more than 1099511627776 elements"));
+  EXPECT_NO_THROW(parse_graph("graph @g(%0: f32[0,1048576,1048576]) -> () {\n  return\n}\n"));
+}
+
+TEST(ParserLimits, ConstantBytes) {
+  // Small text, 256 MiB + 8 bytes of data: refused before it is allocated.
+  EXPECT_EQ(parse_error(with_line("  %1 = constant dense<0> : f64[33554433]")),
+            "t.kir:2:28: error: constant of type f64[33554433] has 268435464 bytes of data, more "
+            "than the limit of 268435456 (kMaxIrConstantBytes)");
+  EXPECT_THAT(parse_error(with_line("  %1 = constant dense<0> : f32[1048576,1048576]")),
+              HasSubstr("more than the limit of 268435456"));
+}
+
+TEST(ParserLimits, ShapeRuleArithmeticDoesNotOverflow) {
+  // Attribute values near int64's limits: a clear error (or a correct type), never signed
+  // overflow in the shape rules (UBSan found each of these).
+  EXPECT_THAT(
+      parse_error(with_line("  %1 = reshape(%0) {shape=[4611686018427387904, 4, -1]} : f32[3]")),
+      HasSubstr("reshape: target shape [4611686018427387904, 4, -1] has more elements "
+                "than int64 can count"));
+  EXPECT_THAT(parse_error(with_line(
+                  "  %1 = pad(%0) {low=[9223372036854775807], high=[1], interior=[0]} : f32[3]")),
+              HasSubstr("pad: padding (3,) by low [9223372036854775807], high [1], interior [0] "
+                        "gives a dimension larger than int64 holds"));
+  EXPECT_THAT(parse_error(with_line(
+                  "  %1 = pad(%0) {low=[0], high=[0], interior=[4611686018427387904]} : f32[3]")),
+              HasSubstr("larger than int64 holds"));
+  EXPECT_NO_THROW(
+      parse_graph("graph @g(%0: f32[3]) -> (f32[1]) {\n"
+                  "  %1 = slice(%0) {start=[0], stop=[3], step=[9223372036854775807]} : f32[1]\n"
+                  "  return %1\n}\n"));
+  EXPECT_THAT(
+      parse_error("graph @g(%0: f32[1,8,8,1], %1: f32[3,3,1,1]) -> () {\n"
+                  "  %2 = conv2d(%0, %1) {strides=[1, 1], dilations=[4611686018427387904, 1], "
+                  "padding=\"same\"} : f32[1,8,8,1]\n  return\n}\n"),
+      HasSubstr("conv2d: window of size 3 with dilation 4611686018427387904 is larger than "
+                "int64 holds"));
+  EXPECT_NO_THROW(
+      parse_graph("graph @g(%0: f32[1,8,8,1]) -> () {\n"
+                  "  %1 = max_pool2d(%0) {pool_size=[2, 2], strides=[9223372036854775807, 1], "
+                  "padding=\"same\"} : f32[1,1,8,1]\n  return\n}\n"));
+}
+
+TEST(ParserLimits, UnknownDimensionsStayUnknown) {
+  // pad and slice of a symbolic dimension: the result's dimension is unknown too (it was
+  // low + high - 1, and slice clamped to [0, -1]).
+  EXPECT_NO_THROW(
+      parse_graph("graph @g(%0: f32[?,3]) -> () {\n"
+                  "  %1 = pad(%0) {low=[1, 1], high=[2, 0], interior=[0, 0]} : f32[?,4]\n"
+                  "  %2 = slice(%0) {start=[1, 0], stop=[4, 3], step=[1, 2]} : f32[?,2]\n"
+                  "  return\n}\n"));
 }
 
 }  // namespace
