@@ -133,7 +133,7 @@ TEST(Mnist, ReadsIdxFilesPlainAndGzip) {
 TEST(Digits, DecodesBytesAndRejectsNaNAndNamesTheLine) {
   // 64 pixels 0..16 (then a label is appended).
   std::string row = "0";
-  for (int i = 1; i < 64; ++i) row += "," + std::to_string(i % 17);
+  for (int i = 1; i < 64; ++i) row.append(",").append(std::to_string(i % 17));
   Dataset d = decode_digits(row + ",3\n\n" + row + ",7\r\n", "mem");
   EXPECT_EQ(d.x.shape(), Shape({2, 64}));
   EXPECT_EQ(d.y.to_vector<int64_t>(), (std::vector<int64_t>{3, 7}));
