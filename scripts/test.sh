@@ -7,6 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset="${1:-default}"
+# ccache keys on paths relative to the checkout, so clones in other directories share objects.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
 bash scripts/install-deps.sh
 if [ "$preset" = default ] && [ "${KILN_SKIP_FUZZ:-0}" != 1 ]; then
   KILN_FUZZ_SKIP_DEPS=1 bash scripts/fuzz.sh "${KILN_FUZZ_SECONDS:-10}"
