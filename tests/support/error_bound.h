@@ -103,15 +103,7 @@ class ErrorBoundedReference {
     return r;
   }
 
-  static std::vector<double> values(const runtime::Array& a) {
-    std::vector<double> v(size_t(a.size()));
-    visit_dtype(a.dtype, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      const T* p = static_cast<const T*>(a.raw());
-      for (size_t i = 0; i < v.size(); ++i) v[i] = double(p[i]);
-    });
-    return v;
-  }
+  static std::vector<double> values(const runtime::Array& a) { return as_doubles(a); }
 
   static bool same_class(double a, double b) {  // both NaN, or the same infinity
     return (std::isnan(a) && std::isnan(b)) || (std::isinf(a) && a == b);

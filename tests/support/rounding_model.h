@@ -33,6 +33,17 @@
 
 namespace kiln::testing {
 
+// The elements of `a` (any dtype) as doubles.
+inline std::vector<double> as_doubles(const runtime::Array& a) {
+  std::vector<double> v(size_t(a.size()));
+  visit_dtype(a.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* p = static_cast<const T*>(a.raw());
+    for (size_t i = 0; i < v.size(); ++i) v[i] = double(p[i]);
+  });
+  return v;
+}
+
 class RoundingModel {
  public:
   explicit RoundingModel(uint64_t seed) : rng_(seed) {}
@@ -194,15 +205,7 @@ class RoundingModel {
     for (size_t i = 0; i < scale.size() && i < m.size(); ++i) scale[i] = k * u * m[i];
   }
 
-  static std::vector<double> values(const runtime::Array& a) {
-    std::vector<double> v(size_t(a.size()));
-    visit_dtype(a.dtype, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      const T* p = static_cast<const T*>(a.raw());
-      for (size_t i = 0; i < v.size(); ++i) v[i] = double(p[i]);
-    });
-    return v;
-  }
+  static std::vector<double> values(const runtime::Array& a) { return as_doubles(a); }
 
   // Replaces `a` by a new array holding `v` (a kernel may have returned an input's storage).
   static void store(runtime::Array& a, const std::vector<double>& v) {
