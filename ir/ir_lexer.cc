@@ -149,12 +149,16 @@ void Lexer::lex_number(Token& t) {
   t.kind = TokenKind::kInt;
   size_t start = pos_;
   if (peek() == '-') bump();
-  while (is_digit(peek())) bump();
+  size_t digits = 0;
+  for (; is_digit(peek()); ++digits) bump();
   if (peek() == '.') {
     t.kind = TokenKind::kFloat;
     bump();
-    while (is_digit(peek())) bump();
+    for (; is_digit(peek()); ++digits) bump();
   }
+  if (digits == 0)  // "-." (found by ir_text_fuzzer: it reached the parser's float assertion)
+    fail(t.line, t.column,
+         fmt::format("malformed number: '{}' has no digits", text_.substr(start, pos_ - start)));
   if ((peek() == 'e' || peek() == 'E') &&
       (is_digit(peek(1)) || ((peek(1) == '+' || peek(1) == '-') && is_digit(peek(2))))) {
     t.kind = TokenKind::kFloat;

@@ -259,6 +259,14 @@ TEST(ParserLimits, ConstantBytes) {
               HasSubstr("more than the limit of 268435456"));
 }
 
+TEST(ParserErrors, NumberWithoutDigits) {
+  // Found by ir_text_fuzzer: "-." lexed as a float and failed an internal assertion.
+  EXPECT_EQ(parse_error(with_line("  %1 = constant dense<[1.0, -., 2.0]> : f32[3]")),
+            "t.kir:2:29: error: malformed number: '-.' has no digits");
+  EXPECT_NO_THROW(parse_graph(
+      "graph @g() -> (f32[2]) {\n  %0 = constant dense<[-.5, 5.]> : f32[2]\n  return %0\n}\n"));
+}
+
 TEST(ParserLimits, ShapeRuleArithmeticDoesNotOverflow) {
   // Attribute values near int64's limits: a clear error (or a correct type), never signed
   // overflow in the shape rules (UBSan found each of these).
