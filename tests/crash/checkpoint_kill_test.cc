@@ -107,6 +107,10 @@ TEST(CrashSafety, KilledCheckpointWriterLeavesOldOrNewFile) {
   for (int k = 0; k < kKills; ++k) {
     ChildProcess writer({KILN_CRASH_WRITER, "checkpoint", path.string()});
     ASSERT_TRUE(writer.wait_ready(milliseconds(20000))) << "the writer did not start";
+    // The random moment falls inside the saving loop: after the first save (the process's
+    // first save also clears stale temporaries, and on a loaded machine it can take longer than
+    // the whole random window).
+    ASSERT_TRUE(writer.wait_for("saved ", milliseconds(20000))) << "the writer saved nothing";
     ChildResult r = writer.kill_after(microseconds(delay_us(rng)));
     ++kills;
     ASSERT_EQ(r.error, "");
@@ -141,7 +145,7 @@ TEST(CrashSafety, KilledCheckpointWriterLeavesOldOrNewFile) {
             << "reported), " << torn << " torn or missing; at most " << max_temporaries
             << " stale temporaries at once\n";
   EXPECT_EQ(torn, 0) << first_problem;
-  EXPECT_GT(saves, kKills / 2) << "the kills should land during the saving loop";
+  EXPECT_GE(saves, kKills) << "every kill should come after at least one save";
   EXPECT_GT(new_seen + old_seen, 0);
 
   // Temporaries of killed writers: a later writer removes them once they are 2 s old.

@@ -58,13 +58,18 @@ class ChildProcess {
 
   // Reads until the child printed "ready\n" (or ended, or `timeout` passed).
   bool wait_ready(std::chrono::milliseconds timeout) {
+    result_.ready = wait_for("ready\n", timeout);
+    return result_.ready;
+  }
+
+  // Reads until the child's output holds `text` (or it ended, or `timeout` passed).
+  bool wait_for(const std::string& text, std::chrono::milliseconds timeout) {
     auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (result_.output.find("ready\n") == std::string::npos) {
+    while (result_.output.find(text) == std::string::npos) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0 || !read_some(int(left.count()))) return false;
     }
-    result_.ready = true;
     return true;
   }
 
