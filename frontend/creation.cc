@@ -96,6 +96,34 @@ Tensor random_integers(const Shape& shape, int64_t seed, int64_t minval, int64_t
   return detail::apply(OpKind::RandomInt, {seed_tensor(seed)}, attrs);
 }
 
+namespace {
+// The random op with `like` as its shape source (input 1).
+Tensor random_like(OpKind kind, const Tensor& like, int64_t seed, Attrs attrs) {
+  if (!like.defined())
+    throw Error(fmt::format("{}_like: the shape source is an undefined tensor", op_name(kind)));
+  attrs.set("shape", like.shape().to_vector());
+  return detail::apply(kind, {seed_tensor(seed), like}, attrs);
+}
+}  // namespace
+
+Tensor random_uniform_like(const Tensor& like, int64_t seed, double minval, double maxval,
+                           DType dtype) {
+  return random_like(OpKind::RandomUniform, like, seed,
+                     Attrs{{"dtype", dtype}, {"minval", minval}, {"maxval", maxval}});
+}
+
+Tensor random_normal_like(const Tensor& like, int64_t seed, double mean, double stddev,
+                          DType dtype) {
+  return random_like(OpKind::RandomNormal, like, seed,
+                     Attrs{{"dtype", dtype}, {"mean", mean}, {"stddev", stddev}});
+}
+
+Tensor random_integers_like(const Tensor& like, int64_t seed, int64_t minval, int64_t maxval,
+                            DType dtype) {
+  return random_like(OpKind::RandomInt, like, seed,
+                     Attrs{{"dtype", dtype}, {"minval", minval}, {"maxval", maxval}});
+}
+
 int64_t Generator::next_seed() {
   // splitmix64 of (seed, counter): well-mixed, distinct seeds for consecutive draws.
   uint64_t z = seed_ + 0x9E3779B97F4A7C15ull * (++counter_);

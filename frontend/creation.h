@@ -52,6 +52,16 @@ Tensor random_normal(const Shape& shape, int64_t seed, double mean = 0, double s
 Tensor random_integers(const Shape& shape, int64_t seed, int64_t minval, int64_t maxval,
                        DType dtype = DType::i64);
 
+// The same, with the shape of `like` (its values are not read). Inside a kiln::function traced
+// with unknown dimensions (an input_signature with -1, reduce_retracing) the numbers follow the
+// arguments' sizes at each call; the plain forms need a fully known shape there.
+Tensor random_uniform_like(const Tensor& like, int64_t seed, double minval = 0, double maxval = 1,
+                           DType dtype = DType::f32);
+Tensor random_normal_like(const Tensor& like, int64_t seed, double mean = 0, double stddev = 1,
+                          DType dtype = DType::f32);
+Tensor random_integers_like(const Tensor& like, int64_t seed, int64_t minval, int64_t maxval,
+                            DType dtype = DType::i64);
+
 // A seeded generator: each draw uses the next seed of a deterministic sequence, so a program
 // that draws in the same order gets the same numbers everywhere.
 class Generator {

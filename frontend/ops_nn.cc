@@ -60,7 +60,8 @@ Tensor dropout(const Tensor& x, double rate, int64_t seed) {
   if (!(rate >= 0 && rate < 1))
     throw Error(fmt::format("dropout: rate must be in [0, 1), got {}", rate));
   if (rate == 0) return x;
-  Tensor u = random_uniform(x.shape(), seed, 0, 1, x.dtype());
+  // The mask takes x's shape at run time (x may have unknown dimensions in a trace).
+  Tensor u = random_uniform_like(x, seed, 0, 1, x.dtype());
   Tensor keep = greater_equal(u, scalar(rate, x.dtype()));
   return where(keep, x * (1.0 / (1.0 - rate)), scalar(0, x.dtype()));
 }

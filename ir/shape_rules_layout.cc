@@ -240,12 +240,40 @@ TensorType rule_one_hot(const OpInfo& op, std::span<const TensorType> in, const 
   return {attrs.get_dtype("dtype", op.name), out};
 }
 
+// Inputs: the seed, and optionally a tensor whose shape the output takes (its values are not
+// read), so that a graph traced with unknown dimensions draws as many numbers as its arguments
+// have at run time. Without it the shape attribute must be fully known; with it, the attribute
+// is the shape at trace time (-1 where unknown) and must agree with the tensor's known sizes.
 TensorType rule_random(const OpInfo& op, std::span<const TensorType> in, const Attrs& attrs) {
+  if (in.size() > 2)
+    throw Error(fmt::format("{}: expected a seed and at most one shape source, got {} inputs",
+                            op.name, in.size()));
   if (in[0].dtype != DType::i64 || in[0].shape.rank() != 0)
     throw Error(fmt::format("{}: the seed (input 0) must be an int64 scalar, got {} {}", op.name,
                             dtype_name(in[0].dtype), in[0].shape.to_string()));
   DType dt = attrs.get_dtype("dtype", op.name);
-  Shape out(attrs.get_ints("shape", op.name));
+  const Shape declared(attrs.get_ints("shape", op.name));
+  Shape out = declared;
+  if (in.size() == 2) {
+    const Shape& like = in[1].shape;
+    bool agrees = like.rank() == declared.rank();
+    for (int d = 0; agrees && d < declared.rank(); ++d)
+      agrees = declared[d] == kUnknownDim || like[d] == kUnknownDim || declared[d] == like[d];
+    if (!agrees)
+      throw Error(
+          fmt::format("{}: the shape attribute {} disagrees with the shape {} of the "
+                      "shape source (input 1)",
+                      op.name, declared.to_string(), like.to_string()));
+    out = like;
+  } else {
+    for (int d = 0; d < declared.rank(); ++d)
+      if (declared[d] < 0)
+        throw Error(fmt::format(
+            "{}: shape {} has an unknown or negative dimension; inside a kiln::function traced "
+            "with unknown dimensions take the shape from a tensor ({}_like(t), or the op's "
+            "second input)",
+            op.name, declared.to_string(), op.name));
+  }
   if (op.kind == OpKind::RandomInt) {
     if (!is_integer(dt))
       throw Error(fmt::format("random_int: dtype must be an integer type, got {}", dtype_name(dt)));

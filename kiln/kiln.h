@@ -22,6 +22,8 @@
 #include "frontend/ops.h"
 #include "frontend/tensor.h"
 #include "frontend/training/callbacks.h"
+#include "frontend/training/gradient_clipping.h"
+#include "frontend/training/lr_callbacks.h"
 #include "frontend/training/loss.h"
 #include "frontend/training/metric.h"
 #include "frontend/training/optimizer.h"

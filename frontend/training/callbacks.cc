@@ -10,6 +10,7 @@
 
 #include "frontend/io/file_util.h"
 #include "frontend/models/model.h"
+#include "frontend/training/monitor.h"
 
 namespace kiln {
 
@@ -71,29 +72,8 @@ void ProgbarLogger::on_test_end(const Logs& logs) {
 
 // ---------------------------------------------------------------- EarlyStopping
 
-namespace {
-bool maximizes(const std::string& monitor, MonitorMode mode) {
-  if (mode == MonitorMode::kMax) return true;
-  if (mode == MonitorMode::kMin) return false;
-  return monitor.find("acc") != std::string::npos || monitor.find("auc") != std::string::npos;
-}
-
-double monitored(const Logs& logs, const std::string& monitor, const char* who) {
-  auto it = logs.find(monitor);
-  if (it == logs.end()) {
-    std::string available;
-    for (const auto& [k, v] : logs) available += (available.empty() ? "" : ", ") + k;
-    throw Error(
-        fmt::format("{}: the monitored metric \"{}\" is not in the logs (available: {}); "
-                    "for val_* metrics pass validation data or validation_split to fit",
-                    who, monitor, available));
-  }
-  return it->second;
-}
-}  // namespace
-
 EarlyStopping::EarlyStopping(EarlyStoppingOptions options) : o_(std::move(options)) {
-  maximize_ = maximizes(o_.monitor, o_.mode);
+  maximize_ = detail::maximizes(o_.monitor, o_.mode);
 }
 
 bool EarlyStopping::improved(double v, double ref) const {
@@ -110,7 +90,7 @@ void EarlyStopping::on_train_begin(const Logs&) {
 
 void EarlyStopping::on_epoch_end(int epoch, const Logs& logs) {
   if (epoch < o_.start_from_epoch) return;
-  double v = monitored(logs, o_.monitor, "EarlyStopping");
+  double v = detail::monitored(logs, o_.monitor, "EarlyStopping");
   if (o_.restore_best_weights && best_weights_.empty()) best_weights_ = model()->get_weights();
   ++wait_;
   if (improved(v, best_)) {
@@ -142,7 +122,7 @@ void EarlyStopping::on_train_end(const Logs&) {
 
 ModelCheckpoint::ModelCheckpoint(std::string filepath, ModelCheckpointOptions options)
     : filepath_(std::move(filepath)), o_(std::move(options)) {
-  maximize_ = maximizes(o_.monitor, o_.mode);
+  maximize_ = detail::maximizes(o_.monitor, o_.mode);
 }
 
 void ModelCheckpoint::on_train_begin(const Logs&) { best_.reset(); }
@@ -181,7 +161,7 @@ std::string ModelCheckpoint::format_path(int epoch, const Logs& logs) const {
 void ModelCheckpoint::on_epoch_end(int epoch, const Logs& logs) {
   std::string path = format_path(epoch, logs);
   if (o_.save_best_only) {
-    double v = monitored(logs, o_.monitor, "ModelCheckpoint");
+    double v = detail::monitored(logs, o_.monitor, "ModelCheckpoint");
     bool better = !best_ || (maximize_ ? v > *best_ : v < *best_);
     if (!better) {
       if (o_.verbose)

@@ -54,10 +54,85 @@ LearningRateSchedule exponential_decay(double initial_learning_rate, int64_t dec
 
 // ---------------------------------------------------------------- OptimizerImpl
 
-OptimizerImpl::OptimizerImpl(std::string name, double learning_rate)
+namespace {
+void check_finite(const std::string& who, double v) {
+  if (!std::isfinite(v)) throw Error(fmt::format("{}: must be a finite number, got {}", who, v));
+}
+}  // namespace
+
+OptimizerImpl::OptimizerImpl(std::string name, double learning_rate, GradientClipping clipping)
     : name_(std::move(name)),
-      learning_rate_(learning_rate),
-      iterations_(name_ + "/iterations", scalar(0, DType::i64), /*trainable=*/false) {}
+      clipping_(clipping),
+      iterations_(name_ + "/iterations", scalar(0, DType::i64), /*trainable=*/false) {
+  validate_clipping(clipping_, name_);
+  add_hyperparameter("learning_rate", learning_rate);
+}
+
+void OptimizerImpl::add_hyperparameter(const std::string& name, double value,
+                                       std::function<void(double)> check) {
+  const std::string full = fmt::format("{}/{}", name_, name);
+  check_finite(full, value);
+  if (check) check(value);
+  Tensor initial;
+  {
+    detail::InitScope eager;
+    initial = scalar(value, DType::f64);
+  }
+  hyperparameters_.push_back({name, Variable(full, initial, /*trainable=*/false), check});
+}
+
+void OptimizerImpl::mark_unavailable(const std::string& name, std::string reason) {
+  unavailable_[name] = std::move(reason);
+}
+
+bool OptimizerImpl::has_hyperparameter(const std::string& name) const {
+  for (const Hyperparameter& h : hyperparameters_)
+    if (h.name == name) return true;
+  return false;
+}
+
+const OptimizerImpl::Hyperparameter& OptimizerImpl::find_hyperparameter(
+    const std::string& name) const {
+  if (auto it = unavailable_.find(name); it != unavailable_.end())
+    throw Error(
+        fmt::format("optimizer \"{}\" has no hyperparameter \"{}\": {}", name_, name, it->second));
+  std::string known;
+  for (const Hyperparameter& h : hyperparameters_) {
+    if (h.name == name) return h;
+    known += (known.empty() ? "" : ", ") + h.name;
+  }
+  throw Error(
+      fmt::format("optimizer \"{}\" has no hyperparameter \"{}\"; it has: {}", name_, name, known));
+}
+
+std::vector<Variable> OptimizerImpl::hyperparameters() const {
+  std::vector<Variable> out;
+  for (const Hyperparameter& h : hyperparameters_) out.push_back(h.variable);
+  return out;
+}
+
+double OptimizerImpl::hyperparameter(const std::string& name) const {
+  detail::InitScope eager;  // the stored value, also while a trace records
+  return find_hyperparameter(name).variable.value().item<double>();
+}
+
+void OptimizerImpl::set_hyperparameter(const std::string& name, double value) {
+  if (name == "learning_rate" && schedule_)
+    throw Error(fmt::format(
+        "optimizer \"{}\" uses a learning-rate schedule, so its learning rate is not settable; "
+        "call set_schedule(nullptr) first or set a new schedule",
+        name_));
+  const Hyperparameter& h = find_hyperparameter(name);
+  check_finite(h.variable.name(), value);
+  if (h.check) h.check(value);
+  detail::InitScope eager;  // a setting, not a traced assignment
+  Variable v = h.variable;
+  v.assign(scalar(value, DType::f64));
+}
+
+Tensor OptimizerImpl::hyper(const std::string& name, DType dtype) const {
+  return cast(find_hyperparameter(name).variable.value(), dtype);
+}
 
 int64_t OptimizerImpl::iterations() const {
   detail::InitScope eager;  // the variable's stored value, also while a trace records
@@ -65,24 +140,27 @@ int64_t OptimizerImpl::iterations() const {
 }
 
 double OptimizerImpl::current_learning_rate() const {
-  return schedule_ ? schedule_(iterations()) : learning_rate_;
+  return schedule_ ? schedule_(iterations()) : hyperparameter("learning_rate");
 }
 
-void OptimizerImpl::set_learning_rate(double lr) {
-  if (schedule_)
+void OptimizerImpl::set_learning_rate(double lr) { set_hyperparameter("learning_rate", lr); }
+
+void OptimizerImpl::set_schedule(LearningRateSchedule schedule) {
+  if (traced_)
     throw Error(fmt::format(
-        "optimizer \"{}\" uses a learning-rate schedule, so its learning rate is not settable; "
-        "call set_schedule(nullptr) first or set a new schedule",
+        "optimizer \"{}\": the learning-rate schedule cannot change after an update was traced "
+        "into a kiln::function (the traced steps would keep the old one); set the schedule "
+        "before the first traced step, create a new optimizer, or change the rate with "
+        "set_learning_rate",
         name_));
-  learning_rate_ = lr;
+  schedule_ = std::move(schedule);
 }
-
-void OptimizerImpl::set_schedule(LearningRateSchedule schedule) { schedule_ = std::move(schedule); }
 
 std::vector<Variable> OptimizerImpl::variables() const {
   std::vector<Variable> out;
-  out.reserve(slot_order_.size() + 1);
+  out.reserve(slot_order_.size() + 2);
   out.push_back(iterations_);
+  out.push_back(hyperparameters_.front().variable);  // learning_rate
   out.insert(out.end(), slot_order_.begin(), slot_order_.end());
   return out;
 }
@@ -137,15 +215,17 @@ void OptimizerImpl::apply_gradients(const std::vector<Tensor>& grads,
         fmt::format("{}.apply_gradients: no gradients provided for any of the {} "
                     "variables (all are undefined): is the loss connected to them?",
                     name_, variables.size()));
+  if (detail::tracing()) traced_ = true;
   detail::NameScope scope(name_);
+  const std::vector<Tensor> clipped = clip_gradients(clipping_, grads);
   // lr at iterations before the update; step = iterations + 1 (float64 scalars).
   Tensor iterations = cast(iterations_.value(), DType::f64);
-  const Tensor lr = schedule_ ? schedule_(iterations) : f64(learning_rate_);
+  const Tensor lr = schedule_ ? schedule_(iterations) : hyper("learning_rate", DType::f64);
   const Tensor step = iterations + 1.0;
-  for (size_t i = 0; i < grads.size(); ++i) {
-    if (!grads[i].defined()) continue;
+  for (size_t i = 0; i < clipped.size(); ++i) {
+    if (!clipped[i].defined()) continue;
     Variable var = variables[i];
-    update(var, grads[i], lr, step);
+    update(var, clipped[i], lr, step);
   }
   iterations_.assign_add(scalar(1, DType::i64));
 }
@@ -160,107 +240,147 @@ std::string lower(std::string s) {
   return s;
 }
 
+void check_momentum_in_unit_interval(double m) {
+  if (!(m >= 0 && m <= 1)) throw Error(fmt::format("SGD: momentum must be in [0, 1], got {}", m));
+}
+
 // momentum 0:   w -= lr g
 // momentum m:   v = m v - lr g;  w += v
 // nesterov:     v = m v - lr g;  w += m v - lr g   (with the new v, as Keras 3)
+// Built with momentum 0 the rule has no momentum slot (as in Keras), so momentum cannot be set.
 class SGDImpl : public OptimizerImpl {
  public:
-  explicit SGDImpl(const SGDOptions& o) : OptimizerImpl("SGD", o.learning_rate), o_(o) {
-    if (!(o.momentum >= 0 && o.momentum <= 1))
-      throw Error(fmt::format("SGD: momentum must be in [0, 1], got {}", o.momentum));
+  explicit SGDImpl(const SGDOptions& o)
+      : OptimizerImpl("SGD", o.learning_rate, o.clip), nesterov_(o.nesterov) {
+    check_momentum_in_unit_interval(o.momentum);
+    if (o.momentum != 0)
+      add_hyperparameter("momentum", o.momentum, check_momentum_in_unit_interval);
+    else
+      mark_unavailable("momentum",
+                       "SGD was built with momentum 0, so its update has no "
+                       "momentum term; build it with momentum > 0 to set one");
   }
 
  protected:
   void update(Variable& var, const Tensor& g, const Tensor& lr_f64, const Tensor&) override {
     Tensor lr = cast(lr_f64, var.dtype());
-    if (o_.momentum == 0) {
+    if (!has_hyperparameter("momentum")) {
       var.assign_sub(g * lr);
       return;
     }
+    const Tensor momentum = hyper("momentum", var.dtype());
     Variable& m = slot(var, "momentum");
-    m.assign(m.value() * o_.momentum - g * lr);
-    if (o_.nesterov)
-      var.assign_add(m.value() * o_.momentum - g * lr);
+    m.assign(m.value() * momentum - g * lr);
+    if (nesterov_)
+      var.assign_add(m.value() * momentum - g * lr);
     else
       var.assign_add(m.value());
   }
 
  private:
-  SGDOptions o_;
+  bool nesterov_;
 };
 
 // Keras' Adam step (t = iterations + 1), shared by Adam and AdamW:
 //   m += (g - m)(1 - b1);  v += (g^2 - v)(1 - b2)
 //   alpha = lr sqrt(1 - b2^t) / (1 - b1^t);  w -= alpha m / (sqrt(v) + eps)
-void adam_step(Variable& var, const Tensor& g, const Tensor& lr, const Tensor& t, double beta_1,
-               double beta_2, double epsilon, Variable& m, Variable& v) {
-  const Tensor alpha =
-      cast(lr * sqrt(1.0 - pow(f64(beta_2), t)) / (1.0 - pow(f64(beta_1), t)), var.dtype());
-  m.assign_add((g - m.value()) * (1 - beta_1));
-  v.assign_add((square(g) - v.value()) * (1 - beta_2));
-  var.assign_sub((m.value() * alpha) / (sqrt(v.value()) + epsilon));
+// The hyperparameters are float64 scalars; 1 - b is formed in float64, then cast.
+struct AdamHyper {
+  Tensor beta_1, beta_2, epsilon;
+};
+void adam_step(Variable& var, const Tensor& g, const Tensor& lr, const Tensor& t,
+               const AdamHyper& h, Variable& m, Variable& v) {
+  const DType dt = var.dtype();
+  const Tensor alpha = cast(lr * sqrt(1.0 - pow(h.beta_2, t)) / (1.0 - pow(h.beta_1, t)), dt);
+  m.assign_add((g - m.value()) * cast(1.0 - h.beta_1, dt));
+  v.assign_add((square(g) - v.value()) * cast(1.0 - h.beta_2, dt));
+  var.assign_sub((m.value() * alpha) / (sqrt(v.value()) + cast(h.epsilon, dt)));
 }
 
 class AdamImpl : public OptimizerImpl {
  public:
-  explicit AdamImpl(const AdamOptions& o) : OptimizerImpl("adam", o.learning_rate), o_(o) {}
+  explicit AdamImpl(const AdamOptions& o) : OptimizerImpl("adam", o.learning_rate, o.clip) {
+    add_hyperparameter("beta_1", o.beta_1);
+    add_hyperparameter("beta_2", o.beta_2);
+    add_hyperparameter("epsilon", o.epsilon);
+  }
 
  protected:
   void update(Variable& var, const Tensor& g, const Tensor& lr, const Tensor& step) override {
     Variable& m = slot(var, "momentum");
     Variable& v = slot(var, "velocity");
-    adam_step(var, g, lr, step, o_.beta_1, o_.beta_2, o_.epsilon, m, v);
+    adam_step(
+        var, g, lr, step,
+        {hyper("beta_1", DType::f64), hyper("beta_2", DType::f64), hyper("epsilon", DType::f64)}, m,
+        v);
   }
-
- private:
-  AdamOptions o_;
 };
 
 // Decoupled weight decay first (base_optimizer._apply_weight_decay: w = w - w wd lr), then the
-// Adam step on the decayed weights.
+// Adam step on the decayed weights. The decay runs for every weight decay, 0 included (w - w 0
+// lr = w), so setting it later takes effect.
 class AdamWImpl : public OptimizerImpl {
  public:
-  explicit AdamWImpl(const AdamWOptions& o) : OptimizerImpl("adamw", o.learning_rate), o_(o) {}
+  explicit AdamWImpl(const AdamWOptions& o) : OptimizerImpl("adamw", o.learning_rate, o.clip) {
+    add_hyperparameter("weight_decay", o.weight_decay);
+    add_hyperparameter("beta_1", o.beta_1);
+    add_hyperparameter("beta_2", o.beta_2);
+    add_hyperparameter("epsilon", o.epsilon);
+  }
 
  protected:
   void update(Variable& var, const Tensor& g, const Tensor& lr, const Tensor& step) override {
     Variable& m = slot(var, "momentum");
     Variable& v = slot(var, "velocity");
-    if (o_.weight_decay != 0)
-      var.assign(var.value() - var.value() * o_.weight_decay * cast(lr, var.dtype()));
-    adam_step(var, g, lr, step, o_.beta_1, o_.beta_2, o_.epsilon, m, v);
+    const DType dt = var.dtype();
+    var.assign(var.value() - var.value() * hyper("weight_decay", dt) * cast(lr, dt));
+    adam_step(
+        var, g, lr, step,
+        {hyper("beta_1", DType::f64), hyper("beta_2", DType::f64), hyper("epsilon", DType::f64)}, m,
+        v);
   }
-
- private:
-  AdamWOptions o_;
 };
 
 // v = rho v + (1 - rho) g^2
 // centered: a = rho a + (1 - rho) g; denom = v - a^2 + eps; else denom = v + eps
 // inc = lr g / sqrt(denom); momentum > 0: mom = momentum mom + inc, w -= mom; else w -= inc
+// Built with momentum 0 the rule has no momentum slot, so momentum cannot be set later.
 class RMSpropImpl : public OptimizerImpl {
  public:
   explicit RMSpropImpl(const RMSpropOptions& o)
-      : OptimizerImpl("rmsprop", o.learning_rate), o_(o) {}
+      : OptimizerImpl("rmsprop", o.learning_rate, o.clip), centered_(o.centered) {
+    add_hyperparameter("rho", o.rho);
+    if (o.momentum > 0)
+      add_hyperparameter("momentum", o.momentum);
+    else
+      mark_unavailable("momentum",
+                       "rmsprop was built with momentum 0, so its update has no "
+                       "momentum term; build it with momentum > 0 to set one");
+    add_hyperparameter("epsilon", o.epsilon);
+  }
 
  protected:
   void update(Variable& var, const Tensor& g, const Tensor& lr_f64, const Tensor&) override {
-    Tensor lr = cast(lr_f64, var.dtype());
+    const DType dt = var.dtype();
+    Tensor lr = cast(lr_f64, dt);
+    const Tensor rho_f64 = hyper("rho", DType::f64);
+    const Tensor rho = cast(rho_f64, dt), one_minus_rho = cast(1.0 - rho_f64, dt);
+    const Tensor epsilon = hyper("epsilon", dt);
     // Slots in Keras' build order: velocity, momentum, average_gradient.
     Variable& v = slot(var, "velocity");
-    Variable* mom = o_.momentum > 0 ? &slot(var, "momentum") : nullptr;
-    Variable* avg = o_.centered ? &slot(var, "average_gradient") : nullptr;
-    v.assign(v.value() * o_.rho + square(g) * (1 - o_.rho));
+    Variable* mom = has_hyperparameter("momentum") ? &slot(var, "momentum") : nullptr;
+    Variable* avg = centered_ ? &slot(var, "average_gradient") : nullptr;
+    v.assign(v.value() * rho + square(g) * one_minus_rho);
     Tensor denominator;
     if (avg) {
-      avg->assign(avg->value() * o_.rho + g * (1 - o_.rho));
-      denominator = v.value() - square(avg->value()) + o_.epsilon;
+      avg->assign(avg->value() * rho + g * one_minus_rho);
+      denominator = v.value() - square(avg->value()) + epsilon;
     } else {
-      denominator = v.value() + o_.epsilon;
+      denominator = v.value() + epsilon;
     }
     Tensor increment = (g * lr) / sqrt(denominator);
     if (mom) {
-      mom->assign(mom->value() * o_.momentum + increment);
+      mom->assign(mom->value() * hyper("momentum", dt) + increment);
       var.assign_sub(mom->value());
     } else {
       var.assign_sub(increment);
@@ -268,7 +388,7 @@ class RMSpropImpl : public OptimizerImpl {
   }
 
  private:
-  RMSpropOptions o_;
+  bool centered_;
 };
 
 }  // namespace

@@ -106,8 +106,8 @@ TEST(FunctionIr, MlpTrainingStepRoundTrips) {
   EXPECT_THAT(text, HasSubstr("graph @train_step(%0: f32[8,16], %1: i64[8]) -> (f32[])"));
   EXPECT_THAT(text, HasSubstr("matmul("));
   EXPECT_THAT(text, HasSubstr("assign"));
-  // kernel, bias x2, adam/iterations, 2 slots per weight.
-  EXPECT_EQ(cf.variables().size(), 4u + 1u + 8u);
+  // kernel, bias x2, adam/iterations, 2 slots per weight, 4 hyperparameters.
+  EXPECT_EQ(cf.variables().size(), 4u + 1u + 8u + 4u);
   check_ir(cf, "dense");
 }
 

@@ -126,20 +126,24 @@ TEST(TracedVariables, RegistryOfADenseTrainingStep) {
   Tensor x = random_normal({8, 4}, 1), y = random_normal({8, 3}, 2);
   ConcreteFunction cf = step.concrete(x, y);
   std::vector<VariableUse> uses = cf.variables();
-  ASSERT_EQ(uses.size(), 3u);
+  ASSERT_EQ(uses.size(), 4u);
   EXPECT_TRUE(uses[0].variable == dense->kernel);
   EXPECT_TRUE(uses[1].variable == dense->bias);
   EXPECT_TRUE(uses[2].variable == sgd->variables()[0]);
   EXPECT_EQ(uses[2].variable.name(), "SGD/iterations");
+  // The learning rate is a variable the step reads (so changing it needs no retrace).
+  EXPECT_TRUE(uses[3].variable == sgd->variables()[1]);
+  EXPECT_EQ(uses[3].variable.name(), "SGD/learning_rate");
   for (const VariableUse& u : uses) {
     EXPECT_TRUE(u.read) << u.variable.name();
-    EXPECT_TRUE(u.written) << u.variable.name();
+    EXPECT_EQ(u.written, u.variable.name() != "SGD/learning_rate") << u.variable.name();
   }
   EXPECT_THAT(cf.ir_text(),
               HasSubstr(fmt::format("  variables {{\n"
                                     "    $0 = \"{}\" : f32[4,3] trainable read write -> %2\n"
                                     "    $1 = \"{}\" : f32[3] trainable read write -> %3\n"
                                     "    $2 = \"SGD/iterations\" : i64[] read write -> %4\n"
+                                    "    $3 = \"SGD/learning_rate\" : f64[] read -> %5\n"
                                     "  }}\n",
                                     dense->kernel.name(), dense->bias.name())));
   // Running it trains: one SGD step.

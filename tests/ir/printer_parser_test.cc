@@ -139,6 +139,10 @@ const std::map<std::string, OpCase>& op_cases() {
       {"random_int",
        {{T(i64, {})},
         {{"shape", Ints{4}}, {"dtype", i32}, {"minval", int64_t(-5)}, {"maxval", int64_t(10)}}}},
+      // With a shape source (input 1): the shape attribute may have unknown dimensions.
+      {"random_uniform",
+       {{T(i64, {}), T(f32, {-1, 3})},
+        {{"shape", Ints{-1, 3}}, {"dtype", f32}, {"minval", 0.0}, {"maxval", 1.0}}}},
   };
   return *cases;
 }

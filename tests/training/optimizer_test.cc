@@ -58,7 +58,7 @@ TEST(SGD, PlainStep) {
   opt->apply_gradients({tensor({0.5, -1.0})}, {w});
   EXPECT_NEAR(w.value().to_vector<double>()[0], 0.9, 1e-15);
   EXPECT_NEAR(w.value().to_vector<double>()[1], 2.2, 1e-15);
-  EXPECT_EQ(opt->variables().size(), 1u);  // only iterations: no slot without momentum
+  EXPECT_EQ(opt->variables().size(), 2u);  // iterations, learning_rate: no slot without momentum
 }
 
 TEST(SGD, Momentum) {
@@ -132,13 +132,13 @@ TEST(RMSprop, CenteredWithMomentum) {
   Optimizer opt = RMSprop({.learning_rate = 0.01, .momentum = 0.5, .centered = true});
   expect_steps(opt, 1, {0.5, -0.25}, {0.96666674074049386, 0.96484793169704386});
   std::vector<Variable> vars = opt->variables();
-  ASSERT_EQ(vars.size(), 4u);
-  EXPECT_EQ(vars[1].name(), "rmsprop/w_velocity");
-  EXPECT_EQ(vars[2].name(), "rmsprop/w_momentum");
-  EXPECT_EQ(vars[3].name(), "rmsprop/w_average_gradient");
-  EXPECT_NEAR(val(vars[1]), 0.02875, 1e-15);
-  EXPECT_NEAR(val(vars[2]), 0.0018188090434499565, 1e-15);
-  EXPECT_NEAR(val(vars[3]), 0.02, 1e-15);
+  ASSERT_EQ(vars.size(), 5u);
+  EXPECT_EQ(vars[2].name(), "rmsprop/w_velocity");
+  EXPECT_EQ(vars[3].name(), "rmsprop/w_momentum");
+  EXPECT_EQ(vars[4].name(), "rmsprop/w_average_gradient");
+  EXPECT_NEAR(val(vars[2]), 0.02875, 1e-15);
+  EXPECT_NEAR(val(vars[3]), 0.0018188090434499565, 1e-15);
+  EXPECT_NEAR(val(vars[4]), 0.02, 1e-15);
 }
 
 // ---------------------------------------------------------------- slots and iterations
@@ -147,27 +147,31 @@ TEST(Optimizer, SlotsAreNamedCountedAndShaped) {
   Optimizer opt = Adam();
   Variable kernel("dense_1/kernel", ones({2, 3}));
   Variable bias("dense_1/bias", zeros({3}));
-  EXPECT_EQ(opt->variables().size(), 1u);
+  // As Keras 3: iterations, learning_rate, then the slots.
+  ASSERT_EQ(opt->variables().size(), 2u);
   EXPECT_EQ(opt->variables()[0].name(), "adam/iterations");
   EXPECT_EQ(opt->variables()[0].dtype(), DType::i64);
+  EXPECT_EQ(opt->variables()[1].name(), "adam/learning_rate");
+  EXPECT_EQ(opt->variables()[1].dtype(), DType::f64);
+  EXPECT_FALSE(opt->variables()[1].trainable());
   opt->apply_gradients({ones({2, 3}), ones({3})}, {kernel, bias});
   std::vector<Variable> vars = opt->variables();
-  ASSERT_EQ(vars.size(), 5u);
-  EXPECT_EQ(vars[1].name(), "adam/dense_1_kernel_momentum");
-  EXPECT_EQ(vars[2].name(), "adam/dense_1_kernel_velocity");
-  EXPECT_EQ(vars[3].name(), "adam/dense_1_bias_momentum");
-  EXPECT_EQ(vars[4].name(), "adam/dense_1_bias_velocity");
-  for (size_t i = 1; i < vars.size(); ++i) {
+  ASSERT_EQ(vars.size(), 6u);
+  EXPECT_EQ(vars[2].name(), "adam/dense_1_kernel_momentum");
+  EXPECT_EQ(vars[3].name(), "adam/dense_1_kernel_velocity");
+  EXPECT_EQ(vars[4].name(), "adam/dense_1_bias_momentum");
+  EXPECT_EQ(vars[5].name(), "adam/dense_1_bias_velocity");
+  for (size_t i = 2; i < vars.size(); ++i) {
     EXPECT_FALSE(vars[i].trainable());
     EXPECT_EQ(vars[i].dtype(), DType::f32);
   }
-  EXPECT_EQ(vars[1].shape(), (Shape{2, 3}));
-  EXPECT_EQ(vars[4].shape(), (Shape{3}));
+  EXPECT_EQ(vars[2].shape(), (Shape{2, 3}));
+  EXPECT_EQ(vars[5].shape(), (Shape{3}));
   // First moment after one step with g = 1: 0.1 everywhere.
-  for (float m : vars[1].value().to_vector<float>()) EXPECT_FLOAT_EQ(m, 0.1f);
+  for (float m : vars[2].value().to_vector<float>()) EXPECT_FLOAT_EQ(m, 0.1f);
   // A second step reuses the slots.
   opt->apply_gradients({ones({2, 3}), ones({3})}, {kernel, bias});
-  EXPECT_EQ(opt->variables().size(), 5u);
+  EXPECT_EQ(opt->variables().size(), 6u);
   EXPECT_EQ(opt->iterations(), 2);
   EXPECT_EQ(opt->variables()[0].value().item<int64_t>(), 2);
 }
@@ -178,8 +182,8 @@ TEST(Optimizer, UndefinedGradientsAreSkipped) {
   opt->apply_gradients({g1(1), Tensor()}, {a, b});
   EXPECT_NEAR(val(a), 0.9, 1e-15);
   EXPECT_EQ(val(b), 1.0);
-  ASSERT_EQ(opt->variables().size(), 2u);  // iterations + a's momentum only
-  EXPECT_EQ(opt->variables()[1].name(), "SGD/a_momentum");
+  ASSERT_EQ(opt->variables().size(), 3u);  // iterations, learning_rate, a's momentum only
+  EXPECT_EQ(opt->variables()[2].name(), "SGD/a_momentum");
   EXPECT_EQ(opt->iterations(), 1);
 }
 
@@ -251,7 +255,7 @@ TEST(Optimizer, ApplyGradientsErrors) {
   expect_error([&] { opt->apply_gradients({zeros({2, 3})}, {Variable()}); }, {"empty"});
   // Nothing changed: no slots, no iteration.
   EXPECT_EQ(opt->iterations(), 0);
-  EXPECT_EQ(opt->variables().size(), 1u);
+  EXPECT_EQ(opt->variables().size(), 2u);
   expect_error([] { SGD({.momentum = 1.5}); }, {"momentum", "1.5"});
   expect_error([] { Optimizer()->iterations(); }, {"empty"});
 }

@@ -71,12 +71,19 @@ TEST(TracedFit, TracedStepRecordsTheWholeTrainingStep) {
   Sequential m = digits_mlp(false, "adam");
   Tensor x = zeros({8, 64}), y = zeros({8}, DType::i64);
   ConcreteFunction step = m->train_step_function(x, y);
-  // 4 weights + adam iterations + 2 slots per weight, all read and written.
-  ASSERT_EQ(step.variables().size(), 13u);
+  // 4 weights + adam iterations + 2 slots per weight, all read and written, and adam's
+  // hyperparameters (learning_rate, beta_1, beta_2, epsilon), read only.
+  ASSERT_EQ(step.variables().size(), 17u);
+  int read_only = 0;
   for (const VariableUse& v : step.variables()) {
     EXPECT_TRUE(v.read) << v.variable.name();
-    EXPECT_TRUE(v.written) << v.variable.name();
+    if (!v.written) {
+      ++read_only;
+      EXPECT_EQ(v.variable.dtype(), DType::f64) << v.variable.name();
+    }
   }
+  EXPECT_EQ(read_only, 4);
+  EXPECT_NE(step.ir_text().find("\"adam/learning_rate\" : f64[] read ->"), std::string::npos);
   std::string ir = step.ir_text();
   EXPECT_NE(ir.find("\"adam/iterations\" : i64[] read write"), std::string::npos);
   EXPECT_NE(ir.find("name(\"sequential/dense/matmul\")"), std::string::npos);
