@@ -138,10 +138,10 @@ std::string CompiledForm::summary() const {
                               after.nodes, before.kernels, after.kernels, after.fusions);
   s += arena_layout().summary();
   s += fmt::format(
-      "# compile {:.1f} ms: optimize {:.1f} ms, codegen {:.1f} ms ({} JIT kernels, {} compiled "
-      "now, the others from the kernel caches)\n",
+      "# compile {:.1f} ms: optimize {:.1f} ms, codegen {:.1f} ms ({} JIT kernels: {} compiled "
+      "now, {} from the kernel caches)\n",
       compile_seconds() * 1e3, optimize_seconds() * 1e3, codegen_seconds() * 1e3, kernels().size(),
-      compiled);
+      compiled, int(kernels().size()) - compiled);
   return s;
 }
 
