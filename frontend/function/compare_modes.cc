@@ -100,9 +100,14 @@ std::string ModeComparison::to_string() const {
   for (const auto& r : rows)
     s += fmt::format("{:<{}}  {:>{}}  {:>{}}\n", r[0], width[0], r[1], width[1], r[2], width[2]);
   s += "differences after the first step (max |eager - compiled|, max relative):\n";
+  size_t name_width = 0, type_width = 0;
   for (const ResultDifference& d : differences) {
-    s += fmt::format("  {:<32} {:<16} abs {:.3g}  rel {:.3g}", d.name, d.type.to_string(),
-                     d.max_abs, d.max_rel);
+    name_width = std::max(name_width, d.name.size());
+    type_width = std::max(type_width, d.type.to_string().size());
+  }
+  for (const ResultDifference& d : differences) {
+    s += fmt::format("  {:<{}}  {:<{}}  abs {:<9.3g}  rel {:.3g}", d.name, name_width,
+                     d.type.to_string(), type_width, d.max_abs, d.max_rel);
     if (d.nonfinite_mismatches > 0)
       s += fmt::format("  ({} elements non-finite in one mode only)", d.nonfinite_mismatches);
     if (!d.note.empty()) s += "  (" + d.note + ")";
