@@ -126,7 +126,7 @@ double compile_mlp_step_seconds() {
   ConcreteFunction step = model->train_step_function(x, y);
   codegen::CompiledFunction c =
       codegen::compile_function(step.graph(), step.graph().parameter_types(), {});
-  benchmark::DoNotOptimize(c.executable.get());
+  benchmark::DoNotOptimize(c.code.executable.get());
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 

@@ -3,14 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "codegen/compiler.h"
 #include "codegen/lower_kernel.h"
-#include "ir/parser.h"
-#include "ir/printer.h"
 #include "passes/memory_plan.h"
 #include "passes/refine_shapes.h"
 
@@ -53,22 +52,28 @@ class GraphCompiler {
  public:
   explicit GraphCompiler(const Graph& g) : g_(g) {}
 
-  std::shared_ptr<const runtime::Executable> build() {
+  // Compiles the graph; kernels (with their one-op bodies) are appended to `out` (nested
+  // executables of cond / while bodies append theirs too). Fills out.arena when `top`.
+  std::shared_ptr<const runtime::Executable> build(CompiledGraph& out, bool top) {
     find_in_place_updates();
     std::vector<int> params, vars;
     for (const auto& p : g_.parameters()) params.push_back(slot(p.get()));
     for (const auto& v : g_.variables()) vars.push_back(slot(v.entry));
-    for (const auto& up : g_.nodes()) add_node(*up);
+    for (const auto& up : g_.nodes()) add_node(*up, &out);
     std::vector<CompiledKernel> compiled = compile_kernels(requests_);
     for (size_t i = 0; i < compiled.size(); ++i) {
       runtime::KernelCall& call = *calls_[i];
       call.layout = compiled[i].layout;
       call.entry = compiled[i].entry;
       for (const auto& [o, in] : call.layout.in_place) in_place_slots_.insert(call.outputs[o]);
+      out.kernels.push_back({requests_[i], std::move(compiled[i])});
     }
+    for (auto& b : bodies_) out.kernel_bodies.push_back(std::move(b));
     std::vector<int> outs;
     for (const Value* v : g_.outputs()) outs.push_back(slot(v));
-    size_t arena_bytes = lay_out_memory();
+    ArenaLayout arena = lay_out_memory();
+    const size_t arena_bytes = arena.arena_bytes;
+    if (top) out.arena = std::move(arena);
     return std::make_shared<runtime::Executable>(
         g_.name(), std::move(storage_), arena_bytes, std::move(params), std::move(vars),
         std::move(constants_), std::move(steps_), std::move(outs));
@@ -76,9 +81,8 @@ class GraphCompiler {
 
   // Only the requests (for dumps); `owned` keeps one-op bodies alive.
   std::vector<KernelRequest> requests(std::vector<std::unique_ptr<Graph>>& owned) {
-    dry_ = true;
     find_in_place_updates();
-    for (const auto& up : g_.nodes()) add_node(*up);
+    for (const auto& up : g_.nodes()) add_node(*up, nullptr);
     for (auto& b : bodies_) owned.push_back(std::move(b));
     return requests_;
   }
@@ -160,12 +164,14 @@ class GraphCompiler {
   // Where every slot lives (runtime/executable.h): the memory plan's arena offsets (no
   // in-place reuse: kernel buffers never alias), pooled buffers for values that outlive the
   // call, and contraction products and kernel temporaries in a scratch area after the planned
-  // values that every step reuses. Returns the arena size.
-  size_t lay_out_memory() {
+  // values that every step reuses. Returns the layout (its arena_bytes is the arena size).
+  ArenaLayout lay_out_memory() {
     using Kind = runtime::SlotStorage::Kind;
+    ArenaLayout layout;
     passes::MemoryPlanOptions options;
     options.in_place = false;
-    passes::MemoryPlan plan = passes::plan_memory(g_, options);
+    layout.plan = passes::plan_memory(g_, options);
+    const passes::MemoryPlan& plan = layout.plan;
     storage_.assign(size_t(next_slot_), {});
     for (const auto& [v, s] : slots_) {
       runtime::SlotStorage& st = storage_[size_t(s)];
@@ -191,14 +197,23 @@ class GraphCompiler {
     // A pooled value that is also a constant or argument stays external.
     for (const auto& [slot_id, array] : constants_)
       storage_[size_t(slot_id)].kind = Kind::kExternal;
+    for (const passes::ValuePlan& vp : plan.values) {
+      auto it = slots_.find(vp.value);
+      if (!vp.in_arena() || it == slots_.end()) continue;
+      Kind k = storage_[size_t(it->second)].kind;
+      if (k != Kind::kArena)
+        layout.elsewhere.emplace_back(vp.value, k == Kind::kPooled ? "pooled" : "external");
+    }
     // Contraction products and kernel temporaries live only while their step runs, and
     // steps run one after another: every step lays its own out from the same scratch base.
     const size_t scratch = (plan.arena_bytes + 63) / 64 * 64;
+    layout.scratch_offset = scratch;
     size_t arena_end = scratch, end = scratch;
-    auto append = [&](const TensorType& t) {
+    auto append = [&](const Step& s, const char* role, const TensorType& t) {
       size_t off = (end + 63) / 64 * 64;
       end = off + size_t(t.shape.num_elements()) * dtype_size(t.dtype);
       arena_end = std::max(arena_end, end);
+      layout.scratch.push_back({s.name, role, t, off});
       return off;
     };
     for (Step& s : steps_) {
@@ -207,15 +222,16 @@ class GraphCompiler {
         runtime::SlotStorage& st = storage_[size_t(s.output)];
         st.kind = Kind::kArena;
         st.type = s.type;
-        st.offset = append(s.type);
+        st.offset = append(s, "contraction product", s.type);
       }
       if (s.kernel) {
         s.kernel->temporary_offsets.clear();
         for (const TensorType& t : s.kernel->layout.temporaries)
-          s.kernel->temporary_offsets.push_back(append(t));
+          s.kernel->temporary_offsets.push_back(append(s, "kernel temporary", t));
       }
     }
-    return (arena_end + 63) / 64 * 64;
+    layout.arena_bytes = (arena_end + 63) / 64 * 64;
+    return layout;
   }
 
   std::vector<int> input_slots(const Node& n) {
@@ -229,7 +245,8 @@ class GraphCompiler {
     return o;
   }
 
-  void add_node(const Node& n) {
+  // `out`: where nested executables put their kernels (null: collecting requests only).
+  void add_node(const Node& n, CompiledGraph* out) {
     check_known(n);
     Step s;
     switch (n.kind()) {
@@ -252,8 +269,9 @@ class GraphCompiler {
         s.kind = n.kind() == NodeKind::kCond ? Step::Kind::kCond : Step::Kind::kWhile;
         s.name = std::string(n.op_name());
         s.inputs = input_slots(n);
-        if (!dry_)
-          for (const auto& sub : n.subgraphs()) s.bodies.push_back(GraphCompiler(*sub).build());
+        if (out != nullptr)
+          for (const auto& sub : n.subgraphs())
+            s.bodies.push_back(GraphCompiler(*sub).build(*out, /*top=*/false));
         for (const Value* v : outputs_of(n)) s.outputs.push_back(slot(v));
         steps_.push_back(std::move(s));
         return;
@@ -323,7 +341,6 @@ class GraphCompiler {
   }
 
   const Graph& g_;
-  bool dry_ = false;  // collecting requests only
   std::unordered_map<const Value*, int> slots_;
   std::unordered_map<const Node*, size_t> position_;
   std::unordered_map<const Value*, size_t> last_reader_;
@@ -340,8 +357,14 @@ class GraphCompiler {
 
 }  // namespace
 
+CompiledGraph compile_graph_in_full(const Graph& graph) {
+  CompiledGraph out;
+  out.executable = GraphCompiler(graph).build(out, /*top=*/true);
+  return out;
+}
+
 std::shared_ptr<const runtime::Executable> compile_graph(const Graph& graph) {
-  return GraphCompiler(graph).build();
+  return compile_graph_in_full(graph).executable;
 }
 
 std::vector<KernelRequest> kernel_requests(const Graph& graph,
@@ -356,14 +379,61 @@ std::vector<KernelRequest> kernel_requests(const Graph& graph,
   return out;
 }
 
+std::string ArenaLayout::summary() const {
+  std::string s = fmt::format(
+      "# arena {} = planned values {} + scratch {} (contraction products and kernel "
+      "temporaries, reused by every step)\n",
+      passes::format_bytes(arena_bytes), passes::format_bytes(scratch_offset),
+      passes::format_bytes(arena_bytes - scratch_offset));
+  s += fmt::format("# planned values: {}\n", plan.to_string());
+  if (!elsewhere.empty()) {
+    size_t unused = 0;
+    for (const auto& [v, where] : elsewhere) unused += plan.of(v).size;
+    s += fmt::format(
+        "# {} planned value(s) ({}) are kept outside the arena by the executable "
+        "(variables' new values, control-flow results); their planned bytes stay unused\n",
+        elsewhere.size(), passes::format_bytes(unused));
+  }
+  return s;
+}
+
+std::string ArenaLayout::to_text(const Graph& g) const {
+  std::string s = summary();
+  std::unordered_map<const Value*, std::string> moved(elsewhere.begin(), elsewhere.end());
+  std::string table = plan.to_table(g);
+  // to_table: to_string() then one line per value, in plan.values order.
+  size_t pos = table.find('\n') + 1;
+  for (const passes::ValuePlan& vp : plan.values) {
+    size_t eol = table.find('\n', pos);
+    std::string line = table.substr(pos, eol - pos);
+    pos = eol + 1;
+    if (auto it = moved.find(vp.value); it != moved.end())
+      line += fmt::format(" (not used: the executable keeps it {})",
+                          it->second == "pooled" ? "in a pooled buffer" : "outside");
+    s += line + "\n";
+  }
+  for (const ScratchBuffer& b : scratch)
+    s += fmt::format("scratch {} of {} {} {} B @ {}\n", b.role, b.step, b.type.to_string(),
+                     size_t(b.type.shape.num_elements()) * dtype_size(b.type.dtype), b.offset);
+  return s;
+}
+
 CompiledFunction compile_function(const Graph& traced,
                                   const std::vector<TensorType>& argument_types,
                                   const passes::PipelineOptions& options) {
+  using Clock = std::chrono::steady_clock;
+  auto start = Clock::now();
   CompiledFunction out;
-  out.optimized = ir::parse_graph(ir::print_graph(traced), traced.name());
-  passes::specialize_parameters(*out.optimized, argument_types);
-  passes::optimize_pipeline(options).run(*out.optimized);
-  out.executable = compile_graph(*out.optimized);
+  out.specialized = traced.clone();
+  passes::specialize_parameters(*out.specialized, argument_types);
+  out.optimized = out.specialized->clone();
+  passes::PassPipeline pipeline = passes::optimize_pipeline(options);
+  pipeline.run(*out.optimized);
+  out.pass_timings = pipeline.timings();
+  auto optimized = Clock::now();
+  out.optimize_seconds = std::chrono::duration<double>(optimized - start).count();
+  out.code = compile_graph_in_full(*out.optimized);
+  out.codegen_seconds = std::chrono::duration<double>(Clock::now() - optimized).count();
   return out;
 }
 

@@ -6,24 +6,79 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "codegen/compiler.h"
 #include "ir/graph.h"
+#include "passes/memory_plan.h"
 #include "passes/pipeline.h"
 #include "runtime/executable.h"
 
 namespace kiln::codegen {
 
+// A buffer of an executable's scratch area: live only while its step runs.
+struct ScratchBuffer {
+  std::string step;  // the step's name (its fusion group)
+  std::string role;  // "contraction product" or "kernel temporary"
+  TensorType type;
+  size_t offset = 0;  // arena offset
+};
+
+// The arena of one executable exactly as compile_graph lays it out: the graph's values at the
+// offsets of passes::plan_memory without in-place reuse (kernel buffers never alias), then a
+// scratch area from `scratch_offset` that every step reuses for its contraction product and
+// kernel temporaries. arena_bytes == Executable::arena_bytes(), the bytes each call's arena
+// has. Some values the plan places in the arena are kept elsewhere by the executable (a
+// variable's new value: pooled, outlives the call; cond / while results: returned by the
+// nested executable): `elsewhere` names them, their planned bytes stay unused. Cond / while
+// bodies are nested executables with arenas of their own (not counted here). Points at the
+// optimized graph's values: valid while that graph lives unchanged.
+struct ArenaLayout {
+  passes::MemoryPlan plan;  // plan_memory(graph, {.in_place = false})
+  std::vector<std::pair<const ir::Value*, std::string>> elsewhere;  // value, "pooled" | "external"
+  size_t scratch_offset = 0;
+  std::vector<ScratchBuffer> scratch;
+  size_t arena_bytes = 0;
+
+  // "# arena 60.2 KiB = planned values 40.0 KiB (lower bound ..., ...) + scratch 20.2 KiB ..."
+  std::string summary() const;
+  // summary(), then one line per value (MemoryPlan::to_table) and one per scratch buffer.
+  std::string to_text(const ir::Graph& g) const;
+};
+
+// One kernel an executable calls (sub-graph executables included): its request (the body
+// lives as long as the CompiledGraph) and how it was compiled.
+struct KernelRecord {
+  KernelRequest request;
+  CompiledKernel compiled;
+};
+
+// Everything compile_graph produced for one graph.
+struct CompiledGraph {
+  std::shared_ptr<const runtime::Executable> executable;
+  ArenaLayout arena;  // of the top-level executable
+  std::vector<KernelRecord> kernels;
+  std::vector<std::unique_ptr<ir::Graph>> kernel_bodies;  // one-op bodies the requests use
+};
+
 // `graph` must be verified and have fully known shapes (kiln::Error naming the value otherwise).
+// It must outlive the result's arena layout and kernel requests (they point into it).
+CompiledGraph compile_graph_in_full(const ir::Graph& graph);
+// compile_graph_in_full(graph).executable.
 std::shared_ptr<const runtime::Executable> compile_graph(const ir::Graph& graph);
 
 // The whole path for a traced graph: a copy specialised to `argument_types` (unknown
-// dimensions fixed, passes/refine_shapes.h), optimized with passes::optimize_pipeline
-// (options), then compile_graph. Returns the optimized graph too (for dumps).
+// dimensions fixed, passes/refine_shapes.h), a copy of that optimized with
+// passes::optimize_pipeline (options), then compile_graph_in_full. Every stage is kept (for
+// dumps: one compilation result, frontend/function/compiled_form.h).
 struct CompiledFunction {
+  std::unique_ptr<ir::Graph> specialized;  // the pipeline's input
   std::unique_ptr<ir::Graph> optimized;
-  std::shared_ptr<const runtime::Executable> executable;
+  std::vector<passes::PassTiming> pass_timings;
+  double optimize_seconds = 0;  // specialise + pipeline
+  double codegen_seconds = 0;   // compile_graph_in_full (kernels, executable)
+  CompiledGraph code;           // of *optimized
 };
 CompiledFunction compile_function(const ir::Graph& traced,
                                   const std::vector<TensorType>& argument_types,

@@ -25,10 +25,16 @@ struct Keyed {
   LoweredKernel lowered;
   std::string key;
   std::string symbol;
+  double lower_seconds = 0;
 };
 
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
 Keyed lower_and_key(const KernelRequest& r) {
-  Keyed k{lower_kernel(*r.body, kPlaceholder, r.as_parameter, r.in_place), {}, {}};
+  auto start = std::chrono::steady_clock::now();
+  Keyed k{lower_kernel(*r.body, kPlaceholder, r.as_parameter, r.in_place), {}, {}, 0};
   // The module's own target (current_target() may change meanwhile in another thread).
   k.key = cache_key(module_text(*k.lowered.module.module),
                     target_description(*k.lowered.module.target));
@@ -36,6 +42,7 @@ Keyed lower_and_key(const KernelRequest& r) {
   k.lowered.module.module->getFunction(kPlaceholder)->setName(k.symbol);
   k.lowered.module.symbol = k.symbol;
   k.lowered.layout.symbol = r.name;
+  k.lower_seconds = seconds_since(start);
   return k;
 }
 
@@ -51,6 +58,18 @@ std::unordered_map<std::string, void*>& linked() {
 std::atomic<bool> g_memory_cache{true};
 
 }  // namespace
+
+const char* kernel_source_name(KernelSource source) {
+  switch (source) {
+    case KernelSource::kMemoryCache:
+      return "memory cache";
+    case KernelSource::kDiskCache:
+      return "disk cache";
+    case KernelSource::kCompiled:
+      return "compiled";
+  }
+  return "?";
+}
 
 bool memory_cache_enabled() { return g_memory_cache.load(); }
 void set_memory_cache_enabled(bool enabled) { g_memory_cache.store(enabled); }
@@ -71,6 +90,9 @@ std::vector<CompiledKernel> compile_kernels(const std::vector<KernelRequest>& re
   std::vector<std::pair<size_t, size_t>> duplicates;
   for (size_t i = 0; i < kernels.size(); ++i) {
     out[i].layout = kernels[i].lowered.layout;
+    out[i].jit_symbol = kernels[i].symbol;
+    out[i].lower_seconds = kernels[i].lower_seconds;
+    out[i].source = KernelSource::kMemoryCache;
     if (auto it = linked().find(kernels[i].key); memory_cache_enabled() && it != linked().end()) {
       out[i].entry = reinterpret_cast<runtime::KernelEntry>(it->second);
       count_memory_hit();
@@ -88,7 +110,9 @@ std::vector<CompiledKernel> compile_kernels(const std::vector<KernelRequest>& re
   for (size_t i : to_link) {
     if (auto cached = load_cached_object(kernels[i].key)) {
       objects[i] = std::move(*cached);
+      out[i].source = KernelSource::kDiskCache;
     } else {
+      out[i].source = KernelSource::kCompiled;
       to_compile.push_back(i);
       count_miss();
     }
@@ -100,6 +124,8 @@ std::vector<CompiledKernel> compile_kernels(const std::vector<KernelRequest>& re
     optimize_module(m);
     auto b = Clock::now();
     objects[i] = emit_object(m);
+    out[i].optimize_seconds = std::chrono::duration<double>(b - a).count();
+    out[i].emit_seconds = seconds_since(b);
     optimize_us += std::chrono::duration_cast<std::chrono::microseconds>(b - a).count();
     emit_us += std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - b).count();
   });

@@ -10,6 +10,7 @@
 // so equal kernels share code and different kernels with the same group name never clash.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,9 +31,24 @@ struct KernelRequest {
   std::vector<std::pair<size_t, size_t>> in_place;
 };
 
+// Where a kernel's machine code came from.
+enum class KernelSource : uint8_t {
+  kMemoryCache,  // linked earlier in this process (or an equal kernel of the same call)
+  kDiskCache,    // an object file of KILN_CACHE_DIR, linked now
+  kCompiled,     // O3 + code emission now (then stored in the disk cache)
+};
+// "memory cache", "disk cache", "compiled".
+const char* kernel_source_name(KernelSource source);
+
 struct CompiledKernel {
   runtime::KernelLayout layout;  // layout.symbol is the request's name
   runtime::KernelEntry entry = nullptr;
+  std::string jit_symbol;  // "kiln_k_<key>": the code's name in the JIT (and in dumps)
+  KernelSource source = KernelSource::kCompiled;
+  double lower_seconds = 0;     // IR -> LLVM IR (on one thread)
+  double optimize_seconds = 0;  // O3 (kCompiled only)
+  double emit_seconds = 0;      // object code emission (kCompiled only)
+  double compile_seconds() const { return lower_seconds + optimize_seconds + emit_seconds; }
 };
 
 std::vector<CompiledKernel> compile_kernels(const std::vector<KernelRequest>& requests);

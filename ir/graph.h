@@ -153,6 +153,11 @@ class Graph {
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
 
+  // A deep copy (ir/graph_clone.cc): same parameters, variables (with their read/write
+  // flags), nodes (kinds, attributes, names, locations, types, shared literals), sub-graphs
+  // and outputs; print_graph of the copy equals print_graph of the original.
+  std::unique_ptr<Graph> clone() const;
+
   const std::string& name() const { return name_; }
   void set_name(std::string n) { name_ = std::move(n); }
 

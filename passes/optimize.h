@@ -1,16 +1,11 @@
-// One call for "the optimized version of a graph": a copy of the graph (through the IR text,
-// so the input stays untouched) run through optimize_pipeline, with counts and, when every
-// shape is known, the memory plan. Used by `kiln dump-ir --stage optimized` and by the
-// KILN_DUMP_IR stage dumps of traced functions.
+// Node and kernel counts of a graph, for the summaries of optimized graphs (`kiln dump-ir
+// --stage optimized`, KILN_DUMP_IR, kiln::CompiledForm::summary). The optimization itself is
+// done once per compilation (codegen::compile_function); its stages are kept there.
 #pragma once
 
-#include <memory>
-#include <optional>
-#include <string>
+#include <cstddef>
 
 #include "ir/graph.h"
-#include "passes/memory_plan.h"
-#include "passes/pipeline.h"
 
 namespace kiln::passes {
 
@@ -22,15 +17,5 @@ struct GraphCounts {
   size_t fusions = 0;
 };
 GraphCounts count_graph(const ir::Graph& g);
-
-struct OptimizedGraph {
-  std::unique_ptr<ir::Graph> graph;
-  GraphCounts before, after;
-  std::optional<MemoryPlan> plan;  // none when a shape is unknown
-  // "# nodes 142 -> 24, kernels 95 -> 10 (7 fusions); memory: arena ... " comment lines.
-  std::string summary() const;
-};
-
-OptimizedGraph optimize_copy(const ir::Graph& g, const PipelineOptions& options);
 
 }  // namespace kiln::passes

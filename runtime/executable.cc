@@ -138,6 +138,7 @@ struct Executable::Pools {
   std::mutex mutex;
   std::vector<std::shared_ptr<Storage>> free_arenas;
   std::vector<std::vector<std::shared_ptr<Storage>>> pooled;  // per slot
+  ArenaAllocations allocated;
 };
 
 Executable::Executable(std::string name, std::vector<SlotStorage> slots, size_t arena_bytes,
@@ -191,8 +192,15 @@ std::shared_ptr<Storage> Executable::acquire_arena() const {
       pools_->free_arenas.pop_back();
       return a;
     }
+    ++pools_->allocated.arenas;
+    pools_->allocated.bytes += arena_bytes_;
   }
   return Storage::allocate(arena_bytes_);
+}
+
+Executable::ArenaAllocations Executable::arena_allocations() const {
+  std::lock_guard<std::mutex> lock(pools_->mutex);
+  return pools_->allocated;
 }
 
 void Executable::release_arena(std::shared_ptr<Storage> arena) const {

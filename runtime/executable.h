@@ -101,6 +101,13 @@ class Executable {
   const std::vector<ExecutableStep>& steps() const { return steps_; }
   // Bytes of one arena (planned values, kernel temporaries, contraction products).
   size_t arena_bytes() const { return arena_bytes_; }
+  // What the arena pool really allocated so far: arenas and their bytes summed (one arena per
+  // concurrent call; sequential calls reuse one).
+  struct ArenaAllocations {
+    int64_t arenas = 0;
+    size_t bytes = 0;
+  };
+  ArenaAllocations arena_allocations() const;
 
   // args: one per graph parameter, of the compiled shapes; variables: one per graph
   // variable (entry values in, new values out, as in execute_reference). donate[i] says the

@@ -94,7 +94,7 @@ void run(const RunArgs& a) {
     for (const runtime::Array& x : args) types.push_back(x.type());
     codegen::CompiledFunction compiled =
         codegen::compile_function(g, types, passes::PipelineOptions::from_environment());
-    outs = compiled.executable->run(args, vars);
+    outs = compiled.code.executable->run(args, vars);
   }
   if (a.cache_stats) {
     codegen::CacheStats c = codegen::cache_stats();

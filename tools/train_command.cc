@@ -125,6 +125,12 @@ void run_train(const TrainArgs& a) {
   }
   std::cout << "\n";
   print_comparison(std::cout, runs);
+  // One step of the same training, both ways from the same weights, with the differences.
+  std::vector<int64_t> rows;
+  for (int64_t i = 0; i < std::min(a.batch_size, d.x_train.shape()[0]); ++i) rows.push_back(i);
+  std::cout << "\n";
+  compare_train_step(std::cout, a.model, a.optimizer, a.lr, a.seed,
+                     data::take_rows(d.x_train, rows), data::take_rows(d.train.y, rows));
   std::cout << fmt::format("test_loss: {:.4f}\ntest_accuracy: {:.4f}\n", runs.back().test_loss,
                            runs.back().test_accuracy);
   if (!runs_agree(runs[0], runs[1]))

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "tools/model_zoo.h"
+
 namespace kiln::tools {
 namespace {
 
@@ -69,6 +71,28 @@ void print_comparison(std::ostream& os, const std::vector<TrainRun>& runs) {
                       runs_agree(runs[0], runs[i])
                           ? "results agree (test accuracy within 0.02, final loss within 5%)"
                           : "RESULTS DIFFER beyond tolerance (test accuracy 0.02, loss 5%)");
+}
+
+ModeComparison compare_train_step(std::ostream& os, const std::string& model_kind,
+                                  const std::string& optimizer, double learning_rate, uint64_t seed,
+                                  const Tensor& x, const Tensor& y) {
+  clear_session();
+  set_random_seed(seed);
+  Shape example(std::span<const int64_t>(x.shape().begin() + 1, x.shape().end()));
+  Sequential model = build_model(model_kind, example, 10);
+  Optimizer opt = optimizer == "sgd" ? SGD({.learning_rate = learning_rate})
+                                     : Adam({.learning_rate = learning_rate});
+  Loss loss_fn = losses::sparse_categorical_crossentropy(/*from_logits=*/true);
+  auto step = [&](const Tensor& xb, const Tensor& yb) {
+    GradientTape tape;
+    Tensor loss = loss_fn(yb, model(xb, /*training=*/true));
+    std::vector<Variable> vars = model->trainable_weights();
+    opt->apply_gradients(tape.gradient(loss, vars), vars);
+    return loss;
+  };
+  return compare_modes(
+      CompareOptions{.name = model_kind + "_train_step", .warmup = 3, .steps = 30, .print_to = &os},
+      step, x, y);
 }
 
 }  // namespace kiln::tools

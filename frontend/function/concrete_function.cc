@@ -7,7 +7,6 @@
 #include <map>
 #include <mutex>
 
-#include "codegen/compile_graph.h"
 #include "frontend/function/dump_stages.h"
 #include "frontend/function/trace_context.h"
 #include "ir/printer.h"
@@ -20,15 +19,14 @@ struct ConcreteFunction::Impl {
   std::shared_ptr<const ir::Graph> graph;
   std::vector<Variable> variables;  // parallel to graph->variables()
   std::optional<ExecutionMode> mode;
-  // Compiled executables by argument shapes.
+  // Compilation results by argument shapes.
   mutable std::mutex mutex;
-  mutable std::map<std::vector<std::vector<int64_t>>, std::shared_ptr<const runtime::Executable>>
-      executables;
+  mutable std::map<std::vector<std::vector<int64_t>>, CompiledForm> forms;
   mutable CompileStats stats;
   // Held by calls that write variables.
   mutable std::mutex run_mutex;
 
-  std::shared_ptr<const runtime::Executable> executable_for(const std::vector<Tensor>& args) const;
+  CompiledForm form_for(const std::vector<TensorType>& types) const;
 };
 
 const char* execution_mode_name(ExecutionMode mode) {
@@ -62,27 +60,23 @@ ExecutionMode default_execution_mode() {
 
 void set_default_execution_mode(ExecutionMode mode) { g_default_mode.store(int(mode)); }
 
-std::shared_ptr<const runtime::Executable> ConcreteFunction::Impl::executable_for(
-    const std::vector<Tensor>& args) const {
+CompiledForm ConcreteFunction::Impl::form_for(const std::vector<TensorType>& types) const {
   std::vector<std::vector<int64_t>> shapes;
-  std::vector<TensorType> types;
-  for (const Tensor& t : args) {
-    shapes.emplace_back(t.shape().dims().begin(), t.shape().dims().end());
-    types.push_back(t.type());
-  }
+  for (const TensorType& t : types)
+    shapes.emplace_back(t.shape.dims().begin(), t.shape.dims().end());
   std::lock_guard<std::mutex> lock(mutex);
-  auto it = executables.find(shapes);
-  if (it != executables.end()) return it->second;
+  auto it = forms.find(shapes);
+  if (it != forms.end()) return it->second;
   auto start = std::chrono::steady_clock::now();
   passes::PipelineOptions options = passes::PipelineOptions::from_environment();
   std::optional<std::string> dump_dir = detail::compiled_dump_dir(graph->name());
   options.dump_dir = dump_dir.value_or("");
-  codegen::CompiledFunction compiled = codegen::compile_function(*graph, types, options);
-  if (dump_dir) detail::dump_compiled_kernels(*compiled.optimized, *dump_dir);
+  CompiledForm form = CompiledForm::compile(graph, types, options);
+  if (dump_dir) detail::dump_compiled_form(form, *dump_dir);
   stats.compile_seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ++stats.executables;
-  return executables.emplace(shapes, compiled.executable).first->second;
+  return forms.emplace(shapes, std::move(form)).first->second;
 }
 
 ConcreteFunction::ConcreteFunction(std::shared_ptr<const ir::Graph> graph,
@@ -126,7 +120,48 @@ std::vector<VariableUse> ConcreteFunction::variables() const {
   return out;
 }
 
-std::string ConcreteFunction::ir_text() const { return ir::print_graph(graph()); }
+std::string ConcreteFunction::ir_text(Stage stage) const {
+  if (stage == Stage::kTraced) return ir::print_graph(graph());
+  return compiled_form().ir_text(stage);
+}
+
+CompiledForm ConcreteFunction::compiled_form(const std::vector<Tensor>& args) const {
+  check_arguments(name(), input_types(), args);
+  std::vector<TensorType> types;
+  for (const Tensor& t : args) types.push_back(t.type());
+  return impl_->form_for(types);
+}
+
+CompiledForm ConcreteFunction::compiled_form(const std::vector<TensorType>& argument_types) const {
+  const std::vector<TensorType> want = input_types();
+  if (argument_types.size() != want.size())
+    throw Error(fmt::format("function \"{}\" takes {} tensor argument(s), got {} type(s)", name(),
+                            want.size(), argument_types.size()));
+  for (size_t i = 0; i < want.size(); ++i) {
+    const TensorType& got = argument_types[i];
+    bool ok = got.dtype == want[i].dtype && got.shape.rank() == want[i].shape.rank();
+    for (int d = 0; ok && d < got.shape.rank(); ++d)
+      ok = got.shape[d] != kUnknownDim &&
+           (want[i].shape[d] == kUnknownDim || want[i].shape[d] == got.shape[d]);
+    if (!ok)
+      throw Error(fmt::format(
+          "function \"{}\": argument {} must be {} with every dimension known (? = any size), "
+          "got {}; give the type the arguments will have",
+          name(), i, want[i].to_string(), got.to_string()));
+  }
+  return impl_->form_for(argument_types);
+}
+
+CompiledForm ConcreteFunction::compiled_form() const {
+  std::vector<TensorType> types = input_types();
+  for (size_t i = 0; i < types.size(); ++i)
+    if (!types[i].shape.is_fully_known())
+      throw Error(fmt::format(
+          "function \"{}\": argument {} is {}; its compiled form depends on the unknown "
+          "dimensions: call compiled_form(args) (or with argument types) instead",
+          name(), i, types[i].to_string()));
+  return impl_->form_for(types);
+}
 
 namespace {
 bool conforms(const TensorType& want, const TensorType& got) {
@@ -182,9 +217,14 @@ std::vector<Tensor> ConcreteFunction::run(const std::vector<Tensor>& args,
   std::vector<runtime::Array> vars;
   vars.reserve(impl_->variables.size());
   for (const Variable& v : impl_->variables) vars.push_back(v.value().array());
-  std::vector<runtime::Array> out = mode == ExecutionMode::kCompiled
-                                        ? impl_->executable_for(args)->run(in, vars, donate)
-                                        : runtime::execute_reference(g, in, vars);
+  std::vector<runtime::Array> out;
+  if (mode == ExecutionMode::kCompiled) {
+    std::vector<TensorType> types;
+    for (const Tensor& t : args) types.push_back(t.type());
+    out = impl_->form_for(types).executable()->run(in, vars, donate);
+  } else {
+    out = runtime::execute_reference(g, in, vars);
+  }
   for (size_t i = 0; i < vars.size(); ++i)
     if (g.variable(i).written) Variable(impl_->variables[i]).assign(Tensor(vars[i]));
   std::vector<Tensor> result;

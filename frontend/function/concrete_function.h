@@ -3,9 +3,10 @@
 // its assignments to the captured variables. Copies share the graph and its compiled code.
 //
 // Execution modes: kCompiled (default) specialises the graph to the arguments' shapes,
-// optimizes it (passes::optimize_pipeline, knobs from the environment), JIT-compiles it
-// (codegen::compile_function) on the first call with those shapes and runs the executable;
-// later calls with the same shapes reuse it. kReference runs the traced graph node by node
+// optimizes it (passes::optimize_pipeline, knobs from the environment) and JIT-compiles it on
+// the first call with those shapes, keeping the result as a CompiledForm (compiled_form.h),
+// whose executable runs; later calls with the same shapes reuse it. compiled_form() returns
+// that same object: what it prints is what runs. kReference runs the traced graph node by node
 // with the eager kernels (runtime/reference_executor.h): the test oracle. The two agree within
 // the kernels' tolerances (docs/codegen.md), not bitwise.
 #pragma once
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "frontend/function/compiled_form.h"
 #include "frontend/tensor.h"
 #include "frontend/variable.h"
 #include "ir/graph.h"
@@ -81,8 +83,18 @@ class ConcreteFunction {
   std::vector<TensorType> output_types() const;
   // The registry, in the graph's variable order ($0, $1, ...).
   std::vector<VariableUse> variables() const;
-  // The IR text of the graph (ir/printer.h format).
-  std::string ir_text() const;
+  // The IR text (ir/printer.h format) of the traced graph, or of a later stage of the
+  // compiled form for input_types() (kiln::Error when a dimension of the signature is
+  // unknown: use compiled_form(args).ir_text(stage)).
+  std::string ir_text(Stage stage = Stage::kTraced) const;
+
+  // The compilation result the compiled mode runs for these arguments' shapes (compiled now
+  // unless a call or an earlier request already did; counted in compile_stats()). Types must
+  // match input_types() with every dimension known; kiln::Error naming the argument otherwise.
+  CompiledForm compiled_form(const std::vector<Tensor>& args) const;
+  CompiledForm compiled_form(const std::vector<TensorType>& argument_types) const;
+  // For input_types() (a signature without unknown dimensions).
+  CompiledForm compiled_form() const;
 
   // Runs the graph. Arguments must match input_types() (unknown dimensions accept any size);
   // mismatches throw kiln::Error naming the argument. Returns the graph's outputs.

@@ -5,11 +5,10 @@
 #include <atomic>
 #include <cctype>
 #include <filesystem>
+#include <set>
 
-#include "codegen/compile_graph.h"
 #include "frontend/io/file_util.h"
 #include "ir/printer.h"
-#include "passes/optimize.h"
 #include "runtime/knobs.h"
 #include "runtime/log.h"
 
@@ -35,14 +34,11 @@ void dump_trace_stages(const ir::Graph& traced) {
       fmt::format("{}.{}", file_name_for(traced.name()), g_dump_counter.fetch_add(1));
   // A debugging aid must not break the program: failures become a warning.
   try {
-    passes::PipelineOptions options = passes::PipelineOptions::from_environment();
-    options.dump_dir = out.string();
-    passes::OptimizedGraph optimized = passes::optimize_copy(traced, options);
-    std::string plan = optimized.summary();
-    if (optimized.plan) plan += optimized.plan->to_table(*optimized.graph);
-    io::write_file_atomically((out / "memory_plan.txt").string(), plan);
+    std::error_code ec;
+    std::filesystem::create_directories(out, ec);
+    io::write_file_atomically((out / "traced.kir").string(), ir::print_graph(traced));
   } catch (const Error& e) {
-    log_warning(fmt::format("KILN_DUMP_IR: dumping the stages of @{} to {} failed: {}",
+    log_warning(fmt::format("KILN_DUMP_IR: dumping the traced graph @{} to {} failed: {}",
                             traced.name(), out.string(), e.what()));
   }
 }
@@ -55,20 +51,32 @@ std::optional<std::string> compiled_dump_dir(const std::string& function) {
       .string();
 }
 
-void dump_compiled_kernels(const ir::Graph& optimized, const std::string& dir) {
+void dump_compiled_form(const CompiledForm& form, const std::string& dir) {
   std::filesystem::path out(dir);
+  const ir::Graph& optimized = form.graph(Stage::kOptimized);
   try {
     std::error_code ec;
     std::filesystem::create_directories(out / "kernels", ec);
-    io::write_file_atomically((out / "optimized.kir").string(), ir::print_graph(optimized));
-    std::vector<std::unique_ptr<ir::Graph>> owned;
-    for (const codegen::KernelRequest& r : codegen::kernel_requests(optimized, owned)) {
-      std::filesystem::path base = out / "kernels" / file_name_for(r.name);
-      io::write_file_atomically(base.string() + ".ll", codegen::kernel_llvm_ir(r));
-      io::write_file_atomically(base.string() + ".s", codegen::kernel_assembly(r));
+    io::write_file_atomically((out / "optimized.kir").string(), form.ir_text(Stage::kOptimized));
+    io::write_file_atomically((out / "memory_plan.txt").string(), form.memory_plan_text());
+    io::write_file_atomically((out / "kernels.txt").string(),
+                              form.summary() + form.kernels_table());
+    std::string timings;
+    for (const passes::PassTiming& t : form.pass_timings())
+      timings += fmt::format("{:<24} runs {:>3} changed {:>3} {:>8} us\n", t.name, t.runs,
+                             t.changed, t.total_us);
+    io::write_file_atomically((out / "passes.txt").string(), timings);
+    std::set<std::string> used;
+    for (size_t i = 0; i < form.kernels().size(); ++i) {
+      std::string base = file_name_for(form.kernels()[i].name);
+      for (int n = 1; !used.insert(base).second; ++n)
+        base = fmt::format("{}.{}", file_name_for(form.kernels()[i].name), n);
+      std::filesystem::path path = out / "kernels" / base;
+      io::write_file_atomically(path.string() + ".ll", form.kernel_llvm_ir(i));
+      io::write_file_atomically(path.string() + ".s", form.kernel_assembly(i));
     }
   } catch (const Error& e) {
-    log_warning(fmt::format("KILN_DUMP_IR: dumping the kernels of @{} to {} failed: {}",
+    log_warning(fmt::format("KILN_DUMP_IR: dumping the compiled form of @{} to {} failed: {}",
                             optimized.name(), out.string(), e.what()));
   }
 }
