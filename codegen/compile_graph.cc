@@ -69,10 +69,11 @@ class GraphCompiler {
     std::vector<int> outs;
     for (const Value* v : g_.outputs()) {
       if (!v->shape().is_fully_known())
-        throw Error(fmt::format("codegen: graph {} returns a value of unknown shape {} (a "
-                                "stacked while's stack?); compiled graphs return values of "
-                                "known shapes",
-                                g_.name(), v->type().to_string()));
+        throw Error(
+            fmt::format("codegen: graph {} returns a value of unknown shape {} (a "
+                        "stacked while's stack?); compiled graphs return values of "
+                        "known shapes",
+                        g_.name(), v->type().to_string()));
       outs.push_back(slot(v));
     }
     size_t arena_bytes = lay_out_memory();

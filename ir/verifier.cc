@@ -359,8 +359,8 @@ class GraphVerifier {
     }
     const Value* trips = n.output(2 * loop_vars);
     if (!(trips->type() == TensorType{DType::i64, Shape{}}))
-      fail(n, fmt::format("output {} (the trip count) is declared {} but must be i64[]",
-                          ref(trips), trips->type().to_string()));
+      fail(n, fmt::format("output {} (the trip count) is declared {} but must be i64[]", ref(trips),
+                          trips->type().to_string()));
   }
 
   // fusion: one closed body of op and constant nodes, a group name, a kind attribute.

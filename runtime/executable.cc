@@ -11,8 +11,8 @@
 #include "runtime/gemm.h"
 #include "runtime/kernels.h"
 #include "runtime/profiler.h"
-#include "runtime/while_stacks.h"
 #include "runtime/threading.h"
+#include "runtime/while_stacks.h"
 
 namespace kiln::runtime {
 namespace {

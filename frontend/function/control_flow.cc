@@ -24,8 +24,8 @@ bool detail::predicate_value(const Tensor& pred, const char* what) {
 namespace {
 
 using detail::SubTrace;
-using detail::TraceContext;
 using detail::trace_sub;
+using detail::TraceContext;
 
 std::vector<Tensor> traced_cond(TraceContext& ctx, const Tensor& pred, const BranchFn& true_fn,
                                 const BranchFn& false_fn, bool discard_writes);

@@ -66,7 +66,8 @@ SubTrace trace_sub(TraceContext& parent, const std::string& name, const SubTrace
     st.outputs.push_back(child.value_of(st.results[i]));
   }
   if (o.output_carried)
-    for (const Variable& v : o.carried) st.outputs.push_back(child.value_of(child.read_variable(v)));
+    for (const Variable& v : o.carried)
+      st.outputs.push_back(child.value_of(child.read_variable(v)));
   st.captures = child.captured_outer();
   st.writes = child.pending_writes();
   st.reads = child.inherited_reads();
@@ -93,14 +94,14 @@ std::vector<Tensor> traced_while(TraceContext& ctx, const LoopCondFn& cond_fn,
 // Everything the gradient of a stacked while needs (while_gradient.cc).
 struct StackedWhile {
   LoopBodyFn body_fn;
-  size_t loop_vars = 0;                 // m: the user's loop variables
-  std::vector<Variable> carried;        // w: variables the body assigns (loop variables m..)
-  std::vector<Tensor> inputs;           // the m + w initial values, then the captures
-  std::vector<Tensor> outputs;          // the m + w final values
-  std::vector<Tensor> stacks;           // per loop variable: its value at each iteration's start
-  Tensor trips;                         // the trip count (i64[])
+  size_t loop_vars = 0;           // m: the user's loop variables
+  std::vector<Variable> carried;  // w: variables the body assigns (loop variables m..)
+  std::vector<Tensor> inputs;     // the m + w initial values, then the captures
+  std::vector<Tensor> outputs;    // the m + w final values
+  std::vector<Tensor> stacks;     // per loop variable: its value at each iteration's start
+  Tensor trips;                   // the trip count (i64[])
   std::vector<TraceContext::InheritedRead> reads;  // variables the body only reads
-  std::string random_op;                // a random op of the body (non-empty: no gradient)
+  std::string random_op;  // a random op of the body (non-empty: no gradient)
 };
 
 // The backward function of a stacked while: a gradient while loop that runs the trip count

@@ -112,7 +112,7 @@ class TraceContext {
   std::unordered_map<const void*, size_t> variable_index_;
   std::vector<Variable> variables_;
   std::unordered_map<const void*, Tensor> current_;
-  std::vector<PendingWrite> pending_writes_;  // child contexts only
+  std::vector<PendingWrite> pending_writes_;    // child contexts only
   std::vector<InheritedRead> inherited_reads_;  // child contexts only
   bool discard_writes_ = false;
 };

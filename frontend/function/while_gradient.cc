@@ -44,7 +44,7 @@ CustomGradient while_gradient(std::shared_ptr<const StackedWhile> fwd) {
     std::vector<Tensor> init{fwd->trips};
     for (size_t j : fstate)
       init.push_back(j < out_grads.size() && out_grads[j].defined() ? out_grads[j]
-                                                                     : zeros_like(fwd->outputs[j]));
+                                                                    : zeros_like(fwd->outputs[j]));
     for (size_t k : fcaps) init.push_back(zeros_like(fwd->inputs[n_state + k]));
 
     // Outer tensors the re-traced body may use: what the forward body used.

@@ -48,8 +48,8 @@ void expect_matches_fd(const Tensor& got, const std::vector<double>& fd, const s
   ASSERT_EQ(g.size(), fd.size()) << what;
   for (size_t j = 0; j < g.size(); ++j) {
     double tol = o.atol + o.rtol * std::max(std::abs(g[j]), std::abs(fd[j]));
-    EXPECT_LE(std::abs(g[j] - fd[j]), tol) << what << " element " << j << ": " << g[j]
-                                           << " vs finite difference " << fd[j];
+    EXPECT_LE(std::abs(g[j] - fd[j]), tol)
+        << what << " element " << j << ": " << g[j] << " vs finite difference " << fd[j];
   }
 }
 
@@ -143,18 +143,17 @@ TEST(WhileGradient, NoTapeNoStacks) {
 
 // Outer loop j < 3: an inner loop of j + 1 steps h <- tanh(h * w) + x, then h <- h * w.
 Tensor nested_loop(const Tensor& h0, const Tensor& x, const Tensor& w) {
-  return while_loop(
-      [](const std::vector<Tensor>& s) { return less(s[0], i64(3)); },
-      [&](const std::vector<Tensor>& s) {
-        Tensor inner = while_loop(
-            [&](const std::vector<Tensor>& t) { return less_equal(t[0], s[0]); },
-            [&](const std::vector<Tensor>& t) {
-              return std::vector<Tensor>{t[0] + i64(1), tanh(t[1] * w) + x};
-            },
-            {i64(0), s[1]})[1];
-        return std::vector<Tensor>{s[0] + i64(1), inner * w};
-      },
-      {i64(0), h0})[1];
+  return while_loop([](const std::vector<Tensor>& s) { return less(s[0], i64(3)); },
+                    [&](const std::vector<Tensor>& s) {
+                      Tensor inner = while_loop(
+                          [&](const std::vector<Tensor>& t) { return less_equal(t[0], s[0]); },
+                          [&](const std::vector<Tensor>& t) {
+                            return std::vector<Tensor>{t[0] + i64(1), tanh(t[1] * w) + x};
+                          },
+                          {i64(0), s[1]})[1];
+                      return std::vector<Tensor>{s[0] + i64(1), inner * w};
+                    },
+                    {i64(0), h0})[1];
 }
 
 // cond(sum(x) > 0, the simple loop for 4 steps, sin-free other branch: x * w).
@@ -212,7 +211,7 @@ struct VariableLoop {
   Tensor acc0 = acc.value();
 
   std::vector<Tensor> grads(const Tensor& x, const Tensor& n) {
-    GradientTape tape;
+    GradientTape tape(/*persistent=*/true);
     tape.watch(x);
     Tensor h = while_loop([&](const std::vector<Tensor>& s) { return less(s[0], n); },
                           [&](const std::vector<Tensor>& s) {
@@ -222,10 +221,10 @@ struct VariableLoop {
                           },
                           {i64(0), x})[1];
     Tensor loss = sum(h) + sum(acc.read() * acc.read());
-    std::vector<Tensor> g = tape.gradient(loss, {x}, UnconnectedGradients::kZero);
-    std::vector<Tensor> gv = tape.gradient(loss, std::vector<Variable>{u, acc},
-                                           UnconnectedGradients::kZero);
-    return {loss, g[0], gv[0], gv[1], acc.read()};
+    Tensor gx = tape.gradient(loss, x, UnconnectedGradients::kZero);
+    std::vector<Tensor> gv =
+        tape.gradient(loss, std::vector<Variable>{u, acc}, UnconnectedGradients::kZero);
+    return {loss, gx, gv[0], gv[1], acc.read()};
   }
 };
 
@@ -284,8 +283,8 @@ struct Rnn {
   }
 };
 
-std::vector<Tensor> rnn_grads(const Tensor& xs, const Tensor& h0, const Tensor& w,
-                              const Tensor& u, const Tensor& b, bool unrolled) {
+std::vector<Tensor> rnn_grads(const Tensor& xs, const Tensor& h0, const Tensor& w, const Tensor& u,
+                              const Tensor& b, bool unrolled) {
   GradientTape tape;
   tape.watch({xs, h0, w, u, b});
   Rnn rnn{w, u, b};
@@ -322,15 +321,14 @@ TEST(WhileGradient, RnnOfTwoHundredStepsIsOneLoop) {
       // 200 steps, each a sum of D + H products and a tanh.
       expect_close(t[i], unrolled[i], 8.0 * 200 * (D + H), what);
       if (i == 0) continue;  // xs: 1200 elements; its finite differences are below
-      expect_matches_fd(t[i], finite_difference(fwd, {x200, h0, w, u, b}, i, weights, 1e-6),
-                        what);
+      expect_matches_fd(t[i], finite_difference(fwd, {x200, h0, w, u, b}, i, weights, 1e-6), what);
     }
   }
   // d/dxs on the last steps (the earlier ones vanish through 200 tanh's anyway): check the
   // finite differences of a 12-step sequence element by element.
   Tensor x12 = gradcheck::uniform({12, B, D}, 28);
-  std::vector<Tensor> t12 = f.concrete(x12, h0, w, u, b).run({x12, h0, w, u, b},
-                                                              ExecutionMode::kCompiled);
+  std::vector<Tensor> t12 =
+      f.concrete(x12, h0, w, u, b).run({x12, h0, w, u, b}, ExecutionMode::kCompiled);
   expect_matches_fd(t12[0], finite_difference(fwd, {x12, h0, w, u, b}, 0, weights, 1e-6), "dxs");
 }
 
