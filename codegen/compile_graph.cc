@@ -177,6 +177,7 @@ class GraphCompiler {
     using Kind = runtime::SlotStorage::Kind;
     passes::MemoryPlanOptions options;
     options.in_place = false;
+    options.unknown_parameters = true;  // a sub-graph's parameters may receive stacks
     passes::MemoryPlan plan = passes::plan_memory(g_, options);
     storage_.assign(size_t(next_slot_), {});
     for (const auto& [v, s] : slots_) {

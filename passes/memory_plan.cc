@@ -108,10 +108,10 @@ MemoryPlan plan_memory(const ir::Graph& g, const MemoryPlanOptions& options) {
   const int end_step = plan.num_steps;
 
   // Values whose shape is known only at run time: a stacked while's stacks (made by the
-  // while step, outside the arena) and parameters that receive them (a sub-graph's). They
-  // take no planned bytes.
-  auto dynamic = [](const ir::Value* v) {
-    if (v->def() == ir::Value::Def::kParameter) return true;
+  // while step, outside the arena) and, with options.unknown_parameters, parameters (a
+  // sub-graph's, receiving stacks). They take no planned bytes.
+  auto dynamic = [&](const ir::Value* v) {
+    if (v->def() == ir::Value::Def::kParameter) return options.unknown_parameters;
     const ir::Node* p = v->producer();
     if (p == nullptr || !p->while_stacked()) return false;
     auto i = size_t(v->index());
