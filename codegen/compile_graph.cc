@@ -70,7 +70,15 @@ class GraphCompiler {
     }
     for (auto& b : bodies_) out.kernel_bodies.push_back(std::move(b));
     std::vector<int> outs;
-    for (const Value* v : g_.outputs()) outs.push_back(slot(v));
+    for (const Value* v : g_.outputs()) {
+      if (!v->shape().is_fully_known())
+        throw Error(
+            fmt::format("codegen: graph {} returns a value of unknown shape {} (a "
+                        "stacked while's stack?); compiled graphs return values of "
+                        "known shapes",
+                        g_.name(), v->type().to_string()));
+      outs.push_back(slot(v));
+    }
     ArenaLayout arena = lay_out_memory();
     const size_t arena_bytes = arena.arena_bytes;
     if (top) out.arena = std::move(arena);
@@ -96,8 +104,12 @@ class GraphCompiler {
   int fresh_slot() { return next_slot_++; }
 
   void check_known(const Node& n) {
+    // A stacked while's stacks (outputs after its loop variables, before the trip count) get
+    // their length at run time; they live outside the arena (the while step makes them).
+    const size_t dynamic_from = n.while_stacked() ? n.while_loop_variables() : n.num_outputs();
+    const size_t dynamic_to = n.while_stacked() ? 2 * n.while_loop_variables() : 0;
     for (size_t i = 0; i < n.num_outputs(); ++i)
-      if (!n.output(i)->shape().is_fully_known())
+      if (!(i >= dynamic_from && i < dynamic_to) && !n.output(i)->shape().is_fully_known())
         throw Error(
             fmt::format("codegen: {} in graph {} has unknown shape {}; compiled graphs "
                         "need concrete shapes (specialise the graph to its arguments)",
@@ -170,6 +182,7 @@ class GraphCompiler {
     ArenaLayout layout;
     passes::MemoryPlanOptions options;
     options.in_place = false;
+    options.unknown_parameters = true;  // a sub-graph's parameters may receive stacks
     layout.plan = passes::plan_memory(g_, options);
     const passes::MemoryPlan& plan = layout.plan;
     storage_.assign(size_t(next_slot_), {});
@@ -268,6 +281,7 @@ class GraphCompiler {
       case NodeKind::kWhile:
         s.kind = n.kind() == NodeKind::kCond ? Step::Kind::kCond : Step::Kind::kWhile;
         s.name = std::string(n.op_name());
+        s.stacked = n.while_stacked();
         s.inputs = input_slots(n);
         if (out != nullptr)
           for (const auto& sub : n.subgraphs())

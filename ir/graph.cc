@@ -45,6 +45,18 @@ std::string_view Node::fusion_kind() const {
   return s ? std::string_view(*s) : std::string_view();
 }
 
+bool Node::while_stacked() const {
+  if (kind_ != NodeKind::kWhile) return false;
+  const AttrValue* v = attrs_.find("stacked");
+  const bool* b = v ? std::get_if<bool>(v) : nullptr;
+  return b != nullptr && *b;
+}
+
+size_t Node::while_loop_variables() const {
+  if (!while_stacked()) return outputs_.size();
+  return outputs_.empty() ? 0 : (outputs_.size() - 1) / 2;
+}
+
 Value* Graph::add_parameter(TensorType type) {
   int index = int(parameters_.size());
   parameters_.push_back(

@@ -72,7 +72,11 @@ enum class NodeKind : uint8_t {
   kCond,       // input 0: bool[] predicate; inputs 1..: operands of both branches;
                // sub-graphs: then, else (same signature; outputs = node outputs)
   kWhile,      // inputs: loop variables then invariant captures; sub-graphs: cond (-> bool[]),
-               // body (-> new loop variables); outputs: final loop variables
+               // body (-> new loop variables); outputs: final loop variables. A *stacked*
+               // while (attribute stacked=true, printed `stacked`) also outputs, per loop
+               // variable, the stack of the values it had at the start of every iteration
+               // (type [?, shape...], row k = iteration k) and then the trip count (i64[]):
+               // the accumulators a while_loop gradient consumes in reverse
   kFusion,     // inputs: operands; one sub-graph, the body (named after the group, e.g.
                // "fused_matmul_add_relu_0"; parameters = operand types, outputs = node outputs;
                // op and constant nodes only); attrs: kind = "loop" | "reduction" | "contraction"
@@ -118,6 +122,11 @@ class Node {
   std::string_view fusion_name() const;
   // The kind attribute of a fusion node ("loop", "reduction", "contraction"; empty otherwise).
   std::string_view fusion_kind() const;
+  // A while node that also outputs its per-iteration stacks and trip count (see kWhile).
+  bool while_stacked() const;
+  // The number of loop variables of a while node (its outputs, or (outputs - 1) / 2 when
+  // stacked).
+  size_t while_loop_variables() const;
   // cond: {then, else}; while: {cond, body}; fusion: {body}.
   const std::vector<std::unique_ptr<Graph>>& subgraphs() const { return subgraphs_; }
   Graph& subgraph(size_t i) const { return *subgraphs_.at(i); }

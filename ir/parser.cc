@@ -575,6 +575,11 @@ class Parser {
     if (types.size() != num_results)
       fail(op, fmt::format("{} declares {} but {}", op.text, plural(types.size(), "result type"),
                            plural(num_results, "value name")));
+    bool stacked = false;
+    if (!is_cond && tok_.is_ident("stacked")) {
+      stacked = true;
+      advance();
+    }
     Metadata meta = metadata();
     expect(TK::kLBrace, "'{'");
     std::vector<std::unique_ptr<Graph>> subgraphs;
@@ -588,6 +593,7 @@ class Parser {
     expect(TK::kRBrace, "'}'");
     Node* n = s.graph->add_control_flow(is_cond ? NodeKind::kCond : NodeKind::kWhile,
                                         std::move(inputs), std::move(subgraphs), std::move(types));
+    if (stacked) n->mutable_attrs().set("stacked", true);
     apply(n, std::move(meta));
     return n;
   }

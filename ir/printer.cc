@@ -189,6 +189,7 @@ class Printer {
       case NodeKind::kWhile: {
         operands(n, num);
         output_types(n);
+        if (n.while_stacked()) out += " stacked";
         metadata(n);
         out += " {\n";
         bool is_cond = n.kind() == NodeKind::kCond;

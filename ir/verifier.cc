@@ -313,7 +313,14 @@ class GraphVerifier {
   void check_while(const Node& n) {
     check_subgraph_count(n, "cond, body");
     verify_subgraphs(n);
-    size_t loop_vars = n.num_outputs();
+    const bool stacked = n.while_stacked();
+    if (!n.attrs().empty() && !(stacked && n.attrs().size() == 1))
+      fail(n, "a while has no attributes, or exactly stacked = true");
+    if (stacked && n.num_outputs() % 2 == 0)
+      fail(n, fmt::format("a stacked while outputs its loop variables, one stack per loop "
+                          "variable and the trip count (an odd number), this one has {}",
+                          plural(n.num_outputs(), "output")));
+    size_t loop_vars = n.while_loop_variables();
     if (loop_vars > n.inputs().size())
       fail(n, fmt::format("a while with {} (its outputs) needs at least as many inputs, this "
                           "one has {}",
@@ -339,6 +346,21 @@ class GraphVerifier {
                             "(input {}, {}) is {}",
                             ref(n.output(i)), i, n.output(i)->type().to_string(), i, i,
                             ref(operands[i]), loop_types[i].to_string()));
+    if (!stacked) return;
+    for (size_t i = 0; i < loop_vars; ++i) {
+      Shape stack_shape{kUnknownDim};
+      for (int64_t d : loop_types[i].shape) stack_shape.push_back(d);
+      TensorType want{loop_types[i].dtype, stack_shape};
+      if (!(n.output(loop_vars + i)->type() == want))
+        fail(n, fmt::format("output {} (the stack of loop variable {}) is declared {} but must "
+                            "be {}",
+                            ref(n.output(loop_vars + i)), i,
+                            n.output(loop_vars + i)->type().to_string(), want.to_string()));
+    }
+    const Value* trips = n.output(2 * loop_vars);
+    if (!(trips->type() == TensorType{DType::i64, Shape{}}))
+      fail(n, fmt::format("output {} (the trip count) is declared {} but must be i64[]", ref(trips),
+                          trips->type().to_string()));
   }
 
   // fusion: one closed body of op and constant nodes, a group name, a kind attribute.

@@ -107,8 +107,19 @@ MemoryPlan plan_memory(const ir::Graph& g, const MemoryPlanOptions& options) {
   plan.num_steps = int(g.nodes().size());
   const int end_step = plan.num_steps;
 
+  // Values whose shape is known only at run time: a stacked while's stacks (made by the
+  // while step, outside the arena) and, with options.unknown_parameters, parameters (a
+  // sub-graph's, receiving stacks). They take no planned bytes.
+  auto dynamic = [&](const ir::Value* v) {
+    if (v->def() == ir::Value::Def::kParameter) return options.unknown_parameters;
+    const ir::Node* p = v->producer();
+    if (p == nullptr || !p->while_stacked()) return false;
+    auto i = size_t(v->index());
+    return i >= p->while_loop_variables() && i < 2 * p->while_loop_variables();
+  };
   auto add_value = [&](const ir::Value* v, BufferKind kind, int step) {
-    if (!v->shape().is_fully_known()) {
+    const bool sized = v->shape().is_fully_known();
+    if (!sized && !dynamic(v)) {
       ir::ValueNumbering numbering(g);
       throw Error(
           fmt::format("memory planning needs known shapes; {} is {}: specialise the signature",
@@ -117,7 +128,7 @@ MemoryPlan plan_memory(const ir::Graph& g, const MemoryPlanOptions& options) {
     ValuePlan p;
     p.value = v;
     p.kind = kind;
-    p.size = size_t(v->shape().num_elements()) * dtype_size(v->dtype());
+    p.size = sized ? size_t(v->shape().num_elements()) * dtype_size(v->dtype()) : 0;
     p.first_step = step;
     p.last_step = step;
     plan.index_.emplace(v, plan.values.size());

@@ -51,6 +51,9 @@ struct MemoryPlanOptions {
   size_t alignment = 64;
   // Let elementwise results reuse the buffer of an operand that dies at their node.
   bool in_place = true;
+  // Accept parameters of unknown shape (planned with no bytes): the sub-graphs of a while that
+  // receive a stacked while's stacks (codegen sets it; a stack's length is the trip count).
+  bool unknown_parameters = false;
 };
 
 // Where a value lives.

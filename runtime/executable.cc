@@ -12,6 +12,7 @@
 #include "runtime/kernels.h"
 #include "runtime/profiler.h"
 #include "runtime/threading.h"
+#include "runtime/while_stacks.h"
 
 namespace kiln::runtime {
 namespace {
@@ -337,16 +338,24 @@ std::vector<Array> Executable::run(std::span<const Array> args, std::vector<Arra
         break;
       }
       case ExecutableStep::Kind::kWhile: {
-        const size_t n_loop = s.outputs.size();
+        const size_t n_loop = s.stacked ? (s.outputs.size() - 1) / 2 : s.outputs.size();
         std::vector<Array> state = gather(s.inputs);
         std::vector<Array> no_vars;
+        WhileStacks stacks(s.stacked ? n_loop : 0);
+        const std::vector<Array> initial(state.begin(), state.begin() + long(n_loop));
         for (;;) {
           std::vector<Array> c = s.bodies[0]->run(state, no_vars);
           if (!c[0].data<bool>()[0]) break;
+          if (s.stacked) stacks.push(state);
           std::vector<Array> next = s.bodies[1]->run(state, no_vars);
           for (size_t i = 0; i < n_loop; ++i) state[i] = next[i];
         }
         for (size_t i = 0; i < n_loop; ++i) slots[size_t(s.outputs[i])] = detach(state[i]);
+        if (s.stacked) {
+          std::vector<Array> stacked = stacks.finish(initial);
+          for (size_t i = 0; i < stacked.size(); ++i)
+            slots[size_t(s.outputs[n_loop + i])] = std::move(stacked[i]);
+        }
         break;
       }
     }

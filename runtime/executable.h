@@ -10,7 +10,8 @@
 //                the epilogue while it is in cache (the same fixed GEMM split as eager);
 //   op           an op with no generated code (gather, pooling, random, ...): its eager kernel;
 //   assign       stores a slot in a variable (assign_add / assign_sub add first);
-//   cond / while structured control flow over nested executables.
+//   cond / while structured control flow over nested executables (a stacked while's stacks
+//                are the one kind of value whose shape is known only at run time).
 // Constants are made once when the executable is built. run() follows execute_reference's
 // contract (runtime/reference_executor.h) for concrete shapes: results agree with it within
 // the kernels' documented tolerances (fusion, vector math, reassociated reductions).
@@ -81,9 +82,11 @@ struct ExecutableStep {
   // kAssign
   int variable = -1;
   ir::NodeKind assign_kind = ir::NodeKind::kAssign;
-  // kCond (then, else) / kWhile (cond, body); outputs
+  // kCond (then, else) / kWhile (cond, body); outputs (a stacked while: loop variables,
+  // their per-iteration stacks, the trip count; runtime/while_stacks.h)
   std::vector<std::shared_ptr<const class Executable>> bodies;
   std::vector<int> outputs;
+  bool stacked = false;
   // For the profiler (runtime/profiler.h): floating-point operations (contractions) and
   // bytes read + written (kernels, ops, contractions); 0 when unknown. Set by the Executable.
   double flops = 0, bytes = 0;

@@ -12,6 +12,7 @@
 #include "ir/value_numbering.h"
 #include "ir/verifier.h"
 #include "runtime/kernels.h"
+#include "runtime/while_stacks.h"
 
 namespace kiln::runtime {
 namespace {
@@ -245,14 +246,17 @@ class Executor {
   }
 
   void run_while(const Node& n) {
-    size_t loop_vars = n.num_outputs();
+    size_t loop_vars = n.while_loop_variables();
     std::vector<Array> state = input_arrays(n);  // loop variables, then captures
+    const std::vector<Array> initial(state.begin(), state.begin() + long(loop_vars));
+    WhileStacks stacks(loop_vars);
     for (;;) {
       std::vector<Array> c = run_subgraph(n, 0, "cond", state);
       if (c.size() != 1)
         fail(n,
              fmt::format("the cond sub-graph returned {} values, expected one bool[]", c.size()));
       if (!predicate(n, c[0], "the cond sub-graph's result")) break;
+      if (n.while_stacked()) stacks.push(state);
       std::vector<Array> next = run_subgraph(n, 1, "body", state);
       if (next.size() != loop_vars)
         fail(n, fmt::format("the body sub-graph returned {} values for {} loop variables",
@@ -265,6 +269,8 @@ class Executor {
       }
     }
     state.resize(loop_vars);
+    if (n.while_stacked())
+      for (Array& a : stacks.finish(initial)) state.push_back(std::move(a));
     bind_all(n, state, "body");
   }
 

@@ -3,17 +3,15 @@
 #include <fmt/format.h>
 
 #include "frontend/creation.h"
+#include "frontend/function/control_flow_internal.h"
 #include "frontend/function/trace_context.h"
 #include "frontend/gradient_tape.h"
 #include "frontend/ops.h"
 #include "frontend/tape_recorder.h"
 
 namespace kiln {
-namespace {
 
-using detail::TraceContext;
-
-bool predicate_value(const Tensor& pred, const char* what) {
+bool detail::predicate_value(const Tensor& pred, const char* what) {
   if (!pred.defined()) throw Error(fmt::format("{}: the predicate is undefined", what));
   if (pred.dtype() != DType::b8 || pred.rank() != 0)
     throw Error(
@@ -23,47 +21,11 @@ bool predicate_value(const Tensor& pred, const char* what) {
   return pred.item<bool>();
 }
 
-// One traced branch or loop part: its sub-graph, the outer tensors feeding its parameters
-// (after any leading loop-variable parameters), its outputs and its variable writes.
-struct SubTrace {
-  std::unique_ptr<ir::Graph> graph;
-  std::vector<Tensor> captures;
-  std::vector<ir::Value*> outputs;
-  std::vector<Tensor> results;
-  std::vector<TraceContext::PendingWrite> writes;
-};
+namespace {
 
-// Traces fn in a child context of `parent`. `pre_captures` are lifted first so parameter
-// lists of sibling sub-graphs line up; `leading` parameters (loop variables) come before them.
-template <typename Fn>
-SubTrace trace_sub(TraceContext& parent, const std::string& name,
-                   const std::vector<TensorType>& leading, const std::vector<Tensor>& pre_captures,
-                   bool discard_writes, Fn&& fn) {
-  SubTrace st;
-  st.graph = std::make_unique<ir::Graph>(name);
-  TraceContext child(*st.graph, parent.owner(), &parent);
-  child.set_discard_writes(discard_writes);
-  std::vector<Tensor> params;
-  for (const TensorType& t : leading) params.push_back(child.wrap(st.graph->add_parameter(t)));
-  for (const Tensor& c : pre_captures) child.value_of(c);
-  st.results = fn(params);
-  for (size_t i = 0; i < st.results.size(); ++i) {
-    if (!st.results[i].defined())
-      throw Error(fmt::format("{}: output {} is an undefined tensor", name, i));
-    st.outputs.push_back(child.value_of(st.results[i]));
-  }
-  st.captures = child.captured_outer();
-  st.writes = child.pending_writes();
-  return st;
-}
-
-// Appends parameters to `st` for the captures a sibling added after `st` was traced.
-void align_captures(SubTrace& st, const std::vector<Tensor>& all) {
-  for (size_t i = st.captures.size(); i < all.size(); ++i) {
-    st.graph->add_parameter(all[i].type());
-    st.captures.push_back(all[i]);
-  }
-}
+using detail::SubTrace;
+using detail::trace_sub;
+using detail::TraceContext;
 
 std::vector<Tensor> traced_cond(TraceContext& ctx, const Tensor& pred, const BranchFn& true_fn,
                                 const BranchFn& false_fn, bool discard_writes);
@@ -114,9 +76,12 @@ std::vector<Tensor> traced_cond(TraceContext& ctx, const Tensor& pred, const Bra
     throw Error(
         fmt::format("cond: the predicate must be a bool scalar, got {}", pred.type().to_string()));
   auto call = [](const BranchFn& fn) { return [&fn](const std::vector<Tensor>&) { return fn(); }; };
-  SubTrace then_t = trace_sub(ctx, "then", {}, {}, discard_writes, call(true_fn));
-  SubTrace else_t = trace_sub(ctx, "else", {}, then_t.captures, discard_writes, call(false_fn));
-  align_captures(then_t, else_t.captures);
+  detail::SubTraceOptions options;
+  options.discard_writes = discard_writes;
+  SubTrace then_t = trace_sub(ctx, "then", options, call(true_fn));
+  options.pre_captures = then_t.captures;
+  SubTrace else_t = trace_sub(ctx, "else", options, call(false_fn));
+  detail::align_captures(then_t, else_t.captures);
   if (then_t.results.size() != else_t.results.size())
     throw Error(
         fmt::format("cond: true_fn returns {} tensor(s) but false_fn returns {}; both "
@@ -183,80 +148,24 @@ std::vector<Tensor> cond(const Tensor& pred, const BranchFn& true_fn, const Bran
   TraceContext* ctx = TraceContext::current();
   if (ctx && pred.defined() && pred.is_traced())
     return traced_cond(*ctx, pred, true_fn, false_fn, /*discard_writes=*/false);
-  return predicate_value(pred, "cond") ? true_fn() : false_fn();
+  return detail::predicate_value(pred, "cond") ? true_fn() : false_fn();
 }
 
 std::vector<Tensor> while_loop(const LoopCondFn& cond_fn, const LoopBodyFn& body_fn,
                                const std::vector<Tensor>& loop_vars) {
-  auto check_types = [&](const std::vector<Tensor>& next) {
-    if (next.size() != loop_vars.size())
-      throw Error(fmt::format("while_loop: body_fn returns {} tensor(s) for {} loop variables",
-                              next.size(), loop_vars.size()));
-    for (size_t i = 0; i < next.size(); ++i)
-      if (!next[i].defined() || !(next[i].type() == loop_vars[i].type()))
-        throw Error(fmt::format(
-            "while_loop: loop variable {} is {} but body_fn returns {}; loop variables keep "
-            "their dtype and shape",
-            i, loop_vars[i].type().to_string(),
-            next[i].defined() ? next[i].type().to_string() : std::string("undefined")));
-  };
-  TraceContext* ctx = TraceContext::current();
-  for (const Tensor& v : loop_vars) {
+  for (const Tensor& v : loop_vars)
     if (!v.defined()) throw Error("while_loop: a loop variable is undefined");
-  }
-  if (!ctx) {
-    std::vector<Tensor> vars = loop_vars;
-    while (predicate_value(cond_fn(vars), "while_loop")) {
-      std::vector<Tensor> next = body_fn(vars);
-      check_types(next);
-      vars = std::move(next);
-    }
-    return vars;
-  }
   // Traced (even with concrete initial values: the trip count may depend on traced values
   // the callables capture).
-  std::vector<TensorType> types;
-  for (const Tensor& v : loop_vars) types.push_back(v.type());
-  SubTrace body = trace_sub(*ctx, "body", types, {}, false, body_fn);
-  check_types(body.results);
-  if (!body.writes.empty())
-    throw Error(fmt::format(
-        "while_loop: the body assigns variable \"{}\" inside kiln::function; carry the value "
-        "as a loop variable and assign it after the loop",
-        body.writes[0].var.name()));
-  SubTrace cond_t =
-      trace_sub(*ctx, "cond", types, body.captures, false,
-                [&](const std::vector<Tensor>& v) { return std::vector<Tensor>{cond_fn(v)}; });
-  if (cond_t.results[0].dtype() != DType::b8 || cond_t.results[0].rank() != 0)
-    throw Error(fmt::format("while_loop: cond_fn must return a bool scalar, got {}",
-                            cond_t.results[0].type().to_string()));
-  if (!cond_t.writes.empty()) throw Error("while_loop: cond_fn must not assign variables");
-  align_captures(body, cond_t.captures);
-  body.graph->set_outputs(body.outputs);
-  cond_t.graph->set_outputs(cond_t.outputs);
-  std::vector<ir::Value*> operands;
-  for (const Tensor& v : loop_vars) operands.push_back(ctx->value_of(v));
-  for (const Tensor& c : body.captures) operands.push_back(ctx->value_of(c));
-  std::vector<std::unique_ptr<ir::Graph>> subgraphs;
-  subgraphs.push_back(std::move(cond_t.graph));
-  subgraphs.push_back(std::move(body.graph));
-  ir::Node* node = ctx->graph().add_control_flow(ir::NodeKind::kWhile, std::move(operands),
-                                                 std::move(subgraphs), types);
-  ctx->annotate(*node, "while");
-  std::vector<Tensor> results;
-  for (size_t i = 0; i < types.size(); ++i) results.push_back(ctx->wrap(node->output(i)));
-  std::vector<Tensor> inputs = loop_vars;
-  inputs.insert(inputs.end(), body.captures.begin(), body.captures.end());
-  if (detail::tapes_recording() && detail::any_watched(inputs))
-    detail::record_custom_on_tapes(
-        inputs, results,
-        [](const std::vector<Tensor>&, const std::vector<bool>&) -> std::vector<Tensor> {
-          throw Error(
-              "GradientTape::gradient: kiln::while_loop traced inside kiln::function has no "
-              "gradient; differentiate an eager loop, or unroll the loop in C++ (a for loop "
-              "over kiln ops) so every step is recorded");
-        });
-  return results;
+  if (TraceContext* ctx = TraceContext::current())
+    return detail::traced_while(*ctx, cond_fn, body_fn, loop_vars, detail::WhileRole::kForward);
+  std::vector<Tensor> vars = loop_vars;
+  while (detail::predicate_value(cond_fn(vars), "while_loop")) {
+    std::vector<Tensor> next = body_fn(vars);
+    detail::check_loop_types(loop_vars, next);
+    vars = std::move(next);
+  }
+  return vars;
 }
 
 }  // namespace kiln

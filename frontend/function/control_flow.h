@@ -5,10 +5,18 @@
 // see the ops that ran). Inside kiln::function they record `cond` / `while` nodes whose
 // branches and bodies are sub-graphs traced from the callables; tensors the callables capture
 // become operands of the node. Both branches of a cond must return the same number of tensors
-// with the same types. Gradients flow through a traced cond (each branch differentiated in a
-// gradient cond); a traced while_loop has no gradient (kiln::Error if one is requested).
-// Variables assigned in a cond branch are assigned after the cond node; assigning variables
-// inside a traced while_loop body is an error (carry the value as a loop variable).
+// with the same types; loop variables keep their types.
+// Gradients (equal to the eager, unrolled ones): a traced cond differentiates each branch in a
+// gradient cond; a traced while_loop watched by a tape keeps every iteration's loop state on
+// stacks (a stacked while node) and a gradient while loop re-runs body_fn on them in reverse
+// (docs/ir.md, "Gradients through control flow"). Both re-run the callables when the gradient
+// is taken, so they must compute the same thing again (capture tensors by value). Captured
+// tensors and variables read in the body get gradients summed over iterations.
+// Variables assigned in a cond branch are assigned after the cond node; variables assigned in
+// a while_loop body are carried as loop variables (reads see the current iteration's value)
+// and assigned after the loop. kiln::Error (never a silent difference) for: cond_fn assigning
+// variables, the gradient of a loop whose body draws random numbers, and second-order
+// gradients through a traced while_loop.
 #pragma once
 
 #include <functional>

@@ -6,6 +6,7 @@
 #include <atomic>
 
 #include "frontend/ops.h"
+#include "frontend/tape_recorder.h"
 
 namespace kiln::detail {
 namespace {
@@ -129,28 +130,54 @@ Tensor TraceContext::read_variable(const Variable& var) {
   // the very tensor the cond node takes as operand, so gradients reach the variable.
   Tensor t = parent_->read_variable(var);
   current_.emplace(var.handle_id(), t);
+  inherited_reads_.push_back({var, t});
   return t;
 }
+
+void TraceContext::seed_variable(const Variable& var, const Tensor& value) {
+  KILN_ASSERT(parent_ != nullptr, "seed_variable on a root trace context");
+  current_[var.handle_id()] = value;
+}
+
+namespace {
+// Gradient tapes see a traced assignment as eager code sees one: the variable's new value
+// is the assigned tensor (kAssign: a copy of it) or current + / - delta.
+void record_assignment_on_tapes(ir::NodeKind kind, const Tensor& before, const Tensor& value,
+                                const Tensor& next) {
+  if (!tapes_recording()) return;
+  if (kind == ir::NodeKind::kAssign) {
+    Tensor in[1] = {value};
+    record_on_tapes(OpKind::Copy, {}, in, next);
+  } else {
+    Tensor in[2] = {before, value};
+    record_on_tapes(kind == ir::NodeKind::kAssignAdd ? OpKind::Add : OpKind::Sub, {}, in, next);
+  }
+}
+}  // namespace
 
 void TraceContext::assign_variable(ir::NodeKind kind, const Variable& var, const Tensor& value) {
   if (parent_ == nullptr) {
     value_for_variable(var);
     size_t index = variable_index_.at(var.handle_id());
+    Tensor before = current_.at(var.handle_id());
     ir::Node* node = graph_.add_assignment(kind, int(index), value_of(value));
     annotate(*node, ir::node_kind_keyword(kind));
-    current_[var.handle_id()] = wrap(node->output());
+    Tensor next = wrap(node->output());
+    current_[var.handle_id()] = next;
+    record_assignment_on_tapes(kind, before, value, next);
     return;
   }
   // In a sub-graph the assignment becomes an extra output of the cond/while node, assigned
   // by the enclosing graph afterwards.
-  Tensor next;
+  Tensor next, cur;
   if (kind == ir::NodeKind::kAssign) {
     next = wrap(value_of(value));
   } else {
-    Tensor cur = read_variable(var);
+    cur = read_variable(var);
     Tensor in[2] = {cur, value};
     next = record_op(kind == ir::NodeKind::kAssignAdd ? OpKind::Add : OpKind::Sub, in, {});
   }
+  record_assignment_on_tapes(kind, cur, value, next);
   current_[var.handle_id()] = next;
   if (discard_writes_) return;
   for (PendingWrite& w : pending_writes_)

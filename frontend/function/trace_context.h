@@ -78,6 +78,17 @@ class TraceContext {
   // Child contexts that re-trace a branch for its gradient keep writes local (the forward
   // cond already performs them).
   void set_discard_writes(bool discard) { discard_writes_ = discard; }
+  // Child contexts: makes `value` the variable's current value here (a while body's loop
+  // variable for a variable the body assigns; a gradient loop's value of the forward
+  // iteration).
+  void seed_variable(const Variable& var, const Tensor& value);
+  // Child contexts: the variables read from the enclosing context (not seeded), with the
+  // enclosing tensor each read returned, in first-read order.
+  struct InheritedRead {
+    Variable var;
+    Tensor value;
+  };
+  const std::vector<InheritedRead>& inherited_reads() const { return inherited_reads_; }
 
   // ---- child contexts: lifted captures (outer tensor -> sub-graph parameter)
   const std::vector<Tensor>& captured_outer() const { return captured_outer_; }
@@ -101,7 +112,8 @@ class TraceContext {
   std::unordered_map<const void*, size_t> variable_index_;
   std::vector<Variable> variables_;
   std::unordered_map<const void*, Tensor> current_;
-  std::vector<PendingWrite> pending_writes_;  // child contexts only
+  std::vector<PendingWrite> pending_writes_;    // child contexts only
+  std::vector<InheritedRead> inherited_reads_;  // child contexts only
   bool discard_writes_ = false;
 };
 

@@ -427,6 +427,32 @@ TEST(PrinterParser, RoundTripsNestedControlFlow) {
                               "}\n"));
 }
 
+TEST(PrinterParser, RoundTripsAStackedWhile) {
+  const std::string text =
+      "graph @stacked(%0: f32[3], %1: i64[]) -> (f32[3], f32[?,3], i64[]) {\n"
+      "  %2 = constant dense<0> : i64[]\n"
+      "  %3, %4, %5, %6, %7 = while(%2, %0, %1) : i64[], f32[3], i64[?], f32[?,3], i64[] "
+      "stacked name(\"rnn/while\") {\n"
+      "    cond (%0: i64[], %1: f32[3], %2: i64[]) -> (bool[]) {\n"
+      "      %3 = less(%0, %2) : bool[]\n"
+      "      return %3\n"
+      "    }\n"
+      "    body (%0: i64[], %1: f32[3], %2: i64[]) -> (i64[], f32[3]) {\n"
+      "      %3 = constant dense<1> : i64[]\n"
+      "      %4 = add(%0, %3) : i64[]\n"
+      "      %5 = tanh(%1) : f32[3]\n"
+      "      return %4, %5\n"
+      "    }\n"
+      "  }\n"
+      "  return %4, %6, %7\n"
+      "}\n";
+  std::unique_ptr<Graph> g = parse_graph(text, "stacked.kir");
+  EXPECT_TRUE(g->nodes()[1]->while_stacked());
+  EXPECT_EQ(g->nodes()[1]->while_loop_variables(), 2u);
+  EXPECT_EQ(print_graph(*g), text);
+  expect_round_trip(*g);
+}
+
 TEST(PrinterParser, PrintsHandWrittenTextCanonically) {
   // Free-form input: comments, odd spacing and line breaks, arbitrary and named values,
   // an int for a float attribute, a splat written as a list, `$` numbers out of order.

@@ -455,6 +455,29 @@ TEST(Verifier, WhileOutputsMustBeTheLoopVariableTypes) {
             "declared f32[1] but loop variable 0 (input 0, %2) is f32[]");
 }
 
+// A stacked while: loop variables, one stack per loop variable ([?, ...]), the trip count.
+TEST(Verifier, StackedWhileOutputsStacksAndTheTripCount) {
+  Graph g("stacked");
+  Value* i = g.add_parameter(f32({}));
+  Value* limit = g.add_parameter(f32({}));
+  Node* loop =
+      g.add_control_flow(NodeKind::kWhile, {i, limit}, two(while_cond_graph(), while_body_graph()),
+                         {f32({}), f32({kUnknownDim}), {DType::i64, Shape{}}});
+  loop->mutable_attrs().set("stacked", true);
+  g.set_outputs({loop->output(0), loop->output(2)});
+  verify_graph(g);
+  loop->output(1)->set_type(f32({kUnknownDim, 1}));
+  EXPECT_THAT(verify_error(g), HasSubstr("output %3 (the stack of loop variable 0) is declared "
+                                         "f32[?,1] but must be f32[?]"));
+  loop->output(1)->set_type(f32({kUnknownDim}));
+  loop->output(2)->set_type(f32({}));
+  EXPECT_THAT(verify_error(g),
+              HasSubstr("output %4 (the trip count) is declared f32[] but must be i64[]"));
+  loop->output(2)->set_type({DType::i64, Shape{}});
+  loop->mutable_attrs().set("stacked", false);
+  EXPECT_THAT(verify_error(g), HasSubstr("a while has no attributes, or exactly stacked = true"));
+}
+
 // ---- sub-graphs are stateless
 
 TEST(Verifier, SubgraphsHaveNoVariablesOrAssignments) {

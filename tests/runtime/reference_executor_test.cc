@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ir/verifier.h"
 #include "runtime/kernels.h"
 #include "runtime/reference_executor.h"
 #include "tests/support/error_of.h"
@@ -247,6 +248,53 @@ TEST(ReferenceExecutor, WhileSumsOneToTen) {
   out = run(g, {array_of<int64_t>(Shape{}, {0})});
   EXPECT_THAT(values<int64_t>(out[0]), ElementsAre(0));
   EXPECT_THAT(values<int64_t>(out[1]), ElementsAre(1));
+}
+
+TEST(ReferenceExecutor, StackedWhileOutputsEveryIterationsStateAndTheTripCount) {
+  // (i, acc) = (1, 0); while (i <= n) { acc += i; i += 1 }, stacked: also the values of i
+  // and acc at the start of every iteration, then the trip count.
+  Graph g("sum_to_stacked");
+  Value* n = g.add_parameter(i64({}));
+  Value* i0 = constant<int64_t>(g, i64({}), {1})->output();
+  Value* acc0 = constant<int64_t>(g, i64({}), {0})->output();
+  auto cond = std::make_unique<Graph>("cond");
+  {
+    Value* i = cond->add_parameter(i64({}));
+    cond->add_parameter(i64({}));
+    Value* limit = cond->add_parameter(i64({}));
+    cond->set_outputs({cond->add_op(OpKind::LessEqual, {i, limit})->output()});
+  }
+  auto body = std::make_unique<Graph>("body");
+  {
+    Value* i = body->add_parameter(i64({}));
+    Value* acc = body->add_parameter(i64({}));
+    body->add_parameter(i64({}));
+    Value* one = constant<int64_t>(*body, i64({}), {1})->output();
+    body->set_outputs({body->add_op(OpKind::Add, {i, one})->output(),
+                       body->add_op(OpKind::Add, {acc, i})->output()});
+  }
+  std::vector<std::unique_ptr<Graph>> subs;
+  subs.push_back(std::move(cond));
+  subs.push_back(std::move(body));
+  Node* loop =
+      g.add_control_flow(NodeKind::kWhile, {i0, acc0, n}, std::move(subs),
+                         {i64({}), i64({}), i64({kUnknownDim}), i64({kUnknownDim}), i64({})});
+  loop->mutable_attrs().set("stacked", true);
+  g.set_outputs(
+      {loop->output(0), loop->output(1), loop->output(2), loop->output(3), loop->output(4)});
+  ir::verify_graph(g);
+  std::vector<Array> out = run(g, {array_of<int64_t>(Shape{}, {4})});
+  EXPECT_THAT(values<int64_t>(out[0]), ElementsAre(5));
+  EXPECT_THAT(values<int64_t>(out[1]), ElementsAre(10));
+  EXPECT_EQ(out[2].shape, Shape{4});
+  EXPECT_THAT(values<int64_t>(out[2]), ElementsAre(1, 2, 3, 4));
+  EXPECT_THAT(values<int64_t>(out[3]), ElementsAre(0, 1, 3, 6));
+  EXPECT_THAT(values<int64_t>(out[4]), ElementsAre(4));
+  // Zero iterations: empty stacks, trip count 0.
+  out = run(g, {array_of<int64_t>(Shape{}, {0})});
+  EXPECT_EQ(out[2].shape, Shape{0});
+  EXPECT_EQ(out[3].shape, Shape{0});
+  EXPECT_THAT(values<int64_t>(out[4]), ElementsAre(0));
 }
 
 // ---- errors
