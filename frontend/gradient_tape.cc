@@ -121,6 +121,18 @@ bool any_watched(std::span<const Tensor> tensors) {
   return false;
 }
 
+PauseTapes::PauseTapes() {
+  for (GradientTape::State* tape : t_tapes) {
+    saved_.emplace_back(tape, tape->recording);
+    set_recording(*tape, false);
+  }
+}
+
+PauseTapes::~PauseTapes() {
+  for (auto& [tape, was_recording] : saved_)
+    set_recording(*static_cast<GradientTape::State*>(tape), was_recording);
+}
+
 void watch_on_tapes(const Tensor& t) {
   for (GradientTape::State* tape : t_tapes) {
     if (!tape->recording) continue;

@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "frontend/tensor.h"
@@ -28,5 +29,19 @@ bool any_watched(std::span<const Tensor> tensors);
 
 // Makes every recording tape on this thread watch `t` (a variable read).
 void watch_on_tapes(const Tensor& t);
+
+// Stops every tape of this thread from recording while alive, and restores each one's state
+// after (a graph traced on behalf of the tapes must not be recorded on them). Tapes created
+// while it is alive record normally.
+class PauseTapes {
+ public:
+  PauseTapes();
+  ~PauseTapes();
+  PauseTapes(const PauseTapes&) = delete;
+  PauseTapes& operator=(const PauseTapes&) = delete;
+
+ private:
+  std::vector<std::pair<void*, bool>> saved_;
+};
 
 }  // namespace kiln::detail

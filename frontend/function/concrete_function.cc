@@ -109,6 +109,11 @@ const ir::Graph& ConcreteFunction::graph() const {
   return *impl_->graph;
 }
 
+std::shared_ptr<const ir::Graph> ConcreteFunction::graph_ptr() const {
+  if (!impl_) throw Error("ConcreteFunction: the handle is empty");
+  return impl_->graph;
+}
+
 std::vector<TensorType> ConcreteFunction::input_types() const { return graph().parameter_types(); }
 std::vector<TensorType> ConcreteFunction::output_types() const { return graph().output_types(); }
 

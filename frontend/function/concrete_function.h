@@ -79,6 +79,7 @@ class ConcreteFunction {
   bool defined() const { return impl_ != nullptr; }
   const std::string& name() const;
   const ir::Graph& graph() const;
+  std::shared_ptr<const ir::Graph> graph_ptr() const;
   std::vector<TensorType> input_types() const;
   std::vector<TensorType> output_types() const;
   // The registry, in the graph's variable order ($0, $1, ...).

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "frontend/function/dump_stages.h"
+#include "frontend/function/function_gradient.h"
 #include "frontend/function/keep_old_values.h"
 #include "frontend/function/trace_context.h"
 #include "frontend/function/tracing_random.h"
@@ -136,6 +137,7 @@ ConcreteFunction FunctionCore::concrete_for_types(const std::vector<TensorType>&
     s.owner.used_rng = false;
     std::vector<Variable> variables;
     {
+      PauseTapes pause;  // a trace is not an eager computation: recording tapes must not see it
       TraceContext ctx(*graph, s.owner, nullptr);
       std::vector<Tensor> params;
       for (const TensorType& t : types) params.push_back(ctx.wrap(graph->add_parameter(t)));
@@ -184,10 +186,12 @@ ConcreteFunction FunctionCore::concrete(const std::vector<Tensor>& args, uint64_
 
 std::vector<Tensor> FunctionCore::call(const std::vector<Tensor>& args, uint64_t static_hash,
                                        const Body& body) {
-  // Inside another trace: record inline. Under a recording GradientTape: run the callable
-  // eagerly so the tape sees every op (the graph itself is not differentiated by tapes).
-  if (tracing() || tapes_recording()) return body(args);
-  return concrete(args, static_hash, body)(args);
+  // Inside another trace: record inline. Under a recording GradientTape: run the graph and
+  // record the call on the tapes as one op with the function's gradient graph.
+  if (tracing()) return body(args);
+  ConcreteFunction f = concrete(args, static_hash, body);
+  if (tapes_recording()) return call_recorded(f, args);
+  return f(args);
 }
 
 }  // namespace kiln::detail

@@ -1,0 +1,251 @@
+#include "frontend/function/function_gradient.h"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <unordered_set>
+
+#include "frontend/creation.h"
+#include "frontend/function/graph_replay.h"
+#include "frontend/function/keep_old_values.h"
+#include "frontend/function/trace_context.h"
+#include "frontend/gradient_tape.h"
+#include "frontend/ops.h"
+#include "frontend/tape_recorder.h"
+#include "ir/verifier.h"
+
+namespace kiln::detail {
+
+namespace {
+
+std::atomic<int> g_forward_calls{0}, g_compiled{0}, g_backward_calls{0};
+
+// The forward variant and backward graph of one concrete function.
+struct GradientPair {
+  ConcreteFunction forward;   // arguments -> outputs ++ residuals
+  ConcreteFunction backward;  // upstream gradients of the floating outputs ++ residuals ->
+                              // gradients of arg_sources ++ var_sources
+  size_t num_outputs = 0;
+  std::vector<size_t> float_outputs;  // outputs that receive an upstream gradient
+  std::vector<size_t> arg_sources;    // floating arguments
+  std::vector<size_t> var_sources;    // graph variables: trainable, floating, read
+};
+
+std::vector<Variable> variables_of(const ConcreteFunction& f) {
+  std::vector<Variable> out;
+  for (const VariableUse& u : f.variables()) out.push_back(u.variable);
+  return out;
+}
+
+std::shared_ptr<ir::Graph> finish(std::shared_ptr<ir::Graph> g) {
+  keep_old_variable_values(*g);
+  ir::verify_graph(*g);
+  return g;
+}
+
+// Traces `g` again under a tape with the vector-Jacobian product of its floating outputs.
+// Returns null when nothing is differentiable (no floating output or no source).
+std::shared_ptr<const GradientPair> build_pair(const ConcreteFunction& f) {
+  const ir::Graph& g = f.graph();
+  std::string why;
+  if (!GraphReplay::replayable(g, &why))
+    throw Error(fmt::format(
+        "function \"{}\" was called while a GradientTape records, but {}: kiln cannot "
+        "differentiate such a call as one op yet. Compute the gradient inside the function "
+        "(a GradientTape inside the traced callable), or call it outside the tape",
+        f.name(), why));
+  const std::vector<Variable> vars = variables_of(f);
+  auto pair = std::make_shared<GradientPair>();
+  pair->num_outputs = g.outputs().size();
+
+  // 1. The combined graph: replayed forward, then the gradient.
+  auto combined = std::make_shared<ir::Graph>(g.name() + ".forward_backward");
+  TraceOwner owner;
+  owner.function_name = combined->name();
+  owner.allow_variable_creation = false;
+  std::vector<Variable> combined_vars;
+  std::vector<const ir::Value*> upstream;
+  {
+    PauseTapes pause;  // the tapes of the call must not record this trace
+    TraceContext ctx(*combined, owner, nullptr);
+    std::vector<Tensor> params;
+    for (const TensorType& t : g.parameter_types())
+      params.push_back(ctx.wrap(combined->add_parameter(t)));
+    GradientTape tape;
+    std::vector<Tensor> sources;
+    for (size_t i = 0; i < params.size(); ++i)
+      if (is_floating(params[i].dtype())) {
+        tape.watch(params[i]);
+        pair->arg_sources.push_back(i);
+        sources.push_back(params[i]);
+      }
+    GraphReplay replay(g, vars);
+    for (size_t i = 0; i < params.size(); ++i) replay.bind(g.parameter(i), params[i]);
+    replay.run();
+    std::vector<Tensor> outputs;
+    for (const ir::Value* v : g.outputs()) outputs.push_back(replay.get(v));
+    for (size_t j = 0; j < vars.size(); ++j) {
+      const ir::GraphVariable& gv = g.variable(j);
+      if (gv.read && vars[j].trainable() && is_floating(gv.type.dtype)) {
+        pair->var_sources.push_back(j);
+        sources.push_back(replay.get(gv.entry));  // the value the graph read (watched)
+      }
+    }
+    Tensor target;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      if (!is_floating(outputs[i].dtype())) continue;
+      pair->float_outputs.push_back(i);
+      Tensor u = ctx.wrap(combined->add_parameter(outputs[i].type()));
+      upstream.push_back(ctx.value_of(u));
+      Tensor term = cast(sum(outputs[i] * u), DType::f64);
+      target = target.defined() ? target + term : term;
+    }
+    if (!target.defined() || sources.empty()) return nullptr;
+    std::vector<Tensor> grads = tape.gradient(target, sources, UnconnectedGradients::kZero);
+    std::vector<ir::Value*> outs;
+    for (const Tensor& t : outputs) outs.push_back(ctx.value_of(t));
+    for (const Tensor& t : grads) outs.push_back(ctx.value_of(t));
+    combined->set_outputs(std::move(outs));
+    combined_vars = ctx.captured_variables();
+  }
+  finish(combined);
+
+  // 2. Split where the upstream gradients enter.
+  std::unordered_set<const ir::Value*> backward_values(upstream.begin(), upstream.end());
+  std::unordered_set<const ir::Node*> backward_nodes;
+  std::vector<const ir::Value*> residuals;
+  std::unordered_set<const ir::Value*> is_residual;
+  auto add_residual = [&](const ir::Value* v) {
+    if (!backward_values.count(v) && is_residual.insert(v).second) residuals.push_back(v);
+  };
+  for (const auto& n : combined->nodes()) {
+    bool backward = false;
+    for (const ir::Value* v : n->inputs()) backward = backward || backward_values.count(v) > 0;
+    if (!backward) continue;
+    KILN_ASSERT(n->kind() == ir::NodeKind::kOp || n->kind() == ir::NodeKind::kConstant,
+                "a gradient node that is not an op");
+    backward_nodes.insert(n.get());
+    for (size_t o = 0; o < n->num_outputs(); ++o) backward_values.insert(n->output(o));
+  }
+  for (const auto& n : combined->nodes())
+    if (backward_nodes.count(n.get()))
+      for (const ir::Value* v : n->inputs()) add_residual(v);
+  const std::vector<ir::Value*>& combined_outputs = combined->outputs();
+  for (size_t i = pair->num_outputs; i < combined_outputs.size(); ++i)
+    add_residual(combined_outputs[i]);
+
+  // 3. The forward variant: the other nodes, with the residuals as extra outputs.
+  {
+    auto fwd = std::make_shared<ir::Graph>(g.name() + ".forward");
+    TraceOwner o;
+    o.function_name = fwd->name();
+    o.allow_variable_creation = false;
+    std::vector<Variable> fwd_vars;
+    {
+      PauseTapes pause;
+      TraceContext ctx(*fwd, o, nullptr);
+      GraphReplay replay(*combined, combined_vars);
+      for (size_t i = 0; i < g.parameter_types().size(); ++i)
+        replay.bind(combined->parameter(i),
+                    ctx.wrap(fwd->add_parameter(combined->parameter(i)->type())));
+      replay.run([&](const ir::Node& n) { return backward_nodes.count(&n) == 0; });
+      std::vector<ir::Value*> outs;
+      for (size_t i = 0; i < pair->num_outputs; ++i)
+        outs.push_back(ctx.value_of(replay.get(combined_outputs[i])));
+      for (const ir::Value* r : residuals) outs.push_back(ctx.value_of(replay.get(r)));
+      fwd->set_outputs(std::move(outs));
+      fwd_vars = ctx.captured_variables();
+    }
+    pair->forward = ConcreteFunction(finish(fwd), std::move(fwd_vars), f.mode());
+  }
+
+  // 4. The backward graph: upstream gradients and residuals in, gradients out.
+  {
+    auto bwd = std::make_shared<ir::Graph>(g.name() + ".backward");
+    TraceOwner o;
+    o.function_name = bwd->name();
+    o.allow_variable_creation = false;
+    {
+      PauseTapes pause;
+      TraceContext ctx(*bwd, o, nullptr);
+      GraphReplay replay(*combined, combined_vars);
+      for (const ir::Value* u : upstream) replay.bind(u, ctx.wrap(bwd->add_parameter(u->type())));
+      for (const ir::Value* r : residuals) replay.bind(r, ctx.wrap(bwd->add_parameter(r->type())));
+      replay.run([&](const ir::Node& n) { return backward_nodes.count(&n) > 0; });
+      std::vector<ir::Value*> outs;
+      for (size_t i = pair->num_outputs; i < combined_outputs.size(); ++i)
+        outs.push_back(ctx.value_of(replay.get(combined_outputs[i])));
+      bwd->set_outputs(std::move(outs));
+      KILN_ASSERT(ctx.captured_variables().empty(), "the backward graph reads a variable");
+    }
+    pair->backward = ConcreteFunction(finish(bwd), {}, f.mode());
+  }
+  return pair;
+}
+
+// One pair per traced graph (keyed by the graph, which the pair's functions keep alive).
+std::shared_ptr<const GradientPair> pair_for(const ConcreteFunction& f) {
+  static std::mutex mutex;
+  static std::map<const ir::Graph*,
+                  std::pair<std::shared_ptr<const ir::Graph>, std::shared_ptr<const GradientPair>>>
+      cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(&f.graph());
+  if (it != cache.end()) return it->second.second;
+  std::shared_ptr<const GradientPair> pair = build_pair(f);
+  // The entry keeps the graph alive, so its address is never reused by another graph.
+  cache.emplace(&f.graph(), std::make_pair(f.graph_ptr(), pair));
+  return pair;
+}
+
+}  // namespace
+
+RecordedCallCounts recorded_call_counts() {
+  return {g_forward_calls.load(), g_compiled.load(), g_backward_calls.load()};
+}
+
+std::vector<Tensor> call_recorded(const ConcreteFunction& f, const std::vector<Tensor>& args) {
+  if (!tapes_recording()) return f(args);
+  check_arguments(f.name(), f.input_types(), args);
+  std::shared_ptr<const GradientPair> pair = pair_for(f);
+  if (!pair) return f(args);
+  const std::vector<Variable> vars = variables_of(f);
+  // The sources as the tapes see them: the arguments and the variables' values before the
+  // call (Variable::read makes tapes watch trainable variables).
+  std::vector<Tensor> inputs;
+  for (size_t i : pair->arg_sources) inputs.push_back(args[i]);
+  for (size_t j : pair->var_sources) inputs.push_back(vars[j].read());
+  if (!any_watched(inputs)) return f(args);
+
+  std::vector<Tensor> all = pair->forward(args);
+  ++g_forward_calls;
+  if (pair->forward.mode() == ExecutionMode::kCompiled) ++g_compiled;
+  std::vector<Tensor> outputs(all.begin(), all.begin() + long(pair->num_outputs));
+  std::vector<Tensor> residuals(all.begin() + long(pair->num_outputs), all.end());
+  const std::string name = f.name();
+  CustomGradient backward = [pair, outputs, residuals, name](
+                                const std::vector<Tensor>& output_grads,
+                                const std::vector<bool>&) -> std::vector<Tensor> {
+    if (tapes_recording() && any_watched(outputs))
+      throw Error(fmt::format(
+          "second-order gradient through a call of kiln::function \"{}\": a GradientTape that "
+          "recorded the call is recording its gradient, which kiln does not support yet. Trace "
+          "the whole computation (the inner GradientTape and its gradient call included) inside "
+          "one kiln::function, where tapes nest",
+          name));
+    std::vector<Tensor> b_args;
+    for (size_t i : pair->float_outputs) {
+      const Tensor& g = output_grads.at(i);
+      b_args.push_back(g.defined() ? g : zeros(outputs[i].shape(), outputs[i].dtype()));
+    }
+    b_args.insert(b_args.end(), residuals.begin(), residuals.end());
+    ++g_backward_calls;
+    return call_recorded(pair->backward, b_args);
+  };
+  record_custom_on_tapes(inputs, outputs, std::move(backward));
+  return outputs;
+}
+
+}  // namespace kiln::detail
