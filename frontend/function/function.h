@@ -14,6 +14,9 @@
 // nothing. Inside the trace kiln::executing_eagerly() is false; variables may be created on
 // the first trace only; reading a variable captures it (not a constant); assignments become
 // side-effecting nodes. Calling a function inside another function's trace traces inline.
+// Called while a GradientTape records, a function still runs its graph (compiled) and is
+// recorded on the tape as one op whose gradient is its gradient graph
+// (frontend/function/function_gradient.h); recording tapes never see a trace.
 #pragma once
 
 #include <cstdint>

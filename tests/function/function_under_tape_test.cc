@@ -10,6 +10,7 @@
 
 #include "frontend/function/function_gradient.h"
 #include "kiln/kiln.h"
+#include "tests/support/expect_error.h"
 
 namespace kiln {
 namespace {
@@ -28,17 +29,7 @@ void expect_close(const Tensor& a, const Tensor& b, double scale, const std::str
     EXPECT_NEAR(va[i], vb[i], 256 * kEps * scale) << what << " element " << i;
 }
 
-template <typename Fn>
-void expect_error(Fn fn, const std::vector<std::string>& parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected kiln::Error";
-  } catch (const Error& e) {
-    for (const std::string& p : parts)
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
-          << "message \"" << e.what() << "\" lacks \"" << p << "\"";
-  }
-}
+using test::expect_error;
 
 // A small dense layer with float64 weights: y = tanh(x W + b) * x[:, :1].
 struct Layer64 {

@@ -248,11 +248,7 @@ TEST(TracingRandom, DropoutLayerInTraining) {
 }
 
 TEST(TracingRandom, DropoutWithUnknownBatch) {
-  GTEST_SKIP() << "known bug: kiln::dropout draws random_uniform(x.shape()), whose shape is an "
-                  "attribute, so with an unknown batch dimension the trace records shape (?, 4) "
-                  "and running it fails ('random_uniform: cannot allocate a tensor of shape "
-                  "(None, 4)'); needs a random op shaped like a tensor (frontend/ops_nn.cc, "
-                  "ir/ops.def)";
+  // dropout's mask takes x's shape at run time (random_uniform_like: the op's shape source).
   auto f = function([](const Tensor& x) { return dropout(x, 0.5, 1); },
                     {.input_signature = std::vector<TensorSpec>{{Shape{-1, 4}}}});
   for (int64_t n : {2, 5}) {

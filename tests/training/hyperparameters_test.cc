@@ -8,23 +8,14 @@
 #include <limits>
 
 #include "kiln/kiln.h"
+#include "tests/support/expect_error.h"
 
 namespace kiln {
 namespace {
 
 constexpr double kEps = std::numeric_limits<double>::epsilon();
 
-template <typename Fn>
-void expect_error(Fn fn, const std::vector<std::string>& parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected kiln::Error";
-  } catch (const Error& e) {
-    for (const std::string& p : parts)
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
-          << "message \"" << e.what() << "\" lacks \"" << p << "\"";
-  }
-}
+using test::expect_error;
 
 std::vector<double> values(const Variable& v) { return v.value().to_vector<double>(); }
 

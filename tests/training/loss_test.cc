@@ -13,6 +13,7 @@
 #include "frontend/gradient_tape.h"
 #include "frontend/ops.h"
 #include "tests/autodiff/gradcheck.h"
+#include "tests/support/expect_error.h"
 
 namespace kiln {
 namespace {
@@ -22,18 +23,7 @@ double value(const Tensor& t) {
   return t.item<double>();
 }
 
-// Expects `fn` to throw kiln::Error whose message contains every string of `parts`.
-template <typename Fn>
-void expect_error(Fn fn, const std::vector<std::string>& parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected kiln::Error";
-  } catch (const Error& e) {
-    for (const std::string& p : parts)
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
-          << "message \"" << e.what() << "\" lacks \"" << p << "\"";
-  }
-}
+using test::expect_error;
 
 const double kLogEps = -std::log(1e-7);  // 16.11809565095832
 

@@ -10,21 +10,12 @@
 #include "frontend/creation.h"
 #include "frontend/ops.h"
 #include "frontend/training/loss.h"
+#include "tests/support/expect_error.h"
 
 namespace kiln {
 namespace {
 
-template <typename Fn>
-void expect_error(Fn fn, const std::vector<std::string>& parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected kiln::Error";
-  } catch (const Error& e) {
-    for (const std::string& p : parts)
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
-          << "message \"" << e.what() << "\" lacks \"" << p << "\"";
-  }
-}
+using test::expect_error;
 
 // Rows whose argmax is 1, 0, 1.
 Tensor three_rows() { return tensor({0.1f, 0.9f, 0.8f, 0.2f, 0.3f, 0.7f}, {3, 2}); }

@@ -13,21 +13,12 @@
 #include "frontend/gradient_tape.h"
 #include "frontend/ops.h"
 #include "frontend/training/loss.h"
+#include "tests/support/expect_error.h"
 
 namespace kiln {
 namespace {
 
-template <typename Fn>
-void expect_error(Fn fn, const std::vector<std::string>& parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected kiln::Error";
-  } catch (const Error& e) {
-    for (const std::string& p : parts)
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
-          << "message \"" << e.what() << "\" lacks \"" << p << "\"";
-  }
-}
+using test::expect_error;
 
 // A float64 variable holding one number.
 Variable scalar_var(const std::string& name, double v) {
