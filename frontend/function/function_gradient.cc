@@ -31,6 +31,14 @@ struct GradientPair {
   std::vector<size_t> float_outputs;  // outputs that receive an upstream gradient
   std::vector<size_t> arg_sources;    // floating arguments
   std::vector<size_t> var_sources;    // graph variables: trainable, floating, read
+  // The forward variant's variables, and where var_sources are among them.
+  std::vector<Variable> forward_vars;
+  std::vector<size_t> forward_var_sources;
+  // Higher order: the vector-Jacobian product of the whole forward variant (outputs and
+  // residuals), as a pure function of (arguments, variable entry values, upstream gradients of
+  // its floating outputs) -> gradients of arg_sources ++ var_sources. Built on first use.
+  mutable std::once_flag second_once;
+  mutable ConcreteFunction second;
 };
 
 std::vector<Variable> variables_of(const ConcreteFunction& f) {
@@ -158,6 +166,14 @@ std::shared_ptr<const GradientPair> build_pair(const ConcreteFunction& f) {
       fwd->set_outputs(std::move(outs));
       fwd_vars = ctx.captured_variables();
     }
+    for (size_t j : pair->var_sources) {
+      size_t k = 0;
+      while (k < fwd_vars.size() && !(fwd_vars[k] == vars[j])) ++k;
+      KILN_ASSERT(k < fwd_vars.size(),
+                  "a variable source is not a variable of the forward variant");
+      pair->forward_var_sources.push_back(k);
+    }
+    pair->forward_vars = fwd_vars;
     pair->forward = ConcreteFunction(finish(fwd), std::move(fwd_vars), f.mode());
   }
 
@@ -183,6 +199,51 @@ std::shared_ptr<const GradientPair> build_pair(const ConcreteFunction& f) {
     pair->backward = ConcreteFunction(finish(bwd), {}, f.mode());
   }
   return pair;
+}
+
+// The forward variant's vector-Jacobian product over all its floating outputs, traced by a pure
+// replay (variables are parameters holding the values they had at the call, assignments are
+// ops), so it can run long after the call and may itself be differentiated.
+ConcreteFunction build_second(const GradientPair& pair) {
+  const ir::Graph& g = pair.forward.graph();
+  auto graph = std::make_shared<ir::Graph>(g.name() + ".vjp");
+  TraceOwner owner;
+  owner.function_name = graph->name();
+  owner.allow_variable_creation = false;
+  {
+    PauseTapes pause;
+    TraceContext ctx(*graph, owner, nullptr);
+    GraphReplay replay = GraphReplay::pure(g);
+    std::vector<Tensor> args, entries;
+    for (size_t i = 0; i < g.parameters().size(); ++i) {
+      args.push_back(ctx.wrap(graph->add_parameter(g.parameter(i)->type())));
+      replay.bind(g.parameter(i), args.back());
+    }
+    for (size_t k = 0; k < g.variables().size(); ++k) {
+      entries.push_back(ctx.wrap(graph->add_parameter(g.variable(k).type)));
+      replay.bind(g.variable(k).entry, entries.back());
+    }
+    GradientTape tape;
+    std::vector<Tensor> sources;
+    for (size_t i : pair.arg_sources) sources.push_back(args[i]);
+    for (size_t k : pair.forward_var_sources) sources.push_back(entries[k]);
+    for (const Tensor& t : sources) tape.watch(t);
+    replay.run();
+    Tensor target;
+    for (const ir::Value* v : g.outputs()) {
+      if (!is_floating(v->dtype())) continue;
+      Tensor y = replay.get(v);
+      Tensor u = ctx.wrap(graph->add_parameter(v->type()));
+      Tensor term = cast(sum(y * u), DType::f64);
+      target = target.defined() ? target + term : term;
+    }
+    std::vector<Tensor> grads = tape.gradient(target, sources, UnconnectedGradients::kZero);
+    std::vector<ir::Value*> outs;
+    for (const Tensor& t : grads) outs.push_back(ctx.value_of(t));
+    graph->set_outputs(std::move(outs));
+    KILN_ASSERT(ctx.captured_variables().empty(), "a pure replay read a variable");
+  }
+  return ConcreteFunction(finish(graph), {}, pair.forward.mode());
 }
 
 // One pair per traced graph (keyed by the graph, which the pair's functions keep alive).
@@ -219,32 +280,42 @@ std::vector<Tensor> call_recorded(const ConcreteFunction& f, const std::vector<T
   for (size_t j : pair->var_sources) inputs.push_back(vars[j].read());
   if (!any_watched(inputs)) return f(args);
 
+  // The variables' values at the call (references: the forward variant then cannot update
+  // them in place, so they stay as they were) for a higher-order gradient.
+  std::vector<Tensor> entries;
+  {
+    InitScope eager;
+    for (const Variable& v : pair->forward_vars) entries.push_back(v.value());
+  }
   std::vector<Tensor> all = pair->forward(args);
   ++g_forward_calls;
   if (pair->forward.mode() == ExecutionMode::kCompiled) ++g_compiled;
   std::vector<Tensor> outputs(all.begin(), all.begin() + long(pair->num_outputs));
-  std::vector<Tensor> residuals(all.begin() + long(pair->num_outputs), all.end());
-  const std::string name = f.name();
-  CustomGradient backward = [pair, outputs, residuals, name](
-                                const std::vector<Tensor>& output_grads,
-                                const std::vector<bool>&) -> std::vector<Tensor> {
-    if (tapes_recording() && any_watched(outputs))
-      throw Error(fmt::format(
-          "second-order gradient through a call of kiln::function \"{}\": a GradientTape that "
-          "recorded the call is recording its gradient, which kiln does not support yet. Trace "
-          "the whole computation (the inner GradientTape and its gradient call included) inside "
-          "one kiln::function, where tapes nest",
-          name));
-    std::vector<Tensor> b_args;
-    for (size_t i : pair->float_outputs) {
-      const Tensor& g = output_grads.at(i);
-      b_args.push_back(g.defined() ? g : zeros(outputs[i].shape(), outputs[i].dtype()));
-    }
-    b_args.insert(b_args.end(), residuals.begin(), residuals.end());
+  // The tapes record the residuals as outputs too: a gradient that flows into them (a tape
+  // differentiating this call's gradient) reaches the arguments through `second`.
+  CustomGradient backward = [pair, args, entries, all](const std::vector<Tensor>& grads,
+                                                       const std::vector<bool>&) {
+    auto upstream = [&](size_t i) {
+      return grads.at(i).defined() ? grads[i] : zeros(all[i].shape(), all[i].dtype());
+    };
+    bool through_residuals = false;
+    for (size_t i = pair->num_outputs; i < all.size(); ++i)
+      through_residuals = through_residuals || grads.at(i).defined();
     ++g_backward_calls;
-    return call_recorded(pair->backward, b_args);
+    if (!through_residuals) {
+      std::vector<Tensor> b_args;
+      for (size_t i : pair->float_outputs) b_args.push_back(upstream(i));
+      b_args.insert(b_args.end(), all.begin() + long(pair->num_outputs), all.end());
+      return call_recorded(pair->backward, b_args);
+    }
+    std::call_once(pair->second_once, [&] { pair->second = build_second(*pair); });
+    std::vector<Tensor> s_args = args;
+    s_args.insert(s_args.end(), entries.begin(), entries.end());
+    for (size_t i = 0; i < all.size(); ++i)
+      if (is_floating(all[i].dtype())) s_args.push_back(upstream(i));
+    return call_recorded(pair->second, s_args);
   };
-  record_custom_on_tapes(inputs, outputs, std::move(backward));
+  record_custom_on_tapes(inputs, all, std::move(backward));
   return outputs;
 }
 

@@ -14,10 +14,14 @@
 // backward graph (itself recorded, through this same path, when a tape records then). The
 // pair is built once per concrete function and cached.
 //
-// Limits, each a kiln::Error, never a silent difference: graphs with cond / while nodes are not
-// replayed yet; a second-order gradient through a call (a tape that recorded the call still
-// recording while another tape differentiates it) is refused: trace the whole computation,
-// inner tape.gradient included, inside one kiln::function, where tapes nest.
+// Higher order: the tapes record the residuals as outputs of the call too. When a gradient
+// flows into them (a tape differentiating the call's gradient), the backward runs the
+// vector-Jacobian product of the whole forward variant instead, a pure graph of (arguments,
+// the variables' values at the call, upstream gradients) traced once (recomputing the forward:
+// the rare case pays, the first-order case does not), itself recorded the same way.
+//
+// Limit (a kiln::Error, never a silent difference): graphs with cond / while nodes are not
+// replayed yet.
 #pragma once
 
 #include <vector>

@@ -4,6 +4,7 @@
 
 #include "frontend/creation.h"
 #include "frontend/dispatch.h"
+#include "frontend/ops.h"
 #include "ir/literal.h"
 
 namespace kiln::detail {
@@ -12,6 +13,12 @@ GraphReplay::GraphReplay(const ir::Graph& graph, std::vector<Variable> variables
     : graph_(graph), variables_(std::move(variables)) {
   KILN_ASSERT(variables_.size() == graph_.variables().size(),
               "GraphReplay: the variables must be parallel to the graph's registry");
+}
+
+GraphReplay GraphReplay::pure(const ir::Graph& graph) {
+  GraphReplay r(graph, std::vector<Variable>(graph.variables().size()));
+  r.pure_ = true;
+  return r;
 }
 
 bool GraphReplay::replayable(const ir::Graph& graph, std::string* why) {
@@ -39,6 +46,9 @@ void GraphReplay::bind(const ir::Value* v, Tensor t) { env_[v] = std::move(t); }
 Tensor GraphReplay::get(const ir::Value* v) {
   if (auto it = env_.find(v); it != env_.end()) return it->second;
   if (v->def() == ir::Value::Def::kVariableEntry) {
+    KILN_ASSERT(!pure_, fmt::format("GraphReplay: a pure replay of @{} needs variable {}'s entry "
+                                    "value bound",
+                                    graph_.name(), v->index()));
     Tensor t = variables_.at(size_t(v->index())).read();
     env_[v] = t;
     return t;
@@ -68,6 +78,18 @@ void GraphReplay::run(const std::function<bool(const ir::Node&)>& include) {
       case ir::NodeKind::kAssign:
       case ir::NodeKind::kAssignAdd:
       case ir::NodeKind::kAssignSub: {
+        if (pure_) {
+          const int j = n.variable();
+          auto it = current_.find(j);
+          Tensor current =
+              it != current_.end() ? it->second : get(graph_.variable(size_t(j)).entry);
+          Tensor next = n.kind() == ir::NodeKind::kAssign      ? in[0]
+                        : n.kind() == ir::NodeKind::kAssignAdd ? add(current, in[0])
+                                                               : sub(current, in[0]);
+          current_[j] = next;
+          env_[n.output(0)] = next;
+          break;
+        }
         Variable var = variables_.at(size_t(n.variable()));
         if (n.kind() == ir::NodeKind::kAssign)
           var.assign(in[0]);

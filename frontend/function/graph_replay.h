@@ -22,6 +22,10 @@ class GraphReplay {
  public:
   // `variables` is parallel to graph.variables() (a concrete function's registry).
   GraphReplay(const ir::Graph& graph, std::vector<Variable> variables);
+  // A pure replay: no Variable is touched. Every variable entry value the nodes use must be
+  // bound (a snapshot), and assignments compute the new value with ops (assign_add: current +
+  // delta) instead of assigning the variable.
+  static GraphReplay pure(const ir::Graph& graph);
 
   // Whether every node of `graph` can be replayed; otherwise `why` names the first that can't.
   static bool replayable(const ir::Graph& graph, std::string* why = nullptr);
@@ -38,7 +42,9 @@ class GraphReplay {
  private:
   const ir::Graph& graph_;
   std::vector<Variable> variables_;
+  bool pure_ = false;
   std::unordered_map<const ir::Value*, Tensor> env_;
+  std::unordered_map<int, Tensor> current_;  // pure: each variable's latest value
 };
 
 }  // namespace kiln::detail
