@@ -132,8 +132,9 @@ std::shared_ptr<const GradientPair> build_pair(const ConcreteFunction& f) {
     bool backward = false;
     for (const ir::Value* v : n->inputs()) backward = backward || backward_values.count(v) > 0;
     if (!backward) continue;
-    KILN_ASSERT(n->kind() == ir::NodeKind::kOp || n->kind() == ir::NodeKind::kConstant,
-                "a gradient node that is not an op");
+    KILN_ASSERT(n->kind() == ir::NodeKind::kOp || n->kind() == ir::NodeKind::kConstant ||
+                    n->kind() == ir::NodeKind::kCond,
+                "a gradient node that is not an op, a constant or a cond");
     backward_nodes.insert(n.get());
     for (size_t o = 0; o < n->num_outputs(); ++o) backward_values.insert(n->output(o));
   }

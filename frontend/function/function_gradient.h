@@ -20,8 +20,8 @@
 // the variables' values at the call, upstream gradients) traced once (recomputing the forward:
 // the rare case pays, the first-order case does not), itself recorded the same way.
 //
-// Limit (a kiln::Error, never a silent difference): graphs with cond / while nodes are not
-// replayed yet.
+// Limit (a kiln::Error, never a silent difference): graphs with while nodes are not replayed
+// yet (cond nodes are).
 #pragma once
 
 #include <vector>

@@ -4,6 +4,7 @@
 
 #include "frontend/creation.h"
 #include "frontend/dispatch.h"
+#include "frontend/function/control_flow.h"
 #include "frontend/ops.h"
 #include "ir/literal.h"
 
@@ -29,6 +30,10 @@ bool GraphReplay::replayable(const ir::Graph& graph, std::string* why) {
       case ir::NodeKind::kAssign:
       case ir::NodeKind::kAssignAdd:
       case ir::NodeKind::kAssignSub:
+        continue;
+      case ir::NodeKind::kCond:
+        for (const auto& sub : n->subgraphs())
+          if (!replayable(*sub, why)) return false;
         continue;
       default:
         if (why)
@@ -98,6 +103,24 @@ void GraphReplay::run(const std::function<bool(const ir::Node&)>& include) {
         else
           var.assign_sub(in[0]);
         env_[n.output(0)] = var.value();  // the new current value
+        break;
+      }
+      case ir::NodeKind::kCond: {
+        // kiln::cond with branches that replay the closed sub-graphs on the operands: in a
+        // trace it records a cond node again (and its gradient, if a tape records).
+        std::vector<Tensor> operands(in.begin() + 1, in.end());
+        auto branch = [operands](const ir::Graph& sub) -> BranchFn {
+          return [&sub, operands]() {
+            GraphReplay r = GraphReplay::pure(sub);
+            for (size_t i = 0; i < operands.size(); ++i) r.bind(sub.parameter(i), operands[i]);
+            r.run();
+            std::vector<Tensor> out;
+            for (const ir::Value* v : sub.outputs()) out.push_back(r.get(v));
+            return out;
+          };
+        };
+        std::vector<Tensor> out = cond(in[0], branch(n.subgraph(0)), branch(n.subgraph(1)));
+        for (size_t i = 0; i < out.size(); ++i) env_[n.output(i)] = out[i];
         break;
       }
       default:

@@ -4,8 +4,9 @@
 // produced the graph had run again. Used to differentiate a concrete function under a
 // GradientTape without re-running the user's callable (frontend/function/function_gradient.h).
 //
-// Supported nodes: ops, constants and assignments. cond / while nodes and fusion nodes are
-// not replayed (kiln::Error naming the node); the caller checks replayable() first.
+// Supported nodes: ops, constants, assignments and cond (replayed as kiln::cond over its closed
+// branches). while and fusion nodes are not replayed (kiln::Error naming the node); the caller
+// checks replayable() first.
 #pragma once
 
 #include <functional>
