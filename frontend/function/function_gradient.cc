@@ -5,6 +5,7 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <span>
 #include <unordered_set>
 
 #include "frontend/creation.h"
@@ -53,9 +54,29 @@ std::shared_ptr<ir::Graph> finish(std::shared_ptr<ir::Graph> g) {
   return g;
 }
 
-// Traces `g` again under a tape with the vector-Jacobian product of its floating outputs.
-// Returns null when nothing is differentiable (no floating output or no source).
-std::shared_ptr<const GradientPair> build_pair(const ConcreteFunction& f) {
+// What a call can be differentiated with respect to: the floating arguments and the trainable
+// floating variables the graph reads, in that order.
+struct Candidates {
+  std::vector<size_t> args, vars;
+};
+Candidates candidates_of(const ConcreteFunction& f, const std::vector<Variable>& vars) {
+  const ir::Graph& g = f.graph();
+  Candidates c;
+  for (size_t i = 0; i < g.parameters().size(); ++i)
+    if (is_floating(g.parameter(i)->dtype())) c.args.push_back(i);
+  for (size_t j = 0; j < vars.size(); ++j) {
+    const ir::GraphVariable& gv = g.variable(j);
+    if (gv.read && vars[j].trainable() && is_floating(gv.type.dtype)) c.vars.push_back(j);
+  }
+  return c;
+}
+
+// Traces `g` again under a tape with the vector-Jacobian product of its floating outputs with
+// respect to the sources `wanted` selects (parallel to the candidates: the ones the recording
+// tapes watch, so no gradient is computed that no tape asked for). Returns null when nothing is
+// differentiable (no floating output or no source).
+std::shared_ptr<const GradientPair> build_pair(const ConcreteFunction& f,
+                                               const std::vector<bool>& wanted) {
   const ir::Graph& g = f.graph();
   std::string why;
   if (!GraphReplay::replayable(g, &why))
@@ -81,25 +102,26 @@ std::shared_ptr<const GradientPair> build_pair(const ConcreteFunction& f) {
     std::vector<Tensor> params;
     for (const TensorType& t : g.parameter_types())
       params.push_back(ctx.wrap(combined->add_parameter(t)));
+    const Candidates candidates = candidates_of(f, vars);
     GradientTape tape;
     std::vector<Tensor> sources;
-    for (size_t i = 0; i < params.size(); ++i)
-      if (is_floating(params[i].dtype())) {
-        tape.watch(params[i]);
-        pair->arg_sources.push_back(i);
-        sources.push_back(params[i]);
-      }
+    for (size_t c = 0; c < candidates.args.size(); ++c) {
+      if (!wanted[c]) continue;
+      const size_t i = candidates.args[c];
+      tape.watch(params[i]);
+      pair->arg_sources.push_back(i);
+      sources.push_back(params[i]);
+    }
     GraphReplay replay(g, vars);
     for (size_t i = 0; i < params.size(); ++i) replay.bind(g.parameter(i), params[i]);
     replay.run();
     std::vector<Tensor> outputs;
     for (const ir::Value* v : g.outputs()) outputs.push_back(replay.get(v));
-    for (size_t j = 0; j < vars.size(); ++j) {
-      const ir::GraphVariable& gv = g.variable(j);
-      if (gv.read && vars[j].trainable() && is_floating(gv.type.dtype)) {
-        pair->var_sources.push_back(j);
-        sources.push_back(replay.get(gv.entry));  // the value the graph read (watched)
-      }
+    for (size_t c = 0; c < candidates.vars.size(); ++c) {
+      if (!wanted[candidates.args.size() + c]) continue;
+      const size_t j = candidates.vars[c];
+      pair->var_sources.push_back(j);
+      sources.push_back(replay.get(g.variable(j).entry));  // the value the graph read
     }
     Tensor target;
     for (size_t i = 0; i < outputs.size(); ++i) {
@@ -247,18 +269,23 @@ ConcreteFunction build_second(const GradientPair& pair) {
   return ConcreteFunction(finish(graph), {}, pair.forward.mode());
 }
 
-// One pair per traced graph (keyed by the graph, which the pair's functions keep alive).
-std::shared_ptr<const GradientPair> pair_for(const ConcreteFunction& f) {
+// One pair per traced graph and set of wanted sources (keyed by the graph, which the entry
+// keeps alive so that its address is never reused by another graph).
+std::shared_ptr<const GradientPair> pair_for(const ConcreteFunction& f,
+                                             const std::vector<bool>& wanted) {
+  struct Entry {
+    std::shared_ptr<const ir::Graph> graph;
+    std::map<std::vector<bool>, std::shared_ptr<const GradientPair>> pairs;
+  };
   static std::mutex mutex;
-  static std::map<const ir::Graph*,
-                  std::pair<std::shared_ptr<const ir::Graph>, std::shared_ptr<const GradientPair>>>
-      cache;
+  static std::map<const ir::Graph*, Entry> cache;
   std::lock_guard<std::mutex> lock(mutex);
-  auto it = cache.find(&f.graph());
-  if (it != cache.end()) return it->second.second;
-  std::shared_ptr<const GradientPair> pair = build_pair(f);
-  // The entry keeps the graph alive, so its address is never reused by another graph.
-  cache.emplace(&f.graph(), std::make_pair(f.graph_ptr(), pair));
+  Entry& e = cache[&f.graph()];
+  if (!e.graph) e.graph = f.graph_ptr();
+  auto it = e.pairs.find(wanted);
+  if (it != e.pairs.end()) return it->second;
+  std::shared_ptr<const GradientPair> pair = build_pair(f, wanted);
+  e.pairs.emplace(wanted, pair);
   return pair;
 }
 
@@ -271,15 +298,23 @@ RecordedCallCounts recorded_call_counts() {
 std::vector<Tensor> call_recorded(const ConcreteFunction& f, const std::vector<Tensor>& args) {
   if (!tapes_recording()) return f(args);
   check_arguments(f.name(), f.input_types(), args);
-  std::shared_ptr<const GradientPair> pair = pair_for(f);
-  if (!pair) return f(args);
   const std::vector<Variable> vars = variables_of(f);
   // The sources as the tapes see them: the arguments and the variables' values before the
-  // call (Variable::read makes tapes watch trainable variables).
+  // call (Variable::read makes tapes watch trainable variables); only the watched ones get
+  // gradients.
+  const Candidates candidates = candidates_of(f, vars);
+  std::vector<Tensor> all_inputs;
+  for (size_t i : candidates.args) all_inputs.push_back(args[i]);
+  for (size_t j : candidates.vars) all_inputs.push_back(vars[j].read());
+  std::vector<bool> wanted;
   std::vector<Tensor> inputs;
-  for (size_t i : pair->arg_sources) inputs.push_back(args[i]);
-  for (size_t j : pair->var_sources) inputs.push_back(vars[j].read());
-  if (!any_watched(inputs)) return f(args);
+  for (const Tensor& t : all_inputs) {
+    wanted.push_back(any_watched(std::span<const Tensor>(&t, 1)));
+    if (wanted.back()) inputs.push_back(t);
+  }
+  if (inputs.empty()) return f(args);
+  std::shared_ptr<const GradientPair> pair = pair_for(f, wanted);
+  if (!pair) return f(args);
 
   // The variables' values at the call (references: the forward variant then cannot update
   // them in place, so they stay as they were) for a higher-order gradient.
