@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <random>
 
+#include "bench/bench_util.h"
 #include "codegen/compile_graph.h"
 #include "codegen/object_cache.h"
 #include "kiln/kiln.h"
@@ -43,17 +44,7 @@ struct LayerNormInputs {
   }
 };
 
-template <typename F>
-double median_seconds(int runs, F&& f) {
-  std::vector<double> t;
-  for (int i = 0; i < runs; ++i) {
-    auto s = Clock::now();
-    f();
-    t.push_back(std::chrono::duration<double>(Clock::now() - s).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
+using bench_util::median_seconds;
 
 // Seconds per byte moved by a memcpy of one [4096, 1024] f32 tensor (bytes = read + write).
 double copy_seconds_per_byte() {

@@ -10,15 +10,13 @@
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <chrono>
 
+#include "bench/bench_util.h"
 #include "kiln/kiln.h"
 
 namespace {
 
 using namespace kiln;
-using Clock = std::chrono::steady_clock;
 
 struct Mlp {
   std::vector<Variable> w, b;
@@ -53,17 +51,7 @@ void step(const Mlp& m, const Tensor& x, Loss&& loss) {
   benchmark::DoNotOptimize(g[0].data<float>());
 }
 
-template <typename F>
-double median_seconds(int runs, F&& f) {
-  std::vector<double> t;
-  for (int i = 0; i < runs; ++i) {
-    auto s = Clock::now();
-    f();
-    t.push_back(std::chrono::duration<double>(Clock::now() - s).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
+using bench_util::median_seconds;
 
 void BM_FunctionUnderTape_Eager(benchmark::State& state) {
   Mlp m;

@@ -5,18 +5,11 @@
 #include <algorithm>
 #include <cmath>
 
+#include "frontend/function/compare_modes.h"
 #include "tools/model_zoo.h"
 
 namespace kiln::tools {
 namespace {
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  double pos = p * double(v.size() - 1);
-  size_t lo = size_t(pos), hi = std::min(v.size() - 1, lo + 1);
-  return v[lo] + (v[hi] - v[lo]) * (pos - double(lo));
-}
 
 std::string mib(int64_t bytes) { return fmt::format("{:.1f} MiB", double(bytes) / (1 << 20)); }
 
@@ -39,17 +32,17 @@ bool runs_agree(const TrainRun& a, const TrainRun& b) {
 
 void print_comparison(std::ostream& os, const std::vector<TrainRun>& runs) {
   if (runs.empty()) return;
-  const double base = percentile(runs.front().step_seconds, 0.5);
+  const double base = ModeTimes{runs.front().step_seconds}.median();
   std::vector<std::vector<std::string>> rows = {
       {""},          {"step time (median)"}, {"step time (p10 - p90)"}, {"examples / s"},
       {"speedup"},   {"compile time"},       {"peak tensor memory"},    {"final training loss"},
       {"test loss"}, {"test accuracy"}};
   for (const TrainRun& r : runs) {
-    double med = percentile(r.step_seconds, 0.5);
+    const ModeTimes times{r.step_seconds};
+    const double med = times.median();
     rows[0].push_back(r.mode);
     rows[1].push_back(fmt::format("{:.3f} ms", med * 1e3));
-    rows[2].push_back(fmt::format("{:.3f} - {:.3f} ms", percentile(r.step_seconds, 0.1) * 1e3,
-                                  percentile(r.step_seconds, 0.9) * 1e3));
+    rows[2].push_back(fmt::format("{:.3f} - {:.3f} ms", times.p10() * 1e3, times.p90() * 1e3));
     rows[3].push_back(fmt::format("{:.0f}", med > 0 ? double(r.batch_size) / med : 0.0));
     rows[4].push_back(fmt::format("{:.2f}x", med > 0 ? base / med : 0.0));
     rows[5].push_back(r.mode == "eager" ? "-" : fmt::format("{:.0f} ms", r.compile_seconds * 1e3));

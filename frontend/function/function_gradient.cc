@@ -48,6 +48,15 @@ std::vector<Variable> variables_of(const ConcreteFunction& f) {
   return out;
 }
 
+// The tracing policy of the graphs built here: they replay existing graphs, so they create no
+// variables.
+TraceOwner owner_for(const std::string& name) {
+  TraceOwner o;
+  o.function_name = name;
+  o.allow_variable_creation = false;
+  return o;
+}
+
 std::shared_ptr<ir::Graph> finish(std::shared_ptr<ir::Graph> g) {
   keep_old_variable_values(*g);
   ir::verify_graph(*g);
@@ -91,9 +100,7 @@ std::shared_ptr<const GradientPair> build_pair(const ConcreteFunction& f,
 
   // 1. The combined graph: replayed forward, then the gradient.
   auto combined = std::make_shared<ir::Graph>(g.name() + ".forward_backward");
-  TraceOwner owner;
-  owner.function_name = combined->name();
-  owner.allow_variable_creation = false;
+  TraceOwner owner = owner_for(combined->name());
   std::vector<Variable> combined_vars;
   std::vector<const ir::Value*> upstream;
   {
@@ -170,9 +177,7 @@ std::shared_ptr<const GradientPair> build_pair(const ConcreteFunction& f,
   // 3. The forward variant: the other nodes, with the residuals as extra outputs.
   {
     auto fwd = std::make_shared<ir::Graph>(g.name() + ".forward");
-    TraceOwner o;
-    o.function_name = fwd->name();
-    o.allow_variable_creation = false;
+    TraceOwner o = owner_for(fwd->name());
     std::vector<Variable> fwd_vars;
     {
       PauseTapes pause;
@@ -203,9 +208,7 @@ std::shared_ptr<const GradientPair> build_pair(const ConcreteFunction& f,
   // 4. The backward graph: upstream gradients and residuals in, gradients out.
   {
     auto bwd = std::make_shared<ir::Graph>(g.name() + ".backward");
-    TraceOwner o;
-    o.function_name = bwd->name();
-    o.allow_variable_creation = false;
+    TraceOwner o = owner_for(bwd->name());
     {
       PauseTapes pause;
       TraceContext ctx(*bwd, o, nullptr);
@@ -230,9 +233,7 @@ std::shared_ptr<const GradientPair> build_pair(const ConcreteFunction& f,
 ConcreteFunction build_second(const GradientPair& pair) {
   const ir::Graph& g = pair.forward.graph();
   auto graph = std::make_shared<ir::Graph>(g.name() + ".vjp");
-  TraceOwner owner;
-  owner.function_name = graph->name();
-  owner.allow_variable_creation = false;
+  TraceOwner owner = owner_for(graph->name());
   {
     PauseTapes pause;
     TraceContext ctx(*graph, owner, nullptr);

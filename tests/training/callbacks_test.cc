@@ -2,8 +2,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
 #include <filesystem>
 #include <sstream>
+#include <stdexcept>
 
 #include "frontend/io/file_util.h"
 #include "kiln/kiln.h"
@@ -77,10 +80,16 @@ TEST(Callbacks, EarlyStoppingRestoresBestWeights) {
   EXPECT_NEAR(m->evaluate(v.x, v.y, {.verbose = 0}).at("loss"), val[0], 1e-5);
 }
 
+// A new directory of this process: ctest runs these tests twice in parallel (the x86-64-v3
+// rerun), so a fixed path would be shared.
+fs::path fresh_directory(const std::string& stem) {
+  std::string t = (fs::temp_directory_path() / (stem + "_XXXXXX")).string();
+  if (mkdtemp(t.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + t);
+  return t;
+}
+
 TEST(Callbacks, ModelCheckpointFormatsPathsAndSavesBest) {
-  fs::path dir = fs::temp_directory_path() / "kiln_ckpt_test";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  fs::path dir = fresh_directory("kiln_ckpt_test");
   ModelCheckpoint fmt_only((dir / "w_{epoch:02d}_{loss:.2f}.safetensors").string());
   EXPECT_EQ(fmt_only.format_path(2, {{"loss", 0.4567}}), (dir / "w_03_0.46.safetensors").string());
   EXPECT_THROW(fmt_only.format_path(0, {}), Error);
@@ -101,7 +110,8 @@ TEST(Callbacks, ModelCheckpointFormatsPathsAndSavesBest) {
 }
 
 TEST(Callbacks, CsvLoggerWritesOneRowPerEpoch) {
-  fs::path p = fs::temp_directory_path() / "kiln_csv_test.csv";
+  const fs::path dir = fresh_directory("kiln_csv_test");
+  const fs::path p = dir / "log.csv";
   data::Dataset d = data::load_digits();
   Sequential m = small_model(0.01);
   m->fit(d.x, d.y,
@@ -116,7 +126,7 @@ TEST(Callbacks, CsvLoggerWritesOneRowPerEpoch) {
   EXPECT_THAT(io::read_file(p.string()), HasSubstr("\n1,"));
   std::string appended = io::read_file(p.string());
   EXPECT_EQ(std::count(appended.begin(), appended.end(), '\n'), 4);
-  fs::remove(p);
+  fs::remove_all(dir);
 }
 
 // A callback that records the order of hooks.
