@@ -17,19 +17,23 @@ std::string plural(size_t n, std::string_view word) {
   return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
 }
 
-std::unique_ptr<Graph> Parser::parse() {
-  if (!tok_.is_ident("graph")) fail_expected("'graph'");
-  advance();
-  expect(TK::kAt, "'@'");
+std::string Parser::symbol_name(std::string_view what) {
   std::string name;
   if (tok_.is(TK::kIdent) && tok_.text[0] != '-')
     name = std::string(tok_.text);
   else if (tok_.is(TK::kString))
     name = tok_.str;
   else
-    fail_expected("a graph name (an identifier or a string)");
+    fail_expected(fmt::format("{} (an identifier or a string)", what));
   advance();
-  auto g = std::make_unique<Graph>(std::move(name));
+  return name;
+}
+
+std::unique_ptr<Graph> Parser::parse() {
+  if (!tok_.is_ident("graph")) fail_expected("'graph'");
+  advance();
+  expect(TK::kAt, "'@'");
+  auto g = std::make_unique<Graph>(symbol_name("a graph name"));
   graph_def(*g);
   if (!tok_.is(TK::kEnd)) fail_expected("end of input after the graph's closing '}'");
   return g;
@@ -338,14 +342,7 @@ Node* Parser::fusion(Scope& s, const Token& op, size_t num_results) {
   std::string kind = expect(TK::kString, "the fusion kind (a string)").str;
   expect(TK::kRParen, "')'");
   expect(TK::kAt, "'@' and the fusion's group name");
-  std::string name;
-  if (tok_.is(TK::kIdent) && tok_.text[0] != '-')
-    name = std::string(tok_.text);
-  else if (tok_.is(TK::kString))
-    name = tok_.str;
-  else
-    fail_expected("a group name (an identifier or a string)");
-  advance();
+  std::string name = symbol_name("a group name");
   Metadata meta = metadata();
   expect(TK::kLBrace, "'{'");
   if (!tok_.is_ident("body")) fail_expected("'body'");

@@ -79,6 +79,8 @@ class Parser {
   Value* use(Scope& s);
 
   std::vector<Value*> operands(Scope& s);
+  // The name after '@' (a graph or fusion group): an identifier or a string.
+  std::string symbol_name(std::string_view what);
 
   // ---- graphs
   // `(%0: t, ...) -> (t, ...) { body }`: the signature and body of `g` (root or sub-graph).
