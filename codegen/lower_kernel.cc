@@ -524,27 +524,7 @@ class KernelEmitter {
 
 }  // namespace
 
-bool can_lower(const Node& n) {
-  if (n.kind() != NodeKind::kOp) return false;
-  const OpInfo& info = op_info(n.op());
-  if (info.has(kRandom) || info.has(kSideEffecting)) return false;
-  if (info.has(kElementwise) || info.has(kReduction)) return true;
-  switch (n.op()) {
-    case OpKind::BroadcastTo:
-    case OpKind::BroadcastLike:
-    case OpKind::Reshape:
-    case OpKind::Copy:
-    case OpKind::Transpose:
-    case OpKind::Slice:
-    case OpKind::Softmax:
-    case OpKind::LogSoftmax:
-    case OpKind::ElementCount:
-    case OpKind::OneHot:
-      return true;
-    default:
-      return false;
-  }
-}
+bool can_lower(const Node& n) { return n.kind() == NodeKind::kOp && op_info(n.op()).generated(); }
 
 LoweredKernel lower_kernel(const ir::Graph& body, const std::string& symbol,
                            const ir::Node* as_parameter,

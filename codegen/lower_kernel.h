@@ -36,8 +36,8 @@ struct LoweredKernel {
   runtime::KernelLayout layout;
 };
 
-// True if the emitter lowers `node` (an op node): elementwise ops, broadcasts, reshape, copy,
-// transpose, slice, one_hot, reductions, softmax / log_softmax, element_count.
+// True if the emitter lowers `node`: an op node whose op-table row says `Generated`
+// (ir/ops.def, the codegen column).
 bool can_lower(const ir::Node& node);
 
 // Lowers `body` into a kernel named `symbol`. With `as_parameter`, that node of the body (a

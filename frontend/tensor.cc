@@ -74,6 +74,15 @@ bool Tensor::is_sole_owner() const {
          impl_->value.storage.use_count() == 1;
 }
 
+Tensor Tensor::keras_mask() const { return keras_mask_ ? *keras_mask_ : Tensor(); }
+
+Tensor Tensor::with_keras_mask(const Tensor& mask) const {
+  require_defined("with_keras_mask");
+  Tensor t = *this;
+  t.keras_mask_ = mask.defined() ? std::make_shared<const Tensor>(mask) : nullptr;
+  return t;
+}
+
 std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.to_string(); }
 
 namespace detail {

@@ -72,9 +72,17 @@ class Tensor {
   // tensor or array shares its storage (a compiled step may then overwrite the storage).
   bool is_sole_owner() const;
 
+  // Keras' `_keras_mask`: the mask a layer attached to its output (a bool tensor, true where
+  // a time step is real), or an undefined Tensor. Layers read it from their inputs and attach
+  // the result of compute_mask to their outputs; ops ignore it and return unmasked tensors.
+  Tensor keras_mask() const;
+  // This tensor (same value and id) carrying `mask` (undefined: no mask).
+  Tensor with_keras_mask(const Tensor& mask) const;
+
  private:
   void require_defined(const char* what) const;
   std::shared_ptr<const detail::TensorImpl> impl_;
+  std::shared_ptr<const Tensor> keras_mask_;
 };
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t);

@@ -44,8 +44,9 @@ std::vector<AttrSpec> parse_schema(const char* op, std::string_view schema) {
 std::vector<OpInfo> build_table() {
   using namespace rules;
   std::vector<OpInfo> t;
-#define KILN_OP(e, name, arity, traits, dtypes, attrs, rule) \
-  t.push_back(OpInfo{OpKind::e, name, arity, traits, dtypes, parse_schema(name, attrs), &rule});
+#define KILN_OP(e, name, arity, traits, dtypes, fusion, codegen, attrs, rule)    \
+  t.push_back(OpInfo{OpKind::e, name, arity, traits, dtypes, FusionRole::fusion, \
+                     Lowering::codegen, parse_schema(name, attrs), &rule});
 #include "ir/ops.def"
 #undef KILN_OP
   return t;
@@ -82,6 +83,20 @@ std::string_view dtype_class_description(DTypeClass c) {
       return "bool";
     case Any:
       return "any dtype";
+  }
+  return "?";
+}
+
+std::string_view fusion_role_name(FusionRole r) {
+  switch (r) {
+    case FusionRole::NoFusion:
+      return "none";
+    case FusionRole::Loop:
+      return "loop";
+    case FusionRole::Reduction:
+      return "reduction";
+    case FusionRole::Contraction:
+      return "contraction";
   }
   return "?";
 }

@@ -15,13 +15,13 @@
 namespace kiln {
 
 enum class OpKind : uint16_t {
-#define KILN_OP(e, name, arity, traits, dtypes, attrs, rule) e,
+#define KILN_OP(e, name, arity, traits, dtypes, fusion, codegen, attrs, rule) e,
 #include "ir/ops.def"
 #undef KILN_OP
 };
 
 inline constexpr int kNumOps = 0
-#define KILN_OP(e, name, arity, traits, dtypes, attrs, rule) +1
+#define KILN_OP(e, name, arity, traits, dtypes, fusion, codegen, attrs, rule) +1
 #include "ir/ops.def"
 #undef KILN_OP
     ;
@@ -45,6 +45,20 @@ enum class DTypeClass : uint8_t { Float, Numeric, Bool, Any };
 bool dtype_in_class(DType t, DTypeClass c);
 std::string_view dtype_class_description(DTypeClass c);
 
+// An op's role in a fusion group (the `fusion` column of ir/ops.def).
+enum class FusionRole : uint8_t {
+  NoFusion,     // never a member of a fusion group
+  Loop,         // computed per output element where it is read (elementwise, broadcasts)
+  Reduction,    // combines elements along axes (sum, max, softmax)
+  Contraction,  // a GEMM or convolution a group forms around (its epilogue fuses)
+};
+// Whether codegen emits code for an op inside a kernel (the `codegen` column).
+enum class Lowering : uint8_t {
+  Generated,      // codegen/lower_kernel.cc has a rule for it
+  RuntimeKernel,  // runs as the runtime's kernel (library GEMM, gather, random, ...)
+};
+std::string_view fusion_role_name(FusionRole r);
+
 struct AttrSpec {
   std::string name;
   AttrKind kind;
@@ -62,10 +76,13 @@ struct OpInfo {
   int arity;  // -1: variadic (one or more)
   uint32_t traits;
   DTypeClass dtypes;
+  FusionRole fusion;
+  Lowering codegen;
   std::vector<AttrSpec> attrs;
   ShapeRule rule;
 
   bool has(OpTrait t) const { return (traits & t) != 0; }
+  bool generated() const { return codegen == Lowering::Generated; }
 };
 
 const OpInfo& op_info(OpKind kind);

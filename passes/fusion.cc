@@ -21,25 +21,19 @@ using ir::Value;
 
 enum class Role { kOther, kLoop, kReduction, kContraction };
 
+// The op's `fusion` column in ir/ops.def.
 Role role_of(const Node& n) {
   if (n.kind() != NodeKind::kOp) return Role::kOther;
-  const OpInfo& info = op_info(n.op());
-  if (info.has(kSideEffecting) || info.has(kRandom)) return Role::kOther;
-  switch (n.op()) {
-    case OpKind::BroadcastTo:
-    case OpKind::BroadcastLike:
-    case OpKind::Reshape:
-    case OpKind::OneHot:  // computed where it is read: (index == position) ? 1 : 0
+  switch (op_info(n.op()).fusion) {
+    case FusionRole::Loop:
       return Role::kLoop;
-    case OpKind::Softmax:
-    case OpKind::LogSoftmax:
+    case FusionRole::Reduction:
       return Role::kReduction;
-    default:
+    case FusionRole::Contraction:
+      return Role::kContraction;
+    case FusionRole::NoFusion:
       break;
   }
-  if (info.has(kElementwise)) return Role::kLoop;
-  if (info.has(kReduction)) return Role::kReduction;
-  if (info.has(kContraction)) return Role::kContraction;
   return Role::kOther;
 }
 

@@ -1,5 +1,5 @@
-// `kiln ops`: prints the op table (name, arity, dtypes, traits, attributes) as a Markdown
-// table; docs/ops.md embeds its output.
+// `kiln ops`: prints the op table (name, arity, dtypes, traits, fusion role, codegen,
+// attributes) as a Markdown table; docs/ops.md embeds its output.
 #include <iostream>
 #include <string>
 
@@ -39,14 +39,16 @@ std::string dtypes_text(DTypeClass c) {
 }  // namespace
 
 void print_op_table() {
-  std::cout << "| op | inputs | dtypes | traits | attributes |\n|---|---|---|---|---|\n";
+  std::cout << "| op | inputs | dtypes | traits | fuses as | codegen | attributes |\n"
+               "|---|---|---|---|---|---|---|\n";
   for (const OpInfo& op : all_ops()) {
     std::string attrs;
     for (const AttrSpec& a : op.attrs)
       attrs += (attrs.empty() ? "" : ", ") + a.name + ": " + std::string(attr_kind_name(a.kind));
     std::cout << "| `" << op.name << "` | " << (op.arity < 0 ? "1+" : std::to_string(op.arity))
-              << " | " << dtypes_text(op.dtypes) << " | " << traits_text(op) << " | " << attrs
-              << " |\n";
+              << " | " << dtypes_text(op.dtypes) << " | " << traits_text(op) << " | "
+              << fusion_role_name(op.fusion) << " | "
+              << (op.generated() ? "generated" : "runtime kernel") << " | " << attrs << " |\n";
   }
 }
 

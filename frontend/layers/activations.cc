@@ -76,7 +76,9 @@ Tensor apply(const std::string& name, const Tensor& x) { return table().at(canon
 
 ActivationImpl::ActivationImpl(const std::string& activation, ActivationOptions options)
     : LayerImpl("Activation", std::move(options.name)),
-      activation_(activations::canonical(activation)) {}
+      activation_(activations::canonical(activation)) {
+  supports_masking = true;
+}
 
 Tensor ActivationImpl::call(const Tensor& x, bool) { return activations::apply(activation_, x); }
 

@@ -12,6 +12,7 @@ namespace kiln {
 
 DenseImpl::DenseImpl(int64_t units, DenseOptions options)
     : LayerImpl("Dense", options.name), units_(units), options_(std::move(options)) {
+  supports_masking = true;
   if (units <= 0)
     throw Error(
         fmt::format("layer \"{}\": Received an invalid value for `units`, expected a "

@@ -14,6 +14,7 @@ DropoutImpl::DropoutImpl(double rate, DropoutOptions options)
       rate_(rate),
       seed_(options.seed),
       generator_(static_cast<uint64_t>(options.seed ? *options.seed : next_global_seed())) {
+  supports_masking = true;
   if (!(rate >= 0 && rate < 1))
     throw Error(
         fmt::format("layer \"{}\": Invalid value received for argument `rate`. Expected "

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "frontend/creation.h"
 #include "frontend/layers/layer_util.h"
 #include "frontend/ops.h"
 
@@ -50,6 +51,12 @@ std::vector<Shape> EmbeddingImpl::compute_output_shape(const std::vector<Shape>&
   return {out};
 }
 
+std::vector<Tensor> EmbeddingImpl::compute_mask(const std::vector<Tensor>& inputs,
+                                                const std::vector<Tensor>&) {
+  if (!options_.mask_zero) return {};
+  return {not_equal(inputs[0], scalar(0, inputs[0].dtype()))};
+}
+
 Json EmbeddingImpl::get_config() const {
   Json c = layer_util::base_config(*this, options_.dtype);
   c["input_dim"] = input_dim_;
@@ -57,7 +64,7 @@ Json EmbeddingImpl::get_config() const {
   c["embeddings_initializer"] = layer_util::initializer_config(options_.embeddings_initializer);
   c["embeddings_regularizer"] = layer_util::regularizer_config(options_.embeddings_regularizer);
   c["embeddings_constraint"] = nullptr;
-  c["mask_zero"] = false;
+  c["mask_zero"] = options_.mask_zero;
   return c;
 }
 

@@ -19,6 +19,9 @@ struct EmbeddingOptions {
   Initializer embeddings_initializer = initializers::random_uniform(-0.05, 0.05);
   Regularizer embeddings_regularizer{};
   Regularizer activity_regularizer{};
+  // Keras' mask_zero: index 0 is padding; the output carries the mask `indices != 0`, which
+  // recurrent layers, attention, pooling, losses and metrics then respect.
+  bool mask_zero = false;
   DType dtype = DType::f32;  // of the table and the output
   std::string name{};        // empty: "embedding", "embedding_1", ...
 };
@@ -30,6 +33,9 @@ class EmbeddingImpl : public LayerImpl {
   void build(const Shape& input_shape) override;
   Tensor call(const Tensor& indices, bool training) override;
   std::vector<Shape> compute_output_shape(const std::vector<Shape>& input_shapes) override;
+  // indices != 0 with mask_zero, else no mask.
+  std::vector<Tensor> compute_mask(const std::vector<Tensor>& inputs,
+                                   const std::vector<Tensor>& masks) override;
   Json get_config() const override;
 
   int64_t input_dim() const { return input_dim_; }

@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <mutex>
+#include <vector>
 
 #include "frontend/creation.h"
 #include "frontend/ops.h"
@@ -130,6 +132,45 @@ Initializer he_normal(std::optional<int64_t> seed) {
   return variance_scaling("he_normal", 2, false, false, seed);
 }
 
+Initializer orthogonal(double gain, std::optional<int64_t> seed) {
+  return {
+      "orthogonal",
+      [gain](const Shape& s, DType t, int64_t sd) {
+        if (s.rank() < 2)
+          throw Error(fmt::format(
+              "initializer orthogonal needs a weight of rank >= 2, got shape {}", s.to_string()));
+        const int64_t cols = s.dim(-1), rows = s.num_elements() / cols;
+        // Columns of a (long x short) normal matrix, orthonormalised in double by
+        // modified Gram-Schmidt (R's diagonal comes out positive, as Keras' sign fix
+        // makes it).
+        const int64_t n = std::max(rows, cols), k = std::min(rows, cols);
+        std::vector<double> a =
+            kiln::random_normal(Shape{k, n}, sd, 0.0, 1.0, DType::f64).to_vector<double>();
+        for (int64_t j = 0; j < k; ++j) {
+          double* v = &a[size_t(j * n)];
+          for (int64_t p = 0; p < j; ++p) {
+            const double* q = &a[size_t(p * n)];
+            double dot = 0;
+            for (int64_t i = 0; i < n; ++i) dot += q[i] * v[i];
+            for (int64_t i = 0; i < n; ++i) v[i] -= dot * q[i];
+          }
+          double norm = 0;
+          for (int64_t i = 0; i < n; ++i) norm += v[i] * v[i];
+          norm = std::sqrt(norm);
+          for (int64_t i = 0; i < n; ++i) v[i] /= norm;
+        }
+        // a holds k orthonormal vectors of length n: as [n, k] columns when rows >= cols
+        // (orthonormal columns), as [k, n] rows otherwise.
+        std::vector<double> w(size_t(rows * cols));
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t c = 0; c < cols; ++c)
+            w[size_t(r * cols + c)] =
+                gain * (rows >= cols ? a[size_t(c * n + r)] : a[size_t(r * n + c)]);
+        return tensor(w, s, t);
+      },
+      seed};
+}
+
 }  // namespace initializers
 
 Initializer::Initializer(const char* name) {
@@ -153,11 +194,13 @@ Initializer::Initializer(const char* name) {
     *this = he_uniform();
   else if (n == "he_normal")
     *this = he_normal();
+  else if (n == "orthogonal")
+    *this = orthogonal();
   else
     throw Error(
         fmt::format("unknown initializer \"{}\": expected zeros, ones, random_normal, "
                     "random_uniform, truncated_normal, glorot_uniform, glorot_normal, "
-                    "he_uniform or he_normal",
+                    "he_uniform, he_normal or orthogonal",
                     n));
 }
 

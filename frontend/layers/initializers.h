@@ -24,7 +24,7 @@ class Initializer {
   Initializer(std::string name, Fn fn, std::optional<int64_t> seed = std::nullopt)
       : name_(std::move(name)), fn_(std::move(fn)), seed_(seed) {}
   // By name: "zeros", "ones", "random_normal", "random_uniform", "truncated_normal",
-  // "glorot_uniform", "glorot_normal", "he_uniform", "he_normal".
+  // "glorot_uniform", "glorot_normal", "he_uniform", "he_normal", "orthogonal".
   Initializer(const char* name);  // NOLINT: implicit, so a string can stand for one
   Initializer(const std::string& name) : Initializer(name.c_str()) {}  // NOLINT
 
@@ -53,6 +53,11 @@ Initializer glorot_uniform(std::optional<int64_t> seed = std::nullopt);
 Initializer glorot_normal(std::optional<int64_t> seed = std::nullopt);
 Initializer he_uniform(std::optional<int64_t> seed = std::nullopt);
 Initializer he_normal(std::optional<int64_t> seed = std::nullopt);
+// Keras' Orthogonal (the default recurrent_initializer): a 2-D weight (higher ranks are
+// flattened to [prod(shape[:-1]), shape[-1]]) whose rows or columns, whichever are fewer, are
+// orthonormal, times `gain`: Q of the QR decomposition of a standard normal matrix, with the
+// signs that make R's diagonal positive.
+Initializer orthogonal(double gain = 1.0, std::optional<int64_t> seed = std::nullopt);
 
 // Keras' compute_fans: (fan_in, fan_out) of a weight shape (HWIO for convolution kernels).
 std::pair<double, double> compute_fans(const Shape& shape);

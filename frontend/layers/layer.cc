@@ -88,6 +88,47 @@ std::vector<Shape> LayerImpl::compute_output_shape(const std::vector<Shape>& inp
   return out;
 }
 
+std::vector<Tensor> LayerImpl::call_masked(const std::vector<Tensor>& inputs,
+                                           const std::vector<Tensor>&, bool training) {
+  return call_many(inputs, training);
+}
+
+std::vector<Tensor> LayerImpl::compute_mask(const std::vector<Tensor>&,
+                                            const std::vector<Tensor>& masks) {
+  if (!supports_masking) return {};
+  return masks;
+}
+
+namespace {
+
+std::vector<Tensor> masks_of(const std::vector<Tensor>& inputs) {
+  std::vector<Tensor> masks;
+  for (const Tensor& t : inputs) masks.push_back(t.keras_mask());
+  return masks;
+}
+
+bool any_defined(const std::vector<Tensor>& ts) {
+  for (const Tensor& t : ts)
+    if (t.defined()) return true;
+  return false;
+}
+
+}  // namespace
+
+// Attaches compute_mask's masks to the outputs (replacing any the call left on them, e.g. a
+// layer returning its input), unless this is a model whose outputs keep their inner masks.
+void LayerImpl::attach_output_masks(const std::vector<Tensor>& inputs,
+                                    const std::vector<Tensor>& masks,
+                                    std::vector<Tensor>& outputs) {
+  if (outputs_keep_masks_) return;
+  std::vector<Tensor> out_masks = compute_mask(inputs, masks);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    Tensor m = i < out_masks.size() ? out_masks[i] : Tensor();
+    if (m.defined() || outputs[i].keras_mask().defined())
+      outputs[i] = outputs[i].with_keras_mask(m);
+  }
+}
+
 Json LayerImpl::get_config() const { return Json{{"name", name_}, {"trainable", trainable_}}; }
 
 void LayerImpl::maybe_build(const std::vector<Shape>& shapes) {
@@ -113,10 +154,13 @@ std::vector<Tensor> LayerImpl::invoke(const std::vector<Tensor>& inputs, bool tr
   for (const Tensor& t : inputs) shapes.push_back(t.shape());
   maybe_build(shapes);
   call_losses_.clear();
-  std::vector<Tensor> outputs = call_many(inputs, training);
+  std::vector<Tensor> masks = masks_of(inputs);
+  std::vector<Tensor> outputs =
+      any_defined(masks) ? call_masked(inputs, masks, training) : call_many(inputs, training);
   if (activity_regularizer.active())
     for (const Tensor& y : outputs)
       add_loss(activity_regularizer(y));  // Keras 3: no batch division
+  attach_output_masks(inputs, masks, outputs);
   return outputs;
 }
 
@@ -128,22 +172,34 @@ std::vector<Tensor> LayerImpl::call_symbolic(const std::vector<Tensor>& inputs, 
     all_history = all_history && keras_history(t) != nullptr;
   }
   maybe_build(shapes);
-  // Inside another layer's symbolic call (no history): just propagate types.
-  if (!all_history) return call_many(inputs, training);
+  std::vector<Tensor> masks = masks_of(inputs);
+  auto run = [&](const std::vector<Tensor>& args) {
+    std::vector<Tensor> outputs =
+        any_defined(masks) ? call_masked(args, masks, training) : call_many(args, training);
+    attach_output_masks(args, masks, outputs);
+    return outputs;
+  };
+  // Inside another layer's symbolic call (no history): just propagate types and masks.
+  if (!all_history) return run(inputs);
   // `call` sees the inputs without their history, so sublayers it calls (a nested model's
   // layers, a subclassed model's tracked layers) record no nodes of their own.
   std::vector<Tensor> plain;
-  for (const Tensor& t : inputs) plain.push_back(Tensor::symbolic(t.type(), nullptr));
-  std::vector<Tensor> outputs = call_many(plain, training);
+  for (const Tensor& t : inputs)
+    plain.push_back(Tensor::symbolic(t.type(), nullptr).with_keras_mask(t.keras_mask()));
+  std::vector<Tensor> outputs = run(plain);
   auto node = std::make_shared<Node>();
   node->layer = shared_from_this();
   node->inputs = inputs;
   node->training = training;
-  for (const Tensor& t : outputs) node->output_types.push_back(t.type());
+  for (const Tensor& t : outputs) {
+    node->output_types.push_back(t.type());
+    node->output_masks.push_back(t.keras_mask());
+  }
   inbound_nodes.push_back(node);
   std::vector<Tensor> tracked;
   for (size_t i = 0; i < outputs.size(); ++i)
-    tracked.push_back(Tensor::symbolic(outputs[i].type(), std::make_shared<KerasHistory>(node, i)));
+    tracked.push_back(Tensor::symbolic(outputs[i].type(), std::make_shared<KerasHistory>(node, i))
+                          .with_keras_mask(outputs[i].keras_mask()));
   return tracked;
 }
 

@@ -64,8 +64,22 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   // {"name", "trainable", ...}; subclasses add their arguments.
   virtual Json get_config() const;
 
+  // ---- masks (Keras' supports_masking, compute_mask and the `mask` call argument) ----
+  // The call given the masks of the inputs (undefined where an input has none). Layers that
+  // consume masks (recurrent layers, attention, pooling) override this; the default ignores
+  // them and runs call_many.
+  virtual std::vector<Tensor> call_masked(const std::vector<Tensor>& inputs,
+                                          const std::vector<Tensor>& masks, bool training);
+  // The masks of the outputs (undefined: none), one per output or empty for none at all.
+  // Default (Keras 3): the input mask when supports_masking, else no mask.
+  virtual std::vector<Tensor> compute_mask(const std::vector<Tensor>& inputs,
+                                           const std::vector<Tensor>& masks);
+  // True for layers that pass the input mask on unchanged (Dense, Dropout, activations ...).
+  bool supports_masking = false;
+
   // ---- the life cycle ----
-  // Keras' __call__: spec check, lazy build, call (or node recording on symbolic inputs).
+  // Keras' __call__: spec check, lazy build, call_masked with the inputs' keras_mask() (or
+  // node recording on symbolic inputs); the outputs carry compute_mask's masks.
   std::vector<Tensor> invoke(const std::vector<Tensor>& inputs, bool training);
   // Builds once, from the input shapes.
   void maybe_build(const std::vector<Shape>& input_shapes);
@@ -118,10 +132,14 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
 
  protected:
   bool built_ = false;
+  // Models: the outputs keep the masks their inner layers attached (compute_mask is not used).
+  bool outputs_keep_masks_ = false;
 
  private:
   void collect_weights(std::vector<Variable>& out, bool parent_trainable, int which) const;
   std::vector<Tensor> call_symbolic(const std::vector<Tensor>& inputs, bool training);
+  void attach_output_masks(const std::vector<Tensor>& inputs, const std::vector<Tensor>& masks,
+                           std::vector<Tensor>& outputs);
 
   std::string class_name_, name_;
   bool trainable_ = true;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "frontend/creation.h"
 #include "frontend/layers/layer.h"
 #include "frontend/ops.h"
 
@@ -62,6 +63,23 @@ inline Axes pair_arg(const std::string& layer, const char* arg, const Axes& valu
 // The layer's input in the layer's dtype (Keras casts inputs to the compute dtype).
 inline Tensor cast_input(const Tensor& x, DType dtype) {
   return x.dtype() == dtype ? x : cast(x, dtype);
+}
+
+// A mask for the first two axes of x ([batch, timesteps] for x [batch, timesteps, ...]) as
+// bool (numeric masks: nonzero is kept, as Keras casts them). Throws naming the layer when
+// its shape does not match.
+inline Tensor sequence_mask(const std::string& layer, const Tensor& x, const Tensor& mask) {
+  bool ok = mask.rank() == 2 && x.rank() >= 2;
+  for (int d = 0; ok && d < 2; ++d)
+    ok = mask.shape()[d] == x.shape()[d] || mask.shape()[d] == kUnknownDim ||
+         x.shape()[d] == kUnknownDim;
+  if (!ok)
+    throw Error(fmt::format(
+        "layer \"{}\": the mask must have shape [batch, timesteps] matching the input's first "
+        "two axes; got a mask of shape {} for an input of shape {}",
+        layer, mask.shape().to_string(), x.shape().to_string()));
+  if (mask.dtype() == DType::b8) return mask;
+  return not_equal(mask, scalar(0, mask.dtype()));
 }
 
 }  // namespace kiln::layer_util

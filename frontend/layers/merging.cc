@@ -45,7 +45,18 @@ std::vector<Shape> shapes_of(const std::vector<Tensor>& xs) {
 // ---- elementwise merges ----
 
 MergeImpl::MergeImpl(Kind kind, MergeOptions options)
-    : LayerImpl(merge_class(kind), std::move(options.name)), kind_(kind) {}
+    : LayerImpl(merge_class(kind), std::move(options.name)), kind_(kind) {
+  supports_masking = true;
+}
+
+// Keras' Merge.compute_mask: the logical AND of the inputs' masks (those that have one).
+std::vector<Tensor> MergeImpl::compute_mask(const std::vector<Tensor>&,
+                                            const std::vector<Tensor>& masks) {
+  Tensor out;
+  for (const Tensor& m : masks)
+    if (m.defined()) out = out.defined() ? logical_and(out, m) : m;
+  return {out};
+}
 
 Shape MergeImpl::check_shapes(const std::vector<Shape>& shapes) const {
   if (kind_ == Kind::kSubtract && shapes.size() != 2)

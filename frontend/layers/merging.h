@@ -22,6 +22,8 @@ class MergeImpl : public LayerImpl {
  public:
   enum class Kind { kAdd, kSubtract, kMultiply, kAverage, kMaximum, kMinimum };
   MergeImpl(Kind kind, MergeOptions options);
+  std::vector<Tensor> compute_mask(const std::vector<Tensor>& inputs,
+                                   const std::vector<Tensor>& masks) override;
   std::vector<Tensor> call_many(const std::vector<Tensor>& inputs, bool training) override;
   std::vector<Shape> compute_output_shape(const std::vector<Shape>& input_shapes) override;
 

@@ -16,6 +16,9 @@ struct Node {
   std::shared_ptr<LayerImpl> layer;
   std::vector<Tensor> inputs;  // symbolic tensors the layer was called on (none for Input)
   std::vector<TensorType> output_types;
+  // The layer's compute_mask on the symbolic inputs (undefined where an output has no mask):
+  // Keras' node output masks. Runs pass masks on through keras_mask() on the real tensors.
+  std::vector<Tensor> output_masks;
   bool training = false;
 };
 

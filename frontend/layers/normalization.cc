@@ -43,6 +43,7 @@ void check_epsilon(const std::string& layer, double epsilon) {
 
 BatchNormalizationImpl::BatchNormalizationImpl(BatchNormalizationOptions options)
     : LayerImpl("BatchNormalization", options.name), options_(std::move(options)) {
+  supports_masking = true;
   check_epsilon(name(), options_.epsilon);
   if (!(options_.momentum >= 0 && options_.momentum <= 1))
     throw Error(
@@ -122,6 +123,7 @@ BatchNormalization::BatchNormalization(BatchNormalizationOptions options)
 
 LayerNormalizationImpl::LayerNormalizationImpl(LayerNormalizationOptions options)
     : LayerImpl("LayerNormalization", options.name), options_(std::move(options)) {
+  supports_masking = true;
   check_epsilon(name(), options_.epsilon);
   if (options_.axis.empty())
     throw Error(fmt::format("layer \"{}\": axis must name at least one axis", name()));

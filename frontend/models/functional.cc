@@ -254,7 +254,8 @@ std::vector<Tensor> FunctionalImpl::call_many(const std::vector<Tensor>& inputs,
                       got.to_string()));
     Tensor v = inputs[i];
     // Layers run below must not record nodes on the caller's graph.
-    if (v.symbolic_info()) v = Tensor::symbolic(v.type(), nullptr);
+    if (v.symbolic_info())
+      v = Tensor::symbolic(v.type(), nullptr).with_keras_mask(v.keras_mask());
     values[key_of(inputs_[i])] = v;
   }
   for (const NodePtr& n : nodes_in_order_) {

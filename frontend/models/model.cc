@@ -5,7 +5,9 @@
 namespace kiln {
 
 ModelImpl::ModelImpl(std::string class_name, std::string name)
-    : LayerImpl(std::move(class_name), std::move(name)) {}
+    : LayerImpl(std::move(class_name), std::move(name)) {
+  outputs_keep_masks_ = true;  // the masks of the layers that made the outputs
+}
 
 std::vector<Layer> ModelImpl::layers() const { return sublayers(); }
 

@@ -71,29 +71,43 @@ struct CallbackList {
   }
 };
 
+// A step's results: {loss, y_pred} and y_pred's mask when it has one (a traced step's outputs
+// are plain tensors, so the mask travels as a third output and is attached again).
+std::vector<Tensor> step_results(const Tensor& loss, const Tensor& y_pred) {
+  std::vector<Tensor> out{loss, y_pred};
+  if (y_pred.keras_mask().defined()) out.push_back(y_pred.keras_mask());
+  return out;
+}
+
+std::pair<Tensor, Tensor> loss_and_prediction(const std::vector<Tensor>& results) {
+  Tensor y_pred = results[1];
+  if (results.size() > 2) y_pred = y_pred.with_keras_mask(results[2]);
+  return {results[0], y_pred};
+}
+
 // The three steps, written once and run eagerly or traced.
-std::pair<Tensor, Tensor> train_step(ModelImpl& model, const CompileOptions& c, const Tensor& x,
-                                     const Tensor& y) {
+std::vector<Tensor> train_step(ModelImpl& model, const CompileOptions& c, const Tensor& x,
+                               const Tensor& y) {
   GradientTape tape;
   Tensor y_pred = model.invoke({x}, /*training=*/true)[0];
   Tensor loss = total_loss(model, c, y, y_pred);
   std::vector<Variable> vars = model.trainable_weights();
   std::vector<Tensor> grads = tape.gradient(loss, vars);
   c.optimizer->apply_gradients(grads, vars);
-  return {loss, y_pred};
+  return step_results(loss, y_pred);
 }
 
-std::pair<Tensor, Tensor> test_step(ModelImpl& model, const CompileOptions& c, const Tensor& x,
-                                    const Tensor& y) {
+std::vector<Tensor> test_step(ModelImpl& model, const CompileOptions& c, const Tensor& x,
+                              const Tensor& y) {
   Tensor y_pred = model.invoke({x}, false)[0];
-  return {total_loss(model, c, y, y_pred), y_pred};
+  return step_results(total_loss(model, c, y, y_pred), y_pred);
 }
 
 }  // namespace
 
 // The model's traced steps (Keras' make_train_function and friends).
 struct ModelSteps {
-  using XY = std::function<std::pair<Tensor, Tensor>(const Tensor&, const Tensor&)>;
+  using XY = std::function<std::vector<Tensor>(const Tensor&, const Tensor&)>;
   using X = std::function<Tensor(const Tensor&)>;
   Function<XY> train, test;
   Function<X> predict;
@@ -118,16 +132,16 @@ ConcreteFunction ModelImpl::train_step_function(const Tensor& x, const Tensor& y
 
 std::pair<Tensor, Tensor> ModelImpl::run_train_step(const Tensor& x, const Tensor& y) {
   const CompileOptions& c = compile_options();
-  if (c.run_eagerly) return train_step(*this, c, x, y);
+  if (c.run_eagerly) return loss_and_prediction(train_step(*this, c, x, y));
   if (!steps_) steps_ = std::make_shared<ModelSteps>(*this);
-  return steps_->train(x, y);
+  return loss_and_prediction(steps_->train(x, y));
 }
 
 std::pair<Tensor, Tensor> ModelImpl::run_test_step(const Tensor& x, const Tensor& y) {
   const CompileOptions& c = compile_options();
-  if (c.run_eagerly) return test_step(*this, c, x, y);
+  if (c.run_eagerly) return loss_and_prediction(test_step(*this, c, x, y));
   if (!steps_) steps_ = std::make_shared<ModelSteps>(*this);
-  return steps_->test(x, y);
+  return loss_and_prediction(steps_->test(x, y));
 }
 
 Tensor ModelImpl::run_predict_step(const Tensor& x) {

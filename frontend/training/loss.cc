@@ -76,12 +76,28 @@ std::pair<Tensor, Tensor> align_dense(const std::string& loss, const Tensor& y_t
 }
 
 // Per-sample values (the last axis already reduced) -> their mean: sum_over_batch_size.
-Tensor batch_mean(const Tensor& per_sample) { return mean(per_sample); }
+// With a mask on y_pred (keras_mask(), e.g. [batch, timesteps] from Embedding(mask_zero)) the
+// mean is over the unmasked samples only (Keras' apply_mask: 0 when every sample is masked).
+Tensor batch_mean(const std::string& loss, const Tensor& per_sample, const Tensor& y_pred) {
+  Tensor mask = y_pred.keras_mask();
+  if (!mask.defined()) return mean(per_sample);
+  if (!(mask.shape() == per_sample.shape()))
+    throw Error(fmt::format(
+        "{}: y_pred carries a mask of shape {}, but the loss has one value per sample of shape "
+        "{} (y_pred {}); the mask must cover y_pred's axes except the last",
+        loss, mask.shape().to_string(), per_sample.shape().to_string(),
+        y_pred.shape().to_string()));
+  if (mask.dtype() != DType::b8) mask = not_equal(mask, scalar(0, mask.dtype()));
+  const DType t = per_sample.dtype();
+  Tensor count = sum(cast(mask, t));
+  return sum(where(mask, per_sample, zeros_like(per_sample))) / maximum(count, scalar(1, t));
+}
 
 // Mean over the last axis, then over the batch: the overall mean (rank 0 is its own mean).
-Tensor last_axis_mean_then_batch(const Tensor& elementwise) {
+Tensor last_axis_mean_then_batch(const std::string& loss, const Tensor& elementwise,
+                                 const Tensor& y_pred) {
   if (elementwise.rank() == 0) return elementwise;
-  return batch_mean(mean(elementwise, {-1}));
+  return batch_mean(loss, mean(elementwise, {-1}), y_pred);
 }
 
 Tensor clip_probabilities(const Tensor& p) {
@@ -161,7 +177,7 @@ namespace losses {
 Loss mean_squared_error() {
   return Loss("mean_squared_error", [](const Tensor& t, const Tensor& p) {
     auto [y_true, y_pred] = align_dense("mean_squared_error", t, p);
-    return last_axis_mean_then_batch(square(y_pred - y_true));
+    return last_axis_mean_then_batch("mean_squared_error", square(y_pred - y_true), p);
   });
 }
 
@@ -169,7 +185,7 @@ Loss mean_squared_error() {
 Loss mean_absolute_error() {
   return Loss("mean_absolute_error", [](const Tensor& t, const Tensor& p) {
     auto [y_true, y_pred] = align_dense("mean_absolute_error", t, p);
-    return last_axis_mean_then_batch(abs(y_pred - y_true));
+    return last_axis_mean_then_batch("mean_absolute_error", abs(y_pred - y_true), p);
   });
 }
 
@@ -186,7 +202,7 @@ Loss binary_crossentropy(bool from_logits) {
       Tensor q = clip_probabilities(x);
       elementwise = -(y * log(q) + (1.0 - y) * log(1.0 - q));
     }
-    return last_axis_mean_then_batch(elementwise);
+    return last_axis_mean_then_batch("binary_crossentropy", elementwise, p);
   });
 }
 
@@ -203,7 +219,7 @@ Loss categorical_crossentropy(bool from_logits) {
     Tensor y = t.dtype() == p.dtype() ? t : cast(t, p.dtype());
     Tensor log_prob =
         from_logits ? log_softmax(p, -1) : log(clip_probabilities(p / sum(p, {-1}, true)));
-    return batch_mean(-sum(y * log_prob, {-1}));
+    return batch_mean(name, -sum(y * log_prob, {-1}), p);
   });
 }
 
@@ -218,7 +234,7 @@ Loss sparse_categorical_crossentropy(bool from_logits) {
     Tensor log_prob =
         from_logits ? log_softmax(p, -1) : log(clip_probabilities(p / sum(p, {-1}, true)));
     Tensor y = one_hot(labels, p.shape().dim(-1), p.dtype());
-    return batch_mean(-sum(y * log_prob, {-1}));
+    return batch_mean(name, -sum(y * log_prob, {-1}), p);
   });
 }
 

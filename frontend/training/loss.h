@@ -1,5 +1,6 @@
 // Losses (Keras' names and formulas): each maps (y_true, y_pred) to a scalar, the mean over
-// the batch ("sum_over_batch_size"). Numerically stable: from_logits versions use
+// the batch ("sum_over_batch_size"). A mask on y_pred (Tensor::keras_mask(), one value per
+// sample: [batch] or [batch, timesteps]) excludes the masked samples from the mean. Numerically stable: from_logits versions use
 // log_softmax / softplus; probability versions clip to [eps, 1 - eps] like Keras.
 #pragma once
 

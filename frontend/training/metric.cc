@@ -43,10 +43,24 @@ void require_inputs(const std::string& metric, const Tensor& y_true, const Tenso
 class MeanMetricImpl : public MetricImpl {
  public:
   using MetricImpl::MetricImpl;
+  // A mask on y_pred (keras_mask(), one value per sample) leaves masked samples out.
   void update_state(const Tensor& y_true, const Tensor& y_pred) override {
-    Tensor values = matches(y_true, y_pred);
-    total_ += sum(cast(values, DType::f64)).item<double>();
-    count_ += double(values.size());
+    Tensor values = cast(matches(y_true, y_pred), DType::f64);
+    Tensor mask = y_pred.keras_mask();
+    if (!mask.defined()) {
+      total_ += sum(values).item<double>();
+      count_ += double(values.size());
+      return;
+    }
+    if (!(mask.shape() == values.shape()))
+      throw Error(fmt::format(
+          "metric \"{}\": y_pred carries a mask of shape {}, but the metric has one value per "
+          "sample of shape {} (y_pred {})",
+          name(), mask.shape().to_string(), values.shape().to_string(),
+          y_pred.shape().to_string()));
+    Tensor keep = cast(mask, DType::f64);
+    total_ += sum(values * keep).item<double>();
+    count_ += sum(keep).item<double>();
   }
   double result() const override { return count_ == 0 ? 0.0 : total_ / count_; }
   void reset_state() override { total_ = count_ = 0; }

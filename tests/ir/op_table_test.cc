@@ -53,6 +53,33 @@ TEST(OpTable, TraitsAreConsistent) {
   EXPECT_TRUE(op_info(OpKind::ArgMax).has(kNoGradient));
 }
 
+// The fusion and codegen columns keep what the traits promise: a fusion group is lowered as
+// one kernel, so every op that joins one as a loop or reduction member must be generated;
+// elementwise ops and reductions fuse; contractions are the groups' library GEMMs; random
+// and side-effecting ops never fuse.
+TEST(OpTable, FusionAndCodegenColumnsAgreeWithTheTraits) {
+  for (const OpInfo& op : all_ops()) {
+    SCOPED_TRACE(op.name);
+    if (op.fusion == FusionRole::Loop || op.fusion == FusionRole::Reduction)
+      EXPECT_TRUE(op.generated()) << "fuses as " << fusion_role_name(op.fusion);
+    if (op.has(kRandom) || op.has(kSideEffecting)) {
+      EXPECT_EQ(op.fusion, FusionRole::NoFusion);
+      EXPECT_FALSE(op.generated());
+      continue;
+    }
+    if (op.has(kElementwise)) EXPECT_EQ(op.fusion, FusionRole::Loop);
+    if (op.has(kReduction)) EXPECT_EQ(op.fusion, FusionRole::Reduction);
+    if (op.has(kContraction)) {
+      EXPECT_EQ(op.fusion, FusionRole::Contraction);
+      EXPECT_FALSE(op.generated());
+    }
+  }
+  EXPECT_EQ(op_info(OpKind::Softmax).fusion, FusionRole::Reduction);
+  EXPECT_EQ(op_info(OpKind::Gather).fusion, FusionRole::NoFusion);
+  EXPECT_TRUE(op_info(OpKind::Transpose).generated());
+  EXPECT_FALSE(op_info(OpKind::MatMul).generated());
+}
+
 TEST(OpTable, ArityIsChecked) {
   TensorType t{DType::f32, Shape{2}};
   std::vector<TensorType> one{t};

@@ -1,0 +1,274 @@
+// The loop shared by SimpleRNN, LSTM and GRU (recurrent.h): weights, masks, dropout masks,
+// initial states, go_backwards, and the two ways to run the steps (a C++ loop eagerly, one
+// while_loop when traced).
+#include "frontend/layers/recurrent.h"
+
+#include <fmt/format.h>
+
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "frontend/function/control_flow.h"
+#include "frontend/layers/activations.h"
+#include "frontend/layers/initializers.h"
+#include "frontend/layers/layer_util.h"
+#include "frontend/ops.h"
+
+namespace kiln {
+namespace {
+
+constexpr int64_t kToEnd = std::numeric_limits<int64_t>::max();
+
+Tensor index_scalar(int64_t i) { return scalar(double(i), DType::i64); }
+
+void check_rate(const std::string& layer, const char* arg, double rate) {
+  if (!(rate >= 0 && rate < 1))
+    throw Error(fmt::format("layer \"{}\": `{}` must be in [0, 1), got {}", layer, arg, rate));
+}
+
+// Zeros of shape `shape` whose unknown dimensions are taken from `like` (same rank): from a
+// fully known shape directly, else broadcast to a slice of `like` (no arithmetic on its values).
+Tensor zeros_shaped(const Shape& shape, const Tensor& like, DType dtype) {
+  if (shape.is_fully_known()) return zeros(shape, dtype);
+  Shape ones_shape = shape;
+  Axes start, stop;
+  for (int d = 0; d < shape.rank(); ++d) {
+    ones_shape[d] = shape[d] == kUnknownDim ? 1 : shape[d];
+    start.push_back(0);
+    stop.push_back(shape[d] == kUnknownDim ? kToEnd : shape[d]);
+  }
+  return broadcast_like(zeros(ones_shape, dtype), slice(like, start, stop));
+}
+
+}  // namespace
+
+RecurrentImpl::RecurrentImpl(std::string class_name, int64_t units, int gates, int num_states,
+                             RecurrentOptions options)
+    : LayerImpl(std::move(class_name), options.name),
+      units_(units),
+      gates_(gates),
+      num_states_(num_states),
+      options_(std::move(options)),
+      generator_(static_cast<uint64_t>(options_.seed ? *options_.seed : next_global_seed())) {
+  if (units <= 0)
+    throw Error(
+        fmt::format("layer \"{}\": Received an invalid value for argument `units`, expected a "
+                    "positive integer, got {}.",
+                    name(), units));
+  check_rate(name(), "dropout", options_.dropout);
+  check_rate(name(), "recurrent_dropout", options_.recurrent_dropout);
+  options_.activation = activations::canonical(options_.activation);
+  options_.recurrent_activation = activations::canonical(options_.recurrent_activation);
+  activity_regularizer = options_.activity_regularizer;
+  supports_masking = true;
+  input_spec = {InputSpec{.ndim = 3}};
+}
+
+Shape RecurrentImpl::bias_shape() const { return {gates_ * units_}; }
+Initializer RecurrentImpl::bias_initializer() const { return options_.bias_initializer; }
+Tensor RecurrentImpl::input_bias() { return options_.use_bias ? bias.read() : Tensor(); }
+std::vector<Tensor> RecurrentImpl::recurrent_weights() { return {recurrent_kernel.read()}; }
+
+void RecurrentImpl::build_many(const std::vector<Shape>& shapes) {
+  const Shape& x = shapes[0];
+  if (x.rank() != 3 || x[2] == kUnknownDim)
+    throw Error(fmt::format(
+        "layer \"{}\": {} expects inputs of shape [batch, timesteps, features] with known "
+        "features, got {}",
+        name(), class_name(), x.to_string()));
+  const int64_t in = x[2];
+  kernel = add_weight("kernel", {in, gates_ * units_}, options_.kernel_initializer, true,
+                      options_.dtype, options_.kernel_regularizer);
+  recurrent_kernel =
+      add_weight("recurrent_kernel", {units_, gates_ * units_}, options_.recurrent_initializer,
+                 true, options_.dtype, options_.recurrent_regularizer);
+  if (options_.use_bias)
+    bias = add_weight("bias", bias_shape(), bias_initializer(), true, options_.dtype,
+                      options_.bias_regularizer);
+  input_spec = {InputSpec{.ndim = 3, .axes = {{-1, in}}}};
+}
+
+std::vector<Tensor> RecurrentImpl::call_many(const std::vector<Tensor>& inputs, bool training) {
+  return call_masked(inputs, std::vector<Tensor>(inputs.size()), training);
+}
+
+std::vector<Tensor> RecurrentImpl::call_masked(const std::vector<Tensor>& inputs,
+                                               const std::vector<Tensor>& masks, bool training) {
+  if (inputs.size() != 1 && inputs.size() != size_t(1 + num_states_))
+    throw Error(fmt::format(
+        "layer \"{}\": {} takes the sequence, optionally followed by {} initial state(s); got {} "
+        "inputs",
+        name(), class_name(), num_states_, inputs.size()));
+  const Tensor& x = inputs[0];
+  Tensor mask = masks.empty() ? Tensor() : masks[0];
+  if (mask.defined()) mask = layer_util::sequence_mask(name(), x, mask);
+  std::vector<Tensor> states(inputs.begin() + 1, inputs.end());
+  for (size_t i = 0; i < states.size(); ++i) {
+    const Shape& s = states[i].shape();
+    bool ok = s.rank() == 2 && s[1] == units_ &&
+              (s[0] == x.shape()[0] || s[0] == kUnknownDim || x.shape()[0] == kUnknownDim);
+    if (!ok)
+      throw Error(fmt::format(
+          "layer \"{}\": initial state {} must have shape [batch, units] = [{}, {}], got {}",
+          name(), i, x.shape()[0] == kUnknownDim ? "batch" : std::to_string(x.shape()[0]), units_,
+          s.to_string()));
+    states[i] = layer_util::cast_input(states[i], options_.dtype);
+  }
+  return run(layer_util::cast_input(x, options_.dtype), mask, std::move(states), training);
+}
+
+std::vector<Tensor> RecurrentImpl::run(const Tensor& x, const Tensor& mask,
+                                       std::vector<Tensor> states, bool training) {
+  const Shape& xs = x.shape();
+  const int64_t batch = xs[0], steps = xs[1];
+  const DType dt = options_.dtype;
+  if (x.is_placeholder()) {  // a functional model being built: types only
+    std::vector<Tensor> out;
+    Shape y = options_.return_sequences ? Shape{batch, steps, units_} : Shape{batch, units_};
+    out.push_back(Tensor::symbolic({dt, y}, nullptr));
+    if (options_.return_state)
+      for (int i = 0; i < num_states_; ++i)
+        out.push_back(Tensor::symbolic({dt, Shape{batch, units_}}, nullptr));
+    return out;
+  }
+  if (steps == 0)
+    throw Error(fmt::format("layer \"{}\": the input has no time steps (shape {})", name(),
+                            xs.to_string()));
+  const bool traced = x.is_traced();
+  if (traced && steps == kUnknownDim)
+    throw Error(fmt::format(
+        "layer \"{}\": {} traced with an unknown number of time steps (input {}); trace with "
+        "the sequence length known (an input_signature with a fixed timesteps dimension)",
+        name(), class_name(), xs.to_string()));
+
+  // Dropout masks: drawn once per call and shared by every step (Keras).
+  Tensor x_in = x, recurrent_mask;
+  if (training && options_.dropout > 0) {
+    Tensor first = gather(x, index_scalar(0), 1);  // [batch, features]
+    x_in = x * expand_dims(dropout(ones_like(first), options_.dropout, generator_.next_seed()), 1);
+  }
+
+  // The input projection of every step at once: [batch, steps, G*units].
+  // (as one [batch * steps, features] GEMM)
+  Tensor projected =
+      reshape(matmul(reshape(x_in, {-1, xs[2]}), kernel.read()), {-1, steps, gates_ * units_});
+  if (Tensor b = input_bias(); b.defined()) projected = projected + b;
+  if (states.empty())  // zeros [batch, units]
+    for (int i = 0; i < num_states_; ++i)
+      states.push_back(zeros_shaped({batch, units_}, gather(projected, index_scalar(0), 1), dt));
+  if (training && options_.recurrent_dropout > 0)
+    recurrent_mask =
+        dropout(ones_like(states[0]), options_.recurrent_dropout, generator_.next_seed());
+  std::vector<Tensor> weights = recurrent_weights();
+
+  // One step at time index `t` (a scalar int64): the new states, masked steps keeping the old.
+  // (Captures by value: a traced loop's gradient runs the body again after this call.)
+  auto step_at = [this, projected, weights, recurrent_mask, mask](const Tensor& t,
+                                                                  const std::vector<Tensor>& s) {
+    std::vector<Tensor> in = s;
+    if (recurrent_mask.defined()) in[0] = in[0] * recurrent_mask;
+    std::vector<Tensor> next = step(gather(projected, t, 1), in, weights);
+    if (mask.defined()) {
+      Tensor keep = expand_dims(gather(mask, t, 1), 1);  // [batch, 1]
+      for (size_t i = 0; i < next.size(); ++i) next[i] = where(keep, next[i], s[i]);
+    }
+    return next;
+  };
+  // The output at step t: the (carried) first state, or zeros at masked steps.
+  auto output_at = [mask, zero = options_.zero_output_for_mask](const Tensor& t, const Tensor& h) {
+    if (!mask.defined() || !zero) return h;
+    return where(expand_dims(gather(mask, t, 1), 1), h, zeros_like(h));
+  };
+
+  Tensor sequence;
+  if (!traced) {
+    std::vector<Tensor> outputs;
+    for (int64_t i = 0; i < steps; ++i) {
+      Tensor t = index_scalar(options_.go_backwards ? steps - 1 - i : i);
+      states = step_at(t, states);
+      if (options_.return_sequences) outputs.push_back(output_at(t, states[0]));
+    }
+    if (options_.return_sequences) sequence = stack(outputs, 1);
+  } else {
+    // Loop variables: the step counter, the states, and with return_sequences the outputs so
+    // far ([batch, steps, units], step i's output added at position i).
+    std::vector<Tensor> vars{index_scalar(0)};
+    vars.insert(vars.end(), states.begin(), states.end());
+    if (options_.return_sequences)
+      vars.push_back(zeros_shaped({batch, steps, units_}, projected, dt));
+    const size_t n = states.size();
+    std::vector<Tensor> final_vars = while_loop(
+        [steps](const std::vector<Tensor>& v) { return less(v[0], index_scalar(steps)); },
+        [step_at, output_at, steps, n, dt, backwards = options_.go_backwards,
+         sequences = options_.return_sequences](const std::vector<Tensor>& v) {
+          Tensor t = backwards ? index_scalar(steps - 1) - v[0] : v[0];
+          std::vector<Tensor> s(v.begin() + 1, v.begin() + 1 + std::ptrdiff_t(n));
+          std::vector<Tensor> next = step_at(t, s);
+          std::vector<Tensor> out{v[0] + index_scalar(1)};
+          out.insert(out.end(), next.begin(), next.end());
+          if (sequences) {
+            Tensor at = reshape(one_hot(v[0], steps, dt), {1, steps, 1});
+            out.push_back(v.back() + expand_dims(output_at(t, next[0]), 1) * at);
+          }
+          return out;
+        },
+        vars);
+    states.assign(final_vars.begin() + 1, final_vars.begin() + 1 + std::ptrdiff_t(n));
+    if (options_.return_sequences) sequence = final_vars.back();
+  }
+
+  std::vector<Tensor> result{options_.return_sequences ? sequence : states[0]};
+  if (options_.return_state) result.insert(result.end(), states.begin(), states.end());
+  return result;
+}
+
+std::vector<Tensor> RecurrentImpl::compute_mask(const std::vector<Tensor>&,
+                                                const std::vector<Tensor>& masks) {
+  Tensor seq = options_.return_sequences && !masks.empty() ? masks[0] : Tensor();
+  std::vector<Tensor> out{seq};
+  if (options_.return_state) out.resize(size_t(1 + num_states_));
+  return out;
+}
+
+std::vector<Shape> RecurrentImpl::compute_output_shape(const std::vector<Shape>& shapes) {
+  if (shapes.empty() || shapes[0].rank() != 3)
+    throw Error(
+        fmt::format("layer \"{}\": compute_output_shape expects [batch, timesteps, "
+                    "features]",
+                    name()));
+  const int64_t b = shapes[0][0];
+  std::vector<Shape> out{options_.return_sequences ? Shape{b, shapes[0][1], units_}
+                                                   : Shape{b, units_}};
+  if (options_.return_state)
+    for (int i = 0; i < num_states_; ++i) out.push_back(Shape{b, units_});
+  return out;
+}
+
+Json RecurrentImpl::get_config() const {
+  Json c = layer_util::base_config(*this, options_.dtype);
+  c["units"] = units_;
+  c["activation"] = options_.activation;
+  c["use_bias"] = options_.use_bias;
+  c["kernel_initializer"] = layer_util::initializer_config(options_.kernel_initializer);
+  c["recurrent_initializer"] = layer_util::initializer_config(options_.recurrent_initializer);
+  c["bias_initializer"] = layer_util::initializer_config(options_.bias_initializer);
+  c["kernel_regularizer"] = layer_util::regularizer_config(options_.kernel_regularizer);
+  c["recurrent_regularizer"] = layer_util::regularizer_config(options_.recurrent_regularizer);
+  c["bias_regularizer"] = layer_util::regularizer_config(options_.bias_regularizer);
+  c["kernel_constraint"] = nullptr;
+  c["recurrent_constraint"] = nullptr;
+  c["bias_constraint"] = nullptr;
+  c["dropout"] = options_.dropout;
+  c["recurrent_dropout"] = options_.recurrent_dropout;
+  c["seed"] = options_.seed ? Json(*options_.seed) : Json(nullptr);
+  c["return_sequences"] = options_.return_sequences;
+  c["return_state"] = options_.return_state;
+  c["go_backwards"] = options_.go_backwards;
+  c["stateful"] = false;
+  c["unroll"] = false;
+  c["zero_output_for_mask"] = options_.zero_output_for_mask;
+  add_config(c);
+  return c;
+}
+
+}  // namespace kiln
