@@ -5,6 +5,7 @@
 #include "frontend/data/dataset.h"
 #include "frontend/data/digits.h"
 #include "frontend/data/mnist.h"
+#include "frontend/data/text.h"
 #include "frontend/function/compare_modes.h"
 #include "frontend/function/compiled_form.h"
 #include "frontend/function/concrete_function.h"

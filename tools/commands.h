@@ -16,7 +16,7 @@ void run_demo();
 void add_ops_command(CLI::App& app);
 void print_op_table();
 
-// `kiln train`: train the MLP or CNN on digits or MNIST.
+// `kiln train`: train the MLP or CNN on digits or MNIST, or a character language model.
 void add_train_command(CLI::App& app);
 // `kiln dump-ir`: the traced training step of the MLP or CNN as IR text or DOT.
 void add_dump_ir_command(CLI::App& app);
@@ -26,6 +26,8 @@ void add_run_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 // `kiln predict`: logits of a trained model for an .npy input.
 void add_predict_command(CLI::App& app);
+// `kiln generate`: text sampled from a trained character language model.
+void add_generate_command(CLI::App& app);
 
 // The traced training step (Adam, sparse softmax cross-entropy) of the "mlp" or "cnn" model on
 // digits-shaped batches of `batch_size`.

@@ -1,5 +1,7 @@
 // `kiln train`: trains the MLP or CNN on digits (shipped) or MNIST (a directory of IDX files)
-// with the Keras-style fit loop and prints `test_accuracy: 0.9xxx` at the end.
+// with the Keras-style fit loop and prints `test_accuracy: 0.9xxx` at the end; or, with
+// --model lstm|gru|transformer, a character language model on a text file
+// (--dataset text:FILE, tools/char_lm.h) reporting perplexity.
 //   --mode compiled (default)  steps traced by kiln::function and JIT-compiled
 //   --mode eager               op by op
 //   --mode reference           traced steps on the reference executor (node by node)
@@ -13,6 +15,7 @@
 #include "frontend/data/digits.h"
 #include "frontend/data/mnist.h"
 #include "kiln/kiln.h"
+#include "tools/char_lm.h"
 #include "tools/commands.h"
 #include "tools/model_zoo.h"
 #include "tools/train_comparison.h"
@@ -21,13 +24,15 @@ namespace kiln::tools {
 namespace {
 
 struct TrainArgs {
-  std::string model = "mlp", dataset = "digits", optimizer = "adam", mode = "compiled";
+  std::string model = "mlp", dataset, optimizer = "adam", mode = "compiled";
   int epochs = 20, verbose = 1;
-  int64_t batch_size = 32;
+  int64_t batch_size = 32, seq_len = 64, units = 256, embedding_dim = 64, heads = 4;
   double lr = 1e-3, validation_split = 0;
   uint64_t seed = 0;
   std::string save_weights, load_weights;
 };
+
+constexpr const char* kTextPrefix = "text:";
 
 struct Data {
   data::Dataset train, test;
@@ -36,7 +41,7 @@ struct Data {
 
 Data load(const TrainArgs& a) {
   Data d;
-  if (a.dataset == "digits") {
+  if (a.dataset.empty() || a.dataset == "digits") {
     std::tie(d.train, d.test) = data::train_test_split(data::load_digits(), 0.2, /*seed=*/0);
   } else {
     std::tie(d.train, d.test) = data::load_mnist(a.dataset);
@@ -110,7 +115,37 @@ TrainRun train_once(const TrainArgs& a, const Data& d, const std::string& mode, 
   return run;
 }
 
+void run_char_lm(const TrainArgs& a) {
+  CharLmTrainArgs c;
+  c.config.model = a.model;
+  c.config.seq_len = a.seq_len;
+  c.config.units = a.units;
+  c.config.embedding_dim = a.embedding_dim;
+  c.config.heads = a.heads;
+  if (!a.dataset.empty()) {
+    if (a.dataset.rfind(kTextPrefix, 0) != 0)
+      throw Error(fmt::format("--model {} trains on text: use --dataset text:FILE (got --dataset "
+                              "{})",
+                              a.model, a.dataset));
+    c.text_path = a.dataset.substr(std::string(kTextPrefix).size());
+  }
+  c.optimizer = a.optimizer;
+  c.mode = a.mode;
+  c.epochs = a.epochs;
+  c.verbose = a.verbose;
+  c.batch_size = a.batch_size;
+  c.lr = a.lr;
+  c.seed = a.seed;
+  c.save_weights = a.save_weights;
+  c.load_weights = a.load_weights;
+  run_char_lm_training(c);
+}
+
 void run_train(const TrainArgs& a) {
+  if (is_char_lm(a.model)) return run_char_lm(a);
+  if (a.dataset.rfind(kTextPrefix, 0) == 0)
+    throw Error(fmt::format("--dataset {} is text: train it with --model lstm, gru or transformer",
+                            a.dataset));
   Data d = load(a);
   if (a.mode != "both") {
     TrainRun r = train_once(a, d, a.mode == "traced" ? "compiled" : a.mode, /*report=*/true);
@@ -129,8 +164,10 @@ void run_train(const TrainArgs& a) {
   std::vector<int64_t> rows;
   for (int64_t i = 0; i < std::min(a.batch_size, d.x_train.shape()[0]); ++i) rows.push_back(i);
   std::cout << "\n";
-  compare_train_step(std::cout, a.model, a.optimizer, a.lr, a.seed,
-                     data::take_rows(d.x_train, rows), data::take_rows(d.train.y, rows));
+  Shape example(std::span<const int64_t>(d.x_train.shape().begin() + 1, d.x_train.shape().end()));
+  compare_train_step(
+      std::cout, a.model, [&] { return Model(build_model(a.model, example, 10)); }, a.optimizer,
+      a.lr, a.seed, data::take_rows(d.x_train, rows), data::take_rows(d.train.y, rows));
   std::cout << fmt::format("test_loss: {:.4f}\ntest_accuracy: {:.4f}\n", runs.back().test_loss,
                            runs.back().test_accuracy);
   if (!runs_agree(runs[0], runs[1]))
@@ -141,9 +178,33 @@ void run_train(const TrainArgs& a) {
 
 void add_train_command(CLI::App& app) {
   auto args = std::make_shared<TrainArgs>();
-  CLI::App* cmd = app.add_subcommand("train", "train an MLP or CNN and report test accuracy");
-  cmd->add_option("--model", args->model, "mlp or cnn")->check(CLI::IsMember({"mlp", "cnn"}));
-  cmd->add_option("--dataset", args->dataset, "digits, or a directory with MNIST's IDX files");
+  CLI::App* cmd = app.add_subcommand(
+      "train",
+      "train an MLP or CNN (test accuracy) or a character language model (perplexity)");
+  cmd->add_option("--model", args->model,
+                  "mlp or cnn (digits/MNIST); lstm, gru or transformer (character language "
+                  "model on text)")
+      ->check(CLI::IsMember({"mlp", "cnn", "lstm", "gru", "transformer"}))
+      ->capture_default_str();
+  cmd->add_option("--dataset", args->dataset,
+                  "digits (default for mlp/cnn), a directory with MNIST's IDX files, or "
+                  "text:FILE for the language models (default "
+                  "text:/usr/share/common-licenses/GPL-3)");
+  cmd->add_option("--seq-len", args->seq_len, "language models: characters per training window")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--units", args->units,
+                  "language models: recurrent units (lstm/gru) or feed-forward width "
+                  "(transformer)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--embedding-dim", args->embedding_dim,
+                  "language models: character embedding size (the transformer's d_model)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--heads", args->heads, "transformer: attention heads")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_option("--epochs", args->epochs)->check(CLI::PositiveNumber);
   cmd->add_option("--batch-size", args->batch_size)->check(CLI::PositiveNumber);
   cmd->add_option("--optimizer", args->optimizer)->check(CLI::IsMember({"adam", "sgd"}));

@@ -66,13 +66,13 @@ void print_comparison(std::ostream& os, const std::vector<TrainRun>& runs) {
                           : "RESULTS DIFFER beyond tolerance (test accuracy 0.02, loss 5%)");
 }
 
-ModeComparison compare_train_step(std::ostream& os, const std::string& model_kind,
+ModeComparison compare_train_step(std::ostream& os, const std::string& name,
+                                  const std::function<Model()>& build,
                                   const std::string& optimizer, double learning_rate, uint64_t seed,
                                   const Tensor& x, const Tensor& y) {
   clear_session();
   set_random_seed(seed);
-  Shape example(std::span<const int64_t>(x.shape().begin() + 1, x.shape().end()));
-  Sequential model = build_model(model_kind, example, 10);
+  Model model = build();
   Optimizer opt = optimizer == "sgd" ? SGD({.learning_rate = learning_rate})
                                      : Adam({.learning_rate = learning_rate});
   Loss loss_fn = losses::sparse_categorical_crossentropy(/*from_logits=*/true);
@@ -84,7 +84,7 @@ ModeComparison compare_train_step(std::ostream& os, const std::string& model_kin
     return loss;
   };
   return compare_modes(
-      CompareOptions{.name = model_kind + "_train_step", .warmup = 3, .steps = 30, .print_to = &os},
+      CompareOptions{.name = name + "_train_step", .warmup = 3, .steps = 30, .print_to = &os},
       step, x, y);
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -43,12 +44,13 @@ bool runs_agree(const TrainRun& a, const TrainRun& b);
 // The comparison table of `runs` (the first is the baseline of the speedup column).
 void print_comparison(std::ostream& os, const std::vector<TrainRun>& runs);
 
-// One training step of a fresh `model_kind` model (built from `seed`; adam or sgd at
-// `learning_rate`; sparse softmax cross-entropy) on the batch (x, y), written as a user would
-// (GradientTape, loss, apply_gradients), compared eagerly and compiled by kiln::compare_modes
-// (printed to `os`): step times, compile time, memory and the loss's and every updated
-// variable's differences.
-ModeComparison compare_train_step(std::ostream& os, const std::string& model_kind,
+// One training step of a fresh model from `build` (called after seeding with `seed`; adam or
+// sgd at `learning_rate`; sparse softmax cross-entropy from logits) on the batch (x, y), written
+// as a user would (GradientTape, loss, apply_gradients), compared eagerly and compiled by
+// kiln::compare_modes (printed to `os`, named after `name`): step times, compile time, memory
+// and the loss's and every updated variable's differences.
+ModeComparison compare_train_step(std::ostream& os, const std::string& name,
+                                  const std::function<Model()>& build,
                                   const std::string& optimizer, double learning_rate, uint64_t seed,
                                   const Tensor& x, const Tensor& y);
 

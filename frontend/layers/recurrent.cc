@@ -148,14 +148,12 @@ std::vector<Tensor> RecurrentImpl::run(const Tensor& x, const Tensor& mask,
     x_in = x * expand_dims(dropout(ones_like(first), options_.dropout, generator_.next_seed()), 1);
   }
 
-  // The input projection of every step at once: [batch, steps, G*units].
-  // (as one [batch * steps, features] GEMM)
-  Tensor projected =
-      reshape(matmul(reshape(x_in, {-1, xs[2]}), kernel.read()), {-1, steps, gates_ * units_});
-  if (Tensor b = input_bias(); b.defined()) projected = projected + b;
-  if (states.empty())  // zeros [batch, units]
-    for (int i = 0; i < num_states_; ++i)
-      states.push_back(zeros_shaped({batch, units_}, gather(projected, index_scalar(0), 1), dt));
+  Tensor kernel_value = kernel.read(), bias_value = input_bias();
+  // Zeros [batch, units] (the batch size taken from a [batch, G*units] tensor when unknown).
+  const Tensor zero_rows =
+      zeros_shaped({batch, units_}, matmul(gather(x_in, index_scalar(0), 1), kernel_value), dt);
+  if (states.empty())
+    for (int i = 0; i < num_states_; ++i) states.push_back(zero_rows);
   if (training && options_.recurrent_dropout > 0)
     recurrent_mask =
         dropout(ones_like(states[0]), options_.recurrent_dropout, generator_.next_seed());
@@ -163,11 +161,16 @@ std::vector<Tensor> RecurrentImpl::run(const Tensor& x, const Tensor& mask,
 
   // One step at time index `t` (a scalar int64): the new states, masked steps keeping the old.
   // (Captures by value: a traced loop's gradient runs the body again after this call.)
-  auto step_at = [this, projected, weights, recurrent_mask, mask](const Tensor& t,
-                                                                  const std::vector<Tensor>& s) {
+  auto step_at = [this, weights, recurrent_mask, mask, x_in, kernel_value, bias_value](
+                     const Tensor& t, const std::vector<Tensor>& s) {
     std::vector<Tensor> in = s;
     if (recurrent_mask.defined()) in[0] = in[0] * recurrent_mask;
-    std::vector<Tensor> next = step(gather(projected, t, 1), in, weights);
+    // The step's input projection x_t @ kernel + bias. (Projecting all steps at once before
+    // the loop is one larger GEMM, but then every step's gradient scatters into the
+    // [batch, steps, G*units] projection instead of the smaller [batch, steps, features].)
+    Tensor xw = matmul(gather(x_in, t, 1), kernel_value);
+    if (bias_value.defined()) xw = xw + bias_value;
+    std::vector<Tensor> next = step(xw, in, weights);
     if (mask.defined()) {
       Tensor keep = expand_dims(gather(mask, t, 1), 1);  // [batch, 1]
       for (size_t i = 0; i < next.size(); ++i) next[i] = where(keep, next[i], s[i]);
@@ -195,7 +198,7 @@ std::vector<Tensor> RecurrentImpl::run(const Tensor& x, const Tensor& mask,
     std::vector<Tensor> vars{index_scalar(0)};
     vars.insert(vars.end(), states.begin(), states.end());
     if (options_.return_sequences)
-      vars.push_back(zeros_shaped({batch, steps, units_}, projected, dt));
+      vars.push_back(expand_dims(zero_rows, 1) * zeros({1, steps, 1}, dt));
     const size_t n = states.size();
     std::vector<Tensor> final_vars = while_loop(
         [steps](const std::vector<Tensor>& v) { return less(v[0], index_scalar(steps)); },

@@ -19,10 +19,13 @@
 // outputs in that order.
 //
 // Execution: eagerly a C++ loop over the steps; inside kiln::function one `while` node per
-// layer whatever the length (gradients through the stacked while loop). The input projection
-// x @ kernel + bias runs once for all steps before the loop; a step is the recurrent GEMM plus
-// the gate arithmetic. dropout / recurrent_dropout draw one mask per call (the same for every
-// step, as Keras) outside the loop.
+// layer whatever the length (gradients through the stacked while loop). A step is two GEMMs
+// (x_t @ kernel, h @ recurrent_kernel) plus the gate arithmetic, which fuses into one kernel.
+// With return_sequences the traced loop carries the outputs so far ([batch, steps, units]) as a
+// loop variable (each step adds its row), which costs O(steps^2) memory traffic and, under a
+// gradient tape, a stack of steps copies of it: fine for a few hundred steps.
+// dropout / recurrent_dropout draw one mask per call (the same for every step, as Keras)
+// outside the loop.
 #pragma once
 
 #include <cstdint>

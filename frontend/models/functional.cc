@@ -254,7 +254,7 @@ std::vector<Tensor> FunctionalImpl::call_many(const std::vector<Tensor>& inputs,
                       got.to_string()));
     Tensor v = inputs[i];
     // Layers run below must not record nodes on the caller's graph.
-    if (v.symbolic_info())
+    if (v.is_placeholder())
       v = Tensor::symbolic(v.type(), nullptr).with_keras_mask(v.keras_mask());
     values[key_of(inputs_[i])] = v;
   }
