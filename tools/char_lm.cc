@@ -23,8 +23,8 @@ Model build_char_lm(const CharLmConfig& c) {
     Tensor logits = Dense(vocab)(recurrent(Embedding(vocab, c.embedding_dim)(ids)));
     return Model(ids, logits, c.model + "_char_lm");
   }
-  throw Error(fmt::format("unknown character model \"{}\": expected lstm, gru or transformer",
-                          c.model));
+  throw Error(
+      fmt::format("unknown character model \"{}\": expected lstm, gru or transformer", c.model));
 }
 
 std::string char_lm_config_path(const std::string& weights_path) { return weights_path + ".json"; }
@@ -62,13 +62,14 @@ CharLmConfig load_char_lm_config(const std::string& weights_path) {
     }
     if (!is_char_lm(c.model) || c.seq_len <= 0 || c.embedding_dim <= 0 || c.units <= 0 ||
         c.heads <= 0 || chars.empty())
-      throw Error("a field is out of range (model lstm/gru/transformer, positive sizes, a "
-                  "non-empty vocabulary)");
+      throw Error(
+          "a field is out of range (model lstm/gru/transformer, positive sizes, a "
+          "non-empty vocabulary)");
     c.vocabulary = data::CharVocabulary(std::move(chars));
     return c;
   } catch (const nlohmann::json::exception& e) {
-    throw Error(fmt::format("{} is not the model description kiln train writes: {}", path,
-                            e.what()));
+    throw Error(
+        fmt::format("{} is not the model description kiln train writes: {}", path, e.what()));
   } catch (const Error& e) {
     throw Error(fmt::format("{} is not a valid model description: {}", path, e.what()));
   }
@@ -94,9 +95,9 @@ std::string generate_text(const Model& model, const CharLmConfig& c, const std::
     std::vector<int32_t> context(ids.begin() + std::ptrdiff_t(from), ids.end());
     const int64_t len = int64_t(context.size());
     Tensor logits = model(tensor(context, {1, len}));  // [1, len, V]
-    std::vector<double> last = cast(gather(logits, scalar(double(len - 1), DType::i64), 1),
-                                    DType::f64)
-                                   .to_vector<double>();
+    std::vector<double> last =
+        cast(gather(logits, scalar(double(len - 1), DType::i64), 1), DType::f64)
+            .to_vector<double>();
     size_t pick = 0;
     if (temperature == 0) {
       for (size_t v = 1; v < last.size(); ++v)
@@ -106,7 +107,8 @@ std::string generate_text(const Model& model, const CharLmConfig& c, const std::
       for (double v : last) top = std::max(top, v);
       std::vector<double> p(last.size());
       double total = 0;
-      for (size_t v = 0; v < last.size(); ++v) total += p[v] = std::exp((last[v] - top) / temperature);
+      for (size_t v = 0; v < last.size(); ++v)
+        total += p[v] = std::exp((last[v] - top) / temperature);
       double u = uniform() * total, acc = 0;
       pick = last.size() - 1;
       for (size_t v = 0; v < p.size(); ++v)

@@ -56,8 +56,7 @@ CharLmConfig load_char_lm_config(const std::string& weights_path);
 // `length` characters sampled after `prompt` (which must be non-empty and use only the
 // vocabulary's characters): each from softmax(logits / temperature) of the last position given
 // the last seq_len characters; temperature 0 picks the most likely character. Seeded.
-std::string generate_text(const Model& model, const CharLmConfig& config,
-                          const std::string& prompt, int64_t length, double temperature,
-                          uint64_t seed);
+std::string generate_text(const Model& model, const CharLmConfig& config, const std::string& prompt,
+                          int64_t length, double temperature, uint64_t seed);
 
 }  // namespace kiln::tools

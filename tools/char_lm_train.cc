@@ -122,14 +122,14 @@ void run_char_lm_training(const CharLmTrainArgs& in) {
   for (int64_t i = 0; i < n; ++i) (i < n - n_test ? train_rows : test_rows).push_back(i);
   CharLmData d{data::take(windows, train_rows), data::take(windows, test_rows)};
   // The baseline: a model that knows only the character frequencies of the training text.
-  std::vector<int32_t> train_ids(corpus.ids.begin(),
-                                 corpus.ids.begin() + std::ptrdiff_t(train_rows.size() *
-                                                                     size_t(a.config.seq_len)));
+  std::vector<int32_t> train_ids(
+      corpus.ids.begin(),
+      corpus.ids.begin() + std::ptrdiff_t(train_rows.size() * size_t(a.config.seq_len)));
   const double unigram = data::unigram_perplexity(train_ids, corpus.vocabulary.size());
   std::cout << fmt::format(
-      "text {}: {} characters, vocabulary {}, {} training and {} test windows of {}\n",
-      a.text_path, corpus.ids.size(), corpus.vocabulary.size(), train_rows.size(),
-      test_rows.size(), a.config.seq_len);
+      "text {}: {} characters, vocabulary {}, {} training and {} test windows of {}\n", a.text_path,
+      corpus.ids.size(), corpus.vocabulary.size(), train_rows.size(), test_rows.size(),
+      a.config.seq_len);
 
   if (a.mode != "both") {
     TrainRun r = train_once(a, d, a.mode == "traced" ? "compiled" : a.mode, /*report=*/true);
@@ -149,9 +149,9 @@ void run_char_lm_training(const CharLmTrainArgs& in) {
   for (int64_t i = 0; i < std::min(a.batch_size, d.train.size()); ++i) rows.push_back(i);
   std::cout << "\n";
   CharLmConfig config = a.config;
-  compare_train_step(std::cout, config.model, [config] { return build_char_lm(config); },
-                     a.optimizer, a.lr, a.seed, data::take_rows(d.train.x, rows),
-                     data::take_rows(d.train.y, rows));
+  compare_train_step(
+      std::cout, config.model, [config] { return build_char_lm(config); }, a.optimizer, a.lr,
+      a.seed, data::take_rows(d.train.x, rows), data::take_rows(d.train.y, rows));
   std::cout << fmt::format(
       "test_loss: {:.4f}\ntest_perplexity: {:.3f}\nunigram_perplexity: {:.3f}\n",
       runs.back().test_loss, std::exp(runs.back().test_loss), unigram);

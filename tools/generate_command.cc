@@ -21,21 +21,21 @@ void run_generate(const GenerateArgs& a) {
   clear_session();
   Model model = build_char_lm(config);
   model->load_weights(a.weights);
-  std::cout << a.prompt
-            << generate_text(model, config, a.prompt, a.length, a.temperature, a.seed) << "\n";
+  std::cout << a.prompt << generate_text(model, config, a.prompt, a.length, a.temperature, a.seed)
+            << "\n";
 }
 
 }  // namespace
 
 void add_generate_command(CLI::App& app) {
   auto args = std::make_shared<GenerateArgs>();
-  CLI::App* cmd =
-      app.add_subcommand("generate", "sample text from a character language model");
+  CLI::App* cmd = app.add_subcommand("generate", "sample text from a character language model");
   cmd->add_option("--load-weights", args->weights,
                   "weights saved by kiln train --model lstm|gru|transformer (its .json "
                   "description must be beside it)")
       ->required();
-  cmd->add_option("--prompt", args->prompt, "the text to continue (characters of the training text)")
+  cmd->add_option("--prompt", args->prompt,
+                  "the text to continue (characters of the training text)")
       ->required();
   cmd->add_option("--length", args->length, "characters to generate")
       ->check(CLI::NonNegativeNumber)

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <iostream>
+#include <optional>
 
 #include "frontend/data/digits.h"
 #include "frontend/data/mnist.h"
@@ -27,7 +28,8 @@ struct TrainArgs {
   std::string model = "mlp", dataset, optimizer = "adam", mode = "compiled";
   int epochs = 20, verbose = 1;
   int64_t batch_size = 32, seq_len = 64, units = 256, embedding_dim = 64, heads = 4;
-  double lr = 1e-3, validation_split = 0;
+  std::optional<double> lr;  // default: 1e-3 (mlp, cnn), 3e-3 (language models)
+  double validation_split = 0;
   uint64_t seed = 0;
   std::string save_weights, load_weights;
 };
@@ -59,8 +61,9 @@ TrainRun train_once(const TrainArgs& a, const Data& d, const std::string& mode, 
   Shape example(std::span<const int64_t>(d.x_train.shape().begin() + 1, d.x_train.shape().end()));
   Sequential model = build_model(a.model, example, 10);
   if (!a.load_weights.empty()) model->load_weights(a.load_weights);
-  Optimizer opt = a.optimizer == "adam"  ? Adam({.learning_rate = a.lr})
-                  : a.optimizer == "sgd" ? SGD({.learning_rate = a.lr})
+  const double lr = a.lr.value_or(1e-3);
+  Optimizer opt = a.optimizer == "adam"  ? Adam({.learning_rate = lr})
+                  : a.optimizer == "sgd" ? SGD({.learning_rate = lr})
                                          : throw Error(fmt::format("--optimizer {}: expected adam "
                                                                    "or sgd",
                                                                    a.optimizer));
@@ -124,9 +127,10 @@ void run_char_lm(const TrainArgs& a) {
   c.config.heads = a.heads;
   if (!a.dataset.empty()) {
     if (a.dataset.rfind(kTextPrefix, 0) != 0)
-      throw Error(fmt::format("--model {} trains on text: use --dataset text:FILE (got --dataset "
-                              "{})",
-                              a.model, a.dataset));
+      throw Error(
+          fmt::format("--model {} trains on text: use --dataset text:FILE (got --dataset "
+                      "{})",
+                      a.model, a.dataset));
     c.text_path = a.dataset.substr(std::string(kTextPrefix).size());
   }
   c.optimizer = a.optimizer;
@@ -134,7 +138,7 @@ void run_char_lm(const TrainArgs& a) {
   c.epochs = a.epochs;
   c.verbose = a.verbose;
   c.batch_size = a.batch_size;
-  c.lr = a.lr;
+  c.lr = a.lr.value_or(3e-3);
   c.seed = a.seed;
   c.save_weights = a.save_weights;
   c.load_weights = a.load_weights;
@@ -167,7 +171,8 @@ void run_train(const TrainArgs& a) {
   Shape example(std::span<const int64_t>(d.x_train.shape().begin() + 1, d.x_train.shape().end()));
   compare_train_step(
       std::cout, a.model, [&] { return Model(build_model(a.model, example, 10)); }, a.optimizer,
-      a.lr, a.seed, data::take_rows(d.x_train, rows), data::take_rows(d.train.y, rows));
+      a.lr.value_or(1e-3), a.seed, data::take_rows(d.x_train, rows),
+      data::take_rows(d.train.y, rows));
   std::cout << fmt::format("test_loss: {:.4f}\ntest_accuracy: {:.4f}\n", runs.back().test_loss,
                            runs.back().test_accuracy);
   if (!runs_agree(runs[0], runs[1]))
@@ -179,8 +184,7 @@ void run_train(const TrainArgs& a) {
 void add_train_command(CLI::App& app) {
   auto args = std::make_shared<TrainArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "train",
-      "train an MLP or CNN (test accuracy) or a character language model (perplexity)");
+      "train", "train an MLP or CNN (test accuracy) or a character language model (perplexity)");
   cmd->add_option("--model", args->model,
                   "mlp or cnn (digits/MNIST); lstm, gru or transformer (character language "
                   "model on text)")
@@ -208,7 +212,9 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--epochs", args->epochs)->check(CLI::PositiveNumber);
   cmd->add_option("--batch-size", args->batch_size)->check(CLI::PositiveNumber);
   cmd->add_option("--optimizer", args->optimizer)->check(CLI::IsMember({"adam", "sgd"}));
-  cmd->add_option("--lr", args->lr)->check(CLI::PositiveNumber);
+  cmd->add_option("--lr", args->lr,
+                  "learning rate (default 1e-3 for mlp/cnn, 3e-3 for the language models)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--seed", args->seed);
   cmd->add_option("--validation-split", args->validation_split)->check(CLI::Range(0.0, 0.99));
   cmd->add_option("--save-weights", args->save_weights, "safetensors file to write");

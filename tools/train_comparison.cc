@@ -67,9 +67,9 @@ void print_comparison(std::ostream& os, const std::vector<TrainRun>& runs) {
 }
 
 ModeComparison compare_train_step(std::ostream& os, const std::string& name,
-                                  const std::function<Model()>& build,
-                                  const std::string& optimizer, double learning_rate, uint64_t seed,
-                                  const Tensor& x, const Tensor& y) {
+                                  const std::function<Model()>& build, const std::string& optimizer,
+                                  double learning_rate, uint64_t seed, const Tensor& x,
+                                  const Tensor& y) {
   clear_session();
   set_random_seed(seed);
   Model model = build();
@@ -84,8 +84,8 @@ ModeComparison compare_train_step(std::ostream& os, const std::string& name,
     return loss;
   };
   return compare_modes(
-      CompareOptions{.name = name + "_train_step", .warmup = 3, .steps = 30, .print_to = &os},
-      step, x, y);
+      CompareOptions{.name = name + "_train_step", .warmup = 3, .steps = 30, .print_to = &os}, step,
+      x, y);
 }
 
 }  // namespace kiln::tools

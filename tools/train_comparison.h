@@ -50,8 +50,8 @@ void print_comparison(std::ostream& os, const std::vector<TrainRun>& runs);
 // kiln::compare_modes (printed to `os`, named after `name`): step times, compile time, memory
 // and the loss's and every updated variable's differences.
 ModeComparison compare_train_step(std::ostream& os, const std::string& name,
-                                  const std::function<Model()>& build,
-                                  const std::string& optimizer, double learning_rate, uint64_t seed,
-                                  const Tensor& x, const Tensor& y);
+                                  const std::function<Model()>& build, const std::string& optimizer,
+                                  double learning_rate, uint64_t seed, const Tensor& x,
+                                  const Tensor& y);
 
 }  // namespace kiln::tools

@@ -114,8 +114,8 @@ std::string CharVocabulary::decode(const std::vector<int32_t>& ids) const {
   std::u32string out;
   for (int32_t id : ids) {
     if (id < 0 || id >= int32_t(chars_.size()))
-      throw Error(fmt::format("character id {} is outside the vocabulary [0, {})", id,
-                              chars_.size()));
+      throw Error(
+          fmt::format("character id {} is outside the vocabulary [0, {})", id, chars_.size()));
     out.push_back(chars_[size_t(id)]);
   }
   return encode_utf8(out);
@@ -130,8 +130,7 @@ TextCorpus load_text(const std::string& path) {
   c.vocabulary = CharVocabulary::from_text(text);
   c.ids.reserve(text.size());
   std::unordered_map<char32_t, int32_t> id;
-  for (size_t i = 0; i < c.vocabulary.chars().size(); ++i)
-    id[c.vocabulary.chars()[i]] = int32_t(i);
+  for (size_t i = 0; i < c.vocabulary.chars().size(); ++i) id[c.vocabulary.chars()[i]] = int32_t(i);
   for (char32_t ch : text) c.ids.push_back(id.at(ch));
   return c;
 }
