@@ -12,5 +12,6 @@
 #include "frontend/layers/merging.h"
 #include "frontend/layers/normalization.h"
 #include "frontend/layers/pooling.h"
+#include "frontend/layers/position_embedding.h"
 #include "frontend/layers/recurrent.h"
 #include "frontend/layers/reshaping.h"
