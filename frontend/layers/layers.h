@@ -15,3 +15,4 @@
 #include "frontend/layers/position_embedding.h"
 #include "frontend/layers/recurrent.h"
 #include "frontend/layers/reshaping.h"
+#include "frontend/layers/wrappers.h"
