@@ -109,4 +109,105 @@ Json Conv2DImpl::get_config() const {
 Conv2D::Conv2D(int64_t filters, Axes kernel_size, Conv2DOptions options)
     : Layer(std::make_shared<Conv2DImpl>(filters, std::move(kernel_size), std::move(options))) {}
 
+// ---------------------------------------------------------------- Conv1D
+
+Conv1DImpl::Conv1DImpl(int64_t filters, int64_t kernel_size, Conv1DOptions options)
+    : LayerImpl("Conv1D", options.name),
+      filters_(filters),
+      kernel_size_(kernel_size),
+      options_(std::move(options)) {
+  if (filters <= 0)
+    throw Error(
+        fmt::format("layer \"{}\": Invalid value for argument `filters`. Expected a "
+                    "strictly positive value. Received filters={}",
+                    name(), filters));
+  layer_util::positive_arg(name(), "kernel_size", kernel_size_);
+  layer_util::positive_arg(name(), "strides", options_.strides);
+  layer_util::positive_arg(name(), "dilation_rate", options_.dilation_rate);
+  options_.padding = layer_util::padding_arg(name(), options_.padding, /*allow_causal=*/true);
+  options_.activation = activations::canonical(options_.activation);
+  if (options_.strides > 1 && options_.dilation_rate > 1)
+    throw Error(
+        fmt::format("layer \"{}\": `strides > 1` not supported in conjunction with "
+                    "`dilation_rate > 1`. Received: strides=({},) and dilation_rate=({},)",
+                    name(), options_.strides, options_.dilation_rate));
+  activity_regularizer = options_.activity_regularizer;
+  input_spec = {InputSpec{.ndim = 3}};
+}
+
+void Conv1DImpl::build(const Shape& input_shape) {
+  int64_t channels = input_shape[2];
+  if (channels == kUnknownDim)
+    throw Error(
+        fmt::format("layer \"{}\": the channel dimension (last axis) of the inputs should "
+                    "be defined. Found None. Full input shape received: {}",
+                    name(), input_shape.to_string()));
+  kernel = add_weight("kernel", {kernel_size_, channels, filters_}, options_.kernel_initializer,
+                      true, options_.dtype, options_.kernel_regularizer);
+  if (options_.use_bias)
+    bias = add_weight("bias", {filters_}, options_.bias_initializer, true, options_.dtype,
+                      options_.bias_regularizer);
+  input_spec = {InputSpec{.ndim = 3, .axes = {{-1, channels}}}};
+}
+
+Tensor Conv1DImpl::call(const Tensor& inputs, bool) {
+  if (inputs.is_placeholder())  // a functional model being built: types only
+    return Tensor::symbolic({options_.dtype, compute_output_shape({inputs.shape()})[0]}, nullptr);
+  layer_util::require_one_unknown_dim(*this, inputs);
+  Tensor x = layer_util::cast_input(inputs, options_.dtype);
+  std::string padding = options_.padding;
+  if (padding == "causal") {
+    x = pad(x, {0, (kernel_size_ - 1) * options_.dilation_rate, 0}, {0, 0, 0});
+    padding = "valid";
+  }
+  // [batch, 1, steps, channels] * [1, k, channels, filters] -> [batch, 1, steps', filters]
+  Tensor y = conv2d(expand_dims(x, 1), expand_dims(kernel.read(), 0), {1, options_.strides},
+                    padding, {1, options_.dilation_rate});
+  y = squeeze(y, {1});
+  if (options_.use_bias) y = y + bias.read();
+  return activations::apply(options_.activation, y);
+}
+
+std::vector<Shape> Conv1DImpl::compute_output_shape(const std::vector<Shape>& input_shapes) {
+  if (input_shapes.size() != 1 || input_shapes[0].rank() != 3)
+    throw Error(
+        fmt::format("layer \"{}\": compute_output_shape expects one input shape of rank "
+                    "3 (batch, steps, channels)",
+                    name()));
+  const Shape& s = input_shapes[0];
+  int64_t steps = s[1];
+  std::string padding = options_.padding;
+  if (padding == "causal") {
+    if (steps != kUnknownDim) steps += (kernel_size_ - 1) * options_.dilation_rate;
+    padding = "valid";
+  }
+  return {Shape{
+      s[0],
+      conv_output_length(steps, kernel_size_, options_.strides, options_.dilation_rate, padding),
+      filters_}};
+}
+
+Json Conv1DImpl::get_config() const {
+  Json c = layer_util::base_config(*this, options_.dtype);
+  c["filters"] = filters_;
+  c["kernel_size"] = Json::array({kernel_size_});
+  c["strides"] = Json::array({options_.strides});
+  c["padding"] = options_.padding;
+  c["data_format"] = "channels_last";
+  c["dilation_rate"] = Json::array({options_.dilation_rate});
+  c["groups"] = 1;
+  c["activation"] = options_.activation;
+  c["use_bias"] = options_.use_bias;
+  c["kernel_initializer"] = layer_util::initializer_config(options_.kernel_initializer);
+  c["bias_initializer"] = layer_util::initializer_config(options_.bias_initializer);
+  c["kernel_regularizer"] = layer_util::regularizer_config(options_.kernel_regularizer);
+  c["bias_regularizer"] = layer_util::regularizer_config(options_.bias_regularizer);
+  c["kernel_constraint"] = nullptr;
+  c["bias_constraint"] = nullptr;
+  return c;
+}
+
+Conv1D::Conv1D(int64_t filters, int64_t kernel_size, Conv1DOptions options)
+    : Layer(std::make_shared<Conv1DImpl>(filters, kernel_size, std::move(options))) {}
+
 }  // namespace kiln

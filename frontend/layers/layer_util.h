@@ -39,14 +39,26 @@ inline Json base_config(const LayerImpl& layer, DType dtype) {
   return c;
 }
 
-// "valid" / "same" (any case) -> lowercase; anything else throws naming the layer.
-inline std::string padding_arg(const std::string& layer, const std::string& padding) {
+// "valid" / "same" (any case; also "causal" when allowed) -> lowercase; anything else throws
+// naming the layer.
+inline std::string padding_arg(const std::string& layer, const std::string& padding,
+                               bool allow_causal = false) {
   std::string p = padding;
   for (char& c : p) c = char(std::tolower(static_cast<unsigned char>(c)));
-  if (p != "valid" && p != "same")
-    throw Error(fmt::format("layer \"{}\": invalid padding \"{}\"; expected \"valid\" or \"same\"",
-                            layer, padding));
+  if (p != "valid" && p != "same" && !(allow_causal && p == "causal"))
+    throw Error(
+        fmt::format("layer \"{}\": invalid padding \"{}\"; expected {}", layer, padding,
+                    allow_causal ? "\"valid\", \"same\" or \"causal\"" : "\"valid\" or \"same\""));
   return p;
+}
+
+// A positive integer argument such as Conv1D's kernel_size.
+inline int64_t positive_arg(const std::string& layer, const char* arg, int64_t value) {
+  if (value <= 0)
+    throw Error(
+        fmt::format("layer \"{}\": The `{}` argument must be a positive integer. Received: {}={}",
+                    layer, arg, arg, value));
+  return value;
 }
 
 // A (height, width) argument such as kernel_size: two positive integers.
@@ -80,6 +92,19 @@ inline Tensor sequence_mask(const std::string& layer, const Tensor& x, const Ten
         layer, mask.shape().to_string(), x.shape().to_string()));
   if (mask.dtype() == DType::b8) return mask;
   return not_equal(mask, scalar(0, mask.dtype()));
+}
+
+// The 1-D layers view their input through reshapes (adding or dropping a unit axis), which can
+// infer only one unknown dimension: throws naming the layer when a traced input has more.
+inline void require_one_unknown_dim(const LayerImpl& layer, const Tensor& x) {
+  int unknown = 0;
+  for (int64_t d : x.shape()) unknown += d == kUnknownDim ? 1 : 0;
+  if (unknown > 1 && x.is_traced())
+    throw Error(fmt::format(
+        "layer \"{}\": {} cannot run on a traced input of shape {} with more than one unknown "
+        "dimension (it views the input through a reshape, which infers only one); trace with "
+        "the timesteps known (an input_signature with a fixed timesteps dimension)",
+        layer.name(), layer.class_name(), x.shape().to_string()));
 }
 
 }  // namespace kiln::layer_util

@@ -12,5 +12,7 @@
 #include "frontend/layers/merging.h"
 #include "frontend/layers/normalization.h"
 #include "frontend/layers/pooling.h"
+#include "frontend/layers/position_embedding.h"
 #include "frontend/layers/recurrent.h"
 #include "frontend/layers/reshaping.h"
+#include "frontend/layers/wrappers.h"

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "frontend/layers/layer_util.h"
@@ -20,6 +22,29 @@ void require_rank4(const std::string& layer, const std::vector<Shape>& shapes) {
     throw Error(
         fmt::format("layer \"{}\": compute_output_shape expects one input shape of rank "
                     "4 (batch, height, width, channels)",
+                    layer));
+}
+
+// The identity of max in `dtype`: -inf for floating types, else the lowest value.
+double lowest_value(DType dtype) {
+  switch (dtype) {
+    case DType::f32:
+    case DType::f64:
+      return -std::numeric_limits<double>::infinity();
+    case DType::i32:
+      return double(std::numeric_limits<int32_t>::lowest());
+    case DType::i64:
+      return double(std::numeric_limits<int64_t>::lowest());
+    default:
+      return 0;  // u8, bool
+  }
+}
+
+void require_rank3(const std::string& layer, const std::vector<Shape>& shapes) {
+  if (shapes.size() != 1 || shapes[0].rank() != 3)
+    throw Error(
+        fmt::format("layer \"{}\": compute_output_shape expects one input shape of rank "
+                    "3 (batch, steps, channels)",
                     layer));
 }
 
@@ -109,5 +134,118 @@ GlobalMaxPooling2DImpl::GlobalMaxPooling2DImpl(GlobalPooling2DOptions options)
     : GlobalPooling2DImpl(Kind::kMax, std::move(options)) {}
 GlobalMaxPooling2D::GlobalMaxPooling2D(GlobalPooling2DOptions options)
     : Layer(std::make_shared<GlobalMaxPooling2DImpl>(std::move(options))) {}
+
+// ---- 1-D windowed pooling: the 2-D ops on [batch, 1, steps, channels] ----
+
+Pooling1DImpl::Pooling1DImpl(Kind kind, int64_t pool_size, Pooling1DOptions options)
+    : LayerImpl(kind == Kind::kMax ? "MaxPooling1D" : "AveragePooling1D", options.name),
+      kind_(kind),
+      pool_size_(pool_size),
+      strides_(options.strides.value_or(pool_size)) {
+  layer_util::positive_arg(name(), "pool_size", pool_size_);
+  layer_util::positive_arg(name(), "strides", strides_);
+  padding_ = layer_util::padding_arg(name(), options.padding);
+  input_spec = {InputSpec{.ndim = 3}};
+}
+
+Tensor Pooling1DImpl::call(const Tensor& x, bool) {
+  if (x.is_placeholder())  // a functional model being built: types only
+    return Tensor::symbolic({x.dtype(), compute_output_shape({x.shape()})[0]}, nullptr);
+  layer_util::require_one_unknown_dim(*this, x);
+  Tensor x4 = expand_dims(x, 1);
+  Axes pool{1, pool_size_}, strides{1, strides_};
+  return squeeze(kind_ == Kind::kMax ? max_pool2d(x4, pool, strides, padding_)
+                                     : avg_pool2d(x4, pool, strides, padding_),
+                 {1});
+}
+
+std::vector<Shape> Pooling1DImpl::compute_output_shape(const std::vector<Shape>& input_shapes) {
+  require_rank3(name(), input_shapes);
+  Shape out = input_shapes[0];
+  out[1] = pool_output_length(out[1], pool_size_, strides_, padding_);
+  return {out};
+}
+
+Json Pooling1DImpl::get_config() const {
+  Json c = LayerImpl::get_config();
+  c["pool_size"] = Json::array({pool_size_});
+  c["padding"] = padding_;
+  c["strides"] = Json::array({strides_});
+  c["data_format"] = "channels_last";
+  return c;
+}
+
+MaxPooling1DImpl::MaxPooling1DImpl(int64_t pool_size, Pooling1DOptions options)
+    : Pooling1DImpl(Kind::kMax, pool_size, std::move(options)) {}
+MaxPooling1D::MaxPooling1D(int64_t pool_size, Pooling1DOptions options)
+    : Layer(std::make_shared<MaxPooling1DImpl>(pool_size, std::move(options))) {}
+
+AveragePooling1DImpl::AveragePooling1DImpl(int64_t pool_size, Pooling1DOptions options)
+    : Pooling1DImpl(Kind::kAverage, pool_size, std::move(options)) {}
+AveragePooling1D::AveragePooling1D(int64_t pool_size, Pooling1DOptions options)
+    : Layer(std::make_shared<AveragePooling1DImpl>(pool_size, std::move(options))) {}
+
+// ---- 1-D global pooling (mask-aware) ----
+
+GlobalPooling1DImpl::GlobalPooling1DImpl(Kind kind, GlobalPooling1DOptions options)
+    : LayerImpl(kind == Kind::kMax ? "GlobalMaxPooling1D" : "GlobalAveragePooling1D",
+                std::move(options.name)),
+      kind_(kind),
+      keepdims_(options.keepdims) {
+  supports_masking = true;
+  input_spec = {InputSpec{.ndim = 3}};
+}
+
+Tensor GlobalPooling1DImpl::call(const Tensor& x, bool) {
+  return kind_ == Kind::kMax ? max(x, {1}, keepdims_) : mean(x, {1}, keepdims_);
+}
+
+std::vector<Tensor> GlobalPooling1DImpl::call_masked(const std::vector<Tensor>& inputs,
+                                                     const std::vector<Tensor>& masks,
+                                                     bool training) {
+  if (inputs.size() != 1)
+    throw Error(fmt::format("layer \"{}\" ({}) takes one input, but it was called with {}", name(),
+                            class_name(), inputs.size()));
+  const Tensor& x = inputs[0];
+  if (masks.empty() || !masks[0].defined()) return {call(x, training)};
+  Tensor mask = layer_util::sequence_mask(name(), x, masks[0]);
+  if (x.is_placeholder()) return {call(x, training)};  // a functional model: types only
+  layer_util::require_one_unknown_dim(*this, x);
+  Tensor keep = expand_dims(mask, 2);  // [batch, steps, 1]: broadcasts over the channels
+  if (kind_ == Kind::kMax) {
+    return {max(where(keep, x, scalar(lowest_value(x.dtype()), x.dtype())), {1}, keepdims_)};
+  }
+  Tensor weight = cast(keep, x.dtype());
+  return {sum(x * weight, {1}, keepdims_) / sum(weight, {1}, keepdims_)};
+}
+
+std::vector<Tensor> GlobalPooling1DImpl::compute_mask(const std::vector<Tensor>&,
+                                                      const std::vector<Tensor>&) {
+  return {};
+}
+
+std::vector<Shape> GlobalPooling1DImpl::compute_output_shape(
+    const std::vector<Shape>& input_shapes) {
+  require_rank3(name(), input_shapes);
+  const Shape& s = input_shapes[0];
+  return {keepdims_ ? Shape{s[0], 1, s[2]} : Shape{s[0], s[2]}};
+}
+
+Json GlobalPooling1DImpl::get_config() const {
+  Json c = LayerImpl::get_config();
+  c["data_format"] = "channels_last";
+  c["keepdims"] = keepdims_;
+  return c;
+}
+
+GlobalAveragePooling1DImpl::GlobalAveragePooling1DImpl(GlobalPooling1DOptions options)
+    : GlobalPooling1DImpl(Kind::kAverage, std::move(options)) {}
+GlobalAveragePooling1D::GlobalAveragePooling1D(GlobalPooling1DOptions options)
+    : Layer(std::make_shared<GlobalAveragePooling1DImpl>(std::move(options))) {}
+
+GlobalMaxPooling1DImpl::GlobalMaxPooling1DImpl(GlobalPooling1DOptions options)
+    : GlobalPooling1DImpl(Kind::kMax, std::move(options)) {}
+GlobalMaxPooling1D::GlobalMaxPooling1D(GlobalPooling1DOptions options)
+    : Layer(std::make_shared<GlobalMaxPooling1DImpl>(std::move(options))) {}
 
 }  // namespace kiln

@@ -80,6 +80,8 @@ class RecurrentImpl : public LayerImpl {
   const RecurrentOptions& options() const { return options_; }
   // Number of state tensors (LSTM: h and c), each [batch, units].
   int num_states() const { return num_states_; }
+  // Bidirectional sets it to return_sequences on both its layers (Keras).
+  void set_zero_output_for_mask(bool zero) { options_.zero_output_for_mask = zero; }
   Variable kernel, recurrent_kernel, bias;  // undefined until built (bias: without use_bias)
 
  protected:

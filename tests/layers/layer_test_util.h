@@ -43,6 +43,42 @@ inline ::testing::AssertionResult check_layer_gradients(const Layer& layer, cons
   return r;
 }
 
+// |a - b| <= terms * u * scale element by element, u = 2^-52, scale the largest magnitude of
+// a and b: the two differ only in the order of at most `terms` rounded operations per element.
+inline void expect_close(const std::vector<double>& a, const std::vector<double>& b, double terms,
+                         const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  double scale = 1e-300;
+  for (size_t j = 0; j < a.size(); ++j) scale = std::max({scale, std::abs(a[j]), std::abs(b[j])});
+  for (size_t j = 0; j < a.size(); ++j)
+    ASSERT_LE(std::abs(a[j] - b[j]), terms * 0x1p-52 * scale)
+        << what << " element " << j << ": " << a[j] << " vs " << b[j];
+}
+
+// The loss sum(layer(x) * w) and its gradients with respect to x and the trainable weights,
+// eagerly and as a kiln::function on the reference executor and compiled; each traced output
+// within expect_close(terms) of the eager one.
+inline void expect_traced_agrees(const Layer& layer, const Tensor& x, double terms) {
+  Tensor w = gradcheck::uniform(layer(x).shape(), 5);
+  auto grads = [layer](const Tensor& xx, const Tensor& ww) {
+    GradientTape tape(/*persistent=*/true);
+    tape.watch(xx);
+    Tensor loss = sum(layer(xx) * ww);
+    std::vector<Tensor> out{loss, tape.gradient(loss, xx, UnconnectedGradients::kZero)};
+    for (const Tensor& g : tape.gradient(loss, layer->trainable_weights())) out.push_back(g);
+    return out;
+  };
+  auto f = function(grads, {.name = layer->name()});
+  std::vector<Tensor> eager = grads(x, w);
+  for (ExecutionMode mode : {ExecutionMode::kReference, ExecutionMode::kCompiled}) {
+    std::vector<Tensor> traced = f.concrete(x, w).run({x, w}, mode);
+    ASSERT_EQ(traced.size(), eager.size());
+    for (size_t i = 0; i < traced.size(); ++i)
+      expect_close(traced[i].to_vector<double>(), eager[i].to_vector<double>(), terms,
+                   fmt::format("{} {} output {}", layer->name(), execution_mode_name(mode), i));
+  }
+}
+
 // Element of a row-major NHWC array.
 inline double at4(const std::vector<double>& v, const Shape& s, int64_t n, int64_t h, int64_t w,
                   int64_t c) {

@@ -19,6 +19,7 @@ namespace kiln {
 namespace {
 
 using test::error_of;
+using test::expect_close;
 using test::RnnReference;
 using ::testing::HasSubstr;
 
@@ -32,18 +33,6 @@ Layer make_layer(const std::string& kind, int64_t units, RecurrentOptions o) {
 RecurrentOptions f64(RecurrentOptions o = {}) {
   o.dtype = DType::f64;
   return o;
-}
-
-// |a - b| <= terms * u * scale element by element, u = 2^-52, scale the largest magnitude:
-// the two differ only in the order of at most `terms` rounded operations per element.
-void expect_close(const std::vector<double>& a, const std::vector<double>& b, double terms,
-                  const std::string& what) {
-  ASSERT_EQ(a.size(), b.size()) << what;
-  double scale = 1e-300;
-  for (size_t j = 0; j < a.size(); ++j) scale = std::max({scale, std::abs(a[j]), std::abs(b[j])});
-  for (size_t j = 0; j < a.size(); ++j)
-    ASSERT_LE(std::abs(a[j] - b[j]), terms * 0x1p-52 * scale)
-        << what << " element " << j << ": " << a[j] << " vs " << b[j];
 }
 
 RnnReference reference_of(const Layer& layer, const std::string& kind, const Tensor& x) {
