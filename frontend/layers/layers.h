@@ -2,6 +2,7 @@
 #pragma once
 
 #include "frontend/layers/activations.h"
+#include "frontend/layers/attention.h"
 #include "frontend/layers/conv.h"
 #include "frontend/layers/dense.h"
 #include "frontend/layers/dropout.h"

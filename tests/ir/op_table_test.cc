@@ -60,15 +60,20 @@ TEST(OpTable, TraitsAreConsistent) {
 TEST(OpTable, FusionAndCodegenColumnsAgreeWithTheTraits) {
   for (const OpInfo& op : all_ops()) {
     SCOPED_TRACE(op.name);
-    if (op.fusion == FusionRole::Loop || op.fusion == FusionRole::Reduction)
+    if (op.fusion == FusionRole::Loop || op.fusion == FusionRole::Reduction) {
       EXPECT_TRUE(op.generated()) << "fuses as " << fusion_role_name(op.fusion);
+    }
     if (op.has(kRandom) || op.has(kSideEffecting)) {
       EXPECT_EQ(op.fusion, FusionRole::NoFusion);
       EXPECT_FALSE(op.generated());
       continue;
     }
-    if (op.has(kElementwise)) EXPECT_EQ(op.fusion, FusionRole::Loop);
-    if (op.has(kReduction)) EXPECT_EQ(op.fusion, FusionRole::Reduction);
+    if (op.has(kElementwise)) {
+      EXPECT_EQ(op.fusion, FusionRole::Loop);
+    }
+    if (op.has(kReduction)) {
+      EXPECT_EQ(op.fusion, FusionRole::Reduction);
+    }
     if (op.has(kContraction)) {
       EXPECT_EQ(op.fusion, FusionRole::Contraction);
       EXPECT_FALSE(op.generated());
