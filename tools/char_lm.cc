@@ -23,6 +23,23 @@ Model build_char_lm(const CharLmConfig& c) {
     Tensor logits = Dense(vocab)(recurrent(Embedding(vocab, c.embedding_dim)(ids)));
     return Model(ids, logits, c.model + "_char_lm");
   }
+  if (c.model == "transformer") {
+    if (c.embedding_dim % c.heads != 0)
+      throw Error(
+          fmt::format("transformer: --embedding-dim {} (d_model) must be a multiple of --heads {}",
+                      c.embedding_dim, c.heads));
+    const int64_t d = c.embedding_dim;
+    Tensor ids = Input(Shape{kUnknownDim}, DType::i32, "characters");
+    Tensor x = Embedding(vocab, d)(ids);
+    x = Add()({x, PositionEmbedding(c.seq_len)(x)});
+    Tensor a = MultiHeadAttention(c.heads, d / c.heads,
+                                  {.use_causal_mask = true})(LayerNormalization()(x));
+    x = Add()({x, a});
+    Tensor f = Dense(d)(Dense(c.units, {.activation = "gelu"})(LayerNormalization()(x)));
+    x = Add()({x, f});
+    Tensor logits = Dense(vocab)(LayerNormalization()(x));
+    return Model(ids, logits, "transformer_char_lm");
+  }
   throw Error(
       fmt::format("unknown character model \"{}\": expected lstm, gru or transformer", c.model));
 }
