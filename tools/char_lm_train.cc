@@ -131,32 +131,22 @@ void run_char_lm_training(const CharLmTrainArgs& in) {
       corpus.ids.size(), corpus.vocabulary.size(), train_rows.size(), test_rows.size(),
       a.config.seq_len);
 
-  if (a.mode != "both") {
-    TrainRun r = train_once(a, d, a.mode == "traced" ? "compiled" : a.mode, /*report=*/true);
+  auto report = [unigram](const TrainRun& r) {
     std::cout << fmt::format(
         "test_loss: {:.4f}\ntest_perplexity: {:.3f}\nunigram_perplexity: {:.3f}\n", r.test_loss,
         std::exp(r.test_loss), unigram);
+  };
+  if (a.mode != "both") {
+    report(train_once(a, d, a.mode == "traced" ? "compiled" : a.mode, /*report=*/true));
     return;
   }
-  std::vector<TrainRun> runs;
-  for (const char* mode : {"eager", "compiled"}) {
-    std::cout << fmt::format("training {} ...\n", mode) << std::flush;
-    runs.push_back(train_once(a, d, mode, /*report=*/false));
-  }
-  std::cout << "\n";
-  print_comparison(std::cout, runs);
   std::vector<int64_t> rows;
   for (int64_t i = 0; i < std::min(a.batch_size, d.train.size()); ++i) rows.push_back(i);
-  std::cout << "\n";
-  CharLmConfig config = a.config;
-  compare_train_step(
-      std::cout, config.model, [config] { return build_char_lm(config); }, a.optimizer, a.lr,
-      a.seed, data::take_rows(d.train.x, rows), data::take_rows(d.train.y, rows));
-  std::cout << fmt::format(
-      "test_loss: {:.4f}\ntest_perplexity: {:.3f}\nunigram_perplexity: {:.3f}\n",
-      runs.back().test_loss, std::exp(runs.back().test_loss), unigram);
-  if (!runs_agree(runs[0], runs[1]))
-    throw Error("kiln train --mode both: eager and compiled training disagree beyond tolerance");
+  const CharLmConfig config = a.config;
+  train_both_ways(
+      std::cout, [&](const std::string& mode) { return train_once(a, d, mode, false); },
+      config.model, [config] { return build_char_lm(config); }, a.optimizer, a.lr, a.seed,
+      data::take_rows(d.train.x, rows), data::take_rows(d.train.y, rows), report);
 }
 
 }  // namespace kiln::tools

@@ -157,26 +157,17 @@ void run_train(const TrainArgs& a) {
                              r.test_accuracy);
     return;
   }
-  std::vector<TrainRun> runs;
-  for (const char* mode : {"eager", "compiled"}) {
-    std::cout << fmt::format("training {} ...\n", mode) << std::flush;
-    runs.push_back(train_once(a, d, mode, /*report=*/false));
-  }
-  std::cout << "\n";
-  print_comparison(std::cout, runs);
-  // One step of the same training, both ways from the same weights, with the differences.
   std::vector<int64_t> rows;
   for (int64_t i = 0; i < std::min(a.batch_size, d.x_train.shape()[0]); ++i) rows.push_back(i);
-  std::cout << "\n";
   Shape example(std::span<const int64_t>(d.x_train.shape().begin() + 1, d.x_train.shape().end()));
-  compare_train_step(
-      std::cout, a.model, [&] { return Model(build_model(a.model, example, 10)); }, a.optimizer,
-      a.lr.value_or(1e-3), a.seed, data::take_rows(d.x_train, rows),
-      data::take_rows(d.train.y, rows));
-  std::cout << fmt::format("test_loss: {:.4f}\ntest_accuracy: {:.4f}\n", runs.back().test_loss,
-                           runs.back().test_accuracy);
-  if (!runs_agree(runs[0], runs[1]))
-    throw Error("kiln train --mode both: eager and compiled training disagree beyond tolerance");
+  train_both_ways(
+      std::cout, [&](const std::string& mode) { return train_once(a, d, mode, false); }, a.model,
+      [&] { return Model(build_model(a.model, example, 10)); }, a.optimizer, a.lr.value_or(1e-3),
+      a.seed, data::take_rows(d.x_train, rows), data::take_rows(d.train.y, rows),
+      [](const TrainRun& r) {
+        std::cout << fmt::format("test_loss: {:.4f}\ntest_accuracy: {:.4f}\n", r.test_loss,
+                                 r.test_accuracy);
+      });
 }
 
 }  // namespace

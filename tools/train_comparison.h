@@ -54,4 +54,14 @@ ModeComparison compare_train_step(std::ostream& os, const std::string& name,
                                   double learning_rate, uint64_t seed, const Tensor& x,
                                   const Tensor& y);
 
+// `kiln train --mode both`: runs `train("eager")` then `train("compiled")` (announced on `os`),
+// prints their comparison table and one step of a fresh `build()` model compared by
+// compare_train_step on (x, y), then `report(compiled run)`; kiln::Error when the runs
+// disagree (runs_agree).
+void train_both_ways(std::ostream& os, const std::function<TrainRun(const std::string&)>& train,
+                     const std::string& name, const std::function<Model()>& build,
+                     const std::string& optimizer, double learning_rate, uint64_t seed,
+                     const Tensor& x, const Tensor& y,
+                     const std::function<void(const TrainRun&)>& report);
+
 }  // namespace kiln::tools

@@ -312,13 +312,9 @@ Json MultiHeadAttentionImpl::get_config() const {
   c["use_bias"] = options_.use_bias;
   c["output_shape"] = options_.output_shape ? Json::array({*options_.output_shape}) : Json(nullptr);
   c["attention_axes"] = nullptr;
-  c["kernel_initializer"] = layer_util::initializer_config(options_.kernel_initializer);
-  c["bias_initializer"] = layer_util::initializer_config(options_.bias_initializer);
-  c["kernel_regularizer"] = layer_util::regularizer_config(options_.kernel_regularizer);
-  c["bias_regularizer"] = layer_util::regularizer_config(options_.bias_regularizer);
+  layer_util::weight_config(c, "kernel", options_.kernel_initializer, options_.kernel_regularizer);
+  layer_util::weight_config(c, "bias", options_.bias_initializer, options_.bias_regularizer);
   c["activity_regularizer"] = layer_util::regularizer_config(options_.activity_regularizer);
-  c["kernel_constraint"] = nullptr;
-  c["bias_constraint"] = nullptr;
   c["seed"] = options_.seed ? Json(*options_.seed) : Json(nullptr);
   // kiln: Keras' call arguments held as layer options.
   c["use_causal_mask"] = options_.use_causal_mask;

@@ -60,12 +60,8 @@ Json DenseImpl::get_config() const {
   c["units"] = units_;
   c["activation"] = options_.activation;
   c["use_bias"] = options_.use_bias;
-  c["kernel_initializer"] = layer_util::initializer_config(options_.kernel_initializer);
-  c["bias_initializer"] = layer_util::initializer_config(options_.bias_initializer);
-  c["kernel_regularizer"] = layer_util::regularizer_config(options_.kernel_regularizer);
-  c["bias_regularizer"] = layer_util::regularizer_config(options_.bias_regularizer);
-  c["kernel_constraint"] = nullptr;
-  c["bias_constraint"] = nullptr;
+  layer_util::weight_config(c, "kernel", options_.kernel_initializer, options_.kernel_regularizer);
+  layer_util::weight_config(c, "bias", options_.bias_initializer, options_.bias_regularizer);
   return c;
 }
 

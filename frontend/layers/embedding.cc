@@ -61,9 +61,8 @@ Json EmbeddingImpl::get_config() const {
   Json c = layer_util::base_config(*this, options_.dtype);
   c["input_dim"] = input_dim_;
   c["output_dim"] = output_dim_;
-  c["embeddings_initializer"] = layer_util::initializer_config(options_.embeddings_initializer);
-  c["embeddings_regularizer"] = layer_util::regularizer_config(options_.embeddings_regularizer);
-  c["embeddings_constraint"] = nullptr;
+  layer_util::weight_config(c, "embeddings", options_.embeddings_initializer,
+                            options_.embeddings_regularizer);
   c["mask_zero"] = options_.mask_zero;
   return c;
 }

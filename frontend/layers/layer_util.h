@@ -30,6 +30,15 @@ inline Json regularizer_config(const Regularizer& r) {
   return Json{{"class_name", "L1L2"}, {"config", {{"l1", r.l1}, {"l2", r.l2}}}};
 }
 
+// A weight's entries in a config: "<weight>_initializer", "<weight>_regularizer" and
+// "<weight>_constraint" (kiln has no constraints: null).
+inline void weight_config(Json& c, const std::string& weight, const Initializer& init,
+                          const Regularizer& regularizer) {
+  c[weight + "_initializer"] = initializer_config(init);
+  c[weight + "_regularizer"] = regularizer_config(regularizer);
+  c[weight + "_constraint"] = nullptr;
+}
+
 // Keras' base config plus the dtype: {"name", "trainable", "dtype"}.
 inline Json base_config(const LayerImpl& layer, DType dtype) {
   Json c = layer.LayerImpl::get_config();

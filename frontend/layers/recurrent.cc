@@ -252,15 +252,10 @@ Json RecurrentImpl::get_config() const {
   c["units"] = units_;
   c["activation"] = options_.activation;
   c["use_bias"] = options_.use_bias;
-  c["kernel_initializer"] = layer_util::initializer_config(options_.kernel_initializer);
-  c["recurrent_initializer"] = layer_util::initializer_config(options_.recurrent_initializer);
-  c["bias_initializer"] = layer_util::initializer_config(options_.bias_initializer);
-  c["kernel_regularizer"] = layer_util::regularizer_config(options_.kernel_regularizer);
-  c["recurrent_regularizer"] = layer_util::regularizer_config(options_.recurrent_regularizer);
-  c["bias_regularizer"] = layer_util::regularizer_config(options_.bias_regularizer);
-  c["kernel_constraint"] = nullptr;
-  c["recurrent_constraint"] = nullptr;
-  c["bias_constraint"] = nullptr;
+  layer_util::weight_config(c, "kernel", options_.kernel_initializer, options_.kernel_regularizer);
+  layer_util::weight_config(c, "recurrent", options_.recurrent_initializer,
+                            options_.recurrent_regularizer);
+  layer_util::weight_config(c, "bias", options_.bias_initializer, options_.bias_regularizer);
   c["dropout"] = options_.dropout;
   c["recurrent_dropout"] = options_.recurrent_dropout;
   c["seed"] = options_.seed ? Json(*options_.seed) : Json(nullptr);
