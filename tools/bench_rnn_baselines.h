@@ -1,8 +1,8 @@
-// Hand-written sequence-model baselines for `kiln bench`: a stacked-LSTM training step, under
-// the contract of tools/bench_baselines.h (only Eigen, oneTBB and the standard library, no kiln;
-// the same Pool, sliced GEMM and Adam).
+// Hand-written sequence-model baselines for `kiln bench`: a stacked-LSTM training step and a
+// causal transformer-block training step, under the contract of tools/bench_baselines.h (only
+// Eigen, oneTBB and the standard library, no kiln; the same Pool, sliced GEMM and Adam).
 //
-// It is templated on the scalar type so that tests/tools/ can check its gradients in
+// Both are templated on the scalar type so that tests/tools/ can check their gradients in
 // float64 against finite differences and the float32 step against the float64 one: float runs
 // the Pool's sliced GEMM (bench_baselines.h's gemm, Adam and softmax cross-entropy), double one
 // single-threaded Eigen product per GEMM and plain loops for Adam and the loss. Weights are
@@ -70,5 +70,54 @@ class LstmStep {
 // the input gradient; the Dense layer's forward, dW and dx.
 std::vector<GemmShape> lstm_step_gemms(int64_t batch, int64_t steps, int64_t features,
                                        const std::vector<int64_t>& units, int64_t classes);
+
+// Training step of one pre-norm causal transformer block on a fixed batch, loss
+// mean((y - target)^2), Adam (Keras defaults):
+//   a = LayerNorm1(x); q, k, v = a Wq + bq, a Wk + bk, a Wv + bv (each [dim, heads * head_dim],
+//   Keras' [dim, heads, head_dim] flattened); per head p = softmax(q k^T / sqrt(head_dim) with
+//   key j > query i set to -1e9), o = p v; h = x + concat_heads(o) Wo + bo; f = LayerNorm2(h);
+//   y = h + gelu_erf(f W1 + b1) W2 + b2.
+// Layer norms over the last axis with eps 1e-3, gamma 1, beta 0; Glorot-uniform kernels, zero
+// biases. Wq, Wk, Wv are stored side by side as one [dim, 3 dim] weight (one GEMM; each column
+// block is one of them). The attention runs one task per (example, head) with single-threaded
+// Eigen products; the probabilities are kept for the backward pass. The input gradient dx is
+// not computed (x is data), everything else is.
+template <typename T>
+class TransformerBlockStep {
+ public:
+  struct Config {
+    int64_t batch, seq, dim, heads, ff;
+  };
+  TransformerBlockStep(Pool& pool, Config config, uint64_t seed);
+  // x and target [batch, seq, dim].
+  T run(const T* x, const T* target);        // forward, backward, Adam; returns the loss
+  T gradients(const T* x, const T* target);  // forward + backward into grads()
+  T loss(const T* x, const T* target);       // forward only
+  // ln1 gamma, beta; Wqkv [dim, 3 dim], bqkv [3 dim]; Wo [dim, dim], bo; ln2 gamma, beta;
+  // W1 [dim, ff], b1; W2 [ff, dim], b2.
+  std::vector<std::vector<T>>& params() { return p_; }
+  const std::vector<std::vector<T>>& grads() const { return g_; }
+  const std::vector<T>& output() const { return y_; }  // y of the last forward pass
+
+ private:
+  T forward(const T* x, const T* target);
+  void backward();
+
+  Pool& pool_;
+  Config cfg_;
+  AdamState adam_;
+  std::vector<std::vector<T>> p_, g_, m_, v_;
+  // Forward values kept for the backward pass ([N = batch * seq, ...] rows).
+  std::vector<T> xhat1_, rstd1_, a_, qkv_, prob_, ctx_, res_, xhat2_, rstd2_, f_, u_, gu_, y_;
+  std::vector<T> row_loss_;
+  // Gradients of the forward values.
+  std::vector<T> dy_, du_, df_, dres_, dctx_, dprob_, dqkv_, da_;
+};
+
+// The GEMMs of one TransformerBlockStep training step: the QKV, output and two feed-forward
+// projections with their dW and dx, and per (example, head) (batch * heads independent
+// products) q k^T, p v and their four backward products.
+std::vector<GemmShape> transformer_block_gemms(int64_t batch, int64_t seq, int64_t dim,
+                                               int64_t heads, int64_t ff);
 
 }  // namespace kiln::bench
