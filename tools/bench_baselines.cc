@@ -102,22 +102,33 @@ void gemm(Pool& pool, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
 GemmOnly::GemmOnly(Pool& pool, std::vector<GemmShape> shapes)
     : pool_(pool), shapes_(std::move(shapes)) {
   for (const GemmShape& s : shapes_) {
-    a_.emplace_back(size_t(s.m * s.k), 0.01f);
-    b_.emplace_back(size_t(s.k * s.n), 0.02f);
-    c_.emplace_back(size_t(s.m * s.n), 0.0f);
+    a_.emplace_back(size_t(s.batch * s.m * s.k), 0.01f);
+    b_.emplace_back(size_t(s.batch * s.k * s.n), 0.02f);
+    c_.emplace_back(size_t(s.batch * s.m * s.n), 0.0f);
   }
 }
 
 void GemmOnly::run() {
   for (size_t i = 0; i < shapes_.size(); ++i) {
     const GemmShape& s = shapes_[i];
-    gemm(pool_, s.trans_a, s.trans_b, s.m, s.n, s.k, a_[i].data(), b_[i].data(), c_[i].data());
+    auto one = [&](int64_t j) {
+      gemm(pool_, s.trans_a, s.trans_b, s.m, s.n, s.k, a_[i].data() + j * s.m * s.k,
+           b_[i].data() + j * s.k * s.n, c_[i].data() + j * s.m * s.n);
+    };
+    for (int64_t r = 0; r < s.repeat; ++r) {
+      if (s.batch == 1) {
+        one(0);
+      } else {
+        pool_.tasks(s.batch, one);
+      }
+    }
   }
 }
 
 double GemmOnly::flops() const {
   double f = 0;
-  for (const GemmShape& s : shapes_) f += 2.0 * double(s.m) * double(s.n) * double(s.k);
+  for (const GemmShape& s : shapes_)
+    f += 2.0 * double(s.m) * double(s.n) * double(s.k) * double(s.batch * s.repeat);
   return f;
 }
 

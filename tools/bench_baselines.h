@@ -52,10 +52,13 @@ using Epilogue = std::function<void(int64_t r0, int64_t r1, int64_t c0, int64_t 
 void gemm(Pool& pool, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
           const float* b, float* c, const Epilogue& epilogue = {});
 
-// One GEMM's shape, for GemmOnly.
+// One GEMM's shape, for GemmOnly: `batch` independent products of that shape (own buffers, run
+// as tasks across the pool, as attention heads are), the whole `repeat` times one after the
+// other on the same buffers (as the steps of a recurrent layer are).
 struct GemmShape {
   int64_t m, n, k;
   bool trans_a = false, trans_b = false;
+  int64_t batch = 1, repeat = 1;
 };
 
 // Runs a list of GEMMs (own buffers, filled with small values): the GEMM-bound limit of a step.
@@ -63,7 +66,7 @@ class GemmOnly {
  public:
   GemmOnly(Pool& pool, std::vector<GemmShape> shapes);
   void run();
-  double flops() const;  // 2 m n k summed
+  double flops() const;  // 2 m n k batch repeat summed
 
  private:
   Pool& pool_;

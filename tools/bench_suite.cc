@@ -7,6 +7,7 @@
 
 #include "kiln/kiln.h"
 #include "tools/bench_baselines.h"
+#include "tools/bench_rnn_baselines.h"
 #include "tools/model_zoo.h"
 
 namespace kiln::bench {
@@ -42,6 +43,7 @@ struct TrainState {
   Pool pool;
   std::unique_ptr<MlpStep> mlp_hand;
   std::unique_ptr<CnnStep> cnn_hand;
+  std::unique_ptr<LstmStep<float>> lstm_hand;
   std::unique_ptr<GemmOnly> gemms;
   TrainState(int threads) : pool(threads) {}
 };
@@ -57,6 +59,8 @@ Workload train_workload(std::shared_ptr<TrainState> s, std::string name, std::st
   w.compiled = [p] { p->compiled->run_train_step(p->x, p->y); };
   if (p->mlp_hand) w.baseline = [p] { p->mlp_hand->run(p->x.data<float>(), p->y.data<int64_t>()); };
   if (p->cnn_hand) w.baseline = [p] { p->cnn_hand->run(p->x.data<float>(), p->y.data<int64_t>()); };
+  if (p->lstm_hand)
+    w.baseline = [p] { p->lstm_hand->run(p->x.data<float>(), p->y.data<int64_t>()); };
   w.limit = [p] { p->gemms->run(); };
   w.compile_seconds = [p] {
     return p->compiled->train_step_function(p->x, p->y).compile_stats().compile_seconds;
@@ -114,6 +118,30 @@ Workload cnn(int64_t batch, int threads) {
       s, fmt::format("cnn_b{}", batch),
       fmt::format("CNN conv16-pool-conv32-dense10 training step on 28x28x1, batch {} (Adam)",
                   batch));
+}
+
+// Sequential{LSTM(256, return_sequences), LSTM(256), Dense(10)} on x [32, 64, 64] (batch, steps,
+// features). Hand-written: LstmStep (per-step GEMMs, fused gate passes, BPTT); limit: its GEMMs.
+Workload lstm(int threads) {
+  constexpr int64_t kBatch = 32, kSteps = 64, kFeatures = 64, kUnits = 256, kClasses = 10;
+  auto s = std::make_shared<TrainState>(threads);
+  s->x = random_normal({kBatch, kSteps, kFeatures}, 1);
+  s->y = random_labels(kBatch, kClasses, 2);
+  auto build = [] {
+    set_random_seed(0);
+    return Sequential({LSTM(kUnits, {.return_sequences = true}), LSTM(kUnits), Dense(kClasses)},
+                      Shape{kSteps, kFeatures});
+  };
+  s->eager = compiled_model(build(), /*eager=*/true);
+  s->compiled = compiled_model(build(), /*eager=*/false);
+  s->lstm_hand = std::make_unique<LstmStep<float>>(
+      s->pool, LstmStep<float>::Config{kBatch, kSteps, kFeatures, {kUnits, kUnits}, kClasses},
+      /*seed=*/0);
+  s->gemms = std::make_unique<GemmOnly>(
+      s->pool, lstm_step_gemms(kBatch, kSteps, kFeatures, {kUnits, kUnits}, kClasses));
+  return train_workload(s, "lstm_2x256_seq64_b32",
+                        "LSTM 256 (return_sequences) -> LSTM 256 -> Dense 10 training step on 64 "
+                        "steps of 64 features, batch 32 (Adam)");
 }
 
 Workload layer_norm(int threads) {
@@ -243,6 +271,7 @@ std::vector<std::string> workload_names() {
   return {"mlp_784_256_256_10_b64",
           "mlp_1024_1024_1024_10_b512",
           "cnn_b64",
+          "lstm_2x256_seq64_b32",
           "layernorm_gelu_residual",
           "softmax_xent",
           "adam_1m"};
@@ -252,6 +281,7 @@ Workload make_workload(const std::string& name, int threads) {
   if (name == "mlp_784_256_256_10_b64") return mlp({784, 256, 256, 10}, 64, threads);
   if (name == "mlp_1024_1024_1024_10_b512") return mlp({1024, 1024, 1024, 10}, 512, threads);
   if (name == "cnn_b64") return cnn(64, threads);
+  if (name == "lstm_2x256_seq64_b32") return lstm(threads);
   if (name == "layernorm_gelu_residual") return layer_norm(threads);
   if (name == "softmax_xent") return softmax_xent(threads);
   if (name == "adam_1m") return adam(threads);

@@ -8,6 +8,9 @@
 //   mlp_1024_1024_1024_10_b512 MLP 1024-1024-1024-10 training step, batch 512
 //   cnn_b64                    tools/model_zoo "cnn" training step on 28x28x1 images, batch 64
 //                              (hand-written: im2col + Eigen GEMMs; limit: those GEMMs)
+//   lstm_2x256_seq64_b32       LSTM 256 (return_sequences) -> LSTM 256 -> Dense 10 training step
+//                              on x [32, 64, 64] (hand-written: tools/bench_rnn_baselines.h,
+//                              per-step GEMMs + fused gate passes + BPTT; limit: those GEMMs)
 //   layernorm_gelu_residual    gelu_tanh(layernorm(x) * gamma + beta) + r on [4096, 1024]
 //   softmax_xent               sparse softmax cross-entropy + its gradient on [512, 1000]
 //   adam_1m                    one Adam update of 1M float32 parameters
