@@ -29,21 +29,21 @@ Tensor random_labels(int64_t n, int64_t classes, int64_t seed) {
   return cast(random_uniform({n}, seed, 0, double(classes) - 1e-3), DType::i64);
 }
 
-Sequential compiled_model(Sequential model, bool eager) {
-  model->compile({.optimizer = Adam(),
-                  .loss = losses::sparse_categorical_crossentropy(/*from_logits=*/true),
-                  .run_eagerly = eager});
+Model compiled_model(Model model, bool eager,
+                     Loss loss = losses::sparse_categorical_crossentropy(/*from_logits=*/true)) {
+  model->compile({.optimizer = Adam(), .loss = std::move(loss), .run_eagerly = eager});
   return model;
 }
 
 // A training step (eager model, compiled model, optional hand-written step, GEMM limit).
 struct TrainState {
   Tensor x, y;
-  Sequential eager, compiled;
+  Model eager, compiled;
   Pool pool;
   std::unique_ptr<MlpStep> mlp_hand;
   std::unique_ptr<CnnStep> cnn_hand;
   std::unique_ptr<LstmStep<float>> lstm_hand;
+  std::unique_ptr<TransformerBlockStep<float>> transformer_hand;
   std::unique_ptr<GemmOnly> gemms;
   TrainState(int threads) : pool(threads) {}
 };
@@ -61,6 +61,8 @@ Workload train_workload(std::shared_ptr<TrainState> s, std::string name, std::st
   if (p->cnn_hand) w.baseline = [p] { p->cnn_hand->run(p->x.data<float>(), p->y.data<int64_t>()); };
   if (p->lstm_hand)
     w.baseline = [p] { p->lstm_hand->run(p->x.data<float>(), p->y.data<int64_t>()); };
+  if (p->transformer_hand)
+    w.baseline = [p] { p->transformer_hand->run(p->x.data<float>(), p->y.data<float>()); };
   w.limit = [p] { p->gemms->run(); };
   w.compile_seconds = [p] {
     return p->compiled->train_step_function(p->x, p->y).compile_stats().compile_seconds;
@@ -142,6 +144,36 @@ Workload lstm(int threads) {
   return train_workload(s, "lstm_2x256_seq64_b32",
                         "LSTM 256 (return_sequences) -> LSTM 256 -> Dense 10 training step on 64 "
                         "steps of 64 features, batch 32 (Adam)");
+}
+
+// One pre-norm causal transformer block (d_model 128, 4 heads of 32, feed-forward 512 with
+// GELU) regressing a random target with mean squared error: x + MHA(LN(x)), then
+// h + Dense(Dense(LN(h), gelu)), on x [16, 64, 128]. Hand-written: TransformerBlockStep (the
+// three projections as one GEMM, attention per (example, head)); limit: its GEMMs.
+Workload transformer_block(int threads) {
+  constexpr int64_t kBatch = 16, kSeq = 64, kDim = 128, kHeads = 4, kFF = 512;
+  auto s = std::make_shared<TrainState>(threads);
+  s->x = random_normal({kBatch, kSeq, kDim}, 1);
+  s->y = random_normal({kBatch, kSeq, kDim}, 2);
+  auto build = [] {
+    set_random_seed(0);
+    Tensor x = Input(Shape{kSeq, kDim});
+    Tensor a = MultiHeadAttention(kHeads, kDim / kHeads,
+                                  {.use_causal_mask = true})(LayerNormalization()(x));
+    Tensor h = Add()({x, a});
+    Tensor f = Dense(kDim)(Dense(kFF, {.activation = "gelu"})(LayerNormalization()(h)));
+    return Model(x, Add()({h, f}));
+  };
+  s->eager = compiled_model(build(), /*eager=*/true, losses::mean_squared_error());
+  s->compiled = compiled_model(build(), /*eager=*/false, losses::mean_squared_error());
+  s->transformer_hand = std::make_unique<TransformerBlockStep<float>>(
+      s->pool, TransformerBlockStep<float>::Config{kBatch, kSeq, kDim, kHeads, kFF},
+      /*seed=*/0);
+  s->gemms =
+      std::make_unique<GemmOnly>(s->pool, transformer_block_gemms(kBatch, kSeq, kDim, kHeads, kFF));
+  return train_workload(s, "transformer_block_d128_h4_seq64_b16",
+                        "pre-norm causal transformer block (d_model 128, 4 heads, feed-forward "
+                        "512, GELU) training step on 64 positions, batch 16, MSE (Adam)");
 }
 
 Workload layer_norm(int threads) {
@@ -272,6 +304,7 @@ std::vector<std::string> workload_names() {
           "mlp_1024_1024_1024_10_b512",
           "cnn_b64",
           "lstm_2x256_seq64_b32",
+          "transformer_block_d128_h4_seq64_b16",
           "layernorm_gelu_residual",
           "softmax_xent",
           "adam_1m"};
@@ -282,6 +315,7 @@ Workload make_workload(const std::string& name, int threads) {
   if (name == "mlp_1024_1024_1024_10_b512") return mlp({1024, 1024, 1024, 10}, 512, threads);
   if (name == "cnn_b64") return cnn(64, threads);
   if (name == "lstm_2x256_seq64_b32") return lstm(threads);
+  if (name == "transformer_block_d128_h4_seq64_b16") return transformer_block(threads);
   if (name == "layernorm_gelu_residual") return layer_norm(threads);
   if (name == "softmax_xent") return softmax_xent(threads);
   if (name == "adam_1m") return adam(threads);

@@ -11,6 +11,10 @@
 //   lstm_2x256_seq64_b32       LSTM 256 (return_sequences) -> LSTM 256 -> Dense 10 training step
 //                              on x [32, 64, 64] (hand-written: tools/bench_rnn_baselines.h,
 //                              per-step GEMMs + fused gate passes + BPTT; limit: those GEMMs)
+//   transformer_block_d128_h4_seq64_b16
+//                              pre-norm causal transformer block (MultiHeadAttention 4x32,
+//                              feed-forward 512 GELU, MSE) on x [16, 64, 128] (hand-written:
+//                              TransformerBlockStep; limit: its GEMMs)
 //   layernorm_gelu_residual    gelu_tanh(layernorm(x) * gamma + beta) + r on [4096, 1024]
 //   softmax_xent               sparse softmax cross-entropy + its gradient on [512, 1000]
 //   adam_1m                    one Adam update of 1M float32 parameters
