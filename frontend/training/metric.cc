@@ -140,6 +140,62 @@ class BinaryAccuracyImpl : public MeanMetricImpl {
   double threshold_;
 };
 
+// The label's prediction is among the k largest of its row: fewer than k classes score higher
+// (Keras' in_top_k). One-hot labels (sparse = false: argmax of y_true) or integer labels.
+class TopKImpl : public MeanMetricImpl {
+ public:
+  TopKImpl(std::string name, int k, bool sparse)
+      : MeanMetricImpl(std::move(name)), k_(k), sparse_(sparse) {
+    if (k <= 0)
+      throw Error(fmt::format("metric \"{}\": k must be positive, got {}", this->name(), k));
+  }
+
+ protected:
+  Tensor matches(const Tensor& y_true_in, const Tensor& y_pred) override {
+    require_inputs(name(), y_true_in, y_pred);
+    if (y_pred.rank() < 1) shape_error(name(), y_true_in, y_pred, "y_pred needs a class axis");
+    Tensor labels;
+    if (sparse_) {
+      labels = y_true_in;
+      if (labels.rank() == y_pred.rank() && labels.shape().dim(-1) == 1)
+        labels = squeeze(labels, {-1});
+      Shape expected(std::vector<int64_t>(y_pred.shape().begin(), y_pred.shape().end() - 1));
+      if (!(labels.shape() == expected))
+        shape_error(name(), y_true_in, y_pred,
+                    fmt::format("integer labels must have shape {} (or a trailing 1)",
+                                expected.to_string()));
+      labels = cast(labels, DType::i64);
+    } else {
+      if (!(y_true_in.shape() == y_pred.shape()))
+        shape_error(name(), y_true_in, y_pred, "one-hot labels must have y_pred's shape");
+      labels = argmax(y_true_in, -1);
+    }
+    const int64_t classes = y_pred.shape().dim(-1);
+    Tensor at_label = sum(y_pred * one_hot(labels, classes, y_pred.dtype()), {-1}, true);
+    Tensor higher = sum(cast(greater(y_pred, at_label), DType::i64), {-1});
+    return less(higher, scalar(double(k_), DType::i64));
+  }
+
+ private:
+  int k_;
+  bool sparse_;
+};
+
+// Keras' MeanAbsoluteError metric: per sample mean(|y_true - y_pred|) over the last axis.
+class MeanAbsoluteErrorImpl : public MeanMetricImpl {
+ public:
+  using MeanMetricImpl::MeanMetricImpl;
+
+ protected:
+  Tensor matches(const Tensor& y_true, const Tensor& y_pred) override {
+    require_inputs(name(), y_true, y_pred);
+    if (!(y_true.shape() == y_pred.shape()) || y_pred.rank() < 1)
+      shape_error(name(), y_true, y_pred, "they must have the same shape (rank >= 1)");
+    Tensor p = cast(y_pred, DType::f64), t = cast(y_true, DType::f64);
+    return mean(abs(p - t), {-1});
+  }
+};
+
 // Keras' Mean: every element of y_pred is one value.
 class MeanImpl : public MeanMetricImpl {
  public:
@@ -197,11 +253,24 @@ Metric::Metric(const char* name_in) : requested_(name_in ? name_in : "") {
     impl_ = std::make_shared<CategoricalAccuracyImpl>(key);
   else if (key == "binary_accuracy")
     impl_ = std::make_shared<BinaryAccuracyImpl>(key, 0.5);
+  else if (key == "top_k_categorical_accuracy")
+    impl_ = std::make_shared<TopKImpl>(key, 5, false);
+  else if (key == "sparse_top_k_categorical_accuracy")
+    impl_ = std::make_shared<TopKImpl>(key, 5, true);
+  else if (key == "mean_absolute_error" || key == "mae")
+    impl_ = std::make_shared<MeanAbsoluteErrorImpl>(key);
+  else if (key == "precision" || key == "recall" || key == "auc")
+    impl_ = (key == "precision" ? metrics::precision(key)
+             : key == "recall"  ? metrics::recall(key)
+                                : metrics::auc(key))
+                .impl_;
   else
     throw Error(
         fmt::format("unknown metric \"{}\"; known metrics: accuracy (acc), "
-                    "sparse_categorical_accuracy, categorical_accuracy, binary_accuracy "
-                    "(a running mean: kiln::metrics::mean(name))",
+                    "sparse_categorical_accuracy, categorical_accuracy, binary_accuracy, "
+                    "top_k_categorical_accuracy, sparse_top_k_categorical_accuracy, "
+                    "mean_absolute_error (mae), precision, recall, auc (a running mean: "
+                    "kiln::metrics::mean(name))",
                     requested_));
 }
 
@@ -224,6 +293,15 @@ Metric binary_accuracy(const std::string& name, double threshold) {
   return Metric(std::make_shared<BinaryAccuracyImpl>(name, threshold));
 }
 Metric mean(const std::string& name) { return Metric(std::make_shared<MeanImpl>(name)); }
+Metric top_k_categorical_accuracy(int k, const std::string& name) {
+  return Metric(std::make_shared<TopKImpl>(name, k, false));
+}
+Metric sparse_top_k_categorical_accuracy(int k, const std::string& name) {
+  return Metric(std::make_shared<TopKImpl>(name, k, true));
+}
+Metric mean_absolute_error(const std::string& name) {
+  return Metric(std::make_shared<MeanAbsoluteErrorImpl>(name));
+}
 }  // namespace metrics
 
 Metric resolve_metric(const Metric& m, const Loss& loss) {

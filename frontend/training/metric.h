@@ -31,11 +31,13 @@ class Metric {
   explicit Metric(std::shared_ptr<MetricImpl> impl, std::string requested = {})
       : impl_(std::move(impl)), requested_(std::move(requested)) {}
   // By name (case-insensitive): "sparse_categorical_accuracy", "categorical_accuracy",
-  // "binary_accuracy", and "accuracy" / "acc". The last two make a metric named as requested
-  // that picks binary, sparse categorical or categorical accuracy from the shapes of its first
-  // batch, as Keras 3's compile does (binary if y_pred.shape[-1] == 1; sparse if y_true has
-  // lower rank than y_pred, or y_true.shape[-1] == 1 < y_pred.shape[-1]; else categorical);
-  // resolve_metric() fixes the choice from the loss instead. Unknown names throw kiln::Error.
+  // "binary_accuracy", "top_k_categorical_accuracy", "sparse_top_k_categorical_accuracy" (k 5),
+  // "mean_absolute_error" / "mae", "precision", "recall", "auc", and "accuracy" / "acc". The last
+  // two make a metric named as requested that picks binary, sparse categorical or categorical
+  // accuracy from the shapes of its first batch, as Keras 3's compile does (binary if
+  // y_pred.shape[-1] == 1; sparse if y_true has lower rank than y_pred, or y_true.shape[-1] == 1 <
+  // y_pred.shape[-1]; else categorical); resolve_metric() fixes the choice from the loss instead.
+  // Unknown names throw kiln::Error.
   Metric(const char* name);                                  // NOLINT: implicit
   Metric(const std::string& name) : Metric(name.c_str()) {}  // NOLINT: implicit
   bool defined() const { return impl_ != nullptr; }
@@ -57,6 +59,22 @@ Metric categorical_accuracy(const std::string& name = "accuracy");
 Metric binary_accuracy(const std::string& name = "accuracy", double threshold = 0.5);
 // Running mean of the values passed as y_pred (every element counts once; y_true ignored).
 Metric mean(const std::string& name);
+// The label is among the k largest predictions (ties at the k-th value count as in, as
+// Keras' in_top_k): one-hot labels, or integer labels (the sparse form).
+Metric top_k_categorical_accuracy(int k = 5,
+                                  const std::string& name = "top_k_categorical_accuracy");
+Metric sparse_top_k_categorical_accuracy(
+    int k = 5, const std::string& name = "sparse_top_k_categorical_accuracy");
+// mean(|y_true - y_pred|) over the last axis, averaged over the samples.
+Metric mean_absolute_error(const std::string& name = "mean_absolute_error");
+// Streaming confusion counts (frontend/training/confusion_metrics.cc): labels nonzero =
+// positive, y_pred > threshold predicted positive. Precision TP / (TP + FP), recall
+// TP / (TP + FN), 0 when the denominator is 0.
+Metric precision(const std::string& name = "precision", double threshold = 0.5);
+Metric recall(const std::string& name = "recall", double threshold = 0.5);
+// Keras' AUC: the ROC area from confusion counts at num_thresholds thresholds in [0, 1],
+// trapezoidal rule.
+Metric auc(const std::string& name = "auc", int num_thresholds = 200);
 }  // namespace metrics
 
 // Keras' compile-time choice of accuracy: when `m` was requested as "accuracy" or "acc",
