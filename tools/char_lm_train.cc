@@ -71,19 +71,9 @@ TrainRun train_once(const CharLmTrainArgs& a, const CharLmData& d, const std::st
   run.step_seconds = timer->seconds();
   run.batch_size = a.batch_size;
   run.final_loss = history->history.at("loss").back();
-  if (mode != "eager") {
-    const int64_t n = d.train.size();
-    for (int64_t b : {std::min(a.batch_size, n), n % a.batch_size}) {
-      if (b == 0) continue;
-      std::vector<int64_t> rows;
-      for (int64_t i = 0; i < b; ++i) rows.push_back(i);
-      run.compile_seconds += model
-                                 ->train_step_function(data::take_rows(d.train.x, rows),
-                                                       data::take_rows(d.train.y, rows))
-                                 .compile_stats()
-                                 .compile_seconds;
-    }
-  }
+  if (mode != "eager")
+    run.compile_seconds =
+        train_step_compile_seconds(model.get(), d.train.x, d.train.y, a.batch_size);
   Logs result = model->evaluate(d.test.x, d.test.y, {.batch_size = 256, .verbose = 0});
   run.test_loss = result["loss"];
   run.test_accuracy = result["accuracy"];

@@ -94,20 +94,9 @@ TrainRun train_once(const TrainArgs& a, const Data& d, const std::string& mode, 
   run.batch_size = a.batch_size;
   if (auto it = history->history.find("loss"); it != history->history.end() && !it->second.empty())
     run.final_loss = it->second.back();
-  if (mode != "eager") {
-    // The train step's specialisations: the full batch and the last partial one.
-    const int64_t n = d.x_train.shape()[0];
-    for (int64_t b : {std::min(a.batch_size, n), n % a.batch_size}) {
-      if (b == 0) continue;
-      std::vector<int64_t> rows;
-      for (int64_t i = 0; i < b; ++i) rows.push_back(i);
-      run.compile_seconds += model
-                                 ->train_step_function(data::take_rows(d.x_train, rows),
-                                                       data::take_rows(d.train.y, rows))
-                                 .compile_stats()
-                                 .compile_seconds;
-    }
-  }
+  if (mode != "eager")
+    run.compile_seconds =
+        train_step_compile_seconds(model.get(), d.x_train, d.train.y, a.batch_size);
   Logs result = model->evaluate(d.x_test, d.test.y, {.batch_size = 256, .verbose = 0});
   run.test_loss = result["loss"];
   run.test_accuracy = result["accuracy"];

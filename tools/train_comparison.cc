@@ -88,6 +88,21 @@ ModeComparison compare_train_step(std::ostream& os, const std::string& name,
       x, y);
 }
 
+double train_step_compile_seconds(ModelImpl& model, const Tensor& x, const Tensor& y,
+                                  int64_t batch_size) {
+  double seconds = 0;
+  const int64_t n = x.shape()[0];
+  for (int64_t b : {std::min(batch_size, n), n % batch_size}) {
+    if (b == 0) continue;
+    std::vector<int64_t> rows;
+    for (int64_t i = 0; i < b; ++i) rows.push_back(i);
+    seconds += model.train_step_function(data::take_rows(x, rows), data::take_rows(y, rows))
+                   .compile_stats()
+                   .compile_seconds;
+  }
+  return seconds;
+}
+
 void train_both_ways(std::ostream& os, const std::function<TrainRun(const std::string&)>& train,
                      const std::string& name, const std::function<Model()>& build,
                      const std::string& optimizer, double learning_rate, uint64_t seed,

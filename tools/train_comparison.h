@@ -37,6 +37,11 @@ struct TrainRun {
   double final_loss = 0, test_loss = 0, test_accuracy = 0;
 };
 
+// Seconds spent compiling `model`'s train step for the batch shapes fit used on (x, y) with
+// `batch_size`: the full batch and the last partial one (0 for an eager model's steps).
+double train_step_compile_seconds(ModelImpl& model, const Tensor& x, const Tensor& y,
+                                  int64_t batch_size);
+
 // Runs agree when the test accuracies differ by at most 0.02 and the final training losses by
 // at most 5% (float rounding differs between modes and compounds over epochs).
 bool runs_agree(const TrainRun& a, const TrainRun& b);
