@@ -75,29 +75,60 @@ std::pair<Tensor, Tensor> align_dense(const std::string& loss, const Tensor& y_t
   return {y_true, y_pred};
 }
 
+// The sample weights aligned with per-sample values `v`: of v's shape, or of its leading axes
+// (trailing axes of 1 added), or with a trailing 1 more; cast to v's dtype. Concrete weights
+// must be non-negative.
+Tensor aligned_weights(const std::string& loss, const Tensor& w_in, const Tensor& v) {
+  Tensor w = w_in;
+  if (w.rank() == v.rank() + 1 && w.shape().dim(-1) == 1) w = squeeze(w, {-1});
+  bool ok = w.rank() <= v.rank();
+  for (int d = 0; ok && d < w.rank(); ++d)
+    ok = w.shape()[d] == v.shape()[d] || w.shape()[d] == kUnknownDim || v.shape()[d] == kUnknownDim;
+  if (!ok || w.dtype() == DType::b8)
+    throw Error(fmt::format(
+        "{}: sample_weight has shape {} ({}), but the loss has one value per sample of shape {}; "
+        "give numeric weights of that shape or of its leading axes (e.g. [batch])",
+        loss, w_in.shape().to_string(), dtype_name(w_in.dtype()), v.shape().to_string()));
+  if (!w.is_symbolic()) {
+    std::vector<double> values = w.to_vector<double>();
+    for (size_t i = 0; i < values.size(); ++i)
+      if (!(values[i] >= 0))
+        throw Error(fmt::format("{}: sample_weight element {} is {}; weights must be >= 0", loss, i,
+                                values[i]));
+  }
+  if (w.dtype() != v.dtype()) w = cast(w, v.dtype());
+  Axes shape(w.shape().begin(), w.shape().end());
+  while (int(shape.size()) < v.rank()) shape.push_back(1);
+  return int(shape.size()) == w.rank() ? w : reshape(w, shape);
+}
+
 // Per-sample values (the last axis already reduced) -> their mean: sum_over_batch_size.
 // With a mask on y_pred (keras_mask(), e.g. [batch, timesteps] from Embedding(mask_zero)) the
-// mean is over the unmasked samples only (Keras' apply_mask: 0 when every sample is masked).
-Tensor batch_mean(const std::string& loss, const Tensor& per_sample, const Tensor& y_pred) {
+// mean is over the unmasked samples only (Keras' apply_mask: 0 when every sample is masked);
+// sample weights multiply the values first.
+Tensor reduce_samples(const std::string& loss, const Tensor& per_sample, const Tensor& y_pred,
+                      const Tensor& sample_weight) {
+  Tensor values = per_sample;
+  if (sample_weight.defined()) values = values * aligned_weights(loss, sample_weight, values);
   Tensor mask = y_pred.keras_mask();
-  if (!mask.defined()) return mean(per_sample);
-  if (!(mask.shape() == per_sample.shape()))
+  if (!mask.defined()) {
+    if (!sample_weight.defined()) return mean(values);
+    return sum(values) / element_count(values, {}, values.dtype());
+  }
+  if (!(mask.shape() == values.shape()))
     throw Error(fmt::format(
         "{}: y_pred carries a mask of shape {}, but the loss has one value per sample of shape "
         "{} (y_pred {}); the mask must cover y_pred's axes except the last",
-        loss, mask.shape().to_string(), per_sample.shape().to_string(),
-        y_pred.shape().to_string()));
+        loss, mask.shape().to_string(), values.shape().to_string(), y_pred.shape().to_string()));
   if (mask.dtype() != DType::b8) mask = not_equal(mask, scalar(0, mask.dtype()));
-  const DType t = per_sample.dtype();
+  const DType t = values.dtype();
   Tensor count = sum(cast(mask, t));
-  return sum(where(mask, per_sample, zeros_like(per_sample))) / maximum(count, scalar(1, t));
+  return sum(where(mask, values, zeros_like(values))) / maximum(count, scalar(1, t));
 }
 
-// Mean over the last axis, then over the batch: the overall mean (rank 0 is its own mean).
-Tensor last_axis_mean_then_batch(const std::string& loss, const Tensor& elementwise,
-                                 const Tensor& y_pred) {
-  if (elementwise.rank() == 0) return elementwise;
-  return batch_mean(loss, mean(elementwise, {-1}), y_pred);
+// The mean over the last axis (rank 0 is its own mean): per-sample values.
+Tensor last_axis_mean(const Tensor& elementwise) {
+  return elementwise.rank() == 0 ? elementwise : mean(elementwise, {-1});
 }
 
 Tensor clip_probabilities(const Tensor& p) {
@@ -163,29 +194,44 @@ Loss::Loss(const char* name) {
   }
 }
 
-Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred) const {
+Loss Loss::per_sample(std::string name, Fn fn) {
+  Loss l(std::move(name), std::move(fn));
+  l.per_sample_ = true;
+  return l;
+}
+
+Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred,
+                        const Tensor& sample_weight) const {
   if (!fn_)
     throw Error(
         "Loss: calling an empty loss (default-constructed); give it a name or a "
         "function");
-  return fn_(y_true, y_pred);
+  if (!per_sample_) {
+    if (sample_weight.defined())
+      throw Error(fmt::format(
+          "loss \"{}\" returns its own scalar and cannot weight samples; make it with "
+          "Loss::per_sample (a function returning one value per sample) to use sample_weight",
+          name_));
+    return fn_(y_true, y_pred);
+  }
+  return reduce_samples(name_, fn_(y_true, y_pred), y_pred, sample_weight);
 }
 
 namespace losses {
 
 // mean((y_true - y_pred)^2) over the last axis, then over the batch.
 Loss mean_squared_error() {
-  return Loss("mean_squared_error", [](const Tensor& t, const Tensor& p) {
+  return Loss::per_sample("mean_squared_error", [](const Tensor& t, const Tensor& p) {
     auto [y_true, y_pred] = align_dense("mean_squared_error", t, p);
-    return last_axis_mean_then_batch("mean_squared_error", square(y_pred - y_true), p);
+    return last_axis_mean(square(y_pred - y_true));
   });
 }
 
 // mean(|y_true - y_pred|) over the last axis, then over the batch.
 Loss mean_absolute_error() {
-  return Loss("mean_absolute_error", [](const Tensor& t, const Tensor& p) {
+  return Loss::per_sample("mean_absolute_error", [](const Tensor& t, const Tensor& p) {
     auto [y_true, y_pred] = align_dense("mean_absolute_error", t, p);
-    return last_axis_mean_then_batch("mean_absolute_error", abs(y_pred - y_true), p);
+    return last_axis_mean(abs(y_pred - y_true));
   });
 }
 
@@ -193,7 +239,7 @@ Loss mean_absolute_error() {
 // Logits x: softplus(x) - x y = max(x, 0) - x y + log1p(exp(-|x|)), exact for any |x|
 // (the value of TensorFlow's sigmoid_cross_entropy_with_logits and Keras' JAX backend).
 Loss binary_crossentropy(bool from_logits) {
-  return Loss("binary_crossentropy", [from_logits](const Tensor& t, const Tensor& p) {
+  return Loss::per_sample("binary_crossentropy", [from_logits](const Tensor& t, const Tensor& p) {
     auto [y, x] = align_dense("binary_crossentropy", t, p);
     Tensor elementwise;
     if (from_logits) {
@@ -202,40 +248,42 @@ Loss binary_crossentropy(bool from_logits) {
       Tensor q = clip_probabilities(x);
       elementwise = -(y * log(q) + (1.0 - y) * log(1.0 - q));
     }
-    return last_axis_mean_then_batch("binary_crossentropy", elementwise, p);
+    return last_axis_mean(elementwise);
   });
 }
 
 // Probabilities: p / sum(p, -1) clipped to [eps, 1 - eps], -sum(y log p, -1).
 // Logits: -sum(y log_softmax(x), -1).
 Loss categorical_crossentropy(bool from_logits) {
-  return Loss("categorical_crossentropy", [from_logits](const Tensor& t, const Tensor& p) {
-    const char* name = "categorical_crossentropy";
-    require_defined(name, t, p);
-    require_floating_pred(name, p);
-    if (!(t.shape() == p.shape()))
-      shape_error(name, t, p, "y_true must be one-hot with y_pred's shape");
-    require_rank_1(name, t, p);
-    Tensor y = t.dtype() == p.dtype() ? t : cast(t, p.dtype());
-    Tensor log_prob =
-        from_logits ? log_softmax(p, -1) : log(clip_probabilities(p / sum(p, {-1}, true)));
-    return batch_mean(name, -sum(y * log_prob, {-1}), p);
-  });
+  return Loss::per_sample(
+      "categorical_crossentropy", [from_logits](const Tensor& t, const Tensor& p) {
+        const char* name = "categorical_crossentropy";
+        require_defined(name, t, p);
+        require_floating_pred(name, p);
+        if (!(t.shape() == p.shape()))
+          shape_error(name, t, p, "y_true must be one-hot with y_pred's shape");
+        require_rank_1(name, t, p);
+        Tensor y = t.dtype() == p.dtype() ? t : cast(t, p.dtype());
+        Tensor log_prob =
+            from_logits ? log_softmax(p, -1) : log(clip_probabilities(p / sum(p, {-1}, true)));
+        return -sum(y * log_prob, {-1});
+      });
 }
 
 // As categorical_crossentropy with y_true = one_hot(labels, classes).
 Loss sparse_categorical_crossentropy(bool from_logits) {
-  return Loss("sparse_categorical_crossentropy", [from_logits](const Tensor& t, const Tensor& p) {
-    const char* name = "sparse_categorical_crossentropy";
-    require_defined(name, t, p);
-    require_floating_pred(name, p);
-    require_rank_1(name, t, p);
-    Tensor labels = sparse_labels(name, t, p);
-    Tensor log_prob =
-        from_logits ? log_softmax(p, -1) : log(clip_probabilities(p / sum(p, {-1}, true)));
-    Tensor y = one_hot(labels, p.shape().dim(-1), p.dtype());
-    return batch_mean(name, -sum(y * log_prob, {-1}), p);
-  });
+  return Loss::per_sample(
+      "sparse_categorical_crossentropy", [from_logits](const Tensor& t, const Tensor& p) {
+        const char* name = "sparse_categorical_crossentropy";
+        require_defined(name, t, p);
+        require_floating_pred(name, p);
+        require_rank_1(name, t, p);
+        Tensor labels = sparse_labels(name, t, p);
+        Tensor log_prob =
+            from_logits ? log_softmax(p, -1) : log(clip_probabilities(p / sum(p, {-1}, true)));
+        Tensor y = one_hot(labels, p.shape().dim(-1), p.dtype());
+        return -sum(y * log_prob, {-1});
+      });
 }
 
 }  // namespace losses

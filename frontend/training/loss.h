@@ -1,6 +1,7 @@
 // Losses (Keras' names and formulas): each maps (y_true, y_pred) to a scalar, the mean over
-// the batch ("sum_over_batch_size"). A mask on y_pred (Tensor::keras_mask(), one value per
-// sample: [batch] or [batch, timesteps]) excludes the masked samples from the mean. Numerically stable: from_logits versions use
+// the batch ("sum_over_batch_size"), optionally weighted per sample. A mask on y_pred
+// (Tensor::keras_mask(), one value per sample: [batch] or [batch, timesteps]) excludes the
+// masked samples from the mean. Numerically stable: from_logits versions use
 // log_softmax / softplus; probability versions clip to [eps, 1 - eps] like Keras.
 #pragma once
 
@@ -15,7 +16,12 @@ class Loss {
  public:
   using Fn = std::function<Tensor(const Tensor& y_true, const Tensor& y_pred)>;
   Loss() = default;
+  // A loss whose function returns the final scalar itself (it cannot take sample weights).
   Loss(std::string name, Fn fn) : name_(std::move(name)), fn_(std::move(fn)) {}
+  // A loss whose function returns one value per sample (e.g. [batch] or [batch, timesteps]);
+  // calling it reduces them as Keras' "sum_over_batch_size": the sum of the (weighted) values
+  // over their number, or over the unmasked ones with a mask. The built-in losses are these.
+  static Loss per_sample(std::string name, Fn fn);
   // By name: "mean_squared_error" ("mse"), "mean_absolute_error" ("mae"),
   // "binary_crossentropy", "categorical_crossentropy", "sparse_categorical_crossentropy"
   // (probability inputs; use the functions below for from_logits=true).
@@ -26,13 +32,21 @@ class Loss {
   // Bad shapes (named with both shapes and the loss) or a non-floating y_pred throw kiln::Error.
   // y_true and y_pred may differ by a trailing 1 in rank (Keras' squeeze_or_expand_to_same_rank);
   // y_true is cast to y_pred's dtype. The result is a scalar of y_pred's dtype.
-  Tensor operator()(const Tensor& y_true, const Tensor& y_pred) const;
+  // sample_weight (per-sample losses only; Keras' sample_weight): non-negative weights of the
+  // per-sample values, of their shape or of their leading axes ([batch] for [batch, timesteps]
+  // values; a trailing 1 is dropped); the loss is sum(values * weights) / number of values
+  // (over the unmasked values with a mask). Wrong shapes, negative weights, or weights given to
+  // a scalar-returning loss throw kiln::Error.
+  Tensor operator()(const Tensor& y_true, const Tensor& y_pred,
+                    const Tensor& sample_weight = Tensor()) const;
   const std::string& name() const { return name_; }
   bool defined() const { return static_cast<bool>(fn_); }
+  bool is_per_sample() const { return per_sample_; }
 
  private:
   std::string name_;
   Fn fn_;
+  bool per_sample_ = false;
 };
 
 namespace losses {
