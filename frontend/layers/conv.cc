@@ -49,12 +49,7 @@ Conv2DImpl::Conv2DImpl(int64_t filters, Axes kernel_size, Conv2DOptions options)
 }
 
 void Conv2DImpl::build(const Shape& input_shape) {
-  int64_t channels = input_shape[3];
-  if (channels == kUnknownDim)
-    throw Error(
-        fmt::format("layer \"{}\": the channel dimension (last axis) of the inputs should "
-                    "be defined. Found None. Full input shape received: {}",
-                    name(), input_shape.to_string()));
+  const int64_t channels = layer_util::known_channels(name(), input_shape);
   kernel =
       add_weight("kernel", {kernel_size_[0], kernel_size_[1], channels, filters_},
                  options_.kernel_initializer, true, options_.dtype, options_.kernel_regularizer);
@@ -132,12 +127,7 @@ Conv1DImpl::Conv1DImpl(int64_t filters, int64_t kernel_size, Conv1DOptions optio
 }
 
 void Conv1DImpl::build(const Shape& input_shape) {
-  int64_t channels = input_shape[2];
-  if (channels == kUnknownDim)
-    throw Error(
-        fmt::format("layer \"{}\": the channel dimension (last axis) of the inputs should "
-                    "be defined. Found None. Full input shape received: {}",
-                    name(), input_shape.to_string()));
+  const int64_t channels = layer_util::known_channels(name(), input_shape);
   kernel = add_weight("kernel", {kernel_size_, channels, filters_}, options_.kernel_initializer,
                       true, options_.dtype, options_.kernel_regularizer);
   if (options_.use_bias)

@@ -39,6 +39,17 @@ inline void weight_config(Json& c, const std::string& weight, const Initializer&
   c[weight + "_constraint"] = nullptr;
 }
 
+// The channel count (last axis) of a convolution's input shape; kiln::Error when unknown.
+inline int64_t known_channels(const std::string& layer, const Shape& input_shape) {
+  int64_t channels = input_shape.dim(-1);
+  if (channels == kUnknownDim)
+    throw Error(
+        fmt::format("layer \"{}\": the channel dimension (last axis) of the inputs should "
+                    "be defined. Found None. Full input shape received: {}",
+                    layer, input_shape.to_string()));
+  return channels;
+}
+
 // Keras' base config plus the dtype: {"name", "trainable", "dtype"}.
 inline Json base_config(const LayerImpl& layer, DType dtype) {
   Json c = layer.LayerImpl::get_config();
