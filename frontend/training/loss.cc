@@ -17,6 +17,7 @@
 
 #include "frontend/creation.h"
 #include "frontend/ops.h"
+#include "runtime/log.h"
 
 namespace kiln {
 namespace {
@@ -212,6 +213,16 @@ Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred,
           "loss \"{}\" returns its own scalar and cannot weight samples; make it with "
           "Loss::per_sample (a function returning one value per sample) to use sample_weight",
           name_));
+    // The function gets y_pred with its mask but reduces by itself: say once that kiln cannot
+    // exclude the masked positions for it (a per-sample loss can).
+    if (y_pred.keras_mask().defined() && mask_warned_ && !*mask_warned_) {
+      *mask_warned_ = true;
+      log_warning(fmt::format(
+          "loss \"{}\" returns its own scalar, so kiln cannot leave out the masked positions of "
+          "y_pred (keras_mask()); make it with Loss::per_sample (one value per sample) to have "
+          "them excluded, or apply y_pred.keras_mask() inside it",
+          name_));
+    }
     return fn_(y_true, y_pred);
   }
   return reduce_samples(name_, fn_(y_true, y_pred), y_pred, sample_weight);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "frontend/tensor.h"
@@ -17,7 +18,9 @@ class Loss {
   using Fn = std::function<Tensor(const Tensor& y_true, const Tensor& y_pred)>;
   Loss() = default;
   // A loss whose function returns the final scalar itself (it cannot take sample weights).
-  Loss(std::string name, Fn fn) : name_(std::move(name)), fn_(std::move(fn)) {}
+  // If y_pred carries a mask, kiln logs a warning once (it cannot exclude the masked positions).
+  Loss(std::string name, Fn fn)
+      : name_(std::move(name)), fn_(std::move(fn)), mask_warned_(std::make_shared<bool>(false)) {}
   // A loss whose function returns one value per sample (e.g. [batch] or [batch, timesteps]);
   // calling it reduces them as Keras' "sum_over_batch_size": the sum of the (weighted) values
   // over their number, or over the unmasked ones with a mask. The built-in losses are these.
@@ -47,6 +50,7 @@ class Loss {
   std::string name_;
   Fn fn_;
   bool per_sample_ = false;
+  std::shared_ptr<bool> mask_warned_;  // shared by copies: one warning per loss
 };
 
 namespace losses {

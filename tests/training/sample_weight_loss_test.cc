@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kiln/kiln.h"
+#include "tests/function/function_test_util.h"
 #include "tests/support/error_of.h"
 
 namespace kiln {
@@ -96,6 +97,25 @@ TEST(SampleWeightLoss, BadWeightsAreClearErrors) {
       "abs_sum", [](const Tensor& t, const Tensor& p) { return sum(abs(p - t), {-1}); });
   EXPECT_DOUBLE_EQ(per(zeros({2, 2}, DType::f64), logits, tensor<double>({1, 2})).item<double>(),
                    (1 * 3.0 + 2 * 3.0) / 2);
+}
+
+// A loss that reduces by itself cannot have masked positions left out for it: kiln says so
+// (once per loss), instead of quietly averaging over the padding.
+TEST(SampleWeightLoss, ScalarLossOnAMaskedPredictionWarnsOnce) {
+  test::WarningCapture capture;
+  Loss custom("my_mean", [](const Tensor& t, const Tensor& p) { return mean(p - t); });
+  Tensor p = tensor<double>({1, 2}, {1, 2})
+                 .with_keras_mask(cast(tensor<double>({1, 0}, {1, 2}), DType::b8));
+  custom(zeros({1, 2}, DType::f64), p);
+  custom(zeros({1, 2}, DType::f64), p);
+  ASSERT_EQ(capture.warnings().size(), 1u);
+  EXPECT_THAT(capture.warnings()[0], HasSubstr("loss \"my_mean\" returns its own scalar"));
+  // Built-in (per-sample) losses apply the mask and do not warn.
+  losses::mean_squared_error()(
+      zeros({1, 2, 1}, DType::f64),
+      tensor<double>({1, 2}, {1, 2, 1})
+          .with_keras_mask(cast(tensor<double>({1, 0}, {1, 2}), DType::b8)));
+  EXPECT_EQ(capture.warnings().size(), 1u);
 }
 
 }  // namespace
