@@ -2,6 +2,7 @@
 #pragma once
 
 #include "frontend/creation.h"
+#include "frontend/data/arrays.h"
 #include "frontend/data/dataset.h"
 #include "frontend/data/digits.h"
 #include "frontend/data/mnist.h"
