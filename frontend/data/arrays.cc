@@ -31,9 +31,9 @@ std::string joined(const std::vector<std::string>& names) {
 }  // namespace
 
 std::vector<Tensor> Arrays::in_order(const std::vector<std::string>& names, const std::string& role,
-                                     const std::string& caller, bool broadcast_single) const {
+                                     const std::string& caller, bool for_weights) const {
   std::vector<Tensor> out;
-  if (single_ && broadcast_single) {
+  if (single_ && for_weights) {
     out.assign(names.size(), tensors_[0]);
   } else if (named()) {
     for (const std::string& n : names_)
@@ -42,6 +42,10 @@ std::vector<Tensor> Arrays::in_order(const std::vector<std::string>& names, cons
                                 role, n, role, joined(names)));
     for (const std::string& n : names) {
       auto it = std::find(names_.begin(), names_.end(), n);
+      if (it == names_.end() && for_weights) {
+        out.emplace_back();
+        continue;
+      }
       if (it == names_.end())
         throw Error(fmt::format("{}: the {} \"{}\" is missing (given {}; the model's {}s are {})",
                                 caller, role, n, joined(names_), role, joined(names)));
@@ -55,7 +59,7 @@ std::vector<Tensor> Arrays::in_order(const std::vector<std::string>& names, cons
     out = tensors_;
   }
   for (size_t i = 0; i < out.size(); ++i)
-    if (!out[i].defined())
+    if (!out[i].defined() && !(for_weights && named()))
       throw Error(
           fmt::format("{}: the {} for \"{}\" is an undefined tensor", caller, role, names[i]));
   return out;

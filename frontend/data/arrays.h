@@ -40,9 +40,10 @@ class Arrays {
   // says which ("input", "target", "sample weight") and `caller` names the API ("fit").
   // Throws kiln::Error naming what was given and what was expected when the count differs
   // from names.size(), a name is unknown or missing, or a tensor is undefined. With
-  // `broadcast_single`, one tensor serves every name (Keras' sample_weight rule).
+  // `for_weights` (sample weights): one tensor serves every name (Keras' rule) and names left
+  // out of a named Arrays give undefined tensors (unweighted).
   std::vector<Tensor> in_order(const std::vector<std::string>& names, const std::string& role,
-                               const std::string& caller, bool broadcast_single = false) const;
+                               const std::string& caller, bool for_weights = false) const;
 
   // The number of examples (axis 0), the same for every entry; kiln::Error (naming the
   // shapes) when they differ, an entry is a scalar, or there is none.

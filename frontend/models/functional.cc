@@ -254,8 +254,7 @@ std::vector<Tensor> FunctionalImpl::call_many(const std::vector<Tensor>& inputs,
                       got.to_string()));
     Tensor v = inputs[i];
     // Layers run below must not record nodes on the caller's graph.
-    if (v.is_placeholder())
-      v = Tensor::symbolic(v.type(), nullptr).with_keras_mask(v.keras_mask());
+    if (v.is_placeholder()) v = Tensor::symbolic(v.type(), nullptr).with_keras_mask(v.keras_mask());
     values[key_of(inputs_[i])] = v;
   }
   for (const NodePtr& n : nodes_in_order_) {
@@ -375,5 +374,17 @@ Json FunctionalImpl::get_config() const {
 Model::Model(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
              const std::string& name)
     : Model(std::make_shared<FunctionalImpl>(inputs, outputs, name)) {}
+
+std::vector<std::string> FunctionalImpl::input_names() const {
+  std::vector<std::string> names;
+  for (const Tensor& t : inputs_) names.push_back(keras_history(t)->node->layer->name());
+  return names;
+}
+
+std::vector<std::string> FunctionalImpl::output_names() const {
+  std::vector<std::string> names;
+  for (const Tensor& t : outputs_) names.push_back(keras_history(t)->node->layer->name());
+  return names;
+}
 
 }  // namespace kiln

@@ -45,6 +45,10 @@ class FunctionalImpl : public ModelImpl {
   // Such models print without the "Connected to" column.
   bool sequential_like() const;
 
+  // The Input layers' names and the names of the layers that produce the outputs (Keras).
+  std::vector<std::string> input_names() const override;
+  std::vector<std::string> output_names() const override;
+
   const std::vector<Tensor>& inputs() const { return inputs_; }
   const std::vector<Tensor>& outputs() const { return outputs_; }
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "frontend/training/model_steps.h"
+
 namespace kiln {
 
 ModelImpl::ModelImpl(std::string class_name, std::string name)
@@ -25,8 +27,13 @@ void ModelImpl::compile(CompileOptions options) {
                     name()));
   if (!options.optimizer.defined())
     throw Error(fmt::format("compile: model \"{}\" needs an optimizer", name()));
+  // Checks the per-output options against the outputs now when the model knows them.
+  std::vector<std::string> outputs = output_names();
+  std::optional<detail::OutputObjectives> objectives;
+  if (!outputs.empty()) objectives.emplace(options, outputs, name());
   compiled_ = std::move(options);
   steps_.reset();  // traced steps belong to one compile
+  if (objectives) ModelSteps::of(*this).resolved = std::move(objectives);
 }
 
 const CompileOptions& ModelImpl::compile_options() const {

@@ -15,63 +15,46 @@
 #include <string>
 #include <vector>
 
+#include "frontend/data/arrays.h"
 #include "frontend/function/concrete_function.h"
 #include "frontend/layers/layer.h"
 #include "frontend/training/callback.h"
-#include "frontend/training/loss.h"
-#include "frontend/training/metric.h"
-#include "frontend/training/optimizer.h"
+#include "frontend/training/compile_options.h"
 
 namespace kiln {
-
-// Option structs give every member a default initializer, so designated initializers
-// ({.epochs = 5}) compile warning-free under -Wextra.
-struct CompileOptions {
-  Optimizer optimizer = "rmsprop";
-  Loss loss{};
-  std::vector<Metric> metrics{};
-  bool run_eagerly = false;
-};
-
-struct FitOptions {
-  int64_t batch_size = 32;
-  int epochs = 1;
-  int verbose = 1;  // 0 silent, 1 progress bar, 2 one line per epoch
-  std::vector<CallbackPtr> callbacks{};
-  double validation_split = 0;  // the last fraction of the data, before shuffling (Keras)
-  std::optional<std::pair<Tensor, Tensor>> validation_data{};
-  bool shuffle = true;
-  uint64_t seed = 0;  // shuffling seed
-  int initial_epoch = 0;
-};
-
-struct EvaluateOptions {
-  int64_t batch_size = 32;
-  int verbose = 1;
-  std::vector<CallbackPtr> callbacks{};
-};
-
-struct PredictOptions {
-  int64_t batch_size = 32;
-  int verbose = 0;
-  std::vector<CallbackPtr> callbacks{};
-};
 
 class ModelImpl : public LayerImpl {
  public:
   explicit ModelImpl(std::string class_name = "Model", std::string name = "");
 
-  // ---- training (frontend/training/fit.cc) ----
+  // ---- training (frontend/training/fit.cc, model_steps.cc) ----
+  // Keras' compile. The loss, loss weights and metrics may be given per output (see
+  // training/compile_options.h); names are checked against output_names() when it is known.
   void compile(CompileOptions options);
   bool compiled() const { return compiled_.has_value(); }
   const CompileOptions& compile_options() const;
-  std::shared_ptr<History> fit(const Tensor& x, const Tensor& y, FitOptions options = {});
-  Logs evaluate(const Tensor& x, const Tensor& y, EvaluateOptions options = {});
-  Tensor predict(const Tensor& x, PredictOptions options = {});
-  Logs train_on_batch(const Tensor& x, const Tensor& y);
-  Logs test_on_batch(const Tensor& x, const Tensor& y);
+  // x, y and sample weights: one tensor, a list in the model's input/output order, or tensors
+  // by input/output name (Arrays). A model with several outputs logs "loss", "<output>_loss"
+  // and "<output>_<metric>"; one output logs "loss" and "<metric>".
+  std::shared_ptr<History> fit(const Arrays& x, const Arrays& y, FitOptions options = {});
+  Logs evaluate(const Arrays& x, const Arrays& y, EvaluateOptions options = {});
+  // The single output's predictions (kiln::Error for a model with several outputs: use
+  // predict_outputs).
+  Tensor predict(const Arrays& x, PredictOptions options = {});
+  // One tensor per output, in output order.
+  std::vector<Tensor> predict_outputs(const Arrays& x, PredictOptions options = {});
+  Logs train_on_batch(const Arrays& x, const Arrays& y, const Arrays& sample_weight = {},
+                      const ClassWeight& class_weight = {});
+  Logs test_on_batch(const Arrays& x, const Arrays& y, const Arrays& sample_weight = {});
   // Set by a callback (EarlyStopping) to end fit after the current epoch.
   bool stop_training = false;
+
+  // Names by which x and y may be given (Keras' input_names / output_names): a functional
+  // model's Input and output layer names, a Sequential model's last layer for its output.
+  // Empty when the model does not know them (subclassed models): lists are then matched by
+  // position and outputs are named "output_0", "output_1", ... in logs.
+  virtual std::vector<std::string> input_names() const { return {}; }
+  virtual std::vector<std::string> output_names() const { return {}; }
 
   // ---- description (models/summary.cc) ----
   // Keras' summary table: Layer (type), Output Shape, Param # (+ Connected to for
@@ -93,13 +76,22 @@ class ModelImpl : public LayerImpl {
 
   // The traced steps fit/evaluate/predict use when !run_eagerly (created on first use; a new
   // compile() makes new ones). Exposed for kiln dump-ir and tests.
-  ConcreteFunction train_step_function(const Tensor& x, const Tensor& y);
-  // One step each, in the compiled mode (traced unless run_eagerly): {loss, y_pred}.
-  std::pair<Tensor, Tensor> run_train_step(const Tensor& x, const Tensor& y);
-  std::pair<Tensor, Tensor> run_test_step(const Tensor& x, const Tensor& y);
-  Tensor run_predict_step(const Tensor& x);
+  ConcreteFunction train_step_function(const Arrays& x, const Arrays& y,
+                                       const Arrays& sample_weight = {});
+  // One step's results: the total loss (with regularization), each output's weighted loss
+  // (outputs without a loss: undefined) and the predictions (with their keras_mask).
+  struct StepResult {
+    Tensor loss;
+    std::vector<Tensor> output_losses, y_pred;
+  };
+  // One step each, in the compiled mode (traced unless run_eagerly). Sample weights must be
+  // given per output already (no class weights here).
+  StepResult run_train_step(const Arrays& x, const Arrays& y, const Arrays& sample_weight = {});
+  StepResult run_test_step(const Arrays& x, const Arrays& y, const Arrays& sample_weight = {});
+  std::vector<Tensor> run_predict_step(const Arrays& x);
 
  private:
+  friend struct ModelSteps;
   std::optional<CompileOptions> compiled_;
   std::shared_ptr<struct ModelSteps> steps_;
 };

@@ -120,4 +120,9 @@ Sequential::Sequential(std::vector<Layer> layers, std::optional<Shape> input_sha
                        const std::string& name)
     : Model(std::make_shared<SequentialImpl>(std::move(layers), std::move(input_shape), name)) {}
 
+std::vector<std::string> SequentialImpl::output_names() const {
+  if (layers_.empty()) return {};
+  return {layers_.back()->name()};
+}
+
 }  // namespace kiln

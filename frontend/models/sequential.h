@@ -24,6 +24,8 @@ class SequentialImpl : public ModelImpl {
   // The lazy build on the first call: the layers build themselves during that call.
   void build_many(const std::vector<Shape>& input_shapes) override;
   std::vector<Layer> layers() const override { return layers_; }
+  // The last layer's name (Keras' output_names); empty without layers.
+  std::vector<std::string> output_names() const override;
   std::vector<std::string> layer_output_shapes() const override;
   Json get_config() const override;  // + "layers", "build_input_shape" (with input shape)
 

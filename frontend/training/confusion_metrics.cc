@@ -10,17 +10,20 @@
 #include "frontend/creation.h"
 #include "frontend/ops.h"
 #include "frontend/training/metric.h"
+#include "frontend/training/sample_weights.h"
 
 namespace kiln {
 namespace {
 
-// Labels (true = positive), predictions and the elements that count, as host vectors.
+// Labels (true = positive), predictions and the weight of each element (0 when masked), as
+// host vectors.
 struct Elements {
-  std::vector<bool> positive, counted;
-  std::vector<double> pred;
+  std::vector<bool> positive;
+  std::vector<double> pred, weight;
 };
 
-Elements elements(const std::string& metric, const Tensor& y_true_in, const Tensor& y_pred_in) {
+Elements elements(const std::string& metric, const Tensor& y_true_in, const Tensor& y_pred_in,
+                  const Tensor& sample_weight) {
   if (!y_true_in.defined() || !y_pred_in.defined())
     throw Error(
         fmt::format("metric \"{}\": y_true and y_pred must both be defined tensors", metric));
@@ -35,7 +38,10 @@ Elements elements(const std::string& metric, const Tensor& y_true_in, const Tens
   Elements e;
   e.pred = p.to_vector<double>();
   for (double v : t.to_vector<double>()) e.positive.push_back(v != 0);
-  e.counted.assign(e.pred.size(), true);
+  Tensor w = ones_like(cast(p, DType::f64));
+  if (sample_weight.defined())
+    w = w * detail::aligned_sample_weights("metric \"" + metric + "\"", sample_weight, w);
+  e.weight = w.to_vector<double>();
   if (Tensor mask = y_pred_in.keras_mask(); mask.defined()) {
     if (!(mask.shape() == p.shape()) && !(mask.shape() == y_pred_in.shape()))
       throw Error(
@@ -43,7 +49,7 @@ Elements elements(const std::string& metric, const Tensor& y_true_in, const Tens
                       "y_pred's shape {}",
                       metric, mask.shape().to_string(), y_pred_in.shape().to_string()));
     std::vector<double> m = mask.to_vector<double>();
-    for (size_t i = 0; i < m.size(); ++i) e.counted[i] = m[i] != 0;
+    for (size_t i = 0; i < m.size(); ++i) e.weight[i] *= double(m[i] != 0);
   }
   return e;
 }
@@ -56,14 +62,18 @@ class PrecisionRecallImpl : public MetricImpl {
  public:
   PrecisionRecallImpl(std::string name, bool recall, double threshold)
       : MetricImpl(std::move(name)), recall_(recall), threshold_(threshold) {}
-  void update_state(const Tensor& y_true, const Tensor& y_pred) override {
-    Elements e = elements(name(), y_true, y_pred);
+  std::shared_ptr<MetricImpl> clone() const override {
+    return std::make_shared<PrecisionRecallImpl>(name(), recall_, threshold_);
+  }
+  void update_state(const Tensor& y_true, const Tensor& y_pred,
+                    const Tensor& sample_weight) override {
+    Elements e = elements(name(), y_true, y_pred, sample_weight);
     for (size_t i = 0; i < e.pred.size(); ++i) {
-      if (!e.counted[i]) continue;
+      const double w = e.weight[i];
       const bool predicted = e.pred[i] > threshold_;
-      tp_ += double(predicted && e.positive[i]);
-      fp_ += double(predicted && !e.positive[i]);
-      fn_ += double(!predicted && e.positive[i]);
+      tp_ += w * double(predicted && e.positive[i]);
+      fp_ += w * double(predicted && !e.positive[i]);
+      fn_ += w * double(!predicted && e.positive[i]);
     }
   }
   double result() const override { return divide_no_nan(tp_, tp_ + (recall_ ? fn_ : fp_)); }
@@ -91,16 +101,21 @@ class AucImpl : public MetricImpl {
     thresholds_.push_back(1.0 + kEpsilon);
     reset_state();
   }
-  void update_state(const Tensor& y_true, const Tensor& y_pred) override {
-    Elements e = elements(name(), y_true, y_pred);
+  std::shared_ptr<MetricImpl> clone() const override {
+    return std::make_shared<AucImpl>(name(), int(thresholds_.size()));
+  }
+  void update_state(const Tensor& y_true, const Tensor& y_pred,
+                    const Tensor& sample_weight) override {
+    Elements e = elements(name(), y_true, y_pred, sample_weight);
     for (size_t i = 0; i < e.pred.size(); ++i) {
-      if (!e.counted[i]) continue;
+      const double w = e.weight[i];
+      if (w == 0) continue;
       for (size_t k = 0; k < thresholds_.size(); ++k) {
         const bool predicted = e.pred[i] > thresholds_[k];
         if (e.positive[i])
-          (predicted ? tp_ : fn_)[k] += 1;
+          (predicted ? tp_ : fn_)[k] += w;
         else
-          (predicted ? fp_ : tn_)[k] += 1;
+          (predicted ? fp_ : tn_)[k] += w;
       }
     }
   }

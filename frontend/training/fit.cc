@@ -1,56 +1,52 @@
 // ModelImpl::fit / evaluate / predict / train_on_batch / test_on_batch: Keras' training loop.
-// Per batch: the train step (forward under a GradientTape, loss + regularization losses,
-// gradients of the trainable weights, one optimizer step) runs as a traced kiln::function
-// (or eagerly with run_eagerly); metrics and callbacks run on the host with its results.
+// Per batch: the train step (forward under a GradientTape, the per-output losses, gradients of
+// the trainable weights, one optimizer step) runs as a traced kiln::function (or eagerly with
+// run_eagerly; training/model_steps.cc); metrics and callbacks run on the host with its
+// results. Inputs, targets and sample weights are lists in the model's input/output order
+// from here on; class weights become sample weights per batch.
 #include <fmt/format.h>
+
+#include <cmath>
 
 #include "frontend/creation.h"
 #include "frontend/data/dataset.h"
-#include "frontend/function/function.h"
-#include "frontend/gradient_tape.h"
 #include "frontend/models/model.h"
 #include "frontend/ops.h"
 #include "frontend/training/callbacks.h"
+#include "frontend/training/model_steps.h"
+#include "frontend/training/sample_weights.h"
 
 namespace kiln {
 namespace {
 
-// Batch-size-weighted running mean (Keras' loss tracker).
+// Batch-size-weighted running mean (Keras' loss trackers).
 struct RunningMean {
   double total = 0, count = 0;
   void add(double v, double n) { total += v * n, count += n; }
   double result() const { return count > 0 ? total / count : 0; }
 };
 
-// The compiled metrics with "accuracy" resolved from the loss, created once per model.
-struct MetricSet {
-  std::vector<Metric> metrics;
-  MetricSet(const CompileOptions& c) {
-    for (const Metric& m : c.metrics) metrics.push_back(resolve_metric(m, c.loss));
-  }
-  void reset() {
-    for (Metric& m : metrics) m->reset_state();
-  }
-  void update(const Tensor& y, const Tensor& y_pred) {
-    for (Metric& m : metrics) m->update_state(y, y_pred);
-  }
-  void write(Logs& logs, const std::string& prefix = "") const {
-    for (const Metric& m : metrics) logs[prefix + m->name()] = m->result();
+// "loss" and "<output>_loss" over the batches of one loop.
+struct LossTrackers {
+  RunningMean total;
+  std::vector<RunningMean> per_output;
+  void add(const ModelImpl::StepResult& r, double batch) {
+    total.add(r.loss.item<double>(), batch);
+    per_output.resize(r.output_losses.size());
+    for (size_t o = 0; o < r.output_losses.size(); ++o)
+      if (r.output_losses[o].defined()) per_output[o].add(r.output_losses[o].item<double>(), batch);
   }
 };
 
-void check_xy(const Tensor& x, const Tensor& y, const char* what) {
-  if (!x.defined() || !y.defined()) throw Error(fmt::format("{}: x and y must be defined", what));
-  if (x.rank() == 0 || y.rank() == 0 || x.shape()[0] != y.shape()[0])
-    throw Error(fmt::format("{}: x {} and y {} must have the same number of examples (axis 0)",
-                            what, x.shape().to_string(), y.shape().to_string()));
-}
-
-Tensor total_loss(ModelImpl& model, const CompileOptions& c, const Tensor& y,
-                  const Tensor& y_pred) {
-  Tensor loss = c.loss(y, y_pred);
-  for (const Tensor& extra : model.losses()) loss = loss + cast(extra, loss.dtype());
-  return loss;
+// The logs of a loop so far: losses, then metrics, each with `prefix`.
+Logs loop_logs(const LossTrackers& losses, const detail::OutputObjectives& objectives,
+               const std::string& prefix = "") {
+  Logs logs{{prefix + "loss", losses.total.result()}};
+  for (size_t o = 0; o < objectives.size(); ++o)
+    if (objectives.size() > 1 && objectives.has_loss(o))
+      logs[prefix + objectives.loss_key(o)] = losses.per_output[o].result();
+  objectives.write_metrics(logs, prefix);
+  return logs;
 }
 
 struct CallbackList {
@@ -71,122 +67,107 @@ struct CallbackList {
   }
 };
 
-// A step's results: {loss, y_pred} and y_pred's mask when it has one (a traced step's outputs
-// are plain tensors, so the mask travels as a third output and is attached again).
-std::vector<Tensor> step_results(const Tensor& loss, const Tensor& y_pred) {
-  std::vector<Tensor> out{loss, y_pred};
-  if (y_pred.keras_mask().defined()) out.push_back(y_pred.keras_mask());
-  return out;
-}
+// All examples of a loop as lists in the model's order, with the class weights to apply.
+struct LoopData {
+  ModelSteps::Args lists;
+  std::vector<std::map<int64_t, double>> class_weights;  // per output; empty: none
+  int64_t size = 0;
 
-std::pair<Tensor, Tensor> loss_and_prediction(const std::vector<Tensor>& results) {
-  Tensor y_pred = results[1];
-  if (results.size() > 2) y_pred = y_pred.with_keras_mask(results[2]);
-  return {results[0], y_pred};
-}
+  LoopData(ModelSteps& s, const Arrays& x, const Arrays& y, const Arrays& w, const ClassWeight& cw,
+           const std::string& caller) {
+    lists = s.args(x, y, w, caller);
+    size = Arrays(lists.xs).num_examples(caller + ": x");
+    int64_t ny = Arrays(lists.ys).num_examples(caller + ": y");
+    if (ny != size)
+      throw Error(
+          fmt::format("{}: x ({}) and y ({}) must have the same number of examples "
+                      "(axis 0)",
+                      caller, x.describe(), y.describe()));
+    for (size_t o = 0; o < lists.sws.size(); ++o) {
+      const Tensor& t = lists.sws[o];
+      if (t.rank() == 0 || t.shape()[0] != size)
+        throw Error(fmt::format("{}: sample_weight {} must have one weight per example ({})",
+                                caller, t.shape().to_string(), size));
+      for (double v : t.to_vector<double>())
+        if (!(std::isfinite(v) && v >= 0))
+          throw Error(fmt::format("{}: sample_weight holds {}; weights must be finite and >= 0",
+                                  caller, v));
+    }
+    if (!cw.empty()) class_weights = cw.for_outputs(s.output_names(lists.ys.size()), caller);
+  }
 
-// The three steps, written once and run eagerly or traced.
-std::vector<Tensor> train_step(ModelImpl& model, const CompileOptions& c, const Tensor& x,
-                               const Tensor& y) {
-  GradientTape tape;
-  Tensor y_pred = model.invoke({x}, /*training=*/true)[0];
-  Tensor loss = total_loss(model, c, y, y_pred);
-  std::vector<Variable> vars = model.trainable_weights();
-  std::vector<Tensor> grads = tape.gradient(loss, vars);
-  c.optimizer->apply_gradients(grads, vars);
-  return step_results(loss, y_pred);
-}
+  // The step lists of examples `rows`; class weights multiply the sample weights.
+  ModelSteps::Args batch(const std::vector<int64_t>& rows, const std::string& caller) const {
+    ModelSteps::Args b;
+    Tensor index = tensor<int64_t>(rows);
+    for (const Tensor& t : lists.xs) b.xs.push_back(gather(t, index, 0));
+    for (const Tensor& t : lists.ys) b.ys.push_back(gather(t, index, 0));
+    for (const Tensor& t : lists.sws) b.sws.push_back(gather(t, index, 0));
+    return with_class_weights(std::move(b), caller);
+  }
 
-std::vector<Tensor> test_step(ModelImpl& model, const CompileOptions& c, const Tensor& x,
-                              const Tensor& y) {
-  Tensor y_pred = model.invoke({x}, false)[0];
-  return step_results(total_loss(model, c, y, y_pred), y_pred);
-}
+  ModelSteps::Args with_class_weights(ModelSteps::Args b, const std::string& caller) const {
+    if (class_weights.empty()) return b;
+    if (b.sws.empty()) b.sws.resize(b.ys.size());
+    for (size_t o = 0; o < b.ys.size(); ++o) {
+      Tensor w = b.sws[o];
+      if (!class_weights[o].empty()) {
+        Tensor c = detail::class_sample_weights(b.ys[o], class_weights[o], caller);
+        if (w.defined() && w.rank() < c.rank())
+          w = detail::aligned_sample_weights(caller, w, c);
+        else if (w.defined() && c.rank() < w.rank())
+          c = detail::aligned_sample_weights(caller, c, w);
+        w = w.defined() ? cast(w, DType::f32) * c : c;
+      }
+      // Outputs without weights weigh 1 (a list of weights needs an entry per output).
+      b.sws[o] = w.defined() ? w : ones({b.ys[o].shape()[0]}, DType::f32);
+    }
+    return b;
+  }
+};
 
 }  // namespace
 
-// The model's traced steps (Keras' make_train_function and friends).
-struct ModelSteps {
-  using XY = std::function<std::vector<Tensor>(const Tensor&, const Tensor&)>;
-  using X = std::function<Tensor(const Tensor&)>;
-  Function<XY> train, test;
-  Function<X> predict;
-  ModelSteps(ModelImpl& m)
-      : train(XY([&m](const Tensor& x, const Tensor& y) {
-                return train_step(m, m.compile_options(), x, y);
-              }),
-              {.name = m.name() + "/train_step"}),
-        test(XY([&m](const Tensor& x, const Tensor& y) {
-               return test_step(m, m.compile_options(), x, y);
-             }),
-             {.name = m.name() + "/test_step"}),
-        predict(X([&m](const Tensor& x) { return m.invoke({x}, false)[0]; }),
-                {.name = m.name() + "/predict_step"}) {}
-};
-
-ConcreteFunction ModelImpl::train_step_function(const Tensor& x, const Tensor& y) {
-  compile_options();  // throws when not compiled
-  if (!steps_) steps_ = std::make_shared<ModelSteps>(*this);
-  return steps_->train.concrete(x, y);
+Logs ModelImpl::train_on_batch(const Arrays& x, const Arrays& y, const Arrays& sample_weight,
+                               const ClassWeight& class_weight) {
+  ModelSteps& s = ModelSteps::of(*this);
+  LoopData data(s, x, y, sample_weight, class_weight, "train_on_batch");
+  ModelSteps::Args a = data.with_class_weights(data.lists, "train_on_batch");
+  StepResult r = s.run(true, a);
+  auto& objectives = s.objectives(r.y_pred.size());
+  objectives.reset_metrics();
+  objectives.update_metrics(a.ys, r.y_pred, a.sws);
+  LossTrackers losses;
+  losses.add(r, 1);
+  return loop_logs(losses, objectives);
 }
 
-std::pair<Tensor, Tensor> ModelImpl::run_train_step(const Tensor& x, const Tensor& y) {
-  const CompileOptions& c = compile_options();
-  if (c.run_eagerly) return loss_and_prediction(train_step(*this, c, x, y));
-  if (!steps_) steps_ = std::make_shared<ModelSteps>(*this);
-  return loss_and_prediction(steps_->train(x, y));
+Logs ModelImpl::test_on_batch(const Arrays& x, const Arrays& y, const Arrays& sample_weight) {
+  ModelSteps& s = ModelSteps::of(*this);
+  LoopData data(s, x, y, sample_weight, {}, "test_on_batch");
+  StepResult r = s.run(false, data.lists);
+  auto& objectives = s.objectives(r.y_pred.size());
+  objectives.reset_metrics();
+  objectives.update_metrics(data.lists.ys, r.y_pred, data.lists.sws);
+  LossTrackers losses;
+  losses.add(r, 1);
+  return loop_logs(losses, objectives);
 }
 
-std::pair<Tensor, Tensor> ModelImpl::run_test_step(const Tensor& x, const Tensor& y) {
-  const CompileOptions& c = compile_options();
-  if (c.run_eagerly) return loss_and_prediction(test_step(*this, c, x, y));
-  if (!steps_) steps_ = std::make_shared<ModelSteps>(*this);
-  return loss_and_prediction(steps_->test(x, y));
-}
-
-Tensor ModelImpl::run_predict_step(const Tensor& x) {
-  if (!compiled_ || compiled_->run_eagerly) return invoke({x}, false)[0];
-  if (!steps_) steps_ = std::make_shared<ModelSteps>(*this);
-  return steps_->predict(x);
-}
-
-Logs ModelImpl::train_on_batch(const Tensor& x, const Tensor& y) {
-  const CompileOptions& c = compile_options();
-  check_xy(x, y, "train_on_batch");
-  auto [loss, y_pred] = run_train_step(x, y);
-  Logs logs{{"loss", loss.item<double>()}};
-  MetricSet m(c);
-  m.update(y, y_pred);
-  m.write(logs);
-  return logs;
-}
-
-Logs ModelImpl::test_on_batch(const Tensor& x, const Tensor& y) {
-  const CompileOptions& c = compile_options();
-  check_xy(x, y, "test_on_batch");
-  auto [loss, y_pred] = run_test_step(x, y);
-  Logs logs{{"loss", loss.item<double>()}};
-  MetricSet m(c);
-  m.update(y, y_pred);
-  m.write(logs);
-  return logs;
-}
-
-std::shared_ptr<History> ModelImpl::fit(const Tensor& x_all, const Tensor& y_all, FitOptions o) {
-  const CompileOptions& c = compile_options();
-  check_xy(x_all, y_all, "fit");
+std::shared_ptr<History> ModelImpl::fit(const Arrays& x_all, const Arrays& y_all, FitOptions o) {
+  ModelSteps& s = ModelSteps::of(*this);
   if (o.epochs < 1 || o.batch_size < 1)
     throw Error(fmt::format("fit: epochs ({}) and batch_size ({}) must be at least 1", o.epochs,
                             o.batch_size));
-  Tensor x = x_all, y = y_all;
-  std::optional<std::pair<Tensor, Tensor>> val = o.validation_data;
+  Arrays x = x_all, y = y_all, w = o.sample_weight;
+  std::optional<ValidationData> val = o.validation_data;
   if (o.validation_split > 0) {
     if (o.validation_split >= 1 || val)
       throw Error(
           fmt::format("fit: validation_split must be in [0, 1) and cannot be combined "
                       "with validation_data (got {})",
                       o.validation_split));
-    int64_t n = x_all.shape()[0];
+    int64_t n = x_all.num_examples("fit: x");
     auto n_val = int64_t(double(n) * o.validation_split);
     if (n_val < 1 || n_val >= n)
       throw Error(fmt::format("fit: validation_split {} of {} examples leaves an empty set",
@@ -194,40 +175,43 @@ std::shared_ptr<History> ModelImpl::fit(const Tensor& x_all, const Tensor& y_all
     // Keras takes the last examples, before any shuffling.
     std::vector<int64_t> head, tail;
     for (int64_t i = 0; i < n; ++i) (i < n - n_val ? head : tail).push_back(i);
-    x = data::take_rows(x_all, head);
-    y = data::take_rows(y_all, head);
-    val = std::make_pair(data::take_rows(x_all, tail), data::take_rows(y_all, tail));
+    x = x_all.take_rows(head);
+    y = y_all.take_rows(head);
+    if (!w.empty()) w = o.sample_weight.take_rows(head);
+    val.emplace(x_all.take_rows(tail), y_all.take_rows(tail),
+                o.sample_weight.empty() ? Arrays() : o.sample_weight.take_rows(tail));
   }
-  if (val) check_xy(val->first, val->second, "fit (validation data)");
+  LoopData data(s, x, y, w, o.class_weight, "fit");
+  if (val) LoopData(s, val->x, val->y, val->sample_weight, {}, "fit (validation data)");
 
-  int64_t n = x.shape()[0];
-  int steps = int((n + o.batch_size - 1) / o.batch_size);
+  int steps = int((data.size + o.batch_size - 1) / o.batch_size);
   auto history = std::make_shared<History>();
   std::vector<CallbackPtr> user = o.callbacks;
   user.push_back(history);
   CallbackList cbs(this, user, o.verbose, {{"epochs", o.epochs}, {"steps", steps}});
-  MetricSet metrics(c);
   stop_training = false;
   Logs logs;
   cbs.each([&](Callback& cb) { cb.on_train_begin(logs); });
   for (int epoch = o.initial_epoch; epoch < o.epochs && !stop_training; ++epoch) {
     cbs.each([&](Callback& cb) { cb.on_epoch_begin(epoch, logs); });
-    metrics.reset();
-    RunningMean loss_mean;
-    auto batches = data::batch_indices(n, o.batch_size, o.shuffle, o.seed + uint64_t(epoch));
+    LossTrackers losses;
+    auto batches =
+        data::batch_indices(data.size, o.batch_size, o.shuffle, o.seed + uint64_t(epoch));
     for (int b = 0; b < int(batches.size()); ++b) {
       cbs.each([&](Callback& cb) { cb.on_train_batch_begin(b, logs); });
-      Tensor xb = data::take_rows(x, batches[size_t(b)]);
-      Tensor yb = data::take_rows(y, batches[size_t(b)]);
-      auto [loss, y_pred] = run_train_step(xb, yb);
-      loss_mean.add(loss.item<double>(), double(batches[size_t(b)].size()));
-      metrics.update(yb, y_pred);
-      logs = {{"loss", loss_mean.result()}};
-      metrics.write(logs);
+      ModelSteps::Args a = data.batch(batches[size_t(b)], "fit");
+      StepResult r = s.run(true, a);
+      auto& objectives = s.objectives(r.y_pred.size());
+      if (b == 0) objectives.reset_metrics();  // (resolved by the first step)
+      losses.add(r, double(batches[size_t(b)].size()));
+      objectives.update_metrics(a.ys, r.y_pred, a.sws);
+      logs = loop_logs(losses, objectives);
       cbs.each([&](Callback& cb) { cb.on_train_batch_end(b, logs); });
     }
     if (val) {
-      Logs v = evaluate(val->first, val->second, {.batch_size = o.batch_size, .verbose = 0});
+      Logs v =
+          evaluate(val->x, val->y,
+                   {.batch_size = o.batch_size, .verbose = 0, .sample_weight = val->sample_weight});
       for (const auto& [k, value] : v) logs["val_" + k] = value;
     }
     cbs.each([&](Callback& cb) { cb.on_epoch_end(epoch, logs); });
@@ -236,47 +220,59 @@ std::shared_ptr<History> ModelImpl::fit(const Tensor& x_all, const Tensor& y_all
   return history;
 }
 
-Logs ModelImpl::evaluate(const Tensor& x, const Tensor& y, EvaluateOptions o) {
-  const CompileOptions& c = compile_options();
-  check_xy(x, y, "evaluate");
-  int64_t n = x.shape()[0];
-  auto batches = data::batch_indices(n, o.batch_size, false, 0);
+Logs ModelImpl::evaluate(const Arrays& x, const Arrays& y, EvaluateOptions o) {
+  ModelSteps& s = ModelSteps::of(*this);
+  LoopData data(s, x, y, o.sample_weight, {}, "evaluate");
+  auto batches = data::batch_indices(data.size, o.batch_size, false, 0);
   CallbackList cbs(this, o.callbacks, o.verbose, {{"steps", int(batches.size())}});
-  MetricSet metrics(c);
-  RunningMean loss_mean;
+  LossTrackers losses;
   Logs logs;
   cbs.each([&](Callback& cb) { cb.on_test_begin(logs); });
   for (int b = 0; b < int(batches.size()); ++b) {
     cbs.each([&](Callback& cb) { cb.on_test_batch_begin(b, logs); });
-    Tensor xb = data::take_rows(x, batches[size_t(b)]);
-    Tensor yb = data::take_rows(y, batches[size_t(b)]);
-    auto [loss, y_pred] = run_test_step(xb, yb);
-    loss_mean.add(loss.item<double>(), double(batches[size_t(b)].size()));
-    metrics.update(yb, y_pred);
-    logs = {{"loss", loss_mean.result()}};
-    metrics.write(logs);
+    ModelSteps::Args a = data.batch(batches[size_t(b)], "evaluate");
+    StepResult r = s.run(false, a);
+    auto& objectives = s.objectives(r.y_pred.size());
+    if (b == 0) objectives.reset_metrics();
+    losses.add(r, double(batches[size_t(b)].size()));
+    objectives.update_metrics(a.ys, r.y_pred, a.sws);
+    logs = loop_logs(losses, objectives);
     cbs.each([&](Callback& cb) { cb.on_test_batch_end(b, logs); });
   }
   cbs.each([&](Callback& cb) { cb.on_test_end(logs); });
   return logs;
 }
 
-Tensor ModelImpl::predict(const Tensor& x, PredictOptions o) {
-  if (!x.defined() || x.rank() == 0)
-    throw Error("predict: x must be a tensor with examples along axis 0");
-  auto batches = data::batch_indices(x.shape()[0], o.batch_size, false, 0);
+std::vector<Tensor> ModelImpl::predict_outputs(const Arrays& x, PredictOptions o) {
+  if (x.empty()) throw Error("predict: x must be a tensor with examples along axis 0");
+  int64_t n = x.num_examples("predict: x");
+  if (n == 0) throw Error("predict: x has no examples (axis 0 is empty)");
+  auto batches = data::batch_indices(n, o.batch_size, false, 0);
   CallbackList cbs(this, o.callbacks, 0, {{"steps", int(batches.size())}});
-  std::vector<Tensor> outputs;
+  std::vector<std::vector<Tensor>> outputs;
   Logs logs;
   cbs.each([&](Callback& cb) { cb.on_predict_begin(logs); });
   for (int b = 0; b < int(batches.size()); ++b) {
     cbs.each([&](Callback& cb) { cb.on_predict_batch_begin(b, logs); });
-    outputs.push_back(run_predict_step(data::take_rows(x, batches[size_t(b)])));
+    std::vector<Tensor> y = run_predict_step(x.take_rows(batches[size_t(b)]));
+    outputs.resize(y.size());
+    for (size_t i = 0; i < y.size(); ++i) outputs[i].push_back(y[i]);
     cbs.each([&](Callback& cb) { cb.on_predict_batch_end(b, logs); });
   }
   cbs.each([&](Callback& cb) { cb.on_predict_end(logs); });
-  if (outputs.empty()) throw Error("predict: x has no examples (axis 0 is empty)");
-  return concat(outputs, 0);
+  std::vector<Tensor> out;
+  for (const auto& parts : outputs) out.push_back(concat(parts, 0));
+  return out;
+}
+
+Tensor ModelImpl::predict(const Arrays& x, PredictOptions o) {
+  std::vector<Tensor> out = predict_outputs(x, std::move(o));
+  if (out.size() != 1)
+    throw Error(
+        fmt::format("predict: model \"{}\" has {} outputs; use predict_outputs for one "
+                    "tensor per output",
+                    name(), out.size()));
+  return out[0];
 }
 
 }  // namespace kiln

@@ -17,6 +17,7 @@
 
 #include "frontend/creation.h"
 #include "frontend/ops.h"
+#include "frontend/training/sample_weights.h"
 #include "runtime/log.h"
 
 namespace kiln {
@@ -76,33 +77,6 @@ std::pair<Tensor, Tensor> align_dense(const std::string& loss, const Tensor& y_t
   return {y_true, y_pred};
 }
 
-// The sample weights aligned with per-sample values `v`: of v's shape, or of its leading axes
-// (trailing axes of 1 added), or with a trailing 1 more; cast to v's dtype. Concrete weights
-// must be non-negative.
-Tensor aligned_weights(const std::string& loss, const Tensor& w_in, const Tensor& v) {
-  Tensor w = w_in;
-  if (w.rank() == v.rank() + 1 && w.shape().dim(-1) == 1) w = squeeze(w, {-1});
-  bool ok = w.rank() <= v.rank();
-  for (int d = 0; ok && d < w.rank(); ++d)
-    ok = w.shape()[d] == v.shape()[d] || w.shape()[d] == kUnknownDim || v.shape()[d] == kUnknownDim;
-  if (!ok || w.dtype() == DType::b8)
-    throw Error(fmt::format(
-        "{}: sample_weight has shape {} ({}), but the loss has one value per sample of shape {}; "
-        "give numeric weights of that shape or of its leading axes (e.g. [batch])",
-        loss, w_in.shape().to_string(), dtype_name(w_in.dtype()), v.shape().to_string()));
-  if (!w.is_symbolic()) {
-    std::vector<double> values = w.to_vector<double>();
-    for (size_t i = 0; i < values.size(); ++i)
-      if (!(values[i] >= 0))
-        throw Error(fmt::format("{}: sample_weight element {} is {}; weights must be >= 0", loss, i,
-                                values[i]));
-  }
-  if (w.dtype() != v.dtype()) w = cast(w, v.dtype());
-  Axes shape(w.shape().begin(), w.shape().end());
-  while (int(shape.size()) < v.rank()) shape.push_back(1);
-  return int(shape.size()) == w.rank() ? w : reshape(w, shape);
-}
-
 // Per-sample values (the last axis already reduced) -> their mean: sum_over_batch_size.
 // With a mask on y_pred (keras_mask(), e.g. [batch, timesteps] from Embedding(mask_zero)) the
 // mean is over the unmasked samples only (Keras' apply_mask: 0 when every sample is masked);
@@ -110,7 +84,8 @@ Tensor aligned_weights(const std::string& loss, const Tensor& w_in, const Tensor
 Tensor reduce_samples(const std::string& loss, const Tensor& per_sample, const Tensor& y_pred,
                       const Tensor& sample_weight) {
   Tensor values = per_sample;
-  if (sample_weight.defined()) values = values * aligned_weights(loss, sample_weight, values);
+  if (sample_weight.defined())
+    values = values * detail::aligned_sample_weights(loss, sample_weight, values);
   Tensor mask = y_pred.keras_mask();
   if (!mask.defined()) {
     if (!sample_weight.defined()) return mean(values);

@@ -12,6 +12,7 @@
 
 #include "frontend/creation.h"
 #include "frontend/ops.h"
+#include "frontend/training/sample_weights.h"
 
 namespace kiln {
 namespace {
@@ -43,24 +44,26 @@ void require_inputs(const std::string& metric, const Tensor& y_true, const Tenso
 class MeanMetricImpl : public MetricImpl {
  public:
   using MetricImpl::MetricImpl;
-  // A mask on y_pred (keras_mask(), one value per sample) leaves masked samples out.
-  void update_state(const Tensor& y_true, const Tensor& y_pred) override {
+  // A mask on y_pred (keras_mask(), one value per sample) leaves masked samples out; sample
+  // weights weigh the values (total += value * weight, count += weight).
+  void update_state(const Tensor& y_true, const Tensor& y_pred,
+                    const Tensor& sample_weight) override {
     Tensor values = cast(matches(y_true, y_pred), DType::f64);
-    Tensor mask = y_pred.keras_mask();
-    if (!mask.defined()) {
-      total_ += sum(values).item<double>();
-      count_ += double(values.size());
-      return;
+    Tensor weight = ones_like(values);
+    if (sample_weight.defined())
+      weight = weight *
+               detail::aligned_sample_weights("metric \"" + name() + "\"", sample_weight, values);
+    if (Tensor mask = y_pred.keras_mask(); mask.defined()) {
+      if (!(mask.shape() == values.shape()))
+        throw Error(fmt::format(
+            "metric \"{}\": y_pred carries a mask of shape {}, but the metric has one value per "
+            "sample of shape {} (y_pred {})",
+            name(), mask.shape().to_string(), values.shape().to_string(),
+            y_pred.shape().to_string()));
+      weight = weight * cast(mask, DType::f64);
     }
-    if (!(mask.shape() == values.shape()))
-      throw Error(fmt::format(
-          "metric \"{}\": y_pred carries a mask of shape {}, but the metric has one value per "
-          "sample of shape {} (y_pred {})",
-          name(), mask.shape().to_string(), values.shape().to_string(),
-          y_pred.shape().to_string()));
-    Tensor keep = cast(mask, DType::f64);
-    total_ += sum(values * keep).item<double>();
-    count_ += sum(keep).item<double>();
+    total_ += sum(values * weight).item<double>();
+    count_ += sum(weight).item<double>();
   }
   double result() const override { return count_ == 0 ? 0.0 : total_ / count_; }
   void reset_state() override { total_ = count_ = 0; }
@@ -76,6 +79,9 @@ class MeanMetricImpl : public MetricImpl {
 // argmax(y_pred, -1) == y_true; y_true of shape y_pred.shape[:-1] or with a trailing 1.
 class SparseCategoricalAccuracyImpl : public MeanMetricImpl {
  public:
+  std::shared_ptr<MetricImpl> clone() const override {
+    return std::make_shared<SparseCategoricalAccuracyImpl>(*this);
+  }
   using MeanMetricImpl::MeanMetricImpl;
 
  protected:
@@ -100,6 +106,9 @@ class SparseCategoricalAccuracyImpl : public MeanMetricImpl {
 // argmax(y_true, -1) == argmax(y_pred, -1) (one-hot labels).
 class CategoricalAccuracyImpl : public MeanMetricImpl {
  public:
+  std::shared_ptr<MetricImpl> clone() const override {
+    return std::make_shared<CategoricalAccuracyImpl>(*this);
+  }
   using MeanMetricImpl::MeanMetricImpl;
 
  protected:
@@ -115,6 +124,9 @@ class CategoricalAccuracyImpl : public MeanMetricImpl {
 // squeeze_or_expand_to_same_rank ((N,) against (N, 1) is accepted).
 class BinaryAccuracyImpl : public MeanMetricImpl {
  public:
+  std::shared_ptr<MetricImpl> clone() const override {
+    return std::make_shared<BinaryAccuracyImpl>(*this);
+  }
   BinaryAccuracyImpl(std::string name, double threshold)
       : MeanMetricImpl(std::move(name)), threshold_(threshold) {}
 
@@ -144,6 +156,7 @@ class BinaryAccuracyImpl : public MeanMetricImpl {
 // (Keras' in_top_k). One-hot labels (sparse = false: argmax of y_true) or integer labels.
 class TopKImpl : public MeanMetricImpl {
  public:
+  std::shared_ptr<MetricImpl> clone() const override { return std::make_shared<TopKImpl>(*this); }
   TopKImpl(std::string name, int k, bool sparse)
       : MeanMetricImpl(std::move(name)), k_(k), sparse_(sparse) {
     if (k <= 0)
@@ -184,6 +197,9 @@ class TopKImpl : public MeanMetricImpl {
 // Keras' MeanAbsoluteError metric: per sample mean(|y_true - y_pred|) over the last axis.
 class MeanAbsoluteErrorImpl : public MeanMetricImpl {
  public:
+  std::shared_ptr<MetricImpl> clone() const override {
+    return std::make_shared<MeanAbsoluteErrorImpl>(*this);
+  }
   using MeanMetricImpl::MeanMetricImpl;
 
  protected:
@@ -199,6 +215,7 @@ class MeanAbsoluteErrorImpl : public MeanMetricImpl {
 // Keras' Mean: every element of y_pred is one value.
 class MeanImpl : public MeanMetricImpl {
  public:
+  std::shared_ptr<MetricImpl> clone() const override { return std::make_shared<MeanImpl>(*this); }
   using MeanMetricImpl::MeanMetricImpl;
 
  protected:
@@ -220,7 +237,11 @@ std::unique_ptr<MetricImpl> make_accuracy(const std::string& kind, const std::st
 class AutoAccuracyImpl : public MetricImpl {
  public:
   using MetricImpl::MetricImpl;
-  void update_state(const Tensor& y_true, const Tensor& y_pred) override {
+  std::shared_ptr<MetricImpl> clone() const override {
+    return std::make_shared<AutoAccuracyImpl>(name());
+  }
+  void update_state(const Tensor& y_true, const Tensor& y_pred,
+                    const Tensor& sample_weight) override {
     if (!chosen_) {
       require_inputs(name(), y_true, y_pred);
       const int rt = y_true.rank(), rp = y_pred.rank();
@@ -230,7 +251,7 @@ class AutoAccuracyImpl : public MetricImpl {
       const bool sparse = rt < rp || (t_last == 1 && p_last > 1);
       chosen_ = make_accuracy(binary ? "binary" : sparse ? "sparse" : "categorical", name());
     }
-    chosen_->update_state(y_true, y_pred);
+    chosen_->update_state(y_true, y_pred, sample_weight);
   }
   double result() const override { return chosen_ ? chosen_->result() : 0.0; }
   void reset_state() override {
@@ -272,6 +293,12 @@ Metric::Metric(const char* name_in) : requested_(name_in ? name_in : "") {
                     "mean_absolute_error (mae), precision, recall, auc (a running mean: "
                     "kiln::metrics::mean(name))",
                     requested_));
+}
+
+Metric Metric::fresh() const {
+  std::shared_ptr<MetricImpl> copy = operator->()->clone();
+  copy->reset_state();
+  return Metric(std::move(copy), requested_);
 }
 
 MetricImpl* Metric::operator->() const {

@@ -13,11 +13,17 @@ class MetricImpl {
  public:
   explicit MetricImpl(std::string name) : name_(std::move(name)) {}
   virtual ~MetricImpl() = default;
-  // Accumulates one batch (concrete tensors). Bad shapes or dtypes throw kiln::Error.
-  virtual void update_state(const Tensor& y_true, const Tensor& y_pred) = 0;
+  // Accumulates one batch (concrete tensors). `sample_weight` (optional, >= 0) weighs each
+  // sample: of the per-sample values' shape or of its leading axes ([batch]); the result is
+  // then sum(value * weight) / sum(weight) (Keras' weighted metrics). Bad shapes or dtypes
+  // throw kiln::Error.
+  virtual void update_state(const Tensor& y_true, const Tensor& y_pred,
+                            const Tensor& sample_weight = Tensor()) = 0;
   // total / count over the batches since the last reset (0 before any).
   virtual double result() const = 0;
   virtual void reset_state() = 0;
+  // A new metric of the same kind, name and settings, with empty state.
+  virtual std::shared_ptr<MetricImpl> clone() const = 0;
   const std::string& name() const { return name_; }
 
  private:
@@ -44,6 +50,8 @@ class Metric {
   // Throws kiln::Error on an empty handle.
   MetricImpl* operator->() const;
   const std::string& requested_name() const { return requested_; }
+  // The same metric with fresh state (its own copy: one per model output).
+  Metric fresh() const;
 
  private:
   std::shared_ptr<MetricImpl> impl_;

@@ -81,7 +81,7 @@ TEST(SampleWeightLoss, BadWeightsAreClearErrors) {
   EXPECT_THAT(error_of([&] {
                 loss(labels, logits, tensor<double>({1, 2, 3}));
               }),
-              HasSubstr("sample_weight has shape (3,) (float64), but the loss has one value per "
+              HasSubstr("sample_weight has shape (3,) (float64), but there is one value per "
                         "sample of shape (2,)"));
   EXPECT_THAT(error_of([&] {
                 loss(labels, logits, tensor<double>({1, -2}));

@@ -1,0 +1,162 @@
+// The options of compile, fit, evaluate and predict (Keras' arguments of the same names).
+//
+// A model with several outputs takes one loss for all outputs, a list in the model's output
+// order or losses by output name; loss weights and metrics likewise. The training loss is
+//   loss = sum over outputs of loss_weight[o] * loss[o](y_true[o], y_pred[o], sample_weight[o])
+//          + the layers' regularization losses,
+// and the logs name each part as Keras does: "loss", "<output>_loss" (weighted, only with
+// several outputs), "<metric>" or "<output>_<metric>", and "val_..." for validation data.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "frontend/data/arrays.h"
+#include "frontend/training/callback.h"
+#include "frontend/training/loss.h"
+#include "frontend/training/metric.h"
+#include "frontend/training/optimizer.h"
+
+namespace kiln {
+
+// compile's `loss`: one loss (every output), a list (one per output, in order) or a map by
+// output name (outputs left out get no loss; Keras allows that too).
+class LossSpec {
+ public:
+  LossSpec() = default;
+  LossSpec(Loss loss) : single_(std::move(loss)) {}             // NOLINT: implicit
+  LossSpec(const char* name) : LossSpec(Loss(name)) {}          // NOLINT: implicit
+  LossSpec(const std::string& name) : LossSpec(Loss(name)) {}   // NOLINT: implicit
+  LossSpec(std::vector<Loss> list) : list_(std::move(list)) {}  // NOLINT: implicit
+  LossSpec(std::initializer_list<Loss> list) : list_(list) {}   // NOLINT: implicit
+  static LossSpec by_output(std::map<std::string, Loss> losses);
+
+  bool defined() const { return single_.defined() || !list_.empty() || !by_name_.empty(); }
+  // One loss per output (undefined: none). kiln::Error naming the outputs when a list has
+  // another length, a name is not an output, or no output gets a loss.
+  std::vector<Loss> for_outputs(const std::vector<std::string>& outputs,
+                                const std::string& model) const;
+  // The loss shared by every output, when one was given as such.
+  const Loss& single() const { return single_; }
+
+ private:
+  Loss single_;
+  std::vector<Loss> list_;
+  std::map<std::string, Loss> by_name_;
+};
+
+// compile's `loss_weights`: none (every weight 1), a list (one per output) or a map by output
+// name (outputs left out weigh 1). Weights must be finite and >= 0.
+class LossWeights {
+ public:
+  LossWeights() = default;
+  LossWeights(std::vector<double> list) : list_(std::move(list)) {}  // NOLINT: implicit
+  LossWeights(std::initializer_list<double> list) : list_(list) {}   // NOLINT: implicit
+  static LossWeights by_output(std::map<std::string, double> weights);
+  std::vector<double> for_outputs(const std::vector<std::string>& outputs,
+                                  const std::string& model) const;
+
+ private:
+  std::vector<double> list_;
+  std::map<std::string, double> by_name_;
+};
+
+// compile's `metrics` and `weighted_metrics`: a flat list applied to every output (tf.keras'
+// rule; each output gets its own copy with its own state), a list of lists (one per output)
+// or lists by output name.
+class MetricSpec {
+ public:
+  MetricSpec() = default;
+  MetricSpec(std::vector<Metric> all) : all_(std::move(all)) {}  // NOLINT: implicit
+  MetricSpec(std::initializer_list<Metric> all) : all_(all) {}   // NOLINT: implicit
+  static MetricSpec per_output(std::vector<std::vector<Metric>> lists);
+  static MetricSpec by_output(std::map<std::string, std::vector<Metric>> lists);
+  bool empty() const { return all_.empty() && per_output_.empty() && by_name_.empty(); }
+  // Fresh metrics per output ("accuracy" resolved against that output's loss). kiln::Error
+  // naming the outputs for a list of lists of another length or an unknown output name.
+  std::vector<std::vector<Metric>> for_outputs(const std::vector<std::string>& outputs,
+                                               const std::vector<Loss>& losses,
+                                               const std::string& model) const;
+
+ private:
+  std::vector<Metric> all_;
+  std::vector<std::vector<Metric>> per_output_;
+  std::map<std::string, std::vector<Metric>> by_name_;
+};
+
+// Option structs give every member a default initializer, so designated initializers
+// ({.epochs = 5}) compile warning-free under -Wextra.
+struct CompileOptions {
+  Optimizer optimizer = "rmsprop";
+  LossSpec loss{};
+  LossWeights loss_weights{};
+  MetricSpec metrics{};           // unweighted
+  MetricSpec weighted_metrics{};  // weighted by sample_weight / class_weight
+  bool run_eagerly = false;
+};
+
+// fit's `class_weight`: class id -> weight (classes left out weigh 1, as in Keras 3), for a
+// single-output model; for several outputs, give them by output name (Keras 1 style; Keras 3
+// refuses class weights for several outputs). A class's id is the integer label, the argmax of
+// a one-hot label, or the rounded value of a single probability-style label. Multiplies any
+// sample_weight (tf.keras: "class_weight and sample_weight are multiplicative").
+class ClassWeight {
+ public:
+  ClassWeight() = default;
+  ClassWeight(std::map<int64_t, double> weights)  // NOLINT: implicit
+      : single_(std::move(weights)) {}
+  ClassWeight(std::initializer_list<std::pair<const int64_t, double>> weights)  // NOLINT
+      : single_(weights) {}
+  static ClassWeight by_output(std::map<std::string, std::map<int64_t, double>> weights);
+  bool empty() const { return single_.empty() && by_name_.empty(); }
+  // Per output: the map to apply (empty: none). kiln::Error for unknown names, negative or
+  // non-finite weights, or one map for a model with several outputs.
+  std::vector<std::map<int64_t, double>> for_outputs(const std::vector<std::string>& outputs,
+                                                     const std::string& caller) const;
+
+ private:
+  std::map<int64_t, double> single_;
+  std::map<std::string, std::map<int64_t, double>> by_name_;
+};
+
+// Validation data for fit: inputs, targets and optional sample weights.
+struct ValidationData {
+  Arrays x, y, sample_weight;
+  ValidationData(Arrays x_, Arrays y_, Arrays w = {})
+      : x(std::move(x_)), y(std::move(y_)), sample_weight(std::move(w)) {}
+  ValidationData(const std::pair<Tensor, Tensor>& xy)  // NOLINT: implicit
+      : x(xy.first), y(xy.second) {}
+};
+
+struct FitOptions {
+  int64_t batch_size = 32;
+  int epochs = 1;
+  int verbose = 1;  // 0 silent, 1 progress bar, 2 one line per epoch
+  std::vector<CallbackPtr> callbacks{};
+  double validation_split = 0;  // the last fraction of the data, before shuffling (Keras)
+  std::optional<ValidationData> validation_data{};
+  bool shuffle = true;
+  uint64_t seed = 0;  // shuffling seed
+  int initial_epoch = 0;
+  Arrays sample_weight{};  // per example: one tensor (every output), a list or by output name
+  ClassWeight class_weight{};
+};
+
+struct EvaluateOptions {
+  int64_t batch_size = 32;
+  int verbose = 1;
+  std::vector<CallbackPtr> callbacks{};
+  Arrays sample_weight{};
+};
+
+struct PredictOptions {
+  int64_t batch_size = 32;
+  int verbose = 0;
+  std::vector<CallbackPtr> callbacks{};
+};
+
+}  // namespace kiln
