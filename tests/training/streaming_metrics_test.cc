@@ -116,5 +116,48 @@ TEST(StreamingMetrics, MasksLeaveElementsOut) {
   EXPECT_DOUBLE_EQ(p->result(), 0.5);  // the masked false positive does not count
 }
 
+TEST(StreamingMetrics, SampleWeightsWeighTheCounts) {
+  // Accuracy: matches 1, 0, 1 with weights 2, 1, 0.5 -> (2 + 0.5) / 3.5; a second batch adds
+  // a match of weight 1.5.
+  Metric acc = metrics::sparse_categorical_accuracy();
+  acc->update_state(tensor<int64_t>({0, 1, 1}),
+                    tensor<float>({0.9f, 0.1f, 0.8f, 0.2f, 0.3f, 0.7f}, {3, 2}),
+                    tensor<float>({2, 1, 0.5f}));
+  EXPECT_DOUBLE_EQ(acc->result(), 2.5 / 3.5);
+  acc->update_state(tensor<int64_t>({1}), tensor<float>({0.4f, 0.6f}, {1, 2}),
+                    tensor<float>({1.5f}));
+  EXPECT_DOUBLE_EQ(acc->result(), 4.0 / 5.0);
+  // Precision: predicted positive at 0, 1 (labels 1, 0) weighted 3 and 1 -> 3 / 4.
+  Metric p = metrics::precision();
+  p->update_state(tensor<float>({1, 0, 1}), tensor<float>({0.9f, 0.7f, 0.2f}),
+                  tensor<float>({3, 1, 5}));
+  EXPECT_DOUBLE_EQ(p->result(), 3.0 / 4.0);
+  // AUC with integer weights equals the AUC of the data with each sample repeated that often.
+  std::vector<int> labels{1, 0, 1, 0, 1};
+  std::vector<double> preds{0.8, 0.3, 0.35, 0.6, 0.95};
+  std::vector<float> w{2, 1, 3, 0, 1};
+  std::vector<int> rep_labels;
+  std::vector<double> rep_preds;
+  for (size_t i = 0; i < labels.size(); ++i)
+    for (int k = 0; k < int(w[i]); ++k)
+      rep_labels.push_back(labels[i]), rep_preds.push_back(preds[i]);
+  Metric weighted = metrics::auc();
+  weighted->update_state(tensor<double>({1, 0, 1, 0, 1}), tensor<double>(preds), tensor<float>(w));
+  EXPECT_NEAR(weighted->result(), naive_auc(rep_labels, rep_preds, 200), 1e-12);
+  EXPECT_NE(weighted->result(), naive_auc(labels, preds, 200));
+  // Negative or wrongly shaped weights are errors.
+  expect_error(
+      [&] {
+        acc->update_state(tensor<int64_t>({0}), tensor<float>({1, 0}, {1, 2}), tensor<float>({-1}));
+      },
+      {"weights must be >= 0"});
+  expect_error(
+      [&] {
+        acc->update_state(tensor<int64_t>({0}), tensor<float>({1, 0}, {1, 2}),
+                          tensor<float>({1, 1}));
+      },
+      {"sample_weight has shape (2,)"});
+}
+
 }  // namespace
 }  // namespace kiln
