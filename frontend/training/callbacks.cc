@@ -43,12 +43,13 @@ void ProgbarLogger::on_epoch_begin(int epoch, const Logs&) {
 
 void ProgbarLogger::on_train_batch_end(int batch, const Logs& logs) {
   last_ = logs;
+  seen_ = batch + 1;
   if (bar_) bar_->update(batch + 1, logs, false);
 }
 
 void ProgbarLogger::on_epoch_end(int, const Logs& logs) {
   int steps = params().count("steps") ? params().at("steps") : 0;
-  if (bar_) bar_->update(steps, logs, true);
+  if (bar_) bar_->update(steps > 0 ? steps : seen_, logs, true);  // 0: unknown in advance
   bar_.reset();
 }
 
@@ -61,12 +62,14 @@ void ProgbarLogger::on_test_begin(const Logs&) {
 
 void ProgbarLogger::on_test_batch_end(int batch, const Logs& logs) {
   last_ = logs;
+  seen_ = batch + 1;
   if (!in_fit_ && bar_) bar_->update(batch + 1, logs, false);
 }
 
 void ProgbarLogger::on_test_end(const Logs& logs) {
   if (in_fit_ || !bar_) return;
-  bar_->update(params().count("steps") ? params().at("steps") : 0, logs, true);
+  int steps = params().count("steps") ? params().at("steps") : 0;
+  bar_->update(steps > 0 ? steps : seen_, logs, true);
   bar_.reset();
 }
 

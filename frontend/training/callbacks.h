@@ -30,6 +30,7 @@ class ProgbarLogger : public Callback {
   std::unique_ptr<Progbar> bar_;
   bool in_fit_ = false;
   Logs last_;
+  int seen_ = 0;  // batches of the current loop so far (for an unknown number of steps)
 };
 
 // "min" when the monitored name does not contain "acc"/"auc", else "max" (Keras' "auto").

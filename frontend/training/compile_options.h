@@ -144,6 +144,11 @@ struct FitOptions {
   int initial_epoch = 0;
   Arrays sample_weight{};  // per example: one tensor (every output), a list or by output name
   ClassWeight class_weight{};
+  // Dataset input only: batches per epoch (-1: one whole pass per epoch; needed for an endless
+  // Dataset). With it, epochs continue one pass; if the data runs out, training stops with a
+  // warning (Keras 3).
+  int64_t steps_per_epoch = -1;
+  int64_t validation_steps = -1;  // batches of a validation Dataset per evaluation (-1: a pass)
 };
 
 struct EvaluateOptions {
@@ -151,6 +156,7 @@ struct EvaluateOptions {
   int verbose = 1;
   std::vector<CallbackPtr> callbacks{};
   Arrays sample_weight{};
+  int64_t steps = -1;  // Dataset input only: batches to evaluate (-1: one whole pass)
 };
 
 struct PredictOptions {

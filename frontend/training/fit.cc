@@ -1,9 +1,10 @@
-// ModelImpl::fit / evaluate / predict / train_on_batch / test_on_batch: Keras' training loop.
-// Per batch: the train step (forward under a GradientTape, the per-output losses, gradients of
-// the trainable weights, one optimizer step) runs as a traced kiln::function (or eagerly with
-// run_eagerly; training/model_steps.cc); metrics and callbacks run on the host with its
-// results. Inputs, targets and sample weights are lists in the model's input/output order
-// from here on; class weights become sample weights per batch.
+// ModelImpl::fit / evaluate / predict / train_on_batch / test_on_batch on tensors (Keras'
+// arrays), and the loops they share with the Dataset forms (fit_dataset.cc). Per batch the
+// train step (forward under a GradientTape, the per-output losses, gradients, one optimizer
+// step) runs as a traced kiln::function, or eagerly with run_eagerly (model_steps.cc); metrics
+// and callbacks run on the host with its results. Inputs, targets and sample weights are
+// lists in the model's input/output order from here on; class weights become sample weights
+// per batch.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -12,11 +13,11 @@
 #include "frontend/data/dataset.h"
 #include "frontend/models/model.h"
 #include "frontend/ops.h"
-#include "frontend/training/callbacks.h"
-#include "frontend/training/model_steps.h"
+#include "frontend/training/fit_loops.h"
 #include "frontend/training/sample_weights.h"
 
 namespace kiln {
+namespace detail {
 namespace {
 
 // Batch-size-weighted running mean (Keras' loss trackers).
@@ -38,14 +39,13 @@ struct LossTrackers {
   }
 };
 
-// The logs of a loop so far: losses, then metrics, each with `prefix`.
-Logs loop_logs(const LossTrackers& losses, const detail::OutputObjectives& objectives,
-               const std::string& prefix = "") {
-  Logs logs{{prefix + "loss", losses.total.result()}};
+// The logs of a loop so far: losses, then metrics.
+Logs loop_logs(const LossTrackers& losses, const OutputObjectives& objectives) {
+  Logs logs{{"loss", losses.total.result()}};
   for (size_t o = 0; o < objectives.size(); ++o)
     if (objectives.size() > 1 && objectives.has_loss(o))
-      logs[prefix + objectives.loss_key(o)] = losses.per_output[o].result();
-  objectives.write_metrics(logs, prefix);
+      logs[objectives.loss_key(o)] = losses.per_output[o].result();
+  objectives.write_metrics(logs);
   return logs;
 }
 
@@ -67,24 +67,43 @@ struct CallbackList {
   }
 };
 
-// All examples of a loop as lists in the model's order, with the class weights to apply.
-struct LoopData {
+// One pass of `next`: steps, losses and metrics; `on_batch_begin/end(b, logs)` around each.
+template <typename Begin, typename End>
+Logs run_batches(ModelSteps& s, bool training, const NextBatch& next, Begin&& on_begin,
+                 End&& on_end) {
+  LossTrackers losses;
+  Logs logs;
+  for (int b = 0;; ++b) {
+    std::optional<ModelSteps::Args> a = next();
+    if (!a) break;
+    on_begin(b, logs);
+    ModelImpl::StepResult r = s.run(training, *a);
+    OutputObjectives& objectives = s.objectives(r.y_pred.size());
+    if (b == 0) objectives.reset_metrics();  // (resolved by the first step)
+    losses.add(r, double(r.y_pred[0].shape()[0]));
+    objectives.update_metrics(a->ys, r.y_pred, a->sws);
+    logs = loop_logs(losses, objectives);
+    on_end(b, logs);
+  }
+  return logs;
+}
+
+// All examples as lists in the model's order, with the class weights to apply.
+struct ArrayData {
   ModelSteps::Args lists;
   std::vector<std::map<int64_t, double>> class_weights;  // per output; empty: none
   int64_t size = 0;
 
-  LoopData(ModelSteps& s, const Arrays& x, const Arrays& y, const Arrays& w, const ClassWeight& cw,
-           const std::string& caller) {
+  ArrayData(ModelSteps& s, const Arrays& x, const Arrays& y, const Arrays& w, const ClassWeight& cw,
+            const std::string& caller) {
     lists = s.args(x, y, w, caller);
     size = Arrays(lists.xs).num_examples(caller + ": x");
-    int64_t ny = Arrays(lists.ys).num_examples(caller + ": y");
-    if (ny != size)
+    if (Arrays(lists.ys).num_examples(caller + ": y") != size)
       throw Error(
           fmt::format("{}: x ({}) and y ({}) must have the same number of examples "
                       "(axis 0)",
                       caller, x.describe(), y.describe()));
-    for (size_t o = 0; o < lists.sws.size(); ++o) {
-      const Tensor& t = lists.sws[o];
+    for (const Tensor& t : lists.sws) {
       if (t.rank() == 0 || t.shape()[0] != size)
         throw Error(fmt::format("{}: sample_weight {} must have one weight per example ({})",
                                 caller, t.shape().to_string(), size));
@@ -96,62 +115,156 @@ struct LoopData {
     if (!cw.empty()) class_weights = cw.for_outputs(s.output_names(lists.ys.size()), caller);
   }
 
-  // The step lists of examples `rows`; class weights multiply the sample weights.
+  // Batches of `batch_size`, shuffled per epoch with seed + epoch when `shuffle`.
+  BatchSource batches(int64_t batch_size, bool shuffle, uint64_t seed, std::string caller) const {
+    BatchSource src;
+    src.steps = int((size + batch_size - 1) / batch_size);
+    src.epoch = [this, batch_size, shuffle, seed, caller](int epoch) -> NextBatch {
+      auto order = std::make_shared<std::vector<std::vector<int64_t>>>(
+          data::batch_indices(size, batch_size, shuffle, seed + uint64_t(epoch)));
+      auto i = std::make_shared<size_t>(0);
+      return [this, order, i, caller]() -> std::optional<ModelSteps::Args> {
+        if (*i >= order->size()) return std::nullopt;
+        return batch((*order)[(*i)++], caller);
+      };
+    };
+    return src;
+  }
+
   ModelSteps::Args batch(const std::vector<int64_t>& rows, const std::string& caller) const {
     ModelSteps::Args b;
     Tensor index = tensor<int64_t>(rows);
     for (const Tensor& t : lists.xs) b.xs.push_back(gather(t, index, 0));
     for (const Tensor& t : lists.ys) b.ys.push_back(gather(t, index, 0));
     for (const Tensor& t : lists.sws) b.sws.push_back(gather(t, index, 0));
-    return with_class_weights(std::move(b), caller);
-  }
-
-  ModelSteps::Args with_class_weights(ModelSteps::Args b, const std::string& caller) const {
-    if (class_weights.empty()) return b;
-    if (b.sws.empty()) b.sws.resize(b.ys.size());
-    for (size_t o = 0; o < b.ys.size(); ++o) {
-      Tensor w = b.sws[o];
-      if (!class_weights[o].empty()) {
-        Tensor c = detail::class_sample_weights(b.ys[o], class_weights[o], caller);
-        if (w.defined() && w.rank() < c.rank())
-          w = detail::aligned_sample_weights(caller, w, c);
-        else if (w.defined() && c.rank() < w.rank())
-          c = detail::aligned_sample_weights(caller, c, w);
-        w = w.defined() ? cast(w, DType::f32) * c : c;
-      }
-      // Outputs without weights weigh 1 (a list of weights needs an entry per output).
-      b.sws[o] = w.defined() ? w : ones({b.ys[o].shape()[0]}, DType::f32);
-    }
-    return b;
+    return with_class_weights(std::move(b), class_weights, caller);
   }
 };
 
+void require_arrays_options(int64_t steps, const char* name, const std::string& caller) {
+  if (steps != -1)
+    throw Error(
+        fmt::format("{}: {} ({}) applies to Dataset input; with tensors an epoch is one "
+                    "pass over them (use batch_size)",
+                    caller, name, steps));
+}
+
 }  // namespace
+
+ModelSteps::Args with_class_weights(ModelSteps::Args b,
+                                    const std::vector<std::map<int64_t, double>>& class_weights,
+                                    const std::string& caller) {
+  if (class_weights.empty()) return b;
+  if (b.sws.empty()) b.sws.resize(b.ys.size());
+  for (size_t o = 0; o < b.ys.size(); ++o) {
+    Tensor w = b.sws[o];
+    if (!class_weights[o].empty()) {
+      Tensor c = class_sample_weights(b.ys[o], class_weights[o], caller);
+      if (w.defined() && w.rank() < c.rank())
+        w = aligned_sample_weights(caller, w, c);
+      else if (w.defined() && c.rank() < w.rank())
+        c = aligned_sample_weights(caller, c, w);
+      w = w.defined() ? cast(w, DType::f32) * c : c;
+    }
+    // Outputs without weights weigh 1 (a list of weights needs an entry per output).
+    b.sws[o] = w.defined() ? w : ones({b.ys[o].shape()[0]}, DType::f32);
+  }
+  return b;
+}
+
+std::shared_ptr<History> fit_loop(ModelImpl& model, ModelSteps& s, const BatchSource& train,
+                                  const std::function<Logs()>& validate, const FitOptions& o) {
+  if (o.epochs < 1) throw Error(fmt::format("fit: epochs ({}) must be at least 1", o.epochs));
+  auto history = std::make_shared<History>();
+  std::vector<CallbackPtr> user = o.callbacks;
+  user.push_back(history);
+  CallbackList cbs(&model, user, o.verbose, {{"epochs", o.epochs}, {"steps", train.steps}});
+  model.stop_training = false;
+  Logs logs;
+  cbs.each([&](Callback& cb) { cb.on_train_begin(logs); });
+  for (int epoch = o.initial_epoch; epoch < o.epochs && !model.stop_training; ++epoch) {
+    cbs.each([&](Callback& cb) { cb.on_epoch_begin(epoch, logs); });
+    logs = run_batches(
+        s, true, train.epoch(epoch),
+        [&](int b, const Logs& l) {
+          cbs.each([&](Callback& cb) { cb.on_train_batch_begin(b, l); });
+        },
+        [&](int b, const Logs& l) {
+          cbs.each([&](Callback& cb) { cb.on_train_batch_end(b, l); });
+        });
+    if (validate)
+      for (const auto& [k, value] : validate()) logs["val_" + k] = value;
+    cbs.each([&](Callback& cb) { cb.on_epoch_end(epoch, logs); });
+  }
+  cbs.each([&](Callback& cb) { cb.on_train_end(logs); });
+  return history;
+}
+
+Logs evaluate_loop(ModelImpl& model, ModelSteps& s, const BatchSource& batches,
+                   const EvaluateOptions& o) {
+  CallbackList cbs(&model, o.callbacks, o.verbose, {{"steps", batches.steps}});
+  Logs logs;
+  cbs.each([&](Callback& cb) { cb.on_test_begin(logs); });
+  logs = run_batches(
+      s, false, batches.epoch(0),
+      [&](int b, const Logs& l) { cbs.each([&](Callback& cb) { cb.on_test_batch_begin(b, l); }); },
+      [&](int b, const Logs& l) { cbs.each([&](Callback& cb) { cb.on_test_batch_end(b, l); }); });
+  cbs.each([&](Callback& cb) { cb.on_test_end(logs); });
+  return logs;
+}
+
+std::vector<Tensor> predict_loop(ModelImpl& model,
+                                 const std::function<std::optional<Arrays>()>& next, int steps,
+                                 const PredictOptions& o) {
+  CallbackList cbs(&model, o.callbacks, 0, {{"steps", steps}});
+  std::vector<std::vector<Tensor>> outputs;
+  Logs logs;
+  cbs.each([&](Callback& cb) { cb.on_predict_begin(logs); });
+  for (int b = 0;; ++b) {
+    std::optional<Arrays> x = next();
+    if (!x) break;
+    cbs.each([&](Callback& cb) { cb.on_predict_batch_begin(b, logs); });
+    std::vector<Tensor> y = model.run_predict_step(*x);
+    outputs.resize(y.size());
+    for (size_t i = 0; i < y.size(); ++i) outputs[i].push_back(y[i]);
+    cbs.each([&](Callback& cb) { cb.on_predict_batch_end(b, logs); });
+  }
+  cbs.each([&](Callback& cb) { cb.on_predict_end(logs); });
+  if (outputs.empty()) throw Error("predict: x has no examples (axis 0 is empty)");
+  std::vector<Tensor> out;
+  for (const auto& parts : outputs) out.push_back(concat(parts, 0));
+  return out;
+}
+
+}  // namespace detail
 
 Logs ModelImpl::train_on_batch(const Arrays& x, const Arrays& y, const Arrays& sample_weight,
                                const ClassWeight& class_weight) {
   ModelSteps& s = ModelSteps::of(*this);
-  LoopData data(s, x, y, sample_weight, class_weight, "train_on_batch");
-  ModelSteps::Args a = data.with_class_weights(data.lists, "train_on_batch");
-  StepResult r = s.run(true, a);
-  auto& objectives = s.objectives(r.y_pred.size());
-  objectives.reset_metrics();
-  objectives.update_metrics(a.ys, r.y_pred, a.sws);
-  LossTrackers losses;
-  losses.add(r, 1);
-  return loop_logs(losses, objectives);
+  detail::ArrayData data(s, x, y, sample_weight, class_weight, "train_on_batch");
+  bool done = false;
+  return detail::run_batches(
+      s, true,
+      [&]() -> std::optional<ModelSteps::Args> {
+        if (done) return std::nullopt;
+        done = true;
+        return detail::with_class_weights(data.lists, data.class_weights, "train_on_batch");
+      },
+      [](int, const Logs&) {}, [](int, const Logs&) {});
 }
 
 Logs ModelImpl::test_on_batch(const Arrays& x, const Arrays& y, const Arrays& sample_weight) {
   ModelSteps& s = ModelSteps::of(*this);
-  LoopData data(s, x, y, sample_weight, {}, "test_on_batch");
-  StepResult r = s.run(false, data.lists);
-  auto& objectives = s.objectives(r.y_pred.size());
-  objectives.reset_metrics();
-  objectives.update_metrics(data.lists.ys, r.y_pred, data.lists.sws);
-  LossTrackers losses;
-  losses.add(r, 1);
-  return loop_logs(losses, objectives);
+  detail::ArrayData data(s, x, y, sample_weight, {}, "test_on_batch");
+  bool done = false;
+  return detail::run_batches(
+      s, false,
+      [&]() -> std::optional<ModelSteps::Args> {
+        if (done) return std::nullopt;
+        done = true;
+        return data.lists;
+      },
+      [](int, const Logs&) {}, [](int, const Logs&) {});
 }
 
 std::shared_ptr<History> ModelImpl::fit(const Arrays& x_all, const Arrays& y_all, FitOptions o) {
@@ -159,6 +272,8 @@ std::shared_ptr<History> ModelImpl::fit(const Arrays& x_all, const Arrays& y_all
   if (o.epochs < 1 || o.batch_size < 1)
     throw Error(fmt::format("fit: epochs ({}) and batch_size ({}) must be at least 1", o.epochs,
                             o.batch_size));
+  detail::require_arrays_options(o.steps_per_epoch, "steps_per_epoch", "fit");
+  detail::require_arrays_options(o.validation_steps, "validation_steps", "fit");
   Arrays x = x_all, y = y_all, w = o.sample_weight;
   std::optional<ValidationData> val = o.validation_data;
   if (o.validation_split > 0) {
@@ -181,88 +296,42 @@ std::shared_ptr<History> ModelImpl::fit(const Arrays& x_all, const Arrays& y_all
     val.emplace(x_all.take_rows(tail), y_all.take_rows(tail),
                 o.sample_weight.empty() ? Arrays() : o.sample_weight.take_rows(tail));
   }
-  LoopData data(s, x, y, w, o.class_weight, "fit");
-  if (val) LoopData(s, val->x, val->y, val->sample_weight, {}, "fit (validation data)");
-
-  int steps = int((data.size + o.batch_size - 1) / o.batch_size);
-  auto history = std::make_shared<History>();
-  std::vector<CallbackPtr> user = o.callbacks;
-  user.push_back(history);
-  CallbackList cbs(this, user, o.verbose, {{"epochs", o.epochs}, {"steps", steps}});
-  stop_training = false;
-  Logs logs;
-  cbs.each([&](Callback& cb) { cb.on_train_begin(logs); });
-  for (int epoch = o.initial_epoch; epoch < o.epochs && !stop_training; ++epoch) {
-    cbs.each([&](Callback& cb) { cb.on_epoch_begin(epoch, logs); });
-    LossTrackers losses;
-    auto batches =
-        data::batch_indices(data.size, o.batch_size, o.shuffle, o.seed + uint64_t(epoch));
-    for (int b = 0; b < int(batches.size()); ++b) {
-      cbs.each([&](Callback& cb) { cb.on_train_batch_begin(b, logs); });
-      ModelSteps::Args a = data.batch(batches[size_t(b)], "fit");
-      StepResult r = s.run(true, a);
-      auto& objectives = s.objectives(r.y_pred.size());
-      if (b == 0) objectives.reset_metrics();  // (resolved by the first step)
-      losses.add(r, double(batches[size_t(b)].size()));
-      objectives.update_metrics(a.ys, r.y_pred, a.sws);
-      logs = loop_logs(losses, objectives);
-      cbs.each([&](Callback& cb) { cb.on_train_batch_end(b, logs); });
-    }
-    if (val) {
-      Logs v =
-          evaluate(val->x, val->y,
-                   {.batch_size = o.batch_size, .verbose = 0, .sample_weight = val->sample_weight});
-      for (const auto& [k, value] : v) logs["val_" + k] = value;
-    }
-    cbs.each([&](Callback& cb) { cb.on_epoch_end(epoch, logs); });
+  detail::ArrayData data(s, x, y, w, o.class_weight, "fit");
+  std::function<Logs()> validate;
+  if (val) {
+    detail::ArrayData(s, val->x, val->y, val->sample_weight, {}, "fit (validation data)");
+    validate = [this, &val, &o] {
+      return evaluate(
+          val->x, val->y,
+          {.batch_size = o.batch_size, .verbose = 0, .sample_weight = val->sample_weight});
+    };
   }
-  cbs.each([&](Callback& cb) { cb.on_train_end(logs); });
-  return history;
+  return detail::fit_loop(*this, s, data.batches(o.batch_size, o.shuffle, o.seed, "fit"), validate,
+                          o);
 }
 
 Logs ModelImpl::evaluate(const Arrays& x, const Arrays& y, EvaluateOptions o) {
   ModelSteps& s = ModelSteps::of(*this);
-  LoopData data(s, x, y, o.sample_weight, {}, "evaluate");
-  auto batches = data::batch_indices(data.size, o.batch_size, false, 0);
-  CallbackList cbs(this, o.callbacks, o.verbose, {{"steps", int(batches.size())}});
-  LossTrackers losses;
-  Logs logs;
-  cbs.each([&](Callback& cb) { cb.on_test_begin(logs); });
-  for (int b = 0; b < int(batches.size()); ++b) {
-    cbs.each([&](Callback& cb) { cb.on_test_batch_begin(b, logs); });
-    ModelSteps::Args a = data.batch(batches[size_t(b)], "evaluate");
-    StepResult r = s.run(false, a);
-    auto& objectives = s.objectives(r.y_pred.size());
-    if (b == 0) objectives.reset_metrics();
-    losses.add(r, double(batches[size_t(b)].size()));
-    objectives.update_metrics(a.ys, r.y_pred, a.sws);
-    logs = loop_logs(losses, objectives);
-    cbs.each([&](Callback& cb) { cb.on_test_batch_end(b, logs); });
-  }
-  cbs.each([&](Callback& cb) { cb.on_test_end(logs); });
-  return logs;
+  if (o.batch_size < 1)
+    throw Error(fmt::format("evaluate: batch_size ({}) must be at least 1", o.batch_size));
+  detail::require_arrays_options(o.steps, "steps", "evaluate");
+  detail::ArrayData data(s, x, y, o.sample_weight, {}, "evaluate");
+  return detail::evaluate_loop(*this, s, data.batches(o.batch_size, false, 0, "evaluate"), o);
 }
 
 std::vector<Tensor> ModelImpl::predict_outputs(const Arrays& x, PredictOptions o) {
   if (x.empty()) throw Error("predict: x must be a tensor with examples along axis 0");
-  int64_t n = x.num_examples("predict: x");
-  if (n == 0) throw Error("predict: x has no examples (axis 0 is empty)");
-  auto batches = data::batch_indices(n, o.batch_size, false, 0);
-  CallbackList cbs(this, o.callbacks, 0, {{"steps", int(batches.size())}});
-  std::vector<std::vector<Tensor>> outputs;
-  Logs logs;
-  cbs.each([&](Callback& cb) { cb.on_predict_begin(logs); });
-  for (int b = 0; b < int(batches.size()); ++b) {
-    cbs.each([&](Callback& cb) { cb.on_predict_batch_begin(b, logs); });
-    std::vector<Tensor> y = run_predict_step(x.take_rows(batches[size_t(b)]));
-    outputs.resize(y.size());
-    for (size_t i = 0; i < y.size(); ++i) outputs[i].push_back(y[i]);
-    cbs.each([&](Callback& cb) { cb.on_predict_batch_end(b, logs); });
-  }
-  cbs.each([&](Callback& cb) { cb.on_predict_end(logs); });
-  std::vector<Tensor> out;
-  for (const auto& parts : outputs) out.push_back(concat(parts, 0));
-  return out;
+  if (o.batch_size < 1)
+    throw Error(fmt::format("predict: batch_size ({}) must be at least 1", o.batch_size));
+  auto batches = data::batch_indices(x.num_examples("predict: x"), o.batch_size, false, 0);
+  size_t i = 0;
+  return detail::predict_loop(
+      *this,
+      [&]() -> std::optional<Arrays> {
+        if (i >= batches.size()) return std::nullopt;
+        return x.take_rows(batches[i++]);
+      },
+      int(batches.size()), o);
 }
 
 Tensor ModelImpl::predict(const Arrays& x, PredictOptions o) {

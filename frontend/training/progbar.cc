@@ -27,6 +27,10 @@ std::string Progbar::format_time_per_step(double s) {
   return fmt::format("{:.0f}us/step", s * 1e6);
 }
 
+std::string Progbar::target_text() const {
+  return target_ > 0 ? std::to_string(target_) : "Unknown";
+}
+
 void Progbar::update(int64_t current, const Logs& values, bool finalize) {
   if (verbose_ == 0) return;
   if (!finalize && !interactive_) return;
@@ -37,13 +41,13 @@ void Progbar::update(int64_t current, const Logs& values, bool finalize) {
 
   if (verbose_ == 2) {
     if (finalize)
-      os_ << fmt::format("{}/{} - {:.0f}s - {}{}\n", current, target_, elapsed,
+      os_ << fmt::format("{}/{} - {:.0f}s - {}{}\n", current, target_text(), elapsed,
                          format_time_per_step(per_step), metrics)
           << std::flush;
     return;
   }
   int digits = target_ > 0 ? int(std::log10(double(target_))) + 1 : 1;
-  std::string count = fmt::format("{:>{}}/{}", current, digits, target_);
+  std::string count = fmt::format("{:>{}}/{}", current, digits, target_text());
   constexpr int kWidth = 20;
   int done = target_ > 0 ? int(kWidth * double(current) / double(target_)) : kWidth;
   std::string bar;
@@ -64,7 +68,7 @@ void Progbar::update(int64_t current, const Logs& values, bool finalize) {
   std::string time;
   if (finalize) {
     time = fmt::format(" {:.0f}s {}", elapsed, format_time_per_step(per_step));
-  } else {
+  } else if (target_ > 0) {
     double eta = per_step * double(target_ - current);
     std::string eta_text = eta > 3600 ? fmt::format("{}:{:02}:{:02}", int(eta) / 3600,
                                                     (int(eta) % 3600) / 60, int(eta) % 60)

@@ -13,7 +13,8 @@ namespace kiln {
 
 class Progbar {
  public:
-  // `target`: number of steps; `interactive`: redraw in place (a terminal).
+  // `target`: number of steps (0: unknown, shown as "12/Unknown" as Keras does, without an
+  // ETA); `interactive`: redraw in place (a terminal).
   Progbar(int64_t target, std::ostream& os, int verbose, bool interactive);
   // Shows step `current` (1-based) with the metric values; `finalize` ends the line.
   void update(int64_t current, const Logs& values, bool finalize);
@@ -24,6 +25,7 @@ class Progbar {
   static std::string format_time_per_step(double seconds);
 
  private:
+  std::string target_text() const;
   int64_t target_;
   std::ostream& os_;
   int verbose_;
