@@ -43,6 +43,13 @@ class ModelImpl : public LayerImpl {
   Tensor predict(const Arrays& x, PredictOptions options = {});
   // One tensor per output, in output order.
   std::vector<Tensor> predict_outputs(const Arrays& x, PredictOptions options = {});
+  // The same on a Dataset of batches {x, y, sample_weight} (frontend/data/pipeline.h;
+  // training/fit_dataset.cc): an epoch is one pass, or steps_per_epoch batches of a pass that
+  // continues across epochs; batch_size, shuffle and validation_split do not apply.
+  std::shared_ptr<History> fit(const data::Dataset& dataset, FitOptions options = {});
+  Logs evaluate(const data::Dataset& dataset, EvaluateOptions options = {});
+  Tensor predict(const data::Dataset& dataset, PredictOptions options = {});
+  std::vector<Tensor> predict_outputs(const data::Dataset& dataset, PredictOptions options = {});
   Logs train_on_batch(const Arrays& x, const Arrays& y, const Arrays& sample_weight = {},
                       const ClassWeight& class_weight = {});
   Logs test_on_batch(const Arrays& x, const Arrays& y, const Arrays& sample_weight = {});

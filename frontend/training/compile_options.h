@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +23,10 @@
 #include "frontend/training/optimizer.h"
 
 namespace kiln {
+
+namespace data {
+class Dataset;  // frontend/data/pipeline.h
+}
 
 // compile's `loss`: one loss (every output), a list (one per output, in order) or a map by
 // output name (outputs left out get no loss; Keras allows that too).
@@ -123,13 +128,16 @@ class ClassWeight {
   std::map<std::string, std::map<int64_t, double>> by_name_;
 };
 
-// Validation data for fit: inputs, targets and optional sample weights.
+// Validation data for fit: inputs, targets and optional sample weights, or a Dataset of
+// batches (evaluated for validation_steps batches, or a whole pass).
 struct ValidationData {
   Arrays x, y, sample_weight;
+  std::shared_ptr<data::Dataset> dataset;
   ValidationData(Arrays x_, Arrays y_, Arrays w = {})
       : x(std::move(x_)), y(std::move(y_)), sample_weight(std::move(w)) {}
   ValidationData(const std::pair<Tensor, Tensor>& xy)  // NOLINT: implicit
       : x(xy.first), y(xy.second) {}
+  ValidationData(const data::Dataset& ds);  // NOLINT: implicit
 };
 
 struct FitOptions {

@@ -236,6 +236,15 @@ std::vector<Tensor> predict_loop(ModelImpl& model,
   return out;
 }
 
+Tensor single_output(const ModelImpl& model, std::vector<Tensor> outputs) {
+  if (outputs.size() != 1)
+    throw Error(
+        fmt::format("predict: model \"{}\" has {} outputs; use predict_outputs for one "
+                    "tensor per output",
+                    model.name(), outputs.size()));
+  return outputs[0];
+}
+
 }  // namespace detail
 
 Logs ModelImpl::train_on_batch(const Arrays& x, const Arrays& y, const Arrays& sample_weight,

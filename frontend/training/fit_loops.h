@@ -39,5 +39,7 @@ Logs evaluate_loop(ModelImpl& model, ModelSteps& steps, const BatchSource& batch
 std::vector<Tensor> predict_loop(ModelImpl& model,
                                  const std::function<std::optional<Arrays>()>& next, int steps,
                                  const PredictOptions& o);
+// The one output of predict (kiln::Error naming predict_outputs for several).
+Tensor single_output(const ModelImpl& model, std::vector<Tensor> outputs);
 
 }  // namespace kiln::detail
