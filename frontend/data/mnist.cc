@@ -65,11 +65,12 @@ Tensor load_idx_labels(const std::string& path) {
 
 std::pair<Examples, Examples> load_mnist(const std::string& dir) {
   auto load = [&](const char* images, const char* labels) {
-    Examples d{load_idx_images(find_mnist_file(dir, images)),
-               load_idx_labels(find_mnist_file(dir, labels))};
+    std::string images_path = find_mnist_file(dir, images);
+    std::string labels_path = find_mnist_file(dir, labels);
+    Examples d{load_idx_images(images_path), load_idx_labels(labels_path)};
     if (d.x.shape()[0] != d.y.shape()[0])
-      throw Error(fmt::format("MNIST: {} has {} images but {} has {} labels", images,
-                              d.x.shape()[0], labels, d.y.shape()[0]));
+      throw Error(fmt::format("MNIST: {} has {} images but {} has {} labels", images_path,
+                              d.x.shape()[0], labels_path, d.y.shape()[0]));
     return d;
   };
   return {load("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),

@@ -55,6 +55,9 @@ TEST(Digits, RejectsMalformedFiles) {
   EXPECT_THAT(error_of([&] { load_digits(p.string()); }), HasSubstr("is not a number"));
   fs::remove(p);
   EXPECT_THAT(error_of([] { load_digits("/no/such/digits.csv.gz"); }), HasSubstr("cannot open"));
+  // A directory opens as a stream that reads nothing; it must not look like an empty file.
+  EXPECT_THAT(error_of([] { load_digits(fs::temp_directory_path().string()); }),
+              HasSubstr("it is a directory, not a file"));
 }
 
 TEST(Shuffle, PermutationIsSeededAndComplete) {
