@@ -11,7 +11,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string bytes(reinterpret_cast<const char*>(data), size);
   try {
-    kiln::data::Dataset d = kiln::data::decode_digits(bytes, "<fuzz>");
+    kiln::data::Examples d = kiln::data::decode_digits(bytes, "<fuzz>");
     if (d.x.rank() != 2 || d.x.shape()[1] != 64 || d.y.rank() != 1 ||
         d.y.shape()[0] != d.x.shape()[0])
       kiln::fuzz::finding("digits: wrong shapes", d.x.shape().to_string());

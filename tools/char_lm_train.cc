@@ -15,7 +15,7 @@ namespace kiln::tools {
 namespace {
 
 struct CharLmData {
-  data::Dataset train, test;
+  data::Examples train, test;
 };
 
 // Prints "epoch N: loss L, perplexity P, val_perplexity Q" after each epoch.
@@ -101,7 +101,7 @@ void run_char_lm_training(const CharLmTrainArgs& in) {
           "set ({} characters; this text has {})",
           a.load_weights, saved.vocabulary.size(), corpus.vocabulary.size()));
   }
-  data::Dataset windows = data::text_windows(corpus.ids, a.config.seq_len, a.config.seq_len);
+  data::Examples windows = data::text_windows(corpus.ids, a.config.seq_len, a.config.seq_len);
   const int64_t n = windows.size(), n_test = std::max<int64_t>(1, n / 10);
   if (n < 2)
     throw Error(fmt::format(

@@ -37,7 +37,7 @@ struct TrainArgs {
 constexpr const char* kTextPrefix = "text:";
 
 struct Data {
-  data::Dataset train, test;
+  data::Examples train, test;
   Tensor x_train, x_test;
 };
 

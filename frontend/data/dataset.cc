@@ -7,31 +7,18 @@
 #include <cstring>
 
 #include "frontend/creation.h"
+#include "frontend/data/shuffle_buffer.h"
 #include "frontend/io/file_util.h"
 #include "frontend/ops.h"
 
 namespace kiln::data {
-namespace {
-
-uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-}  // namespace
 
 std::vector<int64_t> permutation(int64_t n, uint64_t seed) {
-  std::vector<int64_t> p(size_t(std::max<int64_t>(n, 0)));
-  for (int64_t i = 0; i < n; ++i) p[size_t(i)] = i;
-  uint64_t state = seed;
-  for (int64_t i = n - 1; i > 0; --i) {
-    // Multiply-shift maps 64 random bits to [0, i] (bias < 2^-40 for any realistic n).
-    uint64_t j =
-        uint64_t((static_cast<unsigned __int128>(splitmix64(state)) * uint64_t(i + 1)) >> 64);
-    std::swap(p[size_t(i)], p[size_t(j)]);
-  }
+  ShuffleBuffer<int64_t> buffer(seed);
+  for (int64_t i = 0; i < n; ++i) buffer.add(i);
+  std::vector<int64_t> p;
+  p.reserve(buffer.size());
+  while (!buffer.empty()) p.push_back(buffer.take(std::nullopt));
   return p;
 }
 
@@ -39,12 +26,12 @@ Tensor take_rows(const Tensor& x, const std::vector<int64_t>& rows) {
   return gather(x, tensor<int64_t>(rows), 0);
 }
 
-Dataset take(const Dataset& d, const std::vector<int64_t>& rows) {
+Examples take(const Examples& d, const std::vector<int64_t>& rows) {
   return {take_rows(d.x, rows), take_rows(d.y, rows)};
 }
 
-std::pair<Dataset, Dataset> train_test_split(const Dataset& d, double test_fraction,
-                                             uint64_t seed) {
+std::pair<Examples, Examples> train_test_split(const Examples& d, double test_fraction,
+                                               uint64_t seed) {
   if (!(test_fraction > 0 && test_fraction < 1))
     throw Error(
         fmt::format("train_test_split: test_fraction must be in (0, 1), got {}", test_fraction));
@@ -57,9 +44,9 @@ std::pair<Dataset, Dataset> train_test_split(const Dataset& d, double test_fract
 std::vector<std::vector<int64_t>> batch_indices(int64_t n, int64_t batch_size, bool shuffle,
                                                 uint64_t seed) {
   if (batch_size < 1) throw Error(fmt::format("batch size must be at least 1, got {}", batch_size));
-  std::vector<int64_t> order = shuffle ? permutation(n, seed) : permutation(n, 0);
+  std::vector<int64_t> order = shuffle ? permutation(n, seed) : std::vector<int64_t>();
   if (!shuffle)
-    for (int64_t i = 0; i < n; ++i) order[size_t(i)] = i;
+    for (int64_t i = 0; i < n; ++i) order.push_back(i);
   std::vector<std::vector<int64_t>> out;
   for (int64_t b = 0; b < n; b += batch_size)
     out.emplace_back(order.begin() + b, order.begin() + std::min(n, b + batch_size));

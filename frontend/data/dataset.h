@@ -1,5 +1,6 @@
-// In-memory data sets and the deterministic helpers used to feed them to models: a seeded
-// shuffle that gives the same order on every machine, train/test splits and batching.
+// In-memory examples (Examples: x and y tensors) and the deterministic helpers used to feed them
+// to models: a seeded shuffle that gives the same order on every machine, train/test splits
+// and batching. The streaming pipeline (data::Dataset) is in frontend/data/pipeline.h.
 #pragma once
 
 #include <cstdint>
@@ -12,18 +13,20 @@
 namespace kiln::data {
 
 // Examples along axis 0 of both tensors.
-struct Dataset {
+struct Examples {
   Tensor x, y;
   int64_t size() const { return x.shape()[0]; }
 };
 
-// 0..n-1 in a seeded random order (Fisher-Yates over splitmix64: identical everywhere).
+// 0..n-1 in a seeded random order: the order a ShuffleBuffer (shuffle_buffer.h) holding all n
+// yields, which is what Dataset::shuffle(buffer_size >= n, seed) gives (identical everywhere).
 std::vector<int64_t> permutation(int64_t n, uint64_t seed);
 // Rows `rows` of `x` (axis 0), in that order.
 Tensor take_rows(const Tensor& x, const std::vector<int64_t>& rows);
-Dataset take(const Dataset& d, const std::vector<int64_t>& rows);
+Examples take(const Examples& d, const std::vector<int64_t>& rows);
 // Shuffles with `seed`, then puts the last `test_fraction` of the examples in the test set.
-std::pair<Dataset, Dataset> train_test_split(const Dataset& d, double test_fraction, uint64_t seed);
+std::pair<Examples, Examples> train_test_split(const Examples& d, double test_fraction,
+                                               uint64_t seed);
 // Index lists of consecutive batches of `batch_size` (the last, partial batch is kept),
 // over a seeded permutation when `shuffle`.
 std::vector<std::vector<int64_t>> batch_indices(int64_t n, int64_t batch_size, bool shuffle,

@@ -16,7 +16,7 @@ std::string default_digits_path() {
   return runtime::knobs::data_dir().value_or(KILN_DEFAULT_DATA_DIR) + "/digits.csv.gz";
 }
 
-Dataset decode_digits(std::string bytes, const std::string& what) {
+Examples decode_digits(std::string bytes, const std::string& what) {
   std::string text = maybe_gunzip(std::move(bytes), what);
   std::vector<float> pixels;
   std::vector<int64_t> labels;
@@ -59,6 +59,6 @@ Dataset decode_digits(std::string bytes, const std::string& what) {
   return {tensor(pixels, {n, 64}), tensor(labels, {n})};
 }
 
-Dataset load_digits(const std::string& path) { return decode_digits(io::read_file(path), path); }
+Examples load_digits(const std::string& path) { return decode_digits(io::read_file(path), path); }
 
 }  // namespace kiln::data

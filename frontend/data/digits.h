@@ -11,11 +11,11 @@ namespace kiln::data {
 
 // Path of the shipped file (KILN_DATA_DIR/digits.csv.gz if set, else the source tree's).
 std::string default_digits_path();
-Dataset load_digits(const std::string& path = default_digits_path());
+Examples load_digits(const std::string& path = default_digits_path());
 
 // The same for a file's bytes (gzip-compressed or not, maybe_gunzip in dataset.h): rows of 64
 // pixels 0..16 and a label 0..9, comma-separated. A malformed row is a kiln::Error naming
 // `what`, the line and the value.
-Dataset decode_digits(std::string bytes, const std::string& what);
+Examples decode_digits(std::string bytes, const std::string& what);
 
 }  // namespace kiln::data

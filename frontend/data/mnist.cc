@@ -5,37 +5,27 @@
 #include <filesystem>
 
 #include "frontend/creation.h"
+#include "frontend/data/idx_stream.h"
 #include "frontend/io/file_util.h"
 #include "frontend/io/read_limits.h"
 
 namespace kiln::data {
 namespace {
 
-uint32_t be32(const std::string& b, size_t at) {
-  return uint32_t(uint8_t(b[at])) << 24 | uint32_t(uint8_t(b[at + 1])) << 16 |
-         uint32_t(uint8_t(b[at + 2])) << 8 | uint32_t(uint8_t(b[at + 3]));
-}
-
-// Checks the IDX preamble and returns the dimensions.
+// Checks the IDX header and that the data after it has exactly the promised size.
 std::vector<int64_t> idx_dims(const std::string& b, const std::string& path, uint32_t magic) {
-  if (b.size() < 4 || be32(b, 0) != magic)
-    throw Error(fmt::format("{}: not an IDX file of this kind: expected magic 0x{:08x}, found {}",
-                            path, magic,
-                            b.size() < 4 ? std::string("a file shorter than 4 bytes")
-                                         : fmt::format("0x{:08x}", be32(b, 0))));
-  size_t ndims = magic & 0xff;
-  if (b.size() < 4 + 4 * ndims) throw Error(fmt::format("{}: truncated IDX header", path));
-  std::vector<int64_t> dims;
-  for (size_t i = 0; i < ndims; ++i) dims.push_back(int64_t(be32(b, 4 + 4 * i)));
+  std::vector<int64_t> dims = parse_idx_header(b, path, magic);
   auto total = size_t(io::checked_element_count(dims, path + ": IDX header"));
-  size_t have = b.size() - 4 - 4 * ndims;
+  size_t have = b.size() - 4 - 4 * dims.size();
   if (have != total)
     throw Error(fmt::format("{}: IDX header promises {} bytes of data ({}), but the file has {}",
                             path, total, Shape(dims).to_string(), have));
   return dims;
 }
 
-std::string find_file(const std::string& dir, const std::string& name) {
+}  // namespace
+
+std::string find_mnist_file(const std::string& dir, const std::string& name) {
   namespace fs = std::filesystem;
   for (const std::string& candidate : {name, name + ".gz"}) {
     fs::path p = fs::path(dir) / candidate;
@@ -47,8 +37,6 @@ std::string find_file(const std::string& dir, const std::string& name) {
                   "t10k-images-idx3-ubyte and t10k-labels-idx1-ubyte",
                   dir, name, name));
 }
-
-}  // namespace
 
 Tensor decode_idx_images(std::string bytes, const std::string& what) {
   std::string b = maybe_gunzip(std::move(bytes), what);
@@ -75,12 +63,14 @@ Tensor load_idx_labels(const std::string& path) {
   return decode_idx_labels(io::read_file(path), path);
 }
 
-std::pair<Dataset, Dataset> load_mnist(const std::string& dir) {
+std::pair<Examples, Examples> load_mnist(const std::string& dir) {
   auto load = [&](const char* images, const char* labels) {
-    Dataset d{load_idx_images(find_file(dir, images)), load_idx_labels(find_file(dir, labels))};
+    std::string images_path = find_mnist_file(dir, images);
+    std::string labels_path = find_mnist_file(dir, labels);
+    Examples d{load_idx_images(images_path), load_idx_labels(labels_path)};
     if (d.x.shape()[0] != d.y.shape()[0])
-      throw Error(fmt::format("MNIST: {} has {} images but {} has {} labels", images,
-                              d.x.shape()[0], labels, d.y.shape()[0]));
+      throw Error(fmt::format("MNIST: {} has {} images but {} has {} labels", images_path,
+                              d.x.shape()[0], labels_path, d.y.shape()[0]));
     return d;
   };
   return {load("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),

@@ -20,8 +20,13 @@ Tensor load_idx_labels(const std::string& path);
 Tensor decode_idx_images(std::string bytes, const std::string& what);
 Tensor decode_idx_labels(std::string bytes, const std::string& what);
 
+// DIR/NAME, or DIR/NAME.gz when only that exists; kiln::Error naming both (and the four files
+// MNIST needs) when neither does.
+std::string find_mnist_file(const std::string& dir, const std::string& name);
+
 // Reads DIR/train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte and
-// t10k-labels-idx1-ubyte (each optionally with .gz). Returns {train, test}.
-std::pair<Dataset, Dataset> load_mnist(const std::string& dir);
+// t10k-labels-idx1-ubyte (each optionally with .gz). Returns {train, test}. For a streamed
+// form (one example in memory at a time) see mnist_datasets in loader_datasets.h.
+std::pair<Examples, Examples> load_mnist(const std::string& dir);
 
 }  // namespace kiln::data

@@ -135,7 +135,7 @@ TextCorpus load_text(const std::string& path) {
   return c;
 }
 
-Dataset text_windows(const std::vector<int32_t>& ids, int64_t seq_len, int64_t stride) {
+Examples text_windows(const std::vector<int32_t>& ids, int64_t seq_len, int64_t stride) {
   if (seq_len <= 0 || stride <= 0)
     throw Error(fmt::format("text windows: sequence length {} and stride {} must be positive",
                             seq_len, stride));

@@ -50,7 +50,7 @@ TextCorpus load_text(const std::string& path);
 
 // Windows of `seq_len` ids every `stride` positions: x [N, seq_len] and y (x shifted by one)
 // [N, seq_len], int32. kiln::Error when the text has fewer than seq_len + 1 characters.
-Dataset text_windows(const std::vector<int32_t>& ids, int64_t seq_len, int64_t stride);
+Examples text_windows(const std::vector<int32_t>& ids, int64_t seq_len, int64_t stride);
 
 // exp(entropy) of the character frequencies of `ids`: the perplexity of the best model that
 // ignores context (the unigram baseline a language model must beat).

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -14,6 +15,10 @@
 namespace kiln::io {
 
 std::string read_file(const std::string& path) {
+  // (An ifstream opens a directory and then reads nothing: the file would look empty.)
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw Error(fmt::format("cannot read \"{}\": it is a directory, not a file", path));
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw Error(fmt::format("cannot open \"{}\" for reading: {}", path, std::strerror(errno)));

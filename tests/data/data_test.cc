@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "kiln/kiln.h"
+#include "tests/data/idx_test_util.h"
 #include "tests/support/error_of.h"
 
 namespace kiln::data {
@@ -16,10 +17,11 @@ namespace {
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
+using ::kiln::data::test::idx_bytes;
 using ::kiln::test::error_of;
 
 TEST(Digits, LoadsTheShippedFile) {
-  Dataset d = load_digits();
+  Examples d = load_digits();
   EXPECT_EQ(d.x.shape(), Shape({1797, 64}));
   EXPECT_EQ(d.y.shape(), Shape({1797}));
   EXPECT_EQ(d.y.dtype(), DType::i64);
@@ -34,7 +36,7 @@ TEST(Digits, LoadsTheShippedFile) {
 }
 
 TEST(Digits, SplitIsDeterministicAndDisjoint) {
-  Dataset d = load_digits();
+  Examples d = load_digits();
   auto [train1, test1] = train_test_split(d, 0.2, 0);
   auto [train2, test2] = train_test_split(d, 0.2, 0);
   EXPECT_EQ(train1.size(), 1438);
@@ -53,6 +55,9 @@ TEST(Digits, RejectsMalformedFiles) {
   EXPECT_THAT(error_of([&] { load_digits(p.string()); }), HasSubstr("is not a number"));
   fs::remove(p);
   EXPECT_THAT(error_of([] { load_digits("/no/such/digits.csv.gz"); }), HasSubstr("cannot open"));
+  // A directory opens as a stream that reads nothing; it must not look like an empty file.
+  EXPECT_THAT(error_of([] { load_digits(fs::temp_directory_path().string()); }),
+              HasSubstr("it is a directory, not a file"));
 }
 
 TEST(Shuffle, PermutationIsSeededAndComplete) {
@@ -83,20 +88,8 @@ TEST(Batches, KeepTheLastPartialBatch) {
 // Writes an IDX file (optionally gzip-compressed).
 void write_idx(const fs::path& p, uint32_t magic, const std::vector<uint32_t>& dims,
                const std::vector<uint8_t>& data, bool gz) {
-  std::string bytes;
-  auto be = [&](uint32_t v) {
-    for (int s = 24; s >= 0; s -= 8) bytes += char((v >> s) & 0xff);
-  };
-  be(magic);
-  for (uint32_t d : dims) be(d);
-  bytes.append(data.begin(), data.end());
-  if (!gz) {
-    std::ofstream(p, std::ios::binary) << bytes;
-    return;
-  }
-  gzFile f = gzopen(p.string().c_str(), "wb");
-  gzwrite(f, bytes.data(), unsigned(bytes.size()));
-  gzclose(f);
+  test::write_bytes(p.string(), test::idx_bytes(magic, dims, std::string(data.begin(), data.end())),
+                    gz);
 }
 
 TEST(Mnist, ReadsIdxFilesPlainAndGzip) {
@@ -134,7 +127,7 @@ TEST(Digits, DecodesBytesAndRejectsNaNAndNamesTheLine) {
   // 64 pixels 0..16 (then a label is appended).
   std::string row = "0";
   for (int i = 1; i < 64; ++i) row.append(",").append(std::to_string(i % 17));
-  Dataset d = decode_digits(row + ",3\n\n" + row + ",7\r\n", "mem");
+  Examples d = decode_digits(row + ",3\n\n" + row + ",7\r\n", "mem");
   EXPECT_EQ(d.x.shape(), Shape({2, 64}));
   EXPECT_EQ(d.y.to_vector<int64_t>(), (std::vector<int64_t>{3, 7}));
   // NaN passed the 0..16 range check (every comparison with NaN is false).
@@ -174,17 +167,6 @@ TEST(Gzip, DecompressionIsBounded) {
               HasSubstr("bomb.gz: gzip data expands to more than 1000 bytes"));
   EXPECT_THAT(error_of([&] { maybe_gunzip(gz.substr(0, gz.size() / 2), "half.gz"); }),
               HasSubstr("half.gz: truncated gzip data"));
-}
-
-// IDX bytes: the magic, big-endian dimensions, then `data`.
-std::string idx_bytes(uint32_t magic, const std::vector<uint32_t>& dims, const std::string& data) {
-  std::string b;
-  auto be32 = [&](uint32_t v) {
-    for (int s = 24; s >= 0; s -= 8) b += char((v >> s) & 0xff);
-  };
-  be32(magic);
-  for (uint32_t d : dims) be32(d);
-  return b + data;
 }
 
 TEST(Mnist, IdxElementCountLimits) {

@@ -59,7 +59,7 @@ TEST(Text, LoadsAFileAndMakesWindows) {
   TextCorpus c = load_text(path);
   EXPECT_EQ(c.vocabulary.chars(), U"\nabc");
   EXPECT_EQ(c.ids, (std::vector<int32_t>{1, 2, 3, 1, 2, 0}));
-  Dataset w = text_windows(c.ids, 2, 2);
+  Examples w = text_windows(c.ids, 2, 2);
   // Windows start at 0 and 2 (the one at 4 would need 3 characters).
   EXPECT_EQ(w.x.to_vector<int32_t>(), (std::vector<int32_t>{1, 2, 3, 1}));
   EXPECT_EQ(w.y.to_vector<int32_t>(), (std::vector<int32_t>{2, 3, 1, 2}));

@@ -49,7 +49,7 @@ Sequential small_model(double lr) {
 }
 
 TEST(Callbacks, EarlyStoppingStopsAfterPatience) {
-  data::Dataset d = data::load_digits();
+  data::Examples d = data::load_digits();
   Sequential m = small_model(0.0);  // nothing improves
   auto stop = std::make_shared<EarlyStopping>(
       EarlyStoppingOptions{.monitor = "loss", .min_delta = 1e-3, .patience = 2});
@@ -59,7 +59,7 @@ TEST(Callbacks, EarlyStoppingStopsAfterPatience) {
 }
 
 TEST(Callbacks, EarlyStoppingRestoresBestWeights) {
-  data::Dataset d = data::load_digits();
+  data::Examples d = data::load_digits();
   Sequential m = small_model(0.05);
   // mode max on a falling val_loss: epoch 0 is the best, so training stops after patience 1
   // and the weights of epoch 0 come back.
@@ -76,7 +76,7 @@ TEST(Callbacks, EarlyStoppingRestoresBestWeights) {
   ASSERT_LT(val[1], val[0]);
   std::vector<int64_t> rows;
   for (int64_t i = 1797 - 359; i < 1797; ++i) rows.push_back(i);
-  data::Dataset v = data::take(d, rows);
+  data::Examples v = data::take(d, rows);
   EXPECT_NEAR(m->evaluate(v.x, v.y, {.verbose = 0}).at("loss"), val[0], 1e-5);
 }
 
@@ -94,7 +94,7 @@ TEST(Callbacks, ModelCheckpointFormatsPathsAndSavesBest) {
   EXPECT_EQ(fmt_only.format_path(2, {{"loss", 0.4567}}), (dir / "w_03_0.46.safetensors").string());
   EXPECT_THROW(fmt_only.format_path(0, {}), Error);
 
-  data::Dataset d = data::load_digits();
+  data::Examples d = data::load_digits();
   Sequential m = small_model(0.01);
   auto ckpt = std::make_shared<ModelCheckpoint>(
       (dir / "e{epoch}.safetensors").string(),
@@ -112,7 +112,7 @@ TEST(Callbacks, ModelCheckpointFormatsPathsAndSavesBest) {
 TEST(Callbacks, CsvLoggerWritesOneRowPerEpoch) {
   const fs::path dir = fresh_directory("kiln_csv_test");
   const fs::path p = dir / "log.csv";
-  data::Dataset d = data::load_digits();
+  data::Examples d = data::load_digits();
   Sequential m = small_model(0.01);
   m->fit(d.x, d.y,
          {.epochs = 2, .verbose = 0, .callbacks = {std::make_shared<CSVLogger>(p.string())}});
@@ -146,7 +146,7 @@ struct Recorder : Callback {
 };
 
 TEST(Callbacks, HooksRunInKerasOrder) {
-  data::Dataset d = data::load_digits();
+  data::Examples d = data::load_digits();
   Sequential m = small_model(0.01);
   auto rec = std::make_shared<Recorder>();
   m->fit(d.x, d.y, {.epochs = 2, .verbose = 0, .callbacks = {rec}});

@@ -47,7 +47,7 @@ struct Trajectory {
 // the rounding model seeded with it.
 Trajectory train(const std::string& kind, const std::string& opt, int steps, ExecutionMode mode,
                  std::optional<uint64_t> seed = std::nullopt, double adam_learning_rate = 0) {
-  static const data::Dataset d = data::load_digits();
+  static const data::Examples d = data::load_digits();
   Sequential m = digits_model(kind, opt, adam_learning_rate);
   std::optional<testing::RoundingModel> model;
   std::optional<runtime::ScopedReferenceHook> hook;
@@ -158,7 +158,7 @@ TEST(CompiledFit, SmallCnnMatchesReferenceExecutor) {
 TEST(CompiledFit, TrainStepCompilesOncePerBatchShape) {
   ScopedExecutionMode compiled(ExecutionMode::kCompiled);
   Sequential m = digits_model("mlp", "adam");
-  data::Dataset d = data::load_digits();
+  data::Examples d = data::load_digits();
   Tensor x = data::take_rows(d.x, {0, 1, 2, 3}), y = data::take_rows(d.y, {0, 1, 2, 3});
   m->train_on_batch(x, y);
   m->train_on_batch(x, y);
@@ -177,7 +177,7 @@ namespace {
 TEST(CompiledExecutable, TrainingStepAllocatesNothingAfterTheFirstCall) {
   ScopedExecutionMode compiled(ExecutionMode::kCompiled);
   Sequential m = digits_model("mlp", "adam");
-  data::Dataset d = data::load_digits();
+  data::Examples d = data::load_digits();
   std::vector<int64_t> rows;
   for (int64_t i = 0; i < 64; ++i) rows.push_back(i);
   Tensor x = data::take_rows(d.x, rows), y = data::take_rows(d.y, rows);
@@ -195,7 +195,7 @@ TEST(CompiledExecutable, OneAndTwoThreadsGiveIdenticalResults) {
   for (int t : {1, 2}) {
     set_num_threads(t);
     Sequential m = digits_model("cnn", "adam");
-    data::Dataset d = data::load_digits();
+    data::Examples d = data::load_digits();
     for (int step = 0; step < 3; ++step) {
       std::vector<int64_t> rows;
       for (int64_t i = 0; i < 64; ++i) rows.push_back(step * 64 + i);
@@ -219,7 +219,7 @@ struct InPlaceFixture {
   Sequential m = digits_model("mlp", "adam");
   Tensor x, y;
   InPlaceFixture() {
-    data::Dataset d = data::load_digits();
+    data::Examples d = data::load_digits();
     std::vector<int64_t> rows;
     for (int64_t i = 0; i < 64; ++i) rows.push_back(i);
     x = data::take_rows(d.x, rows);

@@ -48,7 +48,7 @@ TEST(Fit, IsReproducibleForASeed) {
 }
 
 TEST(Fit, ValidationSplitAddsValMetrics) {
-  data::Dataset d = data::load_digits();
+  data::Examples d = data::load_digits();
   Sequential m = digits_mlp(1);
   auto h = m->fit(d.x, d.y, {.epochs = 2, .verbose = 0, .validation_split = 0.25});
   for (const char* k : {"loss", "accuracy", "val_loss", "val_accuracy"})
@@ -59,7 +59,7 @@ TEST(Fit, ValidationSplitAddsValMetrics) {
 }
 
 TEST(Fit, TrainOnBatchLowersTheLoss) {
-  data::Dataset d = data::load_digits();
+  data::Examples d = data::load_digits();
   Tensor x = data::take_rows(d.x, data::permutation(64, 0));
   Tensor y = data::take_rows(d.y, data::permutation(64, 0));
   Sequential m = digits_mlp(2);
@@ -69,7 +69,7 @@ TEST(Fit, TrainOnBatchLowersTheLoss) {
 }
 
 TEST(Fit, RegularizationLossesAreAdded) {
-  data::Dataset d = data::load_digits();
+  data::Examples d = data::load_digits();
   clear_session();
   set_random_seed(5);
   Sequential m({Dense(10, {.kernel_regularizer = regularizers::l2(0.5)})}, Shape{64});

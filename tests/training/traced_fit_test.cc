@@ -29,7 +29,7 @@ void expect_same_weights(const Sequential& a, const Sequential& b) {
 TEST(TracedFit, DigitsMlpStepsMatchEagerBitwise) {
   // Bitwise comparison with eager: the traced graph on the reference executor.
   ScopedExecutionMode reference_mode(ExecutionMode::kReference);
-  data::Dataset d = data::load_digits();
+  data::Examples d = data::load_digits();
   for (const char* opt : {"adam", "sgd", "rmsprop"}) {
     SCOPED_TRACE(opt);
     Sequential eager = digits_mlp(true, opt);
