@@ -236,6 +236,24 @@ std::vector<Tensor> predict_loop(ModelImpl& model,
   return out;
 }
 
+std::function<Logs()> validation(ModelImpl& model, ModelSteps& s,
+                                 const std::optional<ValidationData>& val, const FitOptions& o) {
+  if (!val) return {};
+  if (val->dataset) {
+    auto ds = val->dataset;
+    const int64_t steps = o.validation_steps;
+    return [&model, ds, steps] { return model.evaluate(*ds, {.verbose = 0, .steps = steps}); };
+  }
+  // Checked now, not after the first epoch.
+  ArrayData(s, val->x, val->y, val->sample_weight, {}, "fit (validation data)");
+  ValidationData v = *val;
+  const int64_t batch_size = o.batch_size;
+  return [&model, v, batch_size] {
+    return model.evaluate(
+        v.x, v.y, {.batch_size = batch_size, .verbose = 0, .sample_weight = v.sample_weight});
+  };
+}
+
 Tensor single_output(const ModelImpl& model, std::vector<Tensor> outputs) {
   if (outputs.size() != 1)
     throw Error(
@@ -306,15 +324,7 @@ std::shared_ptr<History> ModelImpl::fit(const Arrays& x_all, const Arrays& y_all
                 o.sample_weight.empty() ? Arrays() : o.sample_weight.take_rows(tail));
   }
   detail::ArrayData data(s, x, y, w, o.class_weight, "fit");
-  std::function<Logs()> validate;
-  if (val) {
-    detail::ArrayData(s, val->x, val->y, val->sample_weight, {}, "fit (validation data)");
-    validate = [this, &val, &o] {
-      return evaluate(
-          val->x, val->y,
-          {.batch_size = o.batch_size, .verbose = 0, .sample_weight = val->sample_weight});
-    };
-  }
+  std::function<Logs()> validate = detail::validation(*this, s, val, o);
   return detail::fit_loop(*this, s, data.batches(o.batch_size, o.shuffle, o.seed, "fit"), validate,
                           o);
 }

@@ -99,15 +99,7 @@ std::shared_ptr<History> ModelImpl::fit(const data::Dataset& ds, FitOptions o) {
   std::vector<std::map<int64_t, double>> cw;
   if (!o.class_weight.empty()) cw = o.class_weight.for_outputs(s.output_names(1), "fit");
   detail::BatchSource train = dataset_batches(*this, s, ds, o.steps_per_epoch, cw, "fit");
-  std::function<Logs()> validate;
-  if (o.validation_data) {
-    const ValidationData& v = *o.validation_data;
-    validate = [this, v, &o] {
-      if (v.dataset) return evaluate(*v.dataset, {.verbose = 0, .steps = o.validation_steps});
-      return evaluate(v.x, v.y,
-                      {.batch_size = o.batch_size, .verbose = 0, .sample_weight = v.sample_weight});
-    };
-  }
+  std::function<Logs()> validate = detail::validation(*this, s, o.validation_data, o);
   return detail::fit_loop(*this, s, train, validate, o);
 }
 

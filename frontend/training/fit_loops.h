@@ -39,6 +39,12 @@ Logs evaluate_loop(ModelImpl& model, ModelSteps& steps, const BatchSource& batch
 std::vector<Tensor> predict_loop(ModelImpl& model,
                                  const std::function<std::optional<Arrays>()>& next, int steps,
                                  const PredictOptions& o);
+// The validation logs of fit at each epoch end (empty function without validation data):
+// evaluate on the tensors (with fit's batch_size; checked now) or on the Dataset
+// (validation_steps batches, or a pass).
+std::function<Logs()> validation(ModelImpl& model, ModelSteps& steps,
+                                 const std::optional<ValidationData>& val, const FitOptions& o);
+
 // The one output of predict (kiln::Error naming predict_outputs for several).
 Tensor single_output(const ModelImpl& model, std::vector<Tensor> outputs);
 

@@ -75,12 +75,16 @@ TEST(DatasetFit, EvaluateAndPredictMatchTheInMemoryPath) {
             m->evaluate(d.x, d.y, {.batch_size = 6, .verbose = 0}));
   EXPECT_EQ(m->predict(ds).to_vector<float>(),
             m->predict(d.x, {.batch_size = 6}).to_vector<float>());
-  // Validation from a Dataset gives the same val_ logs as from tensors.
+  // Validation from a Dataset gives the same val_ logs as from tensors (batched alike).
   Sequential a = toy_model(false), b = toy_model(false);
   auto ha = a->fit(
       d.x, d.y,
       {.batch_size = 5, .epochs = 2, .verbose = 0, .validation_data = std::make_pair(d.x, d.y)});
-  auto hb = b->fit(d.x, d.y, {.batch_size = 5, .epochs = 2, .verbose = 0, .validation_data = ds});
+  auto hb = b->fit(d.x, d.y,
+                   {.batch_size = 5,
+                    .epochs = 2,
+                    .verbose = 0,
+                    .validation_data = data::Dataset::from_tensor_slices(d.x, d.y).batch(5)});
   EXPECT_EQ(ha->history.at("val_loss"), hb->history.at("val_loss"));
   EXPECT_EQ(ha->history.at("val_accuracy"), hb->history.at("val_accuracy"));
 }
