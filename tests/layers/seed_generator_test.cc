@@ -285,6 +285,38 @@ TEST(SeedGenerator, DrawsInAWhileLoopBodyFollowTheEagerLoop) {
   }
 }
 
+// A Dropout layer in a cond branch under a tape: the gradient re-traces the branch, which must
+// draw the forward call's mask again (from the state before the cond), as the eager gradient
+// uses the mask of the call that ran.
+TEST(SeedGenerator, DropoutInACondBranchHasTheGradientOfItsOwnMask) {
+  Tensor x = random_uniform({6, 7}, 7, 0.5, 1.5);
+  Dropout d(0.5, {.seed = 15});
+  const SeedGenerator& g = d->seed_generators().at(0);
+  auto step = [&d](const Tensor& x, const Tensor& flag) {
+    GradientTape tape;
+    tape.watch(x);
+    Tensor y = cond(
+        greater(flag, scalar(0)), [&] { return d(x, true); }, [&] { return x; });
+    return std::vector<Tensor>{y, tape.gradient(sum(y * y), x)};
+  };
+  const int64_t s0 = state_of(g);
+  std::vector<std::vector<float>> eager;
+  for (const Tensor& t : step(x, scalar(1))) eager.push_back(values(t));
+  EXPECT_EQ(state_of(g), s0 + 1);
+  for (ExecutionMode mode : kModes) {
+    SCOPED_TRACE(execution_mode_name(mode));
+    set_state(g, s0);
+    auto f = function(step, {.mode = mode});
+    std::vector<std::vector<float>> traced;
+    for (const Tensor& t : f(x, scalar(1))) traced.push_back(values(t));
+    EXPECT_EQ(state_of(g), s0 + 1);
+    // y and 2 y * 2: exact (see above).
+    EXPECT_EQ(traced, eager);
+    f(x, scalar(0));  // the other branch does not draw
+    EXPECT_EQ(state_of(g), s0 + 1);
+  }
+}
+
 // The gradient of a traced loop re-runs its body; a body that draws random numbers is refused
 // with a kiln::Error rather than differentiated with other numbers.
 TEST(SeedGenerator, GradientOfALoopThatDrawsIsAClearError) {
