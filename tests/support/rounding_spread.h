@@ -1,4 +1,4 @@
-// Test helper: how far another execution (compiled kernels, a different operation order) may
+// Test helpers: how far another execution (compiled kernels, a different operation order) may
 // move a number of a float32 computation, measured with the rounding model
 // (tests/support/rounding_model.h): runs of the same computation on the reference executor
 // with every op's result moved by one correct rounding's worth are samples of "some correct
@@ -8,10 +8,33 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
+#include <functional>
 #include <limits>
+#include <optional>
 #include <span>
 
+#include "runtime/reference_executor.h"
+#include "tests/support/rounding_model.h"
+
 namespace kiln::testing {
+
+// While alive, the reference executor runs on this thread under the rounding model seeded with
+// `seed`; with no seed, unperturbed.
+class ScopedRoundingModel {
+ public:
+  explicit ScopedRoundingModel(std::optional<uint64_t> seed) {
+    if (!seed) return;
+    model_.emplace(*seed);
+    hook_.emplace(std::ref(*model_));
+  }
+  ScopedRoundingModel(const ScopedRoundingModel&) = delete;
+  ScopedRoundingModel& operator=(const ScopedRoundingModel&) = delete;
+
+ private:
+  std::optional<RoundingModel> model_;
+  std::optional<runtime::ScopedReferenceHook> hook_;  // destroyed first
+};
 
 // The bound on |got - want| for a number whose unperturbed reference value is `want` and whose
 // rounding-model runs gave `samples`: 8 times their rms distance from `want`, plus 2 float32

@@ -13,8 +13,6 @@
 #include <vector>
 
 #include "kiln/kiln.h"
-#include "runtime/reference_executor.h"
-#include "tests/support/rounding_model.h"
 #include "tests/support/rounding_spread.h"
 
 namespace kiln {
@@ -90,12 +88,7 @@ FitResult fit_run(const FitCase& s, bool run_eagerly, ExecutionMode mode,
                   std::optional<uint64_t> rounding_seed = std::nullopt) {
   data::Dataset d = s.data();
   Sequential m = s.model(run_eagerly);
-  std::optional<testing::RoundingModel> rounding;
-  std::optional<runtime::ScopedReferenceHook> hook;
-  if (rounding_seed) {
-    rounding.emplace(*rounding_seed);
-    hook.emplace(std::ref(*rounding));
-  }
+  testing::ScopedRoundingModel rounding(rounding_seed);
   ScopedExecutionMode scoped(mode);
   FitResult r;
   r.states_before = seed_states(m);
