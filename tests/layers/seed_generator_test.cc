@@ -256,6 +256,30 @@ TEST(SeedGenerator, DropoutUnderATapeDrawsTheEagerMaskWhenTraced) {
   }
 }
 
+// A function called while an eager tape records runs its forward graph once (the state's
+// assignment included) and is differentiated with that call's mask.
+TEST(SeedGenerator, FunctionUnderAnOuterTapeAdvancesOnceAndUsesItsMask) {
+  Tensor x = random_uniform({5, 6}, 8, 0.5, 1.5);
+  Dropout d(0.5, {.seed = 16});
+  const SeedGenerator& g = d->seed_generators().at(0);
+  auto loss_and_gradient = [&x](const std::function<Tensor(const Tensor&)>& fn) {
+    GradientTape tape;
+    tape.watch(x);
+    Tensor y = fn(x);
+    return std::vector<std::vector<float>>{values(y), values(tape.gradient(sum(y * y), x))};
+  };
+  const int64_t s0 = state_of(g);
+  auto eager = loss_and_gradient([&d](const Tensor& x) { return d(x, true); });
+  EXPECT_EQ(state_of(g), s0 + 1);
+  for (ExecutionMode mode : kModes) {
+    SCOPED_TRACE(execution_mode_name(mode));
+    set_state(g, s0);
+    auto f = function([&d](const Tensor& x) { return d(x, true); }, {.mode = mode});
+    EXPECT_EQ(loss_and_gradient([&f](const Tensor& x) { return f(x); }), eager);  // exact
+    EXPECT_EQ(state_of(g), s0 + 1);
+  }
+}
+
 // A draw in a while_loop body: eagerly each iteration draws from the next state; traced, the
 // state is a loop-carried variable and the same happens. acc + u is one correctly rounded
 // addition per iteration in the same order in every mode, so the results are compared bitwise.
