@@ -76,52 +76,85 @@ Tensor tensor(const std::vector<double>& data, const Shape& shape, DType dtype) 
 
 namespace {
 Tensor seed_tensor(int64_t seed) { return tensor(std::vector<int64_t>{seed}, Shape{}); }
-}  // namespace
 
-Tensor random_uniform(const Shape& shape, int64_t seed, double minval, double maxval, DType dtype) {
-  Attrs attrs{
-      {"shape", shape.to_vector()}, {"dtype", dtype}, {"minval", minval}, {"maxval", maxval}};
-  return detail::apply(OpKind::RandomUniform, {seed_tensor(seed)}, attrs);
+Attrs uniform_attrs(double minval, double maxval, DType dtype) {
+  return Attrs{{"dtype", dtype}, {"minval", minval}, {"maxval", maxval}};
+}
+Attrs normal_attrs(double mean, double stddev, DType dtype) {
+  return Attrs{{"dtype", dtype}, {"mean", mean}, {"stddev", stddev}};
+}
+Attrs integer_attrs(int64_t minval, int64_t maxval, DType dtype) {
+  return Attrs{{"dtype", dtype}, {"minval", minval}, {"maxval", maxval}};
 }
 
-Tensor random_normal(const Shape& shape, int64_t seed, double mean, double stddev, DType dtype) {
-  Attrs attrs{{"shape", shape.to_vector()}, {"dtype", dtype}, {"mean", mean}, {"stddev", stddev}};
-  return detail::apply(OpKind::RandomNormal, {seed_tensor(seed)}, attrs);
+// The random op of a fully known shape (attributes: "shape" first, then `attrs`).
+Tensor random_shaped(OpKind kind, const Shape& shape, const Tensor& seed, const Attrs& attrs) {
+  if (!seed.defined())
+    throw Error(fmt::format("{}: the seed is an undefined tensor", op_name(kind)));
+  Attrs all{{"shape", shape.to_vector()}};
+  for (const auto& [name, value] : attrs.items()) all.set(name, value);
+  return detail::apply(kind, {seed}, all);
 }
 
-Tensor random_integers(const Shape& shape, int64_t seed, int64_t minval, int64_t maxval,
-                       DType dtype) {
-  Attrs attrs{
-      {"shape", shape.to_vector()}, {"dtype", dtype}, {"minval", minval}, {"maxval", maxval}};
-  return detail::apply(OpKind::RandomInt, {seed_tensor(seed)}, attrs);
-}
-
-namespace {
 // The random op with `like` as its shape source (input 1).
-Tensor random_like(OpKind kind, const Tensor& like, int64_t seed, Attrs attrs) {
+Tensor random_like(OpKind kind, const Tensor& like, const Tensor& seed, Attrs attrs) {
   if (!like.defined())
     throw Error(fmt::format("{}_like: the shape source is an undefined tensor", op_name(kind)));
+  if (!seed.defined())
+    throw Error(fmt::format("{}_like: the seed is an undefined tensor", op_name(kind)));
   attrs.set("shape", like.shape().to_vector());
-  return detail::apply(kind, {seed_tensor(seed), like}, attrs);
+  return detail::apply(kind, {seed, like}, attrs);
 }
 }  // namespace
+
+Tensor random_uniform(const Shape& shape, const Tensor& seed, double minval, double maxval,
+                      DType dtype) {
+  return random_shaped(OpKind::RandomUniform, shape, seed, uniform_attrs(minval, maxval, dtype));
+}
+Tensor random_normal(const Shape& shape, const Tensor& seed, double mean, double stddev,
+                     DType dtype) {
+  return random_shaped(OpKind::RandomNormal, shape, seed, normal_attrs(mean, stddev, dtype));
+}
+Tensor random_integers(const Shape& shape, const Tensor& seed, int64_t minval, int64_t maxval,
+                       DType dtype) {
+  return random_shaped(OpKind::RandomInt, shape, seed, integer_attrs(minval, maxval, dtype));
+}
+
+Tensor random_uniform_like(const Tensor& like, const Tensor& seed, double minval, double maxval,
+                           DType dtype) {
+  return random_like(OpKind::RandomUniform, like, seed, uniform_attrs(minval, maxval, dtype));
+}
+Tensor random_normal_like(const Tensor& like, const Tensor& seed, double mean, double stddev,
+                          DType dtype) {
+  return random_like(OpKind::RandomNormal, like, seed, normal_attrs(mean, stddev, dtype));
+}
+Tensor random_integers_like(const Tensor& like, const Tensor& seed, int64_t minval, int64_t maxval,
+                            DType dtype) {
+  return random_like(OpKind::RandomInt, like, seed, integer_attrs(minval, maxval, dtype));
+}
+
+Tensor random_uniform(const Shape& shape, int64_t seed, double minval, double maxval, DType dtype) {
+  return random_uniform(shape, seed_tensor(seed), minval, maxval, dtype);
+}
+Tensor random_normal(const Shape& shape, int64_t seed, double mean, double stddev, DType dtype) {
+  return random_normal(shape, seed_tensor(seed), mean, stddev, dtype);
+}
+Tensor random_integers(const Shape& shape, int64_t seed, int64_t minval, int64_t maxval,
+                       DType dtype) {
+  return random_integers(shape, seed_tensor(seed), minval, maxval, dtype);
+}
 
 Tensor random_uniform_like(const Tensor& like, int64_t seed, double minval, double maxval,
                            DType dtype) {
-  return random_like(OpKind::RandomUniform, like, seed,
-                     Attrs{{"dtype", dtype}, {"minval", minval}, {"maxval", maxval}});
+  return random_uniform_like(like, seed_tensor(seed), minval, maxval, dtype);
 }
-
 Tensor random_normal_like(const Tensor& like, int64_t seed, double mean, double stddev,
                           DType dtype) {
-  return random_like(OpKind::RandomNormal, like, seed,
-                     Attrs{{"dtype", dtype}, {"mean", mean}, {"stddev", stddev}});
+  return random_normal_like(like, seed_tensor(seed), mean, stddev, dtype);
 }
-
 Tensor random_integers_like(const Tensor& like, int64_t seed, int64_t minval, int64_t maxval,
                             DType dtype) {
-  return random_like(OpKind::RandomInt, like, seed,
-                     Attrs{{"dtype", dtype}, {"minval", minval}, {"maxval", maxval}});
+  return random_integers_like(like, seed_tensor(seed), minval, maxval, dtype);
 }
 
 int64_t Generator::next_seed() {

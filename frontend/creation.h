@@ -62,8 +62,28 @@ Tensor random_normal_like(const Tensor& like, int64_t seed, double mean = 0, dou
 Tensor random_integers_like(const Tensor& like, int64_t seed, int64_t minval, int64_t maxval,
                             DType dtype = DType::i64);
 
+// The same with the seed as an int64 scalar tensor, e.g. SeedGenerator::next()
+// (frontend/seed_generator.h). Inside a kiln::function a traced seed goes into the graph as it
+// is, so the numbers are those the same seed gives eagerly; a concrete seed (like the integer
+// forms above) is replaced there by one from the function's rng_state (tracing_random.h).
+Tensor random_uniform(const Shape& shape, const Tensor& seed, double minval = 0, double maxval = 1,
+                      DType dtype = DType::f32);
+Tensor random_normal(const Shape& shape, const Tensor& seed, double mean = 0, double stddev = 1,
+                     DType dtype = DType::f32);
+Tensor random_integers(const Shape& shape, const Tensor& seed, int64_t minval, int64_t maxval,
+                       DType dtype = DType::i64);
+Tensor random_uniform_like(const Tensor& like, const Tensor& seed, double minval = 0,
+                           double maxval = 1, DType dtype = DType::f32);
+Tensor random_normal_like(const Tensor& like, const Tensor& seed, double mean = 0,
+                          double stddev = 1, DType dtype = DType::f32);
+Tensor random_integers_like(const Tensor& like, const Tensor& seed, int64_t minval, int64_t maxval,
+                            DType dtype = DType::i64);
+
 // A seeded generator: each draw uses the next seed of a deterministic sequence, so a program
-// that draws in the same order gets the same numbers everywhere.
+// that draws in the same order gets the same numbers everywhere. Its seeds are host integers:
+// inside a kiln::function they are trace-time constants, replaced by the function's rng_state
+// seeds (the traced numbers differ from the eager ones). For numbers that are the same eagerly
+// and traced, draw with a SeedGenerator (frontend/seed_generator.h), as the layers do.
 class Generator {
  public:
   explicit Generator(uint64_t seed) : seed_(seed) {}

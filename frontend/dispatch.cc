@@ -33,8 +33,9 @@ Tensor apply(OpKind kind, std::span<const Tensor> inputs, const Attrs& attrs) {
   }
   TensorType out_type = infer_type(kind, {types, inputs.size()}, attrs);
   if (TraceContext* ctx = TraceContext::current()) {
-    // Inside kiln::function: ops on traced values become graph nodes; random ops draw their
-    // seed from the function's state so that every call differs. Ops on concrete values only
+    // Inside kiln::function: ops on traced values become graph nodes; random ops with a
+    // concrete seed draw it from the function's rng_state so that every call differs, while a
+    // traced seed (a SeedGenerator's state) is recorded as it is. Ops on concrete values only
     // run eagerly (folded at trace time).
     if (traced || op_info(kind).has(kRandom)) {
       Tensor out;

@@ -122,6 +122,10 @@ Tensor one_hot(const Tensor& indices, int64_t depth, DType dtype = DType::f32);
 // Inverted dropout: zeroes each element with probability `rate`, scales the rest by
 // 1/(1-rate). rate must be in [0, 1).
 Tensor dropout(const Tensor& x, double rate, int64_t seed);
+// The same with an int64 scalar seed tensor (SeedGenerator::next()): traced, the mask is the
+// one the same seed gives eagerly (an integer seed is replaced by the function's rng_state
+// there; see creation.h).
+Tensor dropout(const Tensor& x, double rate, const Tensor& seed);
 
 // ---- operators ----
 Tensor operator+(const Tensor& a, const Tensor& b);

@@ -57,6 +57,10 @@ Tensor avg_pool2d(const Tensor& x, const Axes& pool_size, const Axes& strides,
 }
 
 Tensor dropout(const Tensor& x, double rate, int64_t seed) {
+  return dropout(x, rate, tensor(std::vector<int64_t>{seed}, Shape{}));
+}
+
+Tensor dropout(const Tensor& x, double rate, const Tensor& seed) {
   if (!(rate >= 0 && rate < 1))
     throw Error(fmt::format("dropout: rate must be in [0, 1), got {}", rate));
   if (rate == 0) return x;

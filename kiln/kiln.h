@@ -27,6 +27,7 @@
 #include "frontend/models/model.h"
 #include "frontend/models/sequential.h"
 #include "frontend/ops.h"
+#include "frontend/seed_generator.h"
 #include "frontend/tensor.h"
 #include "frontend/training/callbacks.h"
 #include "frontend/training/gradient_clipping.h"

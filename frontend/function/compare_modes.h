@@ -17,8 +17,10 @@
 //     |eager - compiled| and the largest |eager - compiled| / max(|eager|, |compiled|) over the
 //     elements that are not both zero; elements finite in one mode and not in the other (or
 //     NaN in one only) are counted apart; a different type is reported with infinite
-//     differences. Random ops draw different numbers in the two modes, so a function that
-//     uses them differs for that reason.
+//     differences. Random draws through a SeedGenerator (the layers') depend only on its state
+//     variable, restored like the others, so they agree; bare random ops with an integer seed
+//     draw other numbers when traced (tracing_random.h), so a function that uses them differs
+//     for that reason.
 //   - Memory: the compiled executable's arena (CompiledForm::arena_bytes), and for both modes
 //     the high-water mark of kiln's tensor storage (runtime::Storage::peak_bytes) above what
 //     was live when the mode started, over all its calls: every tensor a step allocates

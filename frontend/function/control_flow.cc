@@ -30,9 +30,19 @@ using detail::TraceContext;
 std::vector<Tensor> traced_cond(TraceContext& ctx, const Tensor& pred, const BranchFn& true_fn,
                                 const BranchFn& false_fn, bool discard_writes);
 
-// The backward of a traced cond: a cond of the branches' vector-Jacobian products.
+// A variable a branch assigns and its value before the cond.
+struct VariableBefore {
+  Variable var;
+  Tensor value;
+};
+
+// The backward of a traced cond: a cond of the branches' vector-Jacobian products. The branches
+// run again there, after the cond has assigned its variables; each re-run first sees the values
+// from before the cond, so it computes what the forward branch did (a SeedGenerator's draw, for
+// one, gives the forward mask again).
 detail::CustomGradient cond_gradient(Tensor pred, BranchFn true_fn, BranchFn false_fn,
-                                     std::vector<Tensor> inputs) {
+                                     std::vector<Tensor> inputs,
+                                     std::vector<VariableBefore> before) {
   return [=](const std::vector<Tensor>& out_grads, const std::vector<bool>& needs) {
     std::vector<Tensor> sources;
     for (size_t i = 0; i < inputs.size(); ++i)
@@ -40,7 +50,10 @@ detail::CustomGradient cond_gradient(Tensor pred, BranchFn true_fn, BranchFn fal
     // By value: the gradient cond keeps these branches for its own gradient (second order),
     // which runs after this call has returned.
     auto vjp = [&](const BranchFn& fn) {
-      return [sources, out_grads, fn]() {
+      return [sources, out_grads, fn, before]() {
+        TraceContext* here = TraceContext::current();
+        KILN_ASSERT(here != nullptr, "cond gradient branch outside a trace");
+        for (const VariableBefore& b : before) here->seed_variable(b.var, b.value);
         GradientTape tape;
         for (const Tensor& s : sources) tape.watch(s);
         std::vector<Tensor> outs = fn();
@@ -103,8 +116,10 @@ std::vector<Tensor> traced_cond(TraceContext& ctx, const Tensor& pred, const Bra
     for (const auto& w : st->writes)
       if (std::find(written.begin(), written.end(), w.var) == written.end())
         written.push_back(w.var);
+  std::vector<VariableBefore> written_before;
   for (const Variable& var : written) {
     Tensor before = ctx.read_variable(var);
+    written_before.push_back({var, before});
     then_t.graph->add_parameter(before.type());
     else_t.graph->add_parameter(before.type());
     then_t.captures.push_back(before);
@@ -138,7 +153,8 @@ std::vector<Tensor> traced_cond(TraceContext& ctx, const Tensor& pred, const Bra
   std::vector<Tensor> inputs = then_t.captures;
   inputs.resize(inputs.size() - written.size());
   if (detail::tapes_recording() && detail::any_watched(inputs))
-    detail::record_custom_on_tapes(inputs, results, cond_gradient(pred, true_fn, false_fn, inputs));
+    detail::record_custom_on_tapes(
+        inputs, results, cond_gradient(pred, true_fn, false_fn, inputs, std::move(written_before)));
   return results;
 }
 

@@ -12,9 +12,11 @@
 // (docs/ir.md, "Gradients through control flow"). Both re-run the callables when the gradient
 // is taken, so they must compute the same thing again (capture tensors by value). Captured
 // tensors and variables read in the body get gradients summed over iterations.
-// Variables assigned in a cond branch are assigned after the cond node; variables assigned in
-// a while_loop body are carried as loop variables (reads see the current iteration's value)
-// and assigned after the loop. kiln::Error (never a silent difference) for: cond_fn assigning
+// Variables assigned in a cond branch are assigned after the cond node (the gradient's re-run
+// of a branch reads them at their values before the cond, so a SeedGenerator draw gives the
+// forward numbers again); variables assigned in a while_loop body are carried as loop
+// variables (reads see the current iteration's value; a SeedGenerator draw in the body uses the
+// iteration's state, as the eager loop does) and assigned after the loop. kiln::Error (never a silent difference) for: cond_fn assigning
 // variables, the gradient of a loop whose body draws random numbers, and second-order
 // gradients through a traced while_loop.
 #pragma once

@@ -1,8 +1,12 @@
-// Random ops inside kiln::function: a random op's seed becomes a graph value computed from a
+// Random ops inside kiln::function with a concrete seed (an integer: random_uniform(shape, 5),
+// dropout(x, rate, 5), a host Generator): the seed becomes a graph value computed from a
 // per-function state variable ("<function>/rng_state", int64) that every call advances, so
-// repeated calls of one concrete function draw different numbers (dropout masks differ per
-// step) while staying reproducible from the global seed (kiln::set_random_seed).
+// repeated calls of one concrete function draw different numbers while staying reproducible
+// from the global seed (kiln::set_random_seed). These numbers are not the eager ones; in a
+// while_loop body the seed is the same in every iteration (fixed when the body is traced).
 //   seed = rng_state + (trace-time seed mod 2^32);   each call: rng_state += 2^32
+// A traced seed (SeedGenerator::next(), frontend/seed_generator.h: a read of its captured state
+// variable) is not replaced: the op draws what the same seed draws eagerly.
 #pragma once
 
 #include "frontend/function/trace_context.h"

@@ -43,8 +43,7 @@ MultiHeadAttentionImpl::MultiHeadAttentionImpl(int64_t num_heads, int64_t key_di
       num_heads_(num_heads),
       key_dim_(key_dim),
       value_dim_(options.value_dim.value_or(key_dim)),
-      options_(std::move(options)),
-      generator_(static_cast<uint64_t>(options_.seed ? *options_.seed : next_global_seed())) {
+      options_(std::move(options)) {
   check_positive(name(), "num_heads", num_heads);
   check_positive(name(), "key_dim", key_dim);
   check_positive(name(), "value_dim", value_dim_);
@@ -52,6 +51,7 @@ MultiHeadAttentionImpl::MultiHeadAttentionImpl(int64_t num_heads, int64_t key_di
   if (!(options_.dropout >= 0 && options_.dropout < 1))
     throw Error(
         fmt::format("layer \"{}\": `dropout` must be in [0, 1), got {}", name(), options_.dropout));
+  if (options_.dropout > 0) seed_generator_ = add_seed_generator(options_.seed);
   supports_masking = true;
 }
 
@@ -245,8 +245,9 @@ std::vector<Tensor> MultiHeadAttentionImpl::compute(const Tensor& query, const T
   if (mask.defined()) scores = where(mask, scores, scalar(-1e9, dt));
   Tensor probs = softmax(scores, -1);
   Tensor dropped = probs;
-  if (training && options_.dropout > 0)
-    dropped = dropout(probs, options_.dropout, generator_.next_seed());
+  // (Not on symbolic inputs: a draw would advance the seed state for a type-only call.)
+  if (training && options_.dropout > 0 && !probs.is_placeholder())
+    dropped = dropout(probs, options_.dropout, seed_generator_.next());
   Tensor heads_out = matmul(dropped, v);  // [heads, batch, Tq, value_dim]
 
   const Shape& w = output_kernel.shape();

@@ -67,7 +67,9 @@ struct MultiHeadAttentionOptions {
   Regularizer bias_regularizer{};
   // Applied to the outputs of the four projections, as Keras' sublayers do.
   Regularizer activity_regularizer{};
-  std::optional<int64_t> seed{};  // of the dropout; default from the global seed sequence
+  // Of the dropout's SeedGenerator ("<name>/seed_generator_state", made when dropout > 0);
+  // default from the global seed sequence.
+  std::optional<int64_t> seed{};
   // Keras' call arguments, as the layer's defaults (attend can override them per call).
   bool use_causal_mask = false;
   bool return_attention_scores = false;
@@ -129,7 +131,7 @@ class MultiHeadAttentionImpl : public LayerImpl {
 
   int64_t num_heads_, key_dim_, value_dim_;
   MultiHeadAttentionOptions options_;
-  Generator generator_;
+  SeedGenerator seed_generator_;     // of the attention dropout; empty when dropout == 0
   std::optional<Flags> call_flags_;  // attend's per-call flags while it runs
 };
 

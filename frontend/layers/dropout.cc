@@ -4,22 +4,19 @@
 
 #include <nlohmann/json.hpp>
 
-#include "frontend/layers/initializers.h"
 #include "frontend/ops.h"
 
 namespace kiln {
 
 DropoutImpl::DropoutImpl(double rate, DropoutOptions options)
-    : LayerImpl("Dropout", options.name),
-      rate_(rate),
-      seed_(options.seed),
-      generator_(static_cast<uint64_t>(options.seed ? *options.seed : next_global_seed())) {
+    : LayerImpl("Dropout", options.name), rate_(rate), seed_(options.seed) {
   supports_masking = true;
   if (!(rate >= 0 && rate < 1))
     throw Error(
         fmt::format("layer \"{}\": Invalid value received for argument `rate`. Expected "
                     "a float value in [0, 1). Received: rate={}",
                     name(), rate));
+  if (rate > 0) seed_generator_ = add_seed_generator(seed_);
 }
 
 Tensor DropoutImpl::call(const Tensor& x, bool training) {
@@ -28,7 +25,7 @@ Tensor DropoutImpl::call(const Tensor& x, bool training) {
   if (!is_floating(x.dtype()))
     throw Error(fmt::format("layer \"{}\": Dropout needs a floating input, got {} {}", name(),
                             dtype_name(x.dtype()), x.shape().to_string()));
-  return dropout(x, rate_, generator_.next_seed());
+  return dropout(x, rate_, seed_generator_.next());
 }
 
 std::vector<Shape> DropoutImpl::compute_output_shape(const std::vector<Shape>& input_shapes) {

@@ -1,16 +1,18 @@
 // Dropout: during training, zeroes each input element with probability `rate` and scales the
 // others by 1 / (1 - rate) (Keras' Dropout). At inference it returns its input unchanged.
 //
-// Each training call draws a fresh seed from the layer's own generator, itself seeded from
-// the global seed sequence (kiln::set_random_seed) or from options.seed: successive calls use
-// different masks, and a program re-run with the same seeds gets the same masks.
+// Each training call draws its mask with the seed of the layer's SeedGenerator (state variable
+// "<name>/seed_generator_state", created when rate > 0 from options.seed or the global seed
+// sequence, kiln::set_random_seed), which advances it: successive calls use different masks, a
+// program re-run with the same seeds gets the same masks, and a call traced inside a
+// kiln::function (fit's compiled step included) draws the same mask as the eager call from the
+// same state.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
 
-#include "frontend/creation.h"
 #include "frontend/layers/layer.h"
 
 namespace kiln {
@@ -32,7 +34,7 @@ class DropoutImpl : public LayerImpl {
  private:
   double rate_;
   std::optional<int64_t> seed_;
-  Generator generator_;
+  SeedGenerator seed_generator_;  // empty when rate == 0
 };
 
 class Dropout : public Layer {

@@ -249,6 +249,27 @@ std::vector<Variable> LayerImpl::non_trainable_weights() const {
   return out;
 }
 
+void LayerImpl::collect_variables(std::vector<Variable>& out) const {
+  auto add = [&](const Variable& v) {
+    if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  };
+  for (const Variable& v : own_weights_) add(v);
+  for (const SeedGenerator& g : seed_generators_) add(g.state());
+  for (const Layer& l : sublayers_) l.impl().collect_variables(out);
+}
+
+std::vector<Variable> LayerImpl::variables() const {
+  std::vector<Variable> out;
+  collect_variables(out);
+  return out;
+}
+
+SeedGenerator LayerImpl::add_seed_generator(std::optional<int64_t> seed) {
+  SeedGenerator g(seed, name_);
+  seed_generators_.push_back(g);
+  return g;
+}
+
 std::vector<Tensor> LayerImpl::get_weights() const {
   std::vector<Tensor> out;
   for (const Variable& v : weights()) out.push_back(v.value());

@@ -4,6 +4,8 @@
 // layer, like libtorch modules). Calling it (operator()) checks `input_spec`, builds the layer
 // once on the first call from the input shapes (`build`, the `built` flag), then runs `call`.
 // `add_weight` creates variables named "<layer>/<weight>" and tracks them as trainable or not.
+// `add_seed_generator` creates a SeedGenerator ("<layer>/seed_generator_state") for the layer's
+// random draws: its state is in variables() (all state, Keras 3), not in the weights.
 // Called on symbolic tensors (from kiln::Input) a layer records a node for functional models.
 //
 // To write a layer, derive from LayerImpl and override build/call (single input) or
@@ -13,12 +15,14 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <memory>
+#include <optional>
 #include <source_location>
 #include <string>
 #include <vector>
 
 #include "frontend/layers/initializers.h"
 #include "frontend/layers/input_spec.h"
+#include "frontend/seed_generator.h"
 #include "frontend/tensor.h"
 #include "frontend/variable.h"
 
@@ -101,6 +105,15 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   // Values in the order of weights(); count, shapes and dtypes must match.
   void set_weights(const std::vector<Tensor>& values);
   int64_t count_params() const;
+  // All the layer's state (Keras 3's Layer.variables): per layer its weights, then its seed
+  // generators' states, then its sublayers' variables; without duplicates. The weights
+  // functions above (and get/set_weights, count_params, summaries, save/load_weights) leave
+  // the seed generators' states out, as Keras does.
+  std::vector<Variable> variables() const;
+  // A SeedGenerator whose state variable is "<layer>/seed_generator_state", tracked by this
+  // layer (seed: explicit, or from the global seed sequence when unset).
+  SeedGenerator add_seed_generator(std::optional<int64_t> seed);
+  const std::vector<SeedGenerator>& seed_generators() const { return seed_generators_; }
   bool trainable() const { return trainable_; }
   // Sets the flag on this layer and every sublayer.
   void set_trainable(bool trainable);
@@ -137,6 +150,7 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
 
  private:
   void collect_weights(std::vector<Variable>& out, bool parent_trainable, int which) const;
+  void collect_variables(std::vector<Variable>& out) const;
   std::vector<Tensor> call_symbolic(const std::vector<Tensor>& inputs, bool training);
   void attach_output_masks(const std::vector<Tensor>& inputs, const std::vector<Tensor>& masks,
                            std::vector<Tensor>& outputs);
@@ -145,6 +159,7 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   bool trainable_ = true;
   std::vector<Variable> own_weights_;
   std::vector<Regularizer> weight_regularizers_;  // parallel to own_weights_
+  std::vector<SeedGenerator> seed_generators_;
   std::vector<Layer> sublayers_;
   std::vector<Tensor> call_losses_;
   std::vector<Shape> build_input_shapes_;

@@ -48,8 +48,7 @@ RecurrentImpl::RecurrentImpl(std::string class_name, int64_t units, int gates, i
       units_(units),
       gates_(gates),
       num_states_(num_states),
-      options_(std::move(options)),
-      generator_(static_cast<uint64_t>(options_.seed ? *options_.seed : next_global_seed())) {
+      options_(std::move(options)) {
   if (units <= 0)
     throw Error(
         fmt::format("layer \"{}\": Received an invalid value for argument `units`, expected a "
@@ -57,6 +56,7 @@ RecurrentImpl::RecurrentImpl(std::string class_name, int64_t units, int gates, i
                     name(), units));
   check_rate(name(), "dropout", options_.dropout);
   check_rate(name(), "recurrent_dropout", options_.recurrent_dropout);
+  seed_generator_ = add_seed_generator(options_.seed);
   options_.activation = activations::canonical(options_.activation);
   options_.recurrent_activation = activations::canonical(options_.recurrent_activation);
   activity_regularizer = options_.activity_regularizer;
@@ -145,7 +145,7 @@ std::vector<Tensor> RecurrentImpl::run(const Tensor& x, const Tensor& mask,
   Tensor x_in = x, recurrent_mask;
   if (training && options_.dropout > 0) {
     Tensor first = gather(x, index_scalar(0), 1);  // [batch, features]
-    x_in = x * expand_dims(dropout(ones_like(first), options_.dropout, generator_.next_seed()), 1);
+    x_in = x * expand_dims(dropout(ones_like(first), options_.dropout, seed_generator_.next()), 1);
   }
 
   Tensor kernel_value = kernel.read(), bias_value = input_bias();
@@ -156,7 +156,7 @@ std::vector<Tensor> RecurrentImpl::run(const Tensor& x, const Tensor& mask,
     for (int i = 0; i < num_states_; ++i) states.push_back(zero_rows);
   if (training && options_.recurrent_dropout > 0)
     recurrent_mask =
-        dropout(ones_like(states[0]), options_.recurrent_dropout, generator_.next_seed());
+        dropout(ones_like(states[0]), options_.recurrent_dropout, seed_generator_.next());
   std::vector<Tensor> weights = recurrent_weights();
 
   // One step at time index `t` (a scalar int64): the new states, masked steps keeping the old.

@@ -25,7 +25,9 @@
 // loop variable (each step adds its row), which costs O(steps^2) memory traffic and, under a
 // gradient tape, a stack of steps copies of it: fine for a few hundred steps.
 // dropout / recurrent_dropout draw one mask per call (the same for every step, as Keras)
-// outside the loop.
+// outside the loop, each from the next seed of the layer's SeedGenerator
+// ("<name>/seed_generator_state"), so eager and traced calls from the same state draw the same
+// masks.
 #pragma once
 
 #include <cstdint>
@@ -109,7 +111,7 @@ class RecurrentImpl : public LayerImpl {
  private:
   std::vector<Tensor> run(const Tensor& x, const Tensor& mask, std::vector<Tensor> states,
                           bool training);
-  Generator generator_;
+  SeedGenerator seed_generator_;  // the dropout masks' (Keras' cell seed_generator)
 };
 
 class SimpleRNNImpl : public RecurrentImpl {

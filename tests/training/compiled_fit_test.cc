@@ -14,7 +14,7 @@
 
 #include "kiln/kiln.h"
 #include "runtime/reference_executor.h"
-#include "tests/support/rounding_model.h"
+#include "tests/support/rounding_spread.h"
 
 namespace kiln {
 namespace {
@@ -49,12 +49,7 @@ Trajectory train(const std::string& kind, const std::string& opt, int steps, Exe
                  std::optional<uint64_t> seed = std::nullopt, double adam_learning_rate = 0) {
   static const data::Examples d = data::load_digits();
   Sequential m = digits_model(kind, opt, adam_learning_rate);
-  std::optional<testing::RoundingModel> model;
-  std::optional<runtime::ScopedReferenceHook> hook;
-  if (seed) {
-    model.emplace(*seed);
-    hook.emplace(std::ref(*model));
-  }
+  testing::ScopedRoundingModel rounding(seed);
   ScopedExecutionMode scoped(mode);
   Trajectory t;
   for (int step = 0; step < steps; ++step) {
@@ -74,12 +69,10 @@ Trajectory train(const std::string& kind, const std::string& opt, int steps, Exe
 // the largest change a rounding-model run showed). "" or the first number that is not.
 std::string outside_rounding_spread(const Trajectory& compiled, const Trajectory& reference,
                                     const std::vector<Trajectory>& samples) {
-  const double u = 0x1p-24, tiny = std::numeric_limits<float>::min();
   auto check = [&](double got, double want, auto sample_value, const std::string& what) {
-    double sum_sq = 0;
-    for (const Trajectory& s : samples) sum_sq += std::pow(sample_value(s) - want, 2);
-    double bound =
-        8 * std::sqrt(sum_sq / double(samples.size())) + 2 * u * std::abs(want) + 8 * tiny;
+    std::vector<double> values;
+    for (const Trajectory& s : samples) values.push_back(sample_value(s));
+    double bound = testing::rounding_spread_bound(want, values);
     if (std::abs(got - want) <= bound) return std::string();
     return what + ": compiled " + std::to_string(got) + ", reference " + std::to_string(want) +
            ", error " + std::to_string(std::abs(got - want)) + " > bound " + std::to_string(bound) +
