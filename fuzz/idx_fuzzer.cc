@@ -3,8 +3,9 @@
 //    load_idx_* read a file and call them): what decodes must have the shape its header
 //    promises;
 //  - the streaming IdxRecordReader (gzopen/gzread on a file; the bytes are put in a memfd and
-//    read through /proc/self/fd): it reads exactly dims[0] records of record_bytes(), and on
-//    plain (not gzip) bytes it accepts what the in-memory decoder accepts, with the same bytes.
+//    read through /proc/self/fd): it reads exactly dims[0] records of record_bytes() (up to
+//    2^16 records: empty ones may be promised by the billion), and on plain (not gzip) bytes
+//    it accepts what the in-memory decoder accepts, with the same values.
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -34,12 +35,16 @@ std::optional<std::string> stream(const std::string& path, uint32_t magic) {
     kiln::data::IdxRecordReader reader(path, magic);
     std::string all, record;
     int64_t records = 0;
-    while (reader.next(record)) {
+    // Records of 0 bytes cost nothing to store but a header may promise 2^32 of them: stop at
+    // a count no record of data could reach in an input of this size.
+    const int64_t cap = int64_t(1) << 16;
+    while (records < cap && reader.next(record)) {
       if (record.size() != reader.record_bytes()) kiln::fuzz::finding("idx: record size", "");
       all += record;
       ++records;
     }
-    if (records != reader.num_records()) kiln::fuzz::finding("idx: record count", "");
+    if (records < cap && records != reader.num_records())
+      kiln::fuzz::finding("idx: record count", "");
     return all;
   } catch (const kiln::Error& e) {
     kiln::fuzz::check_expected_error(e);

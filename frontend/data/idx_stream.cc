@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -51,7 +52,7 @@ IdxRecordReader::IdxRecordReader(const std::string& path, uint32_t magic) : path
   dims_ = parse_idx_header(header, path, magic);
   const auto total = uint64_t(io::checked_element_count(dims_, path + ": IDX header"));
   record_bytes_ = size_t(io::checked_element_count(std::span(dims_).subspan(1), path));
-  if (record_bytes_ > io::kMaxDecompressedBytes)
+  if (dims_[0] > 0 && record_bytes_ > io::kMaxDecompressedBytes)  // (none is read when 0)
     fail(
         fmt::format("one IDX record of {} bytes ({}) exceeds the limit of {} bytes "
                     "(kiln::io::kMaxDecompressedBytes)",
@@ -81,10 +82,18 @@ bool IdxRecordReader::next(std::string& out) {
     }
     return false;
   }
-  out.resize(record_bytes_);
-  int got = record_bytes_ ? gzread(file_.get(), out.data(), unsigned(record_bytes_)) : 0;
-  if (got < 0) fail(zlib_error());
-  if (size_t(got) != record_bytes_) {
+  // In pieces of at most 1 MiB, so that a gzip header's promise is not allocated before the
+  // data is there (MNIST's records are one piece).
+  out.clear();
+  while (out.size() < record_bytes_) {
+    const size_t have = out.size(), piece = std::min<size_t>(record_bytes_ - have, 1 << 20);
+    out.resize(have + piece);
+    int got = gzread(file_.get(), out.data() + have, unsigned(piece));
+    if (got < 0) fail(zlib_error());
+    out.resize(have + size_t(got));
+    if (size_t(got) < piece) break;
+  }
+  if (out.size() != record_bytes_) {
     std::string zlib = zlib_message();
     fail(
         fmt::format("truncated: the IDX header promises {} records of {} bytes ({}), but the "

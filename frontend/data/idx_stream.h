@@ -24,7 +24,8 @@ std::vector<int64_t> parse_idx_header(const std::string& bytes, const std::strin
 // file; a plain file whose length differs from the header's promise (checked on opening); a
 // gzip file that is corrupt, ends inside a record or holds more than the header promises
 // (checked when reached); a record larger than io::kMaxDecompressedBytes (refused before it
-// is allocated). Not thread-safe; one reader per pass.
+// is allocated; a record's buffer grows with the data read, 1 MiB at a time). Not thread-safe;
+// one reader per pass.
 class IdxRecordReader {
  public:
   IdxRecordReader(const std::string& path, uint32_t magic);

@@ -25,7 +25,8 @@ inline constexpr uint64_t kMaxSafetensorsHeaderBytes = 100'000'000;
 // {"name": {"shape": [..]}}); deeper headers are rejected while parsing.
 inline constexpr int kMaxSafetensorsJsonDepth = 16;
 // Bytes a gzip-compressed IDX or CSV file may expand to (1 GiB; MNIST's largest file is 47 MB):
-// a small "zip bomb" is an error, not an exhausted machine.
+// a small "zip bomb" is an error, not an exhausted machine. Also the largest single record the
+// streaming IDX reader (data::IdxRecordReader) allocates.
 inline constexpr size_t kMaxDecompressedBytes = size_t(1) << 30;
 
 // The number of elements of a tensor of shape `dims` (1 for a scalar). A negative dimension,

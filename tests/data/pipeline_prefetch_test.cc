@@ -144,13 +144,16 @@ TEST(PipelinePrefetchThread, PullsAheadOnAnotherThread) {
     on_other_thread = std::this_thread::get_id() != consumer;
     return e;
   });
-  Dataset::Iterator it = ds.prefetch(3).begin_pass(0);
-  // Without a single next(), the queue fills: 3 elements, and at most one more call.
-  EXPECT_TRUE(eventually([&] { return calls.load() >= 3; }));
-  std::this_thread::sleep_for(50ms);
-  EXPECT_LE(calls.load(), 4);
-  EXPECT_TRUE(on_other_thread.load());
-  EXPECT_EQ(it.next()->x.tensors()[0].item<double>(), 0);
+  {
+    Dataset::Iterator it = ds.prefetch(3).begin_pass(0);
+    // Without a single next(), the queue fills: 3 elements, then the producer waits.
+    EXPECT_TRUE(eventually([&] { return calls.load() >= 3; }));
+    std::this_thread::sleep_for(50ms);
+    EXPECT_EQ(calls.load(), 3);
+    EXPECT_TRUE(on_other_thread.load());
+    EXPECT_EQ(it.next()->x.tensors()[0].item<double>(), 0);
+    EXPECT_TRUE(eventually([&] { return calls.load() == 4; }));  // a free slot, refilled
+  }
   // Without prefetch, map runs on the consumer's thread.
   Dataset::Iterator plain = ds.begin_pass(0);
   plain.next();

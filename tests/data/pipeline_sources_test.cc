@@ -206,6 +206,12 @@ TEST(PipelineSources, LazyMnistReportsBadFiles) {
   EXPECT_THAT(error_of([&] { mnist_dataset(images, labels); }),
               HasSubstr("one IDX record of 1099511627776 bytes ((1, 1048576, 1048576)) exceeds "
                         "the limit of 1073741824 bytes"));
+  // ... unless there are no records (as the in-memory reader, which accepts the empty tensor).
+  write_bytes(images, idx_bytes(0x803, {0, 1u << 16, 1u << 16}, ""), true);
+  write_bytes(labels, label_bytes(0), false);
+  EXPECT_EQ(load_idx_images(images).shape(), Shape({0, 65536, 65536}));
+  EXPECT_EQ(mnist_dataset(images, labels).cardinality(), 0);
+  EXPECT_TRUE(collect(mnist_dataset(images, labels), 0).empty());
 }
 
 TEST(PipelineSources, DigitsAndTextDatasets) {
