@@ -31,8 +31,8 @@ Sequential dropout_mlp(bool run_eagerly) {
   return m;
 }
 
-data::Dataset digits_subset() {
-  static const data::Dataset d = data::load_digits();
+data::Examples digits_subset() {
+  static const data::Examples d = data::load_digits();
   std::vector<int64_t> rows;
   for (int64_t i = 0; i < 300; ++i) rows.push_back(i);
   return data::take(d, rows);
@@ -47,14 +47,14 @@ Sequential dropout_lstm(bool run_eagerly) {
   return m;
 }
 
-data::Dataset sequence_means() {
+data::Examples sequence_means() {
   Tensor x = random_normal({80, 6, 3}, 31);
   return {x, reshape(mean(x, {1, 2}), {80, 1})};
 }
 
 struct FitCase {
   std::function<Sequential(bool)> model;
-  std::function<data::Dataset()> data;
+  std::function<data::Examples()> data;
   FitOptions fit;
 };
 
@@ -86,7 +86,7 @@ std::vector<int64_t> seed_states(const Sequential& m) {
 // the rounding model seeded with it.
 FitResult fit_run(const FitCase& s, bool run_eagerly, ExecutionMode mode,
                   std::optional<uint64_t> rounding_seed = std::nullopt) {
-  data::Dataset d = s.data();
+  data::Examples d = s.data();
   Sequential m = s.model(run_eagerly);
   testing::ScopedRoundingModel rounding(rounding_seed);
   ScopedExecutionMode scoped(mode);
