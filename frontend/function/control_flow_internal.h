@@ -44,6 +44,7 @@ struct SubTraceOptions {
   bool output_carried = false;
   std::vector<Tensor> pre_captures;  // lifted first, so sibling parameter lists line up
   bool discard_writes = false;
+  bool repeated = false;  // a while's body or cond (runs once per iteration)
 };
 
 // Traces fn(leading parameters) -> tensors in a child context of `parent`.
@@ -54,6 +55,7 @@ SubTrace trace_sub(TraceContext& parent, const std::string& name, const SubTrace
   st.graph = std::make_unique<ir::Graph>(name);
   TraceContext child(*st.graph, parent.owner(), &parent);
   child.set_discard_writes(o.discard_writes);
+  child.set_repeated(o.repeated);
   std::vector<Tensor> params;
   for (const TensorType& t : o.leading) params.push_back(child.wrap(st.graph->add_parameter(t)));
   for (const Variable& v : o.carried)

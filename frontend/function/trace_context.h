@@ -32,9 +32,10 @@ struct TracedValue final : SymbolicInfo {
 // Per-function tracing policy shared by the contexts of one trace.
 struct TraceOwner {
   std::string function_name;
-  bool allow_variable_creation = true;  // false on a function's non-first traces
-  Variable rng_state;                   // the function's random-seed state (created lazily)
-  bool used_rng = false;                // a random op was traced in this trace
+  bool allow_variable_creation = true;     // false on a function's non-first traces
+  Variable rng_state;                      // the function's random-seed state (created lazily)
+  bool used_rng = false;                   // a random op was traced in this trace
+  bool warned_fixed_seed_in_loop = false;  // said once per function (tracing_random.cc)
 };
 
 class TraceContext {
@@ -78,6 +79,9 @@ class TraceContext {
   // Child contexts that re-trace a branch for its gradient keep writes local (the forward
   // cond already performs them).
   void set_discard_writes(bool discard) { discard_writes_ = discard; }
+  // A sub-graph that runs once per iteration (a while's body or cond), or inside one.
+  void set_repeated(bool repeated) { repeated_ = repeated; }
+  bool repeated() const { return repeated_ || (parent_ && parent_->repeated()); }
   // Child contexts: makes `value` the variable's current value here (a while body's loop
   // variable for a variable the body assigns; a gradient loop's value of the forward
   // iteration).
@@ -115,6 +119,7 @@ class TraceContext {
   std::vector<PendingWrite> pending_writes_;    // child contexts only
   std::vector<InheritedRead> inherited_reads_;  // child contexts only
   bool discard_writes_ = false;
+  bool repeated_ = false;
 };
 
 // Suspends tracing on this thread (TensorFlow's init_scope): ops run eagerly, e.g. variable

@@ -1,8 +1,11 @@
 #include "frontend/function/tracing_random.h"
 
+#include <fmt/format.h>
+
 #include "frontend/creation.h"
 #include "frontend/layers/initializers.h"
 #include "frontend/ops.h"
+#include "runtime/log.h"
 
 namespace kiln::detail {
 
@@ -14,6 +17,17 @@ Tensor i64(int64_t v) { return tensor<int64_t>({v}, Shape{}); }
 
 Tensor traced_random_seed(TraceContext& ctx, const Tensor& trace_time_seed) {
   TraceOwner& owner = ctx.owner();
+  if (ctx.repeated() && !owner.warned_fixed_seed_in_loop) {
+    // Eagerly, a loop that computes a new seed per iteration draws new numbers each time; the
+    // traced body has one seed, fixed when it was traced. Say so instead of differing quietly.
+    owner.warned_fixed_seed_in_loop = true;
+    log_warning(fmt::format(
+        "{}: a random op with an integer seed inside a while_loop body draws the same numbers "
+        "in every iteration when traced (its seed is fixed when the body is traced, {}); to "
+        "draw new numbers per iteration as an eager loop would, seed it from a SeedGenerator "
+        "(kiln::SeedGenerator::next(), a state variable the loop advances)",
+        owner.function_name, trace_time_seed.item<int64_t>()));
+  }
   if (!owner.rng_state.defined()) {
     InitScope eager;
     int64_t start = (next_global_seed() & 0x7fffffff) * kCallStride;

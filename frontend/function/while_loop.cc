@@ -70,6 +70,7 @@ std::vector<Tensor> traced_while(TraceContext& ctx, const LoopCondFn& cond_fn,
     options.carried = carried;
     options.output_carried = true;
     options.discard_writes = gradient_loop;
+    options.repeated = true;
     SubTrace body = trace_sub(ctx, "body", options, body_fn);
     check_loop_types(loop_vars, body.results);
     return body;
@@ -94,6 +95,7 @@ std::vector<Tensor> traced_while(TraceContext& ctx, const LoopCondFn& cond_fn,
   cond_options.leading = types;
   cond_options.carried = carried;
   cond_options.pre_captures = body.captures;
+  cond_options.repeated = true;
   SubTrace cond_t = trace_sub(ctx, "cond", cond_options, [&](const std::vector<Tensor>& v) {
     return std::vector<Tensor>{cond_fn(v)};
   });

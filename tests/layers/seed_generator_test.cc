@@ -309,6 +309,37 @@ TEST(SeedGenerator, DrawsInAWhileLoopBodyFollowTheEagerLoop) {
   }
 }
 
+// A bare random op with an integer seed in a traced loop body has one seed for every iteration
+// (fixed at trace time), unlike an eager loop computing a seed per iteration: kiln says so
+// once per function; a SeedGenerator draw in the same body does not warn.
+TEST(SeedGenerator, AnIntegerSeedInATracedLoopBodyWarnsOnce) {
+  auto loop = [](const Tensor& acc0, bool from_generator, SeedGenerator* g) {
+    auto cond = [](const std::vector<Tensor>& v) { return less(v[0], scalar(3, DType::i64)); };
+    auto body = [from_generator, g](const std::vector<Tensor>& v) {
+      Tensor u = from_generator ? random_uniform_like(v[1], g->next())
+                                : random_uniform_like(v[1], int64_t(99));
+      return std::vector<Tensor>{v[0] + scalar(1, DType::i64), v[1] + u};
+    };
+    return while_loop(cond, body, {scalar(0, DType::i64), acc0})[1];
+  };
+  SeedGenerator g(5, "warn_loop");
+  for (bool from_generator : {false, true}) {
+    test::WarningCapture warnings;
+    auto f = function([&](const Tensor& x) { return loop(x, from_generator, &g); },
+                      {.name = from_generator ? "seeded_loop" : "fixed_seed_loop"});
+    f(zeros({2}));
+    f(zeros({3}));  // a second trace: still one warning
+    if (from_generator) {
+      EXPECT_TRUE(warnings.warnings().empty());
+    } else {
+      ASSERT_EQ(warnings.warnings().size(), 1u);
+      EXPECT_THAT(warnings.warnings()[0],
+                  HasSubstr("fixed_seed_loop: a random op with an integer seed inside a "
+                            "while_loop body draws the same numbers in every iteration"));
+    }
+  }
+}
+
 // A Dropout layer in a cond branch under a tape: the gradient re-traces the branch, which must
 // draw the forward call's mask again (from the state before the cond), as the eager gradient
 // uses the mask of the call that ran.
