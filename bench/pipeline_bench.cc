@@ -6,8 +6,8 @@
 //                               example (cast to float32, / 255) and spins for step/128, so
 //                               loading a batch costs a step more (a slow decoder: CPU work,
 //                               hidden only where a core is free for the prefetch thread);
-//   Pipeline/SimulatedLatency/T the same decode, then a map that sleeps one step per batch:
-//                               loading that waits (disk, network) instead of computing;
+//   Pipeline/SimulatedLatency/T a generator of ready batches that sleeps one step before each:
+//                               loading that only waits (disk, network), no CPU;
 //   Pipeline/MnistFile/T        the lazy MNIST reader (data::mnist_dataset) over a gzip IDX
 //                               file of 5,120 random images in a temporary directory (the
 //                               real loading cost: gzread, decode, batch).
@@ -166,12 +166,17 @@ void BM_Pipeline_SimulatedDecode(benchmark::State& state) {
 void BM_Pipeline_SimulatedLatency(benchmark::State& state) {
   const int threads_before = num_threads();
   set_num_threads(int(state.range(0)));
-  // Waiting, not working (a network or disk read): each batch sleeps for one step.
-  Dataset ds = decoded_images().batch(kBatch).map(
-      [wait = std::chrono::duration<double>(step_seconds())](Element e) {
-        std::this_thread::sleep_for(wait);
-        return e;
-      });
+  // Waiting, not working (a network or disk read): a generator of 24 ready batches that
+  // sleeps for one step before each, so loading needs no CPU.
+  Element batch{random_uniform({kBatch, kPixels}, 2), tensor(random_labels(kBatch))};
+  auto wait = std::chrono::duration<double>(step_seconds());
+  Dataset ds = Dataset::from_generator([batch, wait] {
+    return [batch, wait, i = 0]() mutable -> std::optional<Element> {
+      if (i++ == 24) return std::nullopt;
+      std::this_thread::sleep_for(wait);
+      return batch;
+    };
+  });
   measure(state, ds);
   set_num_threads(threads_before);
 }
