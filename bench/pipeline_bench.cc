@@ -6,16 +6,18 @@
 //                               example (cast to float32, / 255) and spins for step/128, so
 //                               loading a batch costs a step more (a slow decoder: CPU work,
 //                               hidden only where a core is free for the prefetch thread);
-//   Pipeline/SimulatedLatency/T the same decode, then a map that sleeps one step per batch:
-//                               loading that waits (disk, network) instead of computing;
+//   Pipeline/SimulatedLatency/T a generator of ready batches that sleeps one step before each:
+//                               loading that only waits (disk, network), no CPU;
 //   Pipeline/MnistFile/T        the lazy MNIST reader (data::mnist_dataset) over a gzip IDX
 //                               file of 5,120 random images in a temporary directory (the
 //                               real loading cost: gzread, decode, batch).
 // T is kiln's thread count for the step (set_num_threads). Counters, per batch, each the median
-// of 5 passes of 24 (or 40) batches: step_ms (the step alone on a ready batch), load_ms (the
-// pipeline alone), serial_ms (the loop without prefetch), prefetch_ms (with prefetch(2));
-// x_faster = serial / prefetch; hidden = (serial - prefetch) / load, the fraction of the
-// loading time prefetch hid (1: all of it).
+// of 5 interleaved passes of 24 (or 40) batches: step_ms (the step alone on a ready batch),
+// load_ms (the pipeline alone), serial_ms (the loop without prefetch), prefetch_ms (with
+// prefetch(2)); x_faster = serial / prefetch; hidden = (serial - prefetch) / load, the fraction
+// of the loading time prefetch hid (1: all of it); parallel_ceiling = how many cores the
+// process had at the end (two fixed loops one after the other over both at once: 1.0 means
+// the prefetch thread had no free core for CPU work, 2.0 one whole core).
 // Run: kiln_bench --benchmark_filter=Pipeline
 #include <benchmark/benchmark.h>
 #include <unistd.h>
@@ -80,12 +82,27 @@ double per_batch(const Dataset& ds, uint64_t pass, const Sequential* model) {
   return std::chrono::duration<double>(Clock::now() - start).count() / double(batches);
 }
 
-// The median of 5 passes (numbered 0..4).
-double median_of_passes(const std::function<double(uint64_t)>& f) {
-  std::vector<double> t;
-  for (uint64_t pass = 0; pass < 5; ++pass) t.push_back(f(pass));
+double median(std::vector<double> t) {
   std::sort(t.begin(), t.end());
-  return t[2];
+  return t[t.size() / 2];
+}
+
+// A fixed amount of arithmetic (about a millisecond).
+void busy_work() {
+  volatile uint64_t x = 1;
+  for (int i = 0; i < 1'000'000; ++i) x = x * 6364136223846793005ull + 1;
+}
+
+// How many cores this process gets right now (the shared machine): two busy_work()s one after
+// the other over the same two at once (2: a free core for the prefetch thread; 1: none).
+double parallel_ceiling() {
+  auto serial = [] { busy_work(), busy_work(); };
+  auto concurrent = [] {
+    std::thread t(busy_work);
+    busy_work();
+    t.join();
+  };
+  return bench_util::median_seconds(9, serial) / bench_util::median_seconds(9, concurrent);
 }
 
 // Measures `ds` (batches of [128, 784] float32 and [128] int64) under the counters above.
@@ -95,11 +112,16 @@ void measure(benchmark::State& state, const Dataset& ds) {
   Tensor x = first.x.tensors()[0], y = first.y.tensors()[0];
   for (int i = 0; i < 3; ++i) model->train_on_batch(x, y);  // trace and compile
   const double step = bench_util::median_seconds(9, [&] { model->train_on_batch(x, y); });
-  const double load = median_of_passes([&](uint64_t p) { return per_batch(ds, p, nullptr); });
-  const double serial = median_of_passes([&](uint64_t p) { return per_batch(ds, p, &model); });
+  // Passes 0..4 of each kind, interleaved so that a change in the machine's load hits all
+  // three alike.
   Dataset prefetched = ds.prefetch(2);
-  const double overlapped =
-      median_of_passes([&](uint64_t p) { return per_batch(prefetched, p, &model); });
+  std::vector<double> loads, serials, prefetches;
+  for (uint64_t pass = 0; pass < 5; ++pass) {
+    loads.push_back(per_batch(ds, pass, nullptr));
+    serials.push_back(per_batch(ds, pass, &model));
+    prefetches.push_back(per_batch(prefetched, pass, &model));
+  }
+  const double load = median(loads), serial = median(serials), overlapped = median(prefetches);
   for (auto _ : state) per_batch(prefetched, 5, &model);
   state.counters["step_ms"] = step * 1e3;
   state.counters["load_ms"] = load * 1e3;
@@ -107,6 +129,7 @@ void measure(benchmark::State& state, const Dataset& ds) {
   state.counters["prefetch_ms"] = overlapped * 1e3;
   state.counters["x_faster"] = serial / overlapped;
   state.counters["hidden"] = (serial - overlapped) / load;
+  state.counters["parallel_ceiling"] = parallel_ceiling();
 }
 
 // The median step time of the MLP on a ready [128, 784] batch (compiled first).
@@ -143,12 +166,17 @@ void BM_Pipeline_SimulatedDecode(benchmark::State& state) {
 void BM_Pipeline_SimulatedLatency(benchmark::State& state) {
   const int threads_before = num_threads();
   set_num_threads(int(state.range(0)));
-  // Waiting, not working (a network or disk read): each batch sleeps for one step.
-  Dataset ds = decoded_images().batch(kBatch).map(
-      [wait = std::chrono::duration<double>(step_seconds())](Element e) {
-        std::this_thread::sleep_for(wait);
-        return e;
-      });
+  // Waiting, not working (a network or disk read): a generator of 24 ready batches that
+  // sleeps for one step before each, so loading needs no CPU.
+  Element batch{random_uniform({kBatch, kPixels}, 2), tensor(random_labels(kBatch))};
+  auto wait = std::chrono::duration<double>(step_seconds());
+  Dataset ds = Dataset::from_generator([batch, wait] {
+    return [batch, wait, i = 0]() mutable -> std::optional<Element> {
+      if (i++ == 24) return std::nullopt;
+      std::this_thread::sleep_for(wait);
+      return batch;
+    };
+  });
   measure(state, ds);
   set_num_threads(threads_before);
 }
