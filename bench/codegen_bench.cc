@@ -10,6 +10,8 @@
 //   CompileMlpStep/<cold|warm>  trace + optimize + JIT of the digits-MLP training step (Dense
 //     128 relu, Dense 10, Adam, batch 64): cold with an empty disk cache, warm with the disk
 //     cache filled by a previous compile (in-memory cache off in both), in milliseconds.
+//   CompileMlpDepth/<8|32|128>  cold compile of a Dense(64, gelu) x depth training step; nodes
+//     and microseconds per node (compile scaling).
 // Run: kiln_bench --benchmark_filter='LayerNorm|CompileMlp'
 #include <benchmark/benchmark.h>
 
@@ -144,5 +146,54 @@ BENCHMARK(CompileMlpStep)
     ->Unit(benchmark::kMillisecond)
     ->UseManualTime()
     ->Iterations(5);
+
+// Compile scaling (issue 16): the training step of `depth` Dense(64, gelu) layers and a
+// Dense(10) (Adam, batch 32), traced afresh and compiled cold (empty disk cache, in-memory
+// cache off). Counters: the traced graph's nodes and the cold compile time per node, which
+// should stay roughly constant as the depth grows.
+void CompileMlpDepth(benchmark::State& state) {
+  const int depth = int(state.range(0));
+  std::string saved = codegen::cache_dir();
+  std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                              ("kiln-bench-depth-cache-" + std::to_string(::getpid()));
+  codegen::set_memory_cache_enabled(false);
+  codegen::set_cache_dir(dir.string());
+  size_t nodes = 0;
+  double total_seconds = 0;
+  for (auto _ : state) {
+    std::filesystem::remove_all(dir);
+    clear_session();
+    set_random_seed(0);
+    std::vector<Layer> layers;
+    for (int i = 0; i < depth; ++i) layers.push_back(Dense(64, {.activation = "gelu"}));
+    layers.push_back(Dense(10));
+    Sequential model(layers, Shape{64});
+    model->compile({.optimizer = Adam(),
+                    .loss = losses::sparse_categorical_crossentropy(/*from_logits=*/true)});
+    Tensor x = zeros({32, 64}), y = zeros({32}, DType::i64);
+    auto start = Clock::now();
+    ConcreteFunction step = model->train_step_function(x, y);
+    codegen::CompiledFunction c =
+        codegen::compile_function(step.graph(), step.graph().parameter_types(), {});
+    benchmark::DoNotOptimize(c.code.executable.get());
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    state.SetIterationTime(seconds);
+    total_seconds += seconds;
+    nodes = step.graph().total_node_count();
+  }
+  state.counters["nodes"] = double(nodes);
+  state.counters["us_per_node"] = total_seconds / double(state.iterations()) / double(nodes) * 1e6;
+  codegen::set_memory_cache_enabled(true);
+  codegen::set_cache_dir(saved);
+  std::filesystem::remove_all(dir);
+}
+BENCHMARK(CompileMlpDepth)
+    ->ArgName("depth")
+    ->Arg(8)
+    ->Arg(32)
+    ->Arg(128)
+    ->Unit(benchmark::kMillisecond)
+    ->UseManualTime()
+    ->Iterations(2);
 
 }  // namespace
