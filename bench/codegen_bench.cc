@@ -17,6 +17,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <random>
@@ -159,7 +161,8 @@ void CompileMlpDepth(benchmark::State& state) {
   codegen::set_memory_cache_enabled(false);
   codegen::set_cache_dir(dir.string());
   size_t nodes = 0;
-  double total_seconds = 0;
+  double total_seconds = 0, trace_ms = 0, optimize_ms = 0, codegen_ms = 0;
+  double kernels = 0, compiled_kernels = 0, llvm_ms_sum = 0;
   for (auto _ : state) {
     std::filesystem::remove_all(dir);
     clear_session();
@@ -173,6 +176,7 @@ void CompileMlpDepth(benchmark::State& state) {
     Tensor x = zeros({32, 64}), y = zeros({32}, DType::i64);
     auto start = Clock::now();
     ConcreteFunction step = model->train_step_function(x, y);
+    const double traced = std::chrono::duration<double>(Clock::now() - start).count();
     codegen::CompiledFunction c =
         codegen::compile_function(step.graph(), step.graph().parameter_types(), {});
     benchmark::DoNotOptimize(c.code.executable.get());
@@ -180,7 +184,28 @@ void CompileMlpDepth(benchmark::State& state) {
     state.SetIterationTime(seconds);
     total_seconds += seconds;
     nodes = step.graph().total_node_count();
+    trace_ms += traced * 1e3;
+    optimize_ms += c.optimize_seconds * 1e3;
+    codegen_ms += c.codegen_seconds * 1e3;
+    kernels = double(c.code.kernels.size());
+    if (std::getenv("KILN_BENCH_PASSES"))
+      for (const auto& t : c.pass_timings)
+        std::fprintf(stderr, "%d %-28s runs %lld changed %lld %lld us\n", depth, t.name.c_str(),
+                     (long long)t.runs, (long long)t.changed, (long long)t.total_us);
+    compiled_kernels = 0;
+    llvm_ms_sum = 0;
+    for (const codegen::KernelRecord& k : c.code.kernels) {
+      if (k.compiled.source == codegen::KernelSource::kCompiled) compiled_kernels += 1;
+      llvm_ms_sum += k.compiled.compile_seconds() * 1e3;
+    }
   }
+  const double runs = double(state.iterations());
+  state.counters["trace_ms"] = trace_ms / runs;
+  state.counters["optimize_ms"] = optimize_ms / runs;
+  state.counters["codegen_ms"] = codegen_ms / runs;
+  state.counters["kernels"] = kernels;
+  state.counters["compiled_kernels"] = compiled_kernels;
+  state.counters["kernel_cpu_ms"] = llvm_ms_sum;
   state.counters["nodes"] = double(nodes);
   state.counters["us_per_node"] = total_seconds / double(state.iterations()) / double(nodes) * 1e6;
   codegen::set_memory_cache_enabled(true);

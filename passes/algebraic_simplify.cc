@@ -4,6 +4,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "ir/graph_rewrite.h"
+
 namespace kiln::passes {
 namespace {
 
@@ -115,31 +117,29 @@ class AlgebraicSimplify final : public Pass {
  private:
   bool simplify_graph(Graph& g) {
     bool changed = false;
-    std::vector<Node*> order;  // rules may add nodes; visit only the original ones
-    for (const auto& n : g.nodes()) order.push_back(n.get());
-    std::unordered_set<const Node*> replaced;
+    ir::GraphRewrite rewrite(g);  // rules may add nodes; visit only the original ones
     const std::unordered_set<const Value*> superseded = superseded_values(g);
     auto usable = [&](const Value* v) { return !superseded.contains(v); };
-    for (Node* n : order) {
+    for (Node* n : rewrite.original_nodes()) {
+      rewrite.visit(*n);
       for (const auto& sub : n->subgraphs()) changed |= simplify_graph(*sub);
       if (n->kind() != NodeKind::kOp) continue;
       bool edited = false;
-      Value* to = simplify(g, *n, usable, edited);
+      Value* to = simplify(g, rewrite, *n, usable, edited);
       changed |= edited;
       if (to == nullptr) continue;
       KILN_ASSERT(to->type() == n->output(0)->type(), "algebraic-simplify changed a type");
-      g.replace_all_uses(n->output(0), to);
-      replaced.insert(n);
+      rewrite.replace(n->output(0), to);
+      rewrite.erase(n);
     }
-    if (replaced.empty()) return changed;
-    g.erase_nodes_if([&](const Node& n) { return replaced.contains(&n); });
-    return true;
+    return rewrite.finish() || changed;
   }
 
   // The value replacing `n`'s output, or null; sets `edited` when `n` was rewritten in place.
   // Only values for which usable(v) holds become results or new inputs.
   template <typename Usable>
-  static Value* simplify(Graph& g, Node& n, const Usable& usable, bool& edited) {
+  static Value* simplify(Graph& g, ir::GraphRewrite& rewrite, Node& n, const Usable& usable,
+                         bool& edited) {
     const TensorType& type = n.output(0)->type();
     auto same_type = [&](Value* v) {
       return v != nullptr && v->type() == type && usable(v) ? v : nullptr;
@@ -148,7 +148,7 @@ class AlgebraicSimplify final : public Pass {
       case OpKind::Mul: {
         Value* x = other_than(n, Splat::kOne, /*commutative=*/true);
         if (x == nullptr || !usable(x)) return nullptr;
-        return x->type() == type ? x : broadcast(g, n, x);
+        return x->type() == type ? x : broadcast(g, rewrite, n, x);
       }
       case OpKind::Div:
         return same_type(other_than(n, Splat::kOne, false));
@@ -205,7 +205,7 @@ class AlgebraicSimplify final : public Pass {
   }
 
   // x * 1 where the 1 only broadcasts x: broadcast_to(x) to the (fully known) result shape.
-  static Value* broadcast(Graph& g, Node& n, Value* x) {
+  static Value* broadcast(Graph& g, ir::GraphRewrite& rewrite, Node& n, Value* x) {
     const TensorType& type = n.output(0)->type();
     if (x->dtype() != type.dtype || !type.shape.is_fully_known()) return nullptr;
     Attrs attrs{{"shape", type.shape.to_vector()}};
@@ -213,7 +213,7 @@ class AlgebraicSimplify final : public Pass {
     Node* b = g.add_op(OpKind::BroadcastTo, {x}, std::move(attrs));
     b->set_name(n.name());
     b->set_location(n.location());
-    g.move_before(b, &n);
+    rewrite.insert_before(b, &n);
     return b->output(0);
   }
 };

@@ -4,6 +4,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "ir/graph_rewrite.h"
 #include "ir/shape_rules.h"
 #include "runtime/kernels.h"
 
@@ -37,10 +38,9 @@ class ConstantFold final : public Pass {
  private:
   bool fold_graph(Graph& g) const {
     bool changed = false;
-    std::vector<Node*> order;  // folding adds nodes; visit only the original ones
-    for (const auto& n : g.nodes()) order.push_back(n.get());
-    std::unordered_set<const Node*> folded;
-    for (Node* n : order) {
+    ir::GraphRewrite rewrite(g);  // folding adds nodes; visit only the original ones
+    for (Node* n : rewrite.original_nodes()) {
+      rewrite.visit(*n);
       for (const auto& sub : n->subgraphs()) changed |= fold_graph(*sub);
       if (n->kind() != NodeKind::kOp) continue;
       std::shared_ptr<const Literal> lit = try_fold(*n);
@@ -48,13 +48,11 @@ class ConstantFold final : public Pass {
       Node* c = g.add_constant(std::move(lit));
       c->set_name(n->name());
       c->set_location(n->location());
-      g.move_before(c, n);
-      g.replace_all_uses(n->output(0), c->output(0));
-      folded.insert(n);
+      rewrite.insert_before(c, n);
+      rewrite.replace(n->output(0), c->output(0));
+      rewrite.erase(n);
     }
-    if (folded.empty()) return changed;
-    g.erase_nodes_if([&](const Node& n) { return folded.contains(&n); });
-    return true;
+    return rewrite.finish() || changed;
   }
 
   // The folded value of `n`, or null when it cannot or should not be folded.

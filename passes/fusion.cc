@@ -11,6 +11,9 @@
 #include <utility>
 #include <vector>
 
+#include "ir/graph_rewrite.h"
+#include "passes/fusion_units.h"
+
 namespace kiln::passes {
 namespace {
 
@@ -69,146 +72,99 @@ ReductionSpan span_of(const Node& n) {
   return ReductionSpan::kAlongRows;
 }
 
-struct Group {
-  std::vector<Node*> members;  // originals and copies, each node once
+// What a group holds, for the kind rules (rule 5).
+struct GroupKind {
   Node* contraction = nullptr;
   bool has_reduction = false;
   bool along_rows = false, across_rows = false;  // reductions of each span (rule 5b)
+
+  void add(Node& n) {
+    if (role_of(n) == Role::kContraction) contraction = &n;
+    if (role_of(n) == Role::kReduction) has_reduction = true;
+    along_rows = along_rows || span_of(n) == ReductionSpan::kAlongRows;
+    across_rows = across_rows || span_of(n) == ReductionSpan::kAcrossRows;
+  }
+  void add(const GroupKind& o) {
+    if (contraction == nullptr) contraction = o.contraction;
+    has_reduction = has_reduction || o.has_reduction;
+    along_rows = along_rows || o.along_rows;
+    across_rows = across_rows || o.across_rows;
+  }
 };
+
+// Ordering constraints of assignments over `order` (a program order), by position: each
+// store after the previous store, and after every reader of the value it supersedes.
+std::vector<std::vector<int>> order_edges(const Graph& g, const std::vector<Node*>& order) {
+  std::vector<std::vector<int>> succ(order.size());
+  auto add = [&](int from, int to) {
+    std::vector<int>& v = succ[size_t(from)];
+    if (std::find(v.begin(), v.end(), to) == v.end()) v.push_back(to);
+  };
+  std::unordered_map<const Value*, std::vector<int>> readers;
+  for (size_t i = 0; i < order.size(); ++i)
+    for (const Value* v : order[i]->inputs()) readers[v].push_back(int(i));
+  std::vector<const Value*> current(g.variables().size());
+  for (size_t i = 0; i < current.size(); ++i) current[i] = g.variable(i).entry;
+  int last_store = -1;
+  for (size_t i = 0; i < order.size(); ++i) {
+    const Node* n = order[i];
+    if (!n->is_assignment()) continue;
+    if (last_store >= 0) add(last_store, int(i));
+    last_store = int(i);
+    auto v = size_t(n->variable());
+    if (auto it = readers.find(current[v]); it != readers.end())
+      for (int r : it->second)
+        if (r != int(i)) add(r, int(i));
+    current[v] = n->output(0);
+  }
+  return succ;
+}
+
+std::vector<Node*> program_order(const Graph& g) {
+  std::vector<Node*> out;
+  out.reserve(g.nodes().size());
+  for (const auto& n : g.nodes()) out.push_back(n.get());
+  return out;
+}
 
 class Planner {
  public:
-  Planner(Graph& g, int& counter) : g_(g), counter_(counter) {}
+  Planner(Graph& g, int& counter)
+      : g_(g), counter_(counter), units_(program_order(g), order_edges(g, program_order(g))) {
+    for (const Value* v : g_.outputs()) graph_outputs_.insert(v);
+  }
 
   bool run() {
-    index();
     plan();
     return materialize();
   }
 
  private:
-  // ---- analysis
+  // ---- groups
 
-  void index() {
-    for (const auto& n : g_.nodes()) {
-      pos_[n.get()] = int(nodes_.size());
-      nodes_.push_back(n.get());
-    }
-    for (Node* n : nodes_)
-      for (const Value* v : n->inputs())
-        if (Node* p = v->producer(); p != nullptr && pos_.contains(p)) add_unique(users_[p], n);
-    for (const Value* v : g_.outputs()) graph_outputs_.insert(v);
-    order_edges(nodes_, succ_);
-  }
+  GroupKind& kind_of(int gid) { return kinds_[size_t(units_.find(gid))]; }
 
-  static void add_unique(std::vector<Node*>& v, Node* n) {
-    if (std::find(v.begin(), v.end(), n) == v.end()) v.push_back(n);
-  }
-
-  // Ordering constraints of assignments over `order` (a program order): each store after the
-  // previous store, and after every reader of the value it supersedes.
-  void order_edges(const std::vector<Node*>& order,
-                   std::unordered_map<const Node*, std::vector<Node*>>& succ) const {
-    std::unordered_map<const Value*, std::vector<Node*>> readers;
-    for (Node* n : order)
-      for (const Value* v : n->inputs()) readers[v].push_back(n);
-    std::vector<const Value*> current(g_.variables().size());
-    for (size_t i = 0; i < current.size(); ++i) current[i] = g_.variable(i).entry;
-    Node* last_store = nullptr;
-    for (Node* n : order) {
-      if (!n->is_assignment()) continue;
-      if (last_store) add_unique(succ[last_store], n);
-      last_store = n;
-      auto v = size_t(n->variable());
-      for (Node* r : readers[current[v]])
-        if (r != n) add_unique(succ[r], n);
-      current[v] = n->output(0);
-    }
-  }
-
-  // ---- groups (union-find over group ids)
-
-  int find(int id) {
-    while (parent_[size_t(id)] != id)
-      id = parent_[size_t(id)] = parent_[size_t(parent_[size_t(id)])];
+  int new_group(int p) {
+    int id = units_.new_group(p);
+    kinds_.resize(units_.group_count());
+    kinds_[size_t(id)].add(*units_.node(p));
     return id;
   }
 
-  std::vector<int> groups_of(const Node* n) {
-    std::vector<int> out;
-    if (auto it = home_.find(n); it != home_.end()) out.push_back(find(it->second));
-    if (auto it = copies_.find(n); it != copies_.end())
-      for (int c : it->second) out.push_back(find(c));
-    std::sort(out.begin(), out.end());
-    out.erase(std::unique(out.begin(), out.end()), out.end());
-    return out;
-  }
-
-  bool in_group(const Node* n, int gid) {
-    std::vector<int> gs = groups_of(n);
-    return std::find(gs.begin(), gs.end(), gid) != gs.end();
-  }
-
-  int new_group(Node* n) {
-    int id = int(groups_.size());
-    groups_.push_back(Group{});
-    parent_.push_back(id);
-    add_member(n, id, /*copy=*/false);
-    return id;
-  }
-
-  void add_member(Node* n, int gid, bool copy) {
-    Group& g = groups_[size_t(gid)];
-    if (std::find(g.members.begin(), g.members.end(), n) == g.members.end()) g.members.push_back(n);
-    Role r = role_of(*n);
-    if (r == Role::kContraction) g.contraction = n;
-    if (r == Role::kReduction) g.has_reduction = true;
-    g.along_rows = g.along_rows || span_of(*n) == ReductionSpan::kAlongRows;
-    g.across_rows = g.across_rows || span_of(*n) == ReductionSpan::kAcrossRows;
-    if (copy)
-      copies_[n].push_back(gid);
-    else
-      home_[n] = gid;
-  }
-
-  void merge(int into, int from) {
-    into = find(into);
-    from = find(from);
-    if (into == from) return;
-    Group& a = groups_[size_t(into)];
-    Group& b = groups_[size_t(from)];
-    for (Node* m : b.members)
-      if (std::find(a.members.begin(), a.members.end(), m) == a.members.end())
-        a.members.push_back(m);
-    if (a.contraction == nullptr) a.contraction = b.contraction;
-    a.has_reduction = a.has_reduction || b.has_reduction;
-    a.along_rows = a.along_rows || b.along_rows;
-    a.across_rows = a.across_rows || b.across_rows;
-    b.members.clear();
-    parent_[size_t(from)] = into;
-  }
-
-  // May `n` join the groups `gids` (merged into one)? Kind rules only (rule 5).
-  bool kinds_allow(const Node& n, const std::vector<int>& gids) {
-    int contractions = role_of(n) == Role::kContraction ? 1 : 0;
-    bool reduction = role_of(n) == Role::kReduction;
-    bool along = span_of(n) == ReductionSpan::kAlongRows;
-    bool across = span_of(n) == ReductionSpan::kAcrossRows;
-    const Node* contraction = nullptr;
+  // May node `p` join the groups `gids` (merged into one)? Kind rules only (rule 5).
+  bool kinds_allow(int p, const std::vector<int>& gids) {
+    Node& n = *units_.node(p);
+    GroupKind merged;
+    merged.add(n);
+    int contractions = merged.contraction ? 1 : 0;
     for (int gid : gids) {
-      const Group& g = groups_[size_t(gid)];
-      if (g.contraction) {
-        ++contractions;
-        contraction = g.contraction;
-      }
-      reduction = reduction || g.has_reduction;
-      along = along || g.along_rows;
-      across = across || g.across_rows;
+      const GroupKind& k = kind_of(gid);
+      if (k.contraction) ++contractions;
+      merged.add(k);
     }
-    if (contractions > 1 || (contractions == 1 && reduction)) return false;
-    if (along && across) return false;
-    if (role_of(n) == Role::kContraction) contraction = &n;
-    if (contraction != nullptr) {
+    if (contractions > 1 || (contractions == 1 && merged.has_reduction)) return false;
+    if (merged.along_rows && merged.across_rows) return false;
+    if (const Node* contraction = merged.contraction; contraction != nullptr) {
       // Nothing that feeds the contraction may be in its group: neither `n` nor a member of
       // a group being merged (a path from such a producer to the contraction through nodes
       // outside the group is a cycle, which rule 6 rejects).
@@ -216,101 +172,29 @@ class Planner {
         const Node* producer = v->producer();
         if (producer == nullptr) continue;
         if (producer == &n) return false;
+        int q = units_.position(producer);
+        if (q < 0) continue;
         for (int gid : gids)
-          if (in_group(producer, gid)) return false;
+          if (units_.in_group(q, units_.find(gid))) return false;
       }
     }
     return true;
   }
 
-  // ---- the unit graph: groups and the nodes in no group, with the edges values and
-  // assignment order give them. A value leaves a group only from its original (home) node;
-  // a copy's value is used inside its group only.
-
-  using Unit = int;  // >= 0: a group (root id); < 0: the node at position -unit-1
-
-  std::vector<Unit> units_of(const Node* n) {
-    std::vector<int> gs = groups_of(n);
-    if (gs.empty()) return {-(pos_.at(n) + 1)};
-    return gs;
-  }
-
-  bool in_unit(const Node* m, Unit u) { return u < 0 ? pos_.at(m) == -u - 1 : in_group(m, u); }
-
-  bool is_home(const Node* m, Unit u) {
-    if (u < 0) return true;
-    auto h = home_.find(m);
-    return h != home_.end() && find(h->second) == u;
-  }
-
-  void unit_successors(Unit x, std::vector<Unit>& out) {
-    std::vector<Node*> members =
-        x < 0 ? std::vector<Node*>{nodes_[size_t(-x - 1)]} : groups_[size_t(x)].members;
-    for (const Node* m : members) {
-      if (is_home(m, x))
-        for (const Node* u : users_[m])
-          for (Unit y : units_of(u))
-            if (y != x && !in_unit(m, y)) out.push_back(y);
-      if (auto it = succ_.find(m); it != succ_.end())
-        for (const Node* s : it->second)
-          for (Unit y : units_of(s))
-            if (y != x) out.push_back(y);
-    }
-  }
-
-  // Would merging the groups `gids` and the (not yet grouped) node `p` into one group put it
-  // on a cycle (rule 6)? True when a path leaves the merged units and comes back.
-  bool would_cycle(const std::vector<int>& gids, const Node* p) {
-    std::unordered_set<Unit> set(gids.begin(), gids.end());
-    set.insert(-(pos_.at(p) + 1));
-    std::vector<Unit> stack;
-    for (Unit u : set) unit_successors(u, stack);
-    std::erase_if(stack, [&](Unit u) { return set.contains(u); });
-    std::unordered_set<Unit> seen;
-    while (!stack.empty()) {
-      Unit x = stack.back();
-      stack.pop_back();
-      if (set.contains(x)) return true;
-      if (!seen.insert(x).second) continue;
-      unit_successors(x, stack);
-    }
-    return false;
-  }
-
-  // Would copying `p` into group `gid` put it on a cycle? The copy adds no edge out of the
-  // group except the assignment-order ones of `p` (a store after a read of the value it
-  // supersedes); edges into the group from p's operands cannot close a cycle, since p already
-  // feeds the group.
-  bool copy_would_cycle(int gid, const Node& p) {
-    std::vector<Unit> stack;
-    if (auto it = succ_.find(&p); it != succ_.end())
-      for (const Node* s : it->second)
-        for (Unit y : units_of(s)) stack.push_back(y);
-    std::unordered_set<Unit> seen;
-    while (!stack.empty()) {
-      Unit x = stack.back();
-      stack.pop_back();
-      if (x == gid) return true;
-      if (!seen.insert(x).second) continue;
-      unit_successors(x, stack);
-    }
-    return false;
-  }
-
-  // ---- planning (rules 1-5)
+  // ---- planning (rules 1-6)
 
   void plan() {
-    for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) {
-      Node* p = *it;
-      if (role_of(*p) == Role::kOther) continue;
+    for (int p = int(units_.size()) - 1; p >= 0; --p) {
+      Node& n = *units_.node(p);
+      if (role_of(n) == Role::kOther) continue;
       std::vector<int> consumers;
       bool outside_user = false;
       bool all_originals = true;
-      for (Value* v : outputs_of(*p)) outside_user = outside_user || graph_outputs_.contains(v);
-      for (Node* u : users_[p]) {
-        std::vector<int> gs = groups_of(u);
+      for (Value* v : outputs_of(n)) outside_user = outside_user || graph_outputs_.contains(v);
+      for (int u : units_.users(p)) {
+        std::vector<int> gs = units_.groups_of(u);
         if (gs.empty()) outside_user = true;
-        if (!home_.contains(u) || gs.size() > 1) all_originals = false;
+        if (units_.home(u) < 0 || gs.size() > 1) all_originals = false;
         consumers.insert(consumers.end(), gs.begin(), gs.end());
       }
       std::sort(consumers.begin(), consumers.end());
@@ -318,43 +202,56 @@ class Planner {
       if (consumers.empty()) {
         new_group(p);
       } else if (consumers.size() == 1) {
-        if (kinds_allow(*p, consumers) && !would_cycle(consumers, p))
-          add_member(p, consumers[0], /*copy=*/false);
+        if (kinds_allow(p, consumers) && !units_.would_cycle(consumers, p))
+          join(p, consumers[0]);
         else
           new_group(p);
-      } else if (is_cheap(*p)) {
+      } else if (is_cheap(n)) {
         bool covered = !outside_user;
         for (int gid : consumers) {
-          if (kinds_allow(*p, {gid}) && !copy_would_cycle(gid, *p))
-            add_member(p, gid, /*copy=*/true);
-          else
+          if (kinds_allow(p, {gid}) && !units_.copy_would_cycle(gid, p)) {
+            units_.copy(p, gid);
+            kind_of(gid).add(n);
+          } else {
             covered = false;
+          }
         }
         if (!covered) new_group(p);
-      } else if (all_originals && kinds_allow(*p, consumers) && !would_cycle(consumers, p)) {
-        for (size_t i = 1; i < consumers.size(); ++i) merge(consumers[0], consumers[i]);
-        add_member(p, find(consumers[0]), /*copy=*/false);
-      } else if (int gid = first_joinable(*p, consumers); gid >= 0) {
-        add_member(p, gid, /*copy=*/false);
+      } else if (all_originals && kinds_allow(p, consumers) && !units_.would_cycle(consumers, p)) {
+        GroupKind merged;
+        for (int gid : consumers) merged.add(kind_of(gid));
+        int root = units_.merge_with(consumers, p);
+        kinds_.resize(units_.group_count());
+        kinds_[size_t(root)] = merged;
+        kinds_[size_t(root)].add(n);
+      } else if (int gid = first_joinable(p, consumers); gid >= 0) {
+        join(p, gid);
       } else {
         new_group(p);
       }
     }
   }
 
+  void join(int p, int gid) {
+    GroupKind k = kind_of(gid);
+    k.add(*units_.node(p));
+    int root = units_.merge_with({gid}, p);
+    kinds_[size_t(root)] = k;
+  }
+
   // The consumer group of `p` (by its first user in program order) that `p` may join alone,
   // the others reading it as an output of that group; -1 if none.
-  int first_joinable(Node& p, const std::vector<int>& consumers) {
+  int first_joinable(int p, const std::vector<int>& consumers) {
     std::vector<std::pair<int, int>> by_position;  // (first user position, group)
     for (int gid : consumers) {
       int first = std::numeric_limits<int>::max();
-      for (const Node* u : users_[&p])
-        if (in_group(u, gid)) first = std::min(first, pos_.at(u));
+      for (int u : units_.users(p))
+        if (units_.in_group(u, gid)) first = std::min(first, u);
       by_position.emplace_back(first, gid);
     }
     std::sort(by_position.begin(), by_position.end());
     for (const auto& [first, gid] : by_position)
-      if (kinds_allow(p, {gid}) && !would_cycle({gid}, &p)) return gid;
+      if (kinds_allow(p, {gid}) && !units_.would_cycle({gid}, p)) return gid;
     return -1;
   }
 
@@ -369,15 +266,14 @@ class Planner {
   bool materialize() {
     // Groups worth a kernel (rule 7), in program order of their last node.
     std::vector<std::pair<int, int>> order;  // (last position, group)
-    for (size_t gid = 0; gid < groups_.size(); ++gid) {
-      if (find(int(gid)) != int(gid) || groups_[gid].members.size() < 2) continue;
-      int last = 0;
-      for (const Node* m : groups_[gid].members) last = std::max(last, pos_[m]);
-      order.emplace_back(last, int(gid));
+    for (size_t gid = 0; gid < units_.group_count(); ++gid) {
+      const std::vector<int>& members = units_.group(int(gid)).members;
+      if (units_.find(int(gid)) != int(gid) || members.size() < 2) continue;
+      order.emplace_back(*std::max_element(members.begin(), members.end()), int(gid));
     }
     std::sort(order.begin(), order.end());
-    std::unordered_set<int> fused;
-    for (const auto& [last, gid] : order) fused.insert(gid);
+    std::vector<bool> fused(units_.group_count(), false);
+    for (const auto& [last, gid] : order) fused[size_t(gid)] = true;
 
     std::unordered_map<const Value*, Value*> replacement;
     std::unordered_map<const Node*, int> key;
@@ -388,10 +284,12 @@ class Planner {
     }
     // Erase the originals of fused nodes and the nodes that live on only as copies.
     std::unordered_set<const Node*> erase;
-    for (Node* n : nodes_)
-      if (erased(n, fused)) erase.insert(n);
+    for (int p = 0; p < int(units_.size()); ++p)
+      if (erased(p, fused)) erase.insert(units_.node(p));
     if (erase.empty()) return false;
-    for (const auto& [from, to] : replacement) g_.replace_all_uses(const_cast<Value*>(from), to);
+    ir::GraphRewrite uses(g_);
+    for (const auto& [from, to] : replacement) uses.replace(const_cast<Value*>(from), to);
+    uses.finish();
     // Constants that only fed fused nodes go too.
     std::unordered_set<const Value*> used(g_.outputs().begin(), g_.outputs().end());
     for (const auto& n : g_.nodes())
@@ -410,35 +308,35 @@ class Planner {
 
   // Is `n` replaced by fusions (its home group is fused, or it has no home and every copy is
   // in a fused group)?
-  bool erased(const Node* n, const std::unordered_set<int>& fused) {
-    if (auto h = home_.find(n); h != home_.end()) return fused.contains(find(h->second));
-    auto c = copies_.find(n);
-    if (c == copies_.end() || c->second.empty()) return false;
-    for (int gid : c->second)
-      if (!fused.contains(find(gid))) return false;
+  bool erased(int p, const std::vector<bool>& fused) {
+    if (int h = units_.home(p); h >= 0) return fused[size_t(h)];
+    std::vector<int> copies = units_.groups_of(p);
+    if (copies.empty()) return false;
+    for (int gid : copies)
+      if (!fused[size_t(gid)]) return false;
     return true;
   }
 
   // Builds the fusion node of group `gid` (appended to the graph); null if it has no outputs.
-  Node* build(int gid, const std::unordered_set<int>& fused,
+  Node* build(int gid, const std::vector<bool>& fused,
               std::unordered_map<const Value*, Value*>& replacement,
               std::unordered_set<const Node*>& inlined_constants) {
-    std::vector<Node*> members = groups_[size_t(gid)].members;
-    std::sort(members.begin(), members.end(),
-              [&](const Node* a, const Node* b) { return pos_[a] < pos_[b]; });
+    std::vector<int> positions = units_.group(gid).members;
+    std::sort(positions.begin(), positions.end());
+    std::vector<Node*> members;
+    for (int m : positions) members.push_back(units_.node(m));
     std::unordered_set<const Node*> member_set(members.begin(), members.end());
 
     // Which values of this group are read outside it.
     std::vector<Value*> outputs;
-    for (Node* m : members) {
-      auto h = home_.find(m);
-      if (h == home_.end() || find(h->second) != gid) continue;  // a copy: its home serves
-      Value* v = m->output(0);
+    for (int m : positions) {
+      if (units_.home(m) != gid) continue;  // a copy: its home serves
+      Value* v = units_.node(m)->output(0);
       bool needed = graph_outputs_.contains(v);
-      for (Node* u : users_[m]) {
+      for (int u : units_.users(m)) {
         if (!erased(u, fused)) needed = true;  // a plain node reads it
-        for (int ug : groups_of(u))
-          if (fused.contains(ug) && ug != gid && !in_group(m, ug)) needed = true;
+        for (int ug : units_.groups_of(u))
+          if (fused[size_t(ug)] && ug != gid && !units_.in_group(m, ug)) needed = true;
       }
       if (needed) outputs.push_back(v);
     }
@@ -487,7 +385,7 @@ class Planner {
       types.push_back(v->type());
     }
     body->set_outputs(std::move(body_outputs));
-    const Group& g = groups_[size_t(gid)];
+    const GroupKind& g = kind_of(gid);
     std::string kind = g.contraction ? "contraction" : g.has_reduction ? "reduction" : "loop";
     // The counter is filled in once the fusions have their final order (see materialize).
     std::string name = fmt::format("fused_{}", fmt::join(names, "_"));
@@ -500,36 +398,36 @@ class Planner {
   // Topological order of the remaining nodes and the new fusions, each placed as close to its
   // program position as the data and assignment-order constraints allow.
   void schedule(const std::unordered_map<const Node*, int>& fusion_key) {
-    std::vector<Node*> all;
-    for (const auto& n : g_.nodes()) all.push_back(n.get());
-    std::unordered_map<const Node*, std::vector<Node*>> succ;
-    for (Node* n : all)
-      for (const Value* v : n->inputs())
-        if (Node* p = v->producer(); p != nullptr) add_unique(succ[p], n);
-    order_edges(all, succ);
-    std::unordered_map<const Node*, int> indegree;
-    for (Node* n : all) indegree[n];
-    for (const auto& [from, tos] : succ)
-      for (Node* to : tos)
-        if (indegree.contains(from)) ++indegree[to];
-    auto key_of = [&](const Node* n) {
-      auto it = fusion_key.find(n);
-      return it != fusion_key.end() ? it->second : pos_.at(n);
-    };
-    using Item = std::pair<std::pair<int, int>, Node*>;  // ((key, tie), node)
-    std::unordered_map<const Node*, int> tie;
-    for (size_t i = 0; i < all.size(); ++i) tie[all[i]] = int(i);
+    const std::vector<Node*> all = program_order(g_);
+    std::unordered_map<const Node*, int> index;
+    for (size_t i = 0; i < all.size(); ++i) index.emplace(all[i], int(i));
+    std::vector<std::vector<int>> succ = order_edges(g_, all);
+    for (size_t i = 0; i < all.size(); ++i)
+      for (const Value* v : all[i]->inputs())
+        if (auto it = index.find(v->producer()); it != index.end()) {
+          std::vector<int>& s = succ[size_t(it->second)];
+          if (std::find(s.begin(), s.end(), int(i)) == s.end()) s.push_back(int(i));
+        }
+    std::vector<int> indegree(all.size(), 0);
+    for (const std::vector<int>& tos : succ)
+      for (int to : tos) ++indegree[size_t(to)];
+    std::vector<int> key(all.size());
+    for (size_t i = 0; i < all.size(); ++i) {
+      auto it = fusion_key.find(all[i]);
+      key[i] = it != fusion_key.end() ? it->second : units_.position(all[i]);
+    }
+    using Item = std::pair<int, int>;  // (key, index: the tie-break)
     std::priority_queue<Item, std::vector<Item>, std::greater<Item>> ready;
-    for (Node* n : all)
-      if (indegree[n] == 0) ready.push({{key_of(n), tie[n]}, n});
+    for (size_t i = 0; i < all.size(); ++i)
+      if (indegree[i] == 0) ready.push({key[i], int(i)});
     std::vector<const Node*> order;
+    order.reserve(all.size());
     while (!ready.empty()) {
-      Node* n = ready.top().second;
+      int i = ready.top().second;
       ready.pop();
-      order.push_back(n);
-      if (auto it = succ.find(n); it != succ.end())
-        for (Node* s : it->second)
-          if (--indegree[s] == 0) ready.push({{key_of(s), tie[s]}, s});
+      order.push_back(all[size_t(i)]);
+      for (int s : succ[size_t(i)])
+        if (--indegree[size_t(s)] == 0) ready.push({key[size_t(s)], s});
     }
     KILN_ASSERT(order.size() == all.size(), "fusion: the planned groups form a cycle");
     g_.reorder_nodes(order);
@@ -537,15 +435,9 @@ class Planner {
 
   Graph& g_;
   int& counter_;
-  std::vector<Node*> nodes_;
-  std::unordered_map<const Node*, int> pos_;
-  std::unordered_map<const Node*, std::vector<Node*>> users_;
-  std::unordered_map<const Node*, std::vector<Node*>> succ_;  // assignment-order edges
+  FusionUnits units_;
+  std::vector<GroupKind> kinds_;  // by group id (valid at roots)
   std::unordered_set<const Value*> graph_outputs_;
-  std::vector<Group> groups_;
-  std::vector<int> parent_;
-  std::unordered_map<const Node*, int> home_;
-  std::unordered_map<const Node*, std::vector<int>> copies_;
 };
 
 bool fuse_graph(Graph& g, int& counter) {

@@ -3,6 +3,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "ir/graph_rewrite.h"
+
 namespace kiln::passes {
 namespace {
 
@@ -17,25 +19,17 @@ bool is_variable_value(const Value* v) {
          (v->producer() != nullptr && v->producer()->is_assignment());
 }
 
-// Replaces every use of `from` by `to`; returns whether there was one.
-bool redirect(Graph& g, Value* from, Value* to) {
-  bool used = false;
-  for (const auto& n : g.nodes())
-    for (const Value* in : n->inputs()) used = used || in == from;
-  for (const Value* out : g.outputs()) used = used || out == from;
-  if (used) g.replace_all_uses(from, to);
-  return used;
-}
-
 bool lower(Graph& g) {
-  bool changed = false;
+  // The values read anywhere (node inputs, graph outputs): redirecting an unread value is
+  // no change.
+  std::unordered_set<const Value*> read(g.outputs().begin(), g.outputs().end());
+  for (const auto& n : g.nodes()) read.insert(n->inputs().begin(), n->inputs().end());
   // The variable's newest value: its entry value, then the value last stored into it.
   std::vector<Value*> current(g.variables().size());
   for (size_t i = 0; i < current.size(); ++i) current[i] = g.variable(i).entry;
-  std::vector<Node*> order;  // lowering appends nodes; visit only the original ones
-  for (const auto& n : g.nodes()) order.push_back(n.get());
-  std::unordered_set<const Node*> lowered;
-  for (Node* n : order) {
+  ir::GraphRewrite rewrite(g);  // lowering appends nodes; visit only the original ones
+  for (Node* n : rewrite.original_nodes()) {
+    rewrite.visit(*n);
     if (!n->is_assignment()) continue;
     auto v = size_t(n->variable());
     if (n->kind() == NodeKind::kAssign) {
@@ -44,7 +38,7 @@ bool lower(Graph& g) {
       if (is_variable_value(n->input(0))) {
         current[v] = n->output(0);
       } else {
-        changed |= redirect(g, n->output(0), n->input(0));
+        if (read.contains(n->output(0))) rewrite.replace(n->output(0), n->input(0));
         current[v] = n->input(0);
       }
     } else {
@@ -52,19 +46,17 @@ bool lower(Graph& g) {
       Node* value = g.add_op(op, {current[v], n->input(0)});
       value->set_name(n->name());
       value->set_location(n->location());
-      g.move_before(value, n);
+      rewrite.insert_before(value, n);
       Node* store = g.add_assignment(NodeKind::kAssign, n->variable(), value->output(0));
       store->set_name(n->name());
       store->set_location(n->location());
-      g.move_before(store, n);
-      g.replace_all_uses(n->output(0), value->output(0));
-      lowered.insert(n);
+      rewrite.insert_before(store, n);
+      rewrite.replace(n->output(0), value->output(0));
+      rewrite.erase(n);
       current[v] = value->output(0);
     }
   }
-  if (lowered.empty()) return changed;
-  g.erase_nodes_if([&](const Node& n) { return lowered.contains(&n); });
-  return true;
+  return rewrite.finish();
 }
 
 class LowerAssignments final : public Pass {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "ir/graph_rewrite.h"
 #include "ir/value_numbering.h"
 
 namespace kiln::passes {
@@ -28,9 +29,9 @@ class RefineShapes final : public Pass {
 
   bool run(ir::Graph& g) override {
     bool changed = false;
-    std::vector<ir::Node*> order;
-    for (const auto& n : g.nodes()) order.push_back(n.get());
-    for (ir::Node* n : order) {
+    ir::GraphRewrite rewrite(g);
+    for (ir::Node* n : rewrite.original_nodes()) {
+      rewrite.visit(*n);
       if (n->kind() != ir::NodeKind::kOp) continue;
       std::vector<TensorType> in;
       for (const ir::Value* v : n->inputs()) in.push_back(v->type());
@@ -50,12 +51,11 @@ class RefineShapes final : public Pass {
                                Attrs{{"shape", n->output()->shape().to_vector()}});
         b->set_name(n->name());
         b->set_location(n->location());
-        g.move_before(b, n);
-        g.replace_all_uses(n->output(), b->output());
-        changed = true;
+        rewrite.insert_before(b, n);
+        rewrite.replace(n->output(), b->output());
       }
     }
-    return changed;  // replaced broadcast_like nodes have no uses left: dce removes them
+    return rewrite.finish() || changed;  // replaced broadcast_like nodes have no uses left: dce removes them
   }
 };
 
