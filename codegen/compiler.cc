@@ -6,13 +6,16 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <mutex>
+#include <string_view>
 #include <unordered_map>
 
 #include "codegen/jit.h"
 #include "codegen/lower_kernel.h"
 #include "codegen/object_cache.h"
 #include "codegen/target.h"
+#include "ir/printer.h"
 #include "runtime/log.h"
 #include "runtime/threading.h"
 
@@ -30,6 +33,25 @@ struct Keyed {
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// The request as its kernel's code depends on it: the body's canonical text without node
+// names and source locations (which lowering never reads), the contraction passed as an
+// input, and the in-place pairs asked for.
+std::string request_fingerprint(const KernelRequest& r) {
+  std::unique_ptr<ir::Graph> body = r.body->clone();
+  body->set_name("k");
+  int as_parameter = -1;
+  for (size_t i = 0; i < body->nodes().size(); ++i) {
+    ir::Node& n = *body->nodes()[i];
+    n.set_name("");
+    n.set_location({});
+    if (r.as_parameter == r.body->nodes()[i].get()) as_parameter = int(i);
+  }
+  std::string text = ir::print_graph(*body);
+  text += fmt::format("as_parameter {}\nin_place", as_parameter);
+  for (auto [o, i] : r.in_place) text += fmt::format(" {}:{}", o, i);
+  return text;
 }
 
 Keyed lower_and_key(const KernelRequest& r) {
@@ -78,10 +100,41 @@ std::vector<CompiledKernel> compile_kernels(const std::vector<KernelRequest>& re
   using Clock = std::chrono::steady_clock;
   auto t0 = Clock::now();
   std::atomic<int64_t> optimize_us{0}, emit_us{0};
-  std::vector<Keyed> kernels(requests.size());
+  // Requests whose bodies are equal but for names (the same layer's kernel at every depth of
+  // a model) are lowered once: the first of each fingerprint is lowered and keyed, the others
+  // share its key and code.
+  std::vector<std::string> fingerprints(requests.size());
+  std::vector<double> fingerprint_seconds(requests.size());
   runtime::parallel_tasks(int64_t(requests.size()), [&](int64_t i) {
-    kernels[size_t(i)] = lower_and_key(requests[size_t(i)]);
+    auto start = Clock::now();
+    fingerprints[size_t(i)] = request_fingerprint(requests[size_t(i)]);
+    fingerprint_seconds[size_t(i)] = seconds_since(start);
   });
+  std::vector<size_t> same_as(requests.size());  // index of the first equal request
+  std::vector<size_t> to_lower;
+  {
+    std::unordered_map<std::string_view, size_t> first;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      auto [it, inserted] = first.emplace(fingerprints[i], i);
+      same_as[i] = it->second;
+      if (inserted) to_lower.push_back(i);
+    }
+  }
+  std::vector<Keyed> kernels(requests.size());
+  runtime::parallel_tasks(int64_t(to_lower.size()), [&](int64_t t) {
+    const size_t i = to_lower[size_t(t)];
+    kernels[i] = lower_and_key(requests[i]);
+    kernels[i].lower_seconds += fingerprint_seconds[i];
+  });
+  for (size_t i = 0; i < requests.size(); ++i)
+    if (same_as[i] != i) {
+      const Keyed& first = kernels[same_as[i]];
+      kernels[i].lowered.layout = first.lowered.layout;
+      kernels[i].lowered.layout.symbol = requests[i].name;
+      kernels[i].key = first.key;
+      kernels[i].symbol = first.symbol;
+      kernels[i].lower_seconds = fingerprint_seconds[i];
+    }
 
   std::lock_guard<std::mutex> lock(compile_mutex());
   std::vector<CompiledKernel> out(requests.size());

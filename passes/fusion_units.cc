@@ -83,8 +83,7 @@ int FusionUnits::position(const ir::Node* n) const {
 }
 
 int FusionUnits::find(int id) {
-  while (parent_[size_t(id)] != id)
-    id = parent_[size_t(id)] = parent_[size_t(parent_[size_t(id)])];
+  while (parent_[size_t(id)] != id) id = parent_[size_t(id)] = parent_[size_t(parent_[size_t(id)])];
   return id;
 }
 
@@ -240,8 +239,7 @@ bool FusionUnits::search_forward(const std::vector<Unit>& set, int hi, std::vect
   return false;
 }
 
-void FusionUnits::search_backward(const std::vector<Unit>& set, int lo,
-                                  std::vector<Unit>& found) {
+void FusionUnits::search_backward(const std::vector<Unit>& set, int lo, std::vector<Unit>& found) {
   new_epoch();
   for (Unit u : set) mark(u);
   std::vector<Unit> stack;

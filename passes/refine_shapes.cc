@@ -55,7 +55,8 @@ class RefineShapes final : public Pass {
         rewrite.replace(n->output(), b->output());
       }
     }
-    return rewrite.finish() || changed;  // replaced broadcast_like nodes have no uses left: dce removes them
+    return rewrite.finish() ||
+           changed;  // replaced broadcast_like nodes have no uses left: dce removes them
   }
 };
 
