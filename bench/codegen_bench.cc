@@ -12,7 +12,8 @@
 //     cache filled by a previous compile (in-memory cache off in both), in milliseconds.
 //   CompileMlpDepth/<8|32|128>  cold compile of a Dense(64, gelu) x depth training step; nodes
 //     and microseconds per node (compile scaling).
-// Run: kiln_bench --benchmark_filter='LayerNorm|CompileMlp'
+//   CompileTransformerBlocks/<1|4|12>  the same for a stack of transformer blocks.
+// Run: kiln_bench --benchmark_filter='LayerNorm|Compile(Mlp|Transformer)'
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -149,12 +150,16 @@ BENCHMARK(CompileMlpStep)
     ->UseManualTime()
     ->Iterations(5);
 
-// Compile scaling (issue 16): the training step of `depth` Dense(64, gelu) layers and a
-// Dense(10) (Adam, batch 32), traced afresh and compiled cold (empty disk cache, in-memory
-// cache off). Counters: the traced graph's nodes and the cold compile time per node, which
-// should stay roughly constant as the depth grows.
-void CompileMlpDepth(benchmark::State& state) {
-  const int depth = int(state.range(0));
+// Compile scaling (issue 16): a model's training step traced afresh and compiled cold (empty
+// disk cache, in-memory cache off). Counters: the traced graph's nodes, the cold compile time
+// per node (which should stay roughly constant as the model grows), the time of each stage
+// (trace, optimize = specialise + pass pipeline, codegen = kernels + executable) and the
+// kernels (all, and compiled by LLVM: equal bodies share code). KILN_BENCH_PASSES=1 prints
+// each pass's time.
+// `make(size)` returns the compiled model and one batch (x, y).
+template <typename Make>
+void compile_scaling(benchmark::State& state, Make make) {
+  const int size = int(state.range(0));
   std::string saved = codegen::cache_dir();
   std::filesystem::path dir = std::filesystem::temp_directory_path() /
                               ("kiln-bench-depth-cache-" + std::to_string(::getpid()));
@@ -167,13 +172,7 @@ void CompileMlpDepth(benchmark::State& state) {
     std::filesystem::remove_all(dir);
     clear_session();
     set_random_seed(0);
-    std::vector<Layer> layers;
-    for (int i = 0; i < depth; ++i) layers.push_back(Dense(64, {.activation = "gelu"}));
-    layers.push_back(Dense(10));
-    Sequential model(layers, Shape{64});
-    model->compile({.optimizer = Adam(),
-                    .loss = losses::sparse_categorical_crossentropy(/*from_logits=*/true)});
-    Tensor x = zeros({32, 64}), y = zeros({32}, DType::i64);
+    auto [model, x, y] = make(size);
     auto start = Clock::now();
     ConcreteFunction step = model->train_step_function(x, y);
     const double traced = std::chrono::duration<double>(Clock::now() - start).count();
@@ -190,7 +189,7 @@ void CompileMlpDepth(benchmark::State& state) {
     kernels = double(c.code.kernels.size());
     if (std::getenv("KILN_BENCH_PASSES"))
       for (const auto& t : c.pass_timings)
-        std::fprintf(stderr, "%d %-28s runs %lld changed %lld %lld us\n", depth, t.name.c_str(),
+        std::fprintf(stderr, "%d %-28s runs %lld changed %lld %lld us\n", size, t.name.c_str(),
                      (long long)t.runs, (long long)t.changed, (long long)t.total_us);
     compiled_kernels = 0;
     llvm_ms_sum = 0;
@@ -207,11 +206,58 @@ void CompileMlpDepth(benchmark::State& state) {
   state.counters["compiled_kernels"] = compiled_kernels;
   state.counters["kernel_cpu_ms"] = llvm_ms_sum;
   state.counters["nodes"] = double(nodes);
-  state.counters["us_per_node"] = total_seconds / double(state.iterations()) / double(nodes) * 1e6;
+  state.counters["us_per_node"] = total_seconds / runs / double(nodes) * 1e6;
   codegen::set_memory_cache_enabled(true);
   codegen::set_cache_dir(saved);
   std::filesystem::remove_all(dir);
 }
+
+struct ScalingCase {
+  Model model;
+  Tensor x, y;
+};
+
+// `depth` Dense(64, gelu) layers and a Dense(10) (Adam, batch 32, sparse cross-entropy).
+void CompileMlpDepth(benchmark::State& state) {
+  compile_scaling(state, [](int depth) {
+    std::vector<Layer> layers;
+    for (int i = 0; i < depth; ++i) layers.push_back(Dense(64, {.activation = "gelu"}));
+    layers.push_back(Dense(10));
+    Sequential model(layers, Shape{64});
+    model->compile({.optimizer = Adam(),
+                    .loss = losses::sparse_categorical_crossentropy(/*from_logits=*/true)});
+    return ScalingCase{model, zeros({32, 64}), zeros({32}, DType::i64)};
+  });
+}
+
+// `blocks` pre-norm causal transformer blocks (d_model 64, 4 heads, feed-forward 256, GELU;
+// the kiln bench block at a quarter of its width), MSE on [8, 32, 64] (Adam).
+void CompileTransformerBlocks(benchmark::State& state) {
+  compile_scaling(state, [](int blocks) {
+    constexpr int64_t kSeq = 32, kDim = 64, kHeads = 4, kFF = 256;
+    Tensor x = Input(Shape{kSeq, kDim});
+    Tensor h = x;
+    for (int b = 0; b < blocks; ++b) {
+      Tensor a = MultiHeadAttention(kHeads, kDim / kHeads,
+                                    {.use_causal_mask = true})(LayerNormalization()(h));
+      h = Add()({h, a});
+      Tensor f = Dense(kDim)(Dense(kFF, {.activation = "gelu"})(LayerNormalization()(h)));
+      h = Add()({h, f});
+    }
+    Model model(x, h);
+    model->compile({.optimizer = Adam(), .loss = losses::mean_squared_error()});
+    return ScalingCase{model, zeros({8, kSeq, kDim}), zeros({8, kSeq, kDim})};
+  });
+}
+BENCHMARK(CompileTransformerBlocks)
+    ->ArgName("blocks")
+    ->Arg(1)
+    ->Arg(4)
+    ->Arg(12)
+    ->Unit(benchmark::kMillisecond)
+    ->UseManualTime()
+    ->Iterations(2);
+
 BENCHMARK(CompileMlpDepth)
     ->ArgName("depth")
     ->Arg(8)

@@ -50,6 +50,26 @@ bool inline_constant(const Node* p) {
   return p->literal()->is_splat() || p->literal()->num_elements() <= 16;
 }
 
+// A cheap node worth duplicating (rule 3): it reads at most one operand as large as its
+// result, the others being broadcast (smaller) or inlined constants, so each copy reads no
+// more memory than reading its materialized value would (XLA's "effectively at most unary").
+// A copy of an add of two full-size tensors reads twice as much, and a chain of them (a
+// residual stream) copied into every consumer grows with the chain.
+bool duplicable(const Node& n) {
+  if (!is_cheap(n)) return false;
+  auto elements = [](const Value* v) {
+    return v->shape().is_fully_known() ? v->shape().num_elements() : int64_t(-1);
+  };
+  const int64_t size = elements(n.output(0));
+  int full = 0;
+  for (const Value* v : n.inputs()) {
+    if (inline_constant(v->producer())) continue;
+    const int64_t s = elements(v);
+    if (size < 0 || s < 0 || s >= size) ++full;  // unknown sizes count as full
+  }
+  return full <= 1;
+}
+
 // Which rows a reduction combines (rule 5b): along each row (axes exclude the leading one:
 // softmax, layer-norm statistics) or across rows (the leading axis is reduced: a batch
 // mean, a bias gradient).
@@ -206,7 +226,7 @@ class Planner {
           join(p, consumers[0]);
         else
           new_group(p);
-      } else if (is_cheap(n)) {
+      } else if (duplicable(n)) {
         bool covered = !outside_user;
         for (int gid : consumers) {
           if (kinds_allow(p, {gid}) && !units_.copy_would_cycle(gid, p)) {

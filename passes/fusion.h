@@ -18,13 +18,17 @@
 //   1. No consumer group: the node starts a group.
 //   2. One consumer group: the node joins it (its other users, e.g. assignments or graph
 //      outputs, then read it as an extra output of the fusion: multi-output fusion).
-//   3. Several consumer groups, cheap node: it is duplicated into each of them
-//      (rematerialization); the original stays (and starts its own group) only if some user
-//      is not covered by a copy.
-//   4. Several consumer groups, expensive node: never duplicated. If each of its users is an
-//      original (not a rematerialized copy), the groups and the node merge into one
-//      multi-output group; otherwise it joins the first of them (by its first user) that it
-//      may join alone, the others reading it as an output; otherwise it starts its own group.
+//   3. Several consumer groups, duplicable node (cheap, and reading at most one operand as
+//      large as its result; the others broadcast or inlined constants): it is duplicated into
+//      each of them (rematerialization); the original stays (and starts its own group) only
+//      if some user is not covered by a copy.
+//   4. Several consumer groups, any other node (expensive, or cheap but reading two full-size
+//      operands, like a residual add: copies would read more memory than its value, and a
+//      chain of them would be copied whole into every consumer): never duplicated. If each
+//      of its users is an original (not a rematerialized copy), the groups and the node merge
+//      into one multi-output group; otherwise it joins the first of them (by its first user)
+//      that it may join alone, the others reading it as an output; otherwise it starts its
+//      own group.
 //   5. Contractions: a group holds at most one, as its root: the contraction joins only a
 //      group of loop ops (its epilogue: bias add, activation, residual add); nothing that
 //      feeds the contraction joins its group; reductions never join a contraction group.
@@ -35,7 +39,8 @@
 //      small across-rows result (e.g. the per-example losses) goes through memory.
 //   6. No join, merge or copy may create a cycle between groups and the nodes left outside,
 //      counting the order constraints of assignments (program order of stores, and every
-//      read of a variable value before the store that supersedes it).
+//      read of a variable value before the store that supersedes it). Checked on the unit
+//      graph of passes/fusion_units.h, whose topological order bounds each search.
 //   7. A group of one node is dissolved (a lone op stays a plain node); constants are never
 //      group members.
 // So an elementwise chain becomes one "loop" fusion; a reduction with the elementwise ops
