@@ -3,8 +3,9 @@
 // average divides by the number of valid elements of each window. MaxPool2DGrad sends each
 // output gradient to the first maximum of its window (row-major order); a NaN counts as the
 // maximum (the forward pass propagates it). Loops run over channels innermost (vectorised).
-// Forward passes run output rows in parallel; gradients run images in parallel and scatter
-// within an image in a fixed order, so results do not depend on the thread count.
+// Forward passes and the max-pool gradient of non-overlapping windows run output rows in
+// parallel; the other gradients run images in parallel and scatter within an image in a
+// fixed order, so results do not depend on the thread count.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -113,38 +114,108 @@ void for_images(const PoolGeom& g, F&& fn) {
                });
 }
 
+// Channels handled together by the gradient kernels: the window's running maximum and the
+// index of its first maximum (0 .. kh*kw-1, row-major in the window) per channel live in
+// fixed-size arrays, so the compare / select loops over channels vectorise.
+constexpr int64_t kChannelBlock = 64;
+
+// For channels [c0, c0 + cb) of output position (y, x) of image `img`: arg[c] = index in the
+// window of the channel's first maximum (takes_max order).
 template <typename T>
-void max_pool_grad(const T* in, const T* dy, T* dx, const PoolGeom& g) {
+inline void window_argmax(const T* img, const PoolGeom& g, int64_t y0, int64_t y1, int64_t x0,
+                          int64_t x1, int64_t c0, int64_t cb, int32_t* arg) {
+  T best[kChannelBlock];
+  const T* first = img + (y0 * g.w + x0) * g.c + c0;
+  for (int64_t c = 0; c < cb; ++c) {
+    best[c] = first[c];
+    arg[c] = 0;
+  }
+  int32_t k = 0;
+  for (int64_t iy = y0; iy < y1; ++iy)
+    for (int64_t ix = x0; ix < x1; ++ix, ++k) {
+      if (k == 0) continue;
+      const T* src = img + (iy * g.w + ix) * g.c + c0;
+      for (int64_t c = 0; c < cb; ++c) {
+        const bool take = takes_max(src[c], best[c]);
+        best[c] = take ? src[c] : best[c];
+        arg[c] = take ? k : arg[c];
+      }
+    }
+}
+
+// Windows that do not overlap (strides >= window): every input element is in at most one
+// window, so output rows run in parallel, each writing the input rows it owns (its window's
+// rows and, below them, those no window covers) exactly once: dy + 0 at the maximum (a zero
+// gradient is +0, as accumulating into zeros gives), 0 elsewhere.
+template <typename T>
+void max_pool_grad_disjoint(const T* in, const T* dy, T* dx, const PoolGeom& g) {
+  const int64_t C = g.c, image = g.h * g.w * C;
+  parallel_for(g.n * g.oh, row_grain(g), [&](int64_t r0, int64_t r1) {
+    int32_t arg[kChannelBlock];
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t n = r / g.oh, y = r % g.oh;
+      const T* img = in + n * image;
+      T* dimg = dx + n * image;
+      // Input rows owned by output row y: from its window's first row (0 for the first output
+      // row) to the next window's first row (the image's end for the last).
+      const int64_t own0 = y == 0 ? 0 : std::clamp<int64_t>(y * g.sh - g.pt, 0, g.h);
+      const int64_t own1 = y + 1 == g.oh ? g.h : std::clamp<int64_t>((y + 1) * g.sh - g.pt, 0, g.h);
+      std::fill(dimg + own0 * g.w * C, dimg + own1 * g.w * C, T(0));
+      for (int64_t x = 0; x < g.ow; ++x) {
+        int64_t y0, y1, x0, x1;
+        g.window(y, x, y0, y1, x0, x1);
+        const T* g_out = dy + (r * g.ow + x) * C;
+        for (int64_t c0 = 0; c0 < C; c0 += kChannelBlock) {
+          const int64_t cb = std::min(kChannelBlock, C - c0);
+          window_argmax(img, g, y0, y1, x0, x1, c0, cb, arg);
+          int32_t k = 0;
+          for (int64_t iy = y0; iy < y1; ++iy)
+            for (int64_t ix = x0; ix < x1; ++ix, ++k) {
+              T* d = dimg + (iy * g.w + ix) * C + c0;
+              for (int64_t c = 0; c < cb; ++c) d[c] = arg[c] == k ? g_out[c0 + c] + T(0) : T(0);
+            }
+        }
+      }
+    }
+  });
+}
+
+// Overlapping windows: images in parallel, each image's windows in row-major order adding
+// their gradient to their first maximum (a fixed order: results do not depend on threads).
+template <typename T>
+void max_pool_grad_overlapping(const T* in, const T* dy, T* dx, const PoolGeom& g) {
   const int64_t C = g.c, image = g.h * g.w * C;
   for_images(g, [&](int64_t n) {
     const T* img = in + n * image;
     T* dimg = dx + n * image;
     std::fill_n(dimg, image, T(0));
-    std::vector<T> best(static_cast<size_t>(C));
-    std::vector<int64_t> where(
-        static_cast<size_t>(C));  // flat element index of the maximum in the image
+    int32_t arg[kChannelBlock];
     for (int64_t y = 0; y < g.oh; ++y)
       for (int64_t x = 0; x < g.ow; ++x) {
         int64_t y0, y1, x0, x1;
         g.window(y, x, y0, y1, x0, x1);
-        const int64_t first = (y0 * g.w + x0) * C;
-        for (int64_t c = 0; c < C; ++c) {
-          best[c] = img[first + c];
-          where[c] = first + c;
-        }
-        for (int64_t iy = y0; iy < y1; ++iy)
-          for (int64_t ix = (iy == y0 ? x0 + 1 : x0); ix < x1; ++ix) {
-            const int64_t base = (iy * g.w + ix) * C;
-            for (int64_t c = 0; c < C; ++c) {
-              const bool take = takes_max(img[base + c], best[c]);
-              best[c] = take ? img[base + c] : best[c];
-              where[c] = take ? base + c : where[c];
-            }
-          }
         const T* g_out = dy + ((n * g.oh + y) * g.ow + x) * C;
-        for (int64_t c = 0; c < C; ++c) dimg[where[c]] += g_out[c];
+        for (int64_t c0 = 0; c0 < C; c0 += kChannelBlock) {
+          const int64_t cb = std::min(kChannelBlock, C - c0);
+          window_argmax(img, g, y0, y1, x0, x1, c0, cb, arg);
+          int32_t k = 0;
+          for (int64_t iy = y0; iy < y1; ++iy)
+            for (int64_t ix = x0; ix < x1; ++ix, ++k) {
+              T* d = dimg + (iy * g.w + ix) * C + c0;
+              // Adding +0 elsewhere leaves every partial sum unchanged (none is -0).
+              for (int64_t c = 0; c < cb; ++c) d[c] += arg[c] == k ? g_out[c0 + c] : T(0);
+            }
+        }
       }
   });
+}
+
+template <typename T>
+void max_pool_grad(const T* in, const T* dy, T* dx, const PoolGeom& g) {
+  if (g.sh >= g.kh && g.sw >= g.kw)
+    max_pool_grad_disjoint(in, dy, dx, g);
+  else
+    max_pool_grad_overlapping(in, dy, dx, g);
 }
 
 template <typename T>

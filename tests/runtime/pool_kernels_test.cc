@@ -124,12 +124,24 @@ void check_pool(const PoolCase& p, DType dt, bool with_grads, uint64_t seed) {
 
 const std::vector<PoolCase>& pool_cases() {
   static const std::vector<PoolCase> cases = {
-      {{2, 6, 6, 3}, {2, 2}, {2, 2}, "valid"},   {{2, 6, 6, 3}, {2, 2}, {2, 2}, "same"},
-      {{2, 7, 8, 3}, {3, 3}, {2, 2}, "same"},    {{2, 7, 8, 3}, {3, 3}, {2, 2}, "valid"},
-      {{1, 7, 8, 5}, {3, 3}, {1, 1}, "same"},    {{1, 7, 8, 5}, {3, 3}, {1, 1}, "valid"},
-      {{2, 9, 7, 2}, {2, 3}, {1, 2}, "valid"},   {{2, 9, 7, 2}, {3, 2}, {2, 3}, "same"},
-      {{1, 5, 5, 1}, {5, 5}, {1, 1}, "same"},    {{1, 3, 4, 2}, {4, 4}, {3, 3}, "same"},
+      {{2, 6, 6, 3}, {2, 2}, {2, 2}, "valid"},
+      {{2, 6, 6, 3}, {2, 2}, {2, 2}, "same"},
+      {{2, 7, 8, 3}, {3, 3}, {2, 2}, "same"},
+      {{2, 7, 8, 3}, {3, 3}, {2, 2}, "valid"},
+      {{1, 7, 8, 5}, {3, 3}, {1, 1}, "same"},
+      {{1, 7, 8, 5}, {3, 3}, {1, 1}, "valid"},
+      {{2, 9, 7, 2}, {2, 3}, {1, 2}, "valid"},
+      {{2, 9, 7, 2}, {3, 2}, {2, 3}, "same"},
+      {{1, 5, 5, 1}, {5, 5}, {1, 1}, "same"},
+      {{1, 3, 4, 2}, {4, 4}, {3, 3}, "same"},
       {{4, 32, 32, 16}, {3, 3}, {2, 2}, "same"},  // several parallel chunks
+      // Non-overlapping windows (the gradient's row-parallel path): more channels than one
+      // channel block and an uncovered last row; strides above the window (uncovered rows
+      // and columns between windows); many rows.
+      {{2, 7, 7, 70}, {2, 2}, {2, 2}, "valid"},
+      {{2, 9, 10, 3}, {2, 2}, {3, 3}, "valid"},
+      {{2, 9, 10, 3}, {2, 3}, {3, 3}, "same"},
+      {{8, 28, 28, 16}, {2, 2}, {2, 2}, "valid"},
   };
   return cases;
 }
