@@ -282,6 +282,8 @@ class GraphCompiler {
         s.kind = n.kind() == NodeKind::kCond ? Step::Kind::kCond : Step::Kind::kWhile;
         s.name = std::string(n.op_name());
         s.stacked = n.while_stacked();
+        if (s.stacked && n.output(n.while_loop_variables())->shape()[0] >= 0)
+          s.stack_trips = n.output(n.while_loop_variables())->shape()[0];
         s.inputs = input_slots(n);
         if (out != nullptr)
           for (const auto& sub : n.subgraphs())

@@ -348,14 +348,20 @@ class GraphVerifier {
                             ref(operands[i]), loop_types[i].to_string()));
     if (!stacked) return;
     for (size_t i = 0; i < loop_vars; ++i) {
-      Shape stack_shape{kUnknownDim};
+      // The leading dimension (the trip count) is unknown, or known when the loop's trip
+      // count is fixed by construction (kiln::scan); the executors check it.
+      const TensorType& declared = n.output(loop_vars + i)->type();
+      const TensorType& first = n.output(loop_vars)->type();  // every stack: the same rows
+      const int64_t trips = first.shape.rank() > 0 ? first.shape[0] : kUnknownDim;
+      Shape stack_shape{trips >= 0 ? trips : kUnknownDim};
       for (int64_t d : loop_types[i].shape) stack_shape.push_back(d);
       TensorType want{loop_types[i].dtype, stack_shape};
-      if (!(n.output(loop_vars + i)->type() == want))
-        fail(n, fmt::format("output {} (the stack of loop variable {}) is declared {} but must "
-                            "be {}",
-                            ref(n.output(loop_vars + i)), i,
-                            n.output(loop_vars + i)->type().to_string(), want.to_string()));
+      if (!(declared == want))
+        fail(n,
+             fmt::format("output {} (the stack of loop variable {}) is declared {} but must "
+                         "be {} (the leading dimension: the trip count, ? or known, the same for "
+                         "every stack)",
+                         ref(n.output(loop_vars + i)), i, declared.to_string(), want.to_string()));
     }
     const Value* trips = n.output(2 * loop_vars);
     if (!(trips->type() == TensorType{DType::i64, Shape{}}))

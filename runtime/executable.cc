@@ -353,6 +353,13 @@ std::vector<Array> Executable::run(std::span<const Array> args, std::vector<Arra
         for (size_t i = 0; i < n_loop; ++i) slots[size_t(s.outputs[i])] = detach(state[i]);
         if (s.stacked) {
           std::vector<Array> stacked = stacks.finish(initial);
+          const int64_t trips = *stacked.back().data<int64_t>();
+          if (s.stack_trips >= 0 && trips != s.stack_trips)
+            throw Error(fmt::format(
+                "executable {}: while step {} ran {} iteration(s) but its stacks are declared "
+                "with {} rows; a loop whose stacks have a known length must run exactly that "
+                "many times",
+                name_, s.name, trips, s.stack_trips));
           for (size_t i = 0; i < stacked.size(); ++i)
             slots[size_t(s.outputs[n_loop + i])] = std::move(stacked[i]);
         }

@@ -87,6 +87,7 @@ struct ExecutableStep {
   std::vector<std::shared_ptr<const class Executable>> bodies;
   std::vector<int> outputs;
   bool stacked = false;
+  int64_t stack_trips = -1;  // a stacked while whose stacks declare the trip count (else -1)
   // For the profiler (runtime/profiler.h): floating-point operations (contractions) and
   // bytes read + written (kernels, ops, contractions); 0 when unknown. Set by the Executable.
   double flops = 0, bytes = 0;

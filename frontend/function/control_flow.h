@@ -1,6 +1,7 @@
 // Data-dependent control flow that works in both modes:
 //   kiln::cond(pred, true_fn, false_fn)        pred: a bool scalar tensor
 //   kiln::while_loop(cond_fn, body_fn, vars)   cond_fn(vars) -> bool scalar, body_fn(vars) -> vars
+//   kiln::scan(steps, body_fn, init)           body_fn(step, state) -> state; every step's state
 // Eagerly they run as ordinary C++ control flow on the predicate's value (and gradient tapes
 // see the ops that ran). Inside kiln::function they record `cond` / `while` nodes whose
 // branches and bodies are sub-graphs traced from the callables; tensors the callables capture
@@ -16,9 +17,9 @@
 // of a branch reads them at their values before the cond, so a SeedGenerator draw gives the
 // forward numbers again); variables assigned in a while_loop body are carried as loop
 // variables (reads see the current iteration's value; a SeedGenerator draw in the body uses the
-// iteration's state, as the eager loop does) and assigned after the loop. kiln::Error (never a silent difference) for: cond_fn assigning
-// variables, the gradient of a loop whose body draws random numbers, and second-order
-// gradients through a traced while_loop.
+// iteration's state, as the eager loop does) and assigned after the loop. kiln::Error (never a
+// silent difference) for: cond_fn assigning variables, the gradient of a loop whose body draws
+// random numbers, and second-order gradients through a traced while_loop.
 #pragma once
 
 #include <functional>
@@ -46,5 +47,20 @@ requires std::is_same_v<std::invoke_result_t<T&>, Tensor> &&
 
 std::vector<Tensor> while_loop(const LoopCondFn& cond_fn, const LoopBodyFn& body_fn,
                                const std::vector<Tensor>& loop_vars);
+
+// A loop of a fixed number of steps that also returns every step's state, like jax.lax.scan:
+// body_fn(step, state) -> next state (step: an i64 scalar, 0 .. steps-1; the state keeps its
+// types). Returns the final state and, per state tensor, its value after each step stacked
+// along a new leading axis ([steps, shape...]). Eagerly it is a C++ loop; traced, one stacked
+// `while` node whose stacks are the per-step values (TensorFlow's TensorArray), so no loop
+// variable accumulates a [steps, ...] tensor and the gradient adds each stack row's gradient
+// in its own iteration: memory and time linear in `steps`. Same rules as while_loop for
+// captures, variables and gradients.
+struct ScanResult {
+  std::vector<Tensor> final_state;
+  std::vector<Tensor> stacked;  // stacked[i][k] = state i after step k
+};
+using ScanBodyFn = std::function<std::vector<Tensor>(const Tensor&, const std::vector<Tensor>&)>;
+ScanResult scan(int64_t steps, const ScanBodyFn& body_fn, const std::vector<Tensor>& init);
 
 }  // namespace kiln

@@ -88,10 +88,20 @@ inline void align_captures(SubTrace& st, const std::vector<Tensor>& all) {
 // when a tape may ask for its gradient) or the gradient loop of one (no gradient itself).
 enum class WhileRole { kForward, kGradient };
 
+// A traced while whose stacks the caller uses (kiln::scan, scan.cc): the node is stacked
+// even without a tape, its stacks are typed [trips, ...] (the caller's loop runs exactly
+// `trips` times by construction; the executors check it), the stacks of the loop variables
+// are returned in `stacks`, and tapes record them as outputs of the loop (their gradients
+// flow back through the gradient loop).
+struct StacksRequest {
+  int64_t trips = 0;
+  std::vector<Tensor> stacks;  // filled: one per loop variable, [trips, shape...]
+};
+
 // kiln::while_loop inside a trace (while_loop.cc).
 std::vector<Tensor> traced_while(TraceContext& ctx, const LoopCondFn& cond_fn,
                                  const LoopBodyFn& body_fn, const std::vector<Tensor>& loop_vars,
-                                 WhileRole role);
+                                 WhileRole role, StacksRequest* want_stacks = nullptr);
 
 // Everything the gradient of a stacked while needs (while_gradient.cc).
 struct StackedWhile {

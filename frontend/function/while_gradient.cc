@@ -4,6 +4,8 @@
 // under a GradientTape and pulls the incoming gradients back through it:
 //   loop variables of the gradient loop: i, d/d(state) (floating state), sum over iterations of
 //   d/d(capture) (floating captures that need a gradient)
+// When the stacks themselves are used (kiln::scan), row i of a stack's incoming gradient adds
+// to d/d(state) of iteration i: one row per iteration, nothing accumulated at full size.
 // The stacks are the accumulators; the body's other intermediates are recomputed from them
 // (kiln's gradient rules are written in frontend ops and traced, and sub-graphs are closed,
 // so re-tracing body_fn in the gradient loop is how the backward pass gets them, as the
@@ -41,6 +43,12 @@ CustomGradient while_gradient(std::shared_ptr<const StackedWhile> fwd) {
     for (size_t k = 0; k < n_caps; ++k)
       if (needs[n_state + k] && is_floating(fwd->inputs[n_state + k].dtype())) fcaps.push_back(k);
 
+    // Gradients of the stacks (kiln::scan uses them): row i is the state when forward
+    // iteration i started, so it adds to the gradient of that state.
+    std::vector<Tensor> stack_grads(n_state);
+    for (size_t j = 0; j < n_state; ++j)
+      if (n_state + j < out_grads.size()) stack_grads[j] = out_grads[n_state + j];
+
     std::vector<Tensor> init{fwd->trips};
     for (size_t j : fstate)
       init.push_back(j < out_grads.size() && out_grads[j].defined() ? out_grads[j]
@@ -52,9 +60,12 @@ CustomGradient while_gradient(std::shared_ptr<const StackedWhile> fwd) {
     for (size_t k = 0; k < n_caps; ++k) allowed.insert(fwd->inputs[n_state + k].id());
     for (const Tensor& s : fwd->stacks) allowed.insert(s.id());
     for (const auto& r : fwd->reads) allowed.insert(r.value.id());
+    for (const Tensor& g : stack_grads)
+      if (g.defined()) allowed.insert(g.id());
 
     auto cond = [](const std::vector<Tensor>& v) { return greater(v[0], scalar(0, DType::i64)); };
-    auto body = [fwd, &fstate, &fcaps, &allowed, m, n_state](const std::vector<Tensor>& v) {
+    auto body = [fwd, &fstate, &fcaps, &allowed, &stack_grads, m,
+                 n_state](const std::vector<Tensor>& v) {
       TraceContext& here = *TraceContext::current();
       Tensor i = v[0] - scalar(1, DType::i64);
       std::vector<Tensor> state;
@@ -93,7 +104,10 @@ CustomGradient while_gradient(std::shared_ptr<const StackedWhile> fwd) {
               "loop and GradientTape::gradient)",
               c.type().to_string()));
       std::vector<Tensor> next{i};
-      for (size_t a = 0; a < fstate.size(); ++a) next.push_back(grads[a]);
+      for (size_t a = 0; a < fstate.size(); ++a) {
+        const Tensor& d_stack = stack_grads[fstate[a]];
+        next.push_back(d_stack.defined() ? grads[a] + gather(d_stack, i, 0) : grads[a]);
+      }
       for (size_t b = 0; b < fcaps.size(); ++b)
         next.push_back(v[1 + fstate.size() + b] + grads[fstate.size() + b]);
       return next;

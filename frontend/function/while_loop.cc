@@ -2,7 +2,8 @@
 // from the callables. Variables the body assigns become extra loop variables (assigned after
 // the node). When a recording gradient tape watches one of the loop's inputs, the node is
 // *stacked*: it also outputs every loop variable's value at the start of each iteration and
-// the trip count, which the gradient loop (while_gradient.cc) consumes in reverse.
+// the trip count, which the gradient loop (while_gradient.cc) consumes in reverse. kiln::scan
+// (scan.cc) asks for the stacks itself: stacked always, with the trip count it fixes.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -59,7 +60,7 @@ void check_loop_types(const std::vector<Tensor>& loop_vars, const std::vector<Te
 
 std::vector<Tensor> traced_while(TraceContext& ctx, const LoopCondFn& cond_fn,
                                  const LoopBodyFn& body_fn, const std::vector<Tensor>& loop_vars,
-                                 WhileRole role) {
+                                 WhileRole role, StacksRequest* want_stacks) {
   const size_t m = loop_vars.size();
   std::vector<TensorType> types;
   for (const Tensor& v : loop_vars) types.push_back(v.type());
@@ -120,12 +121,13 @@ std::vector<Tensor> traced_while(TraceContext& ctx, const LoopCondFn& cond_fn,
   }
   inputs.insert(inputs.end(), body.captures.begin(), body.captures.end());
   const bool record = tapes_recording() && any_watched(inputs);
-  const bool stacked = record && !gradient_loop;
+  KILN_ASSERT(want_stacks == nullptr || !gradient_loop, "a gradient loop returns no stacks");
+  const bool stacked = (record && !gradient_loop) || want_stacks != nullptr;
 
   std::vector<TensorType> out_types = state_types;
   if (stacked) {
     for (const TensorType& t : state_types) {
-      Shape s{kUnknownDim};
+      Shape s{want_stacks != nullptr ? want_stacks->trips : kUnknownDim};
       for (int64_t d : t.shape) s.push_back(d);
       out_types.push_back({t.dtype, s});
     }
@@ -145,6 +147,11 @@ std::vector<Tensor> traced_while(TraceContext& ctx, const LoopCondFn& cond_fn,
   const size_t n_state = state_types.size();
   std::vector<Tensor> state_out;
   for (size_t i = 0; i < n_state; ++i) state_out.push_back(ctx.wrap(node->output(i)));
+  std::vector<Tensor> stacks;
+  if (stacked)
+    for (size_t i = 0; i < n_state; ++i) stacks.push_back(ctx.wrap(node->output(n_state + i)));
+  if (want_stacks != nullptr)
+    want_stacks->stacks.assign(stacks.begin(), stacks.begin() + std::ptrdiff_t(m));
   if (record) {
     CustomGradient backward = gradient_loop_has_no_gradient();
     if (stacked) {
@@ -154,8 +161,7 @@ std::vector<Tensor> traced_while(TraceContext& ctx, const LoopCondFn& cond_fn,
       fwd->carried = carried;
       fwd->inputs = inputs;
       fwd->outputs = state_out;
-      for (size_t i = 0; i < n_state; ++i)
-        fwd->stacks.push_back(ctx.wrap(node->output(n_state + i)));
+      fwd->stacks = stacks;
       fwd->trips = ctx.wrap(node->output(2 * n_state));
       for (const auto& r : body.reads)
         if (std::find(carried.begin(), carried.end(), r.var) == carried.end())
@@ -163,7 +169,10 @@ std::vector<Tensor> traced_while(TraceContext& ctx, const LoopCondFn& cond_fn,
       fwd->random_op = random_op;
       backward = while_gradient(std::move(fwd));
     }
-    record_custom_on_tapes(inputs, state_out, std::move(backward));
+    // With the caller using the stacks, they are outputs of the loop for the tapes too.
+    std::vector<Tensor> recorded = state_out;
+    if (want_stacks != nullptr) recorded.insert(recorded.end(), stacks.begin(), stacks.end());
+    record_custom_on_tapes(inputs, recorded, std::move(backward));
   }
   // After the tape saw the node: each assignment links the variable's new value to it.
   for (size_t k = 0; k < carried.size(); ++k) carried[k].assign(state_out[m + k]);

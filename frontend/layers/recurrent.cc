@@ -1,6 +1,6 @@
 // The loop shared by SimpleRNN, LSTM and GRU (recurrent.h): weights, masks, dropout masks,
-// initial states, go_backwards, and the two ways to run the steps (a C++ loop eagerly, one
-// while_loop when traced).
+// initial states, go_backwards, and the steps as one kiln::scan (a C++ loop eagerly, one
+// stacked while loop when traced).
 #include "frontend/layers/recurrent.h"
 
 #include <fmt/format.h>
@@ -177,47 +177,26 @@ std::vector<Tensor> RecurrentImpl::run(const Tensor& x, const Tensor& mask,
     }
     return next;
   };
-  // The output at step t: the (carried) first state, or zeros at masked steps.
-  auto output_at = [mask, zero = options_.zero_output_for_mask](const Tensor& t, const Tensor& h) {
-    if (!mask.defined() || !zero) return h;
-    return where(expand_dims(gather(mask, t, 1), 1), h, zeros_like(h));
-  };
-
+  // Every step's state with kiln::scan: eagerly a loop, traced a while loop whose stacks hold
+  // the per-step states (no [batch, steps, units] loop variable: time and memory linear in
+  // the number of steps).
+  const bool backwards = options_.go_backwards;
+  ScanResult r = scan(
+      steps,
+      [step_at, steps, backwards](const Tensor& k, const std::vector<Tensor>& s) {
+        return step_at(backwards ? index_scalar(steps - 1) - k : k, s);
+      },
+      states);
+  states = r.final_state;
   Tensor sequence;
-  if (!traced) {
-    std::vector<Tensor> outputs;
-    for (int64_t i = 0; i < steps; ++i) {
-      Tensor t = index_scalar(options_.go_backwards ? steps - 1 - i : i);
-      states = step_at(t, states);
-      if (options_.return_sequences) outputs.push_back(output_at(t, states[0]));
+  if (options_.return_sequences) {
+    // [steps, batch, units] in processing order (reversed time with go_backwards, as Keras).
+    sequence = transpose(r.stacked[0], {1, 0, 2});
+    if (mask.defined() && options_.zero_output_for_mask) {
+      Tensor keep = mask;  // [batch, steps]
+      if (backwards) keep = gather(mask, arange(double(steps - 1), -1, -1, DType::i64), 1);
+      sequence = where(expand_dims(keep, 2), sequence, zeros_like(sequence));
     }
-    if (options_.return_sequences) sequence = stack(outputs, 1);
-  } else {
-    // Loop variables: the step counter, the states, and with return_sequences the outputs so
-    // far ([batch, steps, units], step i's output added at position i).
-    std::vector<Tensor> vars{index_scalar(0)};
-    vars.insert(vars.end(), states.begin(), states.end());
-    if (options_.return_sequences)
-      vars.push_back(expand_dims(zero_rows, 1) * zeros({1, steps, 1}, dt));
-    const size_t n = states.size();
-    std::vector<Tensor> final_vars = while_loop(
-        [steps](const std::vector<Tensor>& v) { return less(v[0], index_scalar(steps)); },
-        [step_at, output_at, steps, n, dt, backwards = options_.go_backwards,
-         sequences = options_.return_sequences](const std::vector<Tensor>& v) {
-          Tensor t = backwards ? index_scalar(steps - 1) - v[0] : v[0];
-          std::vector<Tensor> s(v.begin() + 1, v.begin() + 1 + std::ptrdiff_t(n));
-          std::vector<Tensor> next = step_at(t, s);
-          std::vector<Tensor> out{v[0] + index_scalar(1)};
-          out.insert(out.end(), next.begin(), next.end());
-          if (sequences) {
-            Tensor at = reshape(one_hot(v[0], steps, dt), {1, steps, 1});
-            out.push_back(v.back() + expand_dims(output_at(t, next[0]), 1) * at);
-          }
-          return out;
-        },
-        vars);
-    states.assign(final_vars.begin() + 1, final_vars.begin() + 1 + std::ptrdiff_t(n));
-    if (options_.return_sequences) sequence = final_vars.back();
   }
 
   std::vector<Tensor> result{options_.return_sequences ? sequence : states[0]};
