@@ -99,9 +99,20 @@ class KernelEmitter {
     b_.CreateStore(b_.getFalse(), flag_);
 
     for (size_t i = 0; i < np; ++i) base_[g_.parameter(i)] = f->getArg(unsigned(i));
-    for (size_t i = 0; i < no; ++i)
-      out_buffers_[g_.outputs()[i]].push_back(
+    for (size_t i = 0; i < no; ++i) {
+      const Value* o = g_.outputs()[i];
+      out_buffers_[o].push_back(
           f->getArg(unsigned(store_into[i] >= 0 ? size_t(store_into[i]) : np + i)));
+      // Streaming stores (KernelPlan::streaming_stores) for outputs written in runs of at
+      // least 16 elements (a row of a rows kernel), not over an input.
+      if (plan_.streaming_stores && store_into[i] < 0 &&
+          o->shape().num_elements() / plan_.extent >= (plan_.mode == IterationMode::kFlat ? 1 : 16))
+        streaming_.insert(f->getArg(unsigned(np + i)));
+    }
+    // (The alignment survives inlining into the entry function, so the vectorized stores
+    // along a row are known to be aligned: codegen/jit.h streaming_store_tag.)
+    for (const llvm::Value* buf : streaming_)
+      b_.CreateAlignmentAssumption(m_.getDataLayout(), const_cast<llvm::Value*>(buf), 64);
     for (const auto& [v, t] : plan_.temporaries)
       out_buffers_[v].push_back(f->getArg(unsigned(np + no + t)));
     for (const Value* v : rows_.row_buffers) {  // one row, reused by every row of the call
@@ -130,6 +141,8 @@ class KernelEmitter {
         stored_.clear();
       });
     }
+    // Streaming stores are weakly ordered: fence them before the runtime reads the outputs.
+    if (!streaming_.empty()) b_.CreateFence(llvm::AtomicOrdering::SequentiallyConsistent);
     llvm::Value* flag = b_.CreateLoad(b_.getInt1Ty(), flag_);
     if_then(flag, [&] { b_.CreateStore(b_.getInt32(1), status); });
     b_.CreateRetVoid();
@@ -353,8 +366,10 @@ class KernelEmitter {
     llvm::Value* off = offset(v, idx);
     llvm::Type* st = storage_type(ctx_, v->dtype());
     if (v->dtype() == DType::b8) x = b_.CreateZExt(x, st);
-    for (llvm::Value* buf : out_buffers_.at(v))
-      b_.CreateStore(x, b_.CreateInBoundsGEP(st, buf, off));
+    for (llvm::Value* buf : out_buffers_.at(v)) {
+      llvm::StoreInst* store = b_.CreateStore(x, b_.CreateInBoundsGEP(st, buf, off));
+      if (streaming_.count(buf)) store->setMetadata(llvm::LLVMContext::MD_tbaa, streaming_store_tag(ctx_));
+    }
   }
 
   // ---- elemental emission
@@ -601,6 +616,7 @@ class KernelEmitter {
   std::unordered_map<const Value*, std::vector<llvm::Value*>> out_buffers_;
   std::unordered_map<const Value*, llvm::Value*> stored_;
   std::unordered_set<const Value*> row_buffer_;
+  std::unordered_set<const llvm::Value*> streaming_;  // output buffers stored non-temporally
   std::unordered_map<const Node*, llvm::GlobalVariable*> constants_;
   std::vector<std::map<std::pair<const Value*, Index>, llvm::Value*>> cache_;
 };
