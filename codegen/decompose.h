@@ -13,7 +13,8 @@
 // so a log_softmax gradient (g - exp(log_softmax(x)) * sum(g)) evaluates exp once per element;
 // e * (1 / s) is the same function within 1.5 ulp of e / s plus exp's error, while
 // exp(x - m - log s) amplifies the rounding of its argument by |log_softmax| (up to ~100 ulp
-// for rows of large logits). Every other node is copied. Shapes must be fully known (kiln::Error naming the kernel otherwise).
+// for rows of large logits). Every other node is copied. Shapes must be fully known (kiln::Error
+// naming the kernel otherwise).
 #pragma once
 
 #include <memory>

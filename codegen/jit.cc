@@ -80,8 +80,9 @@ void optimize_module(KernelModule& kernel) {
           store->getAlign().value() >= dl.getTypeStoreSize(store->getValueOperand()->getType()))
         store->setMetadata(
             llvm::LLVMContext::MD_nontemporal,
-            llvm::MDNode::get(module.getContext(), {llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(
-                                                        llvm::Type::getInt32Ty(module.getContext()), 1))}));
+            llvm::MDNode::get(module.getContext(),
+                              {llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(
+                                  llvm::Type::getInt32Ty(module.getContext()), 1))}));
 }
 
 llvm::MDNode* streaming_store_tag(llvm::LLVMContext& ctx) {

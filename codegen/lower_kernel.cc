@@ -368,7 +368,8 @@ class KernelEmitter {
     if (v->dtype() == DType::b8) x = b_.CreateZExt(x, st);
     for (llvm::Value* buf : out_buffers_.at(v)) {
       llvm::StoreInst* store = b_.CreateStore(x, b_.CreateInBoundsGEP(st, buf, off));
-      if (streaming_.count(buf)) store->setMetadata(llvm::LLVMContext::MD_tbaa, streaming_store_tag(ctx_));
+      if (streaming_.count(buf))
+        store->setMetadata(llvm::LLVMContext::MD_tbaa, streaming_store_tag(ctx_));
     }
   }
 

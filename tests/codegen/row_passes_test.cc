@@ -127,9 +127,9 @@ TEST(RowPasses, SoftmaxCrossEntropyBodyWithSpecialValues) {
   auto g = ir::parse_graph(softmax_xent_body(6, 40), "test");
   std::vector<Array> args = xent_inputs(*g, 2.0, 11);
   float* px = args[0].data<float>();
-  px[1 * 40 + 3] = -INFINITY;                       // a masked logit: probability 0
-  px[3 * 40 + 5] = NAN;                             // NaN row
-  px[4 * 40 + 0] = px[4 * 40 + 9] = -INFINITY;      // two masked logits
+  px[1 * 40 + 3] = -INFINITY;                   // a masked logit: probability 0
+  px[3 * 40 + 5] = NAN;                         // NaN row
+  px[4 * 40 + 0] = px[4 * 40 + 9] = -INFINITY;  // two masked logits
   testing::ErrorBoundedReference want(*g, args, {}, 4);
   EXPECT_TRUE(want.check(testing::run_compiled(*g, args, {}).outputs));
 }
@@ -159,7 +159,8 @@ TEST(RowPasses, ValueReadElsewhereInItsPassIsRecomputed) {
 }
 
 std::string layer_norm_gelu(int64_t rows, int64_t cols) {
-  return fmt::format(R"(graph @f(%x: f32[{0},{1}], %g: f32[{1}], %b: f32[{1}], %r: f32[{0},{1}]) -> (f32[{0},{1}]) {{
+  return fmt::format(
+      R"(graph @f(%x: f32[{0},{1}], %g: f32[{1}], %b: f32[{1}], %r: f32[{0},{1}]) -> (f32[{0},{1}]) {{
   %mu = mean(%x) {{axes=[-1], keepdims=true}} : f32[{0},1]
   %d = sub(%x, %mu) : f32[{0},{1}]
   %sq = square(%d) : f32[{0},{1}]
@@ -174,7 +175,7 @@ std::string layer_norm_gelu(int64_t rows, int64_t cols) {
   %o = add(%y, %r) : f32[{0},{1}]
   return %o
 }})",
-                     rows, cols);
+      rows, cols);
 }
 
 // 1024 x 3072: x, r and the output span 36 MiB, so the output is streamed (non-temporal
