@@ -40,7 +40,13 @@ class Decomposer {
     return op(k, {x}, {{"axes", axes}, {"keepdims", true}});
   }
 
-  Value* softmax(Value* x, int64_t axis, bool log) {
+  // The softmax's exponentials e = exp(x - m) and their sum s (keepdims), or null for an
+  // empty axis.
+  struct Parts {
+    Value* e = nullptr;
+    Value* s = nullptr;
+  };
+  Value* softmax(Value* x, int64_t axis, bool log, Parts* parts) {
     // An empty axis: the result is empty too (and max has no identity to reduce it with).
     const int rank = x->shape().rank();
     if (x->shape()[size_t(axis < 0 ? axis + rank : axis)] == 0) return x;
@@ -48,6 +54,7 @@ class Decomposer {
     Value* d = op(OpKind::Sub, {x, m});
     Value* e = op(OpKind::Exp, {d});
     Value* s = reduce(OpKind::Sum, e, {axis});
+    *parts = {e, s};
     if (log) return op(OpKind::Sub, {d, op(OpKind::Log, {s})});
     return op(OpKind::Div, {e, s});
   }
@@ -88,6 +95,8 @@ std::unique_ptr<Graph> decompose_for_codegen(const Graph& body, const Node* as_p
   if (as_parameter != nullptr)
     map[as_parameter->output()] = out->add_parameter(as_parameter->output()->type());
   Decomposer d(*out);
+  // log_softmax outputs -> their exponentials and sum: exp(log_softmax(x)) is e / s.
+  std::unordered_map<const Value*, Decomposer::Parts> log_softmax_parts;
   auto in = [&](const Node& n) {
     std::vector<Value*> v;
     for (const Value* x : n.inputs()) v.push_back(map.at(x));
@@ -114,7 +123,23 @@ std::unique_ptr<Graph> decompose_for_codegen(const Graph& body, const Node* as_p
       case OpKind::Softmax:
       case OpKind::LogSoftmax: {
         int64_t axis = a.get_int("axis", "softmax");
-        r = d.softmax(map.at(n.input(0)), axis, n.op() == OpKind::LogSoftmax);
+        Decomposer::Parts parts;
+        r = d.softmax(map.at(n.input(0)), axis, n.op() == OpKind::LogSoftmax, &parts);
+        if (n.op() == OpKind::LogSoftmax && parts.e != nullptr)
+          log_softmax_parts[n.output()] = parts;
+        break;
+      }
+      case OpKind::Exp: {
+        // A log_softmax gradient's exp(log_softmax(x)) is the softmax e / s: the kernel
+        // reuses the exponentials the forward sum computed instead of a second exp per element
+        // (and one division per row).
+        auto it = log_softmax_parts.find(n.input(0));
+        if (it == log_softmax_parts.end()) {
+          r = out->add_op(n.op(), in(n), a)->output();
+          break;
+        }
+        Value* inverse = d.op(OpKind::Div, {d.scalar(type.dtype, 1.0), it->second.s});
+        r = d.op(OpKind::Mul, {it->second.e, inverse});
         break;
       }
       case OpKind::LogSumExp:

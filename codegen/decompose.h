@@ -7,8 +7,14 @@
 //   log_softmax(x) = (x - m) - log(sum(exp(x - m)))
 //   logsumexp(x)   = log(sum(exp(x - s))) + s                  s = m if finite, else 0
 //   element_count  = its constant (shapes are static in kernels)
-// follow the eager kernels' formulas (runtime/kernels/softmax.cc, reduce.cc). Every other node
-// is copied. Shapes must be fully known (kiln::Error naming the kernel otherwise).
+// follow the eager kernels' formulas (runtime/kernels/softmax.cc, reduce.cc), and
+//   exp(log_softmax(x)) = exp(x - m) * (1 / sum(exp(x - m)))   (the softmax, from the same
+//                                                             exponentials and sum)
+// so a log_softmax gradient (g - exp(log_softmax(x)) * sum(g)) evaluates exp once per element;
+// e * (1 / s) is the same function within 1.5 ulp of e / s plus exp's error, while
+// exp(x - m - log s) amplifies the rounding of its argument by |log_softmax| (up to ~100 ulp
+// for rows of large logits). Every other node is copied. Shapes must be fully known (kiln::Error
+// naming the kernel otherwise).
 #pragma once
 
 #include <memory>

@@ -4,7 +4,10 @@
 #include <llvm/Analysis/LoopAnalysisManager.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/IR/InstIterator.h>
+#include <llvm/IR/Instructions.h>
 #include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/PassManager.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
@@ -67,6 +70,26 @@ void optimize_module(KernelModule& kernel) {
   pb.crossRegisterProxies(lam, fam, cgam, mam);
   llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
   mpm.run(module, mam);
+  llvm::MDNode* tag = streaming_store_tag(module.getContext());
+  const llvm::DataLayout& dl = module.getDataLayout();
+  for (llvm::Function& f : module)
+    for (llvm::Instruction& i : llvm::instructions(f))
+      if (auto* store = llvm::dyn_cast<llvm::StoreInst>(&i);
+          store != nullptr && store->getMetadata(llvm::LLVMContext::MD_tbaa) == tag &&
+          store->getValueOperand()->getType()->isVectorTy() &&
+          store->getAlign().value() >= dl.getTypeStoreSize(store->getValueOperand()->getType()))
+        store->setMetadata(
+            llvm::LLVMContext::MD_nontemporal,
+            llvm::MDNode::get(module.getContext(),
+                              {llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(
+                                  llvm::Type::getInt32Ty(module.getContext()), 1))}));
+}
+
+llvm::MDNode* streaming_store_tag(llvm::LLVMContext& ctx) {
+  llvm::MDBuilder md(ctx);
+  llvm::MDNode* root = md.createTBAARoot("kiln streaming stores");
+  llvm::MDNode* type = md.createTBAAScalarTypeNode("streamed", root);
+  return md.createTBAAStructTagNode(type, type, 0);
 }
 
 static std::string emit(KernelModule& kernel, llvm::CodeGenFileType type) {

@@ -34,8 +34,15 @@ struct KernelModule {
 KernelModule new_kernel_module(const std::string& module_name, const std::string& symbol);
 
 // Runs the O3 pipeline for the kernel's target on its module (in place). Verifies the module
-// first; an invalid module is an internal error naming the kernel.
+// first; an invalid module is an internal error naming the kernel. Then every vector store
+// tagged with streaming_store_tag whose alignment is at least its size becomes non-temporal
+// (the loop vectorizer refuses to widen a store already marked non-temporal, because the
+// scalar store's alignment is too small for a vector one; other tagged stores stay plain).
 void optimize_module(KernelModule& kernel);
+// The TBAA access tag (its own type tree, so it tells alias analysis nothing about other
+// accesses) that marks the stores of an output meant to be streamed: the loop vectorizer
+// keeps TBAA tags on the stores it widens.
+llvm::MDNode* streaming_store_tag(llvm::LLVMContext& ctx);
 // The object file / assembly text of an optimized kernel (for its target).
 std::string emit_object(KernelModule& kernel);
 std::string emit_assembly(KernelModule& kernel);

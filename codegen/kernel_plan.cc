@@ -141,8 +141,19 @@ std::vector<int> reduction_axes(const Node& n) {
   return axes;
 }
 
+static bool spans_last_level_cache(const ir::Graph& body) {
+  long long bytes = 0;
+  auto add = [&](const Value* v) {
+    bytes += v->shape().num_elements() * (long long)(dtype_size(v->dtype()));
+  };
+  for (const auto& p : body.parameters()) add(p.get());
+  for (const Value* o : body.outputs()) add(o);
+  return bytes >= kStreamingFootprintBytes;
+}
+
 KernelPlan plan_kernel(const ir::Graph& body) {
   KernelPlan plan;
+  plan.streaming_stores = spans_last_level_cache(body);
   std::unordered_set<const Value*> outputs(body.outputs().begin(), body.outputs().end());
   std::unordered_set<const Value*> seen;
   auto add = [&](const Value* v) {
@@ -218,6 +229,7 @@ KernelPlan plan_kernel(const ir::Graph& body) {
     return plan;
   }
   plan.mode = IterationMode::kSerial;
+  plan.streaming_stores = false;
   plan.inputs_by_row.assign(body.parameters().size(), false);
   plan.extent = 1;
   plan.row_elements = std::max<int64_t>(1, total);

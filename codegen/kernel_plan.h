@@ -17,6 +17,13 @@ enum class IterationMode { kFlat, kRows, kSerial };
 // size a cheap x * x + x needs).
 inline constexpr int64_t kTranscendentalWork = 8;
 
+// A kernel whose inputs and outputs span this many bytes stores its outputs with streaming
+// stores (KernelPlan::streaming_stores): a last-level cache's size on common CPUs (32 MiB:
+// one Zen CCD's L3; Intel client parts have less). Fixed rather than read from the host, so
+// the same graph gives the same kernel everywhere (virtual machines report odd cache sizes:
+// 320 MiB here).
+inline constexpr int64_t kStreamingFootprintBytes = int64_t{32} << 20;
+
 struct KernelPlan {
   IterationMode mode = IterationMode::kSerial;
   int64_t extent = 1;  // rows (flat: elements; serial: 1)
@@ -29,6 +36,11 @@ struct KernelPlan {
   std::unordered_map<const ir::Value*, int> temporaries;
   // Per parameter: read only at the row being computed (runtime::KernelLayout::inputs_by_row).
   std::vector<bool> inputs_by_row;
+  // Outputs are stored with non-temporal (streaming) stores: the kernel runs flat or by rows
+  // and its buffers (inputs and outputs) span kStreamingFootprintBytes or more, so its
+  // outputs would leave the cache before anything reads them, and a streaming store does not
+  // read the line before writing it (y = f(x) then moves 2 bytes per output byte, not 3).
+  bool streaming_stores = false;
 };
 
 bool is_reduction(const ir::Node& n);

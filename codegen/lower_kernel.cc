@@ -7,10 +7,12 @@
 #include <limits>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "codegen/decompose.h"
 #include "codegen/in_place.h"
 #include "codegen/kernel_plan.h"
+#include "codegen/row_passes.h"
 #include "codegen/scalar_ops.h"
 #include "codegen/target_machine.h"
 #include "ir/error.h"
@@ -27,10 +29,11 @@ using Index = std::vector<llvm::Value*>;
 class KernelEmitter {
  public:
   using InPlace = std::vector<std::pair<size_t, size_t>>;
-  KernelEmitter(const ir::Graph& body, const KernelPlan& plan, const InPlace& in_place,
-                KernelModule& km)
+  KernelEmitter(const ir::Graph& body, const KernelPlan& plan, const RowPlan& rows,
+                const InPlace& in_place, KernelModule& km)
       : g_(body),
         plan_(plan),
+        rows_(rows),
         in_place_(in_place),
         km_(km),
         ctx_(*km.context),
@@ -96,11 +99,30 @@ class KernelEmitter {
     b_.CreateStore(b_.getFalse(), flag_);
 
     for (size_t i = 0; i < np; ++i) base_[g_.parameter(i)] = f->getArg(unsigned(i));
-    for (size_t i = 0; i < no; ++i)
-      out_buffers_[g_.outputs()[i]].push_back(
+    for (size_t i = 0; i < no; ++i) {
+      const Value* o = g_.outputs()[i];
+      out_buffers_[o].push_back(
           f->getArg(unsigned(store_into[i] >= 0 ? size_t(store_into[i]) : np + i)));
+      // Streaming stores (KernelPlan::streaming_stores) for outputs written in runs of at
+      // least 16 elements (a row of a rows kernel), not over an input.
+      if (plan_.streaming_stores && store_into[i] < 0 &&
+          o->shape().num_elements() / plan_.extent >= (plan_.mode == IterationMode::kFlat ? 1 : 16))
+        streaming_.insert(f->getArg(unsigned(np + i)));
+    }
+    // (The alignment survives inlining into the entry function, so the vectorized stores
+    // along a row are known to be aligned: codegen/jit.h streaming_store_tag.)
+    for (const llvm::Value* buf : streaming_)
+      b_.CreateAlignmentAssumption(m_.getDataLayout(), const_cast<llvm::Value*>(buf), 64);
     for (const auto& [v, t] : plan_.temporaries)
       out_buffers_[v].push_back(f->getArg(unsigned(np + no + t)));
+    for (const Value* v : rows_.row_buffers) {  // one row, reused by every row of the call
+      llvm::Type* at = llvm::ArrayType::get(storage_type(ctx_, v->dtype()),
+                                            uint64_t(v->shape().num_elements() / plan_.extent));
+      auto* a = alloca_builder_->CreateAlloca(at, nullptr, "row");
+      a->setAlignment(llvm::Align(64));
+      out_buffers_[v].push_back(a);
+      row_buffer_.insert(v);
+    }
     llvm::Value* status = f->getArg(unsigned(buffer_count()));
     llvm::Value* begin = f->getArg(unsigned(buffer_count() + 1));
     llvm::Value* end = f->getArg(unsigned(buffer_count() + 2));
@@ -119,6 +141,8 @@ class KernelEmitter {
         stored_.clear();
       });
     }
+    // Streaming stores are weakly ordered: fence them before the runtime reads the outputs.
+    if (!streaming_.empty()) b_.CreateFence(llvm::AtomicOrdering::SequentiallyConsistent);
     llvm::Value* flag = b_.CreateLoad(b_.getInt1Ty(), flag_);
     if_then(flag, [&] { b_.CreateStore(b_.getInt32(1), status); });
     b_.CreateRetVoid();
@@ -183,9 +207,62 @@ class KernelEmitter {
   // ---- materialized values
 
   void emit_materialized() {
-    for (const Value* v : plan_.materialized) {
-      emit_nest(v);
-      stored_[v] = out_buffers_.at(v).front();
+    if (plan_.mode != IterationMode::kRows) {
+      for (const Value* v : plan_.materialized) {
+        emit_nest(v);
+        stored_[v] = out_buffers_.at(v).front();
+      }
+      return;
+    }
+    for (const RowPass& pass : rows_.passes) {
+      if (pass.shared)
+        emit_shared_pass(pass.values);
+      else
+        for (const Value* v : pass.values) emit_nest(v);
+      for (const Value* v : pass.values) stored_[v] = out_buffers_.at(v).front();
+    }
+  }
+
+  // One loop nest over the row for every value of the pass (codegen/row_passes.h): at each
+  // index, elementwise values are computed (shared through the elemental cache) and stored,
+  // reductions combine into their accumulators, stored when the loop ends.
+  void emit_shared_pass(const std::vector<const Value*>& values) {
+    auto reduced = [](const Value* v) -> const Node* {
+      const Node* n = v->producer();
+      return is_reduction(*n) ? n : nullptr;
+    };
+    const Value* first = values.front();
+    const Shape& loop = reduced(first) ? first->producer()->input(0)->shape() : first->shape();
+    std::vector<llvm::Value*> acc(values.size(), nullptr);
+    for (size_t k = 0; k < values.size(); ++k)
+      if (const Node* n = reduced(values[k])) {
+        llvm::Type* rt = register_type(ctx_, n->input(0)->dtype());
+        acc[k] = alloca_builder_->CreateAlloca(rt);
+        b_.CreateStore(reduction_identity(n->op(), n->input(0)->dtype(), rt), acc[k]);
+      }
+    Index idx{row_};
+    nest(loop, 1, idx, [&](const Index& i) {
+      for (size_t k = 0; k < values.size(); ++k) {
+        const Node* n = reduced(values[k]);
+        if (n == nullptr) {
+          store_at(values[k], elem(values[k], i), i);
+          continue;
+        }
+        const DType t = n->input(0)->dtype();
+        llvm::Value* cur = b_.CreateLoad(register_type(ctx_, t), acc[k]);
+        b_.CreateStore(emit_reduction_combine(b_, n->op(), t, cur, elem(n->input(0), i)), acc[k]);
+      }
+    });
+    for (size_t k = 0; k < values.size(); ++k) {
+      const Node* n = reduced(values[k]);
+      if (n == nullptr) continue;
+      llvm::Type* rt = register_type(ctx_, n->input(0)->dtype());
+      llvm::Value* r = b_.CreateLoad(rt, acc[k]);
+      if (n->is_op(OpKind::Mean))
+        r = b_.CreateFDiv(r, llvm::ConstantFP::get(rt, double(loop.num_elements() / loop[0])));
+      Index out(size_t(values[k]->shape().rank()), b_.getInt64(0));
+      out[0] = row_;
+      store_at(values[k], r, out);
     }
   }
 
@@ -282,11 +359,18 @@ class KernelEmitter {
   void store_value(const Value* v, const Index& idx) {
     const Node* n = v->producer();
     llvm::Value* x = (n != nullptr && is_reduction(*n)) ? emit_reduction(*n, idx) : compute(v, idx);
+    store_at(v, x, idx);
+  }
+
+  void store_at(const Value* v, llvm::Value* x, const Index& idx) {
     llvm::Value* off = offset(v, idx);
     llvm::Type* st = storage_type(ctx_, v->dtype());
     if (v->dtype() == DType::b8) x = b_.CreateZExt(x, st);
-    for (llvm::Value* buf : out_buffers_.at(v))
-      b_.CreateStore(x, b_.CreateInBoundsGEP(st, buf, off));
+    for (llvm::Value* buf : out_buffers_.at(v)) {
+      llvm::StoreInst* store = b_.CreateStore(x, b_.CreateInBoundsGEP(st, buf, off));
+      if (streaming_.count(buf))
+        store->setMetadata(llvm::LLVMContext::MD_tbaa, streaming_store_tag(ctx_));
+    }
   }
 
   // ---- elemental emission
@@ -297,7 +381,8 @@ class KernelEmitter {
     const Shape& s = v->shape();
     llvm::Value* off = nullptr;
     int64_t stride = 1;
-    for (int d = s.rank() - 1; d >= 0; --d) {
+    const int lowest = row_buffer_.count(v) ? 1 : 0;  // a row buffer holds the row only
+    for (int d = s.rank() - 1; d >= lowest; --d) {
       if (s[d] != 1) {
         llvm::Value* term =
             stride == 1 ? idx[d] : b_.CreateMul(idx[d], b_.getInt64(stride), "", true, true);
@@ -369,13 +454,25 @@ class KernelEmitter {
   }
 
   // one_hot at position `d` of the new last axis: (index == d), so an index outside
-  // [0, depth) gives an all-zero row (the eager kernel's rule).
+  // [0, depth) gives an all-zero row (the eager kernel's rule). Compared in i32 (an index
+  // outside [0, depth) becomes -1), twice the vector lanes of i64; 1 or 0 by a select.
   llvm::Value* one_hot(llvm::Value* index, llvm::Value* d, const Value* v) {  // i32 / i64
     llvm::Value* wide = b_.CreateSExtOrTrunc(index, b_.getInt64Ty());
-    llvm::Value* hit = b_.CreateICmpEQ(wide, d);
+    const int64_t depth = v->shape()[size_t(v->shape().rank() - 1)];
+    llvm::Value* hit = nullptr;
+    if (depth <= std::numeric_limits<int32_t>::max()) {
+      llvm::Value* inside = b_.CreateICmpULT(wide, b_.getInt64(uint64_t(depth)));
+      llvm::Value* narrow =
+          b_.CreateSelect(inside, b_.CreateTrunc(wide, b_.getInt32Ty()), b_.getInt32(-1));
+      hit = b_.CreateICmpEQ(narrow, b_.CreateTrunc(d, b_.getInt32Ty()));
+    } else {
+      hit = b_.CreateICmpEQ(wide, d);
+    }
     if (v->dtype() == DType::b8) return hit;
     llvm::Type* rt = register_type(ctx_, v->dtype());
-    return is_floating(v->dtype()) ? b_.CreateUIToFP(hit, rt) : b_.CreateZExt(hit, rt);
+    if (is_floating(v->dtype()))
+      return b_.CreateSelect(hit, llvm::ConstantFP::get(rt, 1.0), llvm::ConstantFP::get(rt, 0.0));
+    return b_.CreateZExt(hit, rt);
   }
 
   llvm::Value* elem(const Value* v, const Index& idx) {
@@ -506,6 +603,7 @@ class KernelEmitter {
 
   const ir::Graph& g_;
   const KernelPlan& plan_;
+  const RowPlan& rows_;
   const InPlace& in_place_;
   KernelModule& km_;
   llvm::LLVMContext& ctx_;
@@ -518,6 +616,8 @@ class KernelEmitter {
   std::unordered_map<const Value*, llvm::Value*> base_;
   std::unordered_map<const Value*, std::vector<llvm::Value*>> out_buffers_;
   std::unordered_map<const Value*, llvm::Value*> stored_;
+  std::unordered_set<const Value*> row_buffer_;
+  std::unordered_set<const llvm::Value*> streaming_;  // output buffers stored non-temporally
   std::unordered_map<const Node*, llvm::GlobalVariable*> constants_;
   std::vector<std::map<std::pair<const Value*, Index>, llvm::Value*>> cache_;
 };
@@ -539,7 +639,9 @@ LoweredKernel lower_kernel(const ir::Graph& body, const std::string& symbol,
   runtime::KernelLayout& l = out.layout;
   l.in_place = honoured_in_place(*g, plan, in_place);
   out.module = new_kernel_module(symbol, symbol);
-  KernelEmitter(*g, plan, l.in_place, out.module).emit();
+  RowPlan rows;
+  if (plan.mode == IterationMode::kRows) rows = plan_row_passes(*g, plan, l.in_place);
+  KernelEmitter(*g, plan, rows, l.in_place, out.module).emit();
   l.symbol = symbol;
   l.num_inputs = g->parameters().size();
   l.num_outputs = g->outputs().size();
