@@ -143,6 +143,16 @@ inline void window_argmax(const T* img, const PoolGeom& g, int64_t y0, int64_t y
     }
 }
 
+// Calls fn(d, k) for each element of the window [y0, y1) x [x0, x1) of gradient image `dimg`:
+// d points at its channel c0, k is its index in the window (row-major, as window_argmax's).
+template <typename T, typename F>
+inline void each_window_element(T* dimg, const PoolGeom& g, int64_t y0, int64_t y1, int64_t x0,
+                                int64_t x1, int64_t c0, F&& fn) {
+  int32_t k = 0;
+  for (int64_t iy = y0; iy < y1; ++iy)
+    for (int64_t ix = x0; ix < x1; ++ix, ++k) fn(dimg + (iy * g.w + ix) * g.c + c0, k);
+}
+
 // Windows that do not overlap (strides >= window): every input element is in at most one
 // window, so output rows run in parallel, each writing the input rows it owns (its window's
 // rows and, below them, those no window covers) exactly once: dy + 0 at the maximum (a zero
@@ -168,12 +178,9 @@ void max_pool_grad_disjoint(const T* in, const T* dy, T* dx, const PoolGeom& g) 
         for (int64_t c0 = 0; c0 < C; c0 += kChannelBlock) {
           const int64_t cb = std::min(kChannelBlock, C - c0);
           window_argmax(img, g, y0, y1, x0, x1, c0, cb, arg);
-          int32_t k = 0;
-          for (int64_t iy = y0; iy < y1; ++iy)
-            for (int64_t ix = x0; ix < x1; ++ix, ++k) {
-              T* d = dimg + (iy * g.w + ix) * C + c0;
-              for (int64_t c = 0; c < cb; ++c) d[c] = arg[c] == k ? g_out[c0 + c] + T(0) : T(0);
-            }
+          each_window_element(dimg, g, y0, y1, x0, x1, c0, [&](T* d, int32_t k) {
+            for (int64_t c = 0; c < cb; ++c) d[c] = arg[c] == k ? g_out[c0 + c] + T(0) : T(0);
+          });
         }
       }
     }
@@ -198,13 +205,10 @@ void max_pool_grad_overlapping(const T* in, const T* dy, T* dx, const PoolGeom& 
         for (int64_t c0 = 0; c0 < C; c0 += kChannelBlock) {
           const int64_t cb = std::min(kChannelBlock, C - c0);
           window_argmax(img, g, y0, y1, x0, x1, c0, cb, arg);
-          int32_t k = 0;
-          for (int64_t iy = y0; iy < y1; ++iy)
-            for (int64_t ix = x0; ix < x1; ++ix, ++k) {
-              T* d = dimg + (iy * g.w + ix) * C + c0;
-              // Adding +0 elsewhere leaves every partial sum unchanged (none is -0).
-              for (int64_t c = 0; c < cb; ++c) d[c] += arg[c] == k ? g_out[c0 + c] : T(0);
-            }
+          // Adding +0 elsewhere leaves every partial sum unchanged (none is -0).
+          each_window_element(dimg, g, y0, y1, x0, x1, c0, [&](T* d, int32_t k) {
+            for (int64_t c = 0; c < cb; ++c) d[c] += arg[c] == k ? g_out[c0 + c] : T(0);
+          });
         }
       }
   });

@@ -38,6 +38,23 @@ std::unique_ptr<Graph> random_graph(int n, std::mt19937& rng) {
   return g;
 }
 
+std::vector<Node*> program_order(const Graph& g) {
+  std::vector<Node*> nodes;
+  for (const auto& node : g.nodes()) nodes.push_back(node.get());
+  return nodes;
+}
+
+// `count` random order edges from earlier to later nodes, as assignments would add.
+std::vector<std::vector<int>> random_order_edges(int n, int count, std::mt19937& rng) {
+  std::vector<std::vector<int>> succ(static_cast<size_t>(n));
+  std::uniform_int_distribution<int> any(0, n - 1);
+  for (int k = 0; k < count; ++k) {
+    int a = any(rng), b = any(rng);
+    if (a < b) succ[size_t(a)].push_back(b);
+  }
+  return succ;
+}
+
 // Brute force, without copies: map each node to its group (or itself), add every data and
 // order edge between different classes, and look for a cycle (Kahn's algorithm).
 bool quotient_has_cycle(const std::vector<int>& cls, const std::vector<std::vector<int>>& edges) {
@@ -78,17 +95,9 @@ TEST(FusionUnits, BoundedCycleChecksAgreeWithBruteForceAndRanksStayTopological) 
     std::mt19937 rng{static_cast<unsigned>(seed)};
     const int n = 30 + seed;
     std::unique_ptr<Graph> g = random_graph(n, rng);
-    std::vector<Node*> nodes;
-    for (const auto& node : g->nodes()) nodes.push_back(node.get());
-    // A few order edges from earlier to later nodes, as assignments would add.
-    std::vector<std::vector<int>> succ(static_cast<size_t>(n));
-    std::uniform_int_distribution<int> any(0, n - 1);
-    for (int k = 0; k < n / 6; ++k) {
-      int a = any(rng), b = any(rng);
-      if (a < b) succ[size_t(a)].push_back(b);
-    }
+    std::vector<std::vector<int>> succ = random_order_edges(n, n / 6, rng);
     std::vector<std::vector<int>> edges = succ;  // data + order, by position
-    FusionUnits units(nodes, succ);
+    FusionUnits units(program_order(*g), succ);
     for (int p = 0; p < n; ++p)
       for (int user : units.users(p)) edges[size_t(p)].push_back(user);
     ASSERT_TRUE(units.order_is_topological());
@@ -137,15 +146,7 @@ TEST(FusionUnits, CopiesKeepTheOrderTopological) {
     std::mt19937 rng{static_cast<unsigned>(1000 + seed)};
     const int n = 40;
     std::unique_ptr<Graph> g = random_graph(n, rng);
-    std::vector<Node*> nodes;
-    for (const auto& node : g->nodes()) nodes.push_back(node.get());
-    std::vector<std::vector<int>> succ(static_cast<size_t>(n));
-    std::uniform_int_distribution<int> any(0, n - 1);
-    for (int k = 0; k < n / 4; ++k) {
-      int a = any(rng), b = any(rng);
-      if (a < b) succ[size_t(a)].push_back(b);
-    }
-    FusionUnits units(nodes, succ);
+    FusionUnits units(program_order(*g), random_order_edges(n, n / 4, rng));
     for (int p = n - 1; p >= 0; --p) {
       std::vector<int> consumers;
       for (int user : units.users(p))
