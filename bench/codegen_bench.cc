@@ -18,8 +18,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <random>
@@ -154,8 +152,8 @@ BENCHMARK(CompileMlpStep)
 // disk cache, in-memory cache off). Counters: the traced graph's nodes, the cold compile time
 // per node (which should stay roughly constant as the model grows), the time of each stage
 // (trace, optimize = specialise + pass pipeline, codegen = kernels + executable) and the
-// kernels (all, and compiled by LLVM: equal bodies share code). KILN_BENCH_PASSES=1 prints
-// each pass's time.
+// kernels (all, and compiled by LLVM: equal bodies share code), and the fusion pass's share
+// of optimize (the pass that was quadratic).
 // `make(size)` returns the compiled model and one batch (x, y).
 template <typename Make>
 void compile_scaling(benchmark::State& state, Make make) {
@@ -167,7 +165,7 @@ void compile_scaling(benchmark::State& state, Make make) {
   codegen::set_cache_dir(dir.string());
   size_t nodes = 0;
   double total_seconds = 0, trace_ms = 0, optimize_ms = 0, codegen_ms = 0;
-  double kernels = 0, compiled_kernels = 0, llvm_ms_sum = 0;
+  double kernels = 0, compiled_kernels = 0, llvm_ms_sum = 0, fusion_ms = 0;
   for (auto _ : state) {
     std::filesystem::remove_all(dir);
     clear_session();
@@ -187,10 +185,8 @@ void compile_scaling(benchmark::State& state, Make make) {
     optimize_ms += c.optimize_seconds * 1e3;
     codegen_ms += c.codegen_seconds * 1e3;
     kernels = double(c.code.kernels.size());
-    if (std::getenv("KILN_BENCH_PASSES"))
-      for (const auto& t : c.pass_timings)
-        std::fprintf(stderr, "%d %-28s runs %lld changed %lld %lld us\n", size, t.name.c_str(),
-                     (long long)t.runs, (long long)t.changed, (long long)t.total_us);
+    for (const auto& t : c.pass_timings)
+      if (t.name == "fusion") fusion_ms += double(t.total_us) / 1e3;
     compiled_kernels = 0;
     llvm_ms_sum = 0;
     for (const codegen::KernelRecord& k : c.code.kernels) {
@@ -202,6 +198,7 @@ void compile_scaling(benchmark::State& state, Make make) {
   state.counters["trace_ms"] = trace_ms / runs;
   state.counters["optimize_ms"] = optimize_ms / runs;
   state.counters["codegen_ms"] = codegen_ms / runs;
+  state.counters["fusion_ms"] = fusion_ms / runs;
   state.counters["kernels"] = kernels;
   state.counters["compiled_kernels"] = compiled_kernels;
   state.counters["kernel_cpu_ms"] = llvm_ms_sum;
