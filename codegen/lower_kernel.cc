@@ -12,6 +12,7 @@
 #include "codegen/decompose.h"
 #include "codegen/in_place.h"
 #include "codegen/kernel_plan.h"
+#include "codegen/operand_index.h"
 #include "codegen/row_passes.h"
 #include "codegen/scalar_ops.h"
 #include "codegen/target_machine.h"
@@ -24,7 +25,6 @@ namespace {
 using ir::Node;
 using ir::NodeKind;
 using ir::Value;
-using Index = std::vector<llvm::Value*>;
 
 class KernelEmitter {
  public:
@@ -443,7 +443,7 @@ class KernelEmitter {
     std::vector<llvm::Value*> args;
     for (size_t i = 0; i < n.inputs().size(); ++i) {
       if (n.is_op(OpKind::BroadcastLike) && i == 1) break;
-      args.push_back(elem(n.input(i), operand_index(n, i, idx)));
+      args.push_back(elem(n.input(i), operand_index(b_, plan_.mode, n, i, idx)));
     }
     const OpInfo& info = op_info(n.op());
     if (n.is_op(OpKind::OneHot)) return one_hot(args[0], idx.back(), v);
@@ -484,63 +484,6 @@ class KernelEmitter {
     if (cache_.empty()) cache_.emplace_back();
     cache_.back()[key] = x;
     return x;
-  }
-
-  // The index of operand i of n read when computing n at `idx`.
-  Index operand_index(const Node& n, size_t i, const Index& idx) {
-    const Shape& in = n.input(i)->shape();
-    const Shape& out = n.output()->shape();
-    if (plan_.mode == IterationMode::kFlat) return in.num_elements() == 1 ? Index{} : idx;
-    if (n.is_op(OpKind::Transpose)) {
-      const auto& perm = n.attrs().get_ints("perm", "transpose");
-      Index r(size_t(in.rank()));
-      for (size_t d = 0; d < perm.size(); ++d) r[size_t(perm[d])] = idx[d];
-      return r;
-    }
-    if (n.is_op(OpKind::Slice)) {
-      auto ranges = rules::slice_ranges(in, n.attrs(), "slice");
-      Index r;
-      for (size_t d = 0; d < ranges.size(); ++d) {
-        llvm::Value* x = idx[d];
-        if (ranges[d].step != 1) x = b_.CreateMul(x, b_.getInt64(ranges[d].step));
-        if (ranges[d].start != 0) x = b_.CreateAdd(x, b_.getInt64(ranges[d].start));
-        r.push_back(x);
-      }
-      return r;
-    }
-    if (n.is_op(OpKind::Reshape) || n.is_op(OpKind::Copy)) return reshape_index(in, out, idx);
-    if (n.is_op(OpKind::OneHot)) return Index(idx.begin(), idx.begin() + in.rank());
-    // elementwise and broadcasts: numpy alignment from the right
-    Index r;
-    const int shift = out.rank() - in.rank();
-    for (int d = 0; d < in.rank(); ++d)
-      r.push_back(in[d] == 1 ? b_.getInt64(0) : idx[size_t(d + shift)]);
-    return r;
-  }
-
-  Index reshape_index(const Shape& in, const Shape& out, const Index& idx) {
-    std::vector<int> in_dims, out_dims;  // positions of the dimensions that are not 1
-    for (int d = 0; d < in.rank(); ++d)
-      if (in[d] != 1) in_dims.push_back(d);
-    for (int d = 0; d < out.rank(); ++d)
-      if (out[d] != 1) out_dims.push_back(d);
-    bool same = in_dims.size() == out_dims.size();
-    for (size_t k = 0; same && k < in_dims.size(); ++k) same = in[in_dims[k]] == out[out_dims[k]];
-    Index r(size_t(in.rank()), b_.getInt64(0));
-    if (same) {  // only size-1 dimensions inserted or removed
-      for (size_t k = 0; k < in_dims.size(); ++k) r[size_t(in_dims[k])] = idx[size_t(out_dims[k])];
-      return r;
-    }
-    llvm::Value* linear = b_.getInt64(0);
-    for (int d = 0; d < out.rank(); ++d)
-      linear = b_.CreateAdd(b_.CreateMul(linear, b_.getInt64(out[d]), "", true, true),
-                            idx[size_t(d)], "", true, true);
-    for (int d = in.rank() - 1; d >= 0; --d) {
-      if (in[d] == 1) continue;
-      r[size_t(d)] = b_.CreateURem(linear, b_.getInt64(in[d]));
-      linear = b_.CreateUDiv(linear, b_.getInt64(in[d]));
-    }
-    return r;
   }
 
   // ---- reductions

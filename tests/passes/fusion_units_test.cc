@@ -55,6 +55,16 @@ std::vector<std::vector<int>> random_order_edges(int n, int count, std::mt19937&
   return succ;
 }
 
+// The groups holding node p's users (roots, sorted, unique).
+std::vector<int> consumer_groups(FusionUnits& units, int p) {
+  std::vector<int> consumers;
+  for (int user : units.users(p))
+    for (int gid : units.groups_of(user)) consumers.push_back(gid);
+  std::sort(consumers.begin(), consumers.end());
+  consumers.erase(std::unique(consumers.begin(), consumers.end()), consumers.end());
+  return consumers;
+}
+
 // Brute force, without copies: map each node to its group (or itself), add every data and
 // order edge between different classes, and look for a cycle (Kahn's algorithm).
 bool quotient_has_cycle(const std::vector<int>& cls, const std::vector<std::vector<int>>& edges) {
@@ -104,11 +114,7 @@ TEST(FusionUnits, BoundedCycleChecksAgreeWithBruteForceAndRanksStayTopological) 
 
     // Visit consumers first, as the planner does; no copies here (brute force can't model them).
     for (int p = n - 1; p >= 0; --p) {
-      std::vector<int> consumers;
-      for (int user : units.users(p))
-        for (int gid : units.groups_of(user)) consumers.push_back(gid);
-      std::sort(consumers.begin(), consumers.end());
-      consumers.erase(std::unique(consumers.begin(), consumers.end()), consumers.end());
+      std::vector<int> consumers = consumer_groups(units, p);
       if (consumers.empty() || rng() % 4 == 0) {
         units.new_group(p);
         continue;
@@ -148,11 +154,7 @@ TEST(FusionUnits, CopiesKeepTheOrderTopological) {
     std::unique_ptr<Graph> g = random_graph(n, rng);
     FusionUnits units(program_order(*g), random_order_edges(n, n / 4, rng));
     for (int p = n - 1; p >= 0; --p) {
-      std::vector<int> consumers;
-      for (int user : units.users(p))
-        for (int gid : units.groups_of(user)) consumers.push_back(gid);
-      std::sort(consumers.begin(), consumers.end());
-      consumers.erase(std::unique(consumers.begin(), consumers.end()), consumers.end());
+      std::vector<int> consumers = consumer_groups(units, p);
       if (consumers.size() > 1 && rng() % 2 == 0) {
         bool covered = true;
         for (int gid : consumers) {
