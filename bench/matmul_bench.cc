@@ -1,10 +1,12 @@
-// MatMul throughput (GFLOP/s counter) of kiln against Eigen's own GEMM in the same binary,
-// float32, at 1 and 2 threads, for (64x784)x(784x256) and (512x1024)x(1024x1024):
+// MatMul throughput (GFLOP/s counter) of kiln against Eigen's own GEMM and against the
+// machine's FMA peak, measured in the same process (runtime/machine_peak.h; counter `of_peak`
+// = GFLOP/s / peak at the same thread count), float32, at 1 and 2 threads:
 //   MatMul_KilnOp      kiln::runtime::run_op(MatMul): dispatch + output allocation + gemm
-//   MatMul_KilnGemm    kiln::runtime::gemm into a preallocated output
-//   MatMul_Eigen       Eigen MatrixXf product on row-major maps (1 thread; kiln's baseline)
+//   MatMul_KilnGemm    kiln::runtime::gemm into a preallocated output (every shape below, with
+//                      the transposes the gradients use)
+//   MatMul_Eigen       Eigen MatrixXf product on row-major maps (1 thread)
 //   MatMul_EigenTensor Eigen Tensor contraction on a ThreadPoolDevice (1 and 2 threads)
-// Arguments: m, k, n, threads. Run: kiln_bench --benchmark_filter=MatMul
+// Arguments: m, k, n, threads (and ta, tb for KilnGemm). Run: kiln_bench --benchmark_filter=MatMul
 #define EIGEN_USE_THREADS
 #include <benchmark/benchmark.h>
 
@@ -12,8 +14,12 @@
 #include <random>
 #include <unsupported/Eigen/CXX11/Tensor>
 
+#include <map>
+#include <mutex>
+
 #include "runtime/gemm.h"
 #include "runtime/kernels.h"
+#include "runtime/machine_peak.h"
 #include "runtime/threading.h"
 
 namespace {
@@ -32,9 +38,25 @@ struct Operands {
   }
 };
 
-void set_flops(benchmark::State& state, int64_t m, int64_t k, int64_t n) {
-  state.counters["GFLOPS"] = benchmark::Counter(2.0 * double(m) * double(n) * double(k) * 1e-9,
-                                                benchmark::Counter::kIsIterationInvariantRate);
+// The FMA peak at `threads` threads, measured once per process (0 with Eigen's kernels).
+double fma_peak_gflops(int threads) {
+  static std::mutex mutex;
+  static std::map<int, double> peaks;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = peaks.find(threads);
+  if (it == peaks.end())
+    it = peaks.emplace(threads, kiln::runtime::measure_fma_peak(threads, 0.1, 5).gflops).first;
+  return it->second;
+}
+
+void set_flops(benchmark::State& state, int64_t m, int64_t k, int64_t n, int threads = 1) {
+  const double flops = 2.0 * double(m) * double(n) * double(k);
+  state.counters["GFLOPS"] =
+      benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  const double peak = fma_peak_gflops(threads);
+  if (peak > 0)
+    state.counters["of_peak"] =
+        benchmark::Counter(flops * 1e-9 / peak, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // Sets kiln's thread count for one benchmark and restores it afterwards.
@@ -57,20 +79,28 @@ void BM_MatMul_KilnOp(benchmark::State& state) {
     Array c = kiln::runtime::run_op(kiln::OpKind::MatMul, in, attrs);
     benchmark::DoNotOptimize(c.raw());
   }
-  set_flops(state, m, k, n);
+  set_flops(state, m, k, n, int(state.range(3)));
 }
 
 void BM_MatMul_KilnGemm(benchmark::State& state) {
   const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  const bool ta = state.range(4) != 0, tb = state.range(5) != 0;
   KilnThreads threads(int(state.range(3)));
-  Operands ops(m, k, n);
+  // The same values stored as op() needs them: A is k x m if ta, B is n x k if tb.
+  Array a = Array::empty(kiln::DType::f32, ta ? kiln::Shape{k, m} : kiln::Shape{m, k});
+  Array b = Array::empty(kiln::DType::f32, tb ? kiln::Shape{n, k} : kiln::Shape{k, n});
+  std::mt19937 rng(42);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  for (int64_t i = 0; i < a.size(); ++i) a.data<float>()[i] = dist(rng);
+  for (int64_t i = 0; i < b.size(); ++i) b.data<float>()[i] = dist(rng);
   Array c = Array::empty(kiln::DType::f32, kiln::Shape{m, n});
   for (auto _ : state) {
-    kiln::runtime::gemm<float>(false, false, m, n, k, ops.a.data<float>(), k, ops.b.data<float>(),
-                               n, c.data<float>(), n);
+    kiln::runtime::gemm<float>(ta, tb, m, n, k, a.data<float>(), ta ? m : k, b.data<float>(),
+                               tb ? k : n, c.data<float>(), n);
     benchmark::ClobberMemory();
   }
-  set_flops(state, m, k, n);
+  set_flops(state, m, k, n, int(state.range(3)));
+  state.SetLabel(kiln::runtime::gemm_kernels());
 }
 
 void BM_MatMul_Eigen(benchmark::State& state) {
@@ -100,19 +130,45 @@ void BM_MatMul_EigenTensor(benchmark::State& state) {
     c.device(device) = a.contract(b, dims);
     benchmark::ClobberMemory();
   }
-  set_flops(state, m, k, n);
+  set_flops(state, m, k, n, threads);
 }
 
+// Issue 21's four shapes (m x k x n): 1024^3, 512 x 1024 x 1024, 64 x 784 x 256 (the small
+// MLP's first layer), 1024 x 128 x 384 (a transformer's q, k, v projection of 16 x 64 tokens).
+constexpr int64_t kShapes[][3] = {
+    {1024, 1024, 1024}, {512, 1024, 1024}, {64, 784, 256}, {1024, 128, 384}};
+
 void Shapes(benchmark::internal::Benchmark* b, std::initializer_list<int64_t> threads) {
-  for (int64_t t : threads) {
-    b->Args({64, 784, 256, t});
-    b->Args({512, 1024, 1024, t});
-  }
+  for (int64_t t : threads)
+    for (const auto& s : kShapes) b->Args({s[0], s[1], s[2], t});
   b->ArgNames({"m", "k", "n", "threads"})->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
 
+// The four shapes, then the GEMMs of the transformer block and LSTM training steps of
+// `kiln bench` with the transposes their gradients use (ta: dW = X^T dY; tb: dX = dY W^T).
+void GemmShapes(benchmark::internal::Benchmark* b) {
+  const int64_t shapes[][5] = {
+      {1024, 1024, 1024, 0, 0},
+      {512, 1024, 1024, 0, 0},
+      {64, 784, 256, 0, 0},
+      {1024, 128, 384, 0, 0},
+      // transformer block (16 x 64 tokens, d 128, feed-forward 512)
+      {1024, 128, 512, 0, 0},
+      {1024, 512, 128, 0, 0},
+      {128, 1024, 512, 1, 0},
+      {1024, 512, 128, 0, 1},
+      // LSTM 256 (batch 32, 64 steps): per step, the input projection, their gradients
+      {32, 256, 1024, 0, 0},
+      {32, 1024, 256, 0, 1},
+      {2048, 64, 1024, 0, 0},
+      {256, 2048, 1024, 1, 0}};
+  for (int64_t t : {1, 2})
+    for (const auto& s : shapes) b->Args({s[0], s[1], s[2], t, s[3], s[4]});
+  b->ArgNames({"m", "k", "n", "threads", "ta", "tb"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+
 BENCHMARK(BM_MatMul_KilnOp)->Apply([](auto* b) { Shapes(b, {1, 2}); });
-BENCHMARK(BM_MatMul_KilnGemm)->Apply([](auto* b) { Shapes(b, {1, 2}); });
+BENCHMARK(BM_MatMul_KilnGemm)->Apply(GemmShapes);
 BENCHMARK(BM_MatMul_Eigen)->Apply([](auto* b) { Shapes(b, {1}); });
 BENCHMARK(BM_MatMul_EigenTensor)->Apply([](auto* b) { Shapes(b, {1, 2}); });
 

@@ -62,14 +62,18 @@ bool blockable(const ExecutableStep& s, std::span<const Array> in) {
   if (l.inputs_by_row.empty() || !l.inputs_by_row.back()) return false;
   int64_t m = s.type.shape[0], n = s.type.shape[1];
   if (l.extent != m && l.extent != m * n) return false;
-  // gemm() would split the columns (C wider than tall): a row block per task would leave the
-  // other threads idle, so the product runs as one parallel GEMM before the epilogue.
+  // Too few rows to split (gemm() would split the columns): the product runs as one parallel
+  // GEMM before the epilogue, instead of a row block per task that leaves threads idle.
   const bool ta = s.attrs.get_bool("transpose_a", "matmul");
   const int64_t k = ta ? in[0].shape[0] : in[0].shape[1];
-  GemmPlan plan = plan_gemm(m, n, k);
-  return plan.by_rows || plan.blocks <= 1;
+  const bool f32 = s.type.dtype == DType::f32;
+  const int64_t tasks = f32 ? gemm_tasks<float>(m, n, k) : gemm_tasks<double>(m, n, k);
+  const int64_t row_blocks =
+      f32 ? gemm_row_blocks<float>(m, n, k) : gemm_row_blocks<double>(m, n, k);
+  return tasks <= 1 || row_blocks > 1;
 }
 
+// The product in blocks of whole rows, each block's epilogue rows run right after it.
 template <typename T>
 void blocked_matmul(const ExecutableStep& s, std::span<const Array> in, Array& c,
                     std::span<void* const> buffers) {
@@ -78,23 +82,17 @@ void blocked_matmul(const ExecutableStep& s, std::span<const Array> in, Array& c
   const int64_t m = s.type.shape[0], n = s.type.shape[1];
   const int64_t k = ta ? in[0].shape[0] : in[0].shape[1];
   const int64_t lda = in[0].shape[1], ldb = in[1].shape[1];
-  const T* a = in[0].data<T>();
-  const T* b = in[1].data<T>();
-  T* pc = c.data<T>();
   const KernelCall& call = *s.kernel;
   const int64_t scale = call.layout.extent == m ? 1 : n;
-  GemmPlan plan = plan_gemm(m, n, k);
-  const int64_t blocks = plan.blocks;
-  const int64_t step = blocks <= 1 ? m : plan.step;
-  std::vector<int32_t> status(size_t(std::max<int64_t>(blocks, 1)), 0);
-  parallel_tasks(std::max<int64_t>(blocks, 1), [&](int64_t blk) {
-    int64_t r0 = blk * step, r1 = std::min(m, r0 + step);
-    if (r0 >= r1) return;
-    gemm_serial<T>(ta, tb, r1 - r0, n, k, ta ? a + r0 : a + r0 * lda, lda, b, ldb, pc + r0 * n, n);
-    KernelFrame frame{buffers.data(), &status[size_t(blk)]};
-    call.entry(&frame, r0 * scale, r1 * scale);
-  });
-  for (int32_t st : status) check_status(call, st);
+  std::atomic<int32_t> failed{0};
+  gemm_rows<T>(ta, tb, m, n, k, in[0].data<T>(), lda, in[1].data<T>(), ldb, c.data<T>(), n,
+               [&](int64_t r0, int64_t r1) {
+                 int32_t status = 0;
+                 KernelFrame frame{buffers.data(), &status};
+                 call.entry(&frame, r0 * scale, r1 * scale);
+                 if (status != 0) failed.store(status);
+               });
+  check_status(call, failed.load());
 }
 
 const char* category_of(ExecutableStep::Kind k) {

@@ -1,8 +1,8 @@
-// GEMM: Eigen's single-threaded GEMM on row-major maps (no copies; transposes are views),
-// split into a fixed number of blocks of C that run as tasks on kiln's arena. Integer types use
-// an exact i-k-j loop with wrapping arithmetic.
+// GEMM entry points: checks, empty products, and the choice between kiln's float32 engine
+// (gemm_engine.h), Eigen's GEMM (float64, or float32 without kiln's kernels) and the exact
+// integer loop.
 //
-// Split policy (plan_gemm), measured with f32 on a 2-core AMD EPYC (Zen 3, AVX2) VM:
+// Eigen's split (eigen_plan), measured with f32 on a 2-core AMD EPYC (Zen 3, AVX2) VM:
 //  - a cube split in two column halves at 2 threads: 64^3 (0.5 MFLOP, ~10 us) breaks even
 //    (48 vs 49 GFLOP/s), 80^3 gains 1.6x, 128^3 1.5x (90 vs 60 GFLOP/s). So products below
 //    kGemmParallelMinFlops (2^20, ~2*80^3) stay serial and blocks carry >= kMinBlockFlops (2^19);
@@ -10,10 +10,9 @@
 //    re-packs A, so splitting the larger dimension re-packs the smaller operand;
 //  - the block count is a power of two (even load on 2, 4, 8... threads), each block at least
 //    kMinBlockExtent rows/columns, at most max_blocks(): twice the machine's hardware threads,
-//    clamped to [4, 16]. Each block re-packs an operand, which costs single-thread speed: at 1
-//    thread, 4 column blocks of 512x1024x1024 run ~5% slower than one Eigen call, 8 ~9%. The
-//    cap is a property of the machine (like Eigen's cache-size blocking), never of
-//    set_num_threads/KILN_NUM_THREADS, so results stay bitwise equal across thread counts.
+//    clamped to [4, 16]. The cap is a property of the machine (like Eigen's cache-size
+//    blocking), never of set_num_threads/KILN_NUM_THREADS, so results stay bitwise equal across
+//    thread counts. kiln's engine needs no such care: any split gives the same bits.
 #include "runtime/gemm.h"
 
 #include <fmt/format.h>
@@ -25,10 +24,19 @@
 #include <vector>
 
 #include "ir/error.h"
+#include "runtime/gemm_engine.h"
 #include "runtime/threading.h"
 
 namespace kiln::runtime {
 namespace {
+
+// How Eigen's path splits C: `blocks` slabs of `step` rows (by_rows) or columns (the last may
+// be shorter). blocks == 1 means one single-threaded GEMM on the calling thread.
+struct EigenPlan {
+  bool by_rows = true;
+  int64_t blocks = 1;
+  int64_t step = 0;
+};
 
 int64_t max_blocks() {
   static const int64_t cap =
@@ -60,6 +68,25 @@ template <typename T>
 using ConstMap = Eigen::Map<const RowMat<T>, Eigen::Unaligned, Eigen::OuterStride<>>;
 template <typename T>
 using MutMap = Eigen::Map<RowMat<T>, Eigen::Unaligned, Eigen::OuterStride<>>;
+
+// The fixed split of Eigen's path (sizes and hardware only).
+EigenPlan eigen_plan(int64_t m, int64_t n, int64_t k) {
+  EigenPlan plan;
+  plan.by_rows = m >= n;
+  const int64_t extent = plan.by_rows ? m : n;
+  plan.step = extent;
+  const double flops = 2.0 * double(m) * double(n) * double(k);
+  if (flops < double(kGemmParallelMinFlops)) return plan;
+  int64_t blocks = std::min<int64_t>(max_blocks(), int64_t(flops / double(kMinBlockFlops)));
+  blocks = std::min(blocks, extent / kMinBlockExtent);
+  if (blocks < 2) return plan;
+  while (blocks & (blocks - 1)) blocks &= blocks - 1;  // round down to a power of two
+  int64_t step = (extent + blocks - 1) / blocks;
+  step = (step + kBlockQuantum - 1) / kBlockQuantum * kBlockQuantum;
+  plan.step = step;
+  plan.blocks = (extent + step - 1) / step;
+  return plan;
+}
 
 // One single-threaded Eigen GEMM. op(A) is a map of the stored matrix or its transpose view.
 template <typename T>
@@ -124,54 +151,73 @@ void int_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int
 }
 
 template <typename T>
-void gemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
-               const T* b, int64_t ldb, T* c, int64_t ldc, bool acc, bool parallel) {
+void eigen_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
+                const T* b, int64_t ldb, T* c, int64_t ldc, bool acc, bool parallel) {
+  EigenPlan plan = parallel ? eigen_plan(m, n, k) : EigenPlan{true, 1, m};
+  if (plan.blocks == 1) return eigen_block(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, acc);
+  parallel_tasks(plan.blocks, [&](int64_t i) {
+    const int64_t extent = plan.by_rows ? m : n;
+    const int64_t s = i * plan.step, len = std::min(extent, s + plan.step) - s;
+    if (plan.by_rows) {
+      // Rows s.. of op(A): rows of A, or columns of the stored A^T.
+      eigen_block(ta, tb, len, n, k, ta ? a + s : a + s * lda, lda, b, ldb, c + s * ldc, ldc, acc);
+    } else {
+      // Columns s.. of op(B): columns of B, or rows of the stored B^T.
+      eigen_block(ta, tb, m, len, k, a, lda, tb ? b + s * ldb : b + s, ldb, c + s, ldc, acc);
+    }
+  });
+}
+
+// kiln's microkernels for float32, if any are active; nullptr otherwise.
+template <typename T>
+const gemm_detail::MicroKernels* engine_for() {
+  if constexpr (std::is_same_v<T, float>)
+    return gemm_detail::active_microkernels();
+  else
+    return nullptr;
+}
+
+gemm_detail::SgemmArgs sgemm_args(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
+                                  int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
+                                  bool acc) {
+  return {ta, tb, m, n, k, a, lda, b, ldb, c, ldc, acc};
+}
+
+// Handles empty products; returns true if nothing is left to compute.
+template <typename T>
+bool trivial(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, T* c,
+             int64_t ldc, bool acc) {
   check_args(ta, tb, m, n, k, lda, ldb, ldc);
-  if (m == 0 || n == 0) return;
+  if (m == 0 || n == 0) return true;
   if (k == 0) {
     if (!acc)
       for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T(0));
-    return;
+    return true;
   }
+  return false;
+}
+
+template <typename T>
+void gemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
+               const T* b, int64_t ldb, T* c, int64_t ldc, bool acc, bool parallel) {
+  if (trivial(ta, tb, m, n, k, lda, ldb, c, ldc, acc)) return;
   if constexpr (std::is_integral_v<T>) {
     int_gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, acc, parallel);
   } else {
-    GemmPlan plan = parallel ? plan_gemm(m, n, k) : GemmPlan{true, 1, m};
-    if (plan.blocks == 1) return eigen_block(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, acc);
-    parallel_tasks(plan.blocks, [&](int64_t i) {
-      const int64_t extent = plan.by_rows ? m : n;
-      const int64_t s = i * plan.step, len = std::min(extent, s + plan.step) - s;
-      if (plan.by_rows) {
-        // Rows s.. of op(A): rows of A, or columns of the stored A^T.
-        eigen_block(ta, tb, len, n, k, ta ? a + s : a + s * lda, lda, b, ldb, c + s * ldc, ldc,
-                    acc);
-      } else {
-        // Columns s.. of op(B): columns of B, or rows of the stored B^T.
-        eigen_block(ta, tb, m, len, k, a, lda, tb ? b + s * ldb : b + s, ldb, c + s, ldc, acc);
+    if constexpr (std::is_same_v<T, float>) {
+      if (const gemm_detail::MicroKernels* mk = engine_for<T>()) {
+        const gemm_detail::SgemmGrid grid =
+            parallel ? gemm_detail::plan_sgemm(*mk, m, n, k, num_threads(), false)
+                     : gemm_detail::SgemmGrid{};
+        return gemm_detail::sgemm(*mk, sgemm_args(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, acc),
+                                  grid);
       }
-    });
+    }
+    eigen_gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, acc, parallel);
   }
 }
 
 }  // namespace
-
-GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k) {
-  GemmPlan plan;
-  plan.by_rows = m >= n;
-  const int64_t extent = plan.by_rows ? m : n;
-  plan.step = extent;
-  const double flops = 2.0 * double(m) * double(n) * double(k);
-  if (flops < double(kGemmParallelMinFlops)) return plan;
-  int64_t blocks = std::min<int64_t>(max_blocks(), int64_t(flops / double(kMinBlockFlops)));
-  blocks = std::min(blocks, extent / kMinBlockExtent);
-  if (blocks < 2) return plan;
-  while (blocks & (blocks - 1)) blocks &= blocks - 1;  // round down to a power of two
-  int64_t step = (extent + blocks - 1) / blocks;
-  step = (step + kBlockQuantum - 1) / kBlockQuantum * kBlockQuantum;
-  plan.step = step;
-  plan.blocks = (extent + step - 1) / step;
-  return plan;
-}
 
 template <typename T>
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
@@ -185,16 +231,75 @@ void gemm_serial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, co
   gemm_impl(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate, false);
 }
 
+template <typename T>
+int64_t gemm_tasks(int64_t m, int64_t n, int64_t k) {
+  if (std::is_integral_v<T>) {
+    const int64_t row_work = std::max<int64_t>(n * k, 1);
+    return std::max<int64_t>(1, m / std::max<int64_t>(1, kMinBlockFlops / 2 / row_work));
+  }
+  if (const gemm_detail::MicroKernels* mk = engine_for<T>()) {
+    const gemm_detail::SgemmGrid g = gemm_detail::plan_sgemm(*mk, m, n, k, num_threads(), false);
+    return g.row_blocks * g.col_blocks;
+  }
+  return eigen_plan(m, n, k).blocks;
+}
+
+template <typename T>
+int64_t gemm_row_blocks(int64_t m, int64_t n, int64_t k) {
+  if (const gemm_detail::MicroKernels* mk = engine_for<T>())
+    return gemm_detail::plan_sgemm(*mk, m, n, k, num_threads(), true).row_blocks;
+  const EigenPlan plan = eigen_plan(m, n, k);
+  return plan.by_rows ? plan.blocks : 1;
+}
+
+template <typename T>
+void gemm_rows(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
+               const T* b, int64_t ldb, T* c, int64_t ldc,
+               const std::function<void(int64_t, int64_t)>& on_rows) {
+  if (trivial(ta, tb, m, n, k, lda, ldb, c, ldc, false)) {
+    if (m > 0) on_rows(0, m);
+    return;
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    if (const gemm_detail::MicroKernels* mk = engine_for<T>()) {
+      const gemm_detail::SgemmGrid grid =
+          gemm_detail::plan_sgemm(*mk, m, n, k, num_threads(), true);
+      return gemm_detail::sgemm(*mk, sgemm_args(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, false),
+                                grid, &on_rows);
+    }
+  }
+  // Eigen: its fixed row split (one block when it would split columns).
+  const EigenPlan plan = eigen_plan(m, n, k);
+  const int64_t blocks = plan.by_rows ? plan.blocks : 1;
+  const int64_t step = blocks == 1 ? m : plan.step;
+  parallel_tasks(blocks, [&](int64_t blk) {
+    const int64_t r0 = blk * step, r1 = std::min(m, r0 + step);
+    if (r0 >= r1) return;
+    eigen_block(ta, tb, r1 - r0, n, k, ta ? a + r0 : a + r0 * lda, lda, b, ldb, c + r0 * ldc, ldc,
+                false);
+    on_rows(r0, r1);
+  });
+}
+
 #define KILN_GEMM_INSTANTIATE(T)                                                                   \
   template void gemm<T>(bool, bool, int64_t, int64_t, int64_t, const T*, int64_t, const T*,        \
                         int64_t, T*, int64_t, bool);                                               \
   template void gemm_serial<T>(bool, bool, int64_t, int64_t, int64_t, const T*, int64_t, const T*, \
-                               int64_t, T*, int64_t, bool);
+                               int64_t, T*, int64_t, bool);                                        \
+  template int64_t gemm_tasks<T>(int64_t, int64_t, int64_t);
 KILN_GEMM_INSTANTIATE(float)
 KILN_GEMM_INSTANTIATE(double)
 KILN_GEMM_INSTANTIATE(int32_t)
 KILN_GEMM_INSTANTIATE(int64_t)
 KILN_GEMM_INSTANTIATE(uint8_t)
 #undef KILN_GEMM_INSTANTIATE
+
+#define KILN_GEMM_ROWS_INSTANTIATE(T)                                                             \
+  template void gemm_rows<T>(bool, bool, int64_t, int64_t, int64_t, const T*, int64_t, const T*,  \
+                             int64_t, T*, int64_t, const std::function<void(int64_t, int64_t)>&); \
+  template int64_t gemm_row_blocks<T>(int64_t, int64_t, int64_t);
+KILN_GEMM_ROWS_INSTANTIATE(float)
+KILN_GEMM_ROWS_INSTANTIATE(double)
+#undef KILN_GEMM_ROWS_INSTANTIATE
 
 }  // namespace kiln::runtime

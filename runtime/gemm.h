@@ -1,32 +1,28 @@
 // Row-major GEMM on kiln's thread arena: C = op(A) * op(B) (or C += ...), where op(X) is X or
-// its transpose. Floating-point types run Eigen's own GEMM kernel (single-threaded per call,
-// EIGEN_DONT_PARALLELIZE); kiln splits C into blocks and runs them as tasks on its TBB arena.
+// its transpose.
 //
-// Determinism: the split of C (GemmPlan) depends only on (m, n, k) and the machine's hardware
-// thread count, never on kiln's thread setting, and every block is one single-threaded Eigen
-// GEMM (whose own blocking depends on the machine's cache sizes). So gemm() returns
-// bitwise-identical results on 1 or N threads. gemm_serial() computes C as one block and may
-// differ from gemm() in the last bits (different blocking), but is itself deterministic.
-// Integer types use a simple exact loop (wrapping arithmetic, like numpy).
+// float32 runs kiln's GEMM engine (runtime/gemm_engine.h): packed operands and
+// register-blocked microkernels for AVX-512 or AVX2 + FMA, chosen at run time for the CPU
+// (KILN_GEMM / set_gemm_kernels override it), split into tasks on kiln's arena. float64, and
+// float32 on CPUs without AVX2 (or with KILN_GEMM=eigen), run Eigen's single-threaded GEMM on
+// blocks of C. Integer types use a simple exact loop (wrapping arithmetic, like numpy).
+//
+// Determinism. kiln's kernels compute every element of C as the same chain of float32 FMAs
+// whatever the split, so gemm, gemm_serial and gemm_rows give bitwise-identical results for
+// any thread count, and the avx512 and avx2 kernels agree bitwise too. Eigen's blocking depends
+// on the block's size, so its split of C depends only on (m, n, k) and the machine's hardware
+// thread count, never on kiln's thread setting: gemm() is bitwise identical on 1 or N threads,
+// but gemm_serial() (one block) may differ from it in the last bits.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <string>
 
 namespace kiln::runtime {
 
-// How gemm() splits C: `blocks` slabs of `step` rows (by_rows) or columns (the last may be
-// shorter). blocks == 1 means one single-threaded GEMM on the calling thread.
-struct GemmPlan {
-  bool by_rows = true;
-  int64_t blocks = 1;
-  int64_t step = 0;
-};
-
 // Below this many flops (2*m*n*k) a GEMM is never split (measured: see gemm.cc).
 inline constexpr int64_t kGemmParallelMinFlops = int64_t{1} << 20;  // ~ 2 * 80^3
-
-// The fixed split gemm() uses for an m x n x k product (sizes and hardware only).
-GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k);
 
 // C[m, n] = op(A) * op(B) (accumulate: C += ...). A is m x k (k x m stored if trans_a) with
 // row stride lda; B is k x n (n x k stored if trans_b) with row stride ldb; C has row stride
@@ -42,5 +38,26 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* 
 template <typename T>
 void gemm_serial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a,
                  int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc, bool accumulate = false);
+
+// How many tasks gemm() cuts an m x n x k product of T into (1: it runs on the calling thread).
+template <typename T>
+int64_t gemm_tasks(int64_t m, int64_t n, int64_t k);
+
+// gemm() computed in blocks of whole rows of C (gemm_row_blocks of them, in parallel), calling
+// on_rows(r0, r1) for each block [r0, r1) on the thread that computed it, right after the
+// block's last product: an epilogue that reads the rows while they are in cache. C = op(A)
+// op(B) (no accumulation). Instantiated for float and double.
+template <typename T>
+void gemm_rows(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
+               const T* b, int64_t ldb, T* c, int64_t ldc,
+               const std::function<void(int64_t, int64_t)>& on_rows);
+template <typename T>
+int64_t gemm_row_blocks(int64_t m, int64_t n, int64_t k);
+
+// The float32 GEMM kernels in use: "avx512", "avx2" (kiln's microkernels) or "eigen".
+std::string gemm_kernels();
+// Selects them ("auto": the best this CPU runs, the default); KILN_GEMM=NAME does the same at
+// start. Throws kiln::Error for an unknown name or kernels this CPU cannot run.
+void set_gemm_kernels(const std::string& name);
 
 }  // namespace kiln::runtime

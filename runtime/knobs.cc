@@ -27,6 +27,12 @@ std::string log_level() {
   return v && *v ? std::string(v) : std::string("warning");
 }
 
+std::optional<std::string> gemm_kernels() {
+  const char* v = std::getenv("KILN_GEMM");
+  if (!v || !*v) return std::nullopt;
+  return std::string(v);
+}
+
 std::optional<std::string> data_dir() {
   const char* v = std::getenv("KILN_DATA_DIR");
   if (!v || !*v) return std::nullopt;

@@ -12,6 +12,10 @@ namespace kiln::runtime::knobs {
 // Returns nullopt when unset; throws kiln::Error on a value that is not a positive integer.
 std::optional<int> num_threads();
 
+// KILN_GEMM=auto|avx512|avx2|eigen: the float32 GEMM kernels (runtime/gemm.h; API:
+// runtime::set_gemm_kernels); nullopt when unset or empty (then auto). runtime checks the value.
+std::optional<std::string> gemm_kernels();
+
 // KILN_LOG: "warning" (default), "info" or "debug".
 std::string log_level();
 

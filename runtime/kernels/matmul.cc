@@ -84,7 +84,7 @@ void matmul_typed(const Array& a, const Array& b, bool ta, bool tb, Array& out) 
   };
   // Enough entries to occupy gemm's blocks: one serial product per entry, entries in parallel.
   // Otherwise entries in turn, each split by gemm. The choice depends on shapes only.
-  if (batch > 1 && batch >= plan_gemm(m, n, k).blocks) {
+  if (batch > 1 && batch >= gemm_tasks<T>(m, n, k)) {
     const double flops = 2.0 * double(m) * double(n) * double(k);
     const int64_t grain =
         std::max<int64_t>(1, int64_t(double(kGemmParallelMinFlops) / std::max(flops, 1.0)));

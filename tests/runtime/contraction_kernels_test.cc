@@ -158,9 +158,8 @@ TEST(MatMulKernelTest, BatchedWithBroadcasting) {
 TEST(MatMulKernelTest, LargeEnoughToRunInParallel) {
   ThreadCountGuard guard;
   set_num_threads(2);
-  ASSERT_GT(plan_gemm(300, 250, 200).blocks, 1);
-  ASSERT_GT(plan_gemm(64, 256, 784).blocks, 1);
-  ASSERT_FALSE(plan_gemm(64, 256, 784).by_rows);
+  ASSERT_GT(gemm_tasks<float>(300, 250, 200), 1);
+  ASSERT_GT(gemm_tasks<double>(64, 256, 784), 1);
   for (bool ta : {false, true})
     for (bool tb : {false, true}) {
       check_matmul(DType::f32, {}, {}, 300, 200, 250, ta, tb, 1e-5, 20);
@@ -206,7 +205,8 @@ TEST(MatMulKernelTest, BitwiseIdenticalOnOneAndTwoThreads) {
         bt = random_array(DType::f32, {641, 384}, rng);
   Array ab = random_array(DType::f32, {6, 96, 200}, rng),
         bb = random_array(DType::f32, {6, 200, 90}, rng);
-  ASSERT_GT(plan_gemm(515, 641, 384).blocks, 1);
+  set_num_threads(2);
+  ASSERT_GT(gemm_tasks<float>(515, 641, 384), 1);
   set_num_threads(1);
   Array c1 = matmul(a, b), d1 = matmul(at, bt, true, true), e1 = matmul(ab, bb);
   set_num_threads(2);

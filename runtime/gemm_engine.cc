@@ -1,0 +1,275 @@
+// The float32 GEMM engine: packing, blocking and tasks around the microkernels (contract and
+// blocking scheme: gemm_engine.h).
+#include "runtime/gemm_engine.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <optional>
+
+#include "ir/error.h"
+#include "runtime/gemm.h"
+#include "runtime/knobs.h"
+#include "runtime/threading.h"
+
+namespace kiln::runtime::gemm_detail {
+namespace {
+
+// Below this many flops a product runs as one task (2^20, ~ 2 * 80^3: measured on Eigen's
+// GEMM, docs/benchmarks.md), and tasks carry at least kMinTaskFlops.
+constexpr double kParallelMinFlops = double(int64_t{1} << 20);
+constexpr double kMinTaskFlops = double(int64_t{1} << 19);
+// B is packed when its rows are C's columns (transposed), or when at least this many rows of
+// C reuse each packed panel (measured: docs/benchmarks.md, "GEMM engine").
+constexpr int64_t kPackBMinRows = 192;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// k blocks of near-equal depth, at most kKc each: block q is [q * step, min(k, (q+1) * step)).
+struct KBlocks {
+  int64_t count, step;
+  explicit KBlocks(int64_t k) : count(ceil_div(k, kKc)), step(ceil_div(k, ceil_div(k, kKc))) {}
+  int64_t begin(int64_t q) const { return q * step; }
+  int64_t depth(int64_t q, int64_t k) const { return std::min(k, (q + 1) * step) - q * step; }
+};
+
+// A per-thread, 64-byte aligned scratch buffer. A nested use on the same thread (a GEMM called
+// from a task that runs while an outer GEMM on this thread waits) gets a buffer of its own.
+class Scratch {
+ public:
+  Scratch(int slot, size_t floats) {
+    Slot& s = slots()[slot];
+    if (!s.busy) {
+      if (s.capacity < floats) {
+        std::free(s.data);
+        s.data = alloc(floats);
+        s.capacity = floats;
+      }
+      s.busy = true;
+      slot_ = &s;
+      data_ = s.data;
+    } else {
+      owned_ = alloc(floats);
+      data_ = owned_;
+    }
+  }
+  ~Scratch() {
+    if (slot_) slot_->busy = false;
+    std::free(owned_);
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  float* data() const { return data_; }
+
+ private:
+  struct Slot {
+    float* data = nullptr;
+    size_t capacity = 0;
+    bool busy = false;
+    ~Slot() { std::free(data); }
+  };
+  static Slot* slots() {
+    thread_local Slot s[2];
+    return s;
+  }
+  static float* alloc(size_t floats) {
+    const size_t bytes = (std::max<size_t>(floats, 16) * sizeof(float) + 63) / 64 * 64;
+    void* p = std::aligned_alloc(64, bytes);
+    if (!p) throw std::bad_alloc();
+    return static_cast<float*>(p);
+  }
+  Slot* slot_ = nullptr;
+  float* owned_ = nullptr;
+  float* data_ = nullptr;
+};
+constexpr int kSlotA = 0, kSlotB = 1;
+
+// Packs columns [j0, j0 + nr) of op(B), every k block, zero-padding columns >= n.
+void pack_b_panel(const SgemmArgs& g, const KBlocks& kb, int64_t nr, int64_t panel, int64_t n_pad,
+                  float* out) {
+  const int64_t j0 = panel * nr, cols = std::min(nr, g.n - j0);
+  for (int64_t q = 0; q < kb.count; ++q) {
+    const int64_t k0 = kb.begin(q), kc = kb.depth(q, g.k);
+    float* dst = out + k0 * n_pad + panel * kc * nr;
+    if (!g.tb) {
+      for (int64_t p = 0; p < kc; ++p) {
+        std::memcpy(dst + p * nr, g.b + (k0 + p) * g.ldb + j0, size_t(cols) * sizeof(float));
+        std::fill(dst + p * nr + cols, dst + (p + 1) * nr, 0.0f);
+      }
+    } else {
+      for (int64_t jj = 0; jj < cols; ++jj) {
+        const float* src = g.b + (j0 + jj) * g.ldb + k0;
+        for (int64_t p = 0; p < kc; ++p) dst[p * nr + jj] = src[p];
+      }
+      if (cols < nr)
+        for (int64_t p = 0; p < kc; ++p) std::fill(dst + p * nr + cols, dst + (p + 1) * nr, 0.0f);
+    }
+  }
+}
+
+// Packs rows [r0, r0 + h) of op(A), columns [k0, k0 + kc), as out[p * h + i].
+void pack_a_panel(const SgemmArgs& g, int64_t r0, int64_t h, int64_t k0, int64_t kc, float* out) {
+  if (g.ta) {
+    for (int64_t p = 0; p < kc; ++p)
+      std::memcpy(out + p * h, g.a + (k0 + p) * g.lda + r0, size_t(h) * sizeof(float));
+  } else {
+    for (int64_t i = 0; i < h; ++i) {
+      const float* src = g.a + (r0 + i) * g.lda + k0;
+      for (int64_t p = 0; p < kc; ++p) out[p * h + i] = src[p];
+    }
+  }
+}
+
+// Rows [r0, r1) cut into the fewest panels of at most mr rows, of near-equal heights.
+struct RowPanels {
+  int64_t count, base, extra;
+  RowPanels(int64_t rows, int64_t mr)
+      : count(ceil_div(rows, mr)), base(rows / count), extra(rows % count) {}
+  int64_t height(int64_t i) const { return base + (i < extra ? 1 : 0); }
+  int64_t start(int64_t i) const { return i * base + std::min(i, extra); }
+};
+
+// One task: C[r0:r1, c0:c1] for every k block. `packed_b` is op(B) packed (or null).
+void run_block(const MicroKernels& mk, const SgemmArgs& g, const KBlocks& kb, const float* packed_b,
+               int64_t n_pad, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  const RowPanels panels(r1 - r0, mk.mr);
+  Scratch a_buf(kSlotA, size_t((r1 - r0) * kb.step));
+  MicroTile t;
+  t.b_padded = packed_b != nullptr;
+  t.ldc = g.ldc;
+  for (int64_t q = 0; q < kb.count; ++q) {
+    const int64_t k0 = kb.begin(q), kc = kb.depth(q, g.k);
+    for (int64_t i = 0; i < panels.count; ++i)
+      pack_a_panel(g, r0 + panels.start(i), panels.height(i), k0, kc,
+                   a_buf.data() + panels.start(i) * kc);
+    t.kc = kc;
+    t.accumulate = g.accumulate || q > 0;
+    t.ldb = packed_b ? mk.nr : g.ldb;
+    for (int64_t jc = c0; jc < c1; jc += kNc) {
+      const int64_t jc_end = std::min(c1, jc + kNc);
+      for (int64_t i = 0; i < panels.count; ++i) {
+        const int64_t row = r0 + panels.start(i);
+        t.rows = int32_t(panels.height(i));
+        t.a = a_buf.data() + panels.start(i) * kc;
+        for (int64_t j = jc; j < jc_end; j += mk.nr) {
+          t.cols = int32_t(std::min<int64_t>(mk.nr, g.n - j));
+          t.b = packed_b ? packed_b + k0 * n_pad + (j / mk.nr) * kc * mk.nr : g.b + k0 * g.ldb + j;
+          t.c = g.c + row * g.ldc + j;
+          mk.tile(t);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+SgemmGrid plan_sgemm(const MicroKernels& mk, int64_t m, int64_t n, int64_t k, int threads,
+                     bool whole_rows) {
+  const double flops = 2.0 * double(m) * double(n) * double(k);
+  if (threads <= 1 || flops < kParallelMinFlops) return {};
+  const int64_t max_tasks =
+      std::max<int64_t>(1, std::min<int64_t>(4 * int64_t(threads), int64_t(flops / kMinTaskFlops)));
+  SgemmGrid grid;
+  grid.row_blocks = std::min(ceil_div(m, mk.mr), max_tasks);
+  // Splitting columns re-packs A in every column block; do it only to occupy the threads.
+  if (!whole_rows && grid.row_blocks < 2 * int64_t(threads))
+    grid.col_blocks = std::min(ceil_div(n, mk.nr), ceil_div(max_tasks, grid.row_blocks));
+  return grid;
+}
+
+void sgemm(const MicroKernels& mk, const SgemmArgs& g, SgemmGrid grid,
+           const std::function<void(int64_t, int64_t)>* on_rows) {
+  const KBlocks kb(g.k);
+  const int64_t panels_n = ceil_div(g.n, mk.nr), n_pad = panels_n * mk.nr;
+  const bool pack_b = g.tb || g.m >= kPackBMinRows;
+  const int64_t tasks = grid.row_blocks * grid.col_blocks;
+  std::optional<Scratch> b_buf;
+  const float* packed_b = nullptr;
+  if (pack_b) {
+    b_buf.emplace(kSlotB, size_t(g.k * n_pad));
+    float* out = b_buf->data();
+    const int64_t panel_work = std::max<int64_t>(1, g.k * mk.nr);
+    auto pack = [&](int64_t p0, int64_t p1) {
+      for (int64_t p = p0; p < p1; ++p) pack_b_panel(g, kb, mk.nr, p, n_pad, out);
+    };
+    if (tasks > 1)
+      parallel_for(panels_n, std::max<int64_t>(1, kElementwiseGrain / panel_work), pack);
+    else
+      pack(0, panels_n);
+    packed_b = out;
+  }
+  // Row blocks of near-equal heights, column blocks of whole nr tiles.
+  auto run = [&](int64_t task) {
+    const int64_t rb = task / grid.col_blocks, cb = task % grid.col_blocks;
+    const int64_t r0 = g.m * rb / grid.row_blocks, r1 = g.m * (rb + 1) / grid.row_blocks;
+    const int64_t c0 = std::min(g.n, panels_n * cb / grid.col_blocks * mk.nr);
+    const int64_t c1 = std::min(g.n, panels_n * (cb + 1) / grid.col_blocks * mk.nr);
+    if (r0 >= r1 || c0 >= c1) return;
+    run_block(mk, g, kb, packed_b, n_pad, r0, r1, c0, c1);
+    if (on_rows) (*on_rows)(r0, r1);
+  };
+  parallel_tasks(tasks, run);
+}
+
+// ---------------------------------------------------------------- which microkernels
+
+namespace {
+
+constexpr const char* kEigen = "eigen";
+
+bool cpu_runs(const std::string& isa) {
+  __builtin_cpu_init();
+  if (isa == "avx512") return __builtin_cpu_supports("avx512f");
+  if (isa == "avx2") return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return isa == kEigen;
+}
+
+// nullptr for Eigen; kiln::Error for a name that is unknown or that this CPU cannot run.
+const MicroKernels* resolve(const std::string& name, const char* source) {
+  if (name == "auto") {
+    if (cpu_runs("avx512")) return &avx512_microkernels();
+    if (cpu_runs("avx2")) return &avx2_microkernels();
+    return nullptr;
+  }
+  if (name != "avx512" && name != "avx2" && name != kEigen)
+    throw Error(fmt::format("{}\"{}\" is not a GEMM kernel set: use auto, avx512, avx2 or eigen",
+                            source, name));
+  if (!cpu_runs(name))
+    throw Error(
+        fmt::format("{}\"{}\": this CPU cannot run the {} GEMM kernels; use auto, "
+                    "avx2 or eigen",
+                    source, name, name));
+  if (name == "avx512") return &avx512_microkernels();
+  if (name == "avx2") return &avx2_microkernels();
+  return nullptr;
+}
+
+std::atomic<const MicroKernels*>& active_slot() {
+  static std::atomic<const MicroKernels*> slot{
+      resolve(knobs::gemm_kernels().value_or("auto"), "KILN_GEMM=")};
+  return slot;
+}
+
+}  // namespace
+
+const MicroKernels* active_microkernels() { return active_slot().load(std::memory_order_relaxed); }
+
+}  // namespace kiln::runtime::gemm_detail
+
+namespace kiln::runtime {
+
+std::string gemm_kernels() {
+  const gemm_detail::MicroKernels* mk = gemm_detail::active_microkernels();
+  return mk ? mk->isa : gemm_detail::kEigen;
+}
+
+void set_gemm_kernels(const std::string& name) {
+  gemm_detail::active_slot().store(gemm_detail::resolve(name, "set_gemm_kernels: "));
+}
+
+}  // namespace kiln::runtime

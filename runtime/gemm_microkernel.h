@@ -1,0 +1,52 @@
+// The float32 GEMM microkernels: one register-blocked tile C[rows, cols] (+)= A_panel * B_rows
+// per call, with broadcast FMAs (the BLIS structure, vectorised along C's rows).
+//
+// Contract of MicroKernels::tile(t):
+//   for i < t.rows, j < t.cols:  acc = 0; for p < t.kc: acc = fma(a[p * rows + i], b[p][j], acc)
+//                                C[i][j] = t.accumulate ? C[i][j] + acc : acc
+// with a = t.a (a packed A panel: kc steps of `rows` floats) and b[p] = t.b + p * t.ldb. The
+// arithmetic of an element is the same whatever rows, cols or ISA: every kernel runs the one
+// FMA chain above in float32, so the result of a GEMM does not depend on how it is tiled, on
+// the thread count, or on which of these kernels runs it (tests/runtime/gemm_test.cc).
+// Reads b[p][0 .. cols) only, unless t.b_padded (packed B: rows of nr floats are readable);
+// writes C[i][0 .. cols) only.
+//
+// The kernels live in files compiled for their ISA (gemm_microkernel_avx512.cc, _avx2.cc) that
+// include nothing but intrinsics and this header, so no inline function shared with other
+// files is compiled for an ISA the CPU may lack. gemm_engine.cc picks one at run time.
+#pragma once
+
+#include <cstdint>
+
+namespace kiln::runtime::gemm_detail {
+
+struct MicroTile {
+  int64_t kc = 0;            // depth of the k block (>= 1)
+  const float* a = nullptr;  // packed panel: a[p * rows + i]
+  const float* b = nullptr;  // row p of the k block at b + p * ldb
+  int64_t ldb = 0;
+  float* c = nullptr;  // row i at c + i * ldc
+  int64_t ldc = 0;
+  int32_t rows = 0;        // 1 .. mr
+  int32_t cols = 0;        // 1 .. nr
+  int32_t accumulate = 0;  // 1: C += product; 0: C = product
+  int32_t b_padded = 0;    // 1: b's rows are readable up to nr floats
+};
+
+struct MicroKernels {
+  const char* isa;  // "avx512" or "avx2": the name KILN_GEMM takes
+  int32_t mr;       // most rows per tile
+  int32_t nr;       // most columns per tile (a whole number of vectors)
+  void (*tile)(const MicroTile& t);
+  // The machine's FMA peak for this ISA: `iterations` rounds of independent vector FMAs
+  // (enough accumulators to cover the FMA latency), fma_loop_flops per round; returns a sum
+  // of the accumulators so the loop is not optimised away (runtime/machine_peak.h).
+  float (*fma_loop)(int64_t iterations);
+  int32_t fma_loop_flops;
+};
+
+// The kernel tables; each may be called only on a CPU with its ISA (gemm_engine.cc checks).
+const MicroKernels& avx512_microkernels();  // AVX-512F: 12 x 32 (24 zmm accumulators)
+const MicroKernels& avx2_microkernels();    // AVX2 + FMA: 6 x 16 (12 ymm accumulators)
+
+}  // namespace kiln::runtime::gemm_detail

@@ -1,0 +1,74 @@
+#include "runtime/machine_peak.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "ir/error.h"
+#include "runtime/gemm_engine.h"
+
+namespace kiln::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+}  // namespace
+
+FmaPeak measure_fma_peak(int threads, double seconds, int repeats) {
+  if (threads < 1)
+    throw Error(fmt::format("measure_fma_peak: threads must be >= 1 (got {})", threads));
+  FmaPeak peak;
+  peak.threads = threads;
+  const gemm_detail::MicroKernels* mk = gemm_detail::active_microkernels();
+  if (!mk) {
+    peak.isa = "eigen";
+    return peak;
+  }
+  peak.isa = mk->isa;
+  // Calibrate one thread's iterations to about `seconds`.
+  int64_t iterations = 1 << 16;
+  for (;;) {
+    const Clock::time_point t0 = Clock::now();
+    volatile float sink = mk->fma_loop(iterations);
+    (void)sink;
+    const double t = seconds_since(t0);
+    if (t >= seconds / 4 || iterations > (int64_t{1} << 40)) {
+      iterations = std::max<int64_t>(1, int64_t(double(iterations) * seconds / std::max(t, 1e-9)));
+      break;
+    }
+    iterations *= 4;
+  }
+  for (int r = 0; r < std::max(1, repeats); ++r) {
+    // All threads start together; the round lasts until the slowest finishes.
+    std::atomic<int> ready{0};
+    std::atomic<bool> go{false};
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads; ++t)
+      pool.emplace_back([&] {
+        ready.fetch_add(1);
+        while (!go.load()) std::this_thread::yield();
+        volatile float sink = mk->fma_loop(iterations);
+        (void)sink;
+      });
+    while (ready.load() < threads - 1) std::this_thread::yield();
+    const Clock::time_point t0 = Clock::now();
+    go.store(true);
+    volatile float sink = mk->fma_loop(iterations);
+    (void)sink;
+    for (std::thread& th : pool) th.join();
+    const double t = seconds_since(t0);
+    const double flops = double(iterations) * mk->fma_loop_flops * threads;
+    peak.gflops = std::max(peak.gflops, flops / t * 1e-9);
+  }
+  return peak;
+}
+
+}  // namespace kiln::runtime

@@ -1,0 +1,20 @@
+// The machine's float32 FMA peak, measured in this process: the yardstick `kiln bench` and the
+// GEMM benchmarks hold compute-bound work against (docs/benchmarks.md, "Honest limits").
+#pragma once
+
+#include <string>
+
+namespace kiln::runtime {
+
+struct FmaPeak {
+  std::string isa;      // the vector ISA measured: that of the GEMM kernels in use
+  int threads = 0;      // threads that ran the loop at the same time
+  double gflops = 0.0;  // float32 GFLOP/s summed over the threads (an FMA counts 2 flops)
+};
+
+// Runs the vector FMA loop of the active GEMM kernels' ISA (runtime/gemm.h: avx512 or avx2) on
+// `threads` threads at once, each for about `seconds`, best of `repeats`. With the eigen
+// kernels (no kiln vector loop for this CPU) gflops is 0. kiln::Error if threads < 1.
+FmaPeak measure_fma_peak(int threads, double seconds = 0.05, int repeats = 3);
+
+}  // namespace kiln::runtime
