@@ -89,8 +89,9 @@ class Scratch {
 constexpr int kSlotA = 0, kSlotB = 1;
 
 // Packs columns [j0, j0 + nr) of op(B), every k block, zero-padding columns >= n.
-void pack_b_panel(const SgemmArgs& g, const KBlocks& kb, int64_t nr, int64_t panel, int64_t n_pad,
-                  float* out) {
+void pack_b_panel(const MicroKernels& mk, const SgemmArgs& g, const KBlocks& kb, int64_t panel,
+                  int64_t n_pad, float* out) {
+  const int64_t nr = mk.nr;
   const int64_t j0 = panel * nr, cols = std::min(nr, g.n - j0);
   for (int64_t q = 0; q < kb.count; ++q) {
     const int64_t k0 = kb.begin(q), kc = kb.depth(q, g.k);
@@ -101,10 +102,7 @@ void pack_b_panel(const SgemmArgs& g, const KBlocks& kb, int64_t nr, int64_t pan
         std::fill(dst + p * nr + cols, dst + (p + 1) * nr, 0.0f);
       }
     } else {
-      for (int64_t jj = 0; jj < cols; ++jj) {
-        const float* src = g.b + (j0 + jj) * g.ldb + k0;
-        for (int64_t p = 0; p < kc; ++p) dst[p * nr + jj] = src[p];
-      }
+      mk.transpose(g.b + j0 * g.ldb + k0, g.ldb, cols, kc, dst, nr);
       if (cols < nr)
         for (int64_t p = 0; p < kc; ++p) std::fill(dst + p * nr + cols, dst + (p + 1) * nr, 0.0f);
     }
@@ -112,15 +110,13 @@ void pack_b_panel(const SgemmArgs& g, const KBlocks& kb, int64_t nr, int64_t pan
 }
 
 // Packs rows [r0, r0 + h) of op(A), columns [k0, k0 + kc), as out[p * h + i].
-void pack_a_panel(const SgemmArgs& g, int64_t r0, int64_t h, int64_t k0, int64_t kc, float* out) {
+void pack_a_panel(const MicroKernels& mk, const SgemmArgs& g, int64_t r0, int64_t h, int64_t k0,
+                  int64_t kc, float* out) {
   if (g.ta) {
     for (int64_t p = 0; p < kc; ++p)
       std::memcpy(out + p * h, g.a + (k0 + p) * g.lda + r0, size_t(h) * sizeof(float));
   } else {
-    for (int64_t i = 0; i < h; ++i) {
-      const float* src = g.a + (r0 + i) * g.lda + k0;
-      for (int64_t p = 0; p < kc; ++p) out[p * h + i] = src[p];
-    }
+    mk.transpose(g.a + r0 * g.lda + k0, g.lda, h, kc, out, h);
   }
 }
 
@@ -144,7 +140,7 @@ void run_block(const MicroKernels& mk, const SgemmArgs& g, const KBlocks& kb, co
   for (int64_t q = 0; q < kb.count; ++q) {
     const int64_t k0 = kb.begin(q), kc = kb.depth(q, g.k);
     for (int64_t i = 0; i < panels.count; ++i)
-      pack_a_panel(g, r0 + panels.start(i), panels.height(i), k0, kc,
+      pack_a_panel(mk, g, r0 + panels.start(i), panels.height(i), k0, kc,
                    a_buf.data() + panels.start(i) * kc);
     t.kc = kc;
     t.accumulate = g.accumulate || q > 0;
@@ -195,7 +191,7 @@ void sgemm(const MicroKernels& mk, const SgemmArgs& g, SgemmGrid grid,
     float* out = b_buf->data();
     const int64_t panel_work = std::max<int64_t>(1, g.k * mk.nr);
     auto pack = [&](int64_t p0, int64_t p1) {
-      for (int64_t p = p0; p < p1; ++p) pack_b_panel(g, kb, mk.nr, p, n_pad, out);
+      for (int64_t p = p0; p < p1; ++p) pack_b_panel(mk, g, kb, p, n_pad, out);
     };
     if (tasks > 1)
       parallel_for(panels_n, std::max<int64_t>(1, kElementwiseGrain / panel_work), pack);

@@ -21,8 +21,8 @@
 
 namespace kiln::runtime::gemm_detail {
 
-inline constexpr int64_t kKc = 256;  // deepest k block
-inline constexpr int64_t kNc = 512;  // columns of B per L2 block (a multiple of every nr)
+inline constexpr int64_t kKc = 512;  // deepest k block (tuned: docs/benchmarks.md)
+inline constexpr int64_t kNc = 256;  // columns of B per L2 block (a multiple of every nr)
 
 // C[m, n] (+)= op(A) op(B), row-major with leading dimensions; A is k x m stored if ta, B is
 // n x k stored if tb. Sizes are > 0 (gemm.cc handles empty products).

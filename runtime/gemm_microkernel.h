@@ -43,7 +43,16 @@ struct MicroKernels {
   // of the accumulators so the loop is not optimised away (runtime/machine_peak.h).
   float (*fma_loop)(int64_t iterations);
   int32_t fma_loop_flops;
+  // Transposing copy for packing: dst[p * dst_ld + i] = src[i * src_ld + p] for i < rows,
+  // p < cols (a panel of A from its rows, or of B from the rows of a stored B^T).
+  void (*transpose)(const float* src, int64_t src_ld, int64_t rows, int64_t cols, float* dst,
+                    int64_t dst_ld);
 };
+
+// The AVX transposing copy (8 x 8 blocks), shared by both kernel sets (every AVX-512F CPU has
+// AVX2); defined in gemm_microkernel_avx2.cc.
+void transpose_avx2(const float* src, int64_t src_ld, int64_t rows, int64_t cols, float* dst,
+                    int64_t dst_ld);
 
 // The kernel tables; each may be called only on a CPU with its ISA (gemm_engine.cc checks).
 const MicroKernels& avx512_microkernels();  // AVX-512F: 12 x 32 (24 zmm accumulators)

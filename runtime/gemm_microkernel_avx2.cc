@@ -131,10 +131,50 @@ float fma_loop(int64_t iterations) {
   return total;
 }
 
+// dst[q * dst_ld + i] = src[i * src_ld + q] for an 8 x 8 block.
+inline void transpose_8x8(const float* src, int64_t src_ld, float* dst, int64_t dst_ld) {
+  __m256 r[8], t[8];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * src_ld);
+#pragma GCC unroll 4
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  // t0 = a0 b0 a1 b1 | a4 b4 a5 b5, t1 = a2 b2 a3 b3 | a6 b6 a7 b7, t2/t3 the same of c, d...
+#pragma GCC unroll 2
+  for (int h = 0; h < 8; h += 4) {
+    r[h] = _mm256_shuffle_ps(t[h], t[h + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    r[h + 1] = _mm256_shuffle_ps(t[h], t[h + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    r[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    r[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  // r0 = column 0 of rows 0-3 | column 4 of rows 0-3, r4 = the same of rows 4-7, ...
+#pragma GCC unroll 4
+  for (int q = 0; q < 4; ++q) {
+    _mm256_storeu_ps(dst + q * dst_ld, _mm256_permute2f128_ps(r[q], r[q + 4], 0x20));
+    _mm256_storeu_ps(dst + (q + 4) * dst_ld, _mm256_permute2f128_ps(r[q], r[q + 4], 0x31));
+  }
+}
+
 }  // namespace
 
+void transpose_avx2(const float* src, int64_t src_ld, int64_t rows, int64_t cols, float* dst,
+                    int64_t dst_ld) {
+  const int64_t rows8 = rows / 8 * 8, cols8 = cols / 8 * 8;
+  for (int64_t i = 0; i < rows8; i += 8) {
+    for (int64_t q = 0; q < cols8; q += 8)
+      transpose_8x8(src + i * src_ld + q, src_ld, dst + q * dst_ld + i, dst_ld);
+    for (int64_t q = cols8; q < cols; ++q)
+      for (int64_t r = i; r < i + 8; ++r) dst[q * dst_ld + r] = src[r * src_ld + q];
+  }
+  for (int64_t r = rows8; r < rows; ++r)
+    for (int64_t q = 0; q < cols; ++q) dst[q * dst_ld + r] = src[r * src_ld + q];
+}
+
 const MicroKernels& avx2_microkernels() {
-  static constexpr MicroKernels kernels{"avx2", kMr, kNr, tile, fma_loop, 2 * kLanes * kPeakChains};
+  static constexpr MicroKernels kernels{
+      "avx2", kMr, kNr, tile, fma_loop, 2 * kLanes * kPeakChains, transpose_avx2};
   return kernels;
 }
 

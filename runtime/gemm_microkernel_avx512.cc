@@ -136,7 +136,7 @@ float fma_loop(int64_t iterations) {
 
 const MicroKernels& avx512_microkernels() {
   static constexpr MicroKernels kernels{"avx512", kMr,      kNr,
-                                        tile,     fma_loop, 2 * kLanes * kPeakChains};
+                                        tile,     fma_loop, 2 * kLanes * kPeakChains, transpose_avx2};
   return kernels;
 }
 

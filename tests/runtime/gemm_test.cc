@@ -212,7 +212,9 @@ TEST(GemmEngineTest, RowBlocksAreCompleteWhenTheirCallbackRuns) {
         ASSERT_EQ(visits[size_t(i)].load(), 1) << what << " row " << i;
       }
       p.check(seen, false, what + " (rows as the callback saw them)");
-      if (set != "eigen") EXPECT_TRUE(c == p.run(false, 0)) << what;
+      if (set != "eigen") {
+        EXPECT_TRUE(c == p.run(false, 0)) << what;
+      }
     }
   }
 }
@@ -226,6 +228,29 @@ TEST(GemmEngineTest, NestedInsideParallelTasks) {
   std::vector<std::vector<float>> got(6);
   parallel_tasks(6, [&](int64_t t) { got[size_t(t)] = p.run(false, 0); });
   for (const auto& g : got) EXPECT_TRUE(g == want);
+}
+
+// The packing transpose at every size around its 8 x 8 blocks.
+TEST(GemmEngineTest, PackingTransposeIsExact) {
+  if (kernel_sets().front() == "eigen") GTEST_SKIP() << "no AVX2 on this CPU";
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (int64_t rows : {1, 7, 8, 9, 12, 16, 32, 33})
+    for (int64_t cols : {1, 5, 8, 15, 16, 256, 257}) {
+      const int64_t src_ld = cols + 3, dst_ld = rows + 2;
+      std::vector<float> src(size_t(rows * src_ld)), dst(size_t(cols * dst_ld), -7.0f);
+      for (float& x : src) x = u(rng);
+      gemm_detail::transpose_avx2(src.data(), src_ld, rows, cols, dst.data(), dst_ld);
+      for (int64_t q = 0; q < cols; ++q) {
+        for (int64_t i = 0; i < rows; ++i) {
+          ASSERT_EQ(dst[size_t(q * dst_ld + i)], src[size_t(i * src_ld + q)])
+              << rows << " x " << cols << " at " << i << ", " << q;
+        }
+        for (int64_t i = rows; i < dst_ld; ++i) {
+          ASSERT_EQ(dst[size_t(q * dst_ld + i)], -7.0f) << "wrote past row " << q;
+        }
+      }
+    }
 }
 
 TEST(GemmEngineTest, BadKernelNamesThrow) {
