@@ -120,28 +120,34 @@ void pack_a_panel(const MicroKernels& mk, const SgemmArgs& g, int64_t r0, int64_
   }
 }
 
-// Rows [r0, r1) cut into the fewest panels of at most mr rows, of near-equal heights.
-struct RowPanels {
-  int64_t count, base, extra;
-  RowPanels(int64_t rows, int64_t mr)
-      : count(ceil_div(rows, mr)), base(rows / count), extra(rows % count) {}
+// Rows [r0, r0 + rows) cut into the fewest panels of at most mr rows, of near-equal heights.
+struct APanels {
+  int64_t r0, count, base, extra;
+  APanels(int64_t r0_, int64_t rows, int64_t mr)
+      : r0(r0_), count(ceil_div(rows, mr)), base(rows / count), extra(rows % count) {}
   int64_t height(int64_t i) const { return base + (i < extra ? 1 : 0); }
   int64_t start(int64_t i) const { return i * base + std::min(i, extra); }
 };
 
-// One task: C[r0:r1, c0:c1] for every k block. `packed_b` is op(B) packed (or null).
+// One task: C[r0:r1, c0:c1] for every k block. `packed_b` is op(B) packed (or null). A task
+// one column tile wide uses each row of A once: the microkernels read A's rows in place then
+// (unless A is transposed) instead of packing them.
 void run_block(const MicroKernels& mk, const SgemmArgs& g, const KBlocks& kb, const float* packed_b,
                int64_t n_pad, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-  const RowPanels panels(r1 - r0, mk.mr);
-  Scratch a_buf(kSlotA, size_t((r1 - r0) * kb.step));
+  const APanels panels(r0, r1 - r0, mk.mr);
+  const bool pack_a = g.ta || c1 - c0 > mk.nr;
+  std::optional<Scratch> a_buf;
+  if (pack_a) a_buf.emplace(kSlotA, size_t((r1 - r0) * kb.step));
   MicroTile t;
   t.b_padded = packed_b != nullptr;
   t.ldc = g.ldc;
+  t.lda = pack_a ? 0 : g.lda;
   for (int64_t q = 0; q < kb.count; ++q) {
     const int64_t k0 = kb.begin(q), kc = kb.depth(q, g.k);
-    for (int64_t i = 0; i < panels.count; ++i)
-      pack_a_panel(mk, g, r0 + panels.start(i), panels.height(i), k0, kc,
-                   a_buf.data() + panels.start(i) * kc);
+    if (pack_a)
+      for (int64_t i = 0; i < panels.count; ++i)
+        pack_a_panel(mk, g, r0 + panels.start(i), panels.height(i), k0, kc,
+                     a_buf->data() + panels.start(i) * kc);
     t.kc = kc;
     t.accumulate = g.accumulate || q > 0;
     t.ldb = packed_b ? mk.nr : g.ldb;
@@ -150,7 +156,7 @@ void run_block(const MicroKernels& mk, const SgemmArgs& g, const KBlocks& kb, co
       for (int64_t i = 0; i < panels.count; ++i) {
         const int64_t row = r0 + panels.start(i);
         t.rows = int32_t(panels.height(i));
-        t.a = a_buf.data() + panels.start(i) * kc;
+        t.a = pack_a ? a_buf->data() + panels.start(i) * kc : g.a + row * g.lda + k0;
         for (int64_t j = jc; j < jc_end; j += mk.nr) {
           t.cols = int32_t(std::min<int64_t>(mk.nr, g.n - j));
           t.b = packed_b ? packed_b + k0 * n_pad + (j / mk.nr) * kc * mk.nr : g.b + k0 * g.ldb + j;

@@ -2,9 +2,10 @@
 // per call, with broadcast FMAs (the BLIS structure, vectorised along C's rows).
 //
 // Contract of MicroKernels::tile(t):
-//   for i < t.rows, j < t.cols:  acc = 0; for p < t.kc: acc = fma(a[p * rows + i], b[p][j], acc)
+//   for i < t.rows, j < t.cols:  acc = 0; for p < t.kc: acc = fma(a(i, p), b[p][j], acc)
 //                                C[i][j] = t.accumulate ? C[i][j] + acc : acc
-// with a = t.a (a packed A panel: kc steps of `rows` floats) and b[p] = t.b + p * t.ldb. The
+// with a(i, p) = t.a[p * rows + i] (a packed A panel: kc steps of `rows` floats) or, if
+// t.lda > 0, t.a[i * t.lda + p] (A's rows read in place), and b[p] = t.b + p * t.ldb. The
 // arithmetic of an element is the same whatever rows, cols or ISA: every kernel runs the one
 // FMA chain above in float32, so the result of a GEMM does not depend on how it is tiled, on
 // the thread count, or on which of these kernels runs it (tests/runtime/gemm_test.cc).
@@ -22,7 +23,8 @@ namespace kiln::runtime::gemm_detail {
 
 struct MicroTile {
   int64_t kc = 0;            // depth of the k block (>= 1)
-  const float* a = nullptr;  // packed panel: a[p * rows + i]
+  const float* a = nullptr;  // packed panel a[p * rows + i], or rows a[i * lda + p]
+  int64_t lda = 0;           // 0: packed
   const float* b = nullptr;  // row p of the k block at b + p * ldb
   int64_t ldb = 0;
   float* c = nullptr;  // row i at c + i * ldc

@@ -19,7 +19,7 @@ inline __m256i lane_mask(int32_t cols, int v) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(cols - v * kLanes), lane);
 }
 
-template <int R, int NV, bool Masked>
+template <int R, int NV, bool Masked, bool PackedA>
 void tile_kernel(const MicroTile& t) {
   __m256 acc[R][NV];
 #pragma GCC unroll 8
@@ -33,23 +33,25 @@ void tile_kernel(const MicroTile& t) {
   const float* a = t.a;
   const float* b = t.b;
   const int64_t ldb = t.ldb;
+  // Unpacked A: row i at a + i * lda (a advances along k); packed: a advances by R per step.
+  const int64_t lda = PackedA ? 1 : t.lda, a_step = PackedA ? R : 1;
   auto step = [&](const __m256* bv) {
 #pragma GCC unroll 8
     for (int i = 0; i < R; ++i) {
-      const __m256 ai = _mm256_broadcast_ss(a + i);
+      const __m256 ai = _mm256_broadcast_ss(a + i * lda);
 #pragma GCC unroll 2
       for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_fmadd_ps(ai, bv[v], acc[i][v]);
     }
   };
   if (masked_loads) {
-    for (int64_t p = 0; p < t.kc; ++p, a += R, b += ldb) {
+    for (int64_t p = 0; p < t.kc; ++p, a += a_step, b += ldb) {
       __m256 bv[NV];
 #pragma GCC unroll 2
       for (int v = 0; v < NV; ++v) bv[v] = _mm256_maskload_ps(b + v * kLanes, mask[v]);
       step(bv);
     }
   } else {
-    for (int64_t p = 0; p < t.kc; ++p, a += R, b += ldb) {
+    for (int64_t p = 0; p < t.kc; ++p, a += a_step, b += ldb) {
       __m256 bv[NV];
 #pragma GCC unroll 2
       for (int v = 0; v < NV; ++v) bv[v] = _mm256_loadu_ps(b + v * kLanes);
@@ -75,10 +77,15 @@ void tile_kernel(const MicroTile& t) {
 
 using TileFn = void (*)(const MicroTile&);
 
+template <int R, bool PackedA>
+TileFn pick_nv(int nv, bool masked) {
+  if (nv == 1) return masked ? tile_kernel<R, 1, true, PackedA> : tile_kernel<R, 1, false, PackedA>;
+  return masked ? tile_kernel<R, 2, true, PackedA> : tile_kernel<R, 2, false, PackedA>;
+}
+
 template <int R>
-TileFn pick(int nv, bool masked) {
-  if (nv == 1) return masked ? tile_kernel<R, 1, true> : tile_kernel<R, 1, false>;
-  return masked ? tile_kernel<R, 2, true> : tile_kernel<R, 2, false>;
+TileFn pick(int nv, bool masked, bool packed_a) {
+  return packed_a ? pick_nv<R, true>(nv, masked) : pick_nv<R, false>(nv, masked);
 }
 
 void tile(const MicroTile& t) {
@@ -87,22 +94,22 @@ void tile(const MicroTile& t) {
   TileFn fn = nullptr;
   switch (t.rows) {
     case 1:
-      fn = pick<1>(nv, masked);
+      fn = pick<1>(nv, masked, t.lda == 0);
       break;
     case 2:
-      fn = pick<2>(nv, masked);
+      fn = pick<2>(nv, masked, t.lda == 0);
       break;
     case 3:
-      fn = pick<3>(nv, masked);
+      fn = pick<3>(nv, masked, t.lda == 0);
       break;
     case 4:
-      fn = pick<4>(nv, masked);
+      fn = pick<4>(nv, masked, t.lda == 0);
       break;
     case 5:
-      fn = pick<5>(nv, masked);
+      fn = pick<5>(nv, masked, t.lda == 0);
       break;
     case 6:
-      fn = pick<6>(nv, masked);
+      fn = pick<6>(nv, masked, t.lda == 0);
       break;
     default:
       return;  // the engine never asks for more than kMr rows
@@ -131,7 +138,7 @@ float fma_loop(int64_t iterations) {
   return total;
 }
 
-// dst[q * dst_ld + i] = src[i * src_ld + q] for an 8 x 8 block.
+// dst[q * dst_ld + i] = src[i * src_ld + q] for i < 8, q < 8.
 inline void transpose_8x8(const float* src, int64_t src_ld, float* dst, int64_t dst_ld) {
   __m256 r[8], t[8];
 #pragma GCC unroll 8
@@ -157,19 +164,49 @@ inline void transpose_8x8(const float* src, int64_t src_ld, float* dst, int64_t 
   }
 }
 
+// The same for a 4 x 8 block: dst[q * dst_ld + i] = src[i * src_ld + q] for i < 4, q < 8.
+inline void transpose_4x8(const float* src, int64_t src_ld, float* dst, int64_t dst_ld) {
+  const __m256 a = _mm256_loadu_ps(src), b = _mm256_loadu_ps(src + src_ld),
+               c = _mm256_loadu_ps(src + 2 * src_ld), d = _mm256_loadu_ps(src + 3 * src_ld);
+  const __m256 ab_lo = _mm256_unpacklo_ps(a, b), ab_hi = _mm256_unpackhi_ps(a, b);
+  const __m256 cd_lo = _mm256_unpacklo_ps(c, d), cd_hi = _mm256_unpackhi_ps(c, d);
+  // Columns q | q + 4 of the four rows.
+  const __m256 col[4] = {_mm256_shuffle_ps(ab_lo, cd_lo, _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm256_shuffle_ps(ab_lo, cd_lo, _MM_SHUFFLE(3, 2, 3, 2)),
+                         _mm256_shuffle_ps(ab_hi, cd_hi, _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm256_shuffle_ps(ab_hi, cd_hi, _MM_SHUFFLE(3, 2, 3, 2))};
+#pragma GCC unroll 4
+  for (int q = 0; q < 4; ++q) {
+    _mm_storeu_ps(dst + q * dst_ld, _mm256_castps256_ps128(col[q]));
+    _mm_storeu_ps(dst + (q + 4) * dst_ld, _mm256_extractf128_ps(col[q], 1));
+  }
+}
+
 }  // namespace
 
+// Rows in blocks of 8, then blocks of 4, the last one ending at the last row (it may overlap
+// rows already written, with the same values); fewer than 4 rows in all, and columns past a
+// multiple of 8, one element at a time.
 void transpose_avx2(const float* src, int64_t src_ld, int64_t rows, int64_t cols, float* dst,
                     int64_t dst_ld) {
-  const int64_t rows8 = rows / 8 * 8, cols8 = cols / 8 * 8;
-  for (int64_t i = 0; i < rows8; i += 8) {
+  // Row blocks outside, so that a block reads 8 (or 4) source rows at a time: many rows of a
+  // large power-of-two stride at once would share cache sets.
+  const int64_t cols8 = cols / 8 * 8, rows8 = rows / 8 * 8;
+  for (int64_t i = 0; i < rows8; i += 8)
     for (int64_t q = 0; q < cols8; q += 8)
       transpose_8x8(src + i * src_ld + q, src_ld, dst + q * dst_ld + i, dst_ld);
-    for (int64_t q = cols8; q < cols; ++q)
-      for (int64_t r = i; r < i + 8; ++r) dst[q * dst_ld + r] = src[r * src_ld + q];
+  if (rows8 < rows && rows >= 4) {
+    for (int64_t i = rows8; i < rows; i += 4) {
+      const int64_t at = i + 4 <= rows ? i : rows - 4;
+      for (int64_t q = 0; q < cols8; q += 8)
+        transpose_4x8(src + at * src_ld + q, src_ld, dst + q * dst_ld + at, dst_ld);
+    }
+  } else {
+    for (int64_t c = 0; c < cols8; ++c)
+      for (int64_t i = rows8; i < rows; ++i) dst[c * dst_ld + i] = src[i * src_ld + c];
   }
-  for (int64_t r = rows8; r < rows; ++r)
-    for (int64_t q = 0; q < cols; ++q) dst[q * dst_ld + r] = src[r * src_ld + q];
+  for (int64_t c = cols8; c < cols; ++c)
+    for (int64_t i = 0; i < rows; ++i) dst[c * dst_ld + i] = src[i * src_ld + c];
 }
 
 const MicroKernels& avx2_microkernels() {

@@ -21,7 +21,7 @@ inline __mmask16 lane_mask(int32_t cols, int v) {
 
 // R rows, NV vectors of 16 columns; Masked: the last columns are partial (masked stores, and
 // masked loads of B unless it is padded).
-template <int R, int NV, bool Masked>
+template <int R, int NV, bool Masked, bool PackedA>
 void tile_kernel(const MicroTile& t) {
   __m512 acc[R][NV];
 #pragma GCC unroll 16
@@ -35,23 +35,25 @@ void tile_kernel(const MicroTile& t) {
   const float* a = t.a;
   const float* b = t.b;
   const int64_t ldb = t.ldb;
+  // Unpacked A: row i at a + i * lda (a advances along k); packed: a advances by R per step.
+  const int64_t lda = PackedA ? 1 : t.lda, a_step = PackedA ? R : 1;
   auto step = [&](const __m512* bv) {
 #pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
-      const __m512 ai = _mm512_set1_ps(a[i]);
+      const __m512 ai = _mm512_set1_ps(a[i * lda]);
 #pragma GCC unroll 2
       for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(ai, bv[v], acc[i][v]);
     }
   };
   if (masked_loads) {
-    for (int64_t p = 0; p < t.kc; ++p, a += R, b += ldb) {
+    for (int64_t p = 0; p < t.kc; ++p, a += a_step, b += ldb) {
       __m512 bv[NV];
 #pragma GCC unroll 2
       for (int v = 0; v < NV; ++v) bv[v] = _mm512_maskz_loadu_ps(mask[v], b + v * kLanes);
       step(bv);
     }
   } else {
-    for (int64_t p = 0; p < t.kc; ++p, a += R, b += ldb) {
+    for (int64_t p = 0; p < t.kc; ++p, a += a_step, b += ldb) {
       __m512 bv[NV];
 #pragma GCC unroll 2
       for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_ps(b + v * kLanes);
@@ -77,10 +79,15 @@ void tile_kernel(const MicroTile& t) {
 
 using TileFn = void (*)(const MicroTile&);
 
+template <int R, bool PackedA>
+TileFn pick_nv(int nv, bool masked) {
+  if (nv == 1) return masked ? tile_kernel<R, 1, true, PackedA> : tile_kernel<R, 1, false, PackedA>;
+  return masked ? tile_kernel<R, 2, true, PackedA> : tile_kernel<R, 2, false, PackedA>;
+}
+
 template <int R>
-TileFn pick(int nv, bool masked) {
-  if (nv == 1) return masked ? tile_kernel<R, 1, true> : tile_kernel<R, 1, false>;
-  return masked ? tile_kernel<R, 2, true> : tile_kernel<R, 2, false>;
+TileFn pick(int nv, bool masked, bool packed_a) {
+  return packed_a ? pick_nv<R, true>(nv, masked) : pick_nv<R, false>(nv, masked);
 }
 
 void tile(const MicroTile& t) {
@@ -88,9 +95,9 @@ void tile(const MicroTile& t) {
   const bool masked = t.cols != nv * kLanes;
   TileFn fn = nullptr;
   switch (t.rows) {
-#define KILN_ROWS_CASE(R)     \
-  case R:                     \
-    fn = pick<R>(nv, masked); \
+#define KILN_ROWS_CASE(R)                 \
+  case R:                                 \
+    fn = pick<R>(nv, masked, t.lda == 0); \
     break;
     KILN_ROWS_CASE(1)
     KILN_ROWS_CASE(2)
@@ -135,8 +142,8 @@ float fma_loop(int64_t iterations) {
 }  // namespace
 
 const MicroKernels& avx512_microkernels() {
-  static constexpr MicroKernels kernels{"avx512", kMr,      kNr,
-                                        tile,     fma_loop, 2 * kLanes * kPeakChains, transpose_avx2};
+  static constexpr MicroKernels kernels{
+      "avx512", kMr, kNr, tile, fma_loop, 2 * kLanes * kPeakChains, transpose_avx2};
   return kernels;
 }
 

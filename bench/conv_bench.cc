@@ -1,0 +1,82 @@
+// Convolution throughput of the eager kernels (run_op: conv2d, conv2d_backprop_input,
+// conv2d_backprop_filter; NHWC / HWIO, float32) on the layers of `kiln bench`'s CNN, with the
+// GFLOP/s of their im2col GEMMs and `of_peak` (that over the FMA peak measured in this process
+// at the same thread count, runtime/machine_peak.h). Arguments: layer (0: 28x28x1 -> 3x3x16,
+// 1: 13x13x16 -> 3x3x32, "valid", batch 64), threads.
+// Run: kiln_bench --benchmark_filter=Conv
+#include <benchmark/benchmark.h>
+
+#include <random>
+
+#include "runtime/kernels.h"
+#include "runtime/machine_peak.h"
+#include "runtime/threading.h"
+
+namespace {
+
+using kiln::runtime::Array;
+
+struct ConvLayer {
+  int64_t n, h, w, c, k, o;
+};
+constexpr ConvLayer kLayers[] = {{64, 28, 28, 1, 3, 16}, {64, 13, 13, 16, 3, 32}};
+
+Array random_array(const kiln::Shape& s, uint32_t seed) {
+  Array a = Array::empty(kiln::DType::f32, s);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  for (int64_t i = 0; i < a.size(); ++i) a.data<float>()[i] = dist(rng);
+  return a;
+}
+
+void run(benchmark::State& state, kiln::OpKind op) {
+  const ConvLayer& l = kLayers[state.range(0)];
+  const int threads = int(state.range(1));
+  const int saved = kiln::num_threads();
+  kiln::set_num_threads(threads);
+  const int64_t oh = l.h - l.k + 1, ow = l.w - l.k + 1;
+  Array x = random_array({l.n, l.h, l.w, l.c}, 1), w = random_array({l.k, l.k, l.c, l.o}, 2),
+        dy = random_array({l.n, oh, ow, l.o}, 3);
+  const kiln::Attrs attrs{{"strides", std::vector<int64_t>{1, 1}},
+                          {"dilations", std::vector<int64_t>{1, 1}},
+                          {"padding", std::string("valid")}};
+  kiln::Attrs with_shape = attrs;
+  std::vector<Array> in;
+  if (op == kiln::OpKind::Conv2D) in = {x, w};
+  if (op == kiln::OpKind::Conv2DBackpropInput) {
+    in = {w, dy};
+    with_shape.set("input_shape", std::vector<int64_t>{l.n, l.h, l.w, l.c});
+  }
+  if (op == kiln::OpKind::Conv2DBackpropFilter) {
+    in = {x, dy};
+    with_shape.set("filter_shape", std::vector<int64_t>{l.k, l.k, l.c, l.o});
+  }
+  for (auto _ : state) {
+    Array out = kiln::runtime::run_op(op, in, with_shape);
+    benchmark::DoNotOptimize(out.raw());
+  }
+  const double flops = 2.0 * double(l.n * oh * ow) * double(l.k * l.k * l.c) * double(l.o);
+  state.counters["GFLOPS"] =
+      benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  const double peak = kiln::runtime::measure_fma_peak(threads, 0.05, 3).gflops;
+  if (peak > 0)
+    state.counters["of_peak"] =
+        benchmark::Counter(flops * 1e-9 / peak, benchmark::Counter::kIsIterationInvariantRate);
+  kiln::set_num_threads(saved);
+}
+
+void BM_Conv2D(benchmark::State& s) { run(s, kiln::OpKind::Conv2D); }
+void BM_Conv2DBackpropInput(benchmark::State& s) { run(s, kiln::OpKind::Conv2DBackpropInput); }
+void BM_Conv2DBackpropFilter(benchmark::State& s) { run(s, kiln::OpKind::Conv2DBackpropFilter); }
+
+void Args(benchmark::internal::Benchmark* b) {
+  for (int64_t t : {1, 2})
+    for (int64_t layer : {0, 1}) b->Args({layer, t});
+  b->ArgNames({"layer", "threads"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+
+BENCHMARK(BM_Conv2D)->Apply(Args);
+BENCHMARK(BM_Conv2DBackpropInput)->Apply(Args);
+BENCHMARK(BM_Conv2DBackpropFilter)->Apply(Args);
+
+}  // namespace
