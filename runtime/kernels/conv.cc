@@ -101,17 +101,67 @@ void for_window(const ConvGeom& g, const Pixel& p, F&& fn, Z&& zero) {
   }
 }
 
-// col[r - r0, :] = window of output pixel r, for r in [r0, r1).
+// dst[0, n) = src[0, n) in copies of constant sizes, which the compiler inlines: the runs of a
+// window are short (3 floats for a 3x3 filter over one channel), and a call to memcpy per run
+// cost more than the whole GEMM of a first convolution layer.
+template <typename T>
+void copy_run(T* dst, const T* src, int64_t n) {
+  constexpr int64_t kChunk = 32 / int64_t(sizeof(T));
+  for (; n >= kChunk; n -= kChunk, dst += kChunk, src += kChunk) std::memcpy(dst, src, 32);
+  if (n >= kChunk / 2) {
+    std::memcpy(dst, src, 16);
+    n -= kChunk / 2, dst += kChunk / 2, src += kChunk / 2;
+  }
+  for (int64_t i = 0; i < n; ++i) dst[i] = src[i];
+}
+
+// col[r - r0, :] = window of output pixel r, for r in [r0, r1). Undilated windows go a kernel
+// row at a time: rows of the window outside the image are zeros, and a window inside the image
+// horizontally is one run of kw*C values; only the pixels at the left and right edges walk
+// their taps (for_window).
 template <typename T>
 void im2col(const T* x, const ConvGeom& g, int64_t r0, int64_t r1, T* col) {
   const int64_t K = g.k();
-  Pixel p(g, r0);
-  for (int64_t r = r0; r < r1; ++r, p.next(g)) {
-    T* dst = col + (r - r0) * K;
+  auto generic = [&](const Pixel& p, T* dst) {
     for_window(
-        g, p,
-        [&](int64_t ko, int64_t xo, int64_t n) { std::memcpy(dst + ko, x + xo, n * sizeof(T)); },
+        g, p, [&](int64_t ko, int64_t xo, int64_t n) { copy_run(dst + ko, x + xo, n); },
         [&](int64_t ko, int64_t n) { std::fill(dst + ko, dst + ko + n, T(0)); });
+  };
+  Pixel p(g, r0);
+  if (g.dh != 1 || g.dw != 1) {
+    for (int64_t r = r0; r < r1; ++r, p.next(g)) generic(p, col + (r - r0) * K);
+    return;
+  }
+  const int64_t C = g.c, run = g.kw * C;
+  for (int64_t r = r0; r < r1;) {
+    // Pixels r .. r + len of one output row (n, y).
+    const int64_t len = std::min(r1 - r, g.ow - p.x);
+    T* row0 = col + (r - r0) * K;
+    for (int64_t i = 0; i < g.kh; ++i) {
+      const int64_t iy = p.y * g.sh - g.ph + i;
+      T* dst = row0 + i * run;
+      if (iy < 0 || iy >= g.h) {
+        for (int64_t j = 0; j < len; ++j, dst += K) std::fill(dst, dst + run, T(0));
+        continue;
+      }
+      const T* src_row = x + (p.n * g.h + iy) * g.w * C;
+      for (int64_t j = 0; j < len; ++j, dst += K) {
+        const int64_t x0 = (p.x + j) * g.sw - g.pw;
+        if (x0 >= 0 && x0 + g.kw <= g.w) {
+          copy_run(dst, src_row + x0 * C, run);
+        } else {
+          for (int64_t t = 0; t < g.kw; ++t) {
+            const int64_t ix = x0 + t;
+            if (ix < 0 || ix >= g.w)
+              std::fill(dst + t * C, dst + (t + 1) * C, T(0));
+            else
+              copy_run(dst + t * C, src_row + ix * C, C);
+          }
+        }
+      }
+    }
+    for (int64_t j = 0; j < len; ++j) p.next(g);
+    r += len;
   }
 }
 
