@@ -15,6 +15,7 @@
 #include "ir/error.h"
 #include "runtime/gemm.h"
 #include "runtime/knobs.h"
+#include "runtime/scratch.h"
 #include "runtime/threading.h"
 
 namespace kiln::runtime::gemm_detail {
@@ -37,57 +38,6 @@ struct KBlocks {
   int64_t begin(int64_t q) const { return q * step; }
   int64_t depth(int64_t q, int64_t k) const { return std::min(k, (q + 1) * step) - q * step; }
 };
-
-// A per-thread, 64-byte aligned scratch buffer. A nested use on the same thread (a GEMM called
-// from a task that runs while an outer GEMM on this thread waits) gets a buffer of its own.
-class Scratch {
- public:
-  Scratch(int slot, size_t floats) {
-    Slot& s = slots()[slot];
-    if (!s.busy) {
-      if (s.capacity < floats) {
-        std::free(s.data);
-        s.data = alloc(floats);
-        s.capacity = floats;
-      }
-      s.busy = true;
-      slot_ = &s;
-      data_ = s.data;
-    } else {
-      owned_ = alloc(floats);
-      data_ = owned_;
-    }
-  }
-  ~Scratch() {
-    if (slot_) slot_->busy = false;
-    std::free(owned_);
-  }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  float* data() const { return data_; }
-
- private:
-  struct Slot {
-    float* data = nullptr;
-    size_t capacity = 0;
-    bool busy = false;
-    ~Slot() { std::free(data); }
-  };
-  static Slot* slots() {
-    thread_local Slot s[2];
-    return s;
-  }
-  static float* alloc(size_t floats) {
-    const size_t bytes = (std::max<size_t>(floats, 16) * sizeof(float) + 63) / 64 * 64;
-    void* p = std::aligned_alloc(64, bytes);
-    if (!p) throw std::bad_alloc();
-    return static_cast<float*>(p);
-  }
-  Slot* slot_ = nullptr;
-  float* owned_ = nullptr;
-  float* data_ = nullptr;
-};
-constexpr int kSlotA = 0, kSlotB = 1;
 
 // Packs columns [j0, j0 + nr) of op(B), every k block, zero-padding columns >= n.
 void pack_b_panel(const MicroKernels& mk, const SgemmArgs& g, const KBlocks& kb, int64_t panel,
@@ -152,7 +102,7 @@ void run_block(const MicroKernels& mk, const SgemmArgs& g, const KBlocks& kb, co
   const APanels panels(r0, r1 - r0, mk.mr);
   const bool pack_a = g.ta || c1 - c0 > mk.nr;
   std::optional<Scratch> a_buf;
-  if (pack_a) a_buf.emplace(kSlotA, size_t((r1 - r0) * kb.step));
+  if (pack_a) a_buf.emplace(ScratchSlot::kGemmA, size_t((r1 - r0) * kb.step) * sizeof(float));
   MicroTile t;
   t.b_padded = packed_b != nullptr;
   t.ldc = g.ldc;
@@ -162,7 +112,7 @@ void run_block(const MicroKernels& mk, const SgemmArgs& g, const KBlocks& kb, co
     if (pack_a)
       for (int64_t i = 0; i < panels.count; ++i)
         pack_a_panel(mk, g, r0 + panels.start(i), panels.height(i), k0, kc,
-                     a_buf->data() + panels.start(i) * kc);
+                     a_buf->as<float>() + panels.start(i) * kc);
     t.kc = kc;
     t.accumulate = g.accumulate || q > 0;
     t.ldb = packed_b ? mk.nr : g.ldb;
@@ -171,7 +121,7 @@ void run_block(const MicroKernels& mk, const SgemmArgs& g, const KBlocks& kb, co
       for (int64_t i = 0; i < panels.count; ++i) {
         const int64_t row = r0 + panels.start(i);
         t.rows = int32_t(panels.height(i));
-        t.a = pack_a ? a_buf->data() + panels.start(i) * kc : g.a + row * g.lda + k0;
+        t.a = pack_a ? a_buf->as<float>() + panels.start(i) * kc : g.a + row * g.lda + k0;
         for (int64_t j = jc; j < jc_end; j += mk.nr) {
           t.cols = int32_t(std::min<int64_t>(mk.nr, g.n - j));
           t.b = packed_b ? packed_b + k0 * n_pad + (j / mk.nr) * kc * mk.nr : g.b + k0 * g.ldb + j;
@@ -208,8 +158,8 @@ void sgemm(const MicroKernels& mk, const SgemmArgs& g, SgemmGrid grid,
   std::optional<Scratch> b_buf;
   const float* packed_b = nullptr;
   if (pack_b) {
-    b_buf.emplace(kSlotB, size_t(g.k * n_pad));
-    float* out = b_buf->data();
+    b_buf.emplace(ScratchSlot::kGemmB, size_t(g.k * n_pad) * sizeof(float));
+    float* out = b_buf->as<float>();
     const int64_t panel_work = std::max<int64_t>(1, g.k * mk.nr);
     auto pack = [&](int64_t p0, int64_t p1) {
       for (int64_t p = p0; p < p1; ++p) pack_b_panel(mk, g, kb, p, n_pad, out);

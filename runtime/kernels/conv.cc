@@ -15,6 +15,7 @@
 #include "ir/shape_rules.h"
 #include "runtime/gemm.h"
 #include "runtime/kernels/register.h"
+#include "runtime/scratch.h"
 #include "runtime/threading.h"
 
 namespace kiln::runtime {
@@ -192,16 +193,18 @@ void conv_forward(const T* x, const T* w, T* y, const ConvGeom& g) {
   const int64_t step = chunk_rows(g, sizeof(T));
   const int64_t chunks = (rows + step - 1) / step;
   if (chunks == 1) {
-    std::vector<T> col(size_t(rows * K));
-    im2col(x, g, 0, rows, col.data());
-    return gemm<T>(false, false, rows, O, K, col.data(), K, w, O, y, O);
+    Scratch col_buf(ScratchSlot::kConvColumns, size_t(rows * K) * sizeof(T));
+    T* col = col_buf.as<T>();
+    im2col(x, g, 0, rows, col);
+    return gemm<T>(false, false, rows, O, K, col, K, w, O, y, O);
   }
   parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
-    std::vector<T> col(size_t(step * K));
+    Scratch col_buf(ScratchSlot::kConvColumns, size_t(step * K) * sizeof(T));
+    T* col = col_buf.as<T>();
     for (int64_t c = c0; c < c1; ++c) {
       const int64_t r0 = c * step, r1 = std::min(rows, r0 + step);
-      im2col(x, g, r0, r1, col.data());
-      gemm_serial<T>(false, false, r1 - r0, O, K, col.data(), K, w, O, y + r0 * O, O);
+      im2col(x, g, r0, r1, col);
+      gemm_serial<T>(false, false, r1 - r0, O, K, col, K, w, O, y + r0 * O, O);
     }
   });
 }
@@ -218,27 +221,27 @@ void conv_backprop_input(const T* w, const T* dy, T* dx, const ConvGeom& g) {
   const int64_t step = std::min(pixels, chunk_rows(g, sizeof(T)));
   // One image: split its GEMMs over the arena instead.
   const bool per_image_parallel = g.n > 1;
-  auto image = [&](int64_t n, std::vector<T>& col) {
+  auto image = [&](int64_t n, T* col) {
     const int64_t image_size = g.h * g.w * C;
     std::fill(dx + n * image_size, dx + (n + 1) * image_size, T(0));
     for (int64_t p0 = 0; p0 < pixels; p0 += step) {
       const int64_t r0 = n * pixels + p0, len = std::min(step, pixels - p0);
       if (per_image_parallel)
-        gemm_serial<T>(false, true, len, K, O, dy + r0 * O, O, w, O, col.data(), K);
+        gemm_serial<T>(false, true, len, K, O, dy + r0 * O, O, w, O, col, K);
       else
-        gemm<T>(false, true, len, K, O, dy + r0 * O, O, w, O, col.data(), K);
-      col2im_add(col.data(), g, r0, r0 + len, dx);
+        gemm<T>(false, true, len, K, O, dy + r0 * O, O, w, O, col, K);
+      col2im_add(col, g, r0, r0 + len, dx);
     }
   };
   if (!per_image_parallel) {
-    std::vector<T> col(size_t(step * K));
-    return image(0, col);
+    Scratch col(ScratchSlot::kConvColumns, size_t(step * K) * sizeof(T));
+    return image(0, col.as<T>());
   }
   const double image_flops = 2.0 * double(pixels) * double(K) * double(O);
   const int64_t grain = std::max<int64_t>(1, int64_t(double(kMinPartialFlops) / image_flops));
   parallel_for(g.n, grain, [&](int64_t n0, int64_t n1) {
-    std::vector<T> col(size_t(step * K));
-    for (int64_t n = n0; n < n1; ++n) image(n, col);
+    Scratch col(ScratchSlot::kConvColumns, size_t(step * K) * sizeof(T));
+    for (int64_t n = n0; n < n1; ++n) image(n, col.as<T>());
   });
 }
 
@@ -257,14 +260,14 @@ void conv_backprop_filter(const T* x, const T* dy, T* dw, const ConvGeom& g) {
   const int64_t step = g.pointwise() ? rows : chunk_rows(g, sizeof(T));
 
   // Rows [r0, r1) into out (accumulating after the first chunk); `split` lets gemm use the arena.
-  auto range = [&](int64_t r0, int64_t r1, T* out, bool split, std::vector<T>& col) {
+  auto range = [&](int64_t r0, int64_t r1, T* out, bool split, T* col) {
     if (r0 == r1) return std::fill(out, out + K * O, T(0));
     for (int64_t c0 = r0; c0 < r1; c0 += step) {
       const int64_t len = std::min(step, r1 - c0);
       const T* a = x + c0 * K;  // pointwise: the input rows are the im2col rows
       if (!g.pointwise()) {
-        im2col(x, g, c0, c0 + len, col.data());
-        a = col.data();
+        im2col(x, g, c0, c0 + len, col);
+        a = col;
       }
       const bool acc = c0 != r0;
       if (split)
@@ -273,17 +276,18 @@ void conv_backprop_filter(const T* x, const T* dy, T* dw, const ConvGeom& g) {
         gemm_serial<T>(true, false, K, O, len, a, K, dy + c0 * O, O, out, O, acc);
     }
   };
-  auto col_buffer = [&] { return std::vector<T>(g.pointwise() ? 0 : size_t(step * K)); };
+  const size_t col_bytes = g.pointwise() ? 0 : size_t(step * K) * sizeof(T);
   if (parts == 1) {
-    std::vector<T> col = col_buffer();
-    return range(0, rows, dw, true, col);
+    Scratch col(ScratchSlot::kConvColumns, col_bytes);
+    return range(0, rows, dw, true, col.as<T>());
   }
   const int64_t per_part = (rows + parts - 1) / parts;
   std::vector<T> partials(size_t((parts - 1) * K * O));
   parallel_tasks(parts, [&](int64_t p) {
-    std::vector<T> col = col_buffer();
+    Scratch col(ScratchSlot::kConvColumns, col_bytes);
     T* out = p == 0 ? dw : partials.data() + (p - 1) * K * O;
-    range(std::min(rows, p * per_part), std::min(rows, (p + 1) * per_part), out, false, col);
+    range(std::min(rows, p * per_part), std::min(rows, (p + 1) * per_part), out, false,
+          col.as<T>());
   });
   parallel_for(K * O, kElementwiseGrain, [&](int64_t e0, int64_t e1) {
     for (int64_t p = 1; p < parts; ++p) {

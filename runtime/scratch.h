@@ -1,0 +1,34 @@
+// Per-thread scratch buffers for kernels (GEMM packing, im2col): 64-byte aligned, grown on
+// demand and kept for the thread's life, so a kernel called every step allocates (and the OS
+// zeroes pages) once, not per call. Contents are uninitialised. A nested use of the same slot
+// on one thread (a kernel called from a task that runs while an outer kernel on this thread
+// waits) gets a buffer of its own, freed at scope exit.
+#pragma once
+
+#include <cstddef>
+
+namespace kiln::runtime {
+
+// Slots: one per concurrent use within one kernel.
+enum class ScratchSlot { kGemmA, kGemmB, kConvColumns, kCount };
+
+class Scratch {
+ public:
+  Scratch(ScratchSlot slot, size_t bytes);
+  ~Scratch();
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(data_);
+  }
+
+ private:
+  struct Slot;
+  Slot* slot_ = nullptr;
+  void* owned_ = nullptr;
+  void* data_ = nullptr;
+};
+
+}  // namespace kiln::runtime
