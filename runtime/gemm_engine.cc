@@ -137,12 +137,17 @@ void run_block(const MicroKernels& mk, const SgemmArgs& g, const KBlocks& kb, co
 
 SgemmGrid plan_sgemm(const MicroKernels& mk, int64_t m, int64_t n, int64_t k, int threads,
                      bool whole_rows) {
+  // Row blocks for an epilogue (whole_rows) hold at most this much of C, so that the epilogue
+  // reads them from L2, whatever the thread count.
+  constexpr int64_t kEpilogueBlockBytes = int64_t{256} << 10;
+  const int64_t cache_blocks =
+      whole_rows ? std::min(ceil_div(m, mk.mr), ceil_div(m * n * 4, kEpilogueBlockBytes)) : 1;
   const double flops = 2.0 * double(m) * double(n) * double(k);
-  if (threads <= 1 || flops < kParallelMinFlops) return {};
+  if (threads <= 1 || flops < kParallelMinFlops) return {cache_blocks, 1};
   const int64_t max_tasks =
       std::max<int64_t>(1, std::min<int64_t>(4 * int64_t(threads), int64_t(flops / kMinTaskFlops)));
   SgemmGrid grid;
-  grid.row_blocks = std::min(ceil_div(m, mk.mr), max_tasks);
+  grid.row_blocks = std::max(cache_blocks, std::min(ceil_div(m, mk.mr), max_tasks));
   // Splitting columns re-packs A in every column block; do it only to occupy the threads.
   if (!whole_rows && grid.row_blocks < 2 * int64_t(threads))
     grid.col_blocks = std::min(ceil_div(n, mk.nr), ceil_div(max_tasks, grid.row_blocks));
