@@ -221,9 +221,22 @@ const MicroKernels* resolve(const std::string& name, const char* source) {
   return nullptr;
 }
 
+// KILN_GEMM if set; else the kernels of a KILN_TARGET_CPU x86-64 level (v4: avx512, v3: avx2,
+// v2 and the baseline: eigen), when this CPU runs them, so that testing another target's JIT
+// code also tests its GEMMs; else the best this CPU runs.
+const MicroKernels* initial_kernels() {
+  if (std::optional<std::string> name = knobs::gemm_kernels()) return resolve(*name, "KILN_GEMM=");
+  const std::string target = knobs::target_cpu().value_or("");
+  const char* level = nullptr;
+  if (target == "x86-64-v4") level = "avx512";
+  if (target == "x86-64-v3") level = "avx2";
+  if (target == "x86-64-v2" || target == "x86-64") level = kEigen;
+  if (level && cpu_runs(level)) return resolve(level, "KILN_TARGET_CPU=");
+  return resolve("auto", "");
+}
+
 std::atomic<const MicroKernels*>& active_slot() {
-  static std::atomic<const MicroKernels*> slot{
-      resolve(knobs::gemm_kernels().value_or("auto"), "KILN_GEMM=")};
+  static std::atomic<const MicroKernels*> slot{initial_kernels()};
   return slot;
 }
 
