@@ -71,8 +71,11 @@ Grads log_grad(const GradContext& c) { return unary(c.grad / X(c)); }
 Grads log1p_grad(const GradContext& c) { return unary(c.grad / (X(c) + 1.0)); }
 Grads tanh_grad(const GradContext& c) { return unary(c.grad * (1.0 - square(Y(c)))); }
 Grads sigmoid_grad(const GradContext& c) { return unary(c.grad * Y(c) * (1.0 - Y(c))); }
+// From the output: relu(x) > 0 exactly when x > 0 (NaN and -0 included), and a training step
+// keeps the output anyway (the next layer reads it), so the input need not outlive the forward
+// pass (a convolution's or matmul's fused epilogue then writes one tensor, not two).
 Grads relu_grad(const GradContext& c) {
-  return unary(where(greater(X(c), zero(X(c))), c.grad, zero(c.grad)));
+  return unary(where(greater(Y(c), zero(Y(c))), c.grad, zero(c.grad)));
 }
 Grads leaky_relu_grad(const GradContext& c) {
   double alpha = c.attrs.get_double("alpha", "leaky_relu");
