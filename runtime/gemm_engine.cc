@@ -151,6 +151,20 @@ SgemmGrid plan_sgemm(const MicroKernels& mk, int64_t m, int64_t n, int64_t k, in
   // Splitting columns re-packs A in every column block; do it only to occupy the threads.
   if (!whole_rows && grid.row_blocks < 2 * int64_t(threads))
     grid.col_blocks = std::min(ceil_div(n, mk.nr), ceil_div(max_tasks, grid.row_blocks));
+  // Equal tasks in a multiple of the thread count, where the panels allow it (9 tasks on 2
+  // threads leave one running alone at the end).
+  const int64_t t = threads;
+  auto round_up = [t](int64_t blocks, int64_t others, int64_t limit) {
+    const int64_t tasks = blocks * others;
+    if (tasks % t == 0) return blocks;
+    for (int64_t b = blocks + 1; b <= limit; ++b)
+      if ((b * others) % t == 0) return b;
+    return blocks;
+  };
+  if (grid.col_blocks > 1)
+    grid.col_blocks = round_up(grid.col_blocks, grid.row_blocks, ceil_div(n, mk.nr));
+  else
+    grid.row_blocks = round_up(grid.row_blocks, 1, ceil_div(m, mk.mr));
   return grid;
 }
 
