@@ -9,134 +9,31 @@
 namespace kiln::runtime::gemm_detail {
 namespace {
 
-constexpr int kMr = 6;
-constexpr int kLanes = 8;
-constexpr int kNr = 2 * kLanes;
-
-// Lanes j of vector v with v * 8 + j < cols: all ones (maskload/maskstore use the sign bit).
-inline __m256i lane_mask(int32_t cols, int v) {
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(cols - v * kLanes), lane);
-}
-
-template <int R, int NV, bool Masked, bool PackedA>
-void tile_kernel(const MicroTile& t) {
-  __m256 acc[R][NV];
-#pragma GCC unroll 8
-  for (int i = 0; i < R; ++i)
-#pragma GCC unroll 2
-    for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_setzero_ps();
-  __m256i mask[NV];
-#pragma GCC unroll 2
-  for (int v = 0; v < NV; ++v) mask[v] = lane_mask(Masked ? t.cols : kNr, v);
-  const bool masked_loads = Masked && !t.b_padded;
-  const float* a = t.a;
-  const float* b = t.b;
-  const int64_t ldb = t.ldb;
-  // Unpacked A: row i at a + i * lda (a advances along k); packed: a advances by R per step.
-  const int64_t lda = PackedA ? 1 : t.lda, a_step = PackedA ? R : 1;
-  auto step = [&](const __m256* bv) {
-#pragma GCC unroll 8
-    for (int i = 0; i < R; ++i) {
-      const __m256 ai = _mm256_broadcast_ss(a + i * lda);
-#pragma GCC unroll 2
-      for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_fmadd_ps(ai, bv[v], acc[i][v]);
-    }
-  };
-  if (masked_loads) {
-    for (int64_t p = 0; p < t.kc; ++p, a += a_step, b += ldb) {
-      __m256 bv[NV];
-#pragma GCC unroll 2
-      for (int v = 0; v < NV; ++v) bv[v] = _mm256_maskload_ps(b + v * kLanes, mask[v]);
-      step(bv);
-    }
-  } else {
-    for (int64_t p = 0; p < t.kc; ++p, a += a_step, b += ldb) {
-      __m256 bv[NV];
-#pragma GCC unroll 2
-      for (int v = 0; v < NV; ++v) bv[v] = _mm256_loadu_ps(b + v * kLanes);
-      step(bv);
-    }
+struct Avx2 {
+  using Vec = __m256;
+  using Mask = __m256i;  // all ones in the lanes to load or store (vmaskmovps)
+  static constexpr int kLanes = 8;
+  static constexpr int kMr = 6;  // 6 x 2 accumulators of the 16 ymm registers
+  static Vec zero() { return _mm256_setzero_ps(); }
+  static Vec broadcast(const float* p) { return _mm256_broadcast_ss(p); }
+  static Vec fma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
+  static Vec add(Vec a, Vec b) { return _mm256_add_ps(a, b); }
+  static Vec load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, Vec v) { _mm256_storeu_ps(p, v); }
+  static Mask mask(int32_t cols, int v) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(cols - v * kLanes), lane);
   }
-#pragma GCC unroll 8
-  for (int i = 0; i < R; ++i) {
-    float* c = t.c + i * t.ldc;
-#pragma GCC unroll 2
-    for (int v = 0; v < NV; ++v) {
-      __m256 r = acc[i][v];
-      if (Masked) {
-        if (t.accumulate) r = _mm256_add_ps(_mm256_maskload_ps(c + v * kLanes, mask[v]), r);
-        _mm256_maskstore_ps(c + v * kLanes, mask[v], r);
-      } else {
-        if (t.accumulate) r = _mm256_add_ps(_mm256_loadu_ps(c + v * kLanes), r);
-        _mm256_storeu_ps(c + v * kLanes, r);
-      }
-    }
+  static Vec load(const float* p, Mask m) { return _mm256_maskload_ps(p, m); }
+  static void store(float* p, Mask m, Vec v) { _mm256_maskstore_ps(p, m, v); }
+  static float sum(Vec v) {
+    float lanes[kLanes];
+    _mm256_storeu_ps(lanes, v);
+    float total = 0;
+    for (float lane : lanes) total += lane;
+    return total;
   }
-}
-
-using TileFn = void (*)(const MicroTile&);
-
-template <int R, bool PackedA>
-TileFn pick_nv(int nv, bool masked) {
-  if (nv == 1) return masked ? tile_kernel<R, 1, true, PackedA> : tile_kernel<R, 1, false, PackedA>;
-  return masked ? tile_kernel<R, 2, true, PackedA> : tile_kernel<R, 2, false, PackedA>;
-}
-
-template <int R>
-TileFn pick(int nv, bool masked, bool packed_a) {
-  return packed_a ? pick_nv<R, true>(nv, masked) : pick_nv<R, false>(nv, masked);
-}
-
-void tile(const MicroTile& t) {
-  const int nv = t.cols > kLanes ? 2 : 1;
-  const bool masked = t.cols != nv * kLanes;
-  TileFn fn = nullptr;
-  switch (t.rows) {
-    case 1:
-      fn = pick<1>(nv, masked, t.lda == 0);
-      break;
-    case 2:
-      fn = pick<2>(nv, masked, t.lda == 0);
-      break;
-    case 3:
-      fn = pick<3>(nv, masked, t.lda == 0);
-      break;
-    case 4:
-      fn = pick<4>(nv, masked, t.lda == 0);
-      break;
-    case 5:
-      fn = pick<5>(nv, masked, t.lda == 0);
-      break;
-    case 6:
-      fn = pick<6>(nv, masked, t.lda == 0);
-      break;
-    default:
-      return;  // the engine never asks for more than kMr rows
-  }
-  fn(t);
-}
-
-// 12 independent FMA chains: enough to cover a 4-cycle latency on two FMA pipes.
-constexpr int kPeakChains = 12;
-float fma_loop(int64_t iterations) {
-  __m256 acc[kPeakChains];
-#pragma GCC unroll 12
-  for (int i = 0; i < kPeakChains; ++i) acc[i] = _mm256_set1_ps(float(i));
-  const __m256 x = _mm256_set1_ps(0.999999f), y = _mm256_set1_ps(1e-7f);
-  for (int64_t it = 0; it < iterations; ++it) {
-#pragma GCC unroll 12
-    for (int i = 0; i < kPeakChains; ++i) acc[i] = _mm256_fmadd_ps(acc[i], x, y);
-  }
-  __m256 s = acc[0];
-#pragma GCC unroll 12
-  for (int i = 1; i < kPeakChains; ++i) s = _mm256_add_ps(s, acc[i]);
-  float lanes[kLanes];
-  _mm256_storeu_ps(lanes, s);
-  float total = 0;
-  for (float lane : lanes) total += lane;
-  return total;
-}
+};
 
 // dst[q * dst_ld + i] = src[i * src_ld + q] for i < 8, q < 8.
 inline void transpose_8x8(const float* src, int64_t src_ld, float* dst, int64_t dst_ld) {
@@ -183,6 +80,11 @@ inline void transpose_4x8(const float* src, int64_t src_ld, float* dst, int64_t 
 }
 
 }  // namespace
+}  // namespace kiln::runtime::gemm_detail
+
+#include "runtime/gemm_tile_kernel.h"
+
+namespace kiln::runtime::gemm_detail {
 
 // Rows in blocks of 8, then blocks of 4, the last one ending at the last row (it may overlap
 // rows already written, with the same values); fewer than 4 rows in all, and columns past a
@@ -210,8 +112,9 @@ void transpose_avx2(const float* src, int64_t src_ld, int64_t rows, int64_t cols
 }
 
 const MicroKernels& avx2_microkernels() {
-  static constexpr MicroKernels kernels{
-      "avx2", kMr, kNr, tile, fma_loop, 2 * kLanes * kPeakChains, transpose_avx2};
+  static constexpr MicroKernels kernels{"avx2",        Avx2::kMr,      2 * Avx2::kLanes,
+                                        tile<Avx2>,    fma_loop<Avx2>, fma_loop_flops<Avx2>(),
+                                        transpose_avx2};
   return kernels;
 }
 
