@@ -6,9 +6,11 @@
 
 #include <limits>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "codegen/accumulator.h"
 #include "codegen/decompose.h"
 #include "codegen/in_place.h"
 #include "codegen/kernel_plan.h"
@@ -233,33 +235,29 @@ class KernelEmitter {
     };
     const Value* first = values.front();
     const Shape& loop = reduced(first) ? first->producer()->input(0)->shape() : first->shape();
-    std::vector<llvm::Value*> acc(values.size(), nullptr);
+    std::vector<std::unique_ptr<Accumulator>> acc(values.size());
     for (size_t k = 0; k < values.size(); ++k)
-      if (const Node* n = reduced(values[k])) {
-        llvm::Type* rt = register_type(ctx_, n->input(0)->dtype());
-        acc[k] = alloca_builder_->CreateAlloca(rt);
-        b_.CreateStore(reduction_identity(n->op(), n->input(0)->dtype(), rt), acc[k]);
-      }
+      if (const Node* n = reduced(values[k]))
+        acc[k] = std::make_unique<Accumulator>(b_, *alloca_builder_, n->op(), n->input(0)->dtype());
     Index idx{row_};
     nest(loop, 1, idx, [&](const Index& i) {
       for (size_t k = 0; k < values.size(); ++k) {
-        const Node* n = reduced(values[k]);
-        if (n == nullptr) {
+        if (const Node* n = reduced(values[k]))
+          acc[k]->add(elem(n->input(0), i));
+        else
           store_at(values[k], elem(values[k], i), i);
-          continue;
-        }
-        const DType t = n->input(0)->dtype();
-        llvm::Value* cur = b_.CreateLoad(register_type(ctx_, t), acc[k]);
-        b_.CreateStore(emit_reduction_combine(b_, n->op(), t, cur, elem(n->input(0), i)), acc[k]);
       }
     });
     for (size_t k = 0; k < values.size(); ++k) {
       const Node* n = reduced(values[k]);
       if (n == nullptr) continue;
-      llvm::Type* rt = register_type(ctx_, n->input(0)->dtype());
-      llvm::Value* r = b_.CreateLoad(rt, acc[k]);
+      llvm::Value* r = acc[k]->result([&] {  // the exact pass of a fast max / min
+        Index again{row_};
+        nest(loop, 1, again, [&](const Index& i) { acc[k]->add(elem(n->input(0), i)); });
+      });
       if (n->is_op(OpKind::Mean))
-        r = b_.CreateFDiv(r, llvm::ConstantFP::get(rt, double(loop.num_elements() / loop[0])));
+        r = b_.CreateFDiv(
+            r, llvm::ConstantFP::get(r->getType(), double(loop.num_elements() / loop[0])));
       Index out(size_t(values[k]->shape().rank()), b_.getInt64(0));
       out[0] = row_;
       store_at(values[k], r, out);
@@ -496,10 +494,15 @@ class KernelEmitter {
     const bool arg = n.is_op(OpKind::ArgMax) || n.is_op(OpKind::ArgMin);
     DType t = x->dtype();
     llvm::Type* rt = register_type(ctx_, t);
-    llvm::Value* acc = alloca_builder_->CreateAlloca(rt);
+    std::optional<Accumulator> acc;  // (arg reductions: the best value and its index)
+    llvm::Value* best = arg ? alloca_builder_->CreateAlloca(rt) : nullptr;
     llvm::Value* acc_index = arg ? alloca_builder_->CreateAlloca(b_.getInt64Ty()) : nullptr;
-    b_.CreateStore(reduction_identity(n.op(), t, rt), acc);
-    if (arg) b_.CreateStore(b_.getInt64(0), acc_index);
+    if (arg) {
+      b_.CreateStore(reduction_identity(n.op(), t, rt), best);
+      b_.CreateStore(b_.getInt64(0), acc_index);
+    } else {
+      acc.emplace(b_, *alloca_builder_, n.op(), t);
+    }
 
     Index in_idx(size_t(s.rank()), nullptr);
     int pos = 0;
@@ -511,15 +514,15 @@ class KernelEmitter {
     std::function<void(size_t)> loops = [&](size_t k) {
       if (k == axes.size()) {
         llvm::Value* v = elem(x, in_idx);
-        llvm::Value* cur = b_.CreateLoad(rt, acc);
-        if (arg) {
-          llvm::Value* replace = emit_arg_replaces(b_, n.op(), t, v, cur);
-          b_.CreateStore(b_.CreateSelect(replace, v, cur), acc);
-          llvm::Value* ci = b_.CreateLoad(b_.getInt64Ty(), acc_index);
-          b_.CreateStore(b_.CreateSelect(replace, in_idx[size_t(axes[0])], ci), acc_index);
-        } else {
-          b_.CreateStore(emit_reduction_combine(b_, n.op(), t, cur, v), acc);
+        if (!arg) {
+          acc->add(v);
+          return;
         }
+        llvm::Value* cur = b_.CreateLoad(rt, best);
+        llvm::Value* replace = emit_arg_replaces(b_, n.op(), t, v, cur);
+        b_.CreateStore(b_.CreateSelect(replace, v, cur), best);
+        llvm::Value* ci = b_.CreateLoad(b_.getInt64Ty(), acc_index);
+        b_.CreateStore(b_.CreateSelect(replace, in_idx[size_t(axes[0])], ci), acc_index);
         return;
       }
       int d = axes[k];
@@ -535,7 +538,7 @@ class KernelEmitter {
     };
     loops(0);
     if (arg) return b_.CreateLoad(b_.getInt64Ty(), acc_index);
-    llvm::Value* result = b_.CreateLoad(rt, acc);
+    llvm::Value* result = acc->result([&] { loops(0); });
     if (n.is_op(OpKind::Mean)) {
       int64_t count = 1;
       for (int d : axes) count *= s[d];
