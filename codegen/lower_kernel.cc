@@ -196,11 +196,10 @@ class KernelEmitter {
     llvm::PHINode* iv = b_.CreatePHI(b_.getInt64Ty(), 2, "i");
     iv->addIncoming(lo, pre);
     cache_.emplace_back();
-    loops_.push_back(
-        {CountedLoop{iv, pre, header, {}}, cache_.size() - 1,
-         llvm::isa<llvm::ConstantInt>(lo) && llvm::cast<llvm::ConstantInt>(lo)->isZero()});
+    const auto* first = llvm::dyn_cast<llvm::ConstantInt>(lo);
+    loops_.push_back({iv, pre, header, first && first->isZero(), cache_.size() - 1, {}});
     body(iv);
-    loops_.back().loop.close(b_);
+    loops_.back().close(b_);
     loops_.pop_back();
     cache_.pop_back();
     llvm::Value* next = b_.CreateAdd(iv, b_.getInt64(1), "i.next", true, true);
@@ -438,12 +437,12 @@ class KernelEmitter {
   llvm::Value* one_hot(const Node& n, const Index& idx, const Value* v) {
     const int64_t depth = v->shape()[size_t(v->shape().rank() - 1)];
     Index at = operand_index(b_, plan_.mode, n, 0, idx);
-    OpenLoop* open = loops_.empty() ? nullptr : &loops_.back();
-    bool counted = open != nullptr && open->from_zero && open->loop.counter == idx.back() &&
-                   open->frame == cache_.size() - 1 && one_hot_fits_i32(depth);
+    CountedLoop* loop = loops_.empty() ? nullptr : &loops_.back();
+    bool counted = loop != nullptr && loop->from_zero && loop->counter == idx.back() &&
+                   loop->cache_frame == cache_.size() - 1 && one_hot_fits_i32(depth);
     for (llvm::Value* i : at) {  // the index must not depend on this loop
       bool outer = llvm::isa<llvm::Constant>(i) || i == row_;
-      for (size_t k = 0; k + 1 < loops_.size(); ++k) outer = outer || loops_[k].loop.counter == i;
+      for (size_t k = 0; k + 1 < loops_.size(); ++k) outer = outer || loops_[k].counter == i;
       counted = counted && outer;
     }
     if (!counted)
@@ -452,13 +451,13 @@ class KernelEmitter {
     llvm::Value* start = nullptr;
     {  // at the end of the preheader, caching what it computes for the whole loop
       llvm::IRBuilder<>::InsertPointGuard guard(b_);
-      b_.SetInsertPoint(open->loop.preheader->getTerminator());
+      b_.SetInsertPoint(loop->preheader->getTerminator());
       auto in_body = std::move(cache_.back());
       cache_.back().clear();
       start = one_hot_narrow_index(b_, elem(n.input(0), at), depth);
       cache_.back().merge(in_body);
     }
-    llvm::Value* hit = b_.CreateICmpEQ(open->loop.down_counter(start), b_.getInt32(0));
+    llvm::Value* hit = b_.CreateICmpEQ(loop->down_counter(start), b_.getInt32(0));
     return one_hot_value(b_, hit, v->dtype());
   }
 
@@ -559,12 +558,7 @@ class KernelEmitter {
   std::unordered_set<const llvm::Value*> streaming_;  // output buffers stored non-temporally
   std::unordered_map<const Node*, llvm::GlobalVariable*> constants_;
   std::vector<std::map<std::pair<const Value*, Index>, llvm::Value*>> cache_;
-  struct OpenLoop {  // loops being emitted, innermost last
-    CountedLoop loop;
-    size_t frame;    // its frame of cache_
-    bool from_zero;  // its counter starts at 0 (down counters may count it)
-  };
-  std::vector<OpenLoop> loops_;
+  std::vector<CountedLoop> loops_;  // loops being emitted, innermost last
 };
 
 }  // namespace

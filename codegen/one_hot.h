@@ -14,7 +14,10 @@
 
 #include <llvm/IR/IRBuilder.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "ir/dtype.h"
 
@@ -34,11 +37,13 @@ llvm::Value* one_hot_compare(llvm::IRBuilder<>& b, llvm::Value* index, llvm::Val
 // The one_hot element of dtype `t` (1 or 0; bool: the hit itself) for a hit (i1).
 llvm::Value* one_hot_value(llvm::IRBuilder<>& b, llvm::Value* hit, DType t);
 
-// A loop of the emitter whose counter runs from 0 by 1: the place for down counters.
+// A loop the kernel emitter is emitting (its counter steps by 1): the place for down counters.
 struct CountedLoop {
   llvm::PHINode* counter = nullptr;       // the loop's own i64 counter
   llvm::BasicBlock* preheader = nullptr;  // ends in the branch into the loop
   llvm::BasicBlock* header = nullptr;
+  bool from_zero = false;  // the counter starts at 0 (down counters count positions)
+  size_t cache_frame = 0;  // the emitter's frame of cached values for the loop body
   std::vector<std::pair<llvm::Value*, llvm::PHINode*>> down;  // start value -> its counter
 
   // The i32 counter equal to `start` - counter at every iteration (one per start value).
