@@ -4,14 +4,17 @@
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
 
-#include <limits>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "codegen/accumulator.h"
 #include "codegen/decompose.h"
 #include "codegen/in_place.h"
 #include "codegen/kernel_plan.h"
+#include "codegen/literal_constants.h"
+#include "codegen/one_hot.h"
 #include "codegen/operand_index.h"
 #include "codegen/row_passes.h"
 #include "codegen/scalar_ops.h"
@@ -193,7 +196,11 @@ class KernelEmitter {
     llvm::PHINode* iv = b_.CreatePHI(b_.getInt64Ty(), 2, "i");
     iv->addIncoming(lo, pre);
     cache_.emplace_back();
+    const auto* first = llvm::dyn_cast<llvm::ConstantInt>(lo);
+    loops_.push_back({iv, pre, header, first && first->isZero(), cache_.size() - 1, {}});
     body(iv);
+    loops_.back().close(b_);
+    loops_.pop_back();
     cache_.pop_back();
     llvm::Value* next = b_.CreateAdd(iv, b_.getInt64(1), "i.next", true, true);
     iv->addIncoming(next, b_.GetInsertBlock());
@@ -233,33 +240,31 @@ class KernelEmitter {
     };
     const Value* first = values.front();
     const Shape& loop = reduced(first) ? first->producer()->input(0)->shape() : first->shape();
-    std::vector<llvm::Value*> acc(values.size(), nullptr);
+    std::vector<std::unique_ptr<Accumulator>> acc(values.size());
     for (size_t k = 0; k < values.size(); ++k)
-      if (const Node* n = reduced(values[k])) {
-        llvm::Type* rt = register_type(ctx_, n->input(0)->dtype());
-        acc[k] = alloca_builder_->CreateAlloca(rt);
-        b_.CreateStore(reduction_identity(n->op(), n->input(0)->dtype(), rt), acc[k]);
-      }
+      if (const Node* n = reduced(values[k]))
+        acc[k] = std::make_unique<Accumulator>(b_, *alloca_builder_, n->op(), n->input(0)->dtype());
     Index idx{row_};
     nest(loop, 1, idx, [&](const Index& i) {
       for (size_t k = 0; k < values.size(); ++k) {
-        const Node* n = reduced(values[k]);
-        if (n == nullptr) {
+        if (const Node* n = reduced(values[k]))
+          acc[k]->add(elem(n->input(0), i));
+        else
           store_at(values[k], elem(values[k], i), i);
-          continue;
-        }
-        const DType t = n->input(0)->dtype();
-        llvm::Value* cur = b_.CreateLoad(register_type(ctx_, t), acc[k]);
-        b_.CreateStore(emit_reduction_combine(b_, n->op(), t, cur, elem(n->input(0), i)), acc[k]);
       }
     });
     for (size_t k = 0; k < values.size(); ++k) {
       const Node* n = reduced(values[k]);
       if (n == nullptr) continue;
-      llvm::Type* rt = register_type(ctx_, n->input(0)->dtype());
-      llvm::Value* r = b_.CreateLoad(rt, acc[k]);
+      llvm::Value* r = acc[k]->result([&] {  // the exact pass of a fast max / min
+        Index again{row_};
+        cache_.emplace_back();  // what it computes stays in its branch
+        nest(loop, 1, again, [&](const Index& i) { acc[k]->add(elem(n->input(0), i)); });
+        cache_.pop_back();
+      });
       if (n->is_op(OpKind::Mean))
-        r = b_.CreateFDiv(r, llvm::ConstantFP::get(rt, double(loop.num_elements() / loop[0])));
+        r = b_.CreateFDiv(
+            r, llvm::ConstantFP::get(r->getType(), double(loop.num_elements() / loop[0])));
       Index out(size_t(values[k]->shape().rank()), b_.getInt64(0));
       out[0] = row_;
       store_at(values[k], r, out);
@@ -402,77 +407,58 @@ class KernelEmitter {
 
   llvm::Value* constant(const Node& n, const Index& idx) {
     const ir::Literal& lit = *n.literal();
-    llvm::Type* rt = register_type(ctx_, lit.type().dtype);
-    auto element = [&](int64_t i) -> llvm::Constant* {
-      double d = lit.as_double(i);
-      switch (lit.type().dtype) {
-        case DType::f32:
-        case DType::f64:
-          return llvm::ConstantFP::get(rt, d);
-        case DType::i64:
-          return llvm::ConstantInt::get(rt, uint64_t(lit.data_as<int64_t>()[i]));
-        default:
-          return llvm::ConstantInt::get(rt, uint64_t(int64_t(d)), true);
-      }
-    };
-    if (lit.num_elements() == 0 || lit.is_splat()) return element(0);
+    if (lit.num_elements() == 0 || lit.is_splat()) return literal_element(ctx_, lit, 0);
     auto& global = constants_[&n];
-    if (global == nullptr) {
-      llvm::Type* st = storage_type(ctx_, lit.type().dtype);
-      std::vector<llvm::Constant*> items;
-      for (int64_t i = 0; i < lit.num_elements(); ++i) {
-        llvm::Constant* c = element(i);
-        if (lit.type().dtype == DType::b8) c = llvm::ConstantInt::get(st, d_nonzero(lit, i));
-        items.push_back(c);
-      }
-      auto* at = llvm::ArrayType::get(st, items.size());
-      auto* gv = new llvm::GlobalVariable(m_, at, true, llvm::GlobalValue::PrivateLinkage,
-                                          llvm::ConstantArray::get(at, items), "const");
-      gv->setAlignment(llvm::Align(64));
-      global = gv;
-    }
+    if (global == nullptr) global = literal_global(m_, lit);
     return load(n.output(), global, idx);
   }
-  static uint64_t d_nonzero(const ir::Literal& lit, int64_t i) { return lit.as_double(i) != 0.0; }
 
   llvm::Value* compute(const Value* v, const Index& idx) {
     if (v->def() != Value::Def::kNodeOutput) return load(v, base_.at(v), idx);
     const Node& n = *v->producer();
     if (n.kind() == NodeKind::kConstant) return constant(n, idx);
     if (is_reduction(n)) internal_error(__FILE__, __LINE__, "a reduction must be materialized");
+    if (n.is_op(OpKind::OneHot)) return one_hot(n, idx, v);
     std::vector<llvm::Value*> args;
     for (size_t i = 0; i < n.inputs().size(); ++i) {
       if (n.is_op(OpKind::BroadcastLike) && i == 1) break;
       args.push_back(elem(n.input(i), operand_index(b_, plan_.mode, n, i, idx)));
     }
     const OpInfo& info = op_info(n.op());
-    if (n.is_op(OpKind::OneHot)) return one_hot(args[0], idx.back(), v);
     if (!info.has(kElementwise)) return args[0];  // layout ops: the index did the work
     ScalarOpContext ctx{b_, m_, flag_};
     DType in = n.is_op(OpKind::Select) ? n.input(1)->dtype() : n.input(0)->dtype();
     return emit_scalar_op(ctx, n.op(), args, in, v->dtype(), n.attrs());
   }
 
-  // one_hot at position `d` of the new last axis: (index == d), so an index outside
-  // [0, depth) gives an all-zero row (the eager kernel's rule). Compared in i32 (an index
-  // outside [0, depth) becomes -1), twice the vector lanes of i64; 1 or 0 by a select.
-  llvm::Value* one_hot(llvm::Value* index, llvm::Value* d, const Value* v) {  // i32 / i64
-    llvm::Value* wide = b_.CreateSExtOrTrunc(index, b_.getInt64Ty());
+  // one_hot (codegen/one_hot.h): where its last axis is the counter of the loop being emitted
+  // (from 0), a down counter of that loop started at the index (computed before the loop);
+  // else a compare.
+  llvm::Value* one_hot(const Node& n, const Index& idx, const Value* v) {
     const int64_t depth = v->shape()[size_t(v->shape().rank() - 1)];
-    llvm::Value* hit = nullptr;
-    if (depth <= std::numeric_limits<int32_t>::max()) {
-      llvm::Value* inside = b_.CreateICmpULT(wide, b_.getInt64(uint64_t(depth)));
-      llvm::Value* narrow =
-          b_.CreateSelect(inside, b_.CreateTrunc(wide, b_.getInt32Ty()), b_.getInt32(-1));
-      hit = b_.CreateICmpEQ(narrow, b_.CreateTrunc(d, b_.getInt32Ty()));
-    } else {
-      hit = b_.CreateICmpEQ(wide, d);
+    Index at = operand_index(b_, plan_.mode, n, 0, idx);
+    CountedLoop* loop = loops_.empty() ? nullptr : &loops_.back();
+    bool counted = loop != nullptr && loop->from_zero && loop->counter == idx.back() &&
+                   loop->cache_frame == cache_.size() - 1 && one_hot_fits_i32(depth);
+    for (llvm::Value* i : at) {  // the index must not depend on this loop
+      bool outer = llvm::isa<llvm::Constant>(i) || i == row_;
+      for (size_t k = 0; k + 1 < loops_.size(); ++k) outer = outer || loops_[k].counter == i;
+      counted = counted && outer;
     }
-    if (v->dtype() == DType::b8) return hit;
-    llvm::Type* rt = register_type(ctx_, v->dtype());
-    if (is_floating(v->dtype()))
-      return b_.CreateSelect(hit, llvm::ConstantFP::get(rt, 1.0), llvm::ConstantFP::get(rt, 0.0));
-    return b_.CreateZExt(hit, rt);
+    if (!counted)
+      return one_hot_value(b_, one_hot_compare(b_, elem(n.input(0), at), idx.back(), depth),
+                           v->dtype());
+    llvm::Value* start = nullptr;
+    {  // at the end of the preheader, caching what it computes for the whole loop
+      llvm::IRBuilder<>::InsertPointGuard guard(b_);
+      b_.SetInsertPoint(loop->preheader->getTerminator());
+      auto in_body = std::move(cache_.back());
+      cache_.back().clear();
+      start = one_hot_narrow_index(b_, elem(n.input(0), at), depth);
+      cache_.back().merge(in_body);
+    }
+    llvm::Value* hit = b_.CreateICmpEQ(loop->down_counter(start), b_.getInt32(0));
+    return one_hot_value(b_, hit, v->dtype());
   }
 
   llvm::Value* elem(const Value* v, const Index& idx) {
@@ -496,10 +482,15 @@ class KernelEmitter {
     const bool arg = n.is_op(OpKind::ArgMax) || n.is_op(OpKind::ArgMin);
     DType t = x->dtype();
     llvm::Type* rt = register_type(ctx_, t);
-    llvm::Value* acc = alloca_builder_->CreateAlloca(rt);
+    std::optional<Accumulator> acc;  // (arg reductions: the best value and its index)
+    llvm::Value* best = arg ? alloca_builder_->CreateAlloca(rt) : nullptr;
     llvm::Value* acc_index = arg ? alloca_builder_->CreateAlloca(b_.getInt64Ty()) : nullptr;
-    b_.CreateStore(reduction_identity(n.op(), t, rt), acc);
-    if (arg) b_.CreateStore(b_.getInt64(0), acc_index);
+    if (arg) {
+      b_.CreateStore(reduction_identity(n.op(), t, rt), best);
+      b_.CreateStore(b_.getInt64(0), acc_index);
+    } else {
+      acc.emplace(b_, *alloca_builder_, n.op(), t);
+    }
 
     Index in_idx(size_t(s.rank()), nullptr);
     int pos = 0;
@@ -511,15 +502,15 @@ class KernelEmitter {
     std::function<void(size_t)> loops = [&](size_t k) {
       if (k == axes.size()) {
         llvm::Value* v = elem(x, in_idx);
-        llvm::Value* cur = b_.CreateLoad(rt, acc);
-        if (arg) {
-          llvm::Value* replace = emit_arg_replaces(b_, n.op(), t, v, cur);
-          b_.CreateStore(b_.CreateSelect(replace, v, cur), acc);
-          llvm::Value* ci = b_.CreateLoad(b_.getInt64Ty(), acc_index);
-          b_.CreateStore(b_.CreateSelect(replace, in_idx[size_t(axes[0])], ci), acc_index);
-        } else {
-          b_.CreateStore(emit_reduction_combine(b_, n.op(), t, cur, v), acc);
+        if (!arg) {
+          acc->add(v);
+          return;
         }
+        llvm::Value* cur = b_.CreateLoad(rt, best);
+        llvm::Value* replace = emit_arg_replaces(b_, n.op(), t, v, cur);
+        b_.CreateStore(b_.CreateSelect(replace, v, cur), best);
+        llvm::Value* ci = b_.CreateLoad(b_.getInt64Ty(), acc_index);
+        b_.CreateStore(b_.CreateSelect(replace, in_idx[size_t(axes[0])], ci), acc_index);
         return;
       }
       int d = axes[k];
@@ -535,7 +526,11 @@ class KernelEmitter {
     };
     loops(0);
     if (arg) return b_.CreateLoad(b_.getInt64Ty(), acc_index);
-    llvm::Value* result = b_.CreateLoad(rt, acc);
+    llvm::Value* result = acc->result([&] {
+      cache_.emplace_back();  // what the exact pass computes stays in its branch
+      loops(0);
+      cache_.pop_back();
+    });
     if (n.is_op(OpKind::Mean)) {
       int64_t count = 1;
       for (int d : axes) count *= s[d];
@@ -563,6 +558,7 @@ class KernelEmitter {
   std::unordered_set<const llvm::Value*> streaming_;  // output buffers stored non-temporally
   std::unordered_map<const Node*, llvm::GlobalVariable*> constants_;
   std::vector<std::map<std::pair<const Value*, Index>, llvm::Value*>> cache_;
+  std::vector<CountedLoop> loops_;  // loops being emitted, innermost last
 };
 
 }  // namespace
