@@ -107,9 +107,13 @@ template <class Isa>
 float fma_loop(int64_t iterations) {
   using Vec = typename Isa::Vec;
   const float one = 0.999999f, tiny = 1e-7f;
+  // Distinct starting values: equal chains would be merged into one by the compiler.
   Vec acc[kPeakChains];
 #pragma GCC unroll 12
-  for (int i = 0; i < kPeakChains; ++i) acc[i] = Isa::zero();
+  for (int i = 0; i < kPeakChains; ++i) {
+    const float start = float(i);
+    acc[i] = Isa::broadcast(&start);
+  }
   const Vec x = Isa::broadcast(&one), y = Isa::broadcast(&tiny);
   for (int64_t it = 0; it < iterations; ++it) {
 #pragma GCC unroll 12
