@@ -125,8 +125,11 @@ class MultiHeadAttentionImpl : public LayerImpl {
   Tensor combined_mask(const Tensor& query, const Tensor& value, const Tensor& query_mask,
                        const Tensor& value_mask, const Tensor& key_mask,
                        const Tensor& attention_mask, bool causal) const;
+  // Whether this call runs the fused attention op (kiln::attention): no scores to return, no
+  // dropout on the probabilities, and the query or key length known.
+  bool use_fused(const Tensor& query, const Tensor& value, Flags flags, bool training) const;
   std::vector<Tensor> compute(const Tensor& query, const Tensor& value, const Tensor& key,
-                              const Tensor& mask, Flags flags, bool training);
+                              const Tensor& mask, Flags flags, bool fused, bool training);
   Tensor project(const Tensor& x, const Variable& kernel, const Variable& bias);
 
   int64_t num_heads_, key_dim_, value_dim_;

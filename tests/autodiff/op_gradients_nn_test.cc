@@ -1,5 +1,5 @@
 // Finite-difference checks of the gradient rules of matmul, the convolutions (including the
-// two backprop ops, which are differentiable too) and pooling (frontend/grad_nn.cc).
+// two backprop ops, which are differentiable too), pooling and attention (frontend/grad_nn.cc).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
@@ -243,6 +243,41 @@ TEST(NnGradients, SecondOrderThroughMaxPoolIsAnError) {
     FAIL() << "expected kiln::Error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("max_pool2d_grad"), std::string::npos) << e.what();
+  }
+}
+
+// ---- attention
+
+// The fused op's gradient (attention_grad, cut apart by slices) with and without masks and
+// causality, Tq != Tv (tests/frontend/attention_op_test.cc has the larger cases).
+TEST(NnGradients, Attention) {
+  struct G {
+    Shape q, k, v, mask;
+    bool causal;
+  };
+  const G gs[] = {
+      {{2, 3, 2}, {2, 4, 2}, {2, 4, 3}, {}, false},
+      {{2, 3, 2}, {2, 4, 2}, {2, 4, 3}, {2, 1, 4}, false},
+      {{5, 3}, {4, 3}, {4, 2}, {}, true},
+      {{1, 4, 3}, {1, 4, 3}, {1, 4, 3}, {4, 4}, true},
+  };
+  uint64_t seed = 50;
+  for (const G& g : gs) {
+    SCOPED_TRACE(
+        fmt::format("q {} mask {} causal {}", g.q.to_string(), g.mask.to_string(), g.causal));
+    Tensor q = gradcheck::uniform(g.q, seed++), k = gradcheck::uniform(g.k, seed++),
+           v = gradcheck::uniform(g.v, seed++);
+    Tensor mask;
+    if (g.mask.rank() > 0) {
+      std::vector<bool> m(size_t(g.mask.num_elements()));
+      for (size_t i = 0; i < m.size(); ++i) m[i] = i % 4 != 1;
+      mask = tensor(m, g.mask);
+    }
+    EXPECT_GRADIENTS(
+        [&](const std::vector<Tensor>& x) {
+          return attention(x[0], x[1], x[2], mask, 0.7, g.causal);
+        },
+        {q, k, v});
   }
 }
 
