@@ -129,15 +129,26 @@ inline int64_t padded(int64_t n) { return (n + kLane - 1) / kLane * kLane; }
 template <typename T>
 using AlignedRow = Eigen::Map<RowArray<T>, Eigen::Aligned64>;
 
-// Per-thread scratch of n elements, 64-byte aligned, reused across tasks (tasks do not nest,
-// so one buffer per thread).
+// Scratch of a task: 64-byte aligned. Up to kKeptScratchBytes it is a per-thread buffer
+// reused across tasks and calls (tasks do not nest, so one buffer per thread suffices); larger
+// requests (very long key sequences in the gradient) get a buffer freed with the task, so a
+// thread does not hold on to them.
+constexpr size_t kKeptScratchBytes = size_t{4} << 20;
+
 template <typename T>
-T* scratch(std::vector<T>& buf, size_t n) {
-  constexpr size_t kSlack = 64 / sizeof(T);
-  if (buf.size() < n + kSlack) buf.resize(n + kSlack);
-  auto addr = reinterpret_cast<uintptr_t>(buf.data());
-  return reinterpret_cast<T*>((addr + 63) & ~uintptr_t{63});
-}
+class Scratch {
+ public:
+  T* get(std::vector<T>& kept, size_t n) {
+    constexpr size_t kSlack = 64 / sizeof(T);
+    std::vector<T>& buf = n * sizeof(T) <= kKeptScratchBytes ? kept : own_;
+    if (buf.size() < n + kSlack) buf.resize(n + kSlack);
+    auto addr = reinterpret_cast<uintptr_t>(buf.data());
+    return reinterpret_cast<T*>((addr + 63) & ~uintptr_t{63});
+  }
+
+ private:
+  std::vector<T> own_;
+};
 
 // Row x (cols scores, ld = padded(cols) elements, aligned) <- exp(x - m); returns the sum of
 // the cols exponentials. The padding gets exp(-1e9 - m) and is never read.
@@ -182,9 +193,10 @@ bool masked_key_counts(T m) {
 template <typename T>
 void forward_block(const Problem& p, const T* q, const T* k, const T* v, const bool* entry_mask,
                    T* out, int64_t r0, int64_t rows) {
-  thread_local std::vector<T> buf;
+  thread_local std::vector<T> kept;
+  Scratch<T> scratch;
   const int64_t bk = std::min(kKeyBlock, std::max<int64_t>(p.tv, 1)), ld = padded(bk);
-  T* s = scratch(buf, size_t(rows * (ld + p.d + p.dv + 2)));  // S: [rows, ld]
+  T* s = scratch.get(kept, size_t(rows * (ld + p.d + p.dv + 2)));  // S: [rows, ld]
   T* qs = s + rows * ld;
   T* acc = qs + rows * p.d;
   T* m = acc + rows * p.dv;
@@ -268,10 +280,11 @@ struct GradOut {
 template <typename T>
 void backward_block(const Problem& p, const T* q, const T* k, const T* v, const T* dout,
                     const bool* entry_mask, GradOut<T> g, int64_t r0, int64_t rows) {
-  thread_local std::vector<T> buf;
+  thread_local std::vector<T> kept;
+  Scratch<T> scratch;
   const int64_t tv = p.tv, ld = padded(tv);
-  T* pm = scratch(buf, size_t(rows * (2 * ld + p.d)));  // P [rows, ld]
-  T* dp = pm + rows * ld;                               // dP, then dS [rows, ld]
+  T* pm = scratch.get(kept, size_t(rows * (2 * ld + p.d)));  // P [rows, ld]
+  T* dp = pm + rows * ld;                                    // dP, then dS [rows, ld]
   T* qs = dp + rows * ld;
   const T scale = T(p.scale);
   for (int64_t i = 0; i < rows * p.d; ++i) qs[i] = q[r0 * p.d + i] * scale;
