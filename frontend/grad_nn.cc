@@ -1,8 +1,4 @@
-// Gradient rules of matmul, convolutions, pooling and attention.
-#include <fmt/format.h>
-
-#include <limits>
-
+// Gradient rules of matmul, convolutions and pooling.
 #include "frontend/dispatch.h"
 #include "frontend/gradients.h"
 #include "frontend/ops.h"
@@ -102,48 +98,6 @@ Grads avg_pool2d_grad_grad(const GradContext& c) {
   return Grads{apply(OpKind::AvgPool2D, {c.grad}, pool_attrs(c))};
 }
 
-// attention: one attention_grad call computes dq, dk and dv, packed in one tensor
-// [..., Tq + 2 Tv, max(d, dv)] (ir/shape_rules_attention.cc): dq in rows [0, Tq), dk_j in row
-// Tq + 2j, dv_j in row Tq + 2j + 1. Slices cut them apart; in a trace they need Tq or Tv known
-// (from the end when only Tv is). The mask gets no gradient.
-Grads attention_grad(const GradContext& c) {
-  const Tensor &q = c.inputs[0], &k = c.inputs[1], &v = c.inputs[2];
-  std::vector<Tensor> in{q, k, v, c.grad};
-  if (c.inputs.size() > 3) in.push_back(c.inputs[3]);
-  const int r = q.rank();
-  const int64_t tq = q.shape()[r - 2];
-  const int64_t tv = k.shape()[r - 2] != kUnknownDim ? k.shape()[r - 2] : v.shape()[r - 2];
-  const int64_t d = q.shape()[r - 1] != kUnknownDim ? q.shape()[r - 1] : k.shape()[r - 1];
-  const int64_t dv = v.shape()[r - 1];
-  if ((tq == kUnknownDim && tv == kUnknownDim) || d == kUnknownDim || dv == kUnknownDim)
-    throw Error(fmt::format(
-        "attention: its gradient in a trace needs the query length or the key length known, "
-        "and the feature sizes of q and v (q {}, k {}, v {}); trace with a fixed length, or "
-        "compose matmul and softmax",
-        q.shape().to_string(), k.shape().to_string(), v.shape().to_string()));
-  const Tensor g = apply(OpKind::AttentionGrad, in, c.attrs);
-  constexpr int64_t kEnd = std::numeric_limits<int64_t>::max();
-  // Rows [row0, row1) with `step` and columns [0, cols) of g.
-  auto part = [&](int64_t row0, int64_t row1, int64_t step, int64_t cols) {
-    Axes start(size_t(r), 0), stop(size_t(r), kEnd), steps(size_t(r), 1);
-    start[size_t(r - 2)] = row0, stop[size_t(r - 2)] = row1, steps[size_t(r - 2)] = step;
-    stop[size_t(r - 1)] = cols;
-    return slice(g, start, stop, steps);
-  };
-  // The first key row: Tq, or 2 Tv rows before the end.
-  const int64_t kv0 = tq != kUnknownDim ? tq : tv == 0 ? kEnd : -2 * tv;
-  Grads out(c.inputs.size());
-  // A slice of a dimension unknown in g is unknown; the input may know it (Tv when only Tq is
-  // unknown): give the gradient the input's type.
-  auto like = [](const Tensor& x, const Tensor& input) {
-    return x.shape() == input.shape() ? x : reshape(x, input.shape().to_vector());
-  };
-  if (c.needs_grad(0)) out[0] = like(part(0, tq != kUnknownDim ? tq : kv0, 1, d), q);
-  if (c.needs_grad(1)) out[1] = like(part(kv0, kEnd, 2, d), k);
-  if (c.needs_grad(2)) out[2] = like(part(kv0 == kEnd ? kEnd : kv0 + 1, kEnd, 2, dv), v);
-  return out;
-}
-
 }  // namespace
 
 void register_nn_gradients(GradTable& t) {
@@ -155,7 +109,6 @@ void register_nn_gradients(GradTable& t) {
   set(OpKind::MaxPool2D, max_pool2d_grad);
   set(OpKind::AvgPool2D, avg_pool2d_grad);
   set(OpKind::AvgPool2DGrad, avg_pool2d_grad_grad);
-  set(OpKind::Attention, attention_grad);
 }
 
 }  // namespace kiln::detail

@@ -54,10 +54,8 @@ std::vector<Tensor> standard_gradient(const OpRecord& rec, const Tensor& g,
   if (!rule)
     throw Error(
         fmt::format("GradientTape::gradient: op \"{}\" has no gradient rule, so kiln "
-                    "cannot differentiate through it (max_pool2d_grad, attention_grad: "
-                    "second-order gradients of max pooling and of fused attention are not "
-                    "supported; for attention, compose matmul, where and softmax instead of "
-                    "kiln::attention)",
+                    "cannot differentiate through it (for max_pool2d_grad: "
+                    "second-order gradients of max pooling are not supported)",
                     op_name(rec.kind)));
   detail::NameScope scope(fmt::format("gradient/{}", op_name(rec.kind)));
   return rule(detail::GradContext{rec.kind, rec.attrs, rec.inputs, rec.output, g, needs});

@@ -95,9 +95,8 @@ Tensor avg_pool2d(const Tensor& x, const Axes& pool_size, const Axes& strides = 
 // score becomes -1e9 (Keras), so a query whose keys are all masked attends to all of them
 // uniformly; causal: query i sees the keys j <= i (combined with the mask). scale: default
 // 1 / sqrt(d). One kernel per call (online softmax over blocks of keys: the [..., Tq, Tv]
-// scores are never stored); gradients through attention_grad, one op for dq, dk and dv.
-// Second-order gradients are not supported (kiln::Error); compose matmul, where and softmax
-// for them.
+// scores are never stored); gradients through attention_grad, one op for dq, dk and dv (its
+// own gradient, for second order, composes matmul, where and softmax).
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask = {},
                  std::optional<double> scale = std::nullopt, bool causal = false);
 

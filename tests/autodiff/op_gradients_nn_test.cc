@@ -281,5 +281,25 @@ TEST(NnGradients, Attention) {
   }
 }
 
+// attention_grad's own gradient (second order; frontend/grad_attention.cc), with respect to
+// q, k, v and the output gradient.
+TEST(NnGradients, AttentionGrad) {
+  Tensor q = uniform({2, 3, 2}, 70), k = uniform({2, 4, 2}, 71), v = uniform({2, 4, 3}, 72),
+         dout = uniform({2, 3, 3}, 73);
+  Tensor mask = tensor(std::vector<bool>{true, false, true, true}, Shape{1, 4});
+  for (bool causal : {false, true})
+    for (bool masked : {false, true}) {
+      SCOPED_TRACE(fmt::format("causal {} mask {}", causal, masked));
+      EXPECT_GRADIENTS(
+          [&](const std::vector<Tensor>& x) {
+            std::vector<Tensor> in = x;
+            if (masked) in.push_back(mask);
+            return detail::apply(OpKind::AttentionGrad, in,
+                                 Attrs{{"scale", 0.6}, {"causal", causal}});
+          },
+          {q, k, v, dout});
+    }
+}
+
 }  // namespace
 }  // namespace kiln

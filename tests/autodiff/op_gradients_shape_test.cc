@@ -209,18 +209,15 @@ const std::set<std::string>& checked_ops() {
       "sum", "mean", "max", "min", "prod", "logsumexp", "softmax", "log_softmax",
       // op_gradients_nn_test.cc
       "matmul", "conv2d", "conv2d_backprop_input", "conv2d_backprop_filter", "max_pool2d",
-      "avg_pool2d", "avg_pool2d_grad", "attention",
+      "avg_pool2d", "avg_pool2d_grad", "attention", "attention_grad",
       // this file
       "reshape", "transpose", "broadcast_to", "broadcast_like", "copy", "concat", "slice", "pad",
       "gather", "scatter_add"};
   return ops;
 }
 
-// Differentiable ops without a rule, on purpose (documented in ir/ops.def: their gradient is a
-// kiln::Error naming them).
-bool documented_without_rule(OpKind k) {
-  return k == OpKind::MaxPool2DGrad || k == OpKind::AttentionGrad;
-}
+// Differentiable ops without a rule, on purpose (documented).
+bool documented_without_rule(OpKind k) { return k == OpKind::MaxPool2DGrad; }
 
 TEST(GradientCoverage, EveryDifferentiableOpHasAGradientRule) {
   for (const OpInfo& op : all_ops()) {
