@@ -10,10 +10,13 @@
 // the exponentials Eigen's vectorized exp.
 //
 // Causal skipping: a key block whose keys are all after the block's last query row is not
-// visited. Its scores are all -1e9, so its terms exp(-1e9 - m) are exactly 0 whenever the
-// row max m exceeds -1e9 by more than the exponential's underflow range; the kernel checks
-// that for every row (exp(-1e9 - m) == 0 in the computation's type) and visits every key of
-// the block otherwise (a row with no unmasked key, or scores near -1e9).
+// visited. Its scores are all -1e9, so its weights exp(-1e9 - m) underflow whenever the row max
+// m exceeds -1e9 by more than the exponential's range (std::exp gives 0; Eigen's vectorized
+// exp, which the visited masked keys get, at most 3e-39: nothing next to the row's sum, which
+// is at least 1); the kernel checks that for every row (std::exp(-1e9 - m) == 0 in the
+// computation's type) and visits every key of the block otherwise (a row with no unmasked key,
+// or scores near -1e9). Causal attention also takes smaller query blocks (kCausalQueryBlock),
+// so that less of the masked triangle is computed.
 //
 // attention_grad: dq, dk, dv packed as ir/shape_rules_attention.cc describes. Per block of
 // query rows the scores of every visited key are computed again (one GEMM, as flash attention
