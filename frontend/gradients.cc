@@ -11,6 +11,7 @@ GradTable build() {
   register_reduce_gradients(t);
   register_shape_gradients(t);
   register_nn_gradients(t);
+  register_attention_gradients(t);
   return t;
 }
 

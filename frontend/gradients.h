@@ -36,5 +36,6 @@ void register_elementwise_gradients(GradTable& t);
 void register_reduce_gradients(GradTable& t);
 void register_shape_gradients(GradTable& t);
 void register_nn_gradients(GradTable& t);
+void register_attention_gradients(GradTable& t);
 
 }  // namespace kiln::detail

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -86,6 +87,18 @@ Tensor max_pool2d(const Tensor& x, const Axes& pool_size, const Axes& strides = 
                   const std::string& padding = "valid");
 Tensor avg_pool2d(const Tensor& x, const Axes& pool_size, const Axes& strides = {},
                   const std::string& padding = "valid");
+
+// ---- attention ----
+// Fused scaled dot-product attention over the last two axes: softmax(scale * q k^T) v with
+// q [..., Tq, d], k [..., Tv, d], v [..., Tv, dv] (the same leading axes, float32 or float64)
+// -> [..., Tq, dv]. mask (optional, bool, broadcastable to [..., Tq, Tv]): where false the
+// score becomes -1e9 (Keras), so a query whose keys are all masked attends to all of them
+// uniformly; causal: query i sees the keys j <= i (combined with the mask). scale: default
+// 1 / sqrt(d). One kernel per call (online softmax over blocks of keys: the [..., Tq, Tv]
+// scores are never stored); gradients through attention_grad, one op for dq, dk and dv (its
+// own gradient, for second order, composes matmul, where and softmax).
+Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask = {},
+                 std::optional<double> scale = std::nullopt, bool causal = false);
 
 // ---- shapes and data movement ----
 // One dimension may be -1 (inferred).

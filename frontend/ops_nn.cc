@@ -1,6 +1,8 @@
 // Contractions, convolutions, pooling and dropout.
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "frontend/creation.h"
 #include "frontend/dispatch.h"
 #include "frontend/ops.h"
@@ -54,6 +56,22 @@ Tensor max_pool2d(const Tensor& x, const Axes& pool_size, const Axes& strides,
 Tensor avg_pool2d(const Tensor& x, const Axes& pool_size, const Axes& strides,
                   const std::string& padding) {
   return apply(OpKind::AvgPool2D, {x}, pool_attrs(pool_size, strides, padding));
+}
+
+Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                 std::optional<double> scale, bool causal) {
+  if (!scale) {
+    const int64_t d = q.defined() && q.rank() >= 1 ? q.shape().dim(-1) : 0;
+    if (d <= 0)
+      throw Error(fmt::format(
+          "attention: the default scale is 1 / sqrt(d) with d the last axis of q, but q has "
+          "shape {}; pass the scale explicitly",
+          q.defined() ? q.shape().to_string() : std::string("(undefined)")));
+    scale = 1.0 / std::sqrt(double(d));
+  }
+  Attrs attrs{{"scale", *scale}, {"causal", causal}};
+  if (mask.defined()) return apply(OpKind::Attention, {q, k, v, mask}, attrs);
+  return apply(OpKind::Attention, {q, k, v}, attrs);
 }
 
 Tensor dropout(const Tensor& x, double rate, int64_t seed) {

@@ -38,6 +38,8 @@ KILN_RULE(rule_gather)
 KILN_RULE(rule_scatter_add)
 KILN_RULE(rule_one_hot)
 KILN_RULE(rule_random)
+KILN_RULE(rule_attention)
+KILN_RULE(rule_attention_grad)
 #undef KILN_RULE
 
 // Helpers shared by the rules and by the eager kernels.

@@ -187,9 +187,12 @@ std::vector<Tensor> MultiHeadAttentionImpl::call_masked(const std::vector<Tensor
           "batch size or a fixed length)",
           name(), kRoles[i], s.to_string()));
   }
+  // The fused attention op takes causality as an attribute; the composed ops need the
+  // causal mask as a tensor.
+  const bool fused = use_fused(query, value, flags, training);
   Tensor mask = combined_mask(query, value, seq_masks[0], seq_masks[1], seq_masks[2],
-                              attention_mask, flags.causal);
-  return compute(query, value, key, mask, flags, training);
+                              attention_mask, flags.causal && !fused);
+  return compute(query, value, key, mask, flags, fused, training);
 }
 
 Tensor MultiHeadAttentionImpl::combined_mask(const Tensor& query, const Tensor& value,
@@ -233,22 +236,36 @@ Tensor MultiHeadAttentionImpl::project(const Tensor& x, const Variable& kernel,
   return y;
 }
 
+bool MultiHeadAttentionImpl::use_fused(const Tensor& query, const Tensor& value, Flags flags,
+                                       bool training) const {
+  // The gradient of the fused op cuts dq, dk and dv out of one tensor, which needs the query
+  // length or the key length known (frontend/grad_nn.cc).
+  const bool lengths = query.shape()[1] != kUnknownDim || value.shape()[1] != kUnknownDim;
+  return !flags.scores && !(training && options_.dropout > 0) && lengths;
+}
+
 std::vector<Tensor> MultiHeadAttentionImpl::compute(const Tensor& query, const Tensor& value,
                                                     const Tensor& key, const Tensor& mask,
-                                                    Flags flags, bool training) {
+                                                    Flags flags, bool fused, bool training) {
   const DType dt = options_.dtype;
-  Tensor q = project(layer_util::cast_input(query, dt), query_kernel, query_bias) *
-             (1.0 / std::sqrt(double(key_dim_)));
+  const double scale = 1.0 / std::sqrt(double(key_dim_));
+  Tensor q = project(layer_util::cast_input(query, dt), query_kernel, query_bias);
   Tensor k = project(layer_util::cast_input(key, dt), key_kernel, key_bias);
   Tensor v = project(layer_util::cast_input(value, dt), value_kernel, value_bias);
-  Tensor scores = matmul(q, k, false, true);  // [heads, batch, Tq, Tv]
-  if (mask.defined()) scores = where(mask, scores, scalar(-1e9, dt));
-  Tensor probs = softmax(scores, -1);
-  Tensor dropped = probs;
-  // (Not on symbolic inputs: a draw would advance the seed state for a type-only call.)
-  if (training && options_.dropout > 0 && !probs.is_placeholder())
-    dropped = dropout(probs, options_.dropout, seed_generator_.next());
-  Tensor heads_out = matmul(dropped, v);  // [heads, batch, Tq, value_dim]
+  Tensor heads_out, probs;  // [heads, batch, Tq, value_dim], [heads, batch, Tq, Tv]
+  if (fused) {
+    // One kernel: scores, mask, softmax and the weighted sum per block of query rows.
+    heads_out = attention(q, k, v, mask, scale, flags.causal);
+  } else {
+    Tensor scores = matmul(q * scale, k, false, true);
+    if (mask.defined()) scores = where(mask, scores, scalar(-1e9, dt));
+    probs = softmax(scores, -1);
+    Tensor dropped = probs;
+    // (Not on symbolic inputs: a draw would advance the seed state for a type-only call.)
+    if (training && options_.dropout > 0 && !probs.is_placeholder())
+      dropped = dropout(probs, options_.dropout, seed_generator_.next());
+    heads_out = matmul(dropped, v);
+  }
 
   const Shape& w = output_kernel.shape();
   const int64_t batch = query.shape()[0], tq = query.shape()[1], hv = w[0] * w[1];

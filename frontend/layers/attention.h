@@ -12,6 +12,15 @@
 // over the heads and value_dim. Each projection is one GEMM with its kernel seen as
 // [d, num_heads * key_dim]. Everything is kiln ops: it differentiates and traces.
 //
+// Fused attention: when a call returns no attention scores and applies no dropout to the
+// probabilities (dropout == 0 or not training), the scores, mask, softmax and weighted sum of
+// all heads are one kiln::attention op on [heads, batch, T, key_dim] (ops.h: online softmax
+// over blocks of keys, the [heads, batch, Tq, Tv] tensor is never stored, the causal mask is an
+// attribute, masked key blocks are skipped), and its gradient one attention_grad op. Its
+// results equal the composed ops' up to rounding order. In a trace it also needs the query or
+// the value length known; otherwise, and with scores or dropout, the layer composes matmul,
+// where and softmax as above.
+//
 // Weights (Keras' shapes, names and order): query/kernel [dq, heads, key_dim], query/bias
 // [heads, key_dim], key/kernel [dk, heads, key_dim], key/bias, value/kernel
 // [dv, heads, value_dim], value/bias [heads, value_dim], attention_output/kernel
@@ -40,9 +49,9 @@
 //     with per-call flags that differ from them.
 //
 // Not supported: attention_axes (inputs are rank 3), a multi-dimensional output_shape,
-// constraints, flash attention. Inside kiln::function each input needs its batch size or its
-// length known (kiln's reshape infers one unknown dimension; splitting the heads needs it), and
-// use_causal_mask needs both lengths known.
+// constraints. Inside kiln::function each input needs its batch size or its length known
+// (kiln's reshape infers one unknown dimension; splitting the heads needs it), and
+// use_causal_mask on the composed path needs both lengths known.
 #pragma once
 
 #include <cstdint>
@@ -125,8 +134,11 @@ class MultiHeadAttentionImpl : public LayerImpl {
   Tensor combined_mask(const Tensor& query, const Tensor& value, const Tensor& query_mask,
                        const Tensor& value_mask, const Tensor& key_mask,
                        const Tensor& attention_mask, bool causal) const;
+  // Whether this call runs the fused attention op (kiln::attention): no scores to return, no
+  // dropout on the probabilities, and the query or key length known.
+  bool use_fused(const Tensor& query, const Tensor& value, Flags flags, bool training) const;
   std::vector<Tensor> compute(const Tensor& query, const Tensor& value, const Tensor& key,
-                              const Tensor& mask, Flags flags, bool training);
+                              const Tensor& mask, Flags flags, bool fused, bool training);
   Tensor project(const Tensor& x, const Variable& kernel, const Variable& bias);
 
   int64_t num_heads_, key_dim_, value_dim_;

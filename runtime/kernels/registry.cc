@@ -16,6 +16,7 @@ KernelTable build() {
   register_layout_kernels(t);
   register_gather_kernels(t);
   register_random_kernels(t);
+  register_attention_kernels(t);
   return t;
 }
 

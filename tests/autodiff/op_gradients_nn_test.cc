@@ -1,5 +1,5 @@
 // Finite-difference checks of the gradient rules of matmul, the convolutions (including the
-// two backprop ops, which are differentiable too) and pooling (frontend/grad_nn.cc).
+// two backprop ops, which are differentiable too), pooling and attention (frontend/grad_nn.cc).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
@@ -244,6 +244,61 @@ TEST(NnGradients, SecondOrderThroughMaxPoolIsAnError) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("max_pool2d_grad"), std::string::npos) << e.what();
   }
+}
+
+// ---- attention
+
+// The fused op's gradient (attention_grad, cut apart by slices) with and without masks and
+// causality, Tq != Tv (tests/frontend/attention_op_test.cc has the larger cases).
+TEST(NnGradients, Attention) {
+  struct G {
+    Shape q, k, v, mask;
+    bool causal;
+  };
+  const G gs[] = {
+      {{2, 3, 2}, {2, 4, 2}, {2, 4, 3}, {}, false},
+      {{2, 3, 2}, {2, 4, 2}, {2, 4, 3}, {2, 1, 4}, false},
+      {{5, 3}, {4, 3}, {4, 2}, {}, true},
+      {{1, 4, 3}, {1, 4, 3}, {1, 4, 3}, {4, 4}, true},
+  };
+  uint64_t seed = 50;
+  for (const G& g : gs) {
+    SCOPED_TRACE(
+        fmt::format("q {} mask {} causal {}", g.q.to_string(), g.mask.to_string(), g.causal));
+    Tensor q = gradcheck::uniform(g.q, seed++), k = gradcheck::uniform(g.k, seed++),
+           v = gradcheck::uniform(g.v, seed++);
+    Tensor mask;
+    if (g.mask.rank() > 0) {
+      std::vector<bool> m(size_t(g.mask.num_elements()));
+      for (size_t i = 0; i < m.size(); ++i) m[i] = i % 4 != 1;
+      mask = tensor(m, g.mask);
+    }
+    EXPECT_GRADIENTS(
+        [&](const std::vector<Tensor>& x) {
+          return attention(x[0], x[1], x[2], mask, 0.7, g.causal);
+        },
+        {q, k, v});
+  }
+}
+
+// attention_grad's own gradient (second order; frontend/grad_attention.cc), with respect to
+// q, k, v and the output gradient.
+TEST(NnGradients, AttentionGrad) {
+  Tensor q = uniform({2, 3, 2}, 70), k = uniform({2, 4, 2}, 71), v = uniform({2, 4, 3}, 72),
+         dout = uniform({2, 3, 3}, 73);
+  Tensor mask = tensor(std::vector<bool>{true, false, true, true}, Shape{1, 4});
+  for (bool causal : {false, true})
+    for (bool masked : {false, true}) {
+      SCOPED_TRACE(fmt::format("causal {} mask {}", causal, masked));
+      EXPECT_GRADIENTS(
+          [&](const std::vector<Tensor>& x) {
+            std::vector<Tensor> in = x;
+            if (masked) in.push_back(mask);
+            return detail::apply(OpKind::AttentionGrad, in,
+                                 Attrs{{"scale", 0.6}, {"causal", causal}});
+          },
+          {q, k, v, dout});
+    }
 }
 
 }  // namespace

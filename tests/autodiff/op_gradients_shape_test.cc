@@ -209,7 +209,7 @@ const std::set<std::string>& checked_ops() {
       "sum", "mean", "max", "min", "prod", "logsumexp", "softmax", "log_softmax",
       // op_gradients_nn_test.cc
       "matmul", "conv2d", "conv2d_backprop_input", "conv2d_backprop_filter", "max_pool2d",
-      "avg_pool2d", "avg_pool2d_grad",
+      "avg_pool2d", "avg_pool2d_grad", "attention", "attention_grad",
       // this file
       "reshape", "transpose", "broadcast_to", "broadcast_like", "copy", "concat", "slice", "pad",
       "gather", "scatter_add"};

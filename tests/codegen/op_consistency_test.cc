@@ -360,6 +360,16 @@ const FallbackRow kFallbackRows[] = {
   %1 = random_int(%0) {shape=[9], dtype=i32, minval=-5, maxval=5} : i32[9]
   return %1
 })"},
+    {"attention",
+     R"(graph @f(%0: f32[2,5,3], %1: f32[2,7,3], %2: f32[2,7,4], %3: bool[2,1,7]) -> (f32[2,5,4]) {
+  %4 = attention(%0, %1, %2, %3) {scale=0.5, causal=true} : f32[2,5,4]
+  return %4
+})"},
+    {"attention_grad",
+     R"(graph @f(%0: f64[3,6,2], %1: f64[3,4,2], %2: f64[3,4,3], %3: f64[3,6,3]) -> (f64[3,14,3]) {
+  %4 = attention_grad(%0, %1, %2, %3) {scale=0.75, causal=false} : f64[3,14,3]
+  return %4
+})"},
     {"matmul", R"(graph @f(%0: f32[5,3], %1: f32[4,3]) -> (f32[5,4]) {
   %2 = matmul(%0, %1) {transpose_a=false, transpose_b=true} : f32[5,4]
   return %2

@@ -139,6 +139,12 @@ const std::map<std::string, OpCase>& op_cases() {
       {"random_int",
        {{T(i64, {})},
         {{"shape", Ints{4}}, {"dtype", i32}, {"minval", int64_t(-5)}, {"maxval", int64_t(10)}}}},
+      {"attention",
+       {{T(f32, {U, 4, 3}), T(f32, {U, 5, 3}), T(f32, {U, 5, 2}), T(b8, {1, 5})},
+        {{"scale", 0.5}, {"causal", true}}}},
+      {"attention_grad",
+       {{T(f64, {2, 4, 3}), T(f64, {2, 5, 3}), T(f64, {2, 5, 6}), T(f64, {2, 4, 6})},
+        {{"scale", 0.25}, {"causal", false}}}},
       // With a shape source (input 1): the shape attribute may have unknown dimensions.
       {"random_uniform",
        {{T(i64, {}), T(f32, {-1, 3})},

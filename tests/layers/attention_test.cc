@@ -21,6 +21,7 @@ namespace {
 using test::error_of;
 using test::MhaReference;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // float64 layers: the comparisons below are then limited by summation order only.
 MultiHeadAttentionOptions f64(MultiHeadAttentionOptions o = {}) {
@@ -147,6 +148,67 @@ TEST(MultiHeadAttention, GradientsMatchFiniteDifferences) {
     }
     mha->set_weights(original);
   }
+}
+
+// ---------------------------------------------------------------- the fused attention op
+
+// Without attention scores (and without dropout in training) the layer runs kiln::attention, one
+// fused op; with return_attention_scores it composes matmul, where and softmax. Both give the
+// same outputs and gradients (float64: up to summation order), with every kind of mask.
+TEST(MultiHeadAttention, FusedAndComposedPathsAgree) {
+  const int64_t B = 2, Tq = 5, Tv = 7;
+  Tensor q = gradcheck::uniform({B, Tq, 4}, 61), v = gradcheck::uniform({B, Tv, 3}, 62),
+         k = gradcheck::uniform({B, Tv, 5}, 63);
+  // Query 4 of sequence 1 is padding: with the causal mask its row has no kept key.
+  Tensor query_mask = bool_tensor({1, 1, 1, 1, 1, 1, 1, 1, 1, 0}, {B, Tq});
+  Tensor value_mask = bool_tensor({1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 0, 0}, {B, Tv});
+  Tensor attention_mask = bool_tensor(some_mask(B, Tq, Tv), {B, Tq, Tv});
+  MultiHeadAttention mha(3, 2, f64({.value_dim = 3}));
+  build_with_random_weights(mha, {q, v, k}, 70);
+  for (bool causal : {false, true})
+    for (bool explicit_mask : {false, true}) {
+      SCOPED_TRACE(fmt::format("causal={} attention_mask={}", causal, explicit_mask));
+      auto run = [&](bool scores) {
+        GradientTape tape(/*persistent=*/true);
+        tape.watch(q);
+        tape.watch(v);
+        tape.watch(k);
+        AttentionCallOptions call{.use_causal_mask = causal, .return_attention_scores = scores};
+        if (explicit_mask) call.attention_mask = attention_mask;
+        Tensor out =
+            mha->attend(q.with_keras_mask(query_mask), v.with_keras_mask(value_mask), k, call)[0];
+        Tensor loss = sum(out * out);
+        std::vector<Tensor> r{out, tape.gradient(loss, q), tape.gradient(loss, v),
+                              tape.gradient(loss, k)};
+        for (const Tensor& g : tape.gradient(loss, mha->trainable_weights())) r.push_back(g);
+        return r;
+      };
+      std::vector<Tensor> fused = run(false), composed = run(true);
+      const double terms = 2 * MhaReference::of(mha, q, v, k).terms();
+      double largest = 0;
+      for (size_t i = 1; i < composed.size(); ++i)
+        for (double g : composed[i].to_vector<double>()) largest = std::max(largest, std::abs(g));
+      ASSERT_EQ(fused.size(), composed.size());
+      for (size_t i = 0; i < fused.size(); ++i)
+        expect_close(fused[i].to_vector<double>(), composed[i].to_vector<double>(), terms,
+                     fmt::format("result {}", i), i == 0 ? 0 : largest);
+    }
+}
+
+// Which path a traced call records: the fused op, unless scores are returned or the
+// probabilities drop out in training.
+TEST(MultiHeadAttention, TracesTheFusedOpWhenItCan) {
+  Tensor x = gradcheck::uniform({2, 4, 6}, 64, -1, 1, DType::f32);
+  auto traced = [&](MultiHeadAttentionOptions o, bool training) {
+    MultiHeadAttention mha(2, 3, o);
+    auto f = function([&](const Tensor& t) { return mha(std::vector<Tensor>{t}, training)[0]; },
+                      {.name = "mha"});
+    return f.concrete(x).ir_text();
+  };
+  EXPECT_THAT(traced({.use_causal_mask = true}, true), HasSubstr("= attention("));
+  EXPECT_THAT(traced({.dropout = 0.5}, false), HasSubstr("= attention("));
+  EXPECT_THAT(traced({.dropout = 0.5}, true), Not(HasSubstr("= attention(")));
+  EXPECT_THAT(traced({.return_attention_scores = true}, false), Not(HasSubstr("= attention(")));
 }
 
 // ---------------------------------------------------------------- traced

@@ -4,8 +4,8 @@
 // random_graph(seed) builds a DAG of 3-30 top-level nodes over 1-3 parameters (f32 mostly,
 // some i32) of small known shapes drawn so every op type-checks: elementwise unary / binary
 // with broadcasting, comparisons and select, constants (0, 1, -0.0, splat and non-splat),
-// reductions, softmax, reshape / transpose chains, slice, concat, matmul, the patterns the
-// passes rewrite (neg(neg x), x*1, x+(-0.0), cast to the same dtype, ...), duplicated
+// reductions, softmax, reshape / transpose chains, slice, concat, matmul, attention, the
+// patterns the passes rewrite (neg(neg x), x*1, x+(-0.0), cast to the same dtype, ...), duplicated
 // subexpressions, dead nodes, cond / while nodes with random bodies (one level) and sometimes
 // a variable updated with assign / assign_add / assign_sub. Integer values stay small (no
 // integer mul of two values, no integer div) so nothing overflows. The same seed gives the
@@ -261,6 +261,11 @@ class RandomGraphBuilder {
     op(OpKind::MatMul, {x, y}, {{"transpose_a", ta}, {"transpose_b", tb}});
   }
 
+  // Fused self-attention over x's rows (attention(x, x, x)), causal or not.
+  void attention(ir::Value* x) {
+    op(OpKind::Attention, {x, x, x}, {{"scale", 0.5}, {"causal", chance(0.5)}});
+  }
+
   // The identities the passes rewrite.
   void pattern(ir::Value* x) {
     DType dt = x->dtype();
@@ -465,7 +470,12 @@ class RandomGraphBuilder {
     } else if (r < 60) {
       transpose(x);
     } else if (r < 68) {
-      if (x->shape().rank() == 2 && x->dtype() != DType::b8) matmul(x);
+      if (x->shape().rank() == 2 && x->dtype() != DType::b8) {
+        if (is_floating(x->dtype()) && chance(0.2))
+          attention(x);
+        else
+          matmul(x);
+      }
     } else if (r < 84) {
       pattern(x);
     } else if (r < 92) {

@@ -14,6 +14,8 @@
 //   sum mean matmul conv pool   (1 + sqrt(n)) u * op(|inputs|)   (n terms per result, any order)
 //   prod                        n u * |y|
 //   softmax, log_softmax, logsumexp: the exp/log error plus the sum's, as documented below
+//   attention, attention_grad   their unfused decomposition (attention_decomposed.h), every
+//                               op of it rounded by this model
 //
 // Runs of the reference executor with this hook are samples of "some correct rounding", so the
 // spread of their results around the float64 value measures how much the rounding of each
@@ -30,6 +32,7 @@
 #include "ir/op_table.h"
 #include "runtime/array.h"
 #include "runtime/kernels.h"
+#include "tests/support/attention_decomposed.h"
 
 namespace kiln::testing {
 
@@ -152,6 +155,15 @@ class RoundingModel {
         accumulated(op, attrs, in, n, u, scale);
         break;
       }
+      case OpKind::Attention:
+      case OpKind::AttentionGrad:
+        // A fused op may be off by what its unfused ops may be off by: the same value computed
+        // by them, each of their results moved by this model.
+        out =
+            attention_decomposed(op, attrs, in,
+                                 [&](OpKind o, const Attrs& a, std::span<const runtime::Array> args,
+                                     runtime::Array& r) { (*this)(o, a, args, r, declared); });
+        return;
       default:  // exact: selections, comparisons, layout, max / min, one_hot, random numbers
         return;
     }

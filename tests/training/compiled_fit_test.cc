@@ -1,10 +1,11 @@
 // Compiled training (the default: run_eagerly=false, concrete functions JIT-compiled) against
 // the same steps on the reference executor: losses, metrics and every weight agree step after
-// step, for the digits MLP (Adam, SGD, RMSprop) and a small CNN, within what float32 rounding
-// can explain: the bound of each number is derived from the spread of the same training run
-// repeated on the reference executor under the rounding model (tests/support/rounding_model.h,
-// every op's result moved by one correct rounding's worth), so it holds on every CPU whatever
-// vector widths, FMA contraction and summation orders the compiled kernels use there.
+// step, for the digits MLP (Adam, SGD, RMSprop), a small CNN and causal self-attention, within
+// what float32 rounding can explain: the bound of each number is derived from the spread of the
+// same training run repeated on the reference executor under the rounding model
+// (tests/support/rounding_model.h, every op's result moved by one correct rounding's worth), so
+// it holds on every CPU whatever vector widths, FMA contraction and summation orders the
+// compiled kernels use there.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -24,12 +25,17 @@ Sequential digits_model(const std::string& kind, const std::string& optimizer,
                         double adam_learning_rate = 0) {
   clear_session();
   set_random_seed(5);
-  Sequential m = kind == "mlp"
-                     ? Sequential({Dense(128, {.activation = "relu"}), Dense(10)}, Shape{64})
-                     : Sequential({Reshape({8, 8, 1}),
-                                   Conv2D(8, {3, 3}, {.padding = "same", .activation = "relu"}),
-                                   MaxPooling2D({2, 2}), Flatten(), Dense(10)},
-                                  Shape{64});
+  Sequential m =
+      kind == "mlp" ? Sequential({Dense(128, {.activation = "relu"}), Dense(10)}, Shape{64})
+      : kind == "attention"
+          // 8 positions of 8 features through causal self-attention (the fused attention op)
+          ? Sequential({Reshape({8, 8}), LayerNormalization(),
+                        MultiHeadAttention(2, 4, {.use_causal_mask = true}), Flatten(), Dense(10)},
+                       Shape{64})
+          : Sequential(
+                {Reshape({8, 8, 1}), Conv2D(8, {3, 3}, {.padding = "same", .activation = "relu"}),
+                 MaxPooling2D({2, 2}), Flatten(), Dense(10)},
+                Shape{64});
   m->compile({.optimizer = adam_learning_rate > 0 ? Adam({.learning_rate = adam_learning_rate})
                                                   : Optimizer(optimizer),
               .loss = losses::sparse_categorical_crossentropy(true),
@@ -146,6 +152,12 @@ TEST(CompiledFit, AWrongConstantIsOutsideTheRoundingSpread) {
 TEST(CompiledFit, SmallCnnMatchesReferenceExecutor) {
   ScopedExecutionMode compiled(ExecutionMode::kCompiled);
   train_both("cnn", "adam", 4);
+}
+
+// The fused attention op and its gradient inside a compiled training step (the rounding model
+// moves them as their unfused ops would be moved: tests/support/attention_decomposed.h).
+TEST(CompiledFit, CausalSelfAttentionMatchesReferenceExecutor) {
+  train_both("attention", "adam", 6);
 }
 
 TEST(CompiledFit, TrainStepCompilesOncePerBatchShape) {

@@ -1,0 +1,406 @@
+// Eager kernels of the fused attention ops (ir/ops.def, ir/shape_rules_attention.cc).
+//
+// attention: out = softmax(scale * q k^T, masked) v per batch entry. A masked score (mask
+// false, or j > i when causal) is -1e9, as MultiHeadAttention's `where` sets it, so a row whose
+// keys are all masked attends to every key uniformly. Each task owns one block of query rows
+// of one batch entry and walks the keys in blocks with an online softmax (running max m,
+// running sum l, accumulator O rescaled by exp(m_old - m_new) when the max grows): only a
+// [query block, key block] tile of scores exists at a time, never [Tq, Tv]. q is scaled first
+// (as q * scale then q k^T in the unfused ops). The products are runtime::gemm_serial calls,
+// the exponentials Eigen's vectorized exp.
+//
+// Causal skipping: a key block whose keys are all after the block's last query row is not
+// visited. Its scores are all -1e9, so its weights exp(-1e9 - m) underflow whenever the row max
+// m exceeds -1e9 by more than the exponential's range (std::exp gives 0; Eigen's vectorized
+// exp, which the visited masked keys get, at most 3e-39: nothing next to the row's sum, which
+// is at least 1); the kernel checks that for every row (std::exp(-1e9 - m) == 0 in the
+// computation's type) and visits every key of the block otherwise (a row with no unmasked key,
+// or scores near -1e9). Causal attention also takes smaller query blocks (kCausalQueryBlock),
+// so that less of the masked triangle is computed.
+//
+// attention_grad: dq, dk, dv packed as ir/shape_rules_attention.cc describes. Per block of
+// query rows the scores of every visited key are computed again (one GEMM, as flash attention
+// 2's backward does), normalised with their own row max and sum (so no log-sum-exp has to be
+// kept from the forward pass), then dv += P^T dout, dP = dout v^T, dS = P (dP - rowsum(P dP))
+// (zero where masked: `where` passes no gradient to a masked score), dq = scale dS k,
+// dk += dS^T (scale q). The [query block, Tv] tiles of P and dP are the only scratch. A task is
+// one batch entry (its query blocks in order, accumulating dk and dv in place); when there are
+// few entries, each entry's query blocks are split into groups whose partial dk, dv are added
+// in group order afterwards.
+//
+// Determinism: block sizes, groups and the order of every sum depend on the shapes only, so
+// results are bitwise identical for any thread count.
+#include <fmt/format.h>
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "runtime/gemm.h"
+#include "runtime/kernels/register.h"
+#include "runtime/threading.h"
+
+namespace kiln::runtime {
+namespace {
+
+// Query rows per block and keys per tile (forward). Causal attention takes smaller query
+// blocks: a block of rows [r0, r0 + rows) needs only the keys before r0 + rows, so small blocks
+// skip more of the masked triangle (measured on the `kiln bench` transformer's [4, 16, 64, 32],
+// one thread: causal forward / gradient 677 / 1576 us with 64 rows, 599 / 1349 with 32, 574 /
+// 1189 with 16, 642 / 1345 with 8; without causality 64 rows are fastest;
+// bench/attention_bench.cc).
+constexpr int64_t kQueryBlock = 64;
+constexpr int64_t kCausalQueryBlock = 16;
+constexpr int64_t kKeyBlock = 128;
+// Backward: a batch entry's query blocks are split into groups until there are at least this
+// many tasks (a constant, not the thread count: the split must not depend on it).
+constexpr int64_t kMinBackwardTasks = 8;
+
+template <typename T>
+using RowArray = Eigen::Array<T, 1, Eigen::Dynamic>;
+template <typename T>
+using RowMap = Eigen::Map<RowArray<T>>;
+
+// The masked score (Keras' large negative number, as MultiHeadAttention's `where`).
+template <typename T>
+constexpr T kMasked = T(-1e9);
+
+// Sizes of one call and where each batch entry's mask starts.
+struct Problem {
+  int64_t entries = 1, tq = 0, tv = 0, d = 0, dv = 0;
+  double scale = 1;
+  bool causal = false;
+  const bool* mask = nullptr;
+  std::vector<int64_t> mask_offset;    // per entry
+  int64_t mask_row = 0, mask_col = 0;  // strides along Tq and Tv (0 when broadcast)
+
+  Problem(std::span<const Array> in, size_t operands, const Attrs& attrs, const char* op) {
+    const Shape& q = in[0].shape;
+    const int r = q.rank();
+    for (int i = 0; i < r - 2; ++i) entries *= q[i];
+    tq = q[r - 2];
+    d = q[r - 1];
+    tv = in[1].shape[r - 2];
+    dv = in[2].shape[r - 1];
+    scale = attrs.get_double("scale", op);
+    causal = attrs.get_bool("causal", op);
+    if (in.size() <= operands) return;
+    const Array& m = in[operands];
+    mask = m.data<bool>();
+    const Shape& ms = m.shape;
+    const int mr = ms.rank();
+    // Strides of the mask seen as [..., Tq, Tv] (numpy alignment from the right).
+    std::vector<int64_t> stride(size_t(r), 0);
+    int64_t acc = 1;
+    for (int i = r - 1; i >= 0; --i) {
+      int mi = i - (r - mr);
+      if (mi < 0) break;
+      if (ms[mi] != 1) stride[size_t(i)] = acc;
+      acc *= ms[mi];
+    }
+    mask_row = stride[size_t(r - 2)];
+    mask_col = stride[size_t(r - 1)];
+    mask_offset.assign(size_t(entries), 0);
+    for (int64_t e = 0; e < entries; ++e) {
+      int64_t rest = e, off = 0;
+      for (int i = r - 3; i >= 0; --i) {
+        off += (rest % q[i]) * stride[size_t(i)];
+        rest /= q[i];
+      }
+      mask_offset[size_t(e)] = off;
+    }
+  }
+
+  int64_t query_block() const { return causal ? kCausalQueryBlock : kQueryBlock; }
+  int64_t query_blocks() const { return (tq + query_block() - 1) / query_block(); }
+  // Keys a causal block of query rows [r0, r0 + rows) can see: j < r0 + rows.
+  int64_t causal_keys(int64_t r0, int64_t rows) const {
+    return causal ? std::min(tv, r0 + rows) : tv;
+  }
+};
+
+// Tiles of scores keep their rows 64-byte aligned and padded to a multiple of kLane elements,
+// so that Eigen's vectorized exp runs whole packets: its scalar peel and tail call libm's exp,
+// which is ~10x slower per element, and slower still on the underflowing masked scores.
+constexpr int64_t kLane = 16;
+inline int64_t padded(int64_t n) { return (n + kLane - 1) / kLane * kLane; }
+
+template <typename T>
+using AlignedRow = Eigen::Map<RowArray<T>, Eigen::Aligned64>;
+
+// Scratch of a task: 64-byte aligned. Up to kKeptScratchBytes it is a per-thread buffer
+// reused across tasks and calls (tasks do not nest, so one buffer per thread suffices); larger
+// requests (very long key sequences in the gradient) get a buffer freed with the task, so a
+// thread does not hold on to them.
+constexpr size_t kKeptScratchBytes = size_t{4} << 20;
+
+template <typename T>
+class Scratch {
+ public:
+  T* get(std::vector<T>& kept, size_t n) {
+    constexpr size_t kSlack = 64 / sizeof(T);
+    std::vector<T>& buf = n * sizeof(T) <= kKeptScratchBytes ? kept : own_;
+    if (buf.size() < n + kSlack) buf.resize(n + kSlack);
+    auto addr = reinterpret_cast<uintptr_t>(buf.data());
+    return reinterpret_cast<T*>((addr + 63) & ~uintptr_t{63});
+  }
+
+ private:
+  std::vector<T> own_;
+};
+
+// Row x (cols scores, ld = padded(cols) elements, aligned) <- exp(x - m); returns the sum of
+// the cols exponentials. The padding gets exp(-1e9 - m) and is never read.
+template <typename T>
+T exp_row(T* x, int64_t cols, int64_t ld, T m) {
+  std::fill(x + cols, x + ld, kMasked<T>);
+  AlignedRow<T> row(x, ld);
+  row = (row - m).exp();
+  return AlignedRow<T>(x, cols).sum();
+}
+
+// Sets the masked elements of the tile S [rows, cols] (row stride ld; query rows r0.., keys
+// c0..) to `value`; `entry_mask` is the entry's mask (null: none). The mask's stride along the
+// keys is 0 (broadcast) or 1.
+template <typename T>
+void mask_tile(const Problem& p, const bool* entry_mask, T* s, int64_t ld, int64_t r0, int64_t rows,
+               int64_t c0, int64_t cols, T value) {
+  for (int64_t i = 0; i < rows; ++i) {
+    T* row = s + i * ld;
+    if (entry_mask) {
+      const bool* m = entry_mask + (r0 + i) * p.mask_row + c0 * p.mask_col;
+      if (p.mask_col == 0) {
+        if (!m[0]) std::fill(row, row + cols, value);
+      } else {
+        for (int64_t j = 0; j < cols; ++j) row[j] = m[j] ? row[j] : value;
+      }
+    }
+    if (p.causal) {  // keys j > r0 + i
+      int64_t first = std::clamp<int64_t>(r0 + i + 1 - c0, 0, cols);
+      std::fill(row + first, row + cols, value);
+    }
+  }
+}
+
+// Whether a skipped (fully masked) key still weighs anything in a row with max m.
+template <typename T>
+bool masked_key_counts(T m) {
+  return std::exp(kMasked<T> - m) != T(0) || std::isnan(m);
+}
+
+// One block of query rows [r0, r0 + rows) of one entry: out rows = softmax(S) v.
+template <typename T>
+void forward_block(const Problem& p, const T* q, const T* k, const T* v, const bool* entry_mask,
+                   T* out, int64_t r0, int64_t rows) {
+  thread_local std::vector<T> kept;
+  Scratch<T> scratch;
+  const int64_t bk = std::min(kKeyBlock, std::max<int64_t>(p.tv, 1)), ld = padded(bk);
+  T* s = scratch.get(kept, size_t(rows * (ld + p.d + p.dv + 2)));  // S: [rows, ld]
+  T* qs = s + rows * ld;
+  T* acc = qs + rows * p.d;
+  T* m = acc + rows * p.dv;
+  T* l = m + rows;
+  const T scale = T(p.scale);
+  for (int64_t i = 0; i < rows * p.d; ++i) qs[i] = q[r0 * p.d + i] * scale;
+
+  int64_t kend = p.causal_keys(r0, rows);
+  for (;;) {
+    for (int64_t c0 = 0; c0 < kend; c0 += bk) {
+      const int64_t cols = std::min(bk, kend - c0);
+      gemm_serial<T>(false, true, rows, cols, p.d, qs, p.d, k + c0 * p.d, p.d, s, ld);
+      mask_tile(p, entry_mask, s, ld, r0, rows, c0, cols, kMasked<T>);
+      for (int64_t i = 0; i < rows; ++i) {
+        T* srow = s + i * ld;
+        const T block_max = AlignedRow<T>(srow, cols).maxCoeff();
+        const T mnew = c0 == 0 ? block_max : std::max(m[i], block_max);
+        const T sum = exp_row(srow, cols, ld, mnew);
+        if (c0 == 0) {
+          l[i] = sum;
+        } else {
+          const T alpha = m[i] == mnew ? T(1) : std::exp(m[i] - mnew);
+          l[i] = alpha * l[i] + sum;
+          if (alpha != T(1)) RowMap<T>(acc + i * p.dv, p.dv) *= alpha;
+        }
+        m[i] = mnew;
+      }
+      gemm_serial<T>(false, false, rows, p.dv, cols, s, ld, v + c0 * p.dv, p.dv, acc, p.dv,
+                     /*accumulate=*/c0 > 0);
+    }
+    if (kend == p.tv) break;
+    bool again = false;
+    for (int64_t i = 0; i < rows && !again; ++i) again = masked_key_counts(m[i]);
+    if (!again) break;
+    kend = p.tv;  // some row still weighs the skipped keys: visit them all
+  }
+  for (int64_t i = 0; i < rows; ++i) {
+    T* o = out + (r0 + i) * p.dv;
+    const T* a = acc + i * p.dv;
+    for (int64_t c = 0; c < p.dv; ++c) o[c] = a[c] / l[i];
+  }
+}
+
+template <typename T>
+void attention_typed(std::span<const Array> in, const Attrs& attrs, Array& out) {
+  const Problem p(in, 3, attrs, "attention");
+  T* po = out.data<T>();
+  if (out.size() == 0) return;
+  if (p.tv == 0) {  // softmax over no keys, times no values: zeros (as the unfused ops)
+    std::fill(po, po + out.size(), T(0));
+    return;
+  }
+  const T* pq = in[0].data<T>();
+  const T* pk = in[1].data<T>();
+  const T* pv = in[2].data<T>();
+  const int64_t blocks = p.query_blocks();
+  const double flops =
+      2.0 * double(std::min(p.query_block(), p.tq)) * double(p.tv) * double(p.d + p.dv);
+  const int64_t grain =
+      std::max<int64_t>(1, int64_t(double(kGemmParallelMinFlops) / std::max(flops, 1.0)));
+  parallel_for(p.entries * blocks, grain, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t e = t / blocks, r0 = (t % blocks) * p.query_block();
+      const bool* em = p.mask ? p.mask + p.mask_offset[size_t(e)] : nullptr;
+      forward_block<T>(p, pq + e * p.tq * p.d, pk + e * p.tv * p.d, pv + e * p.tv * p.dv, em,
+                       po + e * p.tq * p.dv, r0, std::min(p.query_block(), p.tq - r0));
+    }
+  });
+}
+
+// Where one task writes: dq rows (stride ld), dk and dv rows (stride 2 ld, interleaved).
+template <typename T>
+struct GradOut {
+  T* dq;
+  T* dk;
+  T* dv;
+  int64_t ld;
+};
+
+// The gradient of query rows [r0, r0 + rows) of one entry: writes dq rows, adds to dk and dv.
+template <typename T>
+void backward_block(const Problem& p, const T* q, const T* k, const T* v, const T* dout,
+                    const bool* entry_mask, GradOut<T> g, int64_t r0, int64_t rows) {
+  thread_local std::vector<T> kept;
+  Scratch<T> scratch;
+  const int64_t tv = p.tv, ld = padded(tv);
+  T* pm = scratch.get(kept, size_t(rows * (2 * ld + p.d)));  // P [rows, ld]
+  T* dp = pm + rows * ld;                                    // dP, then dS [rows, ld]
+  T* qs = dp + rows * ld;
+  const T scale = T(p.scale);
+  for (int64_t i = 0; i < rows * p.d; ++i) qs[i] = q[r0 * p.d + i] * scale;
+  const T* dob = dout + r0 * p.dv;
+
+  int64_t kend = p.causal_keys(r0, rows);
+  for (;;) {
+    gemm_serial<T>(false, true, rows, kend, p.d, qs, p.d, k, p.d, pm, ld);
+    mask_tile(p, entry_mask, pm, ld, r0, rows, 0, kend, kMasked<T>);
+    bool again = false;
+    for (int64_t i = 0; i < rows; ++i) {
+      T* prow = pm + i * ld;
+      const T mx = AlignedRow<T>(prow, kend).maxCoeff();
+      if (kend < tv && masked_key_counts(mx)) {
+        again = true;
+        break;
+      }
+      AlignedRow<T>(prow, kend) *= T(1) / exp_row(prow, kend, padded(kend), mx);
+    }
+    if (!again) break;
+    kend = tv;
+  }
+  // dv[0:kend] += P^T dout
+  gemm_serial<T>(true, false, kend, p.dv, rows, pm, ld, dob, p.dv, g.dv, 2 * g.ld, true);
+  // dP = dout v^T; dS = P (dP - rowsum(P dP)), zero where masked
+  gemm_serial<T>(false, true, rows, kend, p.dv, dob, p.dv, v, p.dv, dp, ld);
+  for (int64_t i = 0; i < rows; ++i) {
+    AlignedRow<T> prow(pm + i * ld, kend), drow(dp + i * ld, kend);
+    const T dsum = (prow * drow).sum();
+    drow = prow * (drow - dsum);
+  }
+  if (entry_mask || p.causal) mask_tile(p, entry_mask, dp, ld, r0, rows, 0, kend, T(0));
+  // dq = scale * dS k
+  gemm_serial<T>(false, false, rows, p.d, kend, dp, ld, k, p.d, g.dq + r0 * g.ld, g.ld);
+  for (int64_t i = 0; i < rows; ++i) RowMap<T>(g.dq + (r0 + i) * g.ld, p.d) *= scale;
+  // dk[0:kend] += dS^T (scale q)
+  gemm_serial<T>(true, false, kend, p.d, rows, dp, ld, qs, p.d, g.dk, 2 * g.ld, true);
+}
+
+template <typename T>
+void attention_grad_typed(std::span<const Array> in, const Attrs& attrs, Array& out) {
+  const Problem p(in, 4, attrs, "attention_grad");
+  T* po = out.data<T>();
+  if (out.size() == 0) return;
+  std::fill(po, po + out.size(), T(0));  // padding columns, and dk, dv accumulate
+  if (p.tv == 0 || p.tq == 0) return;
+  const T* pq = in[0].data<T>();
+  const T* pk = in[1].data<T>();
+  const T* pv = in[2].data<T>();
+  const T* pd = in[3].data<T>();
+  const int64_t ld = std::max(p.d, p.dv);
+  const int64_t rows_per_entry = p.tq + 2 * p.tv;
+  const int64_t blocks = p.query_blocks();
+  const int64_t groups =
+      std::min(blocks, std::max<int64_t>(1, (kMinBackwardTasks + p.entries - 1) / p.entries));
+  const int64_t per_group = (blocks + groups - 1) / groups;
+  // Partial dk, dv of groups after the first (the first adds into the output).
+  std::vector<T> partial(groups > 1 ? size_t(p.entries * (groups - 1) * 2 * p.tv * ld) : 0);
+  auto task = [&](int64_t t) {
+    const int64_t e = t / groups, grp = t % groups;
+    const bool* em = p.mask ? p.mask + p.mask_offset[size_t(e)] : nullptr;
+    T* oe = po + e * rows_per_entry * ld;
+    GradOut<T> g{oe, oe + p.tq * ld, oe + (p.tq + 1) * ld, ld};
+    if (grp > 0) {
+      T* part = partial.data() + ((e * (groups - 1)) + grp - 1) * 2 * p.tv * ld;
+      g.dk = part;
+      g.dv = part + ld;
+    }
+    for (int64_t b = grp * per_group; b < std::min(blocks, (grp + 1) * per_group); ++b) {
+      const int64_t r0 = b * p.query_block();
+      backward_block<T>(p, pq + e * p.tq * p.d, pk + e * p.tv * p.d, pv + e * p.tv * p.dv,
+                        pd + e * p.tq * p.dv, em, g, r0, std::min(p.query_block(), p.tq - r0));
+    }
+  };
+  parallel_tasks(p.entries * groups, task);
+  if (groups == 1) return;
+  parallel_for(p.entries, 1, [&](int64_t e0, int64_t e1) {
+    for (int64_t e = e0; e < e1; ++e) {
+      T* kv = po + (e * rows_per_entry + p.tq) * ld;
+      for (int64_t grp = 1; grp < groups; ++grp) {
+        const T* part = partial.data() + ((e * (groups - 1)) + grp - 1) * 2 * p.tv * ld;
+        for (int64_t i = 0; i < 2 * p.tv * ld; ++i) kv[i] += part[i];
+      }
+    }
+  });
+}
+
+template <void (*F32)(std::span<const Array>, const Attrs&, Array&),
+          void (*F64)(std::span<const Array>, const Attrs&, Array&)>
+void dispatch(std::span<const Array> in, const Attrs& attrs, Array& out, const char* op) {
+  if (out.dtype == DType::f32)
+    F32(in, attrs, out);
+  else if (out.dtype == DType::f64)
+    F64(in, attrs, out);
+  else
+    internal_error(__FILE__, __LINE__,
+                   fmt::format("{} of {} reached its kernel", op, dtype_name(out.dtype)));
+}
+
+void attention_kernel(std::span<const Array> in, const Attrs& attrs, Array& out) {
+  dispatch<attention_typed<float>, attention_typed<double>>(in, attrs, out, "attention");
+}
+
+void attention_grad_kernel(std::span<const Array> in, const Attrs& attrs, Array& out) {
+  dispatch<attention_grad_typed<float>, attention_grad_typed<double>>(in, attrs, out,
+                                                                      "attention_grad");
+}
+
+}  // namespace
+
+void register_attention_kernels(KernelTable& t) {
+  t[size_t(OpKind::Attention)] = attention_kernel;
+  t[size_t(OpKind::AttentionGrad)] = attention_grad_kernel;
+}
+
+}  // namespace kiln::runtime
