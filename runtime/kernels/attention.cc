@@ -398,8 +398,10 @@ void attention_grad_typed(std::span<const Array> in, const Attrs& attrs, Array& 
   const Problem p(in, 4, attrs, "attention_grad");
   T* po = out.data<T>();
   if (out.size() == 0) return;
-  std::fill(po, po + out.size(), T(0));  // padding columns, and dk, dv accumulate
-  if (p.tv == 0 || p.tq == 0) return;
+  if (p.tv == 0 || p.tq == 0) {
+    std::fill(po, po + out.size(), T(0));
+    return;
+  }
   const T* pq = in[0].data<T>();
   const T* pk = in[1].data<T>();
   const T* pv = in[2].data<T>();
@@ -421,9 +423,14 @@ void attention_grad_typed(std::span<const Array> in, const Attrs& attrs, Array& 
       T* part = partial.data() + ((e * (groups - 1)) + grp - 1) * 2 * p.tv * ld;
       g.dk = part;
       g.dv = part + ld;
+    } else {  // dk and dv accumulate; the padding columns are zero
+      std::fill(g.dk, g.dk + 2 * p.tv * ld, T(0));
     }
     for (int64_t b = grp * per_group; b < std::min(blocks, (grp + 1) * per_group); ++b) {
       const int64_t r0 = b * p.query_block();
+      if (ld > p.d)
+        for (int64_t i = r0; i < std::min(p.tq, r0 + p.query_block()); ++i)
+          std::fill(g.dq + i * ld + p.d, g.dq + (i + 1) * ld, T(0));
       backward_block<T>(p, pq + e * p.tq * p.d, pk + e * p.tv * p.d, pv + e * p.tv * p.dv,
                         pd + e * p.tq * p.dv, em, g, r0, std::min(p.query_block(), p.tq - r0));
     }
