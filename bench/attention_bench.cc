@@ -12,9 +12,16 @@
 //     entry, entries in parallel, over the fused time (the GEMM limit the fused kernels reach).
 //   Shapes: 0 = [4, 16, 64, 32] (heads, batch, length, head size: the `kiln bench`
 //   transformer block), 1 = [2, 4, 512, 64] (longer sequences).
-// Run: kiln_bench --benchmark_filter=Attention_
+//   Attention_Kernel_<Forward|Grad>/<shape>/<threads>/<causal>: the kernels alone
+//   (runtime::run_op), gemm_fraction as above.
+//   TransformerStep/fused:<1|0>/threads:2: the whole `kiln bench` transformer training step
+//     with the fused op or the composed ops (x_faster_than_composed: median of 7 interleaved
+//     ratios).
+// Run: kiln_bench --benchmark_filter='Attention_|TransformerStep'
+
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -167,6 +174,51 @@ void Attention_Kernel_Forward(benchmark::State& state) { kernel_case(state, fals
 void Attention_Kernel_Grad(benchmark::State& state) { kernel_case(state, true); }
 
 #define ATTENTION_ARGS ArgsProduct({{0, 1}, {1, 2}})->Unit(benchmark::kMicrosecond)->UseRealTime()
+// The `kiln bench` transformer block's training step (compiled, Adam, MSE) with the fused
+// attention (the default) and with the composed ops: the same model built with
+// return_attention_scores, whose unused scores the traced step drops, runs the composed path.
+// Both in this process, interleaved: the counter x_faster_than_composed is the ratio of their
+// medians (fused case only).
+Model transformer_block(bool fused) {
+  constexpr int64_t kSeq = 64, kDim = 128, kHeads = 4, kFF = 512;
+  set_random_seed(0);
+  Tensor x = Input(Shape{kSeq, kDim});
+  std::vector<Tensor> a = MultiHeadAttention(
+      kHeads, kDim / kHeads, {.use_causal_mask = true, .return_attention_scores = !fused})(
+      std::vector<Tensor>{LayerNormalization()(x)});
+  Tensor h = Add()({x, a[0]});
+  Tensor f = Dense(kDim)(Dense(kFF, {.activation = "gelu"})(LayerNormalization()(h)));
+  Model m(x, Add()({h, f}));
+  m->compile({.optimizer = Adam(), .loss = losses::mean_squared_error()});
+  return m;
+}
+
+void TransformerStep(benchmark::State& state) {
+  const bool fused = state.range(0) != 0;
+  Threads threads(int(state.range(1)));
+  Tensor x = random_normal({16, 64, 128}, 1), y = random_normal({16, 64, 128}, 2);
+  Model model = transformer_block(fused);
+  for (int i = 0; i < 3; ++i) model->run_train_step(x, y);
+  if (fused) {
+    Model composed = transformer_block(false);
+    for (int i = 0; i < 3; ++i) composed->run_train_step(x, y);
+    std::vector<double> ratios;
+    for (int round = 0; round < 7; ++round) {
+      double a = median_seconds(5, [&] { model->run_train_step(x, y); });
+      double b = median_seconds(5, [&] { composed->run_train_step(x, y); });
+      ratios.push_back(b / a);
+    }
+    std::sort(ratios.begin(), ratios.end());
+    state.counters["x_faster_than_composed"] = ratios[ratios.size() / 2];
+  }
+  for (auto _ : state) model->run_train_step(x, y);
+}
+BENCHMARK(TransformerStep)
+    ->ArgNames({"fused", "threads"})
+    ->ArgsProduct({{1, 0}, {2}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
 #define KERNEL_ARGS \
   ArgsProduct({{0, 1}, {1, 2}, {1, 0}})->Unit(benchmark::kMicrosecond)->UseRealTime()
 BENCHMARK(Attention_Kernel_Forward)->KERNEL_ARGS;
