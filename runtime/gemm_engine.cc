@@ -173,29 +173,38 @@ void sgemm(const MicroKernels& mk, const SgemmArgs& g, SgemmGrid grid,
   const KBlocks kb(g.k);
   const int64_t panels_n = ceil_div(g.n, mk.nr), n_pad = panels_n * mk.nr;
   const bool pack_b = g.tb || g.m >= kPackBMinRows;
+  // A transposed B under a product of few rows (an RNN step's input gradient): the tasks split
+  // the columns only and each packs its own panels, instead of a packing phase and a barrier
+  // before them (any grid gives the same bits).
+  const bool tasks_pack_b =
+      pack_b && !on_rows && grid.row_blocks * grid.col_blocks > 1 && g.m <= 4 * int64_t(mk.mr);
+  if (tasks_pack_b) grid = {1, std::min(panels_n, grid.row_blocks * grid.col_blocks)};
   const int64_t tasks = grid.row_blocks * grid.col_blocks;
   std::optional<Scratch> b_buf;
-  const float* packed_b = nullptr;
+  float* packed_b = nullptr;
   if (pack_b) {
     b_buf.emplace(ScratchSlot::kGemmB, size_t(g.k * n_pad) * sizeof(float));
-    float* out = b_buf->as<float>();
+    packed_b = b_buf->as<float>();
     const int64_t panel_work = std::max<int64_t>(1, g.k * mk.nr);
     auto pack = [&](int64_t p0, int64_t p1) {
-      for (int64_t p = p0; p < p1; ++p) pack_b_panel(mk, g, kb, p, n_pad, out);
+      for (int64_t p = p0; p < p1; ++p) pack_b_panel(mk, g, kb, p, n_pad, packed_b);
     };
-    if (tasks > 1)
+    if (tasks_pack_b)
+      ;  // each task packs its panels below
+    else if (tasks > 1)
       parallel_for(panels_n, std::max<int64_t>(1, kElementwiseGrain / panel_work), pack);
     else
       pack(0, panels_n);
-    packed_b = out;
   }
   // Row blocks of near-equal heights, column blocks of whole nr tiles.
   auto run = [&](int64_t task) {
     const int64_t rb = task / grid.col_blocks, cb = task % grid.col_blocks;
     const int64_t r0 = g.m * rb / grid.row_blocks, r1 = g.m * (rb + 1) / grid.row_blocks;
-    const int64_t c0 = std::min(g.n, panels_n * cb / grid.col_blocks * mk.nr);
-    const int64_t c1 = std::min(g.n, panels_n * (cb + 1) / grid.col_blocks * mk.nr);
+    const int64_t p0 = panels_n * cb / grid.col_blocks, p1 = panels_n * (cb + 1) / grid.col_blocks;
+    const int64_t c0 = std::min(g.n, p0 * mk.nr), c1 = std::min(g.n, p1 * mk.nr);
     if (r0 >= r1 || c0 >= c1) return;
+    if (tasks_pack_b)
+      for (int64_t p = p0; p < p1; ++p) pack_b_panel(mk, g, kb, p, n_pad, packed_b);
     run_block(mk, g, kb, packed_b, n_pad, r0, r1, c0, c1);
     if (on_rows) (*on_rows)(r0, r1);
   };
