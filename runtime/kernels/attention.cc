@@ -7,7 +7,7 @@
 // running sum l, accumulator O rescaled by exp(m_old - m_new) when the max grows): only a
 // [query block, key block] tile of scores exists at a time, never [Tq, Tv]. q is scaled first
 // (as q * scale then q k^T in the unfused ops). The products are runtime::gemm_serial calls
-// (A B^T) or register-blocked loops (small_gemm, for A B and A^T B with B in cache), the
+// (kiln's GEMM engine for float32), the
 // exponentials Eigen's vectorized exp.
 //
 // Causal skipping: a key block whose keys are all after the block's last query row is not
@@ -164,69 +164,14 @@ T exp_row(T* x, int64_t cols, int64_t ld, T m) {
   return AlignedRow<T>(x, cols).sum();
 }
 
-// C (m x n, row stride ldc) = or += op(A) B, with op(A)[i, p] = a[i lda + p], or a[p lda + i]
-// when ta; B is k x n with row stride ldb. Blocks of kRows rows by 2 * kWidth columns are
-// accumulated in registers over all of k (no packing: these products are small, with n the
-// head size, and Eigen's packing and blocking cost as much as the arithmetic).
-template <typename T>
-void small_gemm(bool ta, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
-                int64_t ldb, T* c, int64_t ldc, bool accumulate) {
-  constexpr int64_t kRows = 4, kCols = 128 / sizeof(T);
-  auto at = [&](int64_t i, int64_t p) { return ta ? a[p * lda + i] : a[i * lda + p]; };
-  int64_t j0 = 0;
-  for (; j0 + kCols <= n; j0 += kCols) {
-    int64_t i0 = 0;
-    for (; i0 + kRows <= m; i0 += kRows) {
-      T acc[kRows][kCols] = {};
-      for (int64_t p = 0; p < k; ++p) {
-        const T* brow = b + p * ldb + j0;
-        for (int64_t r = 0; r < kRows; ++r) {
-          const T x = at(i0 + r, p);
-          for (int64_t j = 0; j < kCols; ++j) acc[r][j] += x * brow[j];
-        }
-      }
-      for (int64_t r = 0; r < kRows; ++r) {
-        T* crow = c + (i0 + r) * ldc + j0;
-        for (int64_t j = 0; j < kCols; ++j) crow[j] = accumulate ? crow[j] + acc[r][j] : acc[r][j];
-      }
-    }
-    for (; i0 < m; ++i0) {
-      T acc[kCols] = {};
-      for (int64_t p = 0; p < k; ++p) {
-        const T x = at(i0, p);
-        const T* brow = b + p * ldb + j0;
-        for (int64_t j = 0; j < kCols; ++j) acc[j] += x * brow[j];
-      }
-      T* crow = c + i0 * ldc + j0;
-      for (int64_t j = 0; j < kCols; ++j) crow[j] = accumulate ? crow[j] + acc[j] : acc[j];
-    }
-  }
-  if (j0 < n) {  // the last columns: one row at a time
-    const int64_t w = n - j0;
-    for (int64_t i = 0; i < m; ++i) {
-      T* crow = c + i * ldc + j0;
-      if (!accumulate) std::fill(crow, crow + w, T(0));
-      for (int64_t p = 0; p < k; ++p) {
-        const T x = at(i, p);
-        const T* brow = b + p * ldb + j0;
-        for (int64_t j = 0; j < w; ++j) crow[j] += x * brow[j];
-      }
-    }
-  }
-}
-
-// C = or += op(A) B (small_gemm's contract) with small_gemm while B fits in the L2 cache (it is
-// read once per four rows of C), else with gemm_serial (Eigen, which blocks for the caches).
-// The choice depends on the sizes only. Measured with bench/attention_bench.cc on
-// [4, 16, 64, 32], one thread: 8-14% faster kernels than gemm_serial for these products; the
-// A B^T products stay gemm_serial (transposing B first for small_gemm was 1.5x slower).
+// C (m x n, row stride ldc) = or += op(A) B: one runtime GEMM on this thread (kiln's engine
+// for float32). A register-blocked loop of this file's own was 8-14% faster than Eigen's GEMM
+// on these head-sized products; measured against the engine it was 0-13% slower
+// (bench/attention_bench.cc, Attention_Kernel_*), and is gone.
 template <typename T>
 void product(bool ta, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
              int64_t ldb, T* c, int64_t ldc, bool accumulate) {
-  if (k * n * int64_t(sizeof(T)) <= (int64_t{256} << 10))
-    small_gemm<T>(ta, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
-  else
-    gemm_serial<T>(ta, false, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+  gemm_serial<T>(ta, false, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
 }
 
 // Sets the masked elements of the tile S [rows, cols] (row stride ld; query rows r0.., keys
