@@ -150,27 +150,34 @@ std::vector<Tensor> RecurrentImpl::run(const Tensor& x, const Tensor& mask,
 
   Tensor kernel_value = kernel.read(), bias_value = input_bias();
   // Zeros [batch, units] (the batch size taken from a [batch, G*units] tensor when unknown).
-  const Tensor zero_rows =
-      zeros_shaped({batch, units_}, matmul(gather(x_in, index_scalar(0), 1), kernel_value), dt);
-  if (states.empty())
+  if (states.empty()) {
+    const Tensor zero_rows =
+        batch != kUnknownDim
+            ? zeros({batch, units_}, dt)
+            : zeros_shaped({batch, units_}, matmul(gather(x_in, index_scalar(0), 1), kernel_value),
+                           dt);
     for (int i = 0; i < num_states_; ++i) states.push_back(zero_rows);
+  }
   if (training && options_.recurrent_dropout > 0)
     recurrent_mask =
         dropout(ones_like(states[0]), options_.recurrent_dropout, seed_generator_.next());
   std::vector<Tensor> weights = recurrent_weights();
 
-  // One step at time index `t` (a scalar int64): the new states, masked steps keeping the old.
+  // The GEMM terms of the step at time index `t` (a scalar int64) from the previous output.
   // (Captures by value: a traced loop's gradient runs the body again after this call.)
-  auto step_at = [this, weights, recurrent_mask, mask, x_in, kernel_value, bias_value](
-                     const Tensor& t, const std::vector<Tensor>& s) {
-    std::vector<Tensor> in = s;
-    if (recurrent_mask.defined()) in[0] = in[0] * recurrent_mask;
-    // The step's input projection x_t @ kernel + bias. (Projecting all steps at once before
-    // the loop is one larger GEMM, but then every step's gradient scatters into the
-    // [batch, steps, G*units] projection instead of the smaller [batch, steps, features].)
+  auto project_at = [this, weights, recurrent_mask, x_in, kernel_value, bias_value](
+                        const Tensor& t, const Tensor& h) {
     Tensor xw = matmul(gather(x_in, t, 1), kernel_value);
     if (bias_value.defined()) xw = xw + bias_value;
-    std::vector<Tensor> next = step(xw, in, weights);
+    return project(xw, recurrent_mask.defined() ? h * recurrent_mask : h, weights);
+  };
+  // The step at `t` from the states and its terms: the new states, masked steps keeping the old.
+  auto step_at = [this, weights, recurrent_mask, mask](const Tensor& t,
+                                                       const std::vector<Tensor>& terms,
+                                                       const std::vector<Tensor>& s) {
+    std::vector<Tensor> in = s;
+    if (recurrent_mask.defined()) in[0] = in[0] * recurrent_mask;
+    std::vector<Tensor> next = gate_step(terms, in, weights);
     if (mask.defined()) {
       Tensor keep = expand_dims(gather(mask, t, 1), 1);  // [batch, 1]
       for (size_t i = 0; i < next.size(); ++i) next[i] = where(keep, next[i], s[i]);
@@ -179,14 +186,35 @@ std::vector<Tensor> RecurrentImpl::run(const Tensor& x, const Tensor& mask,
   };
   // Every step's state with kiln::scan: eagerly a loop, traced a while loop whose stacks hold
   // the per-step states (no [batch, steps, units] loop variable: time and memory linear in
-  // the number of steps).
+  // the number of steps). Traced, the state also carries the next step's terms (recurrent.h);
+  // eagerly the tape keeps every product's result anyway, so each step projects its own.
   const bool backwards = options_.go_backwards;
+  auto time_of = [steps, backwards](const Tensor& k) {
+    return backwards ? index_scalar(steps - 1) - k : k;
+  };
+  const size_t n_states = states.size();
+  const bool carry_terms = traced;
+  if (carry_terms) {
+    std::vector<Tensor> terms = project_at(time_of(index_scalar(0)), states[0]);
+    states.insert(states.end(), terms.begin(), terms.end());
+  }
   ScanResult r = scan(
       steps,
-      [step_at, steps, backwards](const Tensor& k, const std::vector<Tensor>& s) {
-        return step_at(backwards ? index_scalar(steps - 1) - k : k, s);
+      [step_at, project_at, time_of, steps, n_states, carry_terms](const Tensor& k,
+                                                                   const std::vector<Tensor>& s) {
+        const Tensor t = time_of(k);
+        std::vector<Tensor> st(s.begin(), s.begin() + std::ptrdiff_t(n_states));
+        if (!carry_terms) return step_at(t, project_at(t, st[0]), st);
+        std::vector<Tensor> terms(s.begin() + std::ptrdiff_t(n_states), s.end());
+        std::vector<Tensor> next = step_at(t, terms, st);
+        // The next step's terms (the last iteration projects the last step again: unused).
+        Tensor k_next = minimum(k + index_scalar(1), index_scalar(steps - 1));
+        std::vector<Tensor> next_terms = project_at(time_of(k_next), next[0]);
+        next.insert(next.end(), next_terms.begin(), next_terms.end());
+        return next;
       },
       states);
+  r.final_state.resize(n_states);
   states = r.final_state;
   Tensor sequence;
   if (options_.return_sequences) {

@@ -19,11 +19,12 @@
 // outputs in that order.
 //
 // Execution: eagerly a C++ loop over the steps; inside kiln::function one `while` node per
-// layer whatever the length (gradients through the stacked while loop). A step is two GEMMs
-// (x_t @ kernel, h @ recurrent_kernel) plus the gate arithmetic, which fuses into one kernel.
-// With return_sequences the traced loop carries the outputs so far ([batch, steps, units]) as a
-// loop variable (each step adds its row), which costs O(steps^2) memory traffic and, under a
-// gradient tape, a stack of steps copies of it: fine for a few hundred steps.
+// layer whatever the length (kiln::scan: the loop's stacks hold every step's states, so time and
+// memory are linear in the steps; gradients through the stacked while loop). A step is two
+// GEMMs (x_t @ kernel, h @ recurrent_kernel) plus the gate arithmetic. Traced, each iteration
+// also computes the next step's GEMM terms and carries them as state, so the gradient loop,
+// which re-runs the step to differentiate it, finds them in the stacks and runs no forward GEMM
+// (one extra projection per call: the last iteration's, of the last step again).
 // dropout / recurrent_dropout draw one mask per call (the same for every step, as Keras)
 // outside the loop, each from the next seed of the layer's SeedGenerator
 // ("<name>/seed_generator_state"), so eager and traced calls from the same state draw the same
@@ -89,11 +90,17 @@ class RecurrentImpl : public LayerImpl {
  protected:
   RecurrentImpl(std::string class_name, int64_t units, int gates, int num_states,
                 RecurrentOptions options);
-  // The new states from the projected input of one step (x_t @ kernel + input bias,
-  // [batch, G*units]) and the states (states[0] already multiplied by the recurrent dropout
-  // mask, as Keras does). The first new state is the step's output.
-  virtual std::vector<Tensor> step(const Tensor& x_projected, const std::vector<Tensor>& states,
-                                   const std::vector<Tensor>& recurrent_weights) = 0;
+  // One step in two parts. `project`: the step's GEMM terms from its projected input xw
+  // (x_t @ kernel + input bias, [batch, G*units]) and the previous output h (already multiplied
+  // by the recurrent dropout mask, as Keras does). `gate_step`: the new states from those terms
+  // and the previous states (states[0] masked the same way); the first is the step's output.
+  // Traced, the loop carries the next step's terms as state: the forward loop computes each
+  // product once and the gradient loop reads it from the loop's stacks instead of re-running it.
+  virtual std::vector<Tensor> project(const Tensor& xw, const Tensor& h,
+                                      const std::vector<Tensor>& recurrent_weights) = 0;
+  virtual std::vector<Tensor> gate_step(const std::vector<Tensor>& terms,
+                                        const std::vector<Tensor>& states,
+                                        const std::vector<Tensor>& recurrent_weights) = 0;
   // Read once per call and handed to every step: the recurrent weights in the form step uses.
   virtual std::vector<Tensor> recurrent_weights();
   // The bias added to the input projection (undefined for none) and the bias weight's
@@ -119,8 +126,10 @@ class SimpleRNNImpl : public RecurrentImpl {
   SimpleRNNImpl(int64_t units, RecurrentOptions options = {});
 
  protected:
-  std::vector<Tensor> step(const Tensor& x_projected, const std::vector<Tensor>& states,
-                           const std::vector<Tensor>& recurrent_weights) override;
+  std::vector<Tensor> project(const Tensor& xw, const Tensor& h,
+                              const std::vector<Tensor>& recurrent_weights) override;
+  std::vector<Tensor> gate_step(const std::vector<Tensor>& terms, const std::vector<Tensor>& states,
+                                const std::vector<Tensor>& recurrent_weights) override;
   void add_config(Json& config) const override;
 };
 
@@ -129,8 +138,10 @@ class LSTMImpl : public RecurrentImpl {
   LSTMImpl(int64_t units, RecurrentOptions options = {});
 
  protected:
-  std::vector<Tensor> step(const Tensor& x_projected, const std::vector<Tensor>& states,
-                           const std::vector<Tensor>& recurrent_weights) override;
+  std::vector<Tensor> project(const Tensor& xw, const Tensor& h,
+                              const std::vector<Tensor>& recurrent_weights) override;
+  std::vector<Tensor> gate_step(const std::vector<Tensor>& terms, const std::vector<Tensor>& states,
+                                const std::vector<Tensor>& recurrent_weights) override;
   Initializer bias_initializer() const override;
   void add_config(Json& config) const override;
 };
@@ -140,8 +151,10 @@ class GRUImpl : public RecurrentImpl {
   GRUImpl(int64_t units, RecurrentOptions options = {});
 
  protected:
-  std::vector<Tensor> step(const Tensor& x_projected, const std::vector<Tensor>& states,
-                           const std::vector<Tensor>& recurrent_weights) override;
+  std::vector<Tensor> project(const Tensor& xw, const Tensor& h,
+                              const std::vector<Tensor>& recurrent_weights) override;
+  std::vector<Tensor> gate_step(const std::vector<Tensor>& terms, const std::vector<Tensor>& states,
+                                const std::vector<Tensor>& recurrent_weights) override;
   std::vector<Tensor> recurrent_weights() override;
   Tensor input_bias() override;
   Shape bias_shape() const override;

@@ -25,10 +25,16 @@ Tensor gate(const Tensor& z, int k, int64_t units) {
 SimpleRNNImpl::SimpleRNNImpl(int64_t units, RecurrentOptions options)
     : RecurrentImpl("SimpleRNN", units, 1, 1, std::move(options)) {}
 
-// h = activation(x W + b + h_prev U)
-std::vector<Tensor> SimpleRNNImpl::step(const Tensor& xw, const std::vector<Tensor>& s,
-                                        const std::vector<Tensor>& w) {
-  return {activations::apply(options_.activation, xw + matmul(s[0], w[0]))};
+// h = activation(x W + b + h_prev U); the term is z = x W + b + h_prev U.
+std::vector<Tensor> SimpleRNNImpl::project(const Tensor& xw, const Tensor& h,
+                                           const std::vector<Tensor>& w) {
+  return {xw + matmul(h, w[0])};
+}
+
+std::vector<Tensor> SimpleRNNImpl::gate_step(const std::vector<Tensor>& terms,
+                                             const std::vector<Tensor>&,
+                                             const std::vector<Tensor>&) {
+  return {activations::apply(options_.activation, terms[0])};
 }
 
 void SimpleRNNImpl::add_config(Json&) const {}
@@ -41,12 +47,17 @@ SimpleRNN::SimpleRNN(int64_t units, RecurrentOptions options)
 LSTMImpl::LSTMImpl(int64_t units, RecurrentOptions options)
     : RecurrentImpl("LSTM", units, 4, 2, std::move(options)) {}
 
-// z = x W + b + h_prev U; gates i, f, c, o in that order;
+// The term z = x W + b + h_prev U; gates i, f, c, o in that order;
 // c = f * c_prev + i * activation(z_c); h = o * activation(c).
-std::vector<Tensor> LSTMImpl::step(const Tensor& xw, const std::vector<Tensor>& s,
-                                   const std::vector<Tensor>& w) {
+std::vector<Tensor> LSTMImpl::project(const Tensor& xw, const Tensor& h,
+                                      const std::vector<Tensor>& w) {
+  return {xw + matmul(h, w[0])};
+}
+
+std::vector<Tensor> LSTMImpl::gate_step(const std::vector<Tensor>& terms,
+                                        const std::vector<Tensor>& s, const std::vector<Tensor>&) {
   const std::string &act = options_.activation, &rec = options_.recurrent_activation;
-  Tensor z = xw + matmul(s[0], w[0]);
+  const Tensor& z = terms[0];
   Tensor i = activations::apply(rec, gate(z, 0, units_));
   Tensor f = activations::apply(rec, gate(z, 1, units_));
   Tensor g = activations::apply(act, gate(z, 2, units_));
@@ -100,15 +111,24 @@ std::vector<Tensor> GRUImpl::recurrent_weights() {
 // Gates z, r, h. reset_after (Keras 3's default, cuDNN's form):
 //   m = h_prev U + b_rec; z = rec(x_z + m_z); r = rec(x_r + m_r); hh = act(x_h + r * m_h)
 // otherwise: z = rec(x_z + h_prev U_z); r = rec(x_r + h_prev U_r); hh = act(x_h + (r h_prev) U_h)
-// and h = z * h_prev + (1 - z) * hh.
-std::vector<Tensor> GRUImpl::step(const Tensor& xw, const std::vector<Tensor>& s,
-                                  const std::vector<Tensor>& w) {
+// and h = z * h_prev + (1 - z) * hh. The terms: {x W + b, m} with reset_after; otherwise only
+// {x W + b} (the products with h_prev stay in the step: (r h_prev) U_h needs the step's r).
+std::vector<Tensor> GRUImpl::project(const Tensor& xw, const Tensor& h,
+                                     const std::vector<Tensor>& w) {
+  if (!options_.reset_after) return {xw};
+  Tensor m = matmul(h, w[0]);
+  if (w[1].defined()) m = m + w[1];
+  return {xw, m};
+}
+
+std::vector<Tensor> GRUImpl::gate_step(const std::vector<Tensor>& terms,
+                                       const std::vector<Tensor>& s, const std::vector<Tensor>& w) {
   const std::string &act = options_.activation, &rec = options_.recurrent_activation;
   const Tensor& h = s[0];
+  const Tensor& xw = terms[0];
   Tensor z, r, hh;
   if (options_.reset_after) {
-    Tensor m = matmul(h, w[0]);
-    if (w[1].defined()) m = m + w[1];
+    const Tensor& m = terms[1];
     z = activations::apply(rec, gate(xw, 0, units_) + gate(m, 0, units_));
     r = activations::apply(rec, gate(xw, 1, units_) + gate(m, 1, units_));
     hh = activations::apply(act, gate(xw, 2, units_) + r * gate(m, 2, units_));

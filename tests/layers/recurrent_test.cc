@@ -183,6 +183,66 @@ TEST(Recurrent, TracedIsOneWhileNodeAndAgreesWithEager) {
   }
 }
 
+// Traced, the loop carries the next step's GEMM terms (recurrent.h): the gradients through it
+// equal the eager tape's for every form of the step (GRU with and without reset_after),
+// backwards, with a mask, with initial states, and with one step.
+TEST(Recurrent, TracedGradientsAgreeWithEagerForEveryStepForm) {
+  const int64_t B = 3, F = 2, U = 3;
+  struct Case {
+    const char* kind;
+    bool reset_after, backwards, masked, initial;
+    int64_t steps;
+  };
+  const Case cases[] = {
+      {"LSTM", true, false, false, false, 5},     {"LSTM", true, true, true, true, 5},
+      {"GRU", true, true, true, false, 5},        {"GRU", false, false, false, true, 5},
+      {"GRU", false, true, true, false, 4},       {"SimpleRNN", true, false, true, true, 4},
+      {"SimpleRNN", true, true, false, false, 1}, {"LSTM", true, false, true, false, 1},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(fmt::format("{} reset_after={} backwards={} masked={} initial={} steps={}", c.kind,
+                             c.reset_after, c.backwards, c.masked, c.initial, c.steps));
+    RecurrentOptions o = f64();
+    o.return_sequences = true;
+    o.reset_after = c.reset_after;
+    o.go_backwards = c.backwards;
+    Layer layer = make_layer(c.kind, U, o);
+    Tensor x = gradcheck::uniform({B, c.steps, F}, 21);
+    build_with_random_bias(layer, x);
+    std::vector<bool> m;
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t t = 0; t < c.steps; ++t) m.push_back(!c.masked || t < c.steps - b);
+    Tensor mask =
+        cast(tensor(std::vector<double>(m.begin(), m.end()), {B, c.steps}, DType::f64), DType::b8);
+    Tensor h0 = gradcheck::uniform({B, U}, 22), c0 = gradcheck::uniform({B, U}, 23);
+    Tensor w = gradcheck::uniform({B, c.steps, U}, 24);
+    auto grads = [&](const Tensor& xs, const Tensor& ws) {
+      GradientTape tape(/*persistent=*/true);
+      tape.watch(xs);
+      std::vector<Tensor> in{c.masked ? xs.with_keras_mask(mask) : xs};
+      if (c.initial) {
+        in.push_back(h0);
+        if (std::string(c.kind) == "LSTM") in.push_back(c0);
+      }
+      Tensor loss = sum(layer(in)[0] * ws);
+      std::vector<Tensor> out{loss, tape.gradient(loss, xs)};
+      for (const Tensor& g : tape.gradient(loss, layer->trainable_weights())) out.push_back(g);
+      return out;
+    };
+    auto f = function([&](const Tensor& xs, const Tensor& ws) { return grads(xs, ws); },
+                      {.name = "rnn_grads"});
+    std::vector<Tensor> eager = grads(x, w);
+    for (ExecutionMode mode : {ExecutionMode::kReference, ExecutionMode::kCompiled}) {
+      std::vector<Tensor> traced = f.concrete(x, w).run({x, w}, mode);
+      ASSERT_EQ(traced.size(), eager.size());
+      for (size_t i = 0; i < traced.size(); ++i)
+        expect_close(traced[i].to_vector<double>(), eager[i].to_vector<double>(),
+                     16.0 * double(c.steps) * (F + U + 8),
+                     fmt::format("{} output {}", execution_mode_name(mode), i));
+    }
+  }
+}
+
 // ---------------------------------------------------------------- masks
 
 // A padded batch gives each sequence the outputs it has alone, eagerly and traced.
