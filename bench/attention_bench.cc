@@ -27,9 +27,9 @@
 
 #include "bench/bench_util.h"
 #include "kiln/kiln.h"
-#include "runtime/gemm.h"
-#include "runtime/kernels.h"
-#include "runtime/threading.h"
+#include "kiln/runtime/gemm.h"
+#include "kiln/runtime/kernels.h"
+#include "kiln/runtime/threading.h"
 
 namespace {
 

@@ -23,8 +23,8 @@
 #include <random>
 
 #include "bench/bench_util.h"
-#include "codegen/compile_graph.h"
-#include "codegen/object_cache.h"
+#include "kiln/codegen/compile_graph.h"
+#include "kiln/codegen/object_cache.h"
 #include "kiln/kiln.h"
 #include "tools/bench_suite.h"
 

@@ -8,9 +8,9 @@
 
 #include <random>
 
-#include "runtime/kernels.h"
-#include "runtime/machine_peak.h"
-#include "runtime/threading.h"
+#include "kiln/runtime/kernels.h"
+#include "kiln/runtime/machine_peak.h"
+#include "kiln/runtime/threading.h"
 
 namespace {
 

@@ -13,10 +13,10 @@
 #include <random>
 #include <vector>
 
-#include "codegen/compiler.h"
-#include "ir/graph.h"
-#include "runtime/kernel_abi.h"
-#include "runtime/threading.h"
+#include "kiln/codegen/compiler.h"
+#include "kiln/ir/graph.h"
+#include "kiln/runtime/kernel_abi.h"
+#include "kiln/runtime/threading.h"
 
 namespace {
 

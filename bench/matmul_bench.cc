@@ -17,10 +17,10 @@
 #include <map>
 #include <mutex>
 
-#include "runtime/gemm.h"
-#include "runtime/kernels.h"
-#include "runtime/machine_peak.h"
-#include "runtime/threading.h"
+#include "kiln/runtime/gemm.h"
+#include "kiln/runtime/kernels.h"
+#include "kiln/runtime/machine_peak.h"
+#include "kiln/runtime/threading.h"
 
 namespace {
 

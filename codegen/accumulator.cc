@@ -1,8 +1,8 @@
-#include "codegen/accumulator.h"
+#include "kiln/codegen/accumulator.h"
 
 #include <llvm/IR/Intrinsics.h>
 
-#include "codegen/scalar_ops.h"
+#include "kiln/codegen/scalar_ops.h"
 
 namespace kiln::codegen {
 

@@ -15,7 +15,7 @@
 
 #include <functional>
 
-#include "ir/op_table.h"
+#include "kiln/ir/op_table.h"
 
 namespace kiln::codegen {
 

@@ -1,4 +1,4 @@
-#include "codegen/compile_graph.h"
+#include "kiln/codegen/compile_graph.h"
 
 #include <fmt/format.h>
 
@@ -8,10 +8,10 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "codegen/compiler.h"
-#include "codegen/lower_kernel.h"
-#include "passes/memory_plan.h"
-#include "passes/refine_shapes.h"
+#include "kiln/codegen/compiler.h"
+#include "kiln/codegen/lower_kernel.h"
+#include "kiln/passes/memory_plan.h"
+#include "kiln/passes/refine_shapes.h"
 
 namespace kiln::codegen {
 namespace {

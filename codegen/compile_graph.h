@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "codegen/compiler.h"
-#include "ir/graph.h"
-#include "passes/memory_plan.h"
-#include "passes/pipeline.h"
-#include "runtime/executable.h"
+#include "kiln/codegen/compiler.h"
+#include "kiln/ir/graph.h"
+#include "kiln/passes/memory_plan.h"
+#include "kiln/passes/pipeline.h"
+#include "kiln/runtime/executable.h"
 
 namespace kiln::codegen {
 

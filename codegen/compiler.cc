@@ -1,4 +1,4 @@
-#include "codegen/compiler.h"
+#include "kiln/codegen/compiler.h"
 
 #include <llvm/IR/Function.h>
 
@@ -11,13 +11,13 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "codegen/jit.h"
-#include "codegen/lower_kernel.h"
-#include "codegen/object_cache.h"
-#include "codegen/target.h"
-#include "ir/printer.h"
-#include "runtime/log.h"
-#include "runtime/threading.h"
+#include "kiln/codegen/jit.h"
+#include "kiln/codegen/lower_kernel.h"
+#include "kiln/codegen/object_cache.h"
+#include "kiln/codegen/target.h"
+#include "kiln/ir/printer.h"
+#include "kiln/runtime/log.h"
+#include "kiln/runtime/threading.h"
 
 namespace kiln::codegen {
 namespace {

@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "ir/graph.h"
-#include "runtime/kernel_abi.h"
+#include "kiln/ir/graph.h"
+#include "kiln/runtime/kernel_abi.h"
 
 namespace kiln::codegen {
 

@@ -1,4 +1,4 @@
-#include "codegen/decompose.h"
+#include "kiln/codegen/decompose.h"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include <limits>
 #include <unordered_map>
 
-#include "ir/error.h"
+#include "kiln/ir/error.h"
 
 namespace kiln::codegen {
 namespace {

@@ -19,7 +19,7 @@
 
 #include <memory>
 
-#include "ir/graph.h"
+#include "kiln/ir/graph.h"
 
 namespace kiln::codegen {
 

@@ -1,4 +1,4 @@
-#include "codegen/host_target.h"
+#include "kiln/codegen/host_target.h"
 
 #include <llvm/ADT/StringMap.h>
 #include <llvm/ADT/StringRef.h>
@@ -12,8 +12,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "codegen/target_machine.h"
-#include "ir/error.h"
+#include "kiln/codegen/target_machine.h"
+#include "kiln/ir/error.h"
 
 namespace kiln::codegen {
 

@@ -1,4 +1,4 @@
-#include "codegen/in_place.h"
+#include "kiln/codegen/in_place.h"
 
 #include <algorithm>
 #include <set>

@@ -1,4 +1,4 @@
-#include "codegen/jit.h"
+#include "kiln/codegen/jit.h"
 
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
@@ -17,8 +17,8 @@
 
 #include <mutex>
 
-#include "codegen/target_machine.h"
-#include "ir/error.h"
+#include "kiln/codegen/target_machine.h"
+#include "kiln/ir/error.h"
 
 namespace kiln::codegen {
 namespace {

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/target.h"
+#include "kiln/codegen/target.h"
 
 namespace kiln::codegen {
 

@@ -1,10 +1,10 @@
-#include "codegen/kernel_plan.h"
+#include "kiln/codegen/kernel_plan.h"
 
 #include <algorithm>
 #include <set>
 #include <unordered_set>
 
-#include "ir/shape_rules.h"
+#include "kiln/ir/shape_rules.h"
 
 namespace kiln::codegen {
 namespace {

@@ -1,8 +1,8 @@
-#include "codegen/literal_constants.h"
+#include "kiln/codegen/literal_constants.h"
 
 #include <vector>
 
-#include "codegen/scalar_ops.h"
+#include "kiln/codegen/scalar_ops.h"
 
 namespace kiln::codegen {
 

@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "ir/literal.h"
+#include "kiln/ir/literal.h"
 
 namespace kiln::codegen {
 

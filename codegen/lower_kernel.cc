@@ -1,4 +1,4 @@
-#include "codegen/lower_kernel.h"
+#include "kiln/codegen/lower_kernel.h"
 
 #include <fmt/format.h>
 #include <llvm/IR/IRBuilder.h>
@@ -9,18 +9,18 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "codegen/accumulator.h"
-#include "codegen/decompose.h"
-#include "codegen/in_place.h"
-#include "codegen/kernel_plan.h"
-#include "codegen/literal_constants.h"
-#include "codegen/one_hot.h"
-#include "codegen/operand_index.h"
-#include "codegen/row_passes.h"
-#include "codegen/scalar_ops.h"
-#include "codegen/target_machine.h"
-#include "ir/error.h"
-#include "ir/shape_rules.h"
+#include "kiln/codegen/accumulator.h"
+#include "kiln/codegen/decompose.h"
+#include "kiln/codegen/in_place.h"
+#include "kiln/codegen/kernel_plan.h"
+#include "kiln/codegen/literal_constants.h"
+#include "kiln/codegen/one_hot.h"
+#include "kiln/codegen/operand_index.h"
+#include "kiln/codegen/row_passes.h"
+#include "kiln/codegen/scalar_ops.h"
+#include "kiln/codegen/target_machine.h"
+#include "kiln/ir/error.h"
+#include "kiln/ir/shape_rules.h"
 
 namespace kiln::codegen {
 namespace {

@@ -25,9 +25,9 @@
 #include <utility>
 #include <vector>
 
-#include "codegen/jit.h"
-#include "ir/graph.h"
-#include "runtime/kernel_abi.h"
+#include "kiln/codegen/jit.h"
+#include "kiln/ir/graph.h"
+#include "kiln/runtime/kernel_abi.h"
 
 namespace kiln::codegen {
 

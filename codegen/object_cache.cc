@@ -1,4 +1,4 @@
-#include "codegen/object_cache.h"
+#include "kiln/codegen/object_cache.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -14,9 +14,9 @@
 #include <set>
 #include <string_view>
 
-#include "runtime/file_io.h"
-#include "runtime/knobs.h"
-#include "runtime/log.h"
+#include "kiln/runtime/file_io.h"
+#include "kiln/runtime/knobs.h"
+#include "kiln/runtime/log.h"
 
 namespace kiln::codegen {
 namespace {

@@ -1,8 +1,8 @@
-#include "codegen/one_hot.h"
+#include "kiln/codegen/one_hot.h"
 
 #include <limits>
 
-#include "codegen/scalar_ops.h"
+#include "kiln/codegen/scalar_ops.h"
 
 namespace kiln::codegen {
 

@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "ir/dtype.h"
+#include "kiln/ir/dtype.h"
 
 namespace kiln::codegen {
 

@@ -1,6 +1,6 @@
-#include "codegen/operand_index.h"
+#include "kiln/codegen/operand_index.h"
 
-#include "ir/shape_rules.h"
+#include "kiln/ir/shape_rules.h"
 
 namespace kiln::codegen {
 

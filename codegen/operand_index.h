@@ -8,8 +8,8 @@
 
 #include <vector>
 
-#include "codegen/kernel_plan.h"
-#include "ir/graph.h"
+#include "kiln/codegen/kernel_plan.h"
+#include "kiln/ir/graph.h"
 
 namespace kiln::codegen {
 

@@ -1,4 +1,4 @@
-#include "codegen/row_passes.h"
+#include "kiln/codegen/row_passes.h"
 
 #include <algorithm>
 #include <optional>

@@ -1,11 +1,11 @@
-#include "codegen/scalar_ops.h"
+#include "kiln/codegen/scalar_ops.h"
 
 #include <llvm/IR/Intrinsics.h>
 
 #include <limits>
 
-#include "codegen/vector_math.h"
-#include "ir/error.h"
+#include "kiln/codegen/vector_math.h"
+#include "kiln/ir/error.h"
 
 namespace kiln::codegen {
 namespace {

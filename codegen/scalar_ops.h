@@ -12,8 +12,8 @@
 
 #include <span>
 
-#include "ir/attrs.h"
-#include "ir/op_table.h"
+#include "kiln/ir/attrs.h"
+#include "kiln/ir/op_table.h"
 
 namespace kiln::codegen {
 

@@ -1,4 +1,4 @@
-#include "codegen/target.h"
+#include "kiln/codegen/target.h"
 
 #include <llvm/ADT/StringMap.h>
 #include <llvm/MC/MCSubtargetInfo.h>
@@ -11,10 +11,11 @@
 #include <mutex>
 #include <utility>
 
-#include "codegen/host_target.h"
-#include "codegen/target_machine.h"
-#include "ir/error.h"
-#include "runtime/knobs.h"
+#include "kiln/codegen/host_target.h"
+#include "kiln/codegen/target_machine.h"
+#include "kiln/ir/error.h"
+#include "kiln/runtime/knobs.h"
+#include "kiln/version.h"
 
 namespace kiln::codegen {
 namespace {

@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "codegen/target.h"
+#include "kiln/codegen/target.h"
 
 namespace kiln::codegen {
 

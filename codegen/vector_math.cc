@@ -10,7 +10,7 @@
 //
 // Every floating-point instruction carries only the `contract` fast-math flag (never nnan,
 // ninf, nsz or reassoc): inf, NaN and -0.0 are handled explicitly and must survive -O3.
-#include "codegen/vector_math.h"
+#include "kiln/codegen/vector_math.h"
 
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/IRBuilder.h>
@@ -22,7 +22,7 @@
 #include <initializer_list>
 #include <string>
 
-#include "ir/error.h"
+#include "kiln/ir/error.h"
 
 namespace kiln::codegen {
 namespace {

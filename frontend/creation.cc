@@ -1,12 +1,12 @@
-#include "frontend/creation.h"
+#include "kiln/frontend/creation.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 #include <cstring>
 
-#include "frontend/dispatch.h"
-#include "frontend/ops.h"
+#include "kiln/frontend/dispatch.h"
+#include "kiln/frontend/ops.h"
 
 namespace kiln {
 

@@ -5,7 +5,7 @@
 #include <initializer_list>
 #include <vector>
 
-#include "frontend/tensor.h"
+#include "kiln/frontend/tensor.h"
 
 namespace kiln {
 

@@ -1,11 +1,11 @@
-#include "frontend/dispatch.h"
+#include "kiln/frontend/dispatch.h"
 
 #include <fmt/format.h>
 
-#include "frontend/function/trace_context.h"
-#include "frontend/function/tracing_random.h"
-#include "frontend/tape_recorder.h"
-#include "runtime/kernels.h"
+#include "kiln/frontend/function/trace_context.h"
+#include "kiln/frontend/function/tracing_random.h"
+#include "kiln/frontend/tape_recorder.h"
+#include "kiln/runtime/kernels.h"
 
 namespace kiln::detail {
 

@@ -5,8 +5,8 @@
 #include <initializer_list>
 #include <span>
 
-#include "frontend/tensor.h"
-#include "ir/op_table.h"
+#include "kiln/frontend/tensor.h"
+#include "kiln/ir/op_table.h"
 
 namespace kiln::detail {
 

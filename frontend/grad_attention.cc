@@ -13,11 +13,11 @@
 
 #include <limits>
 
-#include "frontend/creation.h"
-#include "frontend/dispatch.h"
-#include "frontend/gradient_tape.h"
-#include "frontend/gradients.h"
-#include "frontend/ops.h"
+#include "kiln/frontend/creation.h"
+#include "kiln/frontend/dispatch.h"
+#include "kiln/frontend/gradient_tape.h"
+#include "kiln/frontend/gradients.h"
+#include "kiln/frontend/ops.h"
 
 namespace kiln::detail {
 namespace {

@@ -1,9 +1,9 @@
 // Gradient rules of elementwise ops.
 #include <cmath>
 
-#include "frontend/creation.h"
-#include "frontend/gradients.h"
-#include "frontend/ops.h"
+#include "kiln/frontend/creation.h"
+#include "kiln/frontend/gradients.h"
+#include "kiln/frontend/ops.h"
 
 namespace kiln::detail {
 namespace {

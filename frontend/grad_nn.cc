@@ -1,7 +1,7 @@
 // Gradient rules of matmul, convolutions and pooling.
-#include "frontend/dispatch.h"
-#include "frontend/gradients.h"
-#include "frontend/ops.h"
+#include "kiln/frontend/dispatch.h"
+#include "kiln/frontend/gradients.h"
+#include "kiln/frontend/ops.h"
 
 namespace kiln::detail {
 namespace {

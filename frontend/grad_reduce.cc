@@ -1,8 +1,8 @@
 // Gradient rules of reductions and of the softmax family.
-#include "frontend/creation.h"
-#include "frontend/gradients.h"
-#include "frontend/ops.h"
-#include "ir/shape_rules.h"
+#include "kiln/frontend/creation.h"
+#include "kiln/frontend/gradients.h"
+#include "kiln/frontend/ops.h"
+#include "kiln/ir/shape_rules.h"
 
 namespace kiln::detail {
 namespace {

@@ -1,10 +1,10 @@
 // Gradient rules of shape and data-movement ops.
 #include <fmt/format.h>
 
-#include "frontend/creation.h"
-#include "frontend/gradients.h"
-#include "frontend/ops.h"
-#include "ir/shape_rules.h"
+#include "kiln/frontend/creation.h"
+#include "kiln/frontend/gradients.h"
+#include "kiln/frontend/ops.h"
+#include "kiln/ir/shape_rules.h"
 
 namespace kiln::detail {
 namespace {

@@ -1,4 +1,4 @@
-#include "frontend/gradient_tape.h"
+#include "kiln/frontend/gradient_tape.h"
 
 #include <fmt/format.h>
 
@@ -6,11 +6,11 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "frontend/creation.h"
-#include "frontend/function/trace_context.h"
-#include "frontend/gradients.h"
-#include "frontend/ops.h"
-#include "frontend/tape_recorder.h"
+#include "kiln/frontend/creation.h"
+#include "kiln/frontend/function/trace_context.h"
+#include "kiln/frontend/gradients.h"
+#include "kiln/frontend/ops.h"
+#include "kiln/frontend/tape_recorder.h"
 
 namespace kiln {
 

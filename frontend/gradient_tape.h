@@ -10,8 +10,8 @@
 #include <memory>
 #include <vector>
 
-#include "frontend/tensor.h"
-#include "frontend/variable.h"
+#include "kiln/frontend/tensor.h"
+#include "kiln/frontend/variable.h"
 
 namespace kiln {
 

@@ -1,6 +1,6 @@
-#include "frontend/gradients.h"
+#include "kiln/frontend/gradients.h"
 
-#include "frontend/ops.h"
+#include "kiln/frontend/ops.h"
 
 namespace kiln::detail {
 namespace {

@@ -4,8 +4,8 @@
 
 #include <vector>
 
-#include "frontend/tensor.h"
-#include "ir/op_table.h"
+#include "kiln/frontend/tensor.h"
+#include "kiln/ir/op_table.h"
 
 namespace kiln::detail {
 

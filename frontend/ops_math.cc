@@ -1,7 +1,7 @@
 // Elementwise ops and operators: thin wrappers over the dispatcher.
-#include "frontend/creation.h"
-#include "frontend/dispatch.h"
-#include "frontend/ops.h"
+#include "kiln/frontend/creation.h"
+#include "kiln/frontend/dispatch.h"
+#include "kiln/frontend/ops.h"
 
 namespace kiln {
 

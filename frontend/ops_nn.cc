@@ -3,9 +3,9 @@
 
 #include <cmath>
 
-#include "frontend/creation.h"
-#include "frontend/dispatch.h"
-#include "frontend/ops.h"
+#include "kiln/frontend/creation.h"
+#include "kiln/frontend/dispatch.h"
+#include "kiln/frontend/ops.h"
 
 namespace kiln {
 

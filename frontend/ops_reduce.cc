@@ -1,6 +1,6 @@
 // Reductions and softmax-family ops.
-#include "frontend/dispatch.h"
-#include "frontend/ops.h"
+#include "kiln/frontend/dispatch.h"
+#include "kiln/frontend/ops.h"
 
 namespace kiln {
 

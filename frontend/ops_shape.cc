@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
-#include "frontend/dispatch.h"
-#include "frontend/ops.h"
+#include "kiln/frontend/dispatch.h"
+#include "kiln/frontend/ops.h"
 
 namespace kiln {
 

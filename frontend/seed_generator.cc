@@ -1,8 +1,8 @@
-#include "frontend/seed_generator.h"
+#include "kiln/frontend/seed_generator.h"
 
-#include "frontend/creation.h"
-#include "frontend/function/trace_context.h"
-#include "frontend/layers/initializers.h"
+#include "kiln/frontend/creation.h"
+#include "kiln/frontend/function/trace_context.h"
+#include "kiln/frontend/layers/initializers.h"
 
 namespace kiln {
 

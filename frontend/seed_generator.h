@@ -18,8 +18,8 @@
 #include <optional>
 #include <string>
 
-#include "frontend/tensor.h"
-#include "frontend/variable.h"
+#include "kiln/frontend/tensor.h"
+#include "kiln/frontend/variable.h"
 
 namespace kiln {
 

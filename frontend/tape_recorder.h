@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
-#include "frontend/tensor.h"
-#include "ir/op_table.h"
+#include "kiln/frontend/tensor.h"
+#include "kiln/ir/op_table.h"
 
 namespace kiln::detail {
 

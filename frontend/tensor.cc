@@ -1,4 +1,4 @@
-#include "frontend/tensor.h"
+#include "kiln/frontend/tensor.h"
 
 #include <fmt/format.h>
 

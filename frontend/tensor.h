@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "ir/tensor_type.h"
-#include "runtime/array.h"
+#include "kiln/ir/tensor_type.h"
+#include "kiln/runtime/array.h"
 
 namespace kiln {
 

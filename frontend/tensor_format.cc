@@ -5,7 +5,7 @@
 #include <cmath>
 #include <functional>
 
-#include "frontend/tensor.h"
+#include "kiln/frontend/tensor.h"
 
 namespace kiln {
 namespace {

@@ -1,10 +1,10 @@
-#include "frontend/variable.h"
+#include "kiln/frontend/variable.h"
 
 #include <fmt/format.h>
 
-#include "frontend/function/trace_context.h"
-#include "frontend/ops.h"
-#include "frontend/tape_recorder.h"
+#include "kiln/frontend/function/trace_context.h"
+#include "kiln/frontend/ops.h"
+#include "kiln/frontend/tape_recorder.h"
 
 namespace kiln {
 

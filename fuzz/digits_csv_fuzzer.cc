@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "frontend/data/digits.h"
+#include "kiln/frontend/data/digits.h"
 #include "fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

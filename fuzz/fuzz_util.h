@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "ir/error.h"
-#include "ir/internal_error_count.h"
+#include "kiln/ir/error.h"
+#include "kiln/ir/internal_error_count.h"
 
 namespace kiln::fuzz {
 

@@ -14,8 +14,8 @@
 #include <optional>
 #include <string>
 
-#include "frontend/data/idx_stream.h"
-#include "frontend/data/mnist.h"
+#include "kiln/frontend/data/idx_stream.h"
+#include "kiln/frontend/data/mnist.h"
 #include "fuzz/fuzz_util.h"
 
 namespace {

@@ -10,10 +10,10 @@
 #include <string_view>
 
 #include "fuzz/fuzz_util.h"
-#include "ir/parser.h"
-#include "ir/printer.h"
-#include "ir/verifier.h"
-#include "passes/pipeline.h"
+#include "kiln/ir/parser.h"
+#include "kiln/ir/printer.h"
+#include "kiln/ir/verifier.h"
+#include "kiln/passes/pipeline.h"
 
 namespace {
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "frontend/io/npy.h"
+#include "kiln/frontend/io/npy.h"
 #include "fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -6,7 +6,7 @@
 #include <map>
 #include <string>
 
-#include "frontend/io/safetensors.h"
+#include "kiln/frontend/io/safetensors.h"
 #include "fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,4 +1,4 @@
-#include "ir/attrs.h"
+#include "kiln/ir/attrs.h"
 
 #include <fmt/format.h>
 

@@ -9,7 +9,7 @@
 #include <variant>
 #include <vector>
 
-#include "ir/dtype.h"
+#include "kiln/ir/dtype.h"
 
 namespace kiln {
 

@@ -1,4 +1,4 @@
-#include "ir/dot.h"
+#include "kiln/ir/dot.h"
 
 #include <fmt/format.h>
 
@@ -6,8 +6,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ir/printer.h"
-#include "ir/value_numbering.h"
+#include "kiln/ir/printer.h"
+#include "kiln/ir/value_numbering.h"
 
 namespace kiln::ir {
 namespace {

@@ -24,7 +24,7 @@
 
 #include <string>
 
-#include "ir/graph.h"
+#include "kiln/ir/graph.h"
 
 namespace kiln::ir {
 

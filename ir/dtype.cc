@@ -1,4 +1,4 @@
-#include "ir/dtype.h"
+#include "kiln/ir/dtype.h"
 
 #include <fmt/format.h>
 

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <type_traits>
 
-#include "ir/error.h"
+#include "kiln/ir/error.h"
 
 namespace kiln {
 

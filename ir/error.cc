@@ -1,10 +1,10 @@
-#include "ir/error.h"
+#include "kiln/ir/error.h"
 
 #include <fmt/format.h>
 
 #include <atomic>
 
-#include "ir/internal_error_count.h"
+#include "kiln/ir/internal_error_count.h"
 
 namespace kiln {
 namespace {

@@ -1,4 +1,4 @@
-#include "ir/graph.h"
+#include "kiln/ir/graph.h"
 
 #include <fmt/format.h>
 

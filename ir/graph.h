@@ -20,8 +20,8 @@
 #include <string_view>
 #include <vector>
 
-#include "ir/literal.h"
-#include "ir/op_table.h"
+#include "kiln/ir/literal.h"
+#include "kiln/ir/op_table.h"
 
 namespace kiln::ir {
 

@@ -1,7 +1,7 @@
 // Graph::clone: a deep copy built through the graph's own builders (no text round trip).
 #include <unordered_map>
 
-#include "ir/graph.h"
+#include "kiln/ir/graph.h"
 
 namespace kiln::ir {
 

@@ -1,6 +1,6 @@
-#include "ir/graph_rewrite.h"
+#include "kiln/ir/graph_rewrite.h"
 
-#include "ir/error.h"
+#include "kiln/ir/error.h"
 
 namespace kiln::ir {
 

@@ -21,7 +21,7 @@
 #include <utility>
 #include <vector>
 
-#include "ir/graph.h"
+#include "kiln/ir/graph.h"
 
 namespace kiln::ir {
 

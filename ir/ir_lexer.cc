@@ -1,8 +1,8 @@
-#include "ir/ir_lexer.h"
+#include "kiln/ir/ir_lexer.h"
 
 #include <fmt/format.h>
 
-#include "ir/error.h"
+#include "kiln/ir/error.h"
 
 namespace kiln::ir {
 namespace {

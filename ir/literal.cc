@@ -1,4 +1,4 @@
-#include "ir/literal.h"
+#include "kiln/ir/literal.h"
 
 #include <cstdlib>
 #include <cstring>

@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "ir/tensor_type.h"
+#include "kiln/ir/tensor_type.h"
 
 namespace kiln::ir {
 

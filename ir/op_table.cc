@@ -1,11 +1,11 @@
-#include "ir/op_table.h"
+#include "kiln/ir/op_table.h"
 
 #include <fmt/format.h>
 
 #include <string>
 #include <unordered_map>
 
-#include "ir/shape_rules.h"
+#include "kiln/ir/shape_rules.h"
 
 namespace kiln {
 namespace {
@@ -47,7 +47,7 @@ std::vector<OpInfo> build_table() {
 #define KILN_OP(e, name, arity, traits, dtypes, fusion, codegen, attrs, rule)    \
   t.push_back(OpInfo{OpKind::e, name, arity, traits, dtypes, FusionRole::fusion, \
                      Lowering::codegen, parse_schema(name, attrs), &rule});
-#include "ir/ops.def"
+#include "kiln/ir/ops.def"
 #undef KILN_OP
   return t;
 }

@@ -9,20 +9,20 @@
 #include <string_view>
 #include <vector>
 
-#include "ir/attrs.h"
-#include "ir/tensor_type.h"
+#include "kiln/ir/attrs.h"
+#include "kiln/ir/tensor_type.h"
 
 namespace kiln {
 
 enum class OpKind : uint16_t {
 #define KILN_OP(e, name, arity, traits, dtypes, fusion, codegen, attrs, rule) e,
-#include "ir/ops.def"
+#include "kiln/ir/ops.def"
 #undef KILN_OP
 };
 
 inline constexpr int kNumOps = 0
 #define KILN_OP(e, name, arity, traits, dtypes, fusion, codegen, attrs, rule) +1
-#include "ir/ops.def"
+#include "kiln/ir/ops.def"
 #undef KILN_OP
     ;
 

@@ -1,5 +1,5 @@
 // The IR text parser: graph structure (see parser_internal.h; values in parser_values.cc).
-#include "ir/parser.h"
+#include "kiln/ir/parser.h"
 
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "ir/parser_internal.h"
+#include "kiln/ir/parser_internal.h"
 
 namespace kiln::ir {
 namespace parsing {

@@ -30,7 +30,7 @@
 #include <string>
 #include <string_view>
 
-#include "ir/graph.h"
+#include "kiln/ir/graph.h"
 
 namespace kiln::ir {
 

@@ -12,9 +12,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ir/graph.h"
-#include "ir/ir_lexer.h"
-#include "ir/op_table.h"
+#include "kiln/ir/graph.h"
+#include "kiln/ir/ir_lexer.h"
+#include "kiln/ir/op_table.h"
 
 namespace kiln::ir::parsing {
 

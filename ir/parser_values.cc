@@ -4,8 +4,8 @@
 #include <charconv>
 #include <limits>
 
-#include "ir/parser.h"
-#include "ir/parser_internal.h"
+#include "kiln/ir/parser.h"
+#include "kiln/ir/parser_internal.h"
 
 namespace kiln::ir::parsing {
 

@@ -1,11 +1,11 @@
-#include "ir/printer.h"
+#include "kiln/ir/printer.h"
 
 #include <fmt/format.h>
 
 #include <charconv>
 #include <cmath>
 
-#include "ir/value_numbering.h"
+#include "kiln/ir/value_numbering.h"
 
 namespace kiln::ir {
 namespace {

@@ -1,8 +1,8 @@
-#include "ir/shape.h"
+#include "kiln/ir/shape.h"
 
 #include <fmt/format.h>
 
-#include "ir/error.h"
+#include "kiln/ir/error.h"
 
 namespace kiln {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <span>
 
-#include "ir/op_table.h"
+#include "kiln/ir/op_table.h"
 
 namespace kiln::rules {
 

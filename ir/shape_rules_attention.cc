@@ -14,7 +14,7 @@
 
 #include <cmath>
 
-#include "ir/shape_rules.h"
+#include "kiln/ir/shape_rules.h"
 
 namespace kiln::rules {
 namespace {

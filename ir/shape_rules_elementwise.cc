@@ -1,7 +1,7 @@
 // Shape/dtype rules of elementwise ops: binary, comparison, unary, cast, select.
 #include <fmt/format.h>
 
-#include "ir/shape_rules.h"
+#include "kiln/ir/shape_rules.h"
 
 namespace kiln::rules {
 namespace {

@@ -6,7 +6,7 @@
 #include <climits>
 #include <cmath>
 
-#include "ir/shape_rules.h"
+#include "kiln/ir/shape_rules.h"
 
 namespace kiln::rules {
 namespace {

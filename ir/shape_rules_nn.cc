@@ -2,7 +2,7 @@
 // Layouts: images NHWC, filters HWIO (TensorFlow's defaults).
 #include <fmt/format.h>
 
-#include "ir/shape_rules.h"
+#include "kiln/ir/shape_rules.h"
 
 namespace kiln::rules {
 namespace {

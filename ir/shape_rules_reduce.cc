@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "ir/shape_rules.h"
+#include "kiln/ir/shape_rules.h"
 
 namespace kiln::rules {
 

@@ -1,4 +1,4 @@
-#include "ir/tensor_type.h"
+#include "kiln/ir/tensor_type.h"
 
 namespace kiln {
 

@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "ir/dtype.h"
-#include "ir/shape.h"
+#include "kiln/ir/dtype.h"
+#include "kiln/ir/shape.h"
 
 namespace kiln {
 

@@ -1,4 +1,4 @@
-#include "ir/value_numbering.h"
+#include "kiln/ir/value_numbering.h"
 
 #include <fmt/format.h>
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "ir/graph.h"
+#include "kiln/ir/graph.h"
 
 namespace kiln::ir {
 

@@ -1,4 +1,4 @@
-#include "ir/verifier.h"
+#include "kiln/ir/verifier.h"
 
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "ir/value_numbering.h"
+#include "kiln/ir/value_numbering.h"
 
 namespace kiln::ir {
 namespace {

@@ -9,7 +9,7 @@
 //   verifier: graph @train_step: output 1: <problem>
 #pragma once
 
-#include "ir/graph.h"
+#include "kiln/ir/graph.h"
 
 namespace kiln::ir {
 

@@ -1,10 +1,10 @@
-#include "passes/algebraic_simplify.h"
+#include "kiln/passes/algebraic_simplify.h"
 
 #include <cmath>
 #include <unordered_set>
 #include <vector>
 
-#include "ir/graph_rewrite.h"
+#include "kiln/ir/graph_rewrite.h"
 
 namespace kiln::passes {
 namespace {

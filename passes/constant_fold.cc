@@ -1,12 +1,12 @@
-#include "passes/constant_fold.h"
+#include "kiln/passes/constant_fold.h"
 
 #include <cstring>
 #include <unordered_set>
 #include <vector>
 
-#include "ir/graph_rewrite.h"
-#include "ir/shape_rules.h"
-#include "runtime/kernels.h"
+#include "kiln/ir/graph_rewrite.h"
+#include "kiln/ir/shape_rules.h"
+#include "kiln/runtime/kernels.h"
 
 namespace kiln::passes {
 namespace {

@@ -22,7 +22,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "passes/pass.h"
+#include "kiln/passes/pass.h"
 
 namespace kiln::passes {
 

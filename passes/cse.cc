@@ -1,4 +1,4 @@
-#include "passes/cse.h"
+#include "kiln/passes/cse.h"
 
 #include <algorithm>
 #include <cstring>

@@ -24,7 +24,7 @@
 
 #include <memory>
 
-#include "passes/pass.h"
+#include "kiln/passes/pass.h"
 
 namespace kiln::passes {
 

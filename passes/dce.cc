@@ -1,4 +1,4 @@
-#include "passes/dce.h"
+#include "kiln/passes/dce.h"
 
 #include <unordered_set>
 

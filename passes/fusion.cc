@@ -1,4 +1,4 @@
-#include "passes/fusion.h"
+#include "kiln/passes/fusion.h"
 
 #include <fmt/format.h>
 
@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "ir/graph_rewrite.h"
-#include "passes/fusion_units.h"
+#include "kiln/ir/graph_rewrite.h"
+#include "kiln/passes/fusion_units.h"
 
 namespace kiln::passes {
 namespace {

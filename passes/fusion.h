@@ -60,7 +60,7 @@
 
 #include <memory>
 
-#include "passes/pass.h"
+#include "kiln/passes/pass.h"
 
 namespace kiln::passes {
 

@@ -1,10 +1,10 @@
-#include "passes/fusion_units.h"
+#include "kiln/passes/fusion_units.h"
 
 #include <algorithm>
 #include <queue>
 #include <unordered_map>
 
-#include "ir/error.h"
+#include "kiln/ir/error.h"
 
 namespace kiln::passes {
 namespace {

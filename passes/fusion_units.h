@@ -19,7 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ir/graph.h"
+#include "kiln/ir/graph.h"
 
 namespace kiln::passes {
 

@@ -1,9 +1,9 @@
-#include "passes/lower_assignments.h"
+#include "kiln/passes/lower_assignments.h"
 
 #include <unordered_set>
 #include <vector>
 
-#include "ir/graph_rewrite.h"
+#include "kiln/ir/graph_rewrite.h"
 
 namespace kiln::passes {
 namespace {

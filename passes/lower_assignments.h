@@ -23,7 +23,7 @@
 
 #include <memory>
 
-#include "passes/pass.h"
+#include "kiln/passes/pass.h"
 
 namespace kiln::passes {
 

@@ -1,11 +1,11 @@
-#include "passes/memory_plan.h"
+#include "kiln/passes/memory_plan.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <numeric>
 
-#include "ir/value_numbering.h"
+#include "kiln/ir/value_numbering.h"
 
 namespace kiln::passes {
 namespace {

@@ -1,4 +1,4 @@
-#include "passes/optimize.h"
+#include "kiln/passes/optimize.h"
 
 namespace kiln::passes {
 

@@ -5,7 +5,7 @@
 
 #include <cstddef>
 
-#include "ir/graph.h"
+#include "kiln/ir/graph.h"
 
 namespace kiln::passes {
 

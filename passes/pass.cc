@@ -1,4 +1,4 @@
-#include "passes/pass.h"
+#include "kiln/passes/pass.h"
 
 namespace kiln::passes {
 

@@ -16,7 +16,7 @@
 
 #include <string_view>
 
-#include "ir/graph.h"
+#include "kiln/ir/graph.h"
 
 namespace kiln::passes {
 

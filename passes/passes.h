@@ -8,15 +8,15 @@
 #include <string_view>
 #include <vector>
 
-#include "passes/algebraic_simplify.h"
-#include "passes/constant_fold.h"
-#include "passes/cse.h"
-#include "passes/dce.h"
-#include "passes/fusion.h"
-#include "passes/lower_assignments.h"
-#include "passes/pass.h"
-#include "passes/refine_shapes.h"
-#include "passes/transpose_folding.h"
+#include "kiln/passes/algebraic_simplify.h"
+#include "kiln/passes/constant_fold.h"
+#include "kiln/passes/cse.h"
+#include "kiln/passes/dce.h"
+#include "kiln/passes/fusion.h"
+#include "kiln/passes/lower_assignments.h"
+#include "kiln/passes/pass.h"
+#include "kiln/passes/refine_shapes.h"
+#include "kiln/passes/transpose_folding.h"
 
 namespace kiln::passes {
 

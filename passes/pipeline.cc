@@ -1,4 +1,4 @@
-#include "passes/pipeline.h"
+#include "kiln/passes/pipeline.h"
 
 #include <fmt/format.h>
 
@@ -9,11 +9,11 @@
 #include <regex>
 #include <utility>
 
-#include "ir/printer.h"
-#include "ir/verifier.h"
-#include "passes/passes.h"
-#include "runtime/file_io.h"
-#include "runtime/knobs.h"
+#include "kiln/ir/printer.h"
+#include "kiln/ir/verifier.h"
+#include "kiln/passes/passes.h"
+#include "kiln/runtime/file_io.h"
+#include "kiln/runtime/knobs.h"
 
 namespace kiln::passes {
 

@@ -28,8 +28,8 @@
 #include <string>
 #include <vector>
 
-#include "ir/graph.h"
-#include "passes/pass.h"
+#include "kiln/ir/graph.h"
+#include "kiln/passes/pass.h"
 
 namespace kiln::passes {
 

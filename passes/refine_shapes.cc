@@ -1,9 +1,9 @@
-#include "passes/refine_shapes.h"
+#include "kiln/passes/refine_shapes.h"
 
 #include <fmt/format.h>
 
-#include "ir/graph_rewrite.h"
-#include "ir/value_numbering.h"
+#include "kiln/ir/graph_rewrite.h"
+#include "kiln/ir/value_numbering.h"
 
 namespace kiln::passes {
 namespace {

@@ -16,8 +16,8 @@
 #include <memory>
 #include <vector>
 
-#include "ir/graph.h"
-#include "passes/pass.h"
+#include "kiln/ir/graph.h"
+#include "kiln/passes/pass.h"
 
 namespace kiln::passes {
 

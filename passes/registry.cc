@@ -1,6 +1,6 @@
 #include <fmt/format.h>
 
-#include "passes/passes.h"
+#include "kiln/passes/passes.h"
 
 namespace kiln::passes {
 namespace {

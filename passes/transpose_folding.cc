@@ -1,8 +1,8 @@
-#include "passes/transpose_folding.h"
+#include "kiln/passes/transpose_folding.h"
 
 #include <unordered_map>
 
-#include "ir/graph.h"
+#include "kiln/ir/graph.h"
 
 namespace kiln::passes {
 namespace {

@@ -1,4 +1,4 @@
-#include "runtime/array.h"
+#include "kiln/runtime/array.h"
 
 #include <cstdlib>
 #include <cstring>

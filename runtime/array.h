@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "ir/tensor_type.h"
+#include "kiln/ir/tensor_type.h"
 
 namespace kiln::runtime {
 

@@ -1,4 +1,4 @@
-#include "runtime/executable.h"
+#include "kiln/runtime/executable.h"
 
 #include <fmt/format.h>
 
@@ -7,12 +7,12 @@
 #include <cstring>
 #include <mutex>
 
-#include "ir/error.h"
-#include "runtime/gemm.h"
-#include "runtime/kernels.h"
-#include "runtime/profiler.h"
-#include "runtime/threading.h"
-#include "runtime/while_stacks.h"
+#include "kiln/ir/error.h"
+#include "kiln/runtime/gemm.h"
+#include "kiln/runtime/kernels.h"
+#include "kiln/runtime/profiler.h"
+#include "kiln/runtime/threading.h"
+#include "kiln/runtime/while_stacks.h"
 
 namespace kiln::runtime {
 namespace {

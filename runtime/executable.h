@@ -39,10 +39,10 @@
 #include <string>
 #include <vector>
 
-#include "ir/attrs.h"
-#include "ir/graph.h"
-#include "runtime/array.h"
-#include "runtime/kernel_abi.h"
+#include "kiln/ir/attrs.h"
+#include "kiln/ir/graph.h"
+#include "kiln/runtime/array.h"
+#include "kiln/runtime/kernel_abi.h"
 
 namespace kiln::runtime {
 

@@ -1,4 +1,4 @@
-#include "runtime/file_io.h"
+#include "kiln/runtime/file_io.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -17,7 +17,7 @@
 #include <mutex>
 #include <set>
 
-#include "ir/error.h"
+#include "kiln/ir/error.h"
 
 namespace kiln::runtime {
 

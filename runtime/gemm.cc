@@ -13,7 +13,7 @@
 //    clamped to [4, 16]. The cap is a property of the machine (like Eigen's cache-size
 //    blocking), never of set_num_threads/KILN_NUM_THREADS, so results stay bitwise equal across
 //    thread counts. kiln's engine needs no such care: any split gives the same bits.
-#include "runtime/gemm.h"
+#include "kiln/runtime/gemm.h"
 
 #include <fmt/format.h>
 
@@ -23,9 +23,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "ir/error.h"
-#include "runtime/gemm_engine.h"
-#include "runtime/threading.h"
+#include "kiln/ir/error.h"
+#include "kiln/runtime/gemm_engine.h"
+#include "kiln/runtime/threading.h"
 
 namespace kiln::runtime {
 namespace {

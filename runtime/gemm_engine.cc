@@ -1,6 +1,6 @@
 // The float32 GEMM engine: packing, blocking and tasks around the microkernels (contract and
 // blocking scheme: gemm_engine.h).
-#include "runtime/gemm_engine.h"
+#include "kiln/runtime/gemm_engine.h"
 
 #include <fmt/format.h>
 
@@ -12,11 +12,11 @@
 #include <optional>
 #include <utility>
 
-#include "ir/error.h"
-#include "runtime/gemm.h"
-#include "runtime/knobs.h"
-#include "runtime/scratch.h"
-#include "runtime/threading.h"
+#include "kiln/ir/error.h"
+#include "kiln/runtime/gemm.h"
+#include "kiln/runtime/knobs.h"
+#include "kiln/runtime/scratch.h"
+#include "kiln/runtime/threading.h"
 
 namespace kiln::runtime::gemm_detail {
 namespace {

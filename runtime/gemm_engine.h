@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <functional>
 
-#include "runtime/gemm_microkernel.h"
+#include "kiln/runtime/gemm_microkernel.h"
 
 namespace kiln::runtime::gemm_detail {
 

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "runtime/gemm_microkernel.h"
+#include "kiln/runtime/gemm_microkernel.h"
 
 namespace kiln::runtime::gemm_detail {
 namespace {
@@ -82,7 +82,7 @@ inline void transpose_4x8(const float* src, int64_t src_ld, float* dst, int64_t 
 }  // namespace
 }  // namespace kiln::runtime::gemm_detail
 
-#include "runtime/gemm_tile_kernel.h"
+#include "kiln/runtime/gemm_tile_kernel.h"
 
 namespace kiln::runtime::gemm_detail {
 

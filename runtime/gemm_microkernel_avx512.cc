@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "runtime/gemm_microkernel.h"
+#include "kiln/runtime/gemm_microkernel.h"
 
 namespace kiln::runtime::gemm_detail {
 namespace {
@@ -39,7 +39,7 @@ struct Avx512 {
 }  // namespace
 }  // namespace kiln::runtime::gemm_detail
 
-#include "runtime/gemm_tile_kernel.h"
+#include "kiln/runtime/gemm_tile_kernel.h"
 
 namespace kiln::runtime::gemm_detail {
 

@@ -34,7 +34,7 @@ using KernelEntry = void (*)(const KernelFrame* frame, int64_t begin, int64_t en
 #include <utility>
 #include <vector>
 
-#include "ir/tensor_type.h"
+#include "kiln/ir/tensor_type.h"
 
 namespace kiln::runtime {
 

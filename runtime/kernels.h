@@ -5,8 +5,8 @@
 
 #include <span>
 
-#include "ir/op_table.h"
-#include "runtime/array.h"
+#include "kiln/ir/op_table.h"
+#include "kiln/runtime/array.h"
 
 namespace kiln::runtime {
 

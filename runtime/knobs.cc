@@ -1,11 +1,11 @@
-#include "runtime/knobs.h"
+#include "kiln/runtime/knobs.h"
 
 #include <fmt/format.h>
 
 #include <cstdlib>
 #include <string_view>
 
-#include "ir/error.h"
+#include "kiln/ir/error.h"
 
 namespace kiln::runtime::knobs {
 

@@ -1,9 +1,9 @@
-#include "runtime/log.h"
+#include "kiln/runtime/log.h"
 
 #include <cstdio>
 #include <mutex>
 
-#include "runtime/knobs.h"
+#include "kiln/runtime/knobs.h"
 
 namespace kiln {
 namespace {

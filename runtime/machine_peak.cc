@@ -1,4 +1,4 @@
-#include "runtime/machine_peak.h"
+#include "kiln/runtime/machine_peak.h"
 
 #include <fmt/format.h>
 
@@ -8,8 +8,8 @@
 #include <thread>
 #include <vector>
 
-#include "ir/error.h"
-#include "runtime/gemm_engine.h"
+#include "kiln/ir/error.h"
+#include "kiln/runtime/gemm_engine.h"
 
 namespace kiln::runtime {
 namespace {

@@ -1,4 +1,4 @@
-#include "runtime/profiler.h"
+#include "kiln/runtime/profiler.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -15,9 +15,9 @@
 #include <tuple>
 #include <utility>
 
-#include "runtime/file_io.h"
-#include "runtime/knobs.h"
-#include "runtime/log.h"
+#include "kiln/runtime/file_io.h"
+#include "kiln/runtime/knobs.h"
+#include "kiln/runtime/log.h"
 
 namespace kiln::runtime {
 

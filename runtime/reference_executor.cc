@@ -1,4 +1,4 @@
-#include "runtime/reference_executor.h"
+#include "kiln/runtime/reference_executor.h"
 
 #include <fmt/format.h>
 
@@ -9,10 +9,10 @@
 #include <unordered_map>
 #include <utility>
 
-#include "ir/value_numbering.h"
-#include "ir/verifier.h"
-#include "runtime/kernels.h"
-#include "runtime/while_stacks.h"
+#include "kiln/ir/value_numbering.h"
+#include "kiln/ir/verifier.h"
+#include "kiln/runtime/kernels.h"
+#include "kiln/runtime/while_stacks.h"
 
 namespace kiln::runtime {
 namespace {

@@ -6,8 +6,8 @@
 #include <span>
 #include <vector>
 
-#include "ir/graph.h"
-#include "runtime/array.h"
+#include "kiln/ir/graph.h"
+#include "kiln/runtime/array.h"
 
 namespace kiln::runtime {
 

@@ -1,4 +1,4 @@
-#include "runtime/scratch.h"
+#include "kiln/runtime/scratch.h"
 
 #include <algorithm>
 #include <cstdlib>

@@ -1,4 +1,4 @@
-#include "runtime/threading.h"
+#include "kiln/runtime/threading.h"
 
 #include <fmt/format.h>
 #include <tbb/blocked_range.h>
@@ -10,8 +10,8 @@
 #include <mutex>
 #include <thread>
 
-#include "ir/error.h"
-#include "runtime/knobs.h"
+#include "kiln/ir/error.h"
+#include "kiln/runtime/knobs.h"
 
 // ThreadSanitizer cannot see oneTBB hand work from thread to thread (that happens inside
 // libtbb.so, which is not instrumented), so under TSan kiln says it: a task's body is released

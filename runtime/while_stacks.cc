@@ -1,4 +1,4 @@
-#include "runtime/while_stacks.h"
+#include "kiln/runtime/while_stacks.h"
 
 #include <fmt/format.h>
 

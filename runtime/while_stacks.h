@@ -10,7 +10,7 @@
 #include <span>
 #include <vector>
 
-#include "runtime/array.h"
+#include "kiln/runtime/array.h"
 
 namespace kiln::runtime {
 

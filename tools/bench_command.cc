@@ -25,11 +25,11 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
-#include "codegen/host_target.h"
-#include "codegen/object_cache.h"
+#include "kiln/codegen/host_target.h"
+#include "kiln/codegen/object_cache.h"
 #include "kiln/kiln.h"
-#include "runtime/array.h"
-#include "runtime/machine_peak.h"
+#include "kiln/runtime/array.h"
+#include "kiln/runtime/machine_peak.h"
 #include "tools/bench_suite.h"
 #include "tools/commands.h"
 

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <string>
 
-#include "frontend/data/text.h"
-#include "frontend/models/model.h"
+#include "kiln/frontend/data/text.h"
+#include "kiln/frontend/models/model.h"
 
 namespace kiln::tools {
 

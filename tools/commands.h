@@ -4,7 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
-#include "frontend/function/concrete_function.h"
+#include "kiln/frontend/function/concrete_function.h"
 
 namespace kiln::tools {
 

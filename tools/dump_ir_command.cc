@@ -9,10 +9,10 @@
 #include <functional>
 #include <iostream>
 
-#include "ir/dot.h"
-#include "ir/parser.h"
-#include "ir/printer.h"
-#include "ir/verifier.h"
+#include "kiln/ir/dot.h"
+#include "kiln/ir/parser.h"
+#include "kiln/ir/printer.h"
+#include "kiln/ir/verifier.h"
 #include "kiln/kiln.h"
 #include "tools/commands.h"
 #include "tools/model_zoo.h"

@@ -1,8 +1,8 @@
 // The `kiln` program: prints its version and runs subcommands (see `kiln --help`).
 #include <iostream>
 
-#include "codegen/host_target.h"
-#include "codegen/target.h"
+#include "kiln/codegen/host_target.h"
+#include "kiln/codegen/target.h"
 #include "kiln/kiln.h"
 #include "tools/commands.h"
 

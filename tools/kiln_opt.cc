@@ -20,11 +20,11 @@
 #include <string_view>
 #include <vector>
 
-#include "ir/parser.h"
-#include "ir/printer.h"
-#include "ir/verifier.h"
-#include "passes/passes.h"
-#include "passes/pipeline.h"
+#include "kiln/ir/parser.h"
+#include "kiln/ir/printer.h"
+#include "kiln/ir/verifier.h"
+#include "kiln/passes/passes.h"
+#include "kiln/passes/pipeline.h"
 
 namespace {
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "frontend/models/sequential.h"
+#include "kiln/frontend/models/sequential.h"
 
 namespace kiln::tools {
 

@@ -3,7 +3,7 @@
 #include <iostream>
 #include <string>
 
-#include "ir/op_table.h"
+#include "kiln/ir/op_table.h"
 #include "tools/commands.h"
 
 namespace kiln::tools {

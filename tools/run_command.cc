@@ -12,14 +12,14 @@
 #include <iostream>
 #include <map>
 
-#include "codegen/compile_graph.h"
-#include "codegen/object_cache.h"
-#include "codegen/target.h"
-#include "frontend/io/npy.h"
-#include "ir/parser.h"
-#include "ir/verifier.h"
+#include "kiln/codegen/compile_graph.h"
+#include "kiln/codegen/object_cache.h"
+#include "kiln/codegen/target.h"
+#include "kiln/frontend/io/npy.h"
+#include "kiln/ir/parser.h"
+#include "kiln/ir/verifier.h"
 #include "kiln/kiln.h"
-#include "runtime/reference_executor.h"
+#include "kiln/runtime/reference_executor.h"
 #include "tools/commands.h"
 
 namespace kiln::tools {

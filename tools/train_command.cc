@@ -13,8 +13,8 @@
 #include <iostream>
 #include <optional>
 
-#include "frontend/data/digits.h"
-#include "frontend/data/mnist.h"
+#include "kiln/frontend/data/digits.h"
+#include "kiln/frontend/data/mnist.h"
 #include "kiln/kiln.h"
 #include "tools/char_lm.h"
 #include "tools/commands.h"

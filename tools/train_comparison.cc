@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "frontend/function/compare_modes.h"
+#include "kiln/frontend/function/compare_modes.h"
 #include "tools/model_zoo.h"
 
 namespace kiln::tools {

@@ -1,11 +1,11 @@
-#include "frontend/data/arrays.h"
+#include "kiln/frontend/data/arrays.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
-#include "frontend/creation.h"
-#include "frontend/ops.h"
+#include "kiln/frontend/creation.h"
+#include "kiln/frontend/ops.h"
 
 namespace kiln {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "frontend/tensor.h"
+#include "kiln/frontend/tensor.h"
 
 namespace kiln {
 

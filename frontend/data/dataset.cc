@@ -1,4 +1,4 @@
-#include "frontend/data/dataset.h"
+#include "kiln/frontend/data/dataset.h"
 
 #include <fmt/format.h>
 #include <zlib.h>
@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <cstring>
 
-#include "frontend/creation.h"
-#include "frontend/data/shuffle_buffer.h"
-#include "frontend/io/file_util.h"
-#include "frontend/ops.h"
+#include "kiln/frontend/creation.h"
+#include "kiln/frontend/data/shuffle_buffer.h"
+#include "kiln/frontend/io/file_util.h"
+#include "kiln/frontend/ops.h"
 
 namespace kiln::data {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "frontend/io/read_limits.h"
-#include "frontend/tensor.h"
+#include "kiln/frontend/io/read_limits.h"
+#include "kiln/frontend/tensor.h"
 
 namespace kiln::data {
 

@@ -1,4 +1,4 @@
-#include "frontend/data/digits.h"
+#include "kiln/frontend/data/digits.h"
 
 #include <fmt/format.h>
 
@@ -6,14 +6,14 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "frontend/creation.h"
-#include "frontend/io/file_util.h"
-#include "runtime/knobs.h"
+#include "kiln/frontend/creation.h"
+#include "kiln/frontend/data/data_dir.h"
+#include "kiln/frontend/io/file_util.h"
 
 namespace kiln::data {
 
 std::string default_digits_path() {
-  return runtime::knobs::data_dir().value_or(KILN_DEFAULT_DATA_DIR) + "/digits.csv.gz";
+  return data_dir() + "/digits.csv.gz";
 }
 
 Examples decode_digits(std::string bytes, const std::string& what) {

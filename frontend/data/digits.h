@@ -1,15 +1,15 @@
 // The UCI digits data set shipped in data/digits.csv.gz (1,797 8x8 images of handwritten
 // digits, 10 classes; see data/README.md): x is float32 (N, 64) scaled to [0, 1] (pixel / 16),
-// y is int64 labels. The file is found through KILN_DATA_DIR or the source tree's data/.
+// y is int64 labels. The file is found in data_dir() (data_dir.h).
 #pragma once
 
 #include <string>
 
-#include "frontend/data/dataset.h"
+#include "kiln/frontend/data/dataset.h"
 
 namespace kiln::data {
 
-// Path of the shipped file (KILN_DATA_DIR/digits.csv.gz if set, else the source tree's).
+// Path of the shipped file: data_dir()/digits.csv.gz.
 std::string default_digits_path();
 Examples load_digits(const std::string& path = default_digits_path());
 

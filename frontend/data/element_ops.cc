@@ -1,10 +1,10 @@
-#include "frontend/data/element_ops.h"
+#include "kiln/frontend/data/element_ops.h"
 
 #include <fmt/format.h>
 
 #include <cstring>
 
-#include "runtime/array.h"
+#include "kiln/runtime/array.h"
 
 namespace kiln::data {
 namespace {

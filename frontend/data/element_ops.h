@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "frontend/data/pipeline.h"
+#include "kiln/frontend/data/pipeline.h"
 
 namespace kiln::data {
 

@@ -1,4 +1,4 @@
-#include "frontend/data/idx_stream.h"
+#include "kiln/frontend/data/idx_stream.h"
 
 #include <fmt/format.h>
 #include <zlib.h>
@@ -9,9 +9,9 @@
 #include <filesystem>
 #include <span>
 
-#include "frontend/io/read_limits.h"
-#include "ir/error.h"
-#include "ir/shape.h"
+#include "kiln/frontend/io/read_limits.h"
+#include "kiln/ir/error.h"
+#include "kiln/ir/shape.h"
 
 namespace kiln::data {
 namespace {

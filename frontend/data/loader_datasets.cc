@@ -1,12 +1,12 @@
-#include "frontend/data/loader_datasets.h"
+#include "kiln/frontend/data/loader_datasets.h"
 
 #include <fmt/format.h>
 
-#include "frontend/data/idx_stream.h"
-#include "frontend/data/mnist.h"
-#include "frontend/data/pipeline_stage.h"
-#include "frontend/data/text.h"
-#include "runtime/array.h"
+#include "kiln/frontend/data/idx_stream.h"
+#include "kiln/frontend/data/mnist.h"
+#include "kiln/frontend/data/pipeline_stage.h"
+#include "kiln/frontend/data/text.h"
+#include "kiln/runtime/array.h"
 
 namespace kiln::data {
 namespace {

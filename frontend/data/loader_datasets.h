@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "frontend/data/digits.h"
-#include "frontend/data/pipeline.h"
+#include "kiln/frontend/data/digits.h"
+#include "kiln/frontend/data/pipeline.h"
 
 namespace kiln::data {
 

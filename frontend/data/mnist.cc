@@ -1,13 +1,13 @@
-#include "frontend/data/mnist.h"
+#include "kiln/frontend/data/mnist.h"
 
 #include <fmt/format.h>
 
 #include <filesystem>
 
-#include "frontend/creation.h"
-#include "frontend/data/idx_stream.h"
-#include "frontend/io/file_util.h"
-#include "frontend/io/read_limits.h"
+#include "kiln/frontend/creation.h"
+#include "kiln/frontend/data/idx_stream.h"
+#include "kiln/frontend/io/file_util.h"
+#include "kiln/frontend/io/read_limits.h"
 
 namespace kiln::data {
 namespace {

@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "frontend/data/dataset.h"
+#include "kiln/frontend/data/dataset.h"
 
 namespace kiln::data {
 

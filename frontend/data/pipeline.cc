@@ -1,8 +1,8 @@
-#include "frontend/data/pipeline.h"
+#include "kiln/frontend/data/pipeline.h"
 
 #include <fmt/format.h>
 
-#include "frontend/data/pipeline_stage.h"
+#include "kiln/frontend/data/pipeline_stage.h"
 
 namespace kiln::data {
 

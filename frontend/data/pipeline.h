@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "frontend/data/arrays.h"
+#include "kiln/frontend/data/arrays.h"
 
 namespace kiln::data {
 

@@ -16,7 +16,7 @@
 #include <thread>
 #include <utility>
 
-#include "frontend/data/pipeline_stage.h"
+#include "kiln/frontend/data/pipeline_stage.h"
 
 namespace kiln::data::pipeline {
 namespace {

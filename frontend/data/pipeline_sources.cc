@@ -4,8 +4,8 @@
 
 #include <filesystem>
 
-#include "frontend/data/element_ops.h"
-#include "frontend/data/pipeline_stage.h"
+#include "kiln/frontend/data/element_ops.h"
+#include "kiln/frontend/data/pipeline_stage.h"
 
 namespace kiln::data::pipeline {
 namespace {

@@ -1,8 +1,8 @@
 // The transformations of a pipeline that run on the pulling thread: shuffle, batch, map,
 // repeat and take (prefetch, which starts a thread, is in pipeline_prefetch.cc).
-#include "frontend/data/element_ops.h"
-#include "frontend/data/pipeline_stage.h"
-#include "frontend/data/shuffle_buffer.h"
+#include "kiln/frontend/data/element_ops.h"
+#include "kiln/frontend/data/pipeline_stage.h"
+#include "kiln/frontend/data/shuffle_buffer.h"
 
 namespace kiln::data::pipeline {
 namespace {

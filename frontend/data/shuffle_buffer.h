@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "ir/error.h"
+#include "kiln/ir/error.h"
 
 namespace kiln::data {
 

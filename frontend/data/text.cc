@@ -1,12 +1,12 @@
-#include "frontend/data/text.h"
+#include "kiln/frontend/data/text.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 
-#include "frontend/creation.h"
-#include "frontend/io/file_util.h"
+#include "kiln/frontend/creation.h"
+#include "kiln/frontend/io/file_util.h"
 
 namespace kiln::data {
 namespace {

@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "frontend/data/dataset.h"
+#include "kiln/frontend/data/dataset.h"
 
 namespace kiln::data {
 

@@ -1,4 +1,4 @@
-#include "frontend/function/compare_modes.h"
+#include "kiln/frontend/function/compare_modes.h"
 
 #include <fmt/format.h>
 
@@ -8,8 +8,8 @@
 #include <cstring>
 #include <limits>
 
-#include "frontend/ops.h"
-#include "runtime/array.h"
+#include "kiln/frontend/ops.h"
+#include "kiln/runtime/array.h"
 
 namespace kiln {
 namespace {

@@ -34,7 +34,7 @@
 #include <string>
 #include <vector>
 
-#include "frontend/function/function.h"
+#include "kiln/frontend/function/function.h"
 
 namespace kiln {
 

@@ -1,9 +1,9 @@
-#include "frontend/function/compiled_form.h"
+#include "kiln/frontend/function/compiled_form.h"
 
 #include <fmt/format.h>
 
-#include "ir/printer.h"
-#include "passes/optimize.h"
+#include "kiln/ir/printer.h"
+#include "kiln/passes/optimize.h"
 
 namespace kiln {
 

@@ -1,4 +1,4 @@
-#include "frontend/function/concrete_function.h"
+#include "kiln/frontend/function/concrete_function.h"
 
 #include <fmt/format.h>
 
@@ -7,11 +7,11 @@
 #include <map>
 #include <mutex>
 
-#include "frontend/function/dump_stages.h"
-#include "frontend/function/trace_context.h"
-#include "ir/printer.h"
-#include "runtime/knobs.h"
-#include "runtime/reference_executor.h"
+#include "kiln/frontend/function/dump_stages.h"
+#include "kiln/frontend/function/trace_context.h"
+#include "kiln/ir/printer.h"
+#include "kiln/runtime/knobs.h"
+#include "kiln/runtime/reference_executor.h"
 
 namespace kiln {
 

@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "frontend/function/compiled_form.h"
-#include "frontend/tensor.h"
-#include "frontend/variable.h"
-#include "ir/graph.h"
+#include "kiln/frontend/function/compiled_form.h"
+#include "kiln/frontend/tensor.h"
+#include "kiln/frontend/variable.h"
+#include "kiln/ir/graph.h"
 
 namespace kiln {
 

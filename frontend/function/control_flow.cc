@@ -1,13 +1,13 @@
-#include "frontend/function/control_flow.h"
+#include "kiln/frontend/function/control_flow.h"
 
 #include <fmt/format.h>
 
-#include "frontend/creation.h"
-#include "frontend/function/control_flow_internal.h"
-#include "frontend/function/trace_context.h"
-#include "frontend/gradient_tape.h"
-#include "frontend/ops.h"
-#include "frontend/tape_recorder.h"
+#include "kiln/frontend/creation.h"
+#include "kiln/frontend/function/control_flow_internal.h"
+#include "kiln/frontend/function/trace_context.h"
+#include "kiln/frontend/gradient_tape.h"
+#include "kiln/frontend/ops.h"
+#include "kiln/frontend/tape_recorder.h"
 
 namespace kiln {
 

@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "frontend/function/control_flow.h"
-#include "frontend/function/trace_context.h"
-#include "frontend/tape_recorder.h"
-#include "frontend/variable.h"
-#include "ir/graph.h"
+#include "kiln/frontend/function/control_flow.h"
+#include "kiln/frontend/function/trace_context.h"
+#include "kiln/frontend/tape_recorder.h"
+#include "kiln/frontend/variable.h"
+#include "kiln/ir/graph.h"
 
 namespace kiln::detail {
 

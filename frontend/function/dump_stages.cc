@@ -1,4 +1,4 @@
-#include "frontend/function/dump_stages.h"
+#include "kiln/frontend/function/dump_stages.h"
 
 #include <fmt/format.h>
 
@@ -7,10 +7,10 @@
 #include <filesystem>
 #include <set>
 
-#include "frontend/io/file_util.h"
-#include "ir/printer.h"
-#include "runtime/knobs.h"
-#include "runtime/log.h"
+#include "kiln/frontend/io/file_util.h"
+#include "kiln/ir/printer.h"
+#include "kiln/runtime/knobs.h"
+#include "kiln/runtime/log.h"
 
 namespace kiln::detail {
 namespace {

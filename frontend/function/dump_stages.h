@@ -10,8 +10,8 @@
 #include <optional>
 #include <string>
 
-#include "frontend/function/compiled_form.h"
-#include "ir/graph.h"
+#include "kiln/frontend/function/compiled_form.h"
+#include "kiln/ir/graph.h"
 
 namespace kiln::detail {
 

@@ -1,5 +1,5 @@
 // FunctionCore: the signature cache, tracing and retrace warnings behind kiln::function.
-#include "frontend/function/function.h"
+#include "kiln/frontend/function/function.h"
 
 #include <fmt/format.h>
 
@@ -7,14 +7,14 @@
 #include <map>
 #include <mutex>
 
-#include "frontend/function/dump_stages.h"
-#include "frontend/function/function_gradient.h"
-#include "frontend/function/keep_old_values.h"
-#include "frontend/function/trace_context.h"
-#include "frontend/function/tracing_random.h"
-#include "frontend/tape_recorder.h"
-#include "ir/verifier.h"
-#include "runtime/log.h"
+#include "kiln/frontend/function/dump_stages.h"
+#include "kiln/frontend/function/function_gradient.h"
+#include "kiln/frontend/function/keep_old_values.h"
+#include "kiln/frontend/function/trace_context.h"
+#include "kiln/frontend/function/tracing_random.h"
+#include "kiln/frontend/tape_recorder.h"
+#include "kiln/ir/verifier.h"
+#include "kiln/runtime/log.h"
 
 namespace kiln::detail {
 

@@ -30,7 +30,7 @@
 #include <utility>
 #include <vector>
 
-#include "frontend/function/concrete_function.h"
+#include "kiln/frontend/function/concrete_function.h"
 
 namespace kiln {
 

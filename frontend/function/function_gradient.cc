@@ -1,4 +1,4 @@
-#include "frontend/function/function_gradient.h"
+#include "kiln/frontend/function/function_gradient.h"
 
 #include <fmt/format.h>
 
@@ -8,14 +8,14 @@
 #include <span>
 #include <unordered_set>
 
-#include "frontend/creation.h"
-#include "frontend/function/graph_replay.h"
-#include "frontend/function/keep_old_values.h"
-#include "frontend/function/trace_context.h"
-#include "frontend/gradient_tape.h"
-#include "frontend/ops.h"
-#include "frontend/tape_recorder.h"
-#include "ir/verifier.h"
+#include "kiln/frontend/creation.h"
+#include "kiln/frontend/function/graph_replay.h"
+#include "kiln/frontend/function/keep_old_values.h"
+#include "kiln/frontend/function/trace_context.h"
+#include "kiln/frontend/gradient_tape.h"
+#include "kiln/frontend/ops.h"
+#include "kiln/frontend/tape_recorder.h"
+#include "kiln/ir/verifier.h"
 
 namespace kiln::detail {
 

@@ -26,7 +26,7 @@
 
 #include <vector>
 
-#include "frontend/function/concrete_function.h"
+#include "kiln/frontend/function/concrete_function.h"
 
 namespace kiln::detail {
 

@@ -1,12 +1,12 @@
-#include "frontend/function/function_scope.h"
+#include "kiln/frontend/function/function_scope.h"
 
 #include <fmt/format.h>
 
-#include "frontend/function/dump_stages.h"
-#include "frontend/function/keep_old_values.h"
-#include "frontend/function/trace_context.h"
-#include "frontend/function/tracing_random.h"
-#include "ir/verifier.h"
+#include "kiln/frontend/function/dump_stages.h"
+#include "kiln/frontend/function/keep_old_values.h"
+#include "kiln/frontend/function/trace_context.h"
+#include "kiln/frontend/function/tracing_random.h"
+#include "kiln/ir/verifier.h"
 
 namespace kiln {
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "frontend/function/concrete_function.h"
+#include "kiln/frontend/function/concrete_function.h"
 
 namespace kiln {
 

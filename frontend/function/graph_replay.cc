@@ -1,12 +1,12 @@
-#include "frontend/function/graph_replay.h"
+#include "kiln/frontend/function/graph_replay.h"
 
 #include <fmt/format.h>
 
-#include "frontend/creation.h"
-#include "frontend/dispatch.h"
-#include "frontend/function/control_flow.h"
-#include "frontend/ops.h"
-#include "ir/literal.h"
+#include "kiln/frontend/creation.h"
+#include "kiln/frontend/dispatch.h"
+#include "kiln/frontend/function/control_flow.h"
+#include "kiln/frontend/ops.h"
+#include "kiln/ir/literal.h"
 
 namespace kiln::detail {
 

@@ -1,4 +1,4 @@
-#include "frontend/function/keep_old_values.h"
+#include "kiln/frontend/function/keep_old_values.h"
 
 #include <unordered_map>
 

@@ -5,7 +5,7 @@
 // the runtime may still update the variable in place.
 #pragma once
 
-#include "ir/graph.h"
+#include "kiln/ir/graph.h"
 
 namespace kiln::detail {
 

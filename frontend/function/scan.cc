@@ -5,10 +5,10 @@
 // final state.
 #include <fmt/format.h>
 
-#include "frontend/creation.h"
-#include "frontend/function/control_flow.h"
-#include "frontend/function/control_flow_internal.h"
-#include "frontend/ops.h"
+#include "kiln/frontend/creation.h"
+#include "kiln/frontend/function/control_flow.h"
+#include "kiln/frontend/function/control_flow_internal.h"
+#include "kiln/frontend/ops.h"
 
 namespace kiln {
 namespace {

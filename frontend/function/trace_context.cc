@@ -1,12 +1,12 @@
-#include "frontend/function/trace_context.h"
+#include "kiln/frontend/function/trace_context.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <atomic>
 
-#include "frontend/ops.h"
-#include "frontend/tape_recorder.h"
+#include "kiln/frontend/ops.h"
+#include "kiln/frontend/tape_recorder.h"
 
 namespace kiln::detail {
 namespace {

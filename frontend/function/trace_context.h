@@ -11,9 +11,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "frontend/tensor.h"
-#include "frontend/variable.h"
-#include "ir/graph.h"
+#include "kiln/frontend/tensor.h"
+#include "kiln/frontend/variable.h"
+#include "kiln/ir/graph.h"
 
 namespace kiln::detail {
 

@@ -1,11 +1,11 @@
-#include "frontend/function/tracing_random.h"
+#include "kiln/frontend/function/tracing_random.h"
 
 #include <fmt/format.h>
 
-#include "frontend/creation.h"
-#include "frontend/layers/initializers.h"
-#include "frontend/ops.h"
-#include "runtime/log.h"
+#include "kiln/frontend/creation.h"
+#include "kiln/frontend/layers/initializers.h"
+#include "kiln/frontend/ops.h"
+#include "kiln/runtime/log.h"
 
 namespace kiln::detail {
 

@@ -9,7 +9,7 @@
 // variable) is not replaced: the op draws what the same seed draws eagerly.
 #pragma once
 
-#include "frontend/function/trace_context.h"
+#include "kiln/frontend/function/trace_context.h"
 
 namespace kiln::detail {
 

@@ -15,10 +15,10 @@
 #include <algorithm>
 #include <unordered_set>
 
-#include "frontend/creation.h"
-#include "frontend/function/control_flow_internal.h"
-#include "frontend/gradient_tape.h"
-#include "frontend/ops.h"
+#include "kiln/frontend/creation.h"
+#include "kiln/frontend/function/control_flow_internal.h"
+#include "kiln/frontend/gradient_tape.h"
+#include "kiln/frontend/ops.h"
 
 namespace kiln::detail {
 

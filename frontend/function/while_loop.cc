@@ -8,9 +8,9 @@
 
 #include <algorithm>
 
-#include "frontend/function/control_flow_internal.h"
-#include "frontend/gradient_tape.h"
-#include "frontend/tape_recorder.h"
+#include "kiln/frontend/function/control_flow_internal.h"
+#include "kiln/frontend/gradient_tape.h"
+#include "kiln/frontend/tape_recorder.h"
 
 namespace kiln::detail {
 namespace {

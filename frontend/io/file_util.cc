@@ -1,4 +1,4 @@
-#include "frontend/io/file_util.h"
+#include "kiln/frontend/io/file_util.h"
 
 #include <fmt/format.h>
 
@@ -9,8 +9,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "ir/error.h"
-#include "runtime/file_io.h"
+#include "kiln/ir/error.h"
+#include "kiln/runtime/file_io.h"
 
 namespace kiln::io {
 

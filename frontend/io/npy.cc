@@ -1,4 +1,4 @@
-#include "frontend/io/npy.h"
+#include "kiln/frontend/io/npy.h"
 
 #include <fmt/format.h>
 
@@ -6,10 +6,10 @@
 #include <cctype>
 #include <cstring>
 
-#include "frontend/creation.h"
-#include "frontend/io/file_util.h"
-#include "frontend/io/read_limits.h"
-#include "frontend/ops.h"
+#include "kiln/frontend/creation.h"
+#include "kiln/frontend/io/file_util.h"
+#include "kiln/frontend/io/read_limits.h"
+#include "kiln/frontend/ops.h"
 
 namespace kiln {
 namespace {

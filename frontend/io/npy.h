@@ -11,7 +11,7 @@
 
 #include <string>
 
-#include "frontend/tensor.h"
+#include "kiln/frontend/tensor.h"
 
 namespace kiln {
 

@@ -1,8 +1,8 @@
-#include "frontend/io/read_limits.h"
+#include "kiln/frontend/io/read_limits.h"
 
 #include <fmt/format.h>
 
-#include "ir/error.h"
+#include "kiln/ir/error.h"
 
 namespace kiln::io {
 namespace {

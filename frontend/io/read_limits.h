@@ -9,7 +9,7 @@
 #include <span>
 #include <string>
 
-#include "ir/dtype.h"
+#include "kiln/ir/dtype.h"
 
 namespace kiln::io {
 

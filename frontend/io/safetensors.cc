@@ -1,4 +1,4 @@
-#include "frontend/io/safetensors.h"
+#include "kiln/frontend/io/safetensors.h"
 
 #include <fmt/format.h>
 
@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "frontend/io/file_util.h"
-#include "frontend/io/read_limits.h"
+#include "kiln/frontend/io/file_util.h"
+#include "kiln/frontend/io/read_limits.h"
 
 namespace kiln {
 namespace {

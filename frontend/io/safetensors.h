@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "frontend/tensor.h"
+#include "kiln/frontend/tensor.h"
 
 namespace kiln {
 

@@ -3,8 +3,8 @@
 
 #include <map>
 
-#include "frontend/io/safetensors.h"
-#include "frontend/models/model.h"
+#include "kiln/frontend/io/safetensors.h"
+#include "kiln/frontend/models/model.h"
 
 namespace kiln {
 

@@ -1,4 +1,4 @@
-#include "frontend/layers/activations.h"
+#include "kiln/frontend/layers/activations.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -8,8 +8,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "frontend/creation.h"
-#include "frontend/ops.h"
+#include "kiln/frontend/creation.h"
+#include "kiln/frontend/ops.h"
 
 namespace kiln {
 namespace activations {

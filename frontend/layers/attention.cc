@@ -1,6 +1,6 @@
 // MultiHeadAttention (attention.h): argument and shape checks, Keras' weights, the combined
 // mask, and the attention itself in kiln ops.
-#include "frontend/layers/attention.h"
+#include "kiln/frontend/layers/attention.h"
 
 #include <fmt/format.h>
 
@@ -8,9 +8,9 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "frontend/function/trace_context.h"
-#include "frontend/layers/layer_util.h"
-#include "frontend/ops.h"
+#include "kiln/frontend/function/trace_context.h"
+#include "kiln/frontend/layers/layer_util.h"
+#include "kiln/frontend/ops.h"
 
 namespace kiln {
 namespace {

@@ -4,11 +4,11 @@
 #include <cstddef>
 #include <nlohmann/json.hpp>
 
-#include "frontend/creation.h"
-#include "frontend/layers/layer_util.h"
-#include "frontend/layers/recurrent.h"
-#include "frontend/layers/wrappers.h"
-#include "frontend/ops.h"
+#include "kiln/frontend/creation.h"
+#include "kiln/frontend/layers/layer_util.h"
+#include "kiln/frontend/layers/recurrent.h"
+#include "kiln/frontend/layers/wrappers.h"
+#include "kiln/frontend/ops.h"
 
 namespace kiln {
 namespace {

@@ -1,12 +1,12 @@
-#include "frontend/layers/conv.h"
+#include "kiln/frontend/layers/conv.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <nlohmann/json.hpp>
 
-#include "frontend/layers/activations.h"
-#include "frontend/layers/layer_util.h"
+#include "kiln/frontend/layers/activations.h"
+#include "kiln/frontend/layers/layer_util.h"
 
 namespace kiln {
 namespace {

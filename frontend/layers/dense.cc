@@ -1,12 +1,12 @@
-#include "frontend/layers/dense.h"
+#include "kiln/frontend/layers/dense.h"
 
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
-#include "frontend/layers/activations.h"
-#include "frontend/layers/layer_util.h"
-#include "frontend/ops.h"
+#include "kiln/frontend/layers/activations.h"
+#include "kiln/frontend/layers/layer_util.h"
+#include "kiln/frontend/ops.h"
 
 namespace kiln {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "frontend/layers/layer.h"
+#include "kiln/frontend/layers/layer.h"
 
 namespace kiln {
 

@@ -1,10 +1,10 @@
-#include "frontend/layers/dropout.h"
+#include "kiln/frontend/layers/dropout.h"
 
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
-#include "frontend/ops.h"
+#include "kiln/frontend/ops.h"
 
 namespace kiln {
 

@@ -13,7 +13,7 @@
 #include <optional>
 #include <string>
 
-#include "frontend/layers/layer.h"
+#include "kiln/frontend/layers/layer.h"
 
 namespace kiln {
 

@@ -1,12 +1,12 @@
-#include "frontend/layers/embedding.h"
+#include "kiln/frontend/layers/embedding.h"
 
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
-#include "frontend/creation.h"
-#include "frontend/layers/layer_util.h"
-#include "frontend/ops.h"
+#include "kiln/frontend/creation.h"
+#include "kiln/frontend/layers/layer_util.h"
+#include "kiln/frontend/ops.h"
 
 namespace kiln {
 

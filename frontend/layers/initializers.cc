@@ -1,4 +1,4 @@
-#include "frontend/layers/initializers.h"
+#include "kiln/frontend/layers/initializers.h"
 
 #include <fmt/format.h>
 
@@ -7,8 +7,8 @@
 #include <mutex>
 #include <vector>
 
-#include "frontend/creation.h"
-#include "frontend/ops.h"
+#include "kiln/frontend/creation.h"
+#include "kiln/frontend/ops.h"
 
 namespace kiln {
 namespace {

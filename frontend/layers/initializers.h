@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "frontend/tensor.h"
+#include "kiln/frontend/tensor.h"
 
 namespace kiln {
 

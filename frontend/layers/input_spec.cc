@@ -1,4 +1,4 @@
-#include "frontend/layers/input_spec.h"
+#include "kiln/frontend/layers/input_spec.h"
 
 #include <fmt/format.h>
 

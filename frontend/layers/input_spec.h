@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "frontend/tensor.h"
+#include "kiln/frontend/tensor.h"
 
 namespace kiln {
 

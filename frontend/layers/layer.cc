@@ -1,4 +1,4 @@
-#include "frontend/layers/layer.h"
+#include "kiln/frontend/layers/layer.h"
 
 #include <fmt/format.h>
 
@@ -8,10 +8,10 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
-#include "frontend/creation.h"
-#include "frontend/function/trace_context.h"
-#include "frontend/layers/node.h"
-#include "frontend/ops.h"
+#include "kiln/frontend/creation.h"
+#include "kiln/frontend/function/trace_context.h"
+#include "kiln/frontend/layers/node.h"
+#include "kiln/frontend/ops.h"
 
 namespace kiln {
 namespace {

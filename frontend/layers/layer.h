@@ -20,11 +20,11 @@
 #include <string>
 #include <vector>
 
-#include "frontend/layers/initializers.h"
-#include "frontend/layers/input_spec.h"
-#include "frontend/seed_generator.h"
-#include "frontend/tensor.h"
-#include "frontend/variable.h"
+#include "kiln/frontend/layers/initializers.h"
+#include "kiln/frontend/layers/input_spec.h"
+#include "kiln/frontend/seed_generator.h"
+#include "kiln/frontend/tensor.h"
+#include "kiln/frontend/variable.h"
 
 namespace kiln {
 

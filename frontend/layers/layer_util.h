@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "frontend/creation.h"
-#include "frontend/layers/layer.h"
-#include "frontend/ops.h"
+#include "kiln/frontend/creation.h"
+#include "kiln/frontend/layers/layer.h"
+#include "kiln/frontend/ops.h"
 
 namespace kiln::layer_util {
 

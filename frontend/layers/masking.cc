@@ -1,11 +1,11 @@
-#include "frontend/layers/masking.h"
+#include "kiln/frontend/layers/masking.h"
 
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
-#include "frontend/creation.h"
-#include "frontend/ops.h"
+#include "kiln/frontend/creation.h"
+#include "kiln/frontend/ops.h"
 
 namespace kiln {
 

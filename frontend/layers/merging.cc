@@ -1,10 +1,10 @@
-#include "frontend/layers/merging.h"
+#include "kiln/frontend/layers/merging.h"
 
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
-#include "frontend/ops.h"
+#include "kiln/frontend/ops.h"
 
 namespace kiln {
 namespace {

@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "frontend/tensor.h"
+#include "kiln/frontend/tensor.h"
 
 namespace kiln {
 

@@ -1,4 +1,4 @@
-#include "frontend/layers/normalization.h"
+#include "kiln/frontend/layers/normalization.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "frontend/layers/layer_util.h"
+#include "kiln/frontend/layers/layer_util.h"
 
 namespace kiln {
 namespace {

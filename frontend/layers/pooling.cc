@@ -1,4 +1,4 @@
-#include "frontend/layers/pooling.h"
+#include "kiln/frontend/layers/pooling.h"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "frontend/layers/layer_util.h"
+#include "kiln/frontend/layers/layer_util.h"
 
 namespace kiln {
 namespace {

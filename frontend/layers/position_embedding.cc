@@ -1,11 +1,11 @@
-#include "frontend/layers/position_embedding.h"
+#include "kiln/frontend/layers/position_embedding.h"
 
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
-#include "frontend/layers/layer_util.h"
-#include "frontend/ops.h"
+#include "kiln/frontend/layers/layer_util.h"
+#include "kiln/frontend/ops.h"
 
 namespace kiln {
 

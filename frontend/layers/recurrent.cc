@@ -1,18 +1,18 @@
 // The loop shared by SimpleRNN, LSTM and GRU (recurrent.h): weights, masks, dropout masks,
 // initial states, go_backwards, and the steps as one kiln::scan (a C++ loop eagerly, one
 // stacked while loop when traced).
-#include "frontend/layers/recurrent.h"
+#include "kiln/frontend/layers/recurrent.h"
 
 #include <fmt/format.h>
 
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "frontend/function/control_flow.h"
-#include "frontend/layers/activations.h"
-#include "frontend/layers/initializers.h"
-#include "frontend/layers/layer_util.h"
-#include "frontend/ops.h"
+#include "kiln/frontend/function/control_flow.h"
+#include "kiln/frontend/layers/activations.h"
+#include "kiln/frontend/layers/initializers.h"
+#include "kiln/frontend/layers/layer_util.h"
+#include "kiln/frontend/ops.h"
 
 namespace kiln {
 namespace {

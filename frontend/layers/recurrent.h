@@ -36,8 +36,8 @@
 #include <string>
 #include <vector>
 
-#include "frontend/creation.h"
-#include "frontend/layers/layer.h"
+#include "kiln/frontend/creation.h"
+#include "kiln/frontend/layers/layer.h"
 
 namespace kiln {
 

@@ -5,10 +5,10 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "frontend/layers/activations.h"
-#include "frontend/layers/layer_util.h"
-#include "frontend/layers/recurrent.h"
-#include "frontend/ops.h"
+#include "kiln/frontend/layers/activations.h"
+#include "kiln/frontend/layers/layer_util.h"
+#include "kiln/frontend/layers/recurrent.h"
+#include "kiln/frontend/ops.h"
 
 namespace kiln {
 namespace {

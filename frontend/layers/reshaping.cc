@@ -1,4 +1,4 @@
-#include "frontend/layers/reshaping.h"
+#include "kiln/frontend/layers/reshaping.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "frontend/layers/layer.h"
-#include "frontend/ops.h"
+#include "kiln/frontend/layers/layer.h"
+#include "kiln/frontend/ops.h"
 
 namespace kiln {
 

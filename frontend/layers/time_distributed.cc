@@ -3,9 +3,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "frontend/layers/layer_util.h"
-#include "frontend/layers/wrappers.h"
-#include "frontend/ops.h"
+#include "kiln/frontend/layers/layer_util.h"
+#include "kiln/frontend/layers/wrappers.h"
+#include "kiln/frontend/ops.h"
 
 namespace kiln {
 namespace {

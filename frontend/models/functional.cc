@@ -1,4 +1,4 @@
-#include "frontend/models/functional.h"
+#include "kiln/frontend/models/functional.h"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "frontend/models/input_layer.h"
+#include "kiln/frontend/models/input_layer.h"
 
 namespace kiln {
 namespace {

@@ -13,8 +13,8 @@
 
 #include <vector>
 
-#include "frontend/layers/node.h"
-#include "frontend/models/model.h"
+#include "kiln/frontend/layers/node.h"
+#include "kiln/frontend/models/model.h"
 
 namespace kiln {
 

@@ -1,10 +1,10 @@
-#include "frontend/models/input_layer.h"
+#include "kiln/frontend/models/input_layer.h"
 
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
-#include "frontend/layers/node.h"
+#include "kiln/frontend/layers/node.h"
 
 namespace kiln {
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "frontend/layers/layer.h"
+#include "kiln/frontend/layers/layer.h"
 
 namespace kiln {
 

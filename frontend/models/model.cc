@@ -1,8 +1,8 @@
-#include "frontend/models/model.h"
+#include "kiln/frontend/models/model.h"
 
 #include <fmt/format.h>
 
-#include "frontend/training/model_steps.h"
+#include "kiln/frontend/training/model_steps.h"
 
 namespace kiln {
 

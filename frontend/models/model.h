@@ -15,11 +15,11 @@
 #include <string>
 #include <vector>
 
-#include "frontend/data/arrays.h"
-#include "frontend/function/concrete_function.h"
-#include "frontend/layers/layer.h"
-#include "frontend/training/callback.h"
-#include "frontend/training/compile_options.h"
+#include "kiln/frontend/data/arrays.h"
+#include "kiln/frontend/function/concrete_function.h"
+#include "kiln/frontend/layers/layer.h"
+#include "kiln/frontend/training/callback.h"
+#include "kiln/frontend/training/compile_options.h"
 
 namespace kiln {
 

@@ -1,4 +1,4 @@
-#include "frontend/models/sequential.h"
+#include "kiln/frontend/models/sequential.h"
 
 #include <fmt/format.h>
 

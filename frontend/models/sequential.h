@@ -7,7 +7,7 @@
 #include <optional>
 #include <vector>
 
-#include "frontend/models/model.h"
+#include "kiln/frontend/models/model.h"
 
 namespace kiln {
 

@@ -23,8 +23,8 @@
 #include <ostream>
 #include <sstream>
 
-#include "frontend/models/functional.h"
-#include "frontend/models/model.h"
+#include "kiln/frontend/models/functional.h"
+#include "kiln/frontend/models/model.h"
 
 namespace kiln {
 namespace {

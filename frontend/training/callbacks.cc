@@ -1,4 +1,4 @@
-#include "frontend/training/callbacks.h"
+#include "kiln/frontend/training/callbacks.h"
 
 #include <fmt/format.h>
 
@@ -8,9 +8,9 @@
 #include <regex>
 #include <sstream>
 
-#include "frontend/io/file_util.h"
-#include "frontend/models/model.h"
-#include "frontend/training/monitor.h"
+#include "kiln/frontend/io/file_util.h"
+#include "kiln/frontend/models/model.h"
+#include "kiln/frontend/training/monitor.h"
 
 namespace kiln {
 

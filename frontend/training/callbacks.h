@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "frontend/tensor.h"
-#include "frontend/training/callback.h"
-#include "frontend/training/progbar.h"
+#include "kiln/frontend/tensor.h"
+#include "kiln/frontend/training/callback.h"
+#include "kiln/frontend/training/progbar.h"
 
 namespace kiln {
 

@@ -1,6 +1,6 @@
 // Resolving compile's per-output options (loss, loss_weights, metrics) and fit's class_weight
 // against a model's output names.
-#include "frontend/training/compile_options.h"
+#include "kiln/frontend/training/compile_options.h"
 
 #include <fmt/format.h>
 

@@ -16,11 +16,11 @@
 #include <string>
 #include <vector>
 
-#include "frontend/data/arrays.h"
-#include "frontend/training/callback.h"
-#include "frontend/training/loss.h"
-#include "frontend/training/metric.h"
-#include "frontend/training/optimizer.h"
+#include "kiln/frontend/data/arrays.h"
+#include "kiln/frontend/training/callback.h"
+#include "kiln/frontend/training/loss.h"
+#include "kiln/frontend/training/metric.h"
+#include "kiln/frontend/training/optimizer.h"
 
 namespace kiln {
 

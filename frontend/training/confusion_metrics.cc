@@ -7,10 +7,10 @@
 
 #include <vector>
 
-#include "frontend/creation.h"
-#include "frontend/ops.h"
-#include "frontend/training/metric.h"
-#include "frontend/training/sample_weights.h"
+#include "kiln/frontend/creation.h"
+#include "kiln/frontend/ops.h"
+#include "kiln/frontend/training/metric.h"
+#include "kiln/frontend/training/sample_weights.h"
 
 namespace kiln {
 namespace {

@@ -9,12 +9,12 @@
 
 #include <cmath>
 
-#include "frontend/creation.h"
-#include "frontend/data/dataset.h"
-#include "frontend/models/model.h"
-#include "frontend/ops.h"
-#include "frontend/training/fit_loops.h"
-#include "frontend/training/sample_weights.h"
+#include "kiln/frontend/creation.h"
+#include "kiln/frontend/data/dataset.h"
+#include "kiln/frontend/models/model.h"
+#include "kiln/frontend/ops.h"
+#include "kiln/frontend/training/fit_loops.h"
+#include "kiln/frontend/training/sample_weights.h"
 
 namespace kiln {
 namespace detail {

@@ -6,10 +6,10 @@
 // not used: the Dataset batches, shuffles and carries the weights itself.
 #include <fmt/format.h>
 
-#include "frontend/data/pipeline.h"
-#include "frontend/models/model.h"
-#include "frontend/training/fit_loops.h"
-#include "runtime/log.h"
+#include "kiln/frontend/data/pipeline.h"
+#include "kiln/frontend/models/model.h"
+#include "kiln/frontend/training/fit_loops.h"
+#include "kiln/runtime/log.h"
 
 namespace kiln {
 namespace {

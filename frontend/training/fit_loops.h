@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "frontend/training/callbacks.h"
-#include "frontend/training/model_steps.h"
+#include "kiln/frontend/training/callbacks.h"
+#include "kiln/frontend/training/model_steps.h"
 
 namespace kiln::detail {
 

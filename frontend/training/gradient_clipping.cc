@@ -1,11 +1,11 @@
-#include "frontend/training/gradient_clipping.h"
+#include "kiln/frontend/training/gradient_clipping.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 
-#include "frontend/creation.h"
-#include "frontend/ops.h"
+#include "kiln/frontend/creation.h"
+#include "kiln/frontend/ops.h"
 
 namespace kiln {
 

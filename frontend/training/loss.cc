@@ -6,7 +6,7 @@
 // ranks differ by one with a trailing 1 on the longer one are brought to the same rank first
 // (keras/src/losses/loss.py squeeze_or_expand_to_same_rank), and y_true is cast to y_pred's
 // dtype. Everything is built from kiln ops, so gradients flow through GradientTape.
-#include "frontend/training/loss.h"
+#include "kiln/frontend/training/loss.h"
 
 #include <fmt/format.h>
 
@@ -15,10 +15,10 @@
 #include <utility>
 #include <vector>
 
-#include "frontend/creation.h"
-#include "frontend/ops.h"
-#include "frontend/training/sample_weights.h"
-#include "runtime/log.h"
+#include "kiln/frontend/creation.h"
+#include "kiln/frontend/ops.h"
+#include "kiln/frontend/training/sample_weights.h"
+#include "kiln/runtime/log.h"
 
 namespace kiln {
 namespace {

@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "frontend/tensor.h"
+#include "kiln/frontend/tensor.h"
 
 namespace kiln {
 

@@ -1,14 +1,14 @@
 // LearningRateScheduler and ReduceLROnPlateau (keras/src/callbacks/learning_rate_scheduler.py,
 // reduce_lr_on_plateau.py).
-#include "frontend/training/lr_callbacks.h"
+#include "kiln/frontend/training/lr_callbacks.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 #include <iostream>
 
-#include "frontend/models/model.h"
-#include "frontend/training/monitor.h"
+#include "kiln/frontend/models/model.h"
+#include "kiln/frontend/training/monitor.h"
 
 namespace kiln {
 

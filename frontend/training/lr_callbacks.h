@@ -6,8 +6,8 @@
 
 #include <functional>
 
-#include "frontend/training/callback.h"
-#include "frontend/training/callbacks.h"
+#include "kiln/frontend/training/callback.h"
+#include "kiln/frontend/training/callbacks.h"
 
 namespace kiln {
 

@@ -1,7 +1,7 @@
 // Keras' accuracy metrics and Mean (keras/src/metrics/accuracy_metrics.py, reduction_metrics.py):
 // each batch contributes per-element match values (1 or 0) to a running total and count, kept
 // in double; result() is total / count (0 before the first batch, like divide_no_nan).
-#include "frontend/training/metric.h"
+#include "kiln/frontend/training/metric.h"
 
 #include <fmt/format.h>
 
@@ -10,9 +10,9 @@
 #include <utility>
 #include <vector>
 
-#include "frontend/creation.h"
-#include "frontend/ops.h"
-#include "frontend/training/sample_weights.h"
+#include "kiln/frontend/creation.h"
+#include "kiln/frontend/ops.h"
+#include "kiln/frontend/training/sample_weights.h"
 
 namespace kiln {
 namespace {

@@ -4,8 +4,8 @@
 #include <memory>
 #include <string>
 
-#include "frontend/tensor.h"
-#include "frontend/training/loss.h"
+#include "kiln/frontend/tensor.h"
+#include "kiln/frontend/training/loss.h"
 
 namespace kiln {
 

@@ -1,11 +1,11 @@
 // The train, test and predict steps of ModelImpl, written once and run eagerly or traced.
-#include "frontend/training/model_steps.h"
+#include "kiln/frontend/training/model_steps.h"
 
 #include <fmt/format.h>
 
-#include "frontend/creation.h"
-#include "frontend/gradient_tape.h"
-#include "frontend/ops.h"
+#include "kiln/frontend/creation.h"
+#include "kiln/frontend/gradient_tape.h"
+#include "kiln/frontend/ops.h"
 
 namespace kiln {
 namespace {

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "frontend/function/function.h"
-#include "frontend/models/model.h"
-#include "frontend/training/output_objectives.h"
+#include "kiln/frontend/function/function.h"
+#include "kiln/frontend/models/model.h"
+#include "kiln/frontend/training/output_objectives.h"
 
 namespace kiln {
 

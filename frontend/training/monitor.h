@@ -6,9 +6,9 @@
 
 #include <string>
 
-#include "frontend/tensor.h"
-#include "frontend/training/callback.h"
-#include "frontend/training/callbacks.h"
+#include "kiln/frontend/tensor.h"
+#include "kiln/frontend/training/callback.h"
+#include "kiln/frontend/training/callbacks.h"
 
 namespace kiln::detail {
 

@@ -5,7 +5,7 @@
 // Updates use kiln ops on the variables' values, so they run in the variables' own dtype and
 // trace into kiln::function graphs. The step-dependent scalars (learning rate, Adam's alpha) are
 // float64 tensors computed from the iterations variable, then cast to the variable's dtype.
-#include "frontend/training/optimizer.h"
+#include "kiln/frontend/training/optimizer.h"
 
 #include <fmt/format.h>
 
@@ -14,9 +14,9 @@
 #include <cmath>
 #include <utility>
 
-#include "frontend/creation.h"
-#include "frontend/function/trace_context.h"
-#include "frontend/ops.h"
+#include "kiln/frontend/creation.h"
+#include "kiln/frontend/function/trace_context.h"
+#include "kiln/frontend/ops.h"
 
 namespace kiln {
 

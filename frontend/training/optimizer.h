@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "frontend/tensor.h"
-#include "frontend/training/gradient_clipping.h"
-#include "frontend/variable.h"
+#include "kiln/frontend/tensor.h"
+#include "kiln/frontend/training/gradient_clipping.h"
+#include "kiln/frontend/variable.h"
 
 namespace kiln {
 

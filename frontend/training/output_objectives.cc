@@ -1,12 +1,12 @@
-#include "frontend/training/output_objectives.h"
+#include "kiln/frontend/training/output_objectives.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
 
-#include "frontend/creation.h"
-#include "frontend/ops.h"
+#include "kiln/frontend/creation.h"
+#include "kiln/frontend/ops.h"
 
 namespace kiln::detail {
 

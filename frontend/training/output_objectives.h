@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "frontend/training/callback.h"
-#include "frontend/training/compile_options.h"
+#include "kiln/frontend/training/callback.h"
+#include "kiln/frontend/training/compile_options.h"
 
 namespace kiln::detail {
 

@@ -1,4 +1,4 @@
-#include "frontend/training/progbar.h"
+#include "kiln/frontend/training/progbar.h"
 
 #include <fmt/format.h>
 #include <unistd.h>

@@ -7,7 +7,7 @@
 #include <iosfwd>
 #include <string>
 
-#include "frontend/training/callback.h"
+#include "kiln/frontend/training/callback.h"
 
 namespace kiln {
 

@@ -1,12 +1,12 @@
-#include "frontend/training/sample_weights.h"
+#include "kiln/frontend/training/sample_weights.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 #include <vector>
 
-#include "frontend/creation.h"
-#include "frontend/ops.h"
+#include "kiln/frontend/creation.h"
+#include "kiln/frontend/ops.h"
 
 namespace kiln::detail {
 

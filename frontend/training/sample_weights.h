@@ -6,7 +6,7 @@
 #include <map>
 #include <string>
 
-#include "frontend/tensor.h"
+#include "kiln/frontend/tensor.h"
 
 namespace kiln::detail {
 

@@ -41,9 +41,9 @@
 #include <limits>
 #include <vector>
 
-#include "runtime/gemm.h"
-#include "runtime/kernels/register.h"
-#include "runtime/threading.h"
+#include "kiln/runtime/gemm.h"
+#include "kiln/runtime/kernels/register.h"
+#include "kiln/runtime/threading.h"
 
 namespace kiln::runtime {
 namespace {

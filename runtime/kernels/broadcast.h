@@ -6,7 +6,7 @@
 #include <array>
 #include <cstdint>
 
-#include "ir/shape.h"
+#include "kiln/ir/shape.h"
 
 namespace kiln::runtime {
 

@@ -12,11 +12,11 @@
 #include <cstring>
 #include <vector>
 
-#include "ir/shape_rules.h"
-#include "runtime/gemm.h"
-#include "runtime/kernels/register.h"
-#include "runtime/scratch.h"
-#include "runtime/threading.h"
+#include "kiln/ir/shape_rules.h"
+#include "kiln/runtime/gemm.h"
+#include "kiln/runtime/kernels/register.h"
+#include "kiln/runtime/scratch.h"
+#include "kiln/runtime/threading.h"
 
 namespace kiln::runtime {
 namespace {

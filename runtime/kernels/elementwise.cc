@@ -6,9 +6,9 @@
 #include <cmath>
 #include <unsupported/Eigen/SpecialFunctions>
 
-#include "runtime/kernels/broadcast.h"
-#include "runtime/kernels/register.h"
-#include "runtime/threading.h"
+#include "kiln/runtime/kernels/broadcast.h"
+#include "kiln/runtime/kernels/register.h"
+#include "kiln/runtime/threading.h"
 
 namespace kiln::runtime {
 namespace {

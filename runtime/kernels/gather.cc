@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/kernels/register.h"
-#include "runtime/kernels/strided_copy.h"
-#include "runtime/threading.h"
+#include "kiln/runtime/kernels/register.h"
+#include "kiln/runtime/kernels/strided_copy.h"
+#include "kiln/runtime/threading.h"
 
 namespace kiln::runtime {
 namespace {

@@ -7,11 +7,11 @@
 #include <array>
 #include <cstring>
 
-#include "ir/shape_rules.h"
-#include "runtime/kernels/broadcast.h"
-#include "runtime/kernels/register.h"
-#include "runtime/kernels/strided_copy.h"
-#include "runtime/threading.h"
+#include "kiln/ir/shape_rules.h"
+#include "kiln/runtime/kernels/broadcast.h"
+#include "kiln/runtime/kernels/register.h"
+#include "kiln/runtime/kernels/strided_copy.h"
+#include "kiln/runtime/threading.h"
 
 namespace kiln::runtime {
 namespace {

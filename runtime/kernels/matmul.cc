@@ -5,10 +5,10 @@
 
 #include <array>
 
-#include "ir/shape_rules.h"
-#include "runtime/gemm.h"
-#include "runtime/kernels/register.h"
-#include "runtime/threading.h"
+#include "kiln/ir/shape_rules.h"
+#include "kiln/runtime/gemm.h"
+#include "kiln/runtime/kernels/register.h"
+#include "kiln/runtime/threading.h"
 
 namespace kiln::runtime {
 namespace {

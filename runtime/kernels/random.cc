@@ -22,9 +22,9 @@
 #include <limits>
 #include <numbers>
 
-#include "runtime/kernels/register.h"
-#include "runtime/philox.h"
-#include "runtime/threading.h"
+#include "kiln/runtime/kernels/register.h"
+#include "kiln/runtime/philox.h"
+#include "kiln/runtime/threading.h"
 
 namespace kiln::runtime {
 namespace {

@@ -17,10 +17,10 @@
 #include <cstring>
 #include <vector>
 
-#include "ir/shape_rules.h"
-#include "runtime/kernels/reduce_util.h"
-#include "runtime/kernels/register.h"
-#include "runtime/threading.h"
+#include "kiln/ir/shape_rules.h"
+#include "kiln/runtime/kernels/reduce_util.h"
+#include "kiln/runtime/kernels/register.h"
+#include "kiln/runtime/threading.h"
 
 namespace kiln::runtime {
 namespace {

@@ -13,7 +13,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "ir/shape.h"
+#include "kiln/ir/shape.h"
 
 namespace kiln::runtime::reduce_util {
 

@@ -3,7 +3,7 @@
 
 #include <array>
 
-#include "runtime/kernels.h"
+#include "kiln/runtime/kernels.h"
 
 namespace kiln::runtime {
 

@@ -1,6 +1,6 @@
 #include <fmt/format.h>
 
-#include "runtime/kernels/register.h"
+#include "kiln/runtime/kernels/register.h"
 
 namespace kiln::runtime {
 namespace {

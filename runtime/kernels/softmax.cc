@@ -8,9 +8,9 @@
 
 #include <vector>
 
-#include "runtime/kernels/reduce_util.h"
-#include "runtime/kernels/register.h"
-#include "runtime/threading.h"
+#include "kiln/runtime/kernels/reduce_util.h"
+#include "kiln/runtime/kernels/register.h"
+#include "kiln/runtime/threading.h"
 
 namespace kiln::runtime {
 namespace {

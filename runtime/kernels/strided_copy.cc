@@ -6,15 +6,15 @@
 //    stay in cache, in parallel over (outer index, tile row);
 //  - otherwise the innermost dimension is copied as lines (memcpy, fill or strided loop), in
 //    parallel over lines, and over pieces of one line when there are few long lines.
-#include "runtime/kernels/strided_copy.h"
+#include "kiln/runtime/kernels/strided_copy.h"
 
 #include <algorithm>
 #include <array>
 #include <cstring>
 
-#include "ir/error.h"
-#include "ir/shape.h"
-#include "runtime/threading.h"
+#include "kiln/ir/error.h"
+#include "kiln/ir/shape.h"
+#include "kiln/runtime/threading.h"
 
 namespace kiln::runtime {
 namespace {

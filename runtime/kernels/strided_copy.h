@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <span>
 
-#include "ir/dtype.h"
+#include "kiln/ir/dtype.h"
 
 namespace kiln::runtime {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "frontend/dispatch.h"
+#include "kiln/frontend/dispatch.h"
 #include "kiln/kiln.h"
 #include "tests/autodiff/gradcheck.h"
 

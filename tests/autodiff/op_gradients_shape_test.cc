@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "frontend/gradients.h"
-#include "ir/op_table.h"
+#include "kiln/frontend/gradients.h"
+#include "kiln/ir/op_table.h"
 #include "kiln/kiln.h"
 #include "tests/autodiff/gradcheck.h"
 

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "codegen/kernel_plan.h"
-#include "codegen/lower_kernel.h"
+#include "kiln/codegen/kernel_plan.h"
+#include "kiln/codegen/lower_kernel.h"
 #include "tests/codegen/codegen_test_util.h"
 
 namespace kiln {

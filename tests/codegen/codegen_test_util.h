@@ -13,13 +13,13 @@
 #include <string>
 #include <vector>
 
-#include "codegen/compile_graph.h"
-#include "codegen/object_cache.h"
-#include "ir/graph.h"
-#include "ir/parser.h"
-#include "passes/pipeline.h"
-#include "runtime/array.h"
-#include "runtime/reference_executor.h"
+#include "kiln/codegen/compile_graph.h"
+#include "kiln/codegen/object_cache.h"
+#include "kiln/ir/graph.h"
+#include "kiln/ir/parser.h"
+#include "kiln/passes/pipeline.h"
+#include "kiln/runtime/array.h"
+#include "kiln/runtime/reference_executor.h"
 
 namespace kiln::testing {
 

@@ -8,8 +8,8 @@
 #include <random>
 #include <string>
 
-#include "ir/parser.h"
-#include "ir/printer.h"
+#include "kiln/ir/parser.h"
+#include "kiln/ir/printer.h"
 #include "tests/codegen/codegen_test_util.h"
 #include "tests/codegen/random_fused_graph.h"
 #include "tests/support/error_bound.h"

@@ -4,7 +4,7 @@
 // variable keeps its buffer, and an undonated one is never written.
 #include <gtest/gtest.h>
 
-#include "codegen/lower_kernel.h"
+#include "kiln/codegen/lower_kernel.h"
 #include "tests/codegen/codegen_test_util.h"
 #include "tests/support/error_bound.h"
 

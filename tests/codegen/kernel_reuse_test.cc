@@ -5,7 +5,7 @@
 
 #include <set>
 
-#include "codegen/compile_graph.h"
+#include "kiln/codegen/compile_graph.h"
 #include "tests/codegen/codegen_test_util.h"
 #include "tests/support/error_bound.h"
 

@@ -1,6 +1,6 @@
 // The kernel object cache (codegen/object_cache.h): keys, the on-disk format, corruption
 // handling, concurrent writers and the disabled / unwritable cache.
-#include "codegen/object_cache.h"
+#include "kiln/codegen/object_cache.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -18,8 +18,8 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/knobs.h"
-#include "runtime/log.h"
+#include "kiln/runtime/knobs.h"
+#include "kiln/runtime/log.h"
 
 namespace kiln::codegen {
 namespace {

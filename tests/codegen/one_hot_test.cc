@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "codegen/jit.h"
-#include "codegen/lower_kernel.h"
+#include "kiln/codegen/jit.h"
+#include "kiln/codegen/lower_kernel.h"
 #include "tests/codegen/codegen_test_util.h"
 
 namespace kiln {

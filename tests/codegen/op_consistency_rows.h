@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "ir/attrs.h"
-#include "ir/op_table.h"
-#include "runtime/array.h"
+#include "kiln/ir/attrs.h"
+#include "kiln/ir/op_table.h"
+#include "kiln/runtime/array.h"
 
 namespace kiln {
 namespace {

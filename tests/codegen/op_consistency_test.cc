@@ -29,11 +29,11 @@
 #include <string>
 #include <vector>
 
-#include "codegen/lower_kernel.h"
-#include "codegen/object_cache.h"
-#include "ir/printer.h"
-#include "ir/verifier.h"
-#include "passes/pipeline.h"
+#include "kiln/codegen/lower_kernel.h"
+#include "kiln/codegen/object_cache.h"
+#include "kiln/ir/printer.h"
+#include "kiln/ir/verifier.h"
+#include "kiln/passes/pipeline.h"
 #include "tests/codegen/codegen_test_util.h"
 #include "tests/support/error_bound.h"
 

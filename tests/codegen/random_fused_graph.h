@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "ir/graph.h"
-#include "runtime/array.h"
+#include "kiln/ir/graph.h"
+#include "kiln/runtime/array.h"
 
 namespace kiln::testing {
 

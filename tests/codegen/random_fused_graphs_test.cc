@@ -14,9 +14,9 @@
 #include <filesystem>
 #include <string>
 
-#include "codegen/object_cache.h"
-#include "ir/printer.h"
-#include "passes/pipeline.h"
+#include "kiln/codegen/object_cache.h"
+#include "kiln/ir/printer.h"
+#include "kiln/passes/pipeline.h"
 #include "tests/codegen/codegen_test_util.h"
 #include "tests/codegen/random_fused_graph.h"
 #include "tests/passes/random_graph.h"

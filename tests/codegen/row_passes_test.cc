@@ -9,12 +9,12 @@
 #include <random>
 #include <string>
 
-#include "codegen/decompose.h"
-#include "codegen/jit.h"
-#include "codegen/kernel_plan.h"
-#include "codegen/lower_kernel.h"
-#include "codegen/row_passes.h"
-#include "codegen/target.h"
+#include "kiln/codegen/decompose.h"
+#include "kiln/codegen/jit.h"
+#include "kiln/codegen/kernel_plan.h"
+#include "kiln/codegen/lower_kernel.h"
+#include "kiln/codegen/row_passes.h"
+#include "kiln/codegen/target.h"
 #include "tests/codegen/codegen_test_util.h"
 #include "tests/support/error_bound.h"
 

@@ -2,7 +2,7 @@
 // only (checked in the kernels' assembly), give results within a derived error bound of a
 // float64 computation, key the caches apart, and names the host cannot run or LLVM does not
 // know are errors that say why.
-#include "codegen/target.h"
+#include "kiln/codegen/target.h"
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
@@ -22,11 +22,11 @@
 #include <thread>
 #include <vector>
 
-#include "codegen/compile_graph.h"
-#include "codegen/compiler.h"
-#include "codegen/host_target.h"
-#include "codegen/object_cache.h"
-#include "ir/error.h"
+#include "kiln/codegen/compile_graph.h"
+#include "kiln/codegen/compiler.h"
+#include "kiln/codegen/host_target.h"
+#include "kiln/codegen/object_cache.h"
+#include "kiln/ir/error.h"
 #include "tests/codegen/codegen_test_util.h"
 
 namespace kiln::codegen {

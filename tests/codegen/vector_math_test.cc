@@ -6,7 +6,7 @@
 // Error metric: |y - ref| / max(ulp(ref), floor), ulp(ref) being the spacing of floats at
 // |ref| (2^-149 in the denormal range). floor = 2^-149 is the plain ulp error; the gelu
 // functions use an absolute floor (see kBounds). The bounds are those in docs/codegen.md.
-#include "codegen/vector_math.h"
+#include "kiln/codegen/vector_math.h"
 
 #include <gtest/gtest.h>
 #include <llvm/IR/BasicBlock.h>
@@ -23,9 +23,9 @@
 #include <string>
 #include <vector>
 
-#include "codegen/jit.h"
-#include "codegen/target.h"
-#include "codegen/target_machine.h"
+#include "kiln/codegen/jit.h"
+#include "kiln/codegen/target.h"
+#include "kiln/codegen/target_machine.h"
 
 namespace kiln::codegen {
 namespace {

@@ -18,7 +18,7 @@
 #include <string>
 #include <thread>
 
-#include "frontend/io/safetensors.h"
+#include "kiln/frontend/io/safetensors.h"
 #include "tests/crash/child_process.h"
 
 namespace kiln {

@@ -31,12 +31,12 @@
 #include <string>
 #include <vector>
 
-#include "codegen/compile_graph.h"
-#include "codegen/object_cache.h"
-#include "frontend/io/safetensors.h"
-#include "ir/parser.h"
+#include "kiln/codegen/compile_graph.h"
+#include "kiln/codegen/object_cache.h"
+#include "kiln/frontend/io/safetensors.h"
+#include "kiln/ir/parser.h"
 #include "kiln/kiln.h"
-#include "passes/pipeline.h"
+#include "kiln/passes/pipeline.h"
 
 namespace {
 

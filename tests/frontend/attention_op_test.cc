@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "frontend/dispatch.h"
+#include "kiln/frontend/dispatch.h"
 #include "kiln/kiln.h"
-#include "runtime/kernels.h"
+#include "kiln/runtime/kernels.h"
 #include "tests/autodiff/gradcheck.h"
 #include "tests/support/error_of.h"
 #include "tests/support/rounding_model.h"

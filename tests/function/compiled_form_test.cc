@@ -11,9 +11,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "ir/parser.h"
-#include "ir/printer.h"
-#include "ir/verifier.h"
+#include "kiln/ir/parser.h"
+#include "kiln/ir/printer.h"
+#include "kiln/ir/verifier.h"
 #include "kiln/kiln.h"
 #include "tests/support/error_of.h"
 

@@ -5,11 +5,11 @@
 
 #include <regex>
 
-#include "ir/parser.h"
-#include "ir/printer.h"
-#include "ir/verifier.h"
+#include "kiln/ir/parser.h"
+#include "kiln/ir/printer.h"
+#include "kiln/ir/verifier.h"
 #include "kiln/kiln.h"
-#include "runtime/reference_executor.h"
+#include "kiln/runtime/reference_executor.h"
 #include "tests/function/function_test_util.h"
 
 namespace kiln {

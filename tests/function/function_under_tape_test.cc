@@ -8,7 +8,7 @@
 #include <cmath>
 #include <limits>
 
-#include "frontend/function/function_gradient.h"
+#include "kiln/frontend/function/function_gradient.h"
 #include "kiln/kiln.h"
 #include "tests/support/expect_error.h"
 

@@ -5,11 +5,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "codegen/compile_graph.h"
-#include "ir/parser.h"
-#include "ir/verifier.h"
+#include "kiln/codegen/compile_graph.h"
+#include "kiln/ir/parser.h"
+#include "kiln/ir/verifier.h"
 #include "kiln/kiln.h"
-#include "runtime/reference_executor.h"
+#include "kiln/runtime/reference_executor.h"
 #include "tests/autodiff/gradcheck.h"
 #include "tests/function/loop_gradient_check.h"
 #include "tests/support/error_of.h"

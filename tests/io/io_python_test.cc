@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "frontend/io/npy.h"
-#include "frontend/io/safetensors.h"
+#include "kiln/frontend/io/npy.h"
+#include "kiln/frontend/io/safetensors.h"
 #include "kiln/kiln.h"
 
 namespace kiln {

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "frontend/io/safetensors.h"
+#include "kiln/frontend/io/safetensors.h"
 #include "kiln/kiln.h"
 #include "tests/support/error_of.h"
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "ir/dot.h"
-#include "ir/graph.h"
+#include "kiln/ir/dot.h"
+#include "kiln/ir/graph.h"
 
 namespace kiln::ir {
 namespace {

@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "ir/dot.h"
-#include "ir/graph.h"
-#include "ir/parser.h"
-#include "ir/printer.h"
-#include "ir/verifier.h"
-#include "runtime/reference_executor.h"
+#include "kiln/ir/dot.h"
+#include "kiln/ir/graph.h"
+#include "kiln/ir/parser.h"
+#include "kiln/ir/printer.h"
+#include "kiln/ir/verifier.h"
+#include "kiln/runtime/reference_executor.h"
 #include "tests/support/error_of.h"
 
 namespace kiln::ir {

@@ -5,10 +5,10 @@
 
 #include <string>
 
-#include "ir/graph.h"
-#include "ir/parser.h"
-#include "ir/printer.h"
-#include "ir/verifier.h"
+#include "kiln/ir/graph.h"
+#include "kiln/ir/parser.h"
+#include "kiln/ir/printer.h"
+#include "kiln/ir/verifier.h"
 
 namespace kiln::ir {
 namespace {

@@ -6,8 +6,8 @@
 #include <set>
 #include <string>
 
-#include "ir/op_table.h"
-#include "runtime/kernels.h"
+#include "kiln/ir/op_table.h"
+#include "kiln/runtime/kernels.h"
 #include "tests/support/error_of.h"
 
 namespace kiln {

@@ -8,9 +8,9 @@
 #include <string>
 #include <string_view>
 
-#include "ir/parser.h"
-#include "ir/printer.h"
-#include "ir/verifier.h"
+#include "kiln/ir/parser.h"
+#include "kiln/ir/printer.h"
+#include "kiln/ir/verifier.h"
 #include "tests/support/error_of.h"
 
 namespace kiln::ir {

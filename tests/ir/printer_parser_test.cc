@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "ir/graph.h"
-#include "ir/parser.h"
-#include "ir/printer.h"
-#include "ir/value_numbering.h"
+#include "kiln/ir/graph.h"
+#include "kiln/ir/parser.h"
+#include "kiln/ir/printer.h"
+#include "kiln/ir/value_numbering.h"
 #include "tests/support/error_of.h"
 
 namespace kiln::ir {

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "ir/graph.h"
-#include "ir/verifier.h"
+#include "kiln/ir/graph.h"
+#include "kiln/ir/verifier.h"
 #include "tests/support/error_of.h"
 
 namespace kiln::ir {

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "frontend/layers/layer.h"
-#include "frontend/ops.h"
+#include "kiln/frontend/layers/layer.h"
+#include "kiln/frontend/ops.h"
 #include "tests/frontend/op_test_util.h"
 
 namespace kiln::test {

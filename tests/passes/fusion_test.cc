@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "ir/parser.h"
-#include "ir/printer.h"
-#include "ir/verifier.h"
-#include "passes/memory_plan.h"
-#include "passes/passes.h"
-#include "passes/pipeline.h"
-#include "runtime/reference_executor.h"
+#include "kiln/ir/parser.h"
+#include "kiln/ir/printer.h"
+#include "kiln/ir/verifier.h"
+#include "kiln/passes/memory_plan.h"
+#include "kiln/passes/passes.h"
+#include "kiln/passes/pipeline.h"
+#include "kiln/runtime/reference_executor.h"
 
 namespace kiln::passes {
 namespace {

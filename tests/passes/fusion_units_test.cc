@@ -9,8 +9,8 @@
 #include <set>
 #include <vector>
 
-#include "ir/graph.h"
-#include "passes/fusion_units.h"
+#include "kiln/ir/graph.h"
+#include "kiln/passes/fusion_units.h"
 
 namespace kiln::passes {
 namespace {

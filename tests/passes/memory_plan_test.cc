@@ -1,7 +1,7 @@
 // Memory planning: in-place reuse on elementwise chains, values alive together, what stays
 // outside the arena, the unknown-shape error, a brute-force overlap check on random graphs and
 // the arena against its lower bound on an MLP training step.
-#include "passes/memory_plan.h"
+#include "kiln/passes/memory_plan.h"
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "ir/parser.h"
-#include "ir/value_numbering.h"
-#include "ir/verifier.h"
-#include "passes/pipeline.h"
+#include "kiln/ir/parser.h"
+#include "kiln/ir/value_numbering.h"
+#include "kiln/ir/verifier.h"
+#include "kiln/passes/pipeline.h"
 #include "tests/passes/random_graph.h"
 #include "tests/support/error_of.h"
 

@@ -1,7 +1,7 @@
 // PassPipeline: fixed points and their cap, disabled passes, verification naming the pass,
 // IR dump numbering, timings, and the registry. (Pass rewrites are tested as lit + FileCheck
 // files next to this one.)
-#include "passes/pipeline.h"
+#include "kiln/passes/pipeline.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "ir/parser.h"
-#include "ir/printer.h"
-#include "ir/verifier.h"
-#include "passes/passes.h"
+#include "kiln/ir/parser.h"
+#include "kiln/ir/printer.h"
+#include "kiln/ir/verifier.h"
+#include "kiln/passes/passes.h"
 #include "tests/support/error_of.h"
 
 namespace kiln::passes {

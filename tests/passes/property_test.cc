@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "ir/printer.h"
-#include "ir/verifier.h"
-#include "passes/pipeline.h"
-#include "runtime/reference_executor.h"
+#include "kiln/ir/printer.h"
+#include "kiln/ir/verifier.h"
+#include "kiln/passes/pipeline.h"
+#include "kiln/runtime/reference_executor.h"
 #include "tests/passes/random_graph.h"
 
 namespace kiln::passes {

@@ -23,8 +23,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "ir/graph.h"
-#include "runtime/array.h"
+#include "kiln/ir/graph.h"
+#include "kiln/runtime/array.h"
 
 namespace kiln::test {
 

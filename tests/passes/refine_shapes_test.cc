@@ -3,12 +3,12 @@
 // and the results stay bitwise equal.
 #include <gtest/gtest.h>
 
-#include "ir/graph.h"
-#include "ir/printer.h"
-#include "ir/verifier.h"
-#include "passes/passes.h"
-#include "passes/pipeline.h"
-#include "runtime/reference_executor.h"
+#include "kiln/ir/graph.h"
+#include "kiln/ir/printer.h"
+#include "kiln/ir/verifier.h"
+#include "kiln/passes/passes.h"
+#include "kiln/passes/pipeline.h"
+#include "kiln/runtime/reference_executor.h"
 #include "tests/support/error_of.h"
 
 namespace kiln::passes {

@@ -6,10 +6,10 @@
 #include <cmath>
 #include <random>
 
-#include "ir/graph.h"
-#include "ir/verifier.h"
-#include "passes/passes.h"
-#include "runtime/reference_executor.h"
+#include "kiln/ir/graph.h"
+#include "kiln/ir/verifier.h"
+#include "kiln/passes/passes.h"
+#include "kiln/runtime/reference_executor.h"
 
 namespace kiln::passes {
 namespace {

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "ir/error.h"
-#include "runtime/gemm.h"
-#include "runtime/kernels.h"
-#include "runtime/threading.h"
+#include "kiln/ir/error.h"
+#include "kiln/runtime/gemm.h"
+#include "kiln/runtime/kernels.h"
+#include "kiln/runtime/threading.h"
 #include "tests/runtime/contraction_test_util.h"
 
 namespace kiln::runtime {

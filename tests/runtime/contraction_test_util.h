@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/kernels.h"
+#include "kiln/runtime/kernels.h"
 
 namespace kiln::runtime::contraction_test {
 

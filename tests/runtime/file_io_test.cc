@@ -1,7 +1,7 @@
 // runtime::write_file_atomically: contents replaced whole, errors named, and the stale
 // temporaries of killed writers removed (only those). The kill tests (tests/crash/) check the
 // atomicity against SIGKILL.
-#include "runtime/file_io.h"
+#include "kiln/runtime/file_io.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -15,7 +15,7 @@
 #include <set>
 #include <string>
 
-#include "ir/error.h"
+#include "kiln/ir/error.h"
 
 namespace kiln::runtime {
 namespace {

@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "ir/error.h"
-#include "runtime/gemm.h"
-#include "runtime/gemm_engine.h"
-#include "runtime/threading.h"
+#include "kiln/ir/error.h"
+#include "kiln/runtime/gemm.h"
+#include "kiln/runtime/gemm_engine.h"
+#include "kiln/runtime/threading.h"
 
 namespace kiln::runtime {
 namespace {

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/kernels.h"
-#include "runtime/threading.h"
+#include "kiln/runtime/kernels.h"
+#include "kiln/runtime/threading.h"
 #include "tests/runtime/layout_test_util.h"
 
 namespace kiln::runtime {

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/kernels.h"
-#include "runtime/kernels/strided_copy.h"
-#include "runtime/threading.h"
+#include "kiln/runtime/kernels.h"
+#include "kiln/runtime/kernels/strided_copy.h"
+#include "kiln/runtime/threading.h"
 #include "tests/runtime/layout_test_util.h"
 
 namespace kiln::runtime {

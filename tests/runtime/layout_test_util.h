@@ -9,8 +9,8 @@
 #include <random>
 #include <vector>
 
-#include "runtime/kernels.h"
-#include "runtime/threading.h"
+#include "kiln/runtime/kernels.h"
+#include "kiln/runtime/threading.h"
 
 namespace kiln::runtime::layout_test {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "ir/error.h"
-#include "runtime/kernels.h"
+#include "kiln/ir/error.h"
+#include "kiln/runtime/kernels.h"
 #include "tests/runtime/contraction_test_util.h"
 
 namespace kiln::runtime {

@@ -2,7 +2,7 @@
 // numbers; the summary table's numbers against hand-computed synthetic events; the Chrome trace
 // parsed with nlohmann::json (escaping, units, metadata); write_chrome_trace; and KILN_PROFILE
 // end to end by running this binary again as a child process with the knob set.
-#include "runtime/profiler.h"
+#include "kiln/runtime/profiler.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -19,8 +19,8 @@
 #include <thread>
 #include <vector>
 
-#include "ir/error.h"
-#include "runtime/knobs.h"
+#include "kiln/ir/error.h"
+#include "kiln/runtime/knobs.h"
 
 namespace kiln::runtime {
 namespace {

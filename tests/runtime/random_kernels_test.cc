@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/kernels.h"
-#include "runtime/philox.h"
-#include "runtime/threading.h"
+#include "kiln/runtime/kernels.h"
+#include "kiln/runtime/philox.h"
+#include "kiln/runtime/threading.h"
 
 namespace kiln::runtime {
 namespace {

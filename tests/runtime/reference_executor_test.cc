@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "ir/graph.h"
-#include "ir/verifier.h"
-#include "runtime/kernels.h"
-#include "runtime/reference_executor.h"
+#include "kiln/ir/graph.h"
+#include "kiln/ir/verifier.h"
+#include "kiln/runtime/kernels.h"
+#include "kiln/runtime/reference_executor.h"
 #include "tests/support/error_of.h"
 
 namespace kiln::runtime {

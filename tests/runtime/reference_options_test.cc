@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "ir/parser.h"
-#include "runtime/reference_executor.h"
+#include "kiln/ir/parser.h"
+#include "kiln/runtime/reference_executor.h"
 
 namespace kiln::runtime {
 namespace {

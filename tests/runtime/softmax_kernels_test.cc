@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "ir/op_table.h"
-#include "runtime/kernels.h"
-#include "runtime/threading.h"
+#include "kiln/ir/op_table.h"
+#include "kiln/runtime/kernels.h"
+#include "kiln/runtime/threading.h"
 
 namespace kiln::runtime {
 namespace {

@@ -14,9 +14,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "ir/op_table.h"
-#include "runtime/array.h"
-#include "runtime/kernels.h"
+#include "kiln/ir/op_table.h"
+#include "kiln/runtime/array.h"
+#include "kiln/runtime/kernels.h"
 
 namespace kiln::testing {
 

@@ -27,9 +27,9 @@
 #include <string>
 #include <vector>
 
-#include "ir/graph.h"
-#include "runtime/array.h"
-#include "runtime/reference_executor.h"
+#include "kiln/ir/graph.h"
+#include "kiln/runtime/array.h"
+#include "kiln/runtime/reference_executor.h"
 #include "tests/support/rounding_model.h"
 
 namespace kiln::testing {

@@ -4,7 +4,7 @@
 #include <functional>
 #include <string>
 
-#include "ir/error.h"
+#include "kiln/ir/error.h"
 
 namespace kiln::test {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "ir/error.h"
+#include "kiln/ir/error.h"
 
 namespace kiln::test {
 

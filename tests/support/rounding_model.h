@@ -29,9 +29,9 @@
 #include <span>
 #include <vector>
 
-#include "ir/op_table.h"
-#include "runtime/array.h"
-#include "runtime/kernels.h"
+#include "kiln/ir/op_table.h"
+#include "kiln/runtime/array.h"
+#include "kiln/runtime/kernels.h"
 #include "tests/support/attention_decomposed.h"
 
 namespace kiln::testing {

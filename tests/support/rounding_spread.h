@@ -14,7 +14,7 @@
 #include <optional>
 #include <span>
 
-#include "runtime/reference_executor.h"
+#include "kiln/runtime/reference_executor.h"
 #include "tests/support/rounding_model.h"
 
 namespace kiln::testing {

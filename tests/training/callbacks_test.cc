@@ -8,7 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "frontend/io/file_util.h"
+#include "kiln/frontend/io/file_util.h"
 #include "kiln/kiln.h"
 
 namespace kiln {

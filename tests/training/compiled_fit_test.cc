@@ -14,7 +14,7 @@
 #include <optional>
 
 #include "kiln/kiln.h"
-#include "runtime/reference_executor.h"
+#include "kiln/runtime/reference_executor.h"
 #include "tests/support/rounding_spread.h"
 
 namespace kiln {

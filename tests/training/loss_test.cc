@@ -1,7 +1,7 @@
 // Losses against hand-computed values (the arithmetic is in the comments), stability at
 // extreme logits, probability clipping, shape/dtype errors, and gradients against central
 // finite differences in float64.
-#include "frontend/training/loss.h"
+#include "kiln/frontend/training/loss.h"
 
 #include <gtest/gtest.h>
 
@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "frontend/creation.h"
-#include "frontend/gradient_tape.h"
-#include "frontend/ops.h"
+#include "kiln/frontend/creation.h"
+#include "kiln/frontend/gradient_tape.h"
+#include "kiln/frontend/ops.h"
 #include "tests/autodiff/gradcheck.h"
 #include "tests/support/expect_error.h"
 

@@ -1,15 +1,15 @@
 // Metrics on small hand-made batches: accumulation over batches, reset, label shapes, the
 // by-name constructor, Keras' shape-based and loss-based choice of "accuracy", and errors.
-#include "frontend/training/metric.h"
+#include "kiln/frontend/training/metric.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "frontend/creation.h"
-#include "frontend/ops.h"
-#include "frontend/training/loss.h"
+#include "kiln/frontend/creation.h"
+#include "kiln/frontend/ops.h"
+#include "kiln/frontend/training/loss.h"
 #include "tests/support/expect_error.h"
 
 namespace kiln {

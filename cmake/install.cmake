@@ -1,0 +1,99 @@
+# `cmake --install build --prefix P`: kiln's libraries, its public headers (include/kiln/...),
+# the generated kiln/version.h, the CMake package (kilnConfig.cmake, kilnConfigVersion.cmake,
+# kilnTargets.cmake: target kiln::kiln), kiln.pc, the `kiln` and `kiln-opt` programs and the
+# data files (share/kiln/data, found at run time relative to the installed library or program:
+# frontend/data/data_dir.h). Consumers get kiln's include directory and libraries, none of its
+# build flags.
+
+# The public headers: everything kiln/kiln.h includes, transitively (each as
+# "kiln/<module>/<file>.h").
+set(KILN_PUBLIC_HEADERS)
+set(_kiln_queue "kiln/kiln.h")
+while(_kiln_queue)
+  list(POP_FRONT _kiln_queue _header)
+  if(_header IN_LIST KILN_PUBLIC_HEADERS)
+    continue()
+  endif()
+  list(APPEND KILN_PUBLIC_HEADERS ${_header})
+  if(_header STREQUAL "kiln/version.h")
+    continue()
+  endif()
+  if(_header STREQUAL "kiln/kiln.h")
+    set(_file ${PROJECT_SOURCE_DIR}/kiln/kiln.h)
+  else()
+    string(REGEX REPLACE "^kiln/" "" _relative ${_header})
+    set(_file ${PROJECT_SOURCE_DIR}/${_relative})
+  endif()
+  if(NOT EXISTS ${_file})
+    message(FATAL_ERROR "kiln: public header ${_header} (${_file}) does not exist")
+  endif()
+  file(STRINGS ${_file} _lines REGEX "^#include \"kiln/")
+  foreach(_line IN LISTS _lines)
+    string(REGEX REPLACE "^#include \"([^\"]+)\".*" "\\1" _included "${_line}")
+    list(APPEND _kiln_queue ${_included})
+  endforeach()
+endwhile()
+foreach(_header IN LISTS KILN_PUBLIC_HEADERS)
+  get_filename_component(_dir ${_header} DIRECTORY)
+  if(_header STREQUAL "kiln/version.h")
+    set(_file ${KILN_BUILD_INCLUDE_DIR}/kiln/version.h)
+  elseif(_header STREQUAL "kiln/kiln.h")
+    set(_file ${PROJECT_SOURCE_DIR}/kiln/kiln.h)
+  else()
+    string(REGEX REPLACE "^kiln/" "" _relative ${_header})
+    set(_file ${PROJECT_SOURCE_DIR}/${_relative})
+  endif()
+  install(FILES ${_file} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/${_dir} COMPONENT kiln_dev)
+endforeach()
+
+set(KILN_LIBRARIES kiln_frontend kiln_codegen kiln_passes kiln_runtime kiln_ir)
+install(TARGETS kiln kiln_headers ${KILN_LIBRARIES}
+        EXPORT kilnTargets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(EXPORT kilnTargets NAMESPACE kiln:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kiln)
+
+if(BUILD_SHARED_LIBS)
+  set(KILN_STATIC_LIBRARIES OFF)
+else()
+  set(KILN_STATIC_LIBRARIES ON)
+endif()
+configure_package_config_file(cmake/kilnConfig.cmake.in
+                              ${PROJECT_BINARY_DIR}/kilnConfig.cmake
+                              INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kiln)
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/kilnConfigVersion.cmake
+                                 COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/kilnConfig.cmake ${PROJECT_BINARY_DIR}/kilnConfigVersion.cmake
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kiln)
+
+# pkg-config: a static kiln needs its private dependencies on the consumer's link line
+# (LLVM has no .pc file: its library by path).
+set(KILN_PC_LIBS "")
+foreach(_lib IN LISTS KILN_LIBRARIES)
+  string(APPEND KILN_PC_LIBS " -l${_lib}")
+endforeach()
+if(KILN_STATIC_LIBRARIES)
+  set(KILN_PC_REQUIRES "fmt tbb zlib")
+  set(KILN_PC_REQUIRES_PRIVATE "")
+  set(KILN_PC_EXTRA_LIBS " $<TARGET_LINKER_FILE:LLVM> -pthread")
+  foreach(_lib IN LISTS CMAKE_DL_LIBS)
+    string(APPEND KILN_PC_EXTRA_LIBS " -l${_lib}")
+  endforeach()
+else()
+  set(KILN_PC_REQUIRES "fmt")
+  set(KILN_PC_REQUIRES_PRIVATE "tbb zlib")
+  set(KILN_PC_EXTRA_LIBS "")
+endif()
+configure_file(cmake/kiln.pc.in ${PROJECT_BINARY_DIR}/kiln.pc.in @ONLY)
+file(GENERATE OUTPUT ${PROJECT_BINARY_DIR}/kiln.pc INPUT ${PROJECT_BINARY_DIR}/kiln.pc.in)
+install(FILES ${PROJECT_BINARY_DIR}/kiln.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# The programs (with shared libraries, they find them through a relative RPATH).
+if(BUILD_SHARED_LIBS)
+  set_target_properties(kiln_cli kiln_opt PROPERTIES INSTALL_RPATH
+                        "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
+endif()
+install(TARGETS kiln_cli kiln_opt RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/data/digits.csv.gz
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/kiln/data)
