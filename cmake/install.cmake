@@ -47,6 +47,9 @@ foreach(_header IN LISTS KILN_PUBLIC_HEADERS)
 endforeach()
 
 set(KILN_LIBRARIES kiln_frontend kiln_codegen kiln_passes kiln_runtime kiln_ir)
+# No <target>_EXPORTS definition in shared builds (kiln's headers do not use one), so static
+# and shared builds compile identical objects and share the compiler cache.
+set_target_properties(${KILN_LIBRARIES} PROPERTIES DEFINE_SYMBOL "")
 install(TARGETS kiln kiln_headers ${KILN_LIBRARIES}
         EXPORT kilnTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
@@ -68,7 +71,7 @@ install(FILES ${PROJECT_BINARY_DIR}/kilnConfig.cmake ${PROJECT_BINARY_DIR}/kilnC
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kiln)
 
 # pkg-config: a static kiln needs its private dependencies on the consumer's link line
-# (LLVM has no .pc file: its library by path).
+# (LLVM has no .pc file: its library by path, as in kilnTargets.cmake).
 set(KILN_PC_LIBS "")
 foreach(_lib IN LISTS KILN_LIBRARIES)
   string(APPEND KILN_PC_LIBS " -l${_lib}")
@@ -76,7 +79,7 @@ endforeach()
 if(KILN_STATIC_LIBRARIES)
   set(KILN_PC_REQUIRES "fmt tbb zlib")
   set(KILN_PC_REQUIRES_PRIVATE "")
-  set(KILN_PC_EXTRA_LIBS " $<TARGET_LINKER_FILE:LLVM> -pthread")
+  set(KILN_PC_EXTRA_LIBS " ${KILN_LLVM_LIBRARY} -pthread")
   foreach(_lib IN LISTS CMAKE_DL_LIBS)
     string(APPEND KILN_PC_EXTRA_LIBS " -l${_lib}")
   endforeach()

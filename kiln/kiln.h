@@ -3,6 +3,7 @@
 
 #include "kiln/frontend/creation.h"
 #include "kiln/frontend/data/arrays.h"
+#include "kiln/frontend/data/data_dir.h"
 #include "kiln/frontend/data/dataset.h"
 #include "kiln/frontend/data/digits.h"
 #include "kiln/frontend/data/idx_stream.h"
