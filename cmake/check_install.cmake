@@ -4,6 +4,7 @@
 # program finds the installed data files, and the installed headers compile on their own.
 # Inputs: BUILD (kiln's build dir), SRC (kiln's source dir), WORK (a scratch directory),
 # CXX (the C++ compiler), LAUNCHER (a compiler launcher such as ccache, may be empty).
+# Works for static and shared (BUILD_SHARED_LIBS=ON) builds of kiln.
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK})
 set(PREFIX ${WORK}/prefix)
@@ -69,8 +70,14 @@ run("pkg-config --libs" ${PKG_CONFIG} --libs kiln)
 string(STRIP "${RUN_OUTPUT}" libs)
 separate_arguments(cflags UNIX_COMMAND "${cflags}")
 separate_arguments(libs UNIX_COMMAND "${libs}")
+# With shared libraries, the program finds them through an RPATH relative to it (it runs from
+# the prefix's bin/ below).
+set(rpath "")
+if(EXISTS ${PREFIX}/lib/libkiln_frontend.so)
+  set(rpath "-Wl,-rpath,$ORIGIN/../lib")
+endif()
 run("building the pkg-config consumer" ${LAUNCHER} ${CXX} -std=c++20 -O1 ${cflags}
-    ${SRC}/tests/package/consumer.cc -o ${WORK}/consumer-pc ${libs})
+    ${SRC}/tests/package/consumer.cc -o ${WORK}/consumer-pc ${libs} ${rpath})
 # Copied into the prefix's bin/, it finds the data files under the prefix's share/.
 file(COPY ${WORK}/consumer-pc DESTINATION ${PREFIX}/bin)
 run("running the pkg-config consumer" ${CMAKE_COMMAND} -E env --unset=KILN_DATA_DIR

@@ -92,8 +92,9 @@ configure_file(cmake/kiln.pc.in ${PROJECT_BINARY_DIR}/kiln.pc.in @ONLY)
 file(GENERATE OUTPUT ${PROJECT_BINARY_DIR}/kiln.pc INPUT ${PROJECT_BINARY_DIR}/kiln.pc.in)
 install(FILES ${PROJECT_BINARY_DIR}/kiln.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
-# The programs (with shared libraries, they find them through a relative RPATH).
+# Shared libraries find each other, and the programs find them, through relative RPATHs.
 if(BUILD_SHARED_LIBS)
+  set_target_properties(${KILN_LIBRARIES} PROPERTIES INSTALL_RPATH "$ORIGIN")
   set_target_properties(kiln_cli kiln_opt PROPERTIES INSTALL_RPATH
                         "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
 endif()
