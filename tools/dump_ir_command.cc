@@ -94,8 +94,9 @@ void add_dump_ir_command(CLI::App& app) {
   cmd->add_option("file", args->file,
                   "an IR file (.kir, the format of docs/ir.md) to print instead of a model's "
                   "training step");
-  cmd->add_option("--model", args->model, "mlp or cnn (digits shapes)")
-      ->check(CLI::IsMember({"mlp", "cnn"}));
+  CLI::Option* model = cmd->add_option("--model", args->model, "mlp or cnn (digits shapes)")
+                           ->check(CLI::IsMember({"mlp", "cnn"}));
+  cmd->get_option("file")->excludes(model);
   cmd->add_option("--stage", args->stage,
                   "traced: the graph as recorded; specialized: with the argument shapes fixed "
                   "(the optimizer's input); optimized: after the optimize pipeline "
@@ -105,17 +106,14 @@ void add_dump_ir_command(CLI::App& app) {
                   "group); asm: their assembly")
       ->check(CLI::IsMember({"traced", "specialized", "optimized", "memory", "llvm", "asm"}));
   cmd->add_option("--batch-size", args->batch_size,
-                  "the model's batch (default 64); for an IR file: the size given to its "
-                  "parameters' unknown (?) dimensions")
+                  "the model's batch; for an IR file: the size given to its parameters' "
+                  "unknown (?) dimensions")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--format", args->format, "text (kiln IR) or dot (Graphviz)")
       ->check(CLI::IsMember({"text", "dot"}));
   cmd->callback([args, cmd] {
     args->batch_size_given = cmd->count("--batch-size") > 0;
     if (!args->file.empty()) {
-      if (cmd->count("--model") > 0)
-        throw Error(fmt::format("kiln dump-ir: give an IR file ({}) or --model {}, not both",
-                                args->file, args->model));
       std::shared_ptr<const ir::Graph> g = ir::parse_graph_file(args->file);
       ir::verify_graph(*g);
       print_stage(*args, *g, [&] {

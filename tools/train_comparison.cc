@@ -103,23 +103,26 @@ double train_step_compile_seconds(ModelImpl& model, const Tensor& x, const Tenso
   return seconds;
 }
 
-void train_both_ways(std::ostream& os, const std::function<TrainRun(const std::string&)>& train,
-                     const std::string& name, const std::function<Model()>& build,
-                     const std::string& optimizer, double learning_rate, uint64_t seed,
-                     const Tensor& x, const Tensor& y,
-                     const std::function<void(const TrainRun&)>& report) {
-  std::vector<TrainRun> runs;
+TrainComparison train_both_ways(std::ostream& os,
+                                const std::function<TrainRun(const std::string&)>& train,
+                                const std::string& name, const std::function<Model()>& build,
+                                const std::string& optimizer, double learning_rate, uint64_t seed,
+                                const Tensor& x, const Tensor& y) {
+  TrainComparison c;
   for (const char* mode : {"eager", "compiled"}) {
     os << fmt::format("training {} ...\n", mode) << std::flush;
-    runs.push_back(train(mode));
+    c.runs.push_back(train(mode));
   }
   os << "\n";
-  print_comparison(os, runs);
+  print_comparison(os, c.runs);
   // One step of the same training, both ways from the same weights, with the differences.
   os << "\n";
-  compare_train_step(os, name, build, optimizer, learning_rate, seed, x, y);
-  report(runs.back());
-  if (!runs_agree(runs[0], runs[1]))
+  c.step = compare_train_step(os, name, build, optimizer, learning_rate, seed, x, y);
+  return c;
+}
+
+void TrainComparison::check_agreement() const {
+  if (!agree())
     throw Error("kiln train --mode both: eager and compiled training disagree beyond tolerance");
 }
 

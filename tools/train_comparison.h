@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -28,7 +29,8 @@ class StepTimer : public Callback {
 };
 
 struct TrainRun {
-  std::string mode;  // "eager", "compiled", "reference"
+  std::string mode;                                    // "eager", "compiled", "reference"
+  std::map<std::string, std::vector<double>> history;  // fit's History: per metric, per epoch
   std::vector<double> step_seconds;
   int64_t batch_size = 0;
   double total_seconds = 0;
@@ -59,14 +61,22 @@ ModeComparison compare_train_step(std::ostream& os, const std::string& name,
                                   double learning_rate, uint64_t seed, const Tensor& x,
                                   const Tensor& y);
 
+// What `kiln train --mode both` measured: the two training runs and one step compared.
+struct TrainComparison {
+  std::vector<TrainRun> runs;  // eager, compiled
+  ModeComparison step;         // compare_train_step
+  bool agree() const { return runs_agree(runs.at(0), runs.at(1)); }
+  // kiln::Error when the runs disagree (after the caller has reported them).
+  void check_agreement() const;
+};
+
 // `kiln train --mode both`: runs `train("eager")` then `train("compiled")` (announced on `os`),
 // prints their comparison table and one step of a fresh `build()` model compared by
-// compare_train_step on (x, y), then `report(compiled run)`; kiln::Error when the runs
-// disagree (runs_agree).
-void train_both_ways(std::ostream& os, const std::function<TrainRun(const std::string&)>& train,
-                     const std::string& name, const std::function<Model()>& build,
-                     const std::string& optimizer, double learning_rate, uint64_t seed,
-                     const Tensor& x, const Tensor& y,
-                     const std::function<void(const TrainRun&)>& report);
+// compare_train_step on (x, y).
+TrainComparison train_both_ways(std::ostream& os,
+                                const std::function<TrainRun(const std::string&)>& train,
+                                const std::string& name, const std::function<Model()>& build,
+                                const std::string& optimizer, double learning_rate, uint64_t seed,
+                                const Tensor& x, const Tensor& y);
 
 }  // namespace kiln::tools
