@@ -3,7 +3,6 @@
 // cross-entropy per character) against the unigram baseline of the same text.
 #include <fmt/format.h>
 
-#include <chrono>
 #include <cmath>
 #include <iostream>
 
@@ -49,37 +48,16 @@ TrainRun train_once(const CharLmTrainArgs& args, const CharLmData& d, const std:
                   .metrics = {"accuracy"},
                   .run_eagerly = mode == "eager"});
   if (report && a.verbose) model->summary(std::cout);
-  ScopedExecutionMode execution(mode == "reference" ? ExecutionMode::kReference
-                                                    : ExecutionMode::kCompiled);
-  auto timer = std::make_shared<StepTimer>();
-  std::vector<CallbackPtr> callbacks{timer};
+  std::vector<CallbackPtr> callbacks;
   if (report) callbacks.push_back(std::make_shared<PerplexityLogger>());
-  const int64_t live_before = runtime::Storage::live_bytes();
-  runtime::Storage::reset_peak_bytes();
-  auto start = std::chrono::steady_clock::now();
-  std::shared_ptr<History> history =
-      model->fit(d.train.x, d.train.y,
-                 {.batch_size = a.batch_size,
-                  .epochs = a.epochs,
-                  .verbose = report && a.verbose == 2 ? 2 : 0,
-                  .callbacks = callbacks,
-                  .validation_data = std::make_pair(d.test.x, d.test.y),
-                  .seed = a.seed});
-  TrainRun run;
-  run.mode = mode;
-  run.history = history->history;
-  run.total_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  run.peak_bytes = runtime::Storage::peak_bytes() - live_before;
-  run.step_seconds = timer->seconds();
-  run.batch_size = a.batch_size;
-  run.final_loss = history->history.at("loss").back();
-  if (mode != "eager")
-    run.compile_seconds =
-        train_step_compile_seconds(model.get(), d.train.x, d.train.y, a.batch_size);
-  Logs result = model->evaluate(d.test.x, d.test.y, {.batch_size = 256, .verbose = 0});
-  run.test_loss = result["loss"];
-  run.test_accuracy = result["accuracy"];
+  TrainRun run = fit_and_evaluate(model.get(), mode, d.train.x, d.train.y,
+                                  {.batch_size = a.batch_size,
+                                   .epochs = a.epochs,
+                                   .verbose = report && a.verbose == 2 ? 2 : 0,
+                                   .callbacks = callbacks,
+                                   .validation_data = std::make_pair(d.test.x, d.test.y),
+                                   .seed = a.seed},
+                                  d.test.x, d.test.y);
   if (report && !a.save_weights.empty()) {
     model->save_weights(a.save_weights);
     save_char_lm_config(a.save_weights, args.config);

@@ -12,7 +12,6 @@
 // The options common to both paths are tools/train_options.h.
 #include <fmt/format.h>
 
-#include <chrono>
 #include <iostream>
 #include <optional>
 
@@ -73,35 +72,13 @@ TrainRun train_once(const TrainOptions& a, const Data& d, const std::string& mod
                   .metrics = {"accuracy"},
                   .run_eagerly = mode == "eager"});
   if (report && a.verbose) model->summary(std::cout);
-  ScopedExecutionMode execution(mode == "reference" ? ExecutionMode::kReference
-                                                    : ExecutionMode::kCompiled);
-  auto timer = std::make_shared<StepTimer>();
-  const int64_t live_before = runtime::Storage::live_bytes();
-  runtime::Storage::reset_peak_bytes();
-  auto start = std::chrono::steady_clock::now();
-  std::shared_ptr<History> history = model->fit(d.x_train, d.train.y,
-                                                {.batch_size = a.batch_size,
-                                                 .epochs = a.epochs,
-                                                 .verbose = report ? a.verbose : 0,
-                                                 .callbacks = {timer},
-                                                 .validation_split = a.validation_split,
-                                                 .seed = a.seed});
-  TrainRun run;
-  run.mode = mode;
-  run.history = history->history;
-  run.total_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  run.peak_bytes = runtime::Storage::peak_bytes() - live_before;
-  run.step_seconds = timer->seconds();
-  run.batch_size = a.batch_size;
-  if (auto it = history->history.find("loss"); it != history->history.end() && !it->second.empty())
-    run.final_loss = it->second.back();
-  if (mode != "eager")
-    run.compile_seconds =
-        train_step_compile_seconds(model.get(), d.x_train, d.train.y, a.batch_size);
-  Logs result = model->evaluate(d.x_test, d.test.y, {.batch_size = 256, .verbose = 0});
-  run.test_loss = result["loss"];
-  run.test_accuracy = result["accuracy"];
+  TrainRun run = fit_and_evaluate(model.get(), mode, d.x_train, d.train.y,
+                                  {.batch_size = a.batch_size,
+                                   .epochs = a.epochs,
+                                   .verbose = report ? a.verbose : 0,
+                                   .validation_split = a.validation_split,
+                                   .seed = a.seed},
+                                  d.x_test, d.test.y);
   if (report && !a.save_weights.empty()) {
     model->save_weights(a.save_weights);
     std::cout << "saved weights to " << a.save_weights << "\n";

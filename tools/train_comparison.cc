@@ -88,6 +88,35 @@ ModeComparison compare_train_step(std::ostream& os, const std::string& name,
       x, y);
 }
 
+TrainRun fit_and_evaluate(ModelImpl& model, const std::string& mode, const Tensor& x,
+                          const Tensor& y, FitOptions options, const Tensor& x_test,
+                          const Tensor& y_test) {
+  ScopedExecutionMode execution(mode == "reference" ? ExecutionMode::kReference
+                                                    : ExecutionMode::kCompiled);
+  auto timer = std::make_shared<StepTimer>();
+  options.callbacks.push_back(timer);
+  const int64_t live_before = runtime::Storage::live_bytes();
+  runtime::Storage::reset_peak_bytes();
+  auto start = std::chrono::steady_clock::now();
+  std::shared_ptr<History> history = model.fit(x, y, options);
+  TrainRun run;
+  run.mode = mode;
+  run.history = history->history;
+  run.total_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  run.peak_bytes = runtime::Storage::peak_bytes() - live_before;
+  run.step_seconds = timer->seconds();
+  run.batch_size = options.batch_size;
+  if (auto it = run.history.find("loss"); it != run.history.end() && !it->second.empty())
+    run.final_loss = it->second.back();
+  if (mode != "eager")
+    run.compile_seconds = train_step_compile_seconds(model, x, y, options.batch_size);
+  Logs result = model.evaluate(x_test, y_test, {.batch_size = 256, .verbose = 0});
+  run.test_loss = result["loss"];
+  run.test_accuracy = result["accuracy"];
+  return run;
+}
+
 double train_step_compile_seconds(ModelImpl& model, const Tensor& x, const Tensor& y,
                                   int64_t batch_size) {
   double seconds = 0;

@@ -39,6 +39,14 @@ struct TrainRun {
   double final_loss = 0, test_loss = 0, test_accuracy = 0;
 };
 
+// One training run of `model` (compiled with run_eagerly for mode "eager") by fit on (x, y) in
+// `mode` ("eager", "compiled" or "reference": ScopedExecutionMode), each step timed by a
+// StepTimer added to `options.callbacks`, tensor memory measured, the train step's compile time
+// taken (train_step_compile_seconds), then evaluated on (x_test, y_test).
+TrainRun fit_and_evaluate(ModelImpl& model, const std::string& mode, const Tensor& x,
+                          const Tensor& y, FitOptions options, const Tensor& x_test,
+                          const Tensor& y_test);
+
 // Seconds spent compiling `model`'s train step for the batch shapes fit used on (x, y) with
 // `batch_size`: the full batch and the last partial one (0 for an eager model's steps).
 double train_step_compile_seconds(ModelImpl& model, const Tensor& x, const Tensor& y,
