@@ -18,7 +18,7 @@ class DefaultsFormatter : public CLI::Formatter {
   }
   std::string make_option_desc(const CLI::Option* opt) const override {
     std::string s = CLI::Formatter::make_option_desc(opt);
-    if (opt->get_type_size() == 0 || opt->get_required()) return s;  // a flag, or no default
+    if (opt->get_expected_max() == 0 || opt->get_required()) return s;  // a flag, or no default
     const std::string& d = opt->get_default_str();
     return s + (s.empty() ? "" : " ") + "[default: " + (d.empty() ? "none" : d) + "]";
   }
