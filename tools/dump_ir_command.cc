@@ -14,6 +14,7 @@
 #include "kiln/ir/printer.h"
 #include "kiln/ir/verifier.h"
 #include "kiln/kiln.h"
+#include "tools/cli_conventions.h"
 #include "tools/commands.h"
 #include "tools/model_zoo.h"
 
@@ -94,9 +95,8 @@ void add_dump_ir_command(CLI::App& app) {
   cmd->add_option("file", args->file,
                   "an IR file (.kir, the format of docs/ir.md) to print instead of a model's "
                   "training step");
-  CLI::Option* model = cmd->add_option("--model", args->model, "mlp or cnn (digits shapes)")
-                           ->check(CLI::IsMember({"mlp", "cnn"}));
-  cmd->get_option("file")->excludes(model);
+  cmd->add_option("--model", args->model, "mlp or cnn (digits shapes)")
+      ->check(CLI::IsMember({"mlp", "cnn"}));
   cmd->add_option("--stage", args->stage,
                   "traced: the graph as recorded; specialized: with the argument shapes fixed "
                   "(the optimizer's input); optimized: after the optimize pipeline "
@@ -114,6 +114,9 @@ void add_dump_ir_command(CLI::App& app) {
   cmd->callback([args, cmd] {
     args->batch_size_given = cmd->count("--batch-size") > 0;
     if (!args->file.empty()) {
+      if (cmd->count("--model") > 0)
+        throw_usage_error(
+            fmt::format("give an IR file ({}) or --model {}, not both", args->file, args->model));
       std::shared_ptr<const ir::Graph> g = ir::parse_graph_file(args->file);
       ir::verify_graph(*g);
       print_stage(*args, *g, [&] {

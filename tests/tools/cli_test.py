@@ -154,7 +154,8 @@ class ConventionsTest(unittest.TestCase):
              "kiln train"),
             ([KILN, "predict", "--input", "x.npy", "--output", "y.npy"], "--load-weights",
              "kiln predict"),
-            ([KILN, "dump-ir", self.kir, "--model", "cnn"], "excludes", "kiln dump-ir"),
+            ([KILN, "dump-ir", self.kir, "--model", "cnn"], "or --model cnn, not both",
+             "kiln dump-ir"),
             ([KILN, "--target-cpu", "not-a-cpu", "--version"], "not known to LLVM", "kiln"),
         ]
         for args, message, hint in cases:
