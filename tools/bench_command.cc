@@ -20,7 +20,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -32,6 +31,7 @@
 #include "kiln/runtime/machine_peak.h"
 #include "tools/bench_suite.h"
 #include "tools/commands.h"
+#include "tools/json_report.h"
 
 namespace kiln::tools {
 namespace {
@@ -85,13 +85,6 @@ std::string time_text(const Stats& s) {
 std::string ratio_text(double r) { return r > 0 ? fmt::format("{:.2f}", r) : "-"; }
 
 std::string mib(int64_t bytes) { return fmt::format("{:.1f}", double(bytes) / (1 << 20)); }
-
-std::string load_average() {
-  std::ifstream f("/proc/loadavg");
-  std::string a, b, c;
-  f >> a >> b >> c;
-  return a.empty() ? "?" : a + " " + b + " " + c;
-}
 
 nlohmann::json stats_json(const Stats& s) {
   if (s.samples_ms.empty()) return nullptr;
@@ -240,16 +233,13 @@ void print_targets(const std::vector<Result>& results, std::ostream& os) {
 
 nlohmann::json results_json(const std::vector<Result>& results, const BenchArgs& a,
                             const runtime::FmaPeak& peak) {
-  nlohmann::json out = {
-      {"kiln_version", kVersion},
-      {"host_cpu", codegen::host_cpu_name()},
-      {"threads", num_threads()},
+  nlohmann::json out = environment_json();
+  out.update(nlohmann::json{
       {"fma_peak",
        {{"isa", peak.isa}, {"threads", peak.threads}, {"gflops_per_second", peak.gflops}}},
       {"repetitions", a.repetitions},
       {"min_sample_ms", a.min_sample_ms},
-      {"load_average", load_average()},
-      {"workloads", nlohmann::json::array()}};
+      {"workloads", nlohmann::json::array()}});
   for (const Result& r : results) {
     nlohmann::json w = {{"name", r.w.name},
                         {"description", r.w.description},
@@ -317,12 +307,7 @@ void run_bench(const BenchArgs& a) {
       a.repetitions);
   print_table(results, std::cout);
   print_targets(results, std::cout);
-  if (!a.json.empty()) {
-    std::ofstream f(a.json);
-    f << results_json(results, a, peak).dump(2) << "\n";
-    if (!f) throw Error(fmt::format("--json {}: cannot write", a.json));
-    std::cout << "wrote " << a.json << "\n";
-  }
+  if (!a.json.empty()) write_json_report(a.json, results_json(results, a, peak));
 }
 
 }  // namespace
@@ -331,14 +316,15 @@ void add_bench_command(CLI::App& app) {
   auto args = std::make_shared<BenchArgs>();
   CLI::App* cmd = app.add_subcommand(
       "bench", "eager vs compiled vs hand-written C++ on training steps and fused kernels");
-  cmd->add_option("--json", args->json, "write every number to this JSON file");
+  cmd->add_option("--json", args->json, "write every number to this JSON file (atomically)");
   cmd->add_option("--filter", args->filter, "run the workloads whose name matches this regex");
   cmd->add_option("--repetitions", args->repetitions, "timed samples per variant")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--min-sample-ms", args->min_sample_ms, "calls per sample last about this long")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--threads", args->threads, "kiln's (and the baselines') thread count")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::PositiveNumber)
+      ->default_str("KILN_NUM_THREADS, else the hardware threads");
   cmd->callback([args] { run_bench(*args); });
 }
 

@@ -8,6 +8,7 @@
 
 #include "kiln/frontend/data/text.h"
 #include "kiln/frontend/models/model.h"
+#include "tools/train_options.h"
 
 namespace kiln::tools {
 
@@ -24,20 +25,16 @@ struct CharLmConfig {
 
 bool is_char_lm(const std::string& model_kind);
 
-// `kiln train` for a character model.
+// `kiln train` for a character model: `train` as given on the command line (its dataset is
+// ignored: text_path is the text), `config` the model's sizes.
 struct CharLmTrainArgs {
+  TrainOptions train;
   CharLmConfig config;
   std::string text_path = "/usr/share/common-licenses/GPL-3";
-  std::string optimizer = "adam", mode = "compiled";
-  int epochs = 20, verbose = 1;
-  int64_t batch_size = 32;
-  double lr = 3e-3;
-  uint64_t seed = 0;
-  std::string save_weights, load_weights;
 };
 // Trains on windows of the text (the last 10% held out), prints loss and perplexity per epoch,
-// then test_loss, test_perplexity and the unigram baseline; --mode both adds the
-// eager-vs-compiled table and fails when the two runs disagree.
+// then test_loss, test_perplexity and the unigram baseline (also written to train.json when
+// set); --mode both adds the eager-vs-compiled table and fails when the two runs disagree.
 void run_char_lm_training(const CharLmTrainArgs& args);
 
 // Logits [batch, timesteps, vocabulary] for int32 character ids [batch, timesteps]:

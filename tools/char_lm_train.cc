@@ -3,13 +3,13 @@
 // cross-entropy per character) against the unigram baseline of the same text.
 #include <fmt/format.h>
 
-#include <chrono>
 #include <cmath>
 #include <iostream>
 
 #include "kiln/kiln.h"
 #include "tools/char_lm.h"
 #include "tools/train_comparison.h"
+#include "tools/train_json.h"
 
 namespace kiln::tools {
 namespace {
@@ -30,56 +30,37 @@ class PerplexityLogger : public Callback {
   }
 };
 
-Optimizer make_optimizer(const CharLmTrainArgs& a) {
-  if (a.optimizer == "adam") return Adam({.learning_rate = a.lr});
-  if (a.optimizer == "sgd") return SGD({.learning_rate = a.lr});
+Optimizer make_optimizer(const TrainOptions& a) {
+  if (a.optimizer == "adam") return Adam({.learning_rate = a.learning_rate()});
+  if (a.optimizer == "sgd") return SGD({.learning_rate = a.learning_rate()});
   throw Error(fmt::format("--optimizer {}: expected adam or sgd", a.optimizer));
 }
 
-TrainRun train_once(const CharLmTrainArgs& a, const CharLmData& d, const std::string& mode,
+TrainRun train_once(const CharLmTrainArgs& args, const CharLmData& d, const std::string& mode,
                     bool report) {
+  const TrainOptions& a = args.train;
   clear_session();
   set_random_seed(a.seed);
-  Model model = build_char_lm(a.config);
+  Model model = build_char_lm(args.config);
   if (!a.load_weights.empty()) model->load_weights(a.load_weights);
   model->compile({.optimizer = make_optimizer(a),
                   .loss = losses::sparse_categorical_crossentropy(/*from_logits=*/true),
                   .metrics = {"accuracy"},
                   .run_eagerly = mode == "eager"});
   if (report && a.verbose) model->summary(std::cout);
-  ScopedExecutionMode execution(mode == "reference" ? ExecutionMode::kReference
-                                                    : ExecutionMode::kCompiled);
-  auto timer = std::make_shared<StepTimer>();
-  std::vector<CallbackPtr> callbacks{timer};
+  std::vector<CallbackPtr> callbacks;
   if (report) callbacks.push_back(std::make_shared<PerplexityLogger>());
-  const int64_t live_before = runtime::Storage::live_bytes();
-  runtime::Storage::reset_peak_bytes();
-  auto start = std::chrono::steady_clock::now();
-  std::shared_ptr<History> history =
-      model->fit(d.train.x, d.train.y,
-                 {.batch_size = a.batch_size,
-                  .epochs = a.epochs,
-                  .verbose = report && a.verbose == 2 ? 2 : 0,
-                  .callbacks = callbacks,
-                  .validation_data = std::make_pair(d.test.x, d.test.y),
-                  .seed = a.seed});
-  TrainRun run;
-  run.mode = mode;
-  run.total_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  run.peak_bytes = runtime::Storage::peak_bytes() - live_before;
-  run.step_seconds = timer->seconds();
-  run.batch_size = a.batch_size;
-  run.final_loss = history->history.at("loss").back();
-  if (mode != "eager")
-    run.compile_seconds =
-        train_step_compile_seconds(model.get(), d.train.x, d.train.y, a.batch_size);
-  Logs result = model->evaluate(d.test.x, d.test.y, {.batch_size = 256, .verbose = 0});
-  run.test_loss = result["loss"];
-  run.test_accuracy = result["accuracy"];
+  TrainRun run = fit_and_evaluate(model.get(), mode, d.train.x, d.train.y,
+                                  {.batch_size = a.batch_size,
+                                   .epochs = a.epochs,
+                                   .verbose = report && a.verbose == 2 ? 2 : 0,
+                                   .callbacks = callbacks,
+                                   .validation_data = std::make_pair(d.test.x, d.test.y),
+                                   .seed = a.seed},
+                                  d.test.x, d.test.y);
   if (report && !a.save_weights.empty()) {
     model->save_weights(a.save_weights);
-    save_char_lm_config(a.save_weights, a.config);
+    save_char_lm_config(a.save_weights, args.config);
     std::cout << "saved weights to " << a.save_weights << " and the model description to "
               << char_lm_config_path(a.save_weights) << "\n";
   }
@@ -90,16 +71,17 @@ TrainRun train_once(const CharLmTrainArgs& a, const CharLmData& d, const std::st
 
 void run_char_lm_training(const CharLmTrainArgs& in) {
   CharLmTrainArgs a = in;
+  const TrainOptions& t = a.train;
   data::TextCorpus corpus = data::load_text(a.text_path);
   a.config.vocabulary = corpus.vocabulary;
-  if (!a.load_weights.empty()) {
+  if (!t.load_weights.empty()) {
     // The vocabulary must be the one the weights were trained with.
-    CharLmConfig saved = load_char_lm_config(a.load_weights);
+    CharLmConfig saved = load_char_lm_config(t.load_weights);
     if (saved.vocabulary.chars() != corpus.vocabulary.chars())
       throw Error(fmt::format(
           "--load-weights {}: those weights were trained on a text with another character "
           "set ({} characters; this text has {})",
-          a.load_weights, saved.vocabulary.size(), corpus.vocabulary.size()));
+          t.load_weights, saved.vocabulary.size(), corpus.vocabulary.size()));
   }
   data::Examples windows = data::text_windows(corpus.ids, a.config.seq_len, a.config.seq_len);
   const int64_t n = windows.size(), n_test = std::max<int64_t>(1, n / 10);
@@ -121,22 +103,30 @@ void run_char_lm_training(const CharLmTrainArgs& in) {
       corpus.ids.size(), corpus.vocabulary.size(), train_rows.size(), test_rows.size(),
       a.config.seq_len);
 
-  auto report = [unigram](const TrainRun& r) {
+  auto report = [&t, unigram](const std::vector<TrainRun>& runs,
+                              const TrainComparison* comparison) {
+    const TrainRun& r = runs.back();
     std::cout << fmt::format(
         "test_loss: {:.4f}\ntest_perplexity: {:.3f}\nunigram_perplexity: {:.3f}\n", r.test_loss,
         std::exp(r.test_loss), unigram);
+    write_train_json(t, runs, comparison,
+                     {{"test_loss", r.test_loss},
+                      {"test_perplexity", std::exp(r.test_loss)},
+                      {"unigram_perplexity", unigram}});
   };
-  if (a.mode != "both") {
-    report(train_once(a, d, a.mode == "traced" ? "compiled" : a.mode, /*report=*/true));
+  if (t.mode != "both") {
+    report({train_once(a, d, t.run_mode(), /*report=*/true)}, nullptr);
     return;
   }
   std::vector<int64_t> rows;
-  for (int64_t i = 0; i < std::min(a.batch_size, d.train.size()); ++i) rows.push_back(i);
+  for (int64_t i = 0; i < std::min(t.batch_size, d.train.size()); ++i) rows.push_back(i);
   const CharLmConfig config = a.config;
-  train_both_ways(
+  TrainComparison c = train_both_ways(
       std::cout, [&](const std::string& mode) { return train_once(a, d, mode, false); },
-      config.model, [config] { return build_char_lm(config); }, a.optimizer, a.lr, a.seed,
-      data::take_rows(d.train.x, rows), data::take_rows(d.train.y, rows), report);
+      config.model, [config] { return build_char_lm(config); }, t.optimizer, t.learning_rate(),
+      t.seed, data::take_rows(d.train.x, rows), data::take_rows(d.train.y, rows));
+  report(c.runs, &c);
+  c.check_agreement();
 }
 
 }  // namespace kiln::tools

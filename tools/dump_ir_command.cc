@@ -14,6 +14,7 @@
 #include "kiln/ir/printer.h"
 #include "kiln/ir/verifier.h"
 #include "kiln/kiln.h"
+#include "tools/cli_conventions.h"
 #include "tools/commands.h"
 #include "tools/model_zoo.h"
 
@@ -105,8 +106,8 @@ void add_dump_ir_command(CLI::App& app) {
                   "group); asm: their assembly")
       ->check(CLI::IsMember({"traced", "specialized", "optimized", "memory", "llvm", "asm"}));
   cmd->add_option("--batch-size", args->batch_size,
-                  "the model's batch (default 64); for an IR file: the size given to its "
-                  "parameters' unknown (?) dimensions")
+                  "the model's batch; for an IR file: the size given to its parameters' "
+                  "unknown (?) dimensions")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--format", args->format, "text (kiln IR) or dot (Graphviz)")
       ->check(CLI::IsMember({"text", "dot"}));
@@ -114,8 +115,8 @@ void add_dump_ir_command(CLI::App& app) {
     args->batch_size_given = cmd->count("--batch-size") > 0;
     if (!args->file.empty()) {
       if (cmd->count("--model") > 0)
-        throw Error(fmt::format("kiln dump-ir: give an IR file ({}) or --model {}, not both",
-                                args->file, args->model));
+        throw_usage_error(
+            fmt::format("give an IR file ({}) or --model {}, not both", args->file, args->model));
       std::shared_ptr<const ir::Graph> g = ir::parse_graph_file(args->file);
       ir::verify_graph(*g);
       print_stage(*args, *g, [&] {

@@ -1,11 +1,16 @@
 // kiln-opt: runs graph-optimization passes over a kiln IR file and prints the result.
 //
 //   kiln-opt FILE.kir [--passes=a,b,c | --pipeline=default|optimize] [--verify] [--timings]
+//            [-o OUT.kir]
+//   kiln-opt --list-passes
 //
 // Parses FILE (`-` reads stdin), verifies it, runs the passes (each once, in the order given)
 // or a pipeline (default: passes::default_pipeline; optimize: passes::optimize_pipeline), and
-// prints the resulting IR to stdout. Errors go to stderr as `kiln-opt: error: ...` with exit
-// code 1. The pipeline knobs of docs/debugging.md (KILN_DISABLE_PASSES, KILN_VERIFY, KILN_DUMP_IR,
+// prints the resulting IR to stdout, or writes it to OUT atomically (-o). Options are CLI11's
+// (`--passes=a,b` or `--passes a,b`); exit codes and messages follow tools/cli_conventions.h:
+// `kiln-opt: error: ...`, 1 for a failure (a missing file, a parse or verifier error, a pass
+// error), 2 for a usage error (an unknown option, pass or pipeline; --passes with --pipeline).
+// The pipeline knobs of docs/debugging.md (KILN_DISABLE_PASSES, KILN_VERIFY, KILN_DUMP_IR,
 // KILN_DUMP_PASSES) apply.
 //
 // Links ir/, runtime/ and passes/ only (never the frontend), so the pass tests under
@@ -15,7 +20,6 @@
 #include <cstdio>
 #include <iostream>
 #include <iterator>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,68 +29,39 @@
 #include "kiln/ir/verifier.h"
 #include "kiln/passes/passes.h"
 #include "kiln/passes/pipeline.h"
+#include "kiln/runtime/file_io.h"
+#include "kiln/version.h"
+#include "tools/cli_conventions.h"
 
 namespace {
 
-using kiln::Error;
 namespace passes = kiln::passes;
 
-constexpr std::string_view kUsage =
-    "usage: kiln-opt FILE.kir [--passes=a,b,c | --pipeline=default|optimize] [--verify] "
-    "[--timings]\n"
-    "\n"
-    "Parses FILE (- for stdin), verifies it, runs the passes and prints the resulting IR.\n"
-    "  --passes=a,b,c     run these passes once each, in this order\n"
-    "  --pipeline=default run the default pipeline (fixed point of algebraic-simplify,\n"
-    "                     constant-fold, cse, dce)\n"
-    "  --pipeline=optimize the default pipeline, then lower-assignments and fusion\n"
-    "  --verify           verify the graph after every pass that changes it\n"
-    "  --timings          print per-pass timings to stderr\n"
-    "  --list-passes      print the known passes and exit\n"
-    "Knobs: KILN_DISABLE_PASSES=a,b KILN_VERIFY=0|1 KILN_DUMP_IR=DIR KILN_DUMP_PASSES=REGEX\n";
-
 struct Args {
-  std::string file;
-  std::optional<std::string> passes;
-  std::optional<std::string> pipeline;
-  bool verify = false;
-  bool timings = false;
-  bool help = false;
-  bool list_passes = false;
+  std::string file, output = "-", passes, pipeline;
+  bool verify = false, timings = false;
 };
 
-Args parse_args(int argc, char** argv) {
-  Args a;
-  auto value_of = [](std::string_view arg, std::string_view flag) -> std::optional<std::string> {
-    if (arg.substr(0, flag.size()) != flag) return std::nullopt;
-    return std::string(arg.substr(flag.size()));
-  };
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      a.help = true;
-    } else if (arg == "--list-passes") {
-      a.list_passes = true;
-    } else if (arg == "--verify") {
-      a.verify = true;
-    } else if (arg == "--timings") {
-      a.timings = true;
-    } else if (auto v = value_of(arg, "--passes=")) {
-      a.passes = *v;
-    } else if (auto v = value_of(arg, "--pipeline=")) {
-      a.pipeline = *v;
-    } else if (arg.size() > 1 && arg[0] == '-') {
-      throw Error(fmt::format("unknown option \"{}\" (see kiln-opt --help)", arg));
-    } else if (a.file.empty()) {
-      a.file = std::string(arg);
-    } else {
-      throw Error(fmt::format("more than one input file (\"{}\" and \"{}\")", a.file, arg));
+std::vector<std::string> pass_names(std::string_view list) {
+  std::vector<std::string> names;
+  while (!list.empty()) {
+    size_t comma = list.find(',');
+    if (comma != 0) names.emplace_back(list.substr(0, comma));
+    list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+  }
+  return names;
+}
+
+// --passes: every name is a registered pass (else the message lists the known ones).
+std::string check_pass_names(const std::string& list) {
+  for (const std::string& name : pass_names(list)) {
+    try {
+      passes::create_pass(name);
+    } catch (const kiln::Error& e) {
+      return e.what();
     }
   }
-  if (a.help || a.list_passes) return a;
-  if (a.file.empty()) throw Error("no input file (use - for stdin; see kiln-opt --help)");
-  if (a.passes && a.pipeline) throw Error("give either --passes or --pipeline, not both");
-  return a;
+  return "";
 }
 
 std::unique_ptr<kiln::ir::Graph> read_graph(const std::string& file) {
@@ -96,36 +71,14 @@ std::unique_ptr<kiln::ir::Graph> read_graph(const std::string& file) {
 }
 
 passes::PassPipeline build_pipeline(const Args& a, passes::PipelineOptions options) {
-  if (a.pipeline) {
-    if (*a.pipeline == "optimize") return passes::optimize_pipeline(options);
-    if (*a.pipeline != "default")
-      throw Error(
-          fmt::format("unknown pipeline \"{}\" (known pipelines: default, optimize)", *a.pipeline));
-    return passes::default_pipeline(options);
-  }
+  if (a.pipeline == "optimize") return passes::optimize_pipeline(options);
+  if (a.pipeline == "default") return passes::default_pipeline(options);
   passes::PassPipeline p(std::move(options));
-  const std::string names = a.passes.value_or("");
-  std::string_view list = names;
-  while (!list.empty()) {
-    size_t comma = list.find(',');
-    std::string_view name = list.substr(0, comma);
-    list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
-    if (name.empty()) continue;
-    p.add(passes::create_pass(name));
-  }
+  for (const std::string& name : pass_names(a.passes)) p.add(passes::create_pass(name));
   return p;
 }
 
-int run(int argc, char** argv) {
-  Args a = parse_args(argc, argv);
-  if (a.help) {
-    fmt::print("{}", kUsage);
-    return 0;
-  }
-  if (a.list_passes) {
-    for (std::string_view n : passes::registered_pass_names()) fmt::print("{}\n", n);
-    return 0;
-  }
+void run(const Args& a) {
   passes::PipelineOptions options = passes::PipelineOptions::from_environment();
   if (a.verify) options.verify = true;
   passes::PassPipeline pipeline = build_pipeline(a, std::move(options));
@@ -133,20 +86,51 @@ int run(int argc, char** argv) {
   kiln::ir::verify_graph(*g);
   pipeline.run(*g);
   if (a.verify) kiln::ir::verify_graph(*g);
-  std::fputs(kiln::ir::print_graph(*g).c_str(), stdout);
-  std::fflush(stdout);
+  const std::string text = kiln::ir::print_graph(*g);
+  if (a.output == "-") {
+    std::fputs(text.c_str(), stdout);
+    std::fflush(stdout);
+  } else {
+    kiln::runtime::write_file_atomically(a.output, text);
+  }
   if (a.timings) std::fputs(pipeline.timings_table().c_str(), stderr);
-  return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fflush(stdout);
-    fmt::print(stderr, "kiln-opt: error: {}\n", e.what());
-    return 1;
-  }
+  CLI::App app{
+      "Parses a kiln IR file, verifies it, runs graph passes over it and prints the result.\n"
+      "Knobs: KILN_DISABLE_PASSES=a,b KILN_VERIFY=0|1 KILN_DUMP_IR=DIR KILN_DUMP_PASSES=REGEX",
+      "kiln-opt"};
+  kiln::tools::apply_cli_conventions(app);
+  app.set_version_flag("--version", "kiln-opt (kiln " + std::string(kiln::kVersion) + ")",
+                       "print the version and exit");
+  Args a;
+  app.add_option("file", a.file, "the IR file (.kir, docs/ir.md); - reads stdin")->required();
+  app.add_option("-o,--output", a.output,
+                 "where the resulting IR goes (written atomically); - is stdout");
+  CLI::Option* passes_opt =
+      app.add_option("--passes", a.passes,
+                     "run these passes once each, in this order (comma-separated; "
+                     "--list-passes names them)")
+          ->check(CLI::Validator(check_pass_names, "PASS,...", "pass names"));
+  app.add_option("--pipeline", a.pipeline,
+                 "run a pipeline instead: default (fixed point of algebraic-simplify, "
+                 "constant-fold, cse, dce) or optimize (default, then lower-assignments and "
+                 "fusion)")
+      ->check(CLI::IsMember({"default", "optimize"}))
+      ->excludes(passes_opt);
+  app.add_flag("--verify", a.verify,
+               "verify the graph after every pass that changes it (KILN_VERIFY=1 does too)");
+  app.add_flag("--timings", a.timings, "print per-pass timings to stderr");
+  app.add_flag_callback(
+         "--list-passes",
+         [] {
+           for (std::string_view n : passes::registered_pass_names()) fmt::print("{}\n", n);
+           throw CLI::Success();
+         },
+         "print the known passes and exit")
+      ->trigger_on_parse();
+  return kiln::tools::run_cli(app, "kiln-opt", argc, argv, [&a] { run(a); });
 }

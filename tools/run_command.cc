@@ -125,11 +125,13 @@ void add_run_command(CLI::App& app) {
   CLI::App* cmd =
       app.add_subcommand("run", "run an IR file on .npy inputs (compiled or reference executor)");
   cmd->add_option("file", args->file, "the .kir file")->required();
-  cmd->add_option("--input", args->inputs, "NAME=FILE.npy (NAME: parameter number or variable)");
+  cmd->add_option("--input", args->inputs,
+                  "NAME=FILE.npy (NAME: parameter number or variable); repeat for each input")
+      ->default_str("none");
   cmd->add_option("--output-dir", args->output_dir, "where outputs are written (created)");
   cmd->add_option("--mode", args->mode,
-                  "compiled (default: optimized and JIT-compiled for the inputs' shapes) or "
-                  "reference (node by node with the eager kernels)")
+                  "compiled (optimized and JIT-compiled for the inputs' shapes) or reference "
+                  "(node by node with the eager kernels)")
       ->check(CLI::IsMember({"compiled", "reference"}));
   cmd->add_flag("--cache-stats", args->cache_stats,
                 "print the kernel cache's counters (compiled, disk hits, ...) at the end");

@@ -7,9 +7,11 @@
 //   --mode reference           traced steps on the reference executor (node by node)
 //   --mode both                eager, then compiled, from the same initial weights and seed,
 //                              and a comparison table (tools/train_comparison.h)
+//   --json FILE                the history per epoch, the numbers printed, and the
+//                              comparison of --mode both (tools/train_json.h)
+// The options common to both paths are tools/train_options.h.
 #include <fmt/format.h>
 
-#include <chrono>
 #include <iostream>
 #include <optional>
 
@@ -17,21 +19,19 @@
 #include "kiln/frontend/data/mnist.h"
 #include "kiln/kiln.h"
 #include "tools/char_lm.h"
+#include "tools/cli_conventions.h"
 #include "tools/commands.h"
 #include "tools/model_zoo.h"
 #include "tools/train_comparison.h"
+#include "tools/train_json.h"
 
 namespace kiln::tools {
 namespace {
 
+// What `kiln train` is given: the options both paths share and the language models' sizes.
 struct TrainArgs {
-  std::string model = "mlp", dataset, optimizer = "adam", mode = "compiled";
-  int epochs = 20, verbose = 1;
-  int64_t batch_size = 32, seq_len = 64, units = 256, embedding_dim = 64, heads = 4;
-  std::optional<double> lr;  // default: 1e-3 (mlp, cnn), 3e-3 (language models)
-  double validation_split = 0;
-  uint64_t seed = 0;
-  std::string save_weights, load_weights;
+  TrainOptions train;
+  CharLmConfig lm;  // seq_len, units, embedding_dim, heads (its defaults are the options')
 };
 
 constexpr const char* kTextPrefix = "text:";
@@ -41,7 +41,7 @@ struct Data {
   Tensor x_train, x_test;
 };
 
-Data load(const TrainArgs& a) {
+Data load(const TrainOptions& a) {
   Data d;
   if (a.dataset.empty() || a.dataset == "digits") {
     std::tie(d.train, d.test) = data::train_test_split(data::load_digits(), 0.2, /*seed=*/0);
@@ -55,13 +55,13 @@ Data load(const TrainArgs& a) {
 
 // One training run in `mode` ("eager", "compiled" or "reference"), from the weights the seed
 // (or --load-weights) gives.
-TrainRun train_once(const TrainArgs& a, const Data& d, const std::string& mode, bool report) {
+TrainRun train_once(const TrainOptions& a, const Data& d, const std::string& mode, bool report) {
   clear_session();
   set_random_seed(a.seed);
   Shape example(std::span<const int64_t>(d.x_train.shape().begin() + 1, d.x_train.shape().end()));
   Sequential model = build_model(a.model, example, 10);
   if (!a.load_weights.empty()) model->load_weights(a.load_weights);
-  const double lr = a.lr.value_or(1e-3);
+  const double lr = a.learning_rate();
   Optimizer opt = a.optimizer == "adam"  ? Adam({.learning_rate = lr})
                   : a.optimizer == "sgd" ? SGD({.learning_rate = lr})
                                          : throw Error(fmt::format("--optimizer {}: expected adam "
@@ -72,34 +72,13 @@ TrainRun train_once(const TrainArgs& a, const Data& d, const std::string& mode, 
                   .metrics = {"accuracy"},
                   .run_eagerly = mode == "eager"});
   if (report && a.verbose) model->summary(std::cout);
-  ScopedExecutionMode execution(mode == "reference" ? ExecutionMode::kReference
-                                                    : ExecutionMode::kCompiled);
-  auto timer = std::make_shared<StepTimer>();
-  const int64_t live_before = runtime::Storage::live_bytes();
-  runtime::Storage::reset_peak_bytes();
-  auto start = std::chrono::steady_clock::now();
-  std::shared_ptr<History> history = model->fit(d.x_train, d.train.y,
-                                                {.batch_size = a.batch_size,
-                                                 .epochs = a.epochs,
-                                                 .verbose = report ? a.verbose : 0,
-                                                 .callbacks = {timer},
-                                                 .validation_split = a.validation_split,
-                                                 .seed = a.seed});
-  TrainRun run;
-  run.mode = mode;
-  run.total_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  run.peak_bytes = runtime::Storage::peak_bytes() - live_before;
-  run.step_seconds = timer->seconds();
-  run.batch_size = a.batch_size;
-  if (auto it = history->history.find("loss"); it != history->history.end() && !it->second.empty())
-    run.final_loss = it->second.back();
-  if (mode != "eager")
-    run.compile_seconds =
-        train_step_compile_seconds(model.get(), d.x_train, d.train.y, a.batch_size);
-  Logs result = model->evaluate(d.x_test, d.test.y, {.batch_size = 256, .verbose = 0});
-  run.test_loss = result["loss"];
-  run.test_accuracy = result["accuracy"];
+  TrainRun run = fit_and_evaluate(model.get(), mode, d.x_train, d.train.y,
+                                  {.batch_size = a.batch_size,
+                                   .epochs = a.epochs,
+                                   .verbose = report ? a.verbose : 0,
+                                   .validation_split = a.validation_split,
+                                   .seed = a.seed},
+                                  d.x_test, d.test.y);
   if (report && !a.save_weights.empty()) {
     model->save_weights(a.save_weights);
     std::cout << "saved weights to " << a.save_weights << "\n";
@@ -109,102 +88,126 @@ TrainRun train_once(const TrainArgs& a, const Data& d, const std::string& mode, 
 
 void run_char_lm(const TrainArgs& a) {
   CharLmTrainArgs c;
-  c.config.model = a.model;
-  c.config.seq_len = a.seq_len;
-  c.config.units = a.units;
-  c.config.embedding_dim = a.embedding_dim;
-  c.config.heads = a.heads;
-  if (!a.dataset.empty()) {
-    if (a.dataset.rfind(kTextPrefix, 0) != 0)
-      throw Error(
-          fmt::format("--model {} trains on text: use --dataset text:FILE (got --dataset "
-                      "{})",
-                      a.model, a.dataset));
-    c.text_path = a.dataset.substr(std::string(kTextPrefix).size());
-  }
-  c.optimizer = a.optimizer;
-  c.mode = a.mode;
-  c.epochs = a.epochs;
-  c.verbose = a.verbose;
-  c.batch_size = a.batch_size;
-  c.lr = a.lr.value_or(3e-3);
-  c.seed = a.seed;
-  c.save_weights = a.save_weights;
-  c.load_weights = a.load_weights;
+  c.train = a.train;
+  c.config = a.lm;
+  c.config.model = a.train.model;
+  if (!a.train.dataset.empty())
+    c.text_path = a.train.dataset.substr(std::string(kTextPrefix).size());
   run_char_lm_training(c);
 }
 
-void run_train(const TrainArgs& a) {
-  if (is_char_lm(a.model)) return run_char_lm(a);
-  if (a.dataset.rfind(kTextPrefix, 0) == 0)
-    throw Error(fmt::format("--dataset {} is text: train it with --model lstm, gru or transformer",
-                            a.dataset));
+// The dataset must suit the model: usage errors (exit code 2) found before any work.
+void check_dataset(const TrainOptions& a) {
+  const bool text = a.dataset.rfind(kTextPrefix, 0) == 0;
+  if (is_char_lm(a.model) && !a.dataset.empty() && !text)
+    throw_usage_error(
+        fmt::format("--model {} trains on text: use --dataset text:FILE (got --dataset {})",
+                    a.model, a.dataset));
+  if (!is_char_lm(a.model) && text)
+    throw_usage_error(fmt::format(
+        "--dataset {} is text: train it with --model lstm, gru or transformer", a.dataset));
+}
+
+void run_train(const TrainArgs& args) {
+  const TrainOptions& a = args.train;
+  check_dataset(a);
+  if (is_char_lm(a.model)) return run_char_lm(args);
   Data d = load(a);
-  if (a.mode != "both") {
-    TrainRun r = train_once(a, d, a.mode == "traced" ? "compiled" : a.mode, /*report=*/true);
+  auto report = [&a](const std::vector<TrainRun>& runs, const TrainComparison* comparison) {
+    const TrainRun& r = runs.back();
     std::cout << fmt::format("test_loss: {:.4f}\ntest_accuracy: {:.4f}\n", r.test_loss,
                              r.test_accuracy);
+    write_train_json(a, runs, comparison,
+                     {{"test_loss", r.test_loss}, {"test_accuracy", r.test_accuracy}});
+  };
+  if (a.mode != "both") {
+    report({train_once(a, d, a.run_mode(), /*report=*/true)}, nullptr);
     return;
   }
   std::vector<int64_t> rows;
   for (int64_t i = 0; i < std::min(a.batch_size, d.x_train.shape()[0]); ++i) rows.push_back(i);
   Shape example(std::span<const int64_t>(d.x_train.shape().begin() + 1, d.x_train.shape().end()));
-  train_both_ways(
+  TrainComparison c = train_both_ways(
       std::cout, [&](const std::string& mode) { return train_once(a, d, mode, false); }, a.model,
-      [&] { return Model(build_model(a.model, example, 10)); }, a.optimizer, a.lr.value_or(1e-3),
-      a.seed, data::take_rows(d.x_train, rows), data::take_rows(d.train.y, rows),
-      [](const TrainRun& r) {
-        std::cout << fmt::format("test_loss: {:.4f}\ntest_accuracy: {:.4f}\n", r.test_loss,
-                                 r.test_accuracy);
-      });
+      [&] { return Model(build_model(a.model, example, 10)); }, a.optimizer, a.learning_rate(),
+      a.seed, data::take_rows(d.x_train, rows), data::take_rows(d.train.y, rows));
+  report(c.runs, &c);
+  c.check_agreement();
 }
 
 }  // namespace
 
 void add_train_command(CLI::App& app) {
   auto args = std::make_shared<TrainArgs>();
+  TrainOptions& t = args->train;
   CLI::App* cmd = app.add_subcommand(
       "train", "train an MLP or CNN (test accuracy) or a character language model (perplexity)");
-  cmd->add_option("--model", args->model,
+  const std::string model = "Model and data", training = "Training", lm = "Language models",
+                    files = "Files";
+  cmd->add_option("--model", t.model,
                   "mlp or cnn (digits/MNIST); lstm, gru or transformer (character language "
                   "model on text)")
       ->check(CLI::IsMember({"mlp", "cnn", "lstm", "gru", "transformer"}))
-      ->capture_default_str();
-  cmd->add_option("--dataset", args->dataset,
-                  "digits (default for mlp/cnn), a directory with MNIST's IDX files, or "
-                  "text:FILE for the language models (default "
-                  "text:/usr/share/common-licenses/GPL-3)");
-  cmd->add_option("--seq-len", args->seq_len, "language models: characters per training window")
+      ->group(model);
+  cmd->add_option("--dataset", t.dataset,
+                  "digits (shipped), a directory with MNIST's IDX files, or text:FILE for the "
+                  "language models")
+      ->default_str("digits; text:/usr/share/common-licenses/GPL-3 for the language models")
+      ->group(model);
+  cmd->add_option("--epochs", t.epochs, "passes over the training data")
       ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  cmd->add_option("--units", args->units,
-                  "language models: recurrent units (lstm/gru) or feed-forward width "
-                  "(transformer)")
+      ->group(training);
+  cmd->add_option("--batch-size", t.batch_size, "examples per training step")
       ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  cmd->add_option("--embedding-dim", args->embedding_dim,
-                  "language models: character embedding size (the transformer's d_model)")
+      ->group(training);
+  cmd->add_option("--optimizer", t.optimizer, "adam or sgd")
+      ->check(CLI::IsMember({"adam", "sgd"}))
+      ->group(training);
+  cmd->add_option("--lr", t.lr, "learning rate")
       ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  cmd->add_option("--heads", args->heads, "transformer: attention heads")
+      ->default_str("1e-3 for mlp and cnn, 3e-3 for the language models")
+      ->group(training);
+  cmd->add_option("--seed", t.seed, "seeds the initial weights, shuffling and dropout")
+      ->group(training);
+  cmd->add_option("--validation-split", t.validation_split,
+                  "mlp, cnn: fraction of the training data held out for val_loss and "
+                  "val_accuracy (the language models validate on their test windows)")
+      ->check(CLI::Range(0.0, 0.99))
+      ->group(training);
+  cmd->add_option("--mode", t.mode,
+                  "compiled (steps traced by kiln::function and JIT-compiled; traced is the "
+                  "same), eager, reference (traced steps on the reference executor), or both "
+                  "(eager then compiled from the same weights, with a comparison table)")
+      ->check(CLI::IsMember({"compiled", "eager", "reference", "both", "traced"}))
+      ->group(training);
+  cmd->add_option("--verbose", t.verbose,
+                  "0: quiet; 1: the model's summary and a progress bar; 2: the summary and a line "
+                  "per epoch")
+      ->check(CLI::IsMember({0, 1, 2}))
+      ->group(training);
+  cmd->add_option("--seq-len", args->lm.seq_len, "characters per training window")
       ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  cmd->add_option("--epochs", args->epochs)->check(CLI::PositiveNumber);
-  cmd->add_option("--batch-size", args->batch_size)->check(CLI::PositiveNumber);
-  cmd->add_option("--optimizer", args->optimizer)->check(CLI::IsMember({"adam", "sgd"}));
-  cmd->add_option("--lr", args->lr,
-                  "learning rate (default 1e-3 for mlp/cnn, 3e-3 for the language models)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--seed", args->seed);
-  cmd->add_option("--validation-split", args->validation_split)->check(CLI::Range(0.0, 0.99));
-  cmd->add_option("--save-weights", args->save_weights, "safetensors file to write");
-  cmd->add_option("--load-weights", args->load_weights, "safetensors file to start from");
-  cmd->add_option("--verbose", args->verbose)->check(CLI::IsMember({0, 1, 2}));
-  cmd->add_option("--mode", args->mode,
-                  "compiled (default: steps traced by kiln::function and JIT-compiled), eager, "
-                  "reference (traced steps on the reference executor), or both (eager then "
-                  "compiled from the same weights, with a comparison table)")
-      ->check(CLI::IsMember({"compiled", "eager", "reference", "both", "traced"}));
+      ->group(lm);
+  cmd->add_option("--units", args->lm.units,
+                  "recurrent units (lstm, gru) or feed-forward width (transformer)")
+      ->check(CLI::PositiveNumber)
+      ->group(lm);
+  cmd->add_option("--embedding-dim", args->lm.embedding_dim,
+                  "character embedding size (the transformer's d_model)")
+      ->check(CLI::PositiveNumber)
+      ->group(lm);
+  cmd->add_option("--heads", args->lm.heads, "transformer: attention heads")
+      ->check(CLI::PositiveNumber)
+      ->group(lm);
+  cmd->add_option("--load-weights", t.load_weights, "safetensors file to start from")->group(files);
+  cmd->add_option("--save-weights", t.save_weights,
+                  "safetensors file to write after training (language models: and its .json "
+                  "description)")
+      ->group(files);
+  cmd->add_option("--json", t.json,
+                  "write the training history per epoch, the numbers printed and the "
+                  "eager/compiled comparison (--mode both) to this JSON file (atomically)")
+      ->group(files);
   cmd->callback([args] { run_train(*args); });
 }
 

@@ -88,6 +88,35 @@ ModeComparison compare_train_step(std::ostream& os, const std::string& name,
       x, y);
 }
 
+TrainRun fit_and_evaluate(ModelImpl& model, const std::string& mode, const Tensor& x,
+                          const Tensor& y, FitOptions options, const Tensor& x_test,
+                          const Tensor& y_test) {
+  ScopedExecutionMode execution(mode == "reference" ? ExecutionMode::kReference
+                                                    : ExecutionMode::kCompiled);
+  auto timer = std::make_shared<StepTimer>();
+  options.callbacks.push_back(timer);
+  const int64_t live_before = runtime::Storage::live_bytes();
+  runtime::Storage::reset_peak_bytes();
+  auto start = std::chrono::steady_clock::now();
+  std::shared_ptr<History> history = model.fit(x, y, options);
+  TrainRun run;
+  run.mode = mode;
+  run.history = history->history;
+  run.total_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  run.peak_bytes = runtime::Storage::peak_bytes() - live_before;
+  run.step_seconds = timer->seconds();
+  run.batch_size = options.batch_size;
+  if (auto it = run.history.find("loss"); it != run.history.end() && !it->second.empty())
+    run.final_loss = it->second.back();
+  if (mode != "eager")
+    run.compile_seconds = train_step_compile_seconds(model, x, y, options.batch_size);
+  Logs result = model.evaluate(x_test, y_test, {.batch_size = 256, .verbose = 0});
+  run.test_loss = result["loss"];
+  run.test_accuracy = result["accuracy"];
+  return run;
+}
+
 double train_step_compile_seconds(ModelImpl& model, const Tensor& x, const Tensor& y,
                                   int64_t batch_size) {
   double seconds = 0;
@@ -103,23 +132,26 @@ double train_step_compile_seconds(ModelImpl& model, const Tensor& x, const Tenso
   return seconds;
 }
 
-void train_both_ways(std::ostream& os, const std::function<TrainRun(const std::string&)>& train,
-                     const std::string& name, const std::function<Model()>& build,
-                     const std::string& optimizer, double learning_rate, uint64_t seed,
-                     const Tensor& x, const Tensor& y,
-                     const std::function<void(const TrainRun&)>& report) {
-  std::vector<TrainRun> runs;
+TrainComparison train_both_ways(std::ostream& os,
+                                const std::function<TrainRun(const std::string&)>& train,
+                                const std::string& name, const std::function<Model()>& build,
+                                const std::string& optimizer, double learning_rate, uint64_t seed,
+                                const Tensor& x, const Tensor& y) {
+  TrainComparison c;
   for (const char* mode : {"eager", "compiled"}) {
     os << fmt::format("training {} ...\n", mode) << std::flush;
-    runs.push_back(train(mode));
+    c.runs.push_back(train(mode));
   }
   os << "\n";
-  print_comparison(os, runs);
+  print_comparison(os, c.runs);
   // One step of the same training, both ways from the same weights, with the differences.
   os << "\n";
-  compare_train_step(os, name, build, optimizer, learning_rate, seed, x, y);
-  report(runs.back());
-  if (!runs_agree(runs[0], runs[1]))
+  c.step = compare_train_step(os, name, build, optimizer, learning_rate, seed, x, y);
+  return c;
+}
+
+void TrainComparison::check_agreement() const {
+  if (!agree())
     throw Error("kiln train --mode both: eager and compiled training disagree beyond tolerance");
 }
 

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -28,7 +29,8 @@ class StepTimer : public Callback {
 };
 
 struct TrainRun {
-  std::string mode;  // "eager", "compiled", "reference"
+  std::string mode;                                    // "eager", "compiled", "reference"
+  std::map<std::string, std::vector<double>> history;  // fit's History: per metric, per epoch
   std::vector<double> step_seconds;
   int64_t batch_size = 0;
   double total_seconds = 0;
@@ -36,6 +38,14 @@ struct TrainRun {
   int64_t peak_bytes = 0;      // tensor storage high-water mark above the start of training
   double final_loss = 0, test_loss = 0, test_accuracy = 0;
 };
+
+// One training run of `model` (compiled with run_eagerly for mode "eager") by fit on (x, y) in
+// `mode` ("eager", "compiled" or "reference": ScopedExecutionMode), each step timed by a
+// StepTimer added to `options.callbacks`, tensor memory measured, the train step's compile time
+// taken (train_step_compile_seconds), then evaluated on (x_test, y_test).
+TrainRun fit_and_evaluate(ModelImpl& model, const std::string& mode, const Tensor& x,
+                          const Tensor& y, FitOptions options, const Tensor& x_test,
+                          const Tensor& y_test);
 
 // Seconds spent compiling `model`'s train step for the batch shapes fit used on (x, y) with
 // `batch_size`: the full batch and the last partial one (0 for an eager model's steps).
@@ -59,14 +69,22 @@ ModeComparison compare_train_step(std::ostream& os, const std::string& name,
                                   double learning_rate, uint64_t seed, const Tensor& x,
                                   const Tensor& y);
 
+// What `kiln train --mode both` measured: the two training runs and one step compared.
+struct TrainComparison {
+  std::vector<TrainRun> runs;  // eager, compiled
+  ModeComparison step;         // compare_train_step
+  bool agree() const { return runs_agree(runs.at(0), runs.at(1)); }
+  // kiln::Error when the runs disagree (after the caller has reported them).
+  void check_agreement() const;
+};
+
 // `kiln train --mode both`: runs `train("eager")` then `train("compiled")` (announced on `os`),
 // prints their comparison table and one step of a fresh `build()` model compared by
-// compare_train_step on (x, y), then `report(compiled run)`; kiln::Error when the runs
-// disagree (runs_agree).
-void train_both_ways(std::ostream& os, const std::function<TrainRun(const std::string&)>& train,
-                     const std::string& name, const std::function<Model()>& build,
-                     const std::string& optimizer, double learning_rate, uint64_t seed,
-                     const Tensor& x, const Tensor& y,
-                     const std::function<void(const TrainRun&)>& report);
+// compare_train_step on (x, y).
+TrainComparison train_both_ways(std::ostream& os,
+                                const std::function<TrainRun(const std::string&)>& train,
+                                const std::string& name, const std::function<Model()>& build,
+                                const std::string& optimizer, double learning_rate, uint64_t seed,
+                                const Tensor& x, const Tensor& y);
 
 }  // namespace kiln::tools

@@ -1,0 +1,37 @@
+// The options of `kiln train` (registered in tools/train_command.cc), shared by its two paths:
+// the MLP or CNN on digits or MNIST (train_command.cc) and the character language models
+// (char_lm_train.cc). An option both paths honour is one field here, one add_option there and
+// one use in each path's train_once.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace kiln::tools {
+
+struct TrainOptions {
+  // What is trained, on what, and how.
+  std::string model = "mlp";
+  std::string dataset;  // "": digits (mlp, cnn) or the default text (language models)
+  std::string optimizer = "adam";
+  std::optional<double> lr;  // "": the model's default (learning_rate())
+  int epochs = 20;
+  int64_t batch_size = 32;
+  double validation_split = 0;  // mlp, cnn
+  uint64_t seed = 0;
+  std::string mode = "compiled";  // compiled (alias traced), eager, reference or both
+  int verbose = 1;
+  // Files: the weights the model starts from and is saved to; the JSON report.
+  std::string load_weights, save_weights;
+  std::string json;
+
+  // lr, else 1e-3 (mlp, cnn) or 3e-3 (the language models).
+  double learning_rate() const {
+    return lr.value_or(model == "mlp" || model == "cnn" ? 1e-3 : 3e-3);
+  }
+  // The execution mode of a single run (--mode other than both): "traced" is "compiled".
+  std::string run_mode() const { return mode == "traced" ? "compiled" : mode; }
+};
+
+}  // namespace kiln::tools
