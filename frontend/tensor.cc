@@ -71,7 +71,7 @@ const runtime::Array& Tensor::array() const {
 
 bool Tensor::is_sole_owner() const {
   return impl_ != nullptr && impl_.use_count() == 1 && impl_->value.storage &&
-         impl_->value.storage.use_count() == 1;
+         impl_->value.storage.use_count() == 1 && !impl_->value.storage->is_borrowed();
 }
 
 Tensor Tensor::keras_mask() const { return keras_mask_ ? *keras_mask_ : Tensor(); }

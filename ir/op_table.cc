@@ -125,7 +125,7 @@ TensorType infer_type(OpKind kind, std::span<const TensorType> inputs, const Att
     throw Error(fmt::format("{}: expected at least one input, got none", op.name));
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!dtype_in_class(inputs[i].dtype, op.dtypes))
-      throw Error(fmt::format("{}: input {} has dtype {}, but {} needs {}", op.name, i,
+      throw DTypeError(fmt::format("{}: input {} has dtype {}, but {} needs {}", op.name, i,
                               dtype_name(inputs[i].dtype), op.name,
                               dtype_class_description(op.dtypes)));
   }

@@ -8,7 +8,7 @@ namespace {
 
 void require_same_dtype(const OpInfo& op, const TensorType& a, const TensorType& b) {
   if (a.dtype != b.dtype)
-    throw Error(
+    throw DTypeError(
         fmt::format("{}: dtypes differ: a is {} {}, b is {} {}; kiln does not promote "
                     "types implicitly, use kiln::cast on one operand",
                     op.name, dtype_name(a.dtype), a.shape.to_string(), dtype_name(b.dtype),
@@ -35,10 +35,10 @@ TensorType rule_cast(const OpInfo& op, std::span<const TensorType> in, const Att
 
 TensorType rule_select(const OpInfo& op, std::span<const TensorType> in, const Attrs&) {
   if (in[0].dtype != DType::b8)
-    throw Error(fmt::format("select: the condition (input 0) must be bool, got {} {}",
+    throw DTypeError(fmt::format("select: the condition (input 0) must be bool, got {} {}",
                             dtype_name(in[0].dtype), in[0].shape.to_string()));
   if (in[1].dtype != in[2].dtype)
-    throw Error(fmt::format("select: the two branches have different dtypes: {} {} and {} {}",
+    throw DTypeError(fmt::format("select: the two branches have different dtypes: {} {} and {} {}",
                             dtype_name(in[1].dtype), in[1].shape.to_string(),
                             dtype_name(in[2].dtype), in[2].shape.to_string()));
   Shape s = broadcast_shapes(in[1].shape, in[2].shape, op.name);

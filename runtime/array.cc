@@ -35,8 +35,15 @@ std::shared_ptr<Storage> Storage::view(void* data, size_t bytes, std::shared_ptr
   return s;
 }
 
+std::shared_ptr<Storage> Storage::borrow(void* data, size_t bytes, std::shared_ptr<void> keeper) {
+  KILN_ASSERT(keeper != nullptr, "Storage::borrow without a keeper");
+  auto s = std::shared_ptr<Storage>(new Storage(data, bytes));
+  s->keeper_ = std::move(keeper);
+  return s;
+}
+
 Storage::~Storage() {
-  if (owner_) return;  // a view: the owner frees the memory
+  if (owner_ || keeper_) return;  // a view or borrowed memory: freed by its owner
   g_live_bytes.fetch_sub(int64_t(bytes_), std::memory_order_relaxed);
   std::free(data_);
 }

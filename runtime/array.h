@@ -18,12 +18,17 @@ class Storage {
   // A view of `bytes` at `data` inside memory that `owner` keeps alive (an executable's arena):
   // not counted as an allocation, never freed by the view.
   static std::shared_ptr<Storage> view(void* data, size_t bytes, std::shared_ptr<Storage> owner);
+  // Memory owned outside kiln (a numpy array's buffer), kept alive by `keeper` until the last
+  // Array using it is gone. Borrowed memory is only read: no kernel or executable writes into
+  // it in place, even when the storage looks unshared.
+  static std::shared_ptr<Storage> borrow(void* data, size_t bytes, std::shared_ptr<void> keeper);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
 
   void* data() const { return data_; }
   bool is_view() const { return owner_ != nullptr; }
+  bool is_borrowed() const { return keeper_ != nullptr; }
   size_t bytes() const { return bytes_; }
 
   // Number of storage allocations made by this process (tests count allocations with it).
@@ -38,6 +43,7 @@ class Storage {
   void* data_;
   size_t bytes_;
   std::shared_ptr<Storage> owner_;  // set for views: the storage that owns data_
+  std::shared_ptr<void> keeper_;    // set for borrowed memory: what keeps data_ alive
 };
 
 inline constexpr size_t kAlignment = 64;

@@ -261,7 +261,8 @@ std::vector<Array> Executable::run(std::span<const Array> args, std::vector<Arra
   // variable's buffer may be overwritten if no one else took hold of it by then.
   std::vector<long> donated(variables.size(), 0);
   for (size_t i = 0; i < variables.size(); ++i) {
-    if (i < donate.size() && donate[i] && variables[i].storage)
+    if (i < donate.size() && donate[i] && variables[i].storage &&
+        !variables[i].storage->is_borrowed())
       donated[i] = variables[i].storage.use_count();
     slots[size_t(variable_slots_[i])] = variables[i];
   }

@@ -1,0 +1,41 @@
+"""kiln from Python: tensors and numpy, the op table's ops, gradient tapes, and traced,
+JIT-compiled functions (kiln.function, like tf.function).
+
+    import numpy as np, kiln
+    x = kiln.tensor(np.ones((2, 3), np.float32))
+    with kiln.GradientTape() as tape:
+        tape.watch(x)
+        y = kiln.ops.sum(x * x, axes=[0, 1], keepdims=False)
+    print(tape.gradient(y, x).numpy())
+"""
+from . import _kiln
+from ._kiln import (  # noqa: F401
+    ConcreteFunction,
+    DTypeError,
+    Error,
+    Function,
+    GradientTape,
+    Tensor,
+    TensorSpec,
+    __version__,
+    ops,
+    tensor,
+    tensor_shares_memory,
+)
+
+__all__ = [
+    "ConcreteFunction", "DTypeError", "Error", "Function", "GradientTape", "Tensor",
+    "TensorSpec", "function", "ops", "tensor", "tensor_shares_memory", "__version__",
+]
+
+
+def function(fn=None, *, input_signature=None, reduce_retracing=False, name=None, mode=None):
+    """Traces `fn` into a kiln graph per signature and runs the graph on later calls.
+
+    Usable as ``@kiln.function`` or ``@kiln.function(input_signature=[...], name="step")``;
+    `mode` is "compiled" (the default) or "reference".
+    """
+    def wrap(f):
+        return _kiln._function(f, input_signature=input_signature,
+                               reduce_retracing=reduce_retracing, name=name, mode=mode)
+    return wrap if fn is None else wrap(fn)

@@ -1,0 +1,15 @@
+// kiln._kiln: the Python extension behind `import kiln` (python/kiln/__init__.py).
+#include <pybind11/pybind11.h>
+
+#include "bindings.h"
+#include "kiln/version.h"
+
+PYBIND11_MODULE(_kiln, m) {
+  m.doc() = "kiln: eager ops, gradient tapes and traced, JIT-compiled functions";
+  m.attr("__version__") = kiln::kVersion;
+  kiln::python::bind_errors(m);
+  kiln::python::bind_tensor(m);
+  kiln::python::bind_ops(m);
+  kiln::python::bind_tape(m);
+  kiln::python::bind_function(m);
+}
