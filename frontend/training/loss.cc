@@ -170,9 +170,10 @@ Loss::Loss(const char* name) {
   }
 }
 
-Loss Loss::per_sample(std::string name, Fn fn) {
+Loss Loss::per_sample(std::string name, Fn fn, bool from_logits) {
   Loss l(std::move(name), std::move(fn));
   l.per_sample_ = true;
+  l.from_logits_ = from_logits;
   return l;
 }
 
@@ -235,7 +236,7 @@ Loss binary_crossentropy(bool from_logits) {
       elementwise = -(y * log(q) + (1.0 - y) * log(1.0 - q));
     }
     return last_axis_mean(elementwise);
-  });
+  }, from_logits);
 }
 
 // Probabilities: p / sum(p, -1) clipped to [eps, 1 - eps], -sum(y log p, -1).
@@ -253,7 +254,8 @@ Loss categorical_crossentropy(bool from_logits) {
         Tensor log_prob =
             from_logits ? log_softmax(p, -1) : log(clip_probabilities(p / sum(p, {-1}, true)));
         return -sum(y * log_prob, {-1});
-      });
+      },
+      from_logits);
 }
 
 // As categorical_crossentropy with y_true = one_hot(labels, classes).
