@@ -44,8 +44,8 @@ Regularizer regularizer_entry(const ConfigReader& c, const std::string& key) {
   if (kind == "L1") return regularizers::l1(r.get<double>("l1"));
   if (kind == "L2") return regularizers::l2(r.get<double>("l2"));
   if (kind == "L1L2") return regularizers::l1_l2(l1, l2);
-  c.fail(key, fmt::format("has an unknown regularizer class \"{}\" (expected L1, L2 or L1L2)",
-                          kind));
+  c.fail(key,
+         fmt::format("has an unknown regularizer class \"{}\" (expected L1, L2 or L1L2)", kind));
 }
 
 DType dtype_entry(const ConfigReader& c, const std::string& key) {
@@ -379,13 +379,11 @@ const std::map<std::string, LayerFactory>& builtin_layer_factories() {
        }},
       {"GlobalMaxPooling1D",
        [](const Json& j) {
-         return global_pooling<GlobalMaxPooling1D, GlobalPooling1DOptions>(j,
-                                                                           "GlobalMaxPooling1D");
+         return global_pooling<GlobalMaxPooling1D, GlobalPooling1DOptions>(j, "GlobalMaxPooling1D");
        }},
       {"GlobalMaxPooling2D",
        [](const Json& j) {
-         return global_pooling<GlobalMaxPooling2D, GlobalPooling2DOptions>(j,
-                                                                           "GlobalMaxPooling2D");
+         return global_pooling<GlobalMaxPooling2D, GlobalPooling2DOptions>(j, "GlobalMaxPooling2D");
        }},
       {"InputLayer", input_layer},
       {"LSTM", [](const Json& j) { return recurrent(j, "LSTM"); }},

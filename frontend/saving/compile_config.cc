@@ -8,7 +8,8 @@ namespace kiln::saving_detail {
 namespace {
 
 [[noreturn]] void bad(const std::string& entry, const Json& value, const std::string& what) {
-  throw Error(fmt::format("compile_config entry \"{}\" {}, got {:.300}", entry, what, value.dump()));
+  throw Error(
+      fmt::format("compile_config entry \"{}\" {}, got {:.300}", entry, what, value.dump()));
 }
 
 std::optional<double> optional_number(const Json& c, const char* key) {
@@ -116,7 +117,9 @@ Optimizer optimizer_from_config(const Json& j) {
   GradientClipping clip{optional_number(c, "clipnorm"), optional_number(c, "clipvalue"),
                         optional_number(c, "global_clipnorm")};
   const bool scheduled = c.contains("learning_rate") && c["learning_rate"].is_object();
-  auto lr = [&](double fallback) { return scheduled ? fallback : number(c, "learning_rate", fallback); };
+  auto lr = [&](double fallback) {
+    return scheduled ? fallback : number(c, "learning_rate", fallback);
+  };
   auto flag = [&](const char* key) {
     if (c.contains(key) && !c[key].is_boolean())
       bad(std::string("optimizer.") + key, c[key], "should be true or false");

@@ -30,7 +30,6 @@ DType dtype_entry(const ConfigReader& c, const std::string& key = "dtype");
 // A shape in a config: a list of integers and nulls (unknown dimensions).
 Shape shape_entry(const ConfigReader& c, const std::string& key);
 
-
 // {"class_name": "Adam", "config": optimizer->get_config()}.
 Json optimizer_config(const Optimizer& optimizer);
 // The optimizer such a config describes, with its schedule; kiln::Error naming the entry for an

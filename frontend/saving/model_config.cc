@@ -45,8 +45,8 @@ struct History {
 History history_entry(const ConfigReader& c, const std::string& where, const Json& h) {
   if (!h.is_array() || h.size() != 3 || !h[0].is_string() || !h[1].is_number_unsigned() ||
       !h[2].is_number_unsigned())
-    c.fail(where, fmt::format("should be [layer name, node index, tensor index], got {}",
-                              h.dump()));
+    c.fail(where,
+           fmt::format("should be [layer name, node index, tensor index], got {}", h.dump()));
   return {h[0].get<std::string>(), h[1].get<size_t>(), h[2].get<size_t>()};
 }
 
@@ -68,7 +68,7 @@ void collect_args(const ConfigReader& c, const std::string& where, const Json& a
 
 struct LayerEntry {
   Layer layer;
-  std::vector<std::vector<History>> nodes;  // the inputs of each inbound node
+  std::vector<std::vector<History>> nodes;   // the inputs of each inbound node
   std::vector<std::vector<Tensor>> outputs;  // the outputs of the nodes replayed so far
 };
 
@@ -96,8 +96,8 @@ Layer functional_from_config(const Json& config) {
     if (spec.value("class_name", "") == "InputLayer") {
       Shape batch = shape_entry(lc, "batch_shape");
       if (batch.rank() == 0) lc.fail("batch_shape", "is empty");
-      Tensor x = Input(Shape(std::vector<int64_t>(batch.begin() + 1, batch.end())),
-                       dtype_entry(lc), name);
+      Tensor x =
+          Input(Shape(std::vector<int64_t>(batch.begin() + 1, batch.end())), dtype_entry(lc), name);
       e.outputs.push_back({x});
     } else {
       try {

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -80,9 +81,10 @@ Json read_json_file(const std::string& file) {
   try {
     return Json::parse(text);
   } catch (const Json::parse_error& e) {
-    throw Error(fmt::format("\"{}\" is not valid JSON ({}); the saved model is damaged: save it "
-                            "again",
-                            file, e.what()));
+    throw Error(
+        fmt::format("\"{}\" is not valid JSON ({}); the saved model is damaged: save it "
+                    "again",
+                    file, e.what()));
   }
 }
 
@@ -139,8 +141,8 @@ void DirectoryWriter::commit() {
     const std::string old = tmp_ + ".old";
     if (std::rename(path_.c_str(), old.c_str()) != 0 ||
         std::rename(tmp_.c_str(), path_.c_str()) != 0)
-      throw Error(fmt::format("save_model: cannot replace \"{}\": {}", path_,
-                              std::strerror(errno)));
+      throw Error(
+          fmt::format("save_model: cannot replace \"{}\": {}", path_, std::strerror(errno)));
     fs::remove_all(old, ec);
   }
   committed_ = true;

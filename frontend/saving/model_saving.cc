@@ -106,7 +106,10 @@ void save_optimizer(const OptimizerImpl& opt,
   NamedTensors tensors;
   std::map<std::string, std::string> metadata{{"format", "kiln.optimizer"},
                                               {"optimizer", opt.name()}};
-  for (const auto& [key, v] : optimizer_scalars(opt)) tensors.emplace_back(key, v.value());
+  for (const auto& [key, v] : optimizer_scalars(opt)) {
+    metadata[key] = v.name();
+    tensors.emplace_back(key, v.value());
+  }
   // Slots of variables outside this model (an optimizer shared with another model) stay out.
   for (const OptimizerImpl::Slot& s : opt.slots()) {
     auto it = key_of.find(s.owner.handle_id());
@@ -138,14 +141,15 @@ void load_optimizer(OptimizerImpl& opt,
     std::string owner = key.substr(6, slash - 6), slot = key.substr(slash + 1);
     auto it = by_key.find(owner);
     if (slash <= 6 || it == by_key.end())
-      throw Error(fmt::format("\"{}\": entry \"{}\" is the slot of \"{}\", which is not a "
-                              "variable of the model; save the model again",
-                              file, key, owner));
+      throw Error(
+          fmt::format("\"{}\": entry \"{}\" is the slot of \"{}\", which is not a "
+                      "variable of the model; save the model again",
+                      file, key, owner));
     if (!(t.type() == it->second.value().type()))
-      throw Error(fmt::format("\"{}\": entry \"{}\" is {}, but its variable {} is {}; save the "
-                              "model again",
-                              file, key, type_text(t), it->second.name(),
-                              it->second.value().type().to_string()));
+      throw Error(fmt::format(
+          "\"{}\": entry \"{}\" is {}, but its variable {} is {}; save the "
+          "model again",
+          file, key, type_text(t), it->second.name(), it->second.value().type().to_string()));
     restores.push_back({it->second, slot, t});
   }
   assign_all(scalars, values);
@@ -179,13 +183,13 @@ void build_from_config(ModelImpl& model, const Json& build_config, const std::st
     if (!shapes.is_array()) c.fail("input_shapes", "should be a list of shapes");
     for (const Json& s : shapes) {
       ConfigReader one(Json{{"shape", s}}, "build_config");
-      inputs.push_back(Tensor::symbolic({DType::f32, saving_detail::shape_entry(one, "shape")},
-                                        nullptr));
+      inputs.push_back(
+          Tensor::symbolic({DType::f32, saving_detail::shape_entry(one, "shape")}, nullptr));
     }
     model.invoke(inputs, false);
   } catch (const Error& e) {
-    throw Error(fmt::format("\"{}\": the model could not be built from \"build_config\": {}",
-                            file, e.what()));
+    throw Error(fmt::format("\"{}\": the model could not be built from \"build_config\": {}", file,
+                            e.what()));
   }
 }
 

@@ -39,7 +39,7 @@ namespace kiln {
 
 struct LoadOptions {
   CustomObjects custom_objects{};  // factories for custom layer classes (Keras' custom_objects)
-  bool compile = true;  // false: skip the compile configuration and the optimizer state
+  bool compile = true;             // false: skip the compile configuration and the optimizer state
 };
 
 // Writes `model` to the directory `path` (see above). kiln::Error when a layer's get_config or

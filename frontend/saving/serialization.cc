@@ -128,8 +128,8 @@ std::string ConfigReader::name() const { return get<std::string>("name", std::st
 void ConfigReader::fail(const std::string& key, const std::string& what) const {
   auto it = config_.find("name");
   std::string layer = it != config_.end() && it->is_string() ? it->get<std::string>() : "?";
-  throw Error(fmt::format("layer \"{}\" ({}): config entry \"{}\" {}", layer, class_name_, key,
-                          what));
+  throw Error(
+      fmt::format("layer \"{}\" ({}): config entry \"{}\" {}", layer, class_name_, key, what));
 }
 
 }  // namespace kiln

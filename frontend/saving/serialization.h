@@ -104,7 +104,8 @@ class ConfigReader {
     const Json& v = config_.at(key);
     try {
       if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-        if (!v.is_number_integer()) fail(key, fmt::format("should be an integer, got {}", v.dump()));
+        if (!v.is_number_integer())
+          fail(key, fmt::format("should be an integer, got {}", v.dump()));
       } else if constexpr (std::is_floating_point_v<T>) {
         if (!v.is_number()) fail(key, fmt::format("should be a number, got {}", v.dump()));
       } else if constexpr (std::is_same_v<T, bool>) {

@@ -251,10 +251,10 @@ void OptimizerImpl::restore_slot(const Variable& owner, const std::string& slot_
                             name_, class_name(), slot_name, owner.name(),
                             names->empty() ? "none" : fmt::format("{}", fmt::join(*names, ", "))));
   if (!(value.type() == TensorType{owner.dtype(), owner.shape()}))
-    throw Error(fmt::format(
-        "optimizer \"{}\": the \"{}\" slot of \"{}\" should be {} {}, got {} {}", name_,
-        slot_name, owner.name(), dtype_name(owner.dtype()), owner.shape().to_string(),
-        dtype_name(value.dtype()), value.shape().to_string()));
+    throw Error(
+        fmt::format("optimizer \"{}\": the \"{}\" slot of \"{}\" should be {} {}, got {} {}", name_,
+                    slot_name, owner.name(), dtype_name(owner.dtype()), owner.shape().to_string(),
+                    dtype_name(value.dtype()), value.shape().to_string()));
   detail::InitScope eager;
   slot(owner, slot_name).assign(value);
 }

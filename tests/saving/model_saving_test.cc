@@ -9,6 +9,7 @@
 #include "kiln/frontend/saving/from_config.h"
 #include "kiln/kiln.h"
 #include "tests/saving/saving_test_util.h"
+#include "tests/support/error_of.h"
 
 namespace kiln {
 namespace {
@@ -27,13 +28,14 @@ TEST(SaveModel, SequentialRoundTrip) {
   clear_session();
   set_random_seed(1);
   Sequential m({Dense(8, {.activation = "relu"}), Dropout(0.2), Dense(3)}, Shape{5}, "mlp");
-  m->compile({.optimizer = Adam(), .loss = losses::sparse_categorical_crossentropy(true),
+  m->compile({.optimizer = Adam(),
+              .loss = losses::sparse_categorical_crossentropy(true),
               .metrics = {"accuracy"}});
   Tensor x = features(32, 5, 2);
   m->fit(x, labels(32, 3, 3), {.batch_size = 8, .epochs = 1, .verbose = 0});
   m->save(tmp.path("mlp"));
-  for (const char* f : {"metadata.json", "config.json", "model.weights.safetensors",
-                        "optimizer.safetensors"})
+  for (const char* f :
+       {"metadata.json", "config.json", "model.weights.safetensors", "optimizer.safetensors"})
     EXPECT_TRUE(std::filesystem::is_regular_file(tmp.path("mlp/") + f)) << f;
 
   Model back = load_model(tmp.path("mlp"));
@@ -60,9 +62,9 @@ TEST(SaveModel, WeightEntriesAreNamedByThePlaceInTheModel) {
   NamedTensors t = load_safetensors(tmp.path("m/model.weights.safetensors"), &meta);
   std::vector<std::string> names;
   for (const auto& [n, v] : t) names.push_back(n);
-  EXPECT_THAT(names, ::testing::UnorderedElementsAre("layers/dense_2/vars/0",
-                                                      "layers/dense_2/vars/1",
-                                                      "layers/dense_3/vars/0"));
+  EXPECT_THAT(names,
+              ::testing::UnorderedElementsAre("layers/dense_2/vars/0", "layers/dense_2/vars/1",
+                                              "layers/dense_3/vars/0"));
   EXPECT_EQ(meta.at("layers/dense_2/vars/1"), "dense_2/bias");
   EXPECT_FALSE(std::filesystem::exists(tmp.path("m/optimizer.safetensors")));  // not compiled
 }
@@ -78,8 +80,8 @@ TEST(SaveModel, FunctionalWithSharedLayersAndSeveralInputsAndOutputs) {
   Tensor cls = Dense(3, {.name = "cls"})(h), reg = Dense(1, {.name = "reg"})(Add()({shared(a), h}));
   Model m({a, b}, {cls, reg}, "two_heads");
   m->compile({.optimizer = RMSprop({.momentum = 0.5, .centered = true}),
-              .loss = LossSpec::by_output({{"cls", losses::sparse_categorical_crossentropy(true)},
-                                           {"reg", "mse"}}),
+              .loss = LossSpec::by_output(
+                  {{"cls", losses::sparse_categorical_crossentropy(true)}, {"reg", "mse"}}),
               .loss_weights = LossWeights::by_output({{"reg", 0.5}}),
               .metrics = MetricSpec::by_output({{"cls", {"accuracy"}}})});
   Tensor xa = features(24, 4, 5), xb = features(24, 4, 6);
@@ -129,8 +131,8 @@ TEST(SaveModel, CustomLayerThroughCustomObjectsAndTheRegistry) {
   TempDir tmp;
   clear_session();
   Sequential m({Dense(3), Layer(std::make_shared<ScaledImpl>(0.5, "scaled")), Dense(2)}, Shape{4});
-  m->compile({.optimizer = SGD({.learning_rate = 0.1, .momentum = 0.9, .nesterov = true}),
-              .loss = "mse"});
+  m->compile(
+      {.optimizer = SGD({.learning_rate = 0.1, .momentum = 0.9, .nesterov = true}), .loss = "mse"});
   Tensor x = features(16, 4, 9);
   m->fit(x, features(16, 2, 10), {.batch_size = 4, .epochs = 1, .verbose = 0});
   m->save(tmp.path("custom"));
@@ -265,8 +267,7 @@ INSTANTIATE_TEST_SUITE_P(
                    }},
         ResumeCase{"adamw_clipnorm",
                    [] { return AdamW({.weight_decay = 0.01, .clip = {.clipnorm = 1.0}}); }},
-        ResumeCase{"rmsprop_centered",
-                   [] { return RMSprop({.momentum = 0.5, .centered = true}); }},
+        ResumeCase{"rmsprop_centered", [] { return RMSprop({.momentum = 0.5, .centered = true}); }},
         ResumeCase{"adam_eager", [] { return Adam(); }, true}),
     [](const auto& info) { return std::string(info.param.name); });
 

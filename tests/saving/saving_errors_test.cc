@@ -15,9 +15,9 @@
 namespace kiln {
 namespace {
 
+using test::error_of;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
-using test::error_of;
 
 class SavedModelErrors : public ::testing::Test {
  protected:
@@ -31,9 +31,7 @@ class SavedModelErrors : public ::testing::Test {
   }
   std::string dir() const { return tmp_.path("m"); }
   std::string file(const std::string& name) const { return dir() + "/" + name; }
-  Json read_json(const std::string& name) const {
-    return Json::parse(io::read_file(file(name)));
-  }
+  Json read_json(const std::string& name) const { return Json::parse(io::read_file(file(name))); }
   void write_json(const std::string& name, const Json& j) const {
     io::write_file_atomically(file(name), j.dump());
   }
@@ -44,7 +42,9 @@ class SavedModelErrors : public ::testing::Test {
     edit(t);
     save_safetensors(file(name), t, meta);
   }
-  std::string load_error() const { return error_of([&] { load_model(dir()); }); }
+  std::string load_error() const {
+    return error_of([&] { load_model(dir()); });
+  }
 
   test::TempDir tmp_;
 };
@@ -56,8 +56,8 @@ TEST_F(SavedModelErrors, NotADirectory) {
 }
 
 TEST_F(SavedModelErrors, MissingFiles) {
-  for (const char* name : {"metadata.json", "config.json", "model.weights.safetensors",
-                           "optimizer.safetensors"}) {
+  for (const char* name :
+       {"metadata.json", "config.json", "model.weights.safetensors", "optimizer.safetensors"}) {
     SetUp();
     std::filesystem::remove(file(name));
     EXPECT_THAT(load_error(), AllOf(HasSubstr(file(name)), HasSubstr("cannot open"))) << name;
@@ -117,8 +117,7 @@ TEST_F(SavedModelErrors, MissingExtraAndMistypedWeights) {
   SetUp();
   edit_tensors("model.weights.safetensors",
                [](NamedTensors& t) { t.emplace_back("layers/out/vars/2", zeros({2})); });
-  EXPECT_THAT(load_error(),
-              HasSubstr("has 1 entry the model does not have: layers/out/vars/2"));
+  EXPECT_THAT(load_error(), HasSubstr("has 1 entry the model does not have: layers/out/vars/2"));
   SetUp();
   edit_tensors("model.weights.safetensors", [](NamedTensors& t) {
     for (auto& [name, v] : t)

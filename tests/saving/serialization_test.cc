@@ -12,8 +12,8 @@
 namespace kiln {
 namespace {
 
-using ::testing::HasSubstr;
 using test::error_of;
+using ::testing::HasSubstr;
 
 // One layer of every built-in class, with options away from their defaults where a class has
 // them, so a factory that dropped an entry would change the config.
@@ -57,8 +57,9 @@ std::vector<Layer> one_of_each() {
       SimpleRNN(4, rnn),
       LSTM(3, {.unit_forget_bias = false, .return_state = true}),
       GRU(2, {.reset_after = false, .recurrent_dropout = 0.1}),
-      MultiHeadAttention(2, 4, {.value_dim = 3, .dropout = 0.1, .output_shape = 6,
-                                .seed = 3, .use_causal_mask = true}),
+      MultiHeadAttention(
+          2, 4,
+          {.value_dim = 3, .dropout = 0.1, .output_shape = 6, .seed = 3, .use_causal_mask = true}),
       Flatten(),
       Reshape({2, -1}),
       Activation("gelu"),
@@ -105,7 +106,8 @@ TEST(LayerFromConfig, FunctionalModelComesBackWithTheSameConfig) {
 // A custom layer: y = x * factor.
 class ScaleImpl : public LayerImpl {
  public:
-  ScaleImpl(double factor, std::string name) : LayerImpl("TestScale", std::move(name)), factor_(factor) {}
+  ScaleImpl(double factor, std::string name)
+      : LayerImpl("TestScale", std::move(name)), factor_(factor) {}
   Tensor call(const Tensor& x, bool) override { return x * factor_; }
   Json get_config() const override {
     Json c = LayerImpl::get_config();
