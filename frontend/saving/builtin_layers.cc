@@ -337,7 +337,15 @@ Layer bidirectional(const Json& config) {
   o.name = c.name();
   o.merge_mode = c.get<std::string>("merge_mode", o.merge_mode);
   if (c.has("backward_layer")) o.backward_layer = inner_layer(c, "backward_layer");
-  return Bidirectional(inner_layer(c, "layer"), o);
+  // The constructor names its copy of the layer "forward_<name>": give it back the name the
+  // layer had before, so the rebuilt forward layer has the saved name.
+  Json forward = c.at("layer");
+  if (forward.is_object() && forward.contains("config") && forward["config"].is_object()) {
+    std::string name = forward["config"].value("name", "");
+    if (name.rfind("forward_", 0) == 0) forward["config"]["name"] = name.substr(8);
+  }
+  ConfigReader f(Json{{"name", c.name()}, {"layer", forward}}, "Bidirectional");
+  return Bidirectional(inner_layer(f, "layer"), o);
 }
 
 Layer input_layer(const Json& config) {

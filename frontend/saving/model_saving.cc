@@ -42,13 +42,14 @@ std::vector<std::pair<std::string, Variable>> variable_entries(const ModelImpl& 
 
 std::string type_text(const Tensor& t) { return t.type().to_string(); }
 
-// The tensors of a safetensors file by name, checked against `expected` (entry -> variable):
-// kiln::Error naming the file for missing entries, extra entries and wrong types.
-std::map<std::string, Tensor> read_tensors(
-    const std::string& file, const std::vector<std::pair<std::string, Variable>>& expected,
-    const std::function<bool(const std::string&)>& also_allowed = nullptr) {
-  std::map<std::string, Tensor> by_name;
-  for (auto& [name, t] : load_safetensors(file)) by_name.emplace(name, t);
+// The tensors of a safetensors file in the file's order (the order they were saved in),
+// checked against `expected` (entry -> variable): kiln::Error naming the file for missing
+// entries, extra entries and wrong types.
+NamedTensors read_tensors(const std::string& file,
+                          const std::vector<std::pair<std::string, Variable>>& expected,
+                          const std::function<bool(const std::string&)>& also_allowed = nullptr) {
+  NamedTensors in_order = load_safetensors(file);
+  std::map<std::string, Tensor> by_name(in_order.begin(), in_order.end());
   std::vector<std::string> missing, extra;
   std::set<std::string> known;
   for (const auto& [key, v] : expected) {
@@ -76,13 +77,14 @@ std::map<std::string, Tensor> read_tensors(
         "\"{}\" has {} entr{} the model does not have: {}; the file does not belong to this "
         "model's config: save the model again",
         file, extra.size(), extra.size() == 1 ? "y" : "ies", fmt::join(extra, ", ")));
-  return by_name;
+  return in_order;
 }
 
 void assign_all(const std::vector<std::pair<std::string, Variable>>& entries,
-                const std::map<std::string, Tensor>& values) {
+                const NamedTensors& values) {
+  std::map<std::string, Tensor> by_name(values.begin(), values.end());
   detail::InitScope eager;
-  for (auto [key, v] : entries) v.assign(values.at(key));
+  for (auto [key, v] : entries) v.assign(by_name.at(key));
 }
 
 // ---- the optimizer's state ----
@@ -126,9 +128,10 @@ void load_optimizer(OptimizerImpl& opt,
                     const std::string& file) {
   std::map<std::string, Variable> by_key(weights.begin(), weights.end());
   auto scalars = optimizer_scalars(opt);
-  std::map<std::string, Tensor> values = read_tensors(
+  NamedTensors values = read_tensors(
       file, scalars, [](const std::string& name) { return name.rfind("slots/", 0) == 0; });
-  // Check every slot before changing anything.
+  // Check every slot before changing anything; restore them in the saved order, which is the
+  // order the first updates created them in (so variables() lists them as before).
   struct Restore {
     Variable owner;
     std::string slot;
@@ -182,7 +185,8 @@ void build_from_config(ModelImpl& model, const Json& build_config, const std::st
     const Json& shapes = c.at("input_shapes");
     if (!shapes.is_array()) c.fail("input_shapes", "should be a list of shapes");
     for (const Json& s : shapes) {
-      ConfigReader one(Json{{"shape", s}}, "build_config");
+      const Json entry{{"shape", s}};
+      ConfigReader one(entry, "build_config");
       inputs.push_back(
           Tensor::symbolic({DType::f32, saving_detail::shape_entry(one, "shape")}, nullptr));
     }

@@ -119,7 +119,7 @@ class ConfigReader {
     }
   }
 
-  const Json& config_;
+  Json config_;  // a copy: a reader may outlive the JSON it was made from
   std::string class_name_;
 };
 

@@ -265,7 +265,8 @@ Loss categorical_crossentropy(bool from_logits) {
 // As categorical_crossentropy with y_true = one_hot(labels, classes).
 Loss sparse_categorical_crossentropy(bool from_logits) {
   return Loss::per_sample(
-      "sparse_categorical_crossentropy", [from_logits](const Tensor& t, const Tensor& p) {
+      "sparse_categorical_crossentropy",
+      [from_logits](const Tensor& t, const Tensor& p) {
         const char* name = "sparse_categorical_crossentropy";
         require_defined(name, t, p);
         require_floating_pred(name, p);
@@ -275,7 +276,8 @@ Loss sparse_categorical_crossentropy(bool from_logits) {
             from_logits ? log_softmax(p, -1) : log(clip_probabilities(p / sum(p, {-1}, true)));
         Tensor y = one_hot(labels, p.shape().dim(-1), p.dtype());
         return -sum(y * log_prob, {-1});
-      });
+      },
+      from_logits);
 }
 
 }  // namespace losses

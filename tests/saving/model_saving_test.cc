@@ -77,7 +77,9 @@ TEST(SaveModel, FunctionalWithSharedLayersAndSeveralInputsAndOutputs) {
   Dense shared(6, {.activation = "tanh", .name = "shared"});
   Tensor h = Concatenate()({shared(a), shared(b)});
   h = LayerNormalization()(h);
-  Tensor cls = Dense(3, {.name = "cls"})(h), reg = Dense(1, {.name = "reg"})(Add()({shared(a), h}));
+  // The shared layer's third and fourth nodes feed the second output.
+  Tensor cls = Dense(3, {.name = "cls"})(h);
+  Tensor reg = Dense(1, {.name = "reg"})(Add()({shared(b), shared(a)}));
   Model m({a, b}, {cls, reg}, "two_heads");
   m->compile({.optimizer = RMSprop({.momentum = 0.5, .centered = true}),
               .loss = LossSpec::by_output(

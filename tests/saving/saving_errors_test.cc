@@ -21,7 +21,9 @@ using ::testing::HasSubstr;
 
 class SavedModelErrors : public ::testing::Test {
  protected:
+  // Saves the model afresh (a test may call it again after damaging the last one).
   void SetUp() override {
+    std::filesystem::remove_all(dir());
     clear_session();
     Sequential m({Dense(3, {.name = "hidden"}), Dense(2, {.name = "out"})}, Shape{4}, "m");
     m->compile({.optimizer = Adam(), .loss = "mse"});
