@@ -212,6 +212,8 @@ struct ResumeCase {
   bool run_eagerly = false;
 };
 
+void PrintTo(const ResumeCase& c, std::ostream* os) { *os << c.name; }
+
 Model resume_model(const ResumeCase& c) {
   clear_session();
   set_random_seed(21);
