@@ -43,9 +43,9 @@ struct LoadOptions {
 };
 
 // Writes `model` to the directory `path` (see above). kiln::Error when a layer's get_config or
-// the optimizer's schedule cannot be serialized, when `path` exists but is not a saved model
-// (a file, or a directory without kiln's metadata.json: never replaced) and overwrite is off
-// or on, or when writing fails.
+// the optimizer's schedule cannot be serialized, when `path` exists but is not a saved model (a
+// file, or a directory without kiln's metadata.json: never replaced), when it is a saved model
+// and options.overwrite is off, or when writing fails (nothing at `path` changes then).
 void save_model(const Model& model, const std::string& path, const SaveOptions& options = {});
 Model load_model(const std::string& path, const LoadOptions& options = {});
 

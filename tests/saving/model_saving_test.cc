@@ -16,6 +16,8 @@ namespace {
 
 using test::expect_bitwise_equal;
 using test::expect_same_variables;
+using test::scaled_from_config;
+using test::ScaledImpl;
 using test::TempDir;
 
 Tensor features(int64_t n, int64_t d, int64_t seed) { return random_normal({n, d}, seed); }
@@ -103,30 +105,6 @@ TEST(SaveModel, FunctionalWithSharedLayersAndSeveralInputsAndOutputs) {
   // The loaded model evaluates like the original (same losses, weights, metrics and state).
   Logs le = m->evaluate(x, y, {.verbose = 0}), lb = back->evaluate(x, y, {.verbose = 0});
   EXPECT_EQ(lb, le);
-}
-
-// A custom layer with a weight: y = x * w (w per feature, starts at `init`).
-class ScaledImpl : public LayerImpl {
- public:
-  ScaledImpl(double init, std::string name) : LayerImpl("Scaled", std::move(name)), init_(init) {}
-  void build(const Shape& s) override {
-    w = add_weight("w", {s.dim(-1)}, initializers::constant(init_));
-  }
-  Tensor call(const Tensor& x, bool) override { return x * w.read(); }
-  Json get_config() const override {
-    Json c = LayerImpl::get_config();
-    c["init"] = init_;
-    return c;
-  }
-  Variable w;
-
- private:
-  double init_;
-};
-
-Layer scaled_from_config(const Json& config) {
-  ConfigReader c(config, "Scaled");
-  return Layer(std::make_shared<ScaledImpl>(c.get<double>("init"), c.name()));
 }
 
 TEST(SaveModel, CustomLayerThroughCustomObjectsAndTheRegistry) {

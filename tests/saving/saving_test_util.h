@@ -1,5 +1,5 @@
-// Helpers of the saving tests: a temporary directory and bitwise comparisons of tensors and of
-// models' variables.
+// Helpers of the saving tests: a temporary directory, bitwise comparisons of tensors and of
+// models' variables, and a custom layer with its factory.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -48,6 +48,30 @@ inline void expect_same_variables(const Model& a, const Model& b) {
     EXPECT_EQ(va[i].name(), vb[i].name());
     expect_bitwise_equal(va[i].value(), vb[i].value(), va[i].name());
   }
+}
+
+// A custom layer with a weight: y = x * w (w per feature, starts at `init`).
+class ScaledImpl : public LayerImpl {
+ public:
+  ScaledImpl(double init, std::string name) : LayerImpl("Scaled", std::move(name)), init_(init) {}
+  void build(const Shape& s) override {
+    w = add_weight("w", {s.dim(-1)}, initializers::constant(init_));
+  }
+  Tensor call(const Tensor& x, bool) override { return x * w.read(); }
+  Json get_config() const override {
+    Json c = LayerImpl::get_config();
+    c["init"] = init_;
+    return c;
+  }
+  Variable w;
+
+ private:
+  double init_;
+};
+
+inline Layer scaled_from_config(const Json& config) {
+  ConfigReader c(config, "Scaled");
+  return Layer(std::make_shared<ScaledImpl>(c.get<double>("init"), c.name()));
 }
 
 }  // namespace kiln::test

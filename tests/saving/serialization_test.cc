@@ -7,12 +7,15 @@
 
 #include "kiln/frontend/saving/from_config.h"
 #include "kiln/kiln.h"
+#include "tests/saving/saving_test_util.h"
 #include "tests/support/error_of.h"
 
 namespace kiln {
 namespace {
 
 using test::error_of;
+using test::scaled_from_config;
+using test::ScaledImpl;
 using ::testing::HasSubstr;
 
 // One layer of every built-in class, with options away from their defaults where a class has
@@ -103,51 +106,30 @@ TEST(LayerFromConfig, FunctionalModelComesBackWithTheSameConfig) {
   EXPECT_EQ(back->get_config(), m->get_config());
 }
 
-// A custom layer: y = x * factor.
-class ScaleImpl : public LayerImpl {
- public:
-  ScaleImpl(double factor, std::string name)
-      : LayerImpl("TestScale", std::move(name)), factor_(factor) {}
-  Tensor call(const Tensor& x, bool) override { return x * factor_; }
-  Json get_config() const override {
-    Json c = LayerImpl::get_config();
-    c["factor"] = factor_;
-    return c;
-  }
-
- private:
-  double factor_;
-};
-
-Layer scale_from_config(const Json& config) {
-  ConfigReader c(config, "TestScale");
-  return Layer(std::make_shared<ScaleImpl>(c.get<double>("factor"), c.name()));
-}
-
 TEST(LayerFromConfig, CustomLayerNeedsAFactory) {
-  Layer layer(std::make_shared<ScaleImpl>(2.5, "scale"));
+  Layer layer(std::make_shared<ScaledImpl>(2.5, "scale"));
   Json spec = serialize_layer(layer);
   std::string e = error_of([&] { layer_from_config(spec); });
-  EXPECT_THAT(e, HasSubstr("unknown layer class \"TestScale\" (layer \"scale\")"));
+  EXPECT_THAT(e, HasSubstr("unknown layer class \"Scaled\" (layer \"scale\")"));
   EXPECT_THAT(e, HasSubstr("register_layer_class"));
 
-  Layer from_objects = layer_from_config(spec, {{"TestScale", scale_from_config}});
+  Layer from_objects = layer_from_config(spec, {{"Scaled", scaled_from_config}});
   EXPECT_EQ(from_objects->get_config(), layer->get_config());
 
-  register_layer_class("TestScale", scale_from_config);
+  register_layer_class("Scaled", scaled_from_config);
   EXPECT_EQ(layer_from_config(spec)->get_config(), layer->get_config());
-  unregister_layer_class("TestScale");
+  unregister_layer_class("Scaled");
   EXPECT_THAT(error_of([&] { layer_from_config(spec); }), HasSubstr("unknown layer class"));
 }
 
 TEST(LayerFromConfig, CustomLayerInsideAWrapperUsesTheCallsCustomObjects) {
-  TimeDistributed td(Layer(std::make_shared<ScaleImpl>(3, "inner")));
-  Layer back = layer_from_config(serialize_layer(td), {{"TestScale", scale_from_config}});
+  TimeDistributed td(Layer(std::make_shared<ScaledImpl>(3, "inner")));
+  Layer back = layer_from_config(serialize_layer(td), {{"Scaled", scaled_from_config}});
   EXPECT_EQ(back->get_config(), td->get_config());
 }
 
 TEST(LayerFromConfig, BuiltInNamesCannotBeRegistered) {
-  EXPECT_THAT(error_of([] { register_layer_class("Dense", scale_from_config); }),
+  EXPECT_THAT(error_of([] { register_layer_class("Dense", scaled_from_config); }),
               HasSubstr("\"Dense\" is a built-in layer class"));
 }
 
