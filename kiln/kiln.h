@@ -28,6 +28,8 @@
 #include "kiln/frontend/models/model.h"
 #include "kiln/frontend/models/sequential.h"
 #include "kiln/frontend/ops.h"
+#include "kiln/frontend/saving/saving.h"
+#include "kiln/frontend/saving/serialization.h"
 #include "kiln/frontend/seed_generator.h"
 #include "kiln/frontend/tensor.h"
 #include "kiln/frontend/training/callbacks.h"

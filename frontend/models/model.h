@@ -23,6 +23,12 @@
 
 namespace kiln {
 
+// Options of ModelImpl::save / kiln::save_model (frontend/saving/saving.h).
+struct SaveOptions {
+  bool overwrite = true;          // replace a model saved at the path before
+  bool include_optimizer = true;  // a compiled model's optimizer state (optimizer.safetensors)
+};
+
 class ModelImpl : public LayerImpl {
  public:
   explicit ModelImpl(std::string class_name = "Model", std::string name = "");
@@ -80,6 +86,9 @@ class ModelImpl : public LayerImpl {
   // ---- weights I/O (frontend/io/weights_io.cc): safetensors, names like "dense_1/kernel" ----
   void save_weights(const std::string& path) const;
   void load_weights(const std::string& path);
+  // The whole model (architecture, weights, compile configuration, optimizer state) as a
+  // directory; kiln::load_model reads it back (frontend/saving/saving.h, docs/saving.md).
+  void save(const std::string& path, const SaveOptions& options = {}) const;
 
   // The traced steps fit/evaluate/predict use when !run_eagerly (created on first use; a new
   // compile() makes new ones). Exposed for kiln dump-ir and tests.

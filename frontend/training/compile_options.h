@@ -47,6 +47,8 @@ class LossSpec {
                                 const std::string& model) const;
   // The loss shared by every output, when one was given as such.
   const Loss& single() const { return single_; }
+  const std::vector<Loss>& list() const { return list_; }
+  const std::map<std::string, Loss>& by_name() const { return by_name_; }
 
  private:
   Loss single_;
@@ -64,6 +66,8 @@ class LossWeights {
   static LossWeights by_output(std::map<std::string, double> weights);
   std::vector<double> for_outputs(const std::vector<std::string>& outputs,
                                   const std::string& model) const;
+  const std::vector<double>& list() const { return list_; }
+  const std::map<std::string, double>& by_name() const { return by_name_; }
 
  private:
   std::vector<double> list_;
@@ -86,6 +90,9 @@ class MetricSpec {
   std::vector<std::vector<Metric>> for_outputs(const std::vector<std::string>& outputs,
                                                const std::vector<Loss>& losses,
                                                const std::string& model) const;
+  const std::vector<Metric>& all() const { return all_; }
+  const std::vector<std::vector<Metric>>& per_output() const { return per_output_; }
+  const std::map<std::string, std::vector<Metric>>& by_name() const { return by_name_; }
 
  private:
   std::vector<Metric> all_;

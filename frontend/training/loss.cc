@@ -170,9 +170,10 @@ Loss::Loss(const char* name) {
   }
 }
 
-Loss Loss::per_sample(std::string name, Fn fn) {
+Loss Loss::per_sample(std::string name, Fn fn, bool from_logits) {
   Loss l(std::move(name), std::move(fn));
   l.per_sample_ = true;
+  l.from_logits_ = from_logits;
   return l;
 }
 
@@ -225,24 +226,28 @@ Loss mean_absolute_error() {
 // Logits x: softplus(x) - x y = max(x, 0) - x y + log1p(exp(-|x|)), exact for any |x|
 // (the value of TensorFlow's sigmoid_cross_entropy_with_logits and Keras' JAX backend).
 Loss binary_crossentropy(bool from_logits) {
-  return Loss::per_sample("binary_crossentropy", [from_logits](const Tensor& t, const Tensor& p) {
-    auto [y, x] = align_dense("binary_crossentropy", t, p);
-    Tensor elementwise;
-    if (from_logits) {
-      elementwise = softplus(x) - x * y;
-    } else {
-      Tensor q = clip_probabilities(x);
-      elementwise = -(y * log(q) + (1.0 - y) * log(1.0 - q));
-    }
-    return last_axis_mean(elementwise);
-  });
+  return Loss::per_sample(
+      "binary_crossentropy",
+      [from_logits](const Tensor& t, const Tensor& p) {
+        auto [y, x] = align_dense("binary_crossentropy", t, p);
+        Tensor elementwise;
+        if (from_logits) {
+          elementwise = softplus(x) - x * y;
+        } else {
+          Tensor q = clip_probabilities(x);
+          elementwise = -(y * log(q) + (1.0 - y) * log(1.0 - q));
+        }
+        return last_axis_mean(elementwise);
+      },
+      from_logits);
 }
 
 // Probabilities: p / sum(p, -1) clipped to [eps, 1 - eps], -sum(y log p, -1).
 // Logits: -sum(y log_softmax(x), -1).
 Loss categorical_crossentropy(bool from_logits) {
   return Loss::per_sample(
-      "categorical_crossentropy", [from_logits](const Tensor& t, const Tensor& p) {
+      "categorical_crossentropy",
+      [from_logits](const Tensor& t, const Tensor& p) {
         const char* name = "categorical_crossentropy";
         require_defined(name, t, p);
         require_floating_pred(name, p);
@@ -253,13 +258,15 @@ Loss categorical_crossentropy(bool from_logits) {
         Tensor log_prob =
             from_logits ? log_softmax(p, -1) : log(clip_probabilities(p / sum(p, {-1}, true)));
         return -sum(y * log_prob, {-1});
-      });
+      },
+      from_logits);
 }
 
 // As categorical_crossentropy with y_true = one_hot(labels, classes).
 Loss sparse_categorical_crossentropy(bool from_logits) {
   return Loss::per_sample(
-      "sparse_categorical_crossentropy", [from_logits](const Tensor& t, const Tensor& p) {
+      "sparse_categorical_crossentropy",
+      [from_logits](const Tensor& t, const Tensor& p) {
         const char* name = "sparse_categorical_crossentropy";
         require_defined(name, t, p);
         require_floating_pred(name, p);
@@ -269,7 +276,8 @@ Loss sparse_categorical_crossentropy(bool from_logits) {
             from_logits ? log_softmax(p, -1) : log(clip_probabilities(p / sum(p, {-1}, true)));
         Tensor y = one_hot(labels, p.shape().dim(-1), p.dtype());
         return -sum(y * log_prob, {-1});
-      });
+      },
+      from_logits);
 }
 
 }  // namespace losses

@@ -24,7 +24,9 @@ class Loss {
   // A loss whose function returns one value per sample (e.g. [batch] or [batch, timesteps]);
   // calling it reduces them as Keras' "sum_over_batch_size": the sum of the (weighted) values
   // over their number, or over the unmasked ones with a mask. The built-in losses are these.
-  static Loss per_sample(std::string name, Fn fn);
+  // `from_logits` records how the built-in crossentropies read y_pred (for saving a model's
+  // compile configuration; it does not change `fn`).
+  static Loss per_sample(std::string name, Fn fn, bool from_logits = false);
   // By name: "mean_squared_error" ("mse"), "mean_absolute_error" ("mae"),
   // "binary_crossentropy", "categorical_crossentropy", "sparse_categorical_crossentropy"
   // (probability inputs; use the functions below for from_logits=true).
@@ -45,11 +47,13 @@ class Loss {
   const std::string& name() const { return name_; }
   bool defined() const { return static_cast<bool>(fn_); }
   bool is_per_sample() const { return per_sample_; }
+  bool from_logits() const { return from_logits_; }
 
  private:
   std::string name_;
   Fn fn_;
   bool per_sample_ = false;
+  bool from_logits_ = false;
   std::shared_ptr<bool> mask_warned_;  // shared by copies: one warning per loss
 };
 

@@ -8,10 +8,12 @@
 #include "kiln/frontend/training/optimizer.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <utility>
 
 #include "kiln/frontend/creation.h"
@@ -25,6 +27,10 @@ namespace kiln {
 namespace {
 Tensor f64(double v) { return scalar(v, DType::f64); }
 }  // namespace
+
+LearningRateSchedule::LearningRateSchedule(std::function<Tensor(const Tensor& step)> f,
+                                           const Json& config)
+    : f_(std::move(f)), config_(std::make_shared<const Json>(config)) {}
 
 Tensor LearningRateSchedule::operator()(const Tensor& step) const {
   if (!f_) throw Error("LearningRateSchedule: the schedule is empty");
@@ -44,11 +50,37 @@ LearningRateSchedule exponential_decay(double initial_learning_rate, int64_t dec
                                        double decay_rate, bool staircase) {
   if (decay_steps <= 0)
     throw Error(fmt::format("exponential_decay: decay_steps must be > 0, got {}", decay_steps));
-  return LearningRateSchedule([=](const Tensor& step) {
-    Tensor p = step / f64(double(decay_steps));
-    if (staircase) p = cast(cast(p, DType::i64), DType::f64);  // floor: step >= 0
-    return pow(f64(decay_rate), p) * initial_learning_rate;
-  });
+  return LearningRateSchedule(
+      [=](const Tensor& step) {
+        Tensor p = step / f64(double(decay_steps));
+        if (staircase) p = cast(cast(p, DType::i64), DType::f64);  // floor: step >= 0
+        return pow(f64(decay_rate), p) * initial_learning_rate;
+      },
+      Json{{"class_name", "ExponentialDecay"},
+           {"config",
+            {{"initial_learning_rate", initial_learning_rate},
+             {"decay_steps", decay_steps},
+             {"decay_rate", decay_rate},
+             {"staircase", staircase}}}});
+}
+
+LearningRateSchedule from_config(const Json& config) {
+  auto bad = [&](const std::string& what) {
+    return Error(fmt::format("learning-rate schedule {:.300}: {}", config.dump(), what));
+  };
+  if (!config.is_object() || !config.contains("class_name") || !config.contains("config") ||
+      !config["config"].is_object())
+    throw bad("should be {\"class_name\": ..., \"config\": {...}}");
+  if (config["class_name"] != "ExponentialDecay")
+    throw bad("unknown schedule class; kiln saves and loads ExponentialDecay");
+  const Json& c = config["config"];
+  try {
+    return exponential_decay(c.at("initial_learning_rate").get<double>(),
+                             c.at("decay_steps").get<int64_t>(), c.at("decay_rate").get<double>(),
+                             c.value("staircase", false));
+  } catch (const Json::exception& e) {
+    throw bad(fmt::format("missing or wrong entry ({})", e.what()));
+  }
 }
 }  // namespace schedules
 
@@ -180,8 +212,51 @@ Variable& OptimizerImpl::slot(const Variable& var, const std::string& slot_name)
   }
   Variable s(fmt::format("{}/{}_{}", name_, var_name, slot_name), initial, /*trainable=*/false);
   slot_order_.push_back(s);
+  slot_order_names_.push_back(slot_name);
   slot_owners_.push_back(var);
   return slots_.emplace(key, s).first->second;
+}
+
+Json OptimizerImpl::get_config() const {
+  Json c{{"name", name_}};
+  for (const Hyperparameter& h : hyperparameters_) c[h.name] = hyperparameter(h.name);
+  if (schedule_) {
+    if (!schedule_.config())
+      throw Error(fmt::format(
+          "optimizer \"{}\": its learning-rate schedule was made from a function alone, so it "
+          "cannot be saved; make it with kiln::schedules (exponential_decay) or give "
+          "LearningRateSchedule(f, config) a config",
+          name_));
+    c["learning_rate"] = *schedule_.config();
+  }
+  auto opt = [](const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); };
+  c["clipnorm"] = opt(clipping_.clipnorm);
+  c["clipvalue"] = opt(clipping_.clipvalue);
+  c["global_clipnorm"] = opt(clipping_.global_clipnorm);
+  return c;
+}
+
+std::vector<OptimizerImpl::Slot> OptimizerImpl::slots() const {
+  std::vector<Slot> out;
+  for (size_t i = 0; i < slot_order_.size(); ++i)
+    out.push_back({slot_owners_[i], slot_order_names_[i], slot_order_[i]});
+  return out;
+}
+
+void OptimizerImpl::restore_slot(const Variable& owner, const std::string& slot_name,
+                                 const Tensor& value) {
+  if (auto names = slot_names();
+      names && std::find(names->begin(), names->end(), slot_name) == names->end())
+    throw Error(fmt::format("optimizer \"{}\" ({}) has no slot \"{}\" for \"{}\"; its slots: {}",
+                            name_, class_name(), slot_name, owner.name(),
+                            names->empty() ? "none" : fmt::format("{}", fmt::join(*names, ", "))));
+  if (!(value.type() == TensorType{owner.dtype(), owner.shape()}))
+    throw Error(
+        fmt::format("optimizer \"{}\": the \"{}\" slot of \"{}\" should be {} {}, got {} {}", name_,
+                    slot_name, owner.name(), dtype_name(owner.dtype()), owner.shape().to_string(),
+                    dtype_name(value.dtype()), value.shape().to_string()));
+  detail::InitScope eager;
+  slot(owner, slot_name).assign(value);
 }
 
 void OptimizerImpl::apply_gradients(const std::vector<Tensor>& grads,
@@ -260,8 +335,18 @@ class SGDImpl : public OptimizerImpl {
                        "SGD was built with momentum 0, so its update has no "
                        "momentum term; build it with momentum > 0 to set one");
   }
+  Json get_config() const override {
+    Json c = OptimizerImpl::get_config();
+    c["momentum"] = has_hyperparameter("momentum") ? hyperparameter("momentum") : 0.0;
+    c["nesterov"] = nesterov_;
+    return c;
+  }
 
  protected:
+  std::optional<std::vector<std::string>> slot_names() const override {
+    if (has_hyperparameter("momentum")) return std::vector<std::string>{"momentum"};
+    return std::vector<std::string>{};
+  }
   void update(Variable& var, const Tensor& g, const Tensor& lr_f64, const Tensor&) override {
     Tensor lr = cast(lr_f64, var.dtype());
     if (!has_hyperparameter("momentum")) {
@@ -304,8 +389,12 @@ class AdamImpl : public OptimizerImpl {
     add_hyperparameter("beta_2", o.beta_2);
     add_hyperparameter("epsilon", o.epsilon);
   }
+  std::string class_name() const override { return "Adam"; }
 
  protected:
+  std::optional<std::vector<std::string>> slot_names() const override {
+    return std::vector<std::string>{"momentum", "velocity"};
+  }
   void update(Variable& var, const Tensor& g, const Tensor& lr, const Tensor& step) override {
     Variable& m = slot(var, "momentum");
     Variable& v = slot(var, "velocity");
@@ -327,8 +416,12 @@ class AdamWImpl : public OptimizerImpl {
     add_hyperparameter("beta_2", o.beta_2);
     add_hyperparameter("epsilon", o.epsilon);
   }
+  std::string class_name() const override { return "AdamW"; }
 
  protected:
+  std::optional<std::vector<std::string>> slot_names() const override {
+    return std::vector<std::string>{"momentum", "velocity"};
+  }
   void update(Variable& var, const Tensor& g, const Tensor& lr, const Tensor& step) override {
     Variable& m = slot(var, "momentum");
     Variable& v = slot(var, "velocity");
@@ -358,8 +451,21 @@ class RMSpropImpl : public OptimizerImpl {
                        "momentum term; build it with momentum > 0 to set one");
     add_hyperparameter("epsilon", o.epsilon);
   }
+  std::string class_name() const override { return "RMSprop"; }
+  Json get_config() const override {
+    Json c = OptimizerImpl::get_config();
+    c["momentum"] = has_hyperparameter("momentum") ? hyperparameter("momentum") : 0.0;
+    c["centered"] = centered_;
+    return c;
+  }
 
  protected:
+  std::optional<std::vector<std::string>> slot_names() const override {
+    std::vector<std::string> names{"velocity"};
+    if (has_hyperparameter("momentum")) names.push_back("momentum");
+    if (centered_) names.push_back("average_gradient");
+    return names;
+  }
   void update(Variable& var, const Tensor& g, const Tensor& lr_f64, const Tensor&) override {
     const DType dt = var.dtype();
     Tensor lr = cast(lr_f64, dt);

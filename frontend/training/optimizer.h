@@ -12,6 +12,8 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,8 @@
 
 namespace kiln {
 
+using Json = nlohmann::json;
+
 // The learning rate as a function of the step (optimizer.iterations before the update),
 // written with kiln ops on a float64 scalar step so that it is traced into a compiled
 // training step (Keras' LearningRateSchedule). An empty schedule is "no schedule".
@@ -29,7 +33,12 @@ class LearningRateSchedule {
   LearningRateSchedule() = default;
   LearningRateSchedule(std::nullptr_t) {}  // NOLINT: implicit, as for std::function
   explicit LearningRateSchedule(std::function<Tensor(const Tensor& step)> f) : f_(std::move(f)) {}
+  // A schedule that can be saved with a model: `config` is Keras' serialized form,
+  // {"class_name": ..., "config": {...}}, which schedules::from_config turns back into it.
+  LearningRateSchedule(std::function<Tensor(const Tensor& step)> f, const Json& config);
   explicit operator bool() const { return bool(f_); }
+  // The serialized form, or nullptr for a schedule made from a function alone.
+  const Json* config() const { return config_.get(); }
   // The rate at `step` as a float64 scalar tensor (traced when `step` is).
   Tensor operator()(const Tensor& step) const;
   // The rate at `step`, computed eagerly.
@@ -37,12 +46,16 @@ class LearningRateSchedule {
 
  private:
   std::function<Tensor(const Tensor&)> f_;
+  std::shared_ptr<const Json> config_;
 };
 namespace schedules {
 // initial * rate^(step / decay_steps), floored to whole periods when staircase (Keras'
 // ExponentialDecay). decay_steps must be > 0 (kiln::Error otherwise).
 LearningRateSchedule exponential_decay(double initial_learning_rate, int64_t decay_steps,
                                        double decay_rate, bool staircase = false);
+// The schedule a config() describes ("ExponentialDecay"); kiln::Error naming the entry for
+// another class or a bad value.
+LearningRateSchedule from_config(const Json& config);
 }  // namespace schedules
 
 class OptimizerImpl {
@@ -86,8 +99,33 @@ class OptimizerImpl {
   // momentum > 0 instead).
   void set_hyperparameter(const std::string& name, double value);
   const GradientClipping& clipping() const { return clipping_; }
+  const LearningRateSchedule& schedule() const { return schedule_; }
+
+  // ---- saving (frontend/saving/): configuration and state ----
+  // Keras' class name of the rule: "SGD", "Adam", "AdamW", "RMSprop" (a custom rule: name()).
+  virtual std::string class_name() const { return name_; }
+  // Keras' get_config: {"name", "learning_rate" (the value, or the schedule's config), each
+  // hyperparameter's value, "clipnorm", "clipvalue", "global_clipnorm" (null when unset)}, plus
+  // the rule's flags (SGD: "nesterov"; RMSprop: "centered"). kiln::Error when the schedule was
+  // made from a function alone (it has no config).
+  virtual Json get_config() const;
+  // The slot variables with the variable each belongs to and the slot's name ("momentum"), in
+  // creation order.
+  struct Slot {
+    Variable owner;
+    std::string name;
+    Variable variable;
+  };
+  std::vector<Slot> slots() const;
+  // Sets the slot `slot_name` of `owner` (creating it if no update made it yet) to `value`: how
+  // a saved state comes back before the first update. kiln::Error, changing nothing, when the
+  // rule has no slot of that name or `value` differs from the owner in dtype or shape.
+  void restore_slot(const Variable& owner, const std::string& slot_name, const Tensor& value);
 
  protected:
+  // The names of the slots the rule creates, for restore_slot's check; nullopt (the default,
+  // for custom rules) accepts any name.
+  virtual std::optional<std::vector<std::string>> slot_names() const { return std::nullopt; }
   // Updates one variable with its gradient at learning rate lr; lr and step (iterations + 1)
   // are float64 scalar tensors (traced inside kiln::function).
   virtual void update(Variable& var, const Tensor& grad, const Tensor& lr, const Tensor& step) = 0;
@@ -123,6 +161,7 @@ class OptimizerImpl {
   std::vector<Hyperparameter> hyperparameters_;  // learning_rate first
   std::map<std::string, std::string> unavailable_;
   std::vector<Variable> slot_order_;
+  std::vector<std::string> slot_order_names_;  // parallel to slot_order_
   // Keyed by the owning variable's identity; slot_owners_ keeps those variables alive so an
   // address is never reused for another variable while its key is in the map.
   std::map<std::pair<const void*, std::string>, Variable> slots_;
