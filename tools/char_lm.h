@@ -47,6 +47,11 @@ Model build_char_lm(const CharLmConfig& config);
 // `<weights>.json`; written atomically. Reading: kiln::Error naming the file when it is
 // missing or malformed.
 std::string char_lm_config_path(const std::string& weights_path);
+// The language model's description inside a saved model directory (`kiln train --save-model`):
+// the "weights path" whose char_lm_config_path is DIR/char_lm.json.
+inline std::string char_lm_model_description(const std::string& model_dir) {
+  return model_dir + "/char_lm";
+}
 void save_char_lm_config(const std::string& weights_path, const CharLmConfig& config);
 CharLmConfig load_char_lm_config(const std::string& weights_path);
 

@@ -10,6 +10,7 @@
 #include "tools/char_lm.h"
 #include "tools/train_comparison.h"
 #include "tools/train_json.h"
+#include "tools/train_model_files.h"
 
 namespace kiln::tools {
 namespace {
@@ -41,12 +42,17 @@ TrainRun train_once(const CharLmTrainArgs& args, const CharLmData& d, const std:
   const TrainOptions& a = args.train;
   clear_session();
   set_random_seed(a.seed);
-  Model model = build_char_lm(args.config);
-  if (!a.load_weights.empty()) model->load_weights(a.load_weights);
-  model->compile({.optimizer = make_optimizer(a),
-                  .loss = losses::sparse_categorical_crossentropy(/*from_logits=*/true),
-                  .metrics = {"accuracy"},
-                  .run_eagerly = mode == "eager"});
+  Model model;
+  if (!a.load_model.empty()) {
+    model = load_model_for_training(a.load_model, mode);
+  } else {
+    model = build_char_lm(args.config);
+    if (!a.load_weights.empty()) model->load_weights(a.load_weights);
+    model->compile({.optimizer = make_optimizer(a),
+                    .loss = losses::sparse_categorical_crossentropy(/*from_logits=*/true),
+                    .metrics = {"accuracy"},
+                    .run_eagerly = mode == "eager"});
+  }
   if (report && a.verbose) model->summary(std::cout);
   std::vector<CallbackPtr> callbacks;
   if (report) callbacks.push_back(std::make_shared<PerplexityLogger>());
@@ -56,13 +62,21 @@ TrainRun train_once(const CharLmTrainArgs& args, const CharLmData& d, const std:
                                    .verbose = report && a.verbose == 2 ? 2 : 0,
                                    .callbacks = callbacks,
                                    .validation_data = std::make_pair(d.test.x, d.test.y),
-                                   .seed = a.seed},
+                                   .seed = a.seed,
+                                   .initial_epoch = a.initial_epoch},
                                   d.test.x, d.test.y);
   if (report && !a.save_weights.empty()) {
     model->save_weights(a.save_weights);
     save_char_lm_config(a.save_weights, args.config);
     std::cout << "saved weights to " << a.save_weights << " and the model description to "
               << char_lm_config_path(a.save_weights) << "\n";
+  }
+  if (report && !a.save_model.empty()) {
+    std::vector<int64_t> rows;
+    for (int64_t i = 0; i < std::min(a.batch_size, d.train.x.shape()[0]); ++i) rows.push_back(i);
+    save_trained_model(model, a.save_model, data::take_rows(d.train.x, rows),
+                       data::take_rows(d.train.y, rows));
+    save_char_lm_config(char_lm_model_description(a.save_model), args.config);
   }
   return run;
 }
@@ -74,14 +88,19 @@ void run_char_lm_training(const CharLmTrainArgs& in) {
   const TrainOptions& t = a.train;
   data::TextCorpus corpus = data::load_text(a.text_path);
   a.config.vocabulary = corpus.vocabulary;
-  if (!t.load_weights.empty()) {
+  for (const auto& [option, path] :
+       {std::pair{"--load-weights", t.load_weights},
+        std::pair{"--load-model", t.load_model.empty()
+                                      ? std::string()
+                                      : char_lm_model_description(t.load_model)}}) {
+    if (path.empty()) continue;
     // The vocabulary must be the one the weights were trained with.
-    CharLmConfig saved = load_char_lm_config(t.load_weights);
+    CharLmConfig saved = load_char_lm_config(path);
     if (saved.vocabulary.chars() != corpus.vocabulary.chars())
-      throw Error(fmt::format(
-          "--load-weights {}: those weights were trained on a text with another character "
-          "set ({} characters; this text has {})",
-          t.load_weights, saved.vocabulary.size(), corpus.vocabulary.size()));
+      throw Error(
+          fmt::format("{} {}: those weights were trained on a text with another character set ({} "
+                      "characters; this text has {})",
+                      option, path, saved.vocabulary.size(), corpus.vocabulary.size()));
   }
   data::Examples windows = data::text_windows(corpus.ids, a.config.seq_len, a.config.seq_len);
   const int64_t n = windows.size(), n_test = std::max<int64_t>(1, n / 10);

@@ -4,6 +4,8 @@
 // assigns) as .npy.
 //   --input 0=x.npy          graph parameter %0 (also "%0=x.npy")
 //   --input dense/kernel=k.npy   the value of a captured variable, by its name
+//   --model DIR              variables without an --input from a saved model (its weights and
+//                            optimizer state, by variable name; tools/train_model_files.h)
 //   outputs: DIR/output_<i>.npy; assigned variables: DIR/<name with '/' as '.'>.npy
 #include <fmt/format.h>
 
@@ -21,12 +23,13 @@
 #include "kiln/kiln.h"
 #include "kiln/runtime/reference_executor.h"
 #include "tools/commands.h"
+#include "tools/train_model_files.h"
 
 namespace kiln::tools {
 namespace {
 
 struct RunArgs {
-  std::string file, output_dir = ".", mode = "compiled";
+  std::string file, output_dir = ".", mode = "compiled", model;
   bool cache_stats = false;
   std::vector<std::string> inputs;
 };
@@ -62,19 +65,30 @@ void run(const RunArgs& a) {
     if (!given.emplace(name, spec.substr(eq + 1)).second)
       throw Error(fmt::format("--input {} is given twice", name));
   }
+  std::map<std::string, Tensor> saved;
+  if (!a.model.empty()) saved = saved_model_variables(a.model);
   auto take = [&](const std::string& name, const TensorType& want, const std::string& what) {
     auto it = given.find(name);
-    if (it == given.end())
-      throw Error(fmt::format("{} of {} ({}) has no --input; the graph takes:{}", what, a.file,
-                              want.to_string(), describe_inputs(g)));
-    Tensor t = load_npy(it->second);
+    Tensor t;
+    std::string source;
+    if (it != given.end()) {
+      t = load_npy(it->second);
+      source = it->second;
+      given.erase(it);
+    } else if (auto s = saved.find(name); s != saved.end() && what.starts_with("variable")) {
+      t = s->second;
+      source = "the saved model " + a.model;
+    } else {
+      throw Error(fmt::format(
+          "{} of {} ({}) has no --input{}; the graph takes:{}", what, a.file, want.to_string(),
+          a.model.empty() ? "" : " and the saved model has no such variable", describe_inputs(g)));
+    }
     bool ok = t.dtype() == want.dtype && t.rank() == want.shape.rank();
     for (int d = 0; ok && d < t.rank(); ++d)
       ok = want.shape[d] == kUnknownDim || want.shape[d] == t.shape()[d];
     if (!ok)
       throw Error(fmt::format("{} from {} is {}, but the graph expects {} (? = any size)", what,
-                              it->second, t.type().to_string(), want.to_string()));
-    given.erase(it);
+                              source, t.type().to_string(), want.to_string()));
     return t.array();
   };
   std::vector<runtime::Array> args, vars;
@@ -127,6 +141,10 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("file", args->file, "the .kir file")->required();
   cmd->add_option("--input", args->inputs,
                   "NAME=FILE.npy (NAME: parameter number or variable); repeat for each input")
+      ->default_str("none");
+  cmd->add_option("--model", args->model,
+                  "a saved model directory (kiln train --save-model): the graph's variables "
+                  "without an --input take its values, by name")
       ->default_str("none");
   cmd->add_option("--output-dir", args->output_dir, "where outputs are written (created)");
   cmd->add_option("--mode", args->mode,

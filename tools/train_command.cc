@@ -24,6 +24,7 @@
 #include "tools/model_zoo.h"
 #include "tools/train_comparison.h"
 #include "tools/train_json.h"
+#include "tools/train_model_files.h"
 
 namespace kiln::tools {
 namespace {
@@ -59,29 +60,41 @@ TrainRun train_once(const TrainOptions& a, const Data& d, const std::string& mod
   clear_session();
   set_random_seed(a.seed);
   Shape example(std::span<const int64_t>(d.x_train.shape().begin() + 1, d.x_train.shape().end()));
-  Sequential model = build_model(a.model, example, 10);
-  if (!a.load_weights.empty()) model->load_weights(a.load_weights);
-  const double lr = a.learning_rate();
-  Optimizer opt = a.optimizer == "adam"  ? Adam({.learning_rate = lr})
-                  : a.optimizer == "sgd" ? SGD({.learning_rate = lr})
-                                         : throw Error(fmt::format("--optimizer {}: expected adam "
-                                                                   "or sgd",
-                                                                   a.optimizer));
-  model->compile({.optimizer = opt,
-                  .loss = losses::sparse_categorical_crossentropy(/*from_logits=*/true),
-                  .metrics = {"accuracy"},
-                  .run_eagerly = mode == "eager"});
+  Model model;
+  if (!a.load_model.empty()) {
+    model = load_model_for_training(a.load_model, mode);
+  } else {
+    model = Model(build_model(a.model, example, 10));
+    if (!a.load_weights.empty()) model->load_weights(a.load_weights);
+    const double lr = a.learning_rate();
+    Optimizer opt = a.optimizer == "adam"  ? Adam({.learning_rate = lr})
+                    : a.optimizer == "sgd" ? SGD({.learning_rate = lr})
+                                           : throw Error(fmt::format("--optimizer {}: expected "
+                                                                     "adam or sgd",
+                                                                     a.optimizer));
+    model->compile({.optimizer = opt,
+                    .loss = losses::sparse_categorical_crossentropy(/*from_logits=*/true),
+                    .metrics = {"accuracy"},
+                    .run_eagerly = mode == "eager"});
+  }
   if (report && a.verbose) model->summary(std::cout);
   TrainRun run = fit_and_evaluate(model.get(), mode, d.x_train, d.train.y,
                                   {.batch_size = a.batch_size,
                                    .epochs = a.epochs,
                                    .verbose = report ? a.verbose : 0,
                                    .validation_split = a.validation_split,
-                                   .seed = a.seed},
+                                   .seed = a.seed,
+                                   .initial_epoch = a.initial_epoch},
                                   d.x_test, d.test.y);
   if (report && !a.save_weights.empty()) {
     model->save_weights(a.save_weights);
     std::cout << "saved weights to " << a.save_weights << "\n";
+  }
+  if (report && !a.save_model.empty()) {
+    std::vector<int64_t> rows;
+    for (int64_t i = 0; i < std::min(a.batch_size, d.x_train.shape()[0]); ++i) rows.push_back(i);
+    save_trained_model(model, a.save_model, data::take_rows(d.x_train, rows),
+                       data::take_rows(d.train.y, rows));
   }
   return run;
 }
@@ -203,6 +216,24 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--save-weights", t.save_weights,
                   "safetensors file to write after training (language models: and its .json "
                   "description)")
+      ->group(files);
+  CLI::Option* load_model_option =
+      cmd->add_option("--load-model", t.load_model,
+                      "saved model directory to resume from: its architecture, weights, "
+                      "optimizer state and compile configuration (give the same --model and "
+                      "--initial-epoch, the epochs it already did)")
+          ->group(files);
+  load_model_option->excludes(cmd->get_option("--load-weights"));
+  load_model_option->excludes(cmd->get_option("--optimizer"));
+  load_model_option->excludes(cmd->get_option("--lr"));
+  cmd->add_option("--save-model", t.save_model,
+                  "directory to save the whole trained model to (architecture, weights, "
+                  "optimizer state; replaces a saved model there; docs/saving.md)")
+      ->group(files);
+  cmd->add_option("--initial-epoch", t.initial_epoch,
+                  "epochs already done (Keras' initial_epoch): with --load-model, training "
+                  "continues from there up to --epochs")
+      ->check(CLI::NonNegativeNumber)
       ->group(files);
   cmd->add_option("--json", t.json,
                   "write the training history per epoch, the numbers printed and the "

@@ -22,8 +22,12 @@ struct TrainOptions {
   uint64_t seed = 0;
   std::string mode = "compiled";  // compiled (alias traced), eager, reference or both
   int verbose = 1;
-  // Files: the weights the model starts from and is saved to; the JSON report.
+  // Files: the weights the model starts from and is saved to; a whole saved model to resume
+  // from (with the epochs it already did) and to save to (tools/train_model_files.h); the JSON
+  // report.
   std::string load_weights, save_weights;
+  std::string load_model, save_model;
+  int initial_epoch = 0;
   std::string json;
 
   // lr, else 1e-3 (mlp, cnn) or 3e-3 (the language models).

@@ -9,6 +9,7 @@ ConventionsTest: help (`kiln` alone, --help on every subcommand) lists every opt
 text and a default; --version is one line; exact exit codes: 0 (help, version, success),
 1 (a runtime failure: `PROGRAM: error: ...`), 2 (a usage error, with a hint to --help).
 TrainJsonTest: `kiln train --json FILE` parsed back and checked against what the run printed.
+TrainResumeTest: `--save-model` / `--load-model --initial-epoch` resume training bitwise.
 """
 import json
 import math
@@ -106,8 +107,8 @@ class ConventionsTest(unittest.TestCase):
                          r"3e-3 for the language models\]")
         self.assertIn("learning rate", out)
         self.assertIn("training history per epoch", out)
-        # --save-model / --load-model are not there yet (the model save/load API is not).
-        self.assertNotIn("--save-model", out)
+        for option in ["--save-model", "--load-model", "--initial-epoch"]:
+            self.assertIn(option, out)
 
     def test_kiln_opt_help(self):
         r = run(KILN_OPT, "--help")
@@ -245,6 +246,60 @@ def printed(pattern, text):
     m = re.search(pattern, text)
     assert m, f"{pattern!r} not in:\n{text}"
     return float(m.group(1))
+
+
+class TrainResumeTest(unittest.TestCase):
+    """`kiln train --save-model` then `--load-model --initial-epoch` resumes training exactly:
+    2 epochs + 2 resumed epochs end with the same bytes of weights and optimizer state as 4
+    epochs in one run (same thread count), compiled and eager; and --load-model refuses the
+    options it would otherwise have to ignore."""
+
+    def train(self, *args):
+        r = run(KILN, "train", "--verbose", "0", *args)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        return r.stdout
+
+    def saved_bytes(self, model_dir):
+        out = {}
+        for name in ["model.weights.safetensors", "optimizer.safetensors"]:
+            with open(os.path.join(model_dir, name), "rb") as f:
+                out[name] = f.read()
+        return out
+
+    def test_two_plus_two_epochs_equal_four(self):
+        for mode in ["compiled", "eager"]:
+            with self.subTest(mode=mode):
+                base = os.path.join(WORK, "resume_" + mode)
+                shutil.rmtree(base, ignore_errors=True)
+                os.makedirs(base)
+                common = ["--model", "mlp", "--mode", mode, "--seed", "3", "--batch-size", "64"]
+                half, resumed, whole = (os.path.join(base, n) for n in ["half", "resumed", "whole"])
+                out = self.train(*common, "--epochs", "2", "--save-model", half)
+                self.assertIn("saved the model", out)
+                for name in ["metadata.json", "config.json", "model.weights.safetensors",
+                             "optimizer.safetensors"]:
+                    self.assertTrue(os.path.exists(os.path.join(half, name)), name)
+                self.train(*common, "--epochs", "4", "--load-model", half, "--initial-epoch", "2",
+                           "--save-model", resumed)
+                self.train(*common, "--epochs", "4", "--save-model", whole)
+                got, want = self.saved_bytes(resumed), self.saved_bytes(whole)
+                for name in want:
+                    self.assertEqual(got[name], want[name], name + " differs after resuming")
+                # The half-way model differs (the test can tell models apart).
+                self.assertNotEqual(self.saved_bytes(half)["model.weights.safetensors"],
+                                    want["model.weights.safetensors"])
+
+    def test_load_model_excludes_options_it_would_ignore(self):
+        for option in [["--lr", "0.1"], ["--optimizer", "sgd"], ["--load-weights", "w.st"]]:
+            r = run(KILN, "train", "--load-model", "m", *option)
+            self.assertEqual(r.returncode, 2, option)
+            self.assertIn("excludes", r.stderr)
+
+    def test_missing_saved_model_is_an_error(self):
+        r = run(KILN, "train", "--load-model", os.path.join(WORK, "no_such_model"), "--epochs", "1")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("kiln: error:", r.stderr)
+        self.assertIn("no_such_model", r.stderr)
 
 
 class TrainJsonTest(unittest.TestCase):
