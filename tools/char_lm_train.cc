@@ -62,7 +62,8 @@ TrainRun train_once(const CharLmTrainArgs& a, const CharLmData& d, const std::st
                   .verbose = report && a.verbose == 2 ? 2 : 0,
                   .callbacks = callbacks,
                   .validation_data = std::make_pair(d.test.x, d.test.y),
-                  .seed = a.seed});
+                  .seed = a.seed,
+                  .data_parallel = distributed::launched_by_mpi()});
   TrainRun run;
   run.mode = mode;
   run.total_seconds =
@@ -77,7 +78,7 @@ TrainRun train_once(const CharLmTrainArgs& a, const CharLmData& d, const std::st
   Logs result = model->evaluate(d.test.x, d.test.y, {.batch_size = 256, .verbose = 0});
   run.test_loss = result["loss"];
   run.test_accuracy = result["accuracy"];
-  if (report && !a.save_weights.empty()) {
+  if (report && !a.save_weights.empty() && distributed::is_output_rank()) {
     model->save_weights(a.save_weights);
     save_char_lm_config(a.save_weights, a.config);
     std::cout << "saved weights to " << a.save_weights << " and the model description to "

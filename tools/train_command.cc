@@ -1,7 +1,8 @@
 // `kiln train`: trains the MLP or CNN on digits (shipped) or MNIST (a directory of IDX files)
 // with the Keras-style fit loop and prints `test_accuracy: 0.9xxx` at the end; or, with
 // --model lstm|gru|transformer, a character language model on a text file
-// (--dataset text:FILE, tools/char_lm.h) reporting perplexity.
+// (--dataset text:FILE, tools/char_lm.h) reporting perplexity. Under `mpirun -np N` the
+// training is data parallel over the N ranks (docs/distributed.md).
 //   --mode compiled (default)  steps traced by kiln::function and JIT-compiled
 //   --mode eager               op by op
 //   --mode reference           traced steps on the reference executor (node by node)
@@ -9,6 +10,7 @@
 //                              and a comparison table (tools/train_comparison.h)
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <optional>
@@ -16,6 +18,7 @@
 #include "kiln/frontend/data/digits.h"
 #include "kiln/frontend/data/mnist.h"
 #include "kiln/kiln.h"
+#include "kiln/runtime/collectives.h"
 #include "tools/char_lm.h"
 #include "tools/commands.h"
 #include "tools/model_zoo.h"
@@ -53,6 +56,25 @@ Data load(const TrainArgs& a) {
   return d;
 }
 
+// Under mpirun: the median step time (the first step, which compiles, left out), the bytes
+// each rank all-reduced per step and how much of the all-reduce the backward pass hid
+// (runtime/collectives.h), for docs/benchmarks.md's scaling figures.
+void report_data_parallel(std::vector<double> steps, int64_t batch_size) {
+  const runtime::CollectiveStats c = runtime::collective_stats();
+  const size_t n = steps.size();
+  if (n > 1) steps.erase(steps.begin());
+  std::sort(steps.begin(), steps.end());
+  const double median = steps.empty() ? 0 : steps[steps.size() / 2];
+  std::cout << fmt::format(
+      "data parallel: {} rank(s) x {} thread(s), global batch {}: median step {:.3f} ms; "
+      "all-reduced {:.0f} bytes per step in {} sums, {:.3f} ms per step, {:.0f}% hidden behind "
+      "the step\n",
+      distributed::size(), num_threads(), batch_size, median * 1e3,
+      n ? double(c.bytes) / double(n) : 0.0, n ? c.calls / int64_t(n) : 0,
+      n ? c.seconds / double(n) * 1e3 : 0.0,
+      c.seconds > 0 ? 100.0 * std::max(0.0, 1 - c.waited / c.seconds) : 0.0);
+}
+
 // One training run in `mode` ("eager", "compiled" or "reference"), from the weights the seed
 // (or --load-weights) gives.
 TrainRun train_once(const TrainArgs& a, const Data& d, const std::string& mode, bool report) {
@@ -77,6 +99,7 @@ TrainRun train_once(const TrainArgs& a, const Data& d, const std::string& mode, 
   auto timer = std::make_shared<StepTimer>();
   const int64_t live_before = runtime::Storage::live_bytes();
   runtime::Storage::reset_peak_bytes();
+  runtime::reset_collective_stats();
   auto start = std::chrono::steady_clock::now();
   std::shared_ptr<History> history = model->fit(d.x_train, d.train.y,
                                                 {.batch_size = a.batch_size,
@@ -84,7 +107,10 @@ TrainRun train_once(const TrainArgs& a, const Data& d, const std::string& mode, 
                                                  .verbose = report ? a.verbose : 0,
                                                  .callbacks = {timer},
                                                  .validation_split = a.validation_split,
-                                                 .seed = a.seed});
+                                                 .seed = a.seed,
+                                                 .data_parallel = distributed::launched_by_mpi()});
+  if (report && distributed::launched_by_mpi())
+    report_data_parallel(timer->seconds(), a.batch_size);
   TrainRun run;
   run.mode = mode;
   run.total_seconds =
@@ -100,7 +126,7 @@ TrainRun train_once(const TrainArgs& a, const Data& d, const std::string& mode, 
   Logs result = model->evaluate(d.x_test, d.test.y, {.batch_size = 256, .verbose = 0});
   run.test_loss = result["loss"];
   run.test_accuracy = result["accuracy"];
-  if (report && !a.save_weights.empty()) {
+  if (report && !a.save_weights.empty() && distributed::is_output_rank()) {
     model->save_weights(a.save_weights);
     std::cout << "saved weights to " << a.save_weights << "\n";
   }
@@ -135,6 +161,12 @@ void run_char_lm(const TrainArgs& a) {
 }
 
 void run_train(const TrainArgs& a) {
+  // Under mpirun every rank trains its share of each batch (FitOptions::data_parallel); rank 0
+  // alone prints and writes files.
+  if (distributed::launched_by_mpi()) {
+    distributed::initialize();
+    if (!distributed::is_output_rank()) std::cout.setstate(std::ios::badbit);
+  }
   if (is_char_lm(a.model)) return run_char_lm(a);
   if (a.dataset.rfind(kTextPrefix, 0) == 0)
     throw Error(fmt::format("--dataset {} is text: train it with --model lstm, gru or transformer",
