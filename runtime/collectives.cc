@@ -8,12 +8,14 @@ namespace kiln::runtime {
 namespace {
 
 std::mutex& mutex() {
-  static std::mutex m;
-  return m;
+  static auto* m = new std::mutex();  // never destroyed (see current())
+  return *m;
 }
+// Never destroyed: kiln::distributed removes the communicator (joining its thread) in its own
+// exit handler, before MPI_Finalize, whatever the order of static destructors.
 std::shared_ptr<Communicator>& current() {
-  static std::shared_ptr<Communicator> c;
-  return c;
+  static auto* c = new std::shared_ptr<Communicator>();
+  return *c;
 }
 std::atomic<Communicator*> current_raw{nullptr};
 CollectiveStats stats;

@@ -59,10 +59,20 @@ Data load(const TrainArgs& a) {
 // Under mpirun: the median step time (the first step, which compiles, left out), the bytes
 // each rank all-reduced per step and how much of the all-reduce the backward pass hid
 // (runtime/collectives.h), for docs/benchmarks.md's scaling figures.
+// Starts counting the all-reduce statistics after the first step (which compiles: the ranks
+// wait for the slowest compile there).
+struct CollectivesAfterFirstStep : Callback {
+  bool first = true;
+  void on_train_batch_end(int, const Logs&) override {
+    if (first) runtime::reset_collective_stats();
+    first = false;
+  }
+};
+
 void report_data_parallel(std::vector<double> steps, int64_t batch_size) {
   const runtime::CollectiveStats c = runtime::collective_stats();
+  if (!steps.empty()) steps.erase(steps.begin());
   const size_t n = steps.size();
-  if (n > 1) steps.erase(steps.begin());
   std::sort(steps.begin(), steps.end());
   const double median = steps.empty() ? 0 : steps[steps.size() / 2];
   std::cout << fmt::format(
@@ -99,16 +109,16 @@ TrainRun train_once(const TrainArgs& a, const Data& d, const std::string& mode, 
   auto timer = std::make_shared<StepTimer>();
   const int64_t live_before = runtime::Storage::live_bytes();
   runtime::Storage::reset_peak_bytes();
-  runtime::reset_collective_stats();
   auto start = std::chrono::steady_clock::now();
-  std::shared_ptr<History> history = model->fit(d.x_train, d.train.y,
-                                                {.batch_size = a.batch_size,
-                                                 .epochs = a.epochs,
-                                                 .verbose = report ? a.verbose : 0,
-                                                 .callbacks = {timer},
-                                                 .validation_split = a.validation_split,
-                                                 .seed = a.seed,
-                                                 .data_parallel = distributed::launched_by_mpi()});
+  std::shared_ptr<History> history =
+      model->fit(d.x_train, d.train.y,
+                 {.batch_size = a.batch_size,
+                  .epochs = a.epochs,
+                  .verbose = report ? a.verbose : 0,
+                  .callbacks = {timer, std::make_shared<CollectivesAfterFirstStep>()},
+                  .validation_split = a.validation_split,
+                  .seed = a.seed,
+                  .data_parallel = distributed::launched_by_mpi()});
   if (report && distributed::launched_by_mpi())
     report_data_parallel(timer->seconds(), a.batch_size);
   TrainRun run;

@@ -13,15 +13,18 @@
 // - The weights and the logs are bitwise equal on every rank.
 // - Only rank 0 writes the CSV log and the checkpoints.
 // - A rank with another model or other data is named at the start (kiln::Error on every rank).
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <limits>
 
 #include "kiln/kiln.h"
+#include "kiln/runtime/collectives.h"
 
 namespace kiln {
 namespace {
@@ -92,10 +95,15 @@ void expect_same_on_every_rank(const std::vector<double>& values, const std::str
 
 void expect_equal_to_one_process(DType dtype, bool eager) {
   Run one = train(dtype, eager, false);
+  runtime::reset_collective_stats();
   Run parallel = train(dtype, eager, true);
+  // Every step summed every gradient (a kernel and a bias per layer) across the ranks.
+  const int steps = kEpochs * int((kExamples + kBatch - 1) / kBatch);
+  if (distributed::size() > 1) {
+    EXPECT_EQ(runtime::collective_stats().calls, steps * 4);
+  }
   ASSERT_EQ(one.weights.size(), parallel.weights.size());
   const double u = dtype == DType::f64 ? std::ldexp(1.0, -53) : std::ldexp(1.0, -24);
-  const int steps = kEpochs * int((kExamples + kBatch - 1) / kBatch);
   double max_w = 0, max_err = 0;
   for (size_t i = 0; i < one.weights.size(); ++i) {
     max_w = std::max(max_w, std::abs(one.weights[i]));
@@ -112,7 +120,9 @@ void expect_equal_to_one_process(DType dtype, bool eager) {
   for (size_t e = 0; e < one.losses.size(); ++e) {
     EXPECT_NEAR(parallel.losses[e], one.losses[e], bound * 10) << "epoch " << e;
     // (float32 rounding could flip an argmax in a near tie; float64 cannot at these sizes)
-    if (dtype == DType::f64) EXPECT_DOUBLE_EQ(parallel.accuracies[e], one.accuracies[e]);
+    if (dtype == DType::f64) {
+      EXPECT_DOUBLE_EQ(parallel.accuracies[e], one.accuracies[e]);
+    }
   }
   expect_same_on_every_rank(parallel.weights, "the weights");
   expect_same_on_every_rank(parallel.losses, "the epoch losses");
