@@ -9,6 +9,7 @@
 
 #include "kiln/kiln.h"
 #include "tools/char_lm.h"
+#include "tools/data_parallel_report.h"
 #include "tools/train_comparison.h"
 
 namespace kiln::tools {
@@ -50,7 +51,7 @@ TrainRun train_once(const CharLmTrainArgs& a, const CharLmData& d, const std::st
   ScopedExecutionMode execution(mode == "reference" ? ExecutionMode::kReference
                                                     : ExecutionMode::kCompiled);
   auto timer = std::make_shared<StepTimer>();
-  std::vector<CallbackPtr> callbacks{timer};
+  std::vector<CallbackPtr> callbacks{timer, std::make_shared<CollectivesAfterFirstStep>()};
   if (report) callbacks.push_back(std::make_shared<PerplexityLogger>());
   const int64_t live_before = runtime::Storage::live_bytes();
   runtime::Storage::reset_peak_bytes();
@@ -64,6 +65,8 @@ TrainRun train_once(const CharLmTrainArgs& a, const CharLmData& d, const std::st
                   .validation_data = std::make_pair(d.test.x, d.test.y),
                   .seed = a.seed,
                   .data_parallel = distributed::launched_by_mpi()});
+  if (report && distributed::launched_by_mpi())
+    report_data_parallel(timer->seconds(), a.batch_size);
   TrainRun run;
   run.mode = mode;
   run.total_seconds =

@@ -18,9 +18,9 @@
 #include "kiln/frontend/data/digits.h"
 #include "kiln/frontend/data/mnist.h"
 #include "kiln/kiln.h"
-#include "kiln/runtime/collectives.h"
 #include "tools/char_lm.h"
 #include "tools/commands.h"
+#include "tools/data_parallel_report.h"
 #include "tools/model_zoo.h"
 #include "tools/train_comparison.h"
 
@@ -59,32 +59,6 @@ Data load(const TrainArgs& a) {
 // Under mpirun: the median step time (the first step, which compiles, left out), the bytes
 // each rank all-reduced per step and how much of the all-reduce the backward pass hid
 // (runtime/collectives.h), for docs/benchmarks.md's scaling figures.
-// Starts counting the all-reduce statistics after the first step (which compiles: the ranks
-// wait for the slowest compile there).
-struct CollectivesAfterFirstStep : Callback {
-  bool first = true;
-  void on_train_batch_end(int, const Logs&) override {
-    if (first) runtime::reset_collective_stats();
-    first = false;
-  }
-};
-
-void report_data_parallel(std::vector<double> steps, int64_t batch_size) {
-  const runtime::CollectiveStats c = runtime::collective_stats();
-  if (!steps.empty()) steps.erase(steps.begin());
-  const size_t n = steps.size();
-  std::sort(steps.begin(), steps.end());
-  const double median = steps.empty() ? 0 : steps[steps.size() / 2];
-  std::cout << fmt::format(
-      "data parallel: {} rank(s) x {} thread(s), global batch {}: median step {:.3f} ms; "
-      "all-reduced {:.0f} bytes per step in {} sums, {:.3f} ms per step, {:.0f}% hidden behind "
-      "the step\n",
-      distributed::size(), num_threads(), batch_size, median * 1e3,
-      n ? double(c.bytes) / double(n) : 0.0, n ? c.calls / int64_t(n) : 0,
-      n ? c.seconds / double(n) * 1e3 : 0.0,
-      c.seconds > 0 ? 100.0 * std::max(0.0, 1 - c.waited / c.seconds) : 0.0);
-}
-
 // One training run in `mode` ("eager", "compiled" or "reference"), from the weights the seed
 // (or --load-weights) gives.
 TrainRun train_once(const TrainArgs& a, const Data& d, const std::string& mode, bool report) {
