@@ -277,6 +277,17 @@ std::vector<Array> Executable::run(std::span<const Array> args, std::vector<Arra
   // (runtime/collectives.h): a step that reads a slot still being summed waits for it first.
   Communicator* comm = communicator();
   std::vector<std::pair<int, std::unique_ptr<PendingCollective>>> pending;
+  // Per slot: a step reads it or the call returns it (only with several ranks).
+  std::vector<char> read;
+  if (comm && comm->size() > 1) {
+    read.assign(slot_storage_.size(), 0);
+    for (int o : output_slots_) read[size_t(o)] = 1;
+    for (const ExecutableStep& s : steps_) {
+      for (int i : s.inputs) read[size_t(i)] = 1;
+      if (s.kernel)
+        for (int i : s.kernel->inputs) read[size_t(i)] = 1;
+    }
+  }
   auto settle = [&](const std::vector<int>& read) {
     for (auto it = pending.begin(); it != pending.end();)
       if (std::find(read.begin(), read.end(), it->first) != read.end()) {
@@ -294,7 +305,9 @@ std::vector<Array> Executable::run(std::span<const Array> args, std::vector<Arra
     ProfileScope step_scope(s.name, category_of(s.kind), s.flops, s.bytes);
     switch (s.kind) {
       case ExecutableStep::Kind::kOp: {
-        if (s.op == OpKind::AllReduce && comm && comm->size() > 1) {
+        // (Only when a step reads the sum or the call returns it: the memory plan keeps the
+        // sum's arena bytes until its last reader, so nothing overwrites them meanwhile.)
+        if (s.op == OpKind::AllReduce && comm && comm->size() > 1 && read[size_t(s.output)]) {
           Array& out = slots[size_t(s.output)];
           if (!out.storage) out = Array::empty(s.type);
           const Array& in = slots[size_t(s.inputs[0])];
