@@ -1,17 +1,24 @@
 // The all_reduce op's kernel through the process-wide communicator (runtime/collectives.h),
 // without MPI: a world of one leaves values unchanged; an installed communicator is called by
 // the eager kernel and by the reference executor. tests/distributed/ runs it across MPI ranks.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <vector>
 
 #include "kiln/ir/graph.h"
 #include "kiln/runtime/collectives.h"
 #include "kiln/runtime/kernels.h"
+#include "kiln/runtime/knobs.h"
 #include "kiln/runtime/reference_executor.h"
+#include "tests/support/error_of.h"
 
 namespace kiln::runtime {
 namespace {
+
+using ::kiln::test::error_of;
+using ::testing::HasSubstr;
 
 // Three ranks that all hold the same values: the sum is three times the input.
 class ThreeEqualRanks : public Communicator {
@@ -63,6 +70,18 @@ TEST(Collectives, TheKernelAndTheReferenceExecutorCallTheCommunicator) {
   EXPECT_EQ(collective_stats().bytes, 16);
   EXPECT_EQ(collective_stats().waited, collective_stats().seconds);
   set_communicator(nullptr);
+}
+
+TEST(Collectives, TheTimeoutKnobIsChecked) {
+  ::setenv("KILN_DISTRIBUTED_TIMEOUT", "2.5", 1);
+  EXPECT_EQ(knobs::distributed_timeout(), 2.5);
+  ::setenv("KILN_DISTRIBUTED_TIMEOUT", "soon", 1);
+  EXPECT_THAT(error_of([] { knobs::distributed_timeout(); }),
+              HasSubstr("KILN_DISTRIBUTED_TIMEOUT=\"soon\" is not a number of seconds"));
+  ::setenv("KILN_DISTRIBUTED_TIMEOUT", "-1", 1);
+  EXPECT_THAT(error_of([] { knobs::distributed_timeout(); }), HasSubstr("positive number"));
+  ::unsetenv("KILN_DISTRIBUTED_TIMEOUT");
+  EXPECT_EQ(knobs::distributed_timeout(), std::nullopt);
 }
 
 }  // namespace
