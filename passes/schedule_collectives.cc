@@ -1,6 +1,7 @@
 #include "kiln/passes/schedule_collectives.h"
 
-#include <unordered_map>
+#include <deque>
+#include <unordered_set>
 #include <vector>
 
 namespace kiln::passes {
@@ -14,35 +15,37 @@ class ScheduleCollectives : public Pass {
   std::string_view name() const override { return "schedule-collectives"; }
 
   bool run(Graph& g) override {
-    // The node each all_reduce should follow (nullptr: the start of the graph), in program
-    // order.
-    std::unordered_map<const ir::Value*, const Node*> defined_by;
-    std::vector<std::pair<const Node*, const Node*>> moves;  // (all_reduce, after)
-    const Node* previous = nullptr;
-    for (const auto& p : g.nodes()) {
-      const Node& n = *p;
-      if (n.is_op(OpKind::AllReduce)) {
-        auto it = defined_by.find(n.input(0));
-        const Node* after = it == defined_by.end() ? nullptr : it->second;
-        if (after != previous) moves.emplace_back(&n, after);
+    // The all_reduce nodes in their program order (kept: it is the order every rank traced
+    // them in), each emitted as soon as its input and the all_reduce before it are.
+    std::deque<const Node*> queue;
+    for (const auto& p : g.nodes())
+      if (p->is_op(OpKind::AllReduce)) queue.push_back(p.get());
+    if (queue.empty()) return false;
+    std::unordered_set<const ir::Value*> defined;
+    std::vector<const Node*> order;
+    auto emit_ready = [&] {
+      while (!queue.empty()) {
+        const ir::Value* in = queue.front()->input(0);
+        if (in->def() == ir::Value::Def::kNodeOutput && !defined.contains(in)) return;
+        order.push_back(queue.front());
+        for (size_t i = 0; i < queue.front()->num_outputs(); ++i)
+          defined.insert(queue.front()->output(i));
+        queue.pop_front();
       }
-      for (size_t i = 0; i < n.num_outputs(); ++i) defined_by[n.output(i)] = &n;
-      previous = &n;
+    };
+    emit_ready();
+    for (const auto& p : g.nodes()) {
+      if (p->is_op(OpKind::AllReduce)) continue;
+      order.push_back(p.get());
+      for (size_t i = 0; i < p->num_outputs(); ++i) defined.insert(p->output(i));
+      emit_ready();
     }
+    // (Every all_reduce's input is defined before it in program order, so none is left.)
     bool changed = false;
-    for (const auto& [reduce, after] : moves) {
-      // The node now right after `after` (the first node for nullptr); all_reduce nodes
-      // already placed there stay ahead of this one.
-      const auto& nodes = g.nodes();
-      size_t pos = 0;
-      if (after)
-        while (nodes[pos].get() != after) ++pos;
-      if (after) ++pos;
-      while (pos < nodes.size() && nodes[pos]->is_op(OpKind::AllReduce) &&
-             nodes[pos].get() != reduce)
-        ++pos;
-      if (nodes[pos].get() == reduce) continue;
-      g.move_before(reduce, nodes[pos].get());
+    for (size_t i = 0; i < order.size(); ++i) {
+      const Node* at = g.nodes()[i].get();
+      if (at == order[i]) continue;
+      g.move_before(order[i], at);
       changed = true;
     }
     return changed;

@@ -60,9 +60,11 @@ std::vector<Tensor> train_step(ModelSteps& s, const std::vector<Tensor>& xs,
   Tensor target = losses.total;
   if (data_parallel) target = target * cast(s.gradient_scale.read(), target.dtype());
   std::vector<Tensor> grads = tape.gradient(target, vars);
+  // From the last variable to the first: the order the backward pass produces the gradients
+  // in, which schedule-collectives keeps (passes/schedule_collectives.h).
   if (data_parallel)
-    for (Tensor& g : grads)
-      if (g.defined()) g = all_reduce(g);
+    for (auto g = grads.rbegin(); g != grads.rend(); ++g)
+      if (g->defined()) *g = all_reduce(*g);
   model.compile_options().optimizer->apply_gradients(grads, vars);
   return pack(losses, y_pred, s.train_layout);
 }
