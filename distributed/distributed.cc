@@ -109,7 +109,7 @@ void broadcast(void* data, size_t bytes, const std::string& what, int root) {
   MPI_Request req;
   {
     std::lock_guard<std::mutex> lock(mpi_mutex());
-    MPI_Ibcast(data, int(bytes), MPI_BYTE, root, w.host, &req);
+    detail::check(MPI_Ibcast(data, int(bytes), MPI_BYTE, root, w.host, &req), what);
   }
   wait(req, "the broadcast of " + what);
 }
@@ -142,8 +142,9 @@ void all_gather_bytes(const void* mine, const std::vector<int64_t>& bytes_per_ra
   MPI_Request req;
   {
     std::lock_guard<std::mutex> lock(mpi_mutex());
-    MPI_Iallgatherv(mine, int(my), MPI_BYTE, out, counts.data(), displs.data(), MPI_BYTE, w.host,
-                    &req);
+    detail::check(MPI_Iallgatherv(mine, int(my), MPI_BYTE, out, counts.data(), displs.data(),
+                                  MPI_BYTE, w.host, &req),
+                  what);
   }
   wait(req, "the all-gather of " + what);
 }
@@ -156,7 +157,9 @@ std::vector<std::string> all_gather(const std::string& mine, const std::string& 
   MPI_Request req;
   {
     std::lock_guard<std::mutex> lock(mpi_mutex());
-    MPI_Iallgather(&my_length, 1, MPI_INT64_T, lengths.data(), 1, MPI_INT64_T, w.host, &req);
+    detail::check(
+        MPI_Iallgather(&my_length, 1, MPI_INT64_T, lengths.data(), 1, MPI_INT64_T, w.host, &req),
+        what);
   }
   wait(req, "the all-gather of the lengths of " + what);
   int64_t total = 0;
@@ -178,7 +181,7 @@ void barrier(const std::string& what) {
   MPI_Request req;
   {
     std::lock_guard<std::mutex> lock(mpi_mutex());
-    MPI_Ibarrier(w.host, &req);
+    detail::check(MPI_Ibarrier(w.host, &req), what);
   }
   wait(req, "the barrier of " + what);
 }

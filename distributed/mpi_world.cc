@@ -25,16 +25,42 @@ std::mutex& mpi_mutex() {
   return m;
 }
 
+namespace {
+
+[[noreturn]] void stop_every_rank(const std::string& message) {
+  Error e(message);
+  std::fprintf(stderr, "kiln: error: %s\n", e.what());
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 70);
+  std::_Exit(70);
+}
+
+}  // namespace
+
+void check(int rc, const std::string& what) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int length = 0;
+  MPI_Error_string(rc, text, &length);
+  const World& w = world();
+  stop_every_rank(fmt::format(
+      "kiln::distributed: rank {} of {}: {} failed in MPI: {}. The ranks no longer agree on "
+      "what they exchange (another model, other data, or a bug: please report it). Stopping every "
+      "rank (MPI_Abort)",
+      w.rank, w.size, what, std::string(text, size_t(length))));
+}
+
 void wait(MPI_Request& request, const std::string& what) {
   const World& w = world();
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = start + std::chrono::duration<double>(w.timeout);
   for (int polls = 0;; ++polls) {
-    int done = 0;
+    int done = 0, rc = 0;
     {
       std::lock_guard<std::mutex> lock(mpi_mutex());
-      MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+      rc = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
     }
+    check(rc, what);
     if (done) return;
     // Spin briefly (a collective between ranks in step completes in microseconds), then poll
     // every 50 us so a waiting rank leaves the core to the computing threads.
@@ -42,18 +68,13 @@ void wait(MPI_Request& request, const std::string& what) {
       std::this_thread::yield();
       continue;
     }
-    if (std::chrono::steady_clock::now() > deadline) {
-      Error e(fmt::format(
+    if (std::chrono::steady_clock::now() > deadline)
+      stop_every_rank(fmt::format(
           "kiln::distributed: rank {} of {} waited {:g} s for {} but not every rank took part: a "
           "rank died, hangs, or runs other code (another model, other data, another number of "
           "steps). Stopping every rank (MPI_Abort). If a step really takes this long, raise "
           "KILN_DISTRIBUTED_TIMEOUT (seconds) or distributed::Options::timeout_seconds",
           w.rank, w.size, w.timeout, what));
-      std::fprintf(stderr, "kiln: error: %s\n", e.what());
-      std::fflush(stderr);
-      MPI_Abort(MPI_COMM_WORLD, 70);
-      std::_Exit(70);
-    }
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
 }
@@ -101,8 +122,9 @@ void deterministic_sum(MPI_Comm comm, void* data, int64_t count, bool f64,
   MPI_Request req;
   {
     std::lock_guard<std::mutex> lock(mpi_mutex());
-    MPI_Ialltoallv(data, counts.data(), displs.data(), type, parts.data(), recv_counts.data(),
-                   recv_displs.data(), type, comm, &req);
+    check(MPI_Ialltoallv(data, counts.data(), displs.data(), type, parts.data(), recv_counts.data(),
+                         recv_displs.data(), type, comm, &req),
+          what);
   }
   wait(req, what + " (reduce-scatter)");
   char* my_chunk = static_cast<char*>(data) + size_t(displs[size_t(w.rank)]) * elem;
@@ -114,7 +136,9 @@ void deterministic_sum(MPI_Comm comm, void* data, int64_t count, bool f64,
                       reinterpret_cast<const float*>(parts.data()), mine, n);
   {
     std::lock_guard<std::mutex> lock(mpi_mutex());
-    MPI_Iallgatherv(MPI_IN_PLACE, 0, type, data, counts.data(), displs.data(), type, comm, &req);
+    check(MPI_Iallgatherv(MPI_IN_PLACE, 0, type, data, counts.data(), displs.data(), type, comm,
+                          &req),
+          what);
   }
   wait(req, what + " (all-gather)");
 }

@@ -25,6 +25,10 @@ std::mutex& mpi_mutex();
 // Waits for `request` by polling MPI_Test until the world's deadline; past it, prints a
 // kiln::Error naming `what`, this rank and the timeout, and stops every rank (MPI_Abort).
 void wait(MPI_Request& request, const std::string& what);
+// `rc` of an MPI call that starts or tests a collective: anything but MPI_SUCCESS (the ranks
+// no longer agree on what they exchange) prints a kiln::Error naming `what` and MPI's message,
+// and stops every rank (MPI_Abort): the other ranks would wait for this one otherwise.
+void check(int rc, const std::string& what);
 
 // The deterministic sum over the ranks of `comm`, in place: a reduce-scatter (each rank sums
 // one chunk, adding the ranks' contributions in rank order; float32 accumulated in float64)
