@@ -28,6 +28,9 @@ Grads broadcast_to_grad(const GradContext& c) {
 
 Grads copy_grad(const GradContext& c) { return Grads{c.grad}; }
 
+// d(sum over ranks of x_r)/dx on rank r, summed over the ranks' upstream gradients.
+Grads all_reduce_grad(const GradContext& c) { return Grads{all_reduce(c.grad)}; }
+
 // Only x gets a gradient; `like` contributes its shape, not its values.
 Grads broadcast_like_grad(const GradContext& c) {
   return Grads{unbroadcast(c.grad, c.inputs[0].shape()), Tensor()};
@@ -57,9 +60,10 @@ Grads slice_grad(const GradContext& c) {
   const Shape& s = c.inputs[0].shape();
   // The padding that puts the gradient back depends on every dimension's size.
   if (!s.is_fully_known())
-    throw Error(fmt::format("slice: the gradient of a slice of a tensor of shape {} needs every "
-                            "dimension known; trace with a fully known input shape",
-                            s.to_string()));
+    throw Error(
+        fmt::format("slice: the gradient of a slice of a tensor of shape {} needs every "
+                    "dimension known; trace with a fully known input shape",
+                    s.to_string()));
   auto ranges = rules::slice_ranges(s, c.attrs, "slice");
   Axes low, high, interior;
   for (int i = 0; i < s.rank(); ++i) {
@@ -110,6 +114,7 @@ void register_shape_gradients(GradTable& t) {
   set(OpKind::BroadcastTo, broadcast_to_grad);
   set(OpKind::BroadcastLike, broadcast_like_grad);
   set(OpKind::Copy, copy_grad);
+  set(OpKind::AllReduce, all_reduce_grad);
   set(OpKind::Concat, concat_grad);
   set(OpKind::Slice, slice_grad);
   set(OpKind::Pad, pad_grad);

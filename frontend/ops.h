@@ -109,6 +109,10 @@ inline Tensor permute(const Tensor& x, const Axes& perm) { return transpose(x, p
 Tensor broadcast_to(const Tensor& x, const Shape& shape);
 // A copy of x in a buffer of its own (an identity for values; kept by graph passes).
 Tensor copy(const Tensor& x);
+// The sum of x over every process of kiln::distributed (every rank gets the same bits; the
+// identity in a world of one process). Every rank must call it in the same order; traced, it
+// is an all_reduce node. Its gradient is the all_reduce of the incoming gradient.
+Tensor all_reduce(const Tensor& x);
 // Broadcasts x to like's shape (like's data is not read); works when like's shape has unknown
 // dimensions in a shape-polymorphic trace.
 Tensor broadcast_like(const Tensor& x, const Tensor& like);

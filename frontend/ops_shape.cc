@@ -28,6 +28,8 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) {
 
 Tensor copy(const Tensor& x) { return apply(OpKind::Copy, {x}); }
 
+Tensor all_reduce(const Tensor& x) { return apply(OpKind::AllReduce, {x}); }
+
 Tensor broadcast_like(const Tensor& x, const Tensor& like) {
   if (x.shape() == like.shape() && x.shape().is_fully_known()) return x;
   return apply(OpKind::BroadcastLike, {x, like});

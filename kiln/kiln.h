@@ -1,6 +1,7 @@
 // kiln: the one header users include.
 #pragma once
 
+#include "kiln/distributed/distributed.h"
 #include "kiln/frontend/creation.h"
 #include "kiln/frontend/data/arrays.h"
 #include "kiln/frontend/data/data_dir.h"

@@ -8,7 +8,7 @@
 //
 // Never removes:
 //   - assignments (assign, assign_add, assign_sub), used or not: they update variables;
-//   - op nodes whose op has the kSideEffecting trait (none today);
+//   - op nodes whose op has the kSideEffecting trait (all_reduce: every rank must run it);
 //   - a cond / while whose sub-graphs contain a side-effecting node at any depth (valid
 //     graphs have none, the verifier forbids assignments in sub-graphs; checked to be safe);
 //   - graph parameters, captured variables or their registry flags (the signature and the

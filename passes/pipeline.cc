@@ -220,6 +220,7 @@ PassPipeline optimize_pipeline(const PipelineOptions& options) {
   PassPipeline p = default_pipeline(options);
   p.add(make_lower_assignments());
   p.add(make_fusion());
+  p.add(make_schedule_collectives());
   return p;
 }
 

@@ -115,9 +115,11 @@ std::vector<std::unique_ptr<Pass>> pass_list(P&&... passes) {
 PassPipeline default_pipeline(const PipelineOptions& options);
 
 // kiln's optimization for compilation: default_pipeline's fixed point "simplify", then
-// lower-assignments (assign_add / assign_sub become add / sub + assign) and fusion (groups
-// that run as one kernel, passes/fusion.h), each once. The result is what codegen compiles;
-// it is not a fixed point of simplify any more (fusion bodies are not simplified again).
+// lower-assignments (assign_add / assign_sub become add / sub + assign), fusion (groups
+// that run as one kernel, passes/fusion.h) and schedule-collectives (each all_reduce right
+// after its input's producer, so it overlaps the rest of the step), each once. The result is
+// what codegen compiles; it is not a fixed point of simplify any more (fusion bodies are not
+// simplified again).
 PassPipeline optimize_pipeline(const PipelineOptions& options);
 
 }  // namespace kiln::passes

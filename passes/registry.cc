@@ -19,6 +19,7 @@ const Entry kPasses[] = {
     {"fusion", [] { return make_fusion(); }},
     {"lower-assignments", [] { return make_lower_assignments(); }},
     {"refine-shapes", [] { return make_refine_shapes(); }},
+    {"schedule-collectives", [] { return make_schedule_collectives(); }},
     {"transpose-folding", [] { return make_transpose_folding(); }},
 };
 

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "kiln/ir/error.h"
+#include "kiln/runtime/collectives.h"
 #include "kiln/runtime/gemm.h"
 #include "kiln/runtime/kernels.h"
 #include "kiln/runtime/profiler.h"
@@ -273,10 +274,51 @@ std::vector<Array> Executable::run(std::span<const Array> args, std::vector<Arra
     return v;
   };
   ProfileScope call_scope(name_, "call");
+  // all_reduce steps run on the communicator's thread while the following steps compute
+  // (runtime/collectives.h): a step that reads a slot still being summed waits for it first.
+  Communicator* comm = communicator();
+  std::vector<std::pair<int, std::unique_ptr<PendingCollective>>> pending;
+  // Per slot: a step reads it or the call returns it (only with several ranks).
+  std::vector<char> read;
+  if (comm && comm->size() > 1) {
+    read.assign(slot_storage_.size(), 0);
+    for (int o : output_slots_) read[size_t(o)] = 1;
+    for (const ExecutableStep& s : steps_) {
+      for (int i : s.inputs) read[size_t(i)] = 1;
+      if (s.kernel)
+        for (int i : s.kernel->inputs) read[size_t(i)] = 1;
+    }
+  }
+  auto settle = [&](const std::vector<int>& read) {
+    for (auto it = pending.begin(); it != pending.end();)
+      if (std::find(read.begin(), read.end(), it->first) != read.end()) {
+        it->second->wait();
+        it = pending.erase(it);
+      } else {
+        ++it;
+      }
+  };
   for (const ExecutableStep& s : steps_) {
+    if (!pending.empty()) {
+      settle(s.inputs);
+      if (s.kernel) settle(s.kernel->inputs);
+    }
     ProfileScope step_scope(s.name, category_of(s.kind), s.flops, s.bytes);
     switch (s.kind) {
       case ExecutableStep::Kind::kOp: {
+        // (Only when a step reads the sum or the call returns it: the memory plan keeps the
+        // sum's arena bytes until its last reader, so nothing overwrites them meanwhile.)
+        if (s.op == OpKind::AllReduce && comm && comm->size() > 1 && read[size_t(s.output)]) {
+          Array& out = slots[size_t(s.output)];
+          if (!out.storage) out = Array::empty(s.type);
+          const Array& in = slots[size_t(s.inputs[0])];
+          if (out.nbytes() > 0 && out.raw() != in.raw())
+            std::memcpy(out.raw(), in.raw(), out.nbytes());
+          pending.emplace_back(s.output, comm->start_all_reduce_sum(
+                                             out.raw(), out.shape.num_elements(), out.dtype,
+                                             name_ + ": " + s.name + " " + s.type.to_string()));
+          break;
+        }
         std::vector<Array> in = gather(s.inputs);
         Array& out = slots[size_t(s.output)];
         if (out.storage)
@@ -366,6 +408,8 @@ std::vector<Array> Executable::run(std::span<const Array> args, std::vector<Arra
       }
     }
   }
+  for (auto& [slot, sum] : pending) sum->wait();
+  pending.clear();
   std::vector<Array> out = gather(output_slots_);
   for (Array& v : variables) v = detach(v);
   for (Array& o : out) o = detach(o);

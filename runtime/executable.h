@@ -9,6 +9,9 @@
 //                runs by rows, each block of output rows is multiplied and then finished by
 //                the epilogue while it is in cache (the same fixed GEMM split as eager);
 //   op           an op with no generated code (gather, pooling, random, ...): its eager kernel;
+//                all_reduce, with a communicator of several ranks (runtime/collectives.h),
+//                starts its sum on the communication thread and the next steps run meanwhile;
+//                the first step that reads the sum (or the end of the call) waits for it;
 //   assign       stores a slot in a variable (assign_add / assign_sub add first);
 //   cond / while structured control flow over nested executables (a stacked while's stacks
 //                are the one kind of value whose shape is known only at run time).

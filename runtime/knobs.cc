@@ -22,6 +22,27 @@ std::optional<int> num_threads() {
   return int(n);
 }
 
+std::optional<double> distributed_timeout() {
+  const char* v = std::getenv("KILN_DISTRIBUTED_TIMEOUT");
+  if (!v || !*v) return std::nullopt;
+  char* end = nullptr;
+  double s = std::strtod(v, &end);
+  if (*end != '\0' || !(s > 0) || s > 1e7)
+    throw Error(
+        fmt::format("KILN_DISTRIBUTED_TIMEOUT=\"{}\" is not a number of seconds: set it to a "
+                    "positive number such as 60, or unset it (default 300)",
+                    v));
+  return s;
+}
+
+bool launched_by_mpi() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK"}) {
+    const char* v = std::getenv(name);
+    if (v && *v) return true;
+  }
+  return false;
+}
+
 std::string log_level() {
   const char* v = std::getenv("KILN_LOG");
   return v && *v ? std::string(v) : std::string("warning");

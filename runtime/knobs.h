@@ -45,6 +45,17 @@ std::optional<std::string> execution_mode();
 // printed to stderr. nullopt when unset or empty.
 std::optional<std::string> profile_path();
 
+// ---- data-parallel training (distributed/distributed.h)
+
+// KILN_DISTRIBUTED_TIMEOUT=SECONDS: how long a collective waits for the other ranks before the
+// job is stopped (API: distributed::Options::timeout_seconds). nullopt when unset; kiln::Error
+// on a value that is not a positive number.
+std::optional<double> distributed_timeout();
+
+// Whether an MPI launcher started this process: OMPI_COMM_WORLD_SIZE (Open MPI's mpirun),
+// PMIX_RANK or PMI_RANK is set.
+bool launched_by_mpi();
+
 // ---- graph optimization (passes/pipeline.h; API: passes::PipelineOptions)
 
 // KILN_DISABLE_PASSES=a,b: names of passes the pass pipeline skips (empty when unset). Blank

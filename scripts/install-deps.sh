@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs every Debian 12 package that kiln's build, tests, benchmarks and fuzzers need
-# (clang-19 + libclang-rt-19-dev: libFuzzer and the sanitizer runtimes for scripts/fuzz.sh).
+# (clang-19 + libclang-rt-19-dev: libFuzzer and the sanitizer runtimes for scripts/fuzz.sh;
+# libopenmpi-dev + openmpi-bin: kiln::distributed and `mpirun -np N kiln train`).
 # Skips packages that are already installed; needs root (or sudo) and Debian's mirror.
 set -euo pipefail
 
@@ -12,6 +13,7 @@ packages=(
   zlib1g-dev libfmt-dev nlohmann-json3-dev libcli11-dev
   python3 python3-numpy clang-format
   clang-19 libclang-rt-19-dev
+  libopenmpi-dev openmpi-bin
 )
 
 missing=()

@@ -10,6 +10,7 @@
 #include "tools/char_lm.h"
 #include "tools/train_comparison.h"
 #include "tools/train_json.h"
+#include "tools/data_parallel_report.h"
 #include "tools/train_model_files.h"
 
 namespace kiln::tools {
@@ -65,13 +66,15 @@ TrainRun train_once(const CharLmTrainArgs& args, const CharLmData& d, const std:
                                    .seed = a.seed,
                                    .initial_epoch = a.initial_epoch},
                                   d.test.x, d.test.y);
-  if (report && !a.save_weights.empty()) {
+  if (report && distributed::launched_by_mpi())
+    report_data_parallel(run.step_seconds, a.batch_size);
+  if (report && !a.save_weights.empty() && distributed::is_output_rank()) {
     model->save_weights(a.save_weights);
     save_char_lm_config(a.save_weights, args.config);
     std::cout << "saved weights to " << a.save_weights << " and the model description to "
               << char_lm_config_path(a.save_weights) << "\n";
   }
-  if (report && !a.save_model.empty()) {
+  if (report && !a.save_model.empty() && distributed::is_output_rank()) {
     std::vector<int64_t> rows;
     for (int64_t i = 0; i < std::min(a.batch_size, d.train.x.shape()[0]); ++i) rows.push_back(i);
     save_trained_model(model, a.save_model, data::take_rows(d.train.x, rows),

@@ -24,6 +24,7 @@
 #include "tools/model_zoo.h"
 #include "tools/train_comparison.h"
 #include "tools/train_json.h"
+#include "tools/data_parallel_report.h"
 #include "tools/train_model_files.h"
 
 namespace kiln::tools {
@@ -86,11 +87,13 @@ TrainRun train_once(const TrainOptions& a, const Data& d, const std::string& mod
                                    .seed = a.seed,
                                    .initial_epoch = a.initial_epoch},
                                   d.x_test, d.test.y);
-  if (report && !a.save_weights.empty()) {
+  if (report && distributed::launched_by_mpi())
+    report_data_parallel(run.step_seconds, a.batch_size);
+  if (report && !a.save_weights.empty() && distributed::is_output_rank()) {
     model->save_weights(a.save_weights);
     std::cout << "saved weights to " << a.save_weights << "\n";
   }
-  if (report && !a.save_model.empty()) {
+  if (report && !a.save_model.empty() && distributed::is_output_rank()) {
     std::vector<int64_t> rows;
     for (int64_t i = 0; i < std::min(a.batch_size, d.x_train.shape()[0]); ++i) rows.push_back(i);
     save_trained_model(model, a.save_model, data::take_rows(d.x_train, rows),
@@ -124,6 +127,12 @@ void check_dataset(const TrainOptions& a) {
 void run_train(const TrainArgs& args) {
   const TrainOptions& a = args.train;
   check_dataset(a);
+  // Under mpirun every rank trains its share of each batch (FitOptions::data_parallel); rank 0
+  // alone prints and writes files.
+  if (distributed::launched_by_mpi()) {
+    distributed::initialize();
+    if (!distributed::is_output_rank()) std::cout.setstate(std::ios::badbit);
+  }
   if (is_char_lm(a.model)) return run_char_lm(args);
   Data d = load(a);
   auto report = [&a](const std::vector<TrainRun>& runs, const TrainComparison* comparison) {

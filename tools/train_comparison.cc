@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "kiln/frontend/function/compare_modes.h"
+#include "tools/data_parallel_report.h"
 #include "tools/model_zoo.h"
 
 namespace kiln::tools {
@@ -95,6 +96,9 @@ TrainRun fit_and_evaluate(ModelImpl& model, const std::string& mode, const Tenso
                                                     : ExecutionMode::kCompiled);
   auto timer = std::make_shared<StepTimer>();
   options.callbacks.push_back(timer);
+  // Under mpirun every rank trains its share of each global batch (docs/distributed.md).
+  options.callbacks.push_back(std::make_shared<CollectivesAfterFirstStep>());
+  options.data_parallel = distributed::launched_by_mpi();
   const int64_t live_before = runtime::Storage::live_bytes();
   runtime::Storage::reset_peak_bytes();
   auto start = std::chrono::steady_clock::now();

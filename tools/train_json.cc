@@ -72,6 +72,7 @@ nlohmann::json mode_comparison_json(const ModeComparison& c) {
 
 void write_train_json(const TrainOptions& options, const std::vector<TrainRun>& runs,
                       const TrainComparison* comparison, const nlohmann::json& result) {
+  if (!distributed::is_output_rank()) return;  // under mpirun, rank 0 writes the report
   if (options.json.empty()) return;
   nlohmann::json report = environment_json();
   report["command"] = "train";

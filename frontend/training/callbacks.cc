@@ -8,6 +8,7 @@
 #include <regex>
 #include <sstream>
 
+#include "kiln/distributed/distributed.h"
 #include "kiln/frontend/io/file_util.h"
 #include "kiln/frontend/models/model.h"
 #include "kiln/frontend/training/monitor.h"
@@ -111,10 +112,12 @@ void EarlyStopping::on_epoch_end(int epoch, const Logs& logs) {
 }
 
 void EarlyStopping::on_train_end(const Logs&) {
-  if (stopped_epoch_ >= 0 && o_.verbose)
+  // (Every rank of data-parallel training stops alike; rank 0 alone prints.)
+  const bool verbose = o_.verbose && distributed::is_output_rank();
+  if (stopped_epoch_ >= 0 && verbose)
     std::cout << "Epoch " << stopped_epoch_ + 1 << ": early stopping\n";
   if (o_.restore_best_weights && !best_weights_.empty() && stopped_epoch_ >= 0) {
-    if (o_.verbose)
+    if (verbose)
       std::cout << "Restoring model weights from the end of the best epoch: " << best_epoch_ + 1
                 << ".\n";
     model()->set_weights(best_weights_);
@@ -163,24 +166,26 @@ std::string ModelCheckpoint::format_path(int epoch, const Logs& logs) const {
 
 void ModelCheckpoint::on_epoch_end(int epoch, const Logs& logs) {
   std::string path = format_path(epoch, logs);
+  // Data-parallel training: every rank keeps the same best value; rank 0 alone writes.
+  const bool output = distributed::is_output_rank();
   if (o_.save_best_only) {
     double v = detail::monitored(logs, o_.monitor, "ModelCheckpoint");
     bool better = !best_ || (maximize_ ? v > *best_ : v < *best_);
     if (!better) {
-      if (o_.verbose)
+      if (o_.verbose && output)
         std::cout << fmt::format("\nEpoch {}: {} did not improve from {:.5f}\n", epoch + 1,
                                  o_.monitor, *best_);
       return;
     }
-    if (o_.verbose)
+    if (o_.verbose && output)
       std::cout << fmt::format(
           "\nEpoch {}: {} improved from {:.5f} to {:.5f}, saving model to {}\n", epoch + 1,
           o_.monitor, best_ ? *best_ : (maximize_ ? -INFINITY : INFINITY), v, path);
     best_ = v;
-  } else if (o_.verbose) {
+  } else if (o_.verbose && output) {
     std::cout << fmt::format("\nEpoch {}: saving model to {}\n", epoch + 1, path);
   }
-  model()->save_weights(path);
+  if (output) model()->save_weights(path);
 }
 
 // ---------------------------------------------------------------- CSVLogger
@@ -217,7 +222,7 @@ void CSVLogger::on_epoch_end(int epoch, const Logs& logs) {
     if (it != logs.end()) content_ += fmt::format("{}", it->second);
   }
   content_ += "\n";
-  io::write_file_atomically(filename_, content_);
+  if (distributed::is_output_rank()) io::write_file_atomically(filename_, content_);
 }
 
 }  // namespace kiln

@@ -164,6 +164,13 @@ struct FitOptions {
   // warning (Keras 3).
   int64_t steps_per_epoch = -1;
   int64_t validation_steps = -1;  // batches of a validation Dataset per evaluation (-1: a pass)
+  // Data-parallel training over the ranks of kiln::distributed (docs/distributed.md): every
+  // rank runs this fit with the same model and data; each takes its rows of every global batch
+  // of batch_size (or Dataset element), the step all-reduces the gradients (an all_reduce node
+  // in the compiled step), and every rank applies the same update. Rank 0's weights and
+  // optimizer state are broadcast at the start; losses and metrics are those of the global
+  // batch on every rank; only rank 0 prints progress. Launched without mpirun: one process.
+  bool data_parallel = false;
 };
 
 struct EvaluateOptions {

@@ -9,10 +9,12 @@
 
 #include <cmath>
 
+#include "kiln/distributed/distributed.h"
 #include "kiln/frontend/creation.h"
 #include "kiln/frontend/data/dataset.h"
 #include "kiln/frontend/models/model.h"
 #include "kiln/frontend/ops.h"
+#include "kiln/frontend/training/data_parallel.h"
 #include "kiln/frontend/training/fit_loops.h"
 #include "kiln/frontend/training/sample_weights.h"
 
@@ -68,16 +70,17 @@ struct CallbackList {
 };
 
 // One pass of `next`: steps, losses and metrics; `on_batch_begin/end(b, logs)` around each.
+// `parallel` (training only): the data-parallel step on this rank's share of each batch.
 template <typename Begin, typename End>
 Logs run_batches(ModelSteps& s, bool training, const NextBatch& next, Begin&& on_begin,
-                 End&& on_end) {
+                 End&& on_end, DataParallel* parallel = nullptr) {
   LossTrackers losses;
   Logs logs;
   for (int b = 0;; ++b) {
     std::optional<ModelSteps::Args> a = next();
     if (!a) break;
     on_begin(b, logs);
-    ModelImpl::StepResult r = s.run(training, *a);
+    ModelImpl::StepResult r = parallel ? parallel->run(*a) : s.run(training, *a);
     OutputObjectives& objectives = s.objectives(r.y_pred.size());
     if (b == 0) objectives.reset_metrics();  // (resolved by the first step)
     losses.add(r, double(r.y_pred[0].shape()[0]));
@@ -175,10 +178,17 @@ ModelSteps::Args with_class_weights(ModelSteps::Args b,
 std::shared_ptr<History> fit_loop(ModelImpl& model, ModelSteps& s, const BatchSource& train,
                                   const std::function<Logs()>& validate, const FitOptions& o) {
   if (o.epochs < 1) throw Error(fmt::format("fit: epochs ({}) must be at least 1", o.epochs));
+  std::optional<DataParallel> parallel;
+  if (o.data_parallel)
+    parallel.emplace(model, s,
+                     fmt::format("epochs {} to {}, {} batches per epoch", o.initial_epoch + 1,
+                                 o.epochs, train.steps));
   auto history = std::make_shared<History>();
   std::vector<CallbackPtr> user = o.callbacks;
   user.push_back(history);
-  CallbackList cbs(&model, user, o.verbose, {{"epochs", o.epochs}, {"steps", train.steps}});
+  // Data parallel: rank 0 alone shows progress (every rank sees the same logs).
+  const int verbose = distributed::is_output_rank() ? o.verbose : 0;
+  CallbackList cbs(&model, user, verbose, {{"epochs", o.epochs}, {"steps", train.steps}});
   model.stop_training = false;
   Logs logs;
   cbs.each([&](Callback& cb) { cb.on_train_begin(logs); });
@@ -189,9 +199,8 @@ std::shared_ptr<History> fit_loop(ModelImpl& model, ModelSteps& s, const BatchSo
         [&](int b, const Logs& l) {
           cbs.each([&](Callback& cb) { cb.on_train_batch_begin(b, l); });
         },
-        [&](int b, const Logs& l) {
-          cbs.each([&](Callback& cb) { cb.on_train_batch_end(b, l); });
-        });
+        [&](int b, const Logs& l) { cbs.each([&](Callback& cb) { cb.on_train_batch_end(b, l); }); },
+        parallel ? &*parallel : nullptr);
     if (validate)
       for (const auto& [k, value] : validate()) logs["val_" + k] = value;
     cbs.each([&](Callback& cb) { cb.on_epoch_end(epoch, logs); });

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <iostream>
 
+#include "kiln/distributed/distributed.h"
 #include "kiln/frontend/models/model.h"
 #include "kiln/frontend/training/monitor.h"
 
@@ -36,7 +37,7 @@ void LearningRateScheduler::on_epoch_begin(int epoch, const Logs&) {
         "learning rate",
         lr, epoch));
   opt.set_learning_rate(lr);
-  if (verbose_ > 0)
+  if (verbose_ > 0 && distributed::is_output_rank())
     std::cout << fmt::format("\nEpoch {}: LearningRateScheduler setting learning rate to {}.\n",
                              epoch + 1, lr);
 }
@@ -74,7 +75,7 @@ void ReduceLROnPlateau::on_epoch_end(int epoch, const Logs& logs) {
   if (!(old_lr > double(float(o_.min_lr)))) return;
   const double new_lr = std::max(old_lr * o_.factor, o_.min_lr);
   opt.set_learning_rate(new_lr);
-  if (o_.verbose > 0)
+  if (o_.verbose > 0 && distributed::is_output_rank())
     std::cout << fmt::format("\nEpoch {}: ReduceLROnPlateau reducing learning rate to {}.\n",
                              epoch + 1, new_lr);
   cooldown_counter_ = o_.cooldown;

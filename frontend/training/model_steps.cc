@@ -46,14 +46,25 @@ ModelImpl::StepResult unpack(const std::vector<Tensor>& r, const ModelSteps::Lay
   return s;
 }
 
+// Data parallel: the gradients of this rank's loss times its share of the global batch,
+// summed over the ranks, are the gradients of the global batch's loss (a mean over the
+// examples; the layers' regularization losses count once, as the shares sum to 1).
 std::vector<Tensor> train_step(ModelSteps& s, const std::vector<Tensor>& xs,
-                               const std::vector<Tensor>& ys, const std::vector<Tensor>& sws) {
+                               const std::vector<Tensor>& ys, const std::vector<Tensor>& sws,
+                               bool data_parallel = false) {
   ModelImpl& model = s.model;
   GradientTape tape;
   std::vector<Tensor> y_pred = model.invoke(xs, /*training=*/true);
   auto losses = s.objectives(y_pred.size()).losses(ys, y_pred, sws, model.losses());
   std::vector<Variable> vars = model.trainable_weights();
-  std::vector<Tensor> grads = tape.gradient(losses.total, vars);
+  Tensor target = losses.total;
+  if (data_parallel) target = target * cast(s.gradient_scale.read(), target.dtype());
+  std::vector<Tensor> grads = tape.gradient(target, vars);
+  // From the last variable to the first: the order the backward pass produces the gradients
+  // in, which schedule-collectives keeps (passes/schedule_collectives.h).
+  if (data_parallel)
+    for (auto g = grads.rbegin(); g != grads.rend(); ++g)
+      if (g->defined()) *g = all_reduce(*g);
   model.compile_options().optimizer->apply_gradients(grads, vars);
   return pack(losses, y_pred, s.train_layout);
 }
@@ -92,11 +103,18 @@ ModelSteps::ModelSteps(ModelImpl& m)
           Lists([this](const std::vector<Tensor>& xs, const std::vector<Tensor>& ys,
                        const std::vector<Tensor>& sws) { return train_step(*this, xs, ys, sws); }),
           {.name = m.name() + "/train_step"}),
+      train_parallel(Lists([this](const std::vector<Tensor>& xs, const std::vector<Tensor>& ys,
+                                  const std::vector<Tensor>& sws) {
+                       return train_step(*this, xs, ys, sws, /*data_parallel=*/true);
+                     }),
+                     {.name = m.name() + "/train_step_data_parallel"}),
       test(Lists([this](const std::vector<Tensor>& xs, const std::vector<Tensor>& ys,
                         const std::vector<Tensor>& sws) { return test_step(*this, xs, ys, sws); }),
            {.name = m.name() + "/test_step"}),
       predict(Inputs([this](const std::vector<Tensor>& xs) { return model.invoke(xs, false); }),
-              {.name = m.name() + "/predict_step"}) {}
+              {.name = m.name() + "/predict_step"}),
+      gradient_scale(m.name() + "/data_parallel/gradient_scale", scalar(1.0, DType::f64),
+                     /*trainable=*/false) {}
 
 ModelSteps& ModelSteps::of(ModelImpl& m) {
   m.compile_options();  // throws when not compiled
@@ -135,12 +153,15 @@ ModelSteps::Args ModelSteps::args(const Arrays& x, const Arrays& y, const Arrays
   return a;
 }
 
-ModelImpl::StepResult ModelSteps::run(bool training, const Args& a) {
+ModelImpl::StepResult ModelSteps::run(bool training, const Args& a, bool data_parallel) {
   std::vector<Tensor> r;
   if (model.compile_options().run_eagerly)
-    r = training ? train_step(*this, a.xs, a.ys, a.sws) : test_step(*this, a.xs, a.ys, a.sws);
+    r = training ? train_step(*this, a.xs, a.ys, a.sws, data_parallel)
+                 : test_step(*this, a.xs, a.ys, a.sws);
+  else if (training)
+    r = data_parallel ? train_parallel(a.xs, a.ys, a.sws) : train(a.xs, a.ys, a.sws);
   else
-    r = training ? train(a.xs, a.ys, a.sws) : test(a.xs, a.ys, a.sws);
+    r = test(a.xs, a.ys, a.sws);
   return unpack(r, training ? train_layout : test_layout);
 }
 

@@ -15,6 +15,7 @@
 #include "kiln/frontend/function/function.h"
 #include "kiln/frontend/models/model.h"
 #include "kiln/frontend/training/output_objectives.h"
+#include "kiln/frontend/variable.h"
 
 namespace kiln {
 
@@ -45,12 +46,18 @@ struct ModelSteps {
   };
   Args args(const Arrays& x, const Arrays& y, const Arrays& w, const std::string& caller) const;
   std::vector<Tensor> inputs(const Arrays& x, const std::string& caller) const;
-  // Runs the train or test step (eagerly with run_eagerly, else traced).
-  ModelImpl::StepResult run(bool training, const Args& a);
+  // Runs the train or test step (eagerly with run_eagerly, else traced). With
+  // `data_parallel`, the train step scales the loss by gradient_scale before taking gradients
+  // and sums every gradient over the ranks with all_reduce (training/data_parallel.h).
+  ModelImpl::StepResult run(bool training, const Args& a, bool data_parallel = false);
 
   ModelImpl& model;
-  Function<Lists> train, test;
+  // train_parallel: the data-parallel train step (its own traces: it has all_reduce nodes).
+  Function<Lists> train, train_parallel, test;
   Function<Inputs> predict;
+  // This rank's share of the global batch (rows here / rows of the global batch), a float64
+  // scalar the data-parallel step reads like the learning rate (no retrace when it changes).
+  Variable gradient_scale;
   Layout train_layout, test_layout;
   std::optional<detail::OutputObjectives> resolved;
 };

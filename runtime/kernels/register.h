@@ -19,5 +19,6 @@ void register_layout_kernels(KernelTable& t);
 void register_gather_kernels(KernelTable& t);
 void register_random_kernels(KernelTable& t);
 void register_attention_kernels(KernelTable& t);
+void register_collective_kernels(KernelTable& t);
 
 }  // namespace kiln::runtime

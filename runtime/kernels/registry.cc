@@ -17,6 +17,7 @@ KernelTable build() {
   register_gather_kernels(t);
   register_random_kernels(t);
   register_attention_kernels(t);
+  register_collective_kernels(t);
   return t;
 }
 

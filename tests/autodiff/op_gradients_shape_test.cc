@@ -56,6 +56,13 @@ TEST(ShapeGradients, Copy) {
                    {uniform({2, 3}, 24)});
 }
 
+// all_reduce in a world of one process (the sum over one rank; tests/distributed/ checks the
+// data-parallel gradients across ranks against one process).
+TEST(ShapeGradients, AllReduce) {
+  EXPECT_GRADIENTS([](const std::vector<Tensor>& in) { return all_reduce(in[0]) * in[0]; },
+                   {uniform({2, 3}, 25)});
+}
+
 // broadcast_like: x gets the summed gradient; `like` only lends its shape (no gradient).
 TEST(ShapeGradients, BroadcastLike) {
   Tensor like = uniform({2, 3, 4}, 21);
@@ -212,7 +219,7 @@ const std::set<std::string>& checked_ops() {
       "avg_pool2d", "avg_pool2d_grad", "attention", "attention_grad",
       // this file
       "reshape", "transpose", "broadcast_to", "broadcast_like", "copy", "concat", "slice", "pad",
-      "gather", "scatter_add"};
+      "gather", "scatter_add", "all_reduce"};
   return ops;
 }
 

@@ -370,6 +370,11 @@ const FallbackRow kFallbackRows[] = {
   %4 = attention_grad(%0, %1, %2, %3) {scale=0.75, causal=false} : f64[3,14,3]
   return %4
 })"},
+    // (one process: the sum over one rank; tests/distributed/ runs it across ranks)
+    {"all_reduce", R"(graph @f(%0: f32[7,3]) -> (f32[7,3]) {
+  %1 = all_reduce(%0) : f32[7,3]
+  return %1
+})"},
     {"matmul", R"(graph @f(%0: f32[5,3], %1: f32[4,3]) -> (f32[5,4]) {
   %2 = matmul(%0, %1) {transpose_a=false, transpose_b=true} : f32[5,4]
   return %2

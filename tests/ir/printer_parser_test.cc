@@ -145,6 +145,7 @@ const std::map<std::string, OpCase>& op_cases() {
       {"attention_grad",
        {{T(f64, {2, 4, 3}), T(f64, {2, 5, 3}), T(f64, {2, 5, 6}), T(f64, {2, 4, 6})},
         {{"scale", 0.25}, {"causal", false}}}},
+      {"all_reduce", {{T(f32, {U, 3})}, {}}},
       // With a shape source (input 1): the shape attribute may have unknown dimensions.
       {"random_uniform",
        {{T(i64, {}), T(f32, {-1, 3})},

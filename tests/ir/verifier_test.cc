@@ -505,3 +505,28 @@ TEST(Verifier, ErrorsInsideSubgraphsNameThePath) {
 
 }  // namespace
 }  // namespace kiln::ir
+
+namespace kiln::ir {
+namespace {
+
+// all_reduce (a collective): its output has its input's type, and it sums floating tensors
+// only (the op table's dtype column).
+TEST(Verifier, AllReduceChecksItsTypes) {
+  Graph g("grads");
+  Value* grad = g.add_parameter(f32({3, 4}));
+  Node* sum = g.add_op(OpKind::AllReduce, {grad}, {});
+  g.set_outputs({sum->output()});
+  EXPECT_NO_THROW(verify_graph(g));
+  sum->output()->set_type(f32({4, 3}));
+  EXPECT_THAT(verify_error(g),
+              HasSubstr("all_reduce: the output is declared f32[4,3] but the op table infers "
+                        "f32[3,4]"));
+  Graph ints("ints");
+  Value* i = ints.add_parameter({DType::i32, Shape{2}});
+  EXPECT_THAT(error_of([&] { ints.add_op(OpKind::AllReduce, {i}, {}); }),
+              HasSubstr("all_reduce: input 0 has dtype int32, but all_reduce needs a floating "
+                        "dtype"));
+}
+
+}  // namespace
+}  // namespace kiln::ir

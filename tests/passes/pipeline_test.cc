@@ -139,10 +139,11 @@ TEST(PassPipelineTest, DisablingAnUnknownPassListsTheKnownOnes) {
   o.disabled.insert("fold");
   PassPipeline p = default_pipeline(o);
   auto g = parse();
-  EXPECT_EQ(error_of([&] { p.run(*g); }),
-            "cannot disable unknown pass \"fold\" (KILN_DISABLE_PASSES or "
-            "PipelineOptions::disabled); known passes: algebraic-simplify, constant-fold, cse, "
-            "dce, fusion, lower-assignments, refine-shapes, transpose-folding");
+  EXPECT_EQ(
+      error_of([&] { p.run(*g); }),
+      "cannot disable unknown pass \"fold\" (KILN_DISABLE_PASSES or "
+      "PipelineOptions::disabled); known passes: algebraic-simplify, constant-fold, cse, "
+      "dce, fusion, lower-assignments, refine-shapes, schedule-collectives, transpose-folding");
 }
 
 TEST(PassPipelineTest, EnvironmentKnobsFillTheOptions) {
@@ -301,7 +302,7 @@ TEST(PassRegistryTest, CreatesPassesByNameAndListsThemOnError) {
   for (std::string_view name : registered_pass_names()) EXPECT_EQ(create_pass(name)->name(), name);
   EXPECT_EQ(error_of([] { create_pass("cse2"); }),
             "unknown pass \"cse2\" (known passes: algebraic-simplify, constant-fold, cse, dce, "
-            "fusion, lower-assignments, refine-shapes, transpose-folding)");
+            "fusion, lower-assignments, refine-shapes, schedule-collectives, transpose-folding)");
 }
 
 TEST(ConstantFoldTest, ElementLimitIsAnOption) {
