@@ -5,6 +5,19 @@
 # frontend/data/data_dir.h). Consumers get kiln's include directory and libraries, none of its
 # build flags.
 
+# The file behind an include path "kiln/...": the generated version.h, kiln/kiln.h, or a
+# module's source ("kiln/<module>/<file>.h" -> <source>/<module>/<file>.h).
+function(kiln_header_file header out_var)
+  if(header STREQUAL "kiln/version.h")
+    set(${out_var} ${KILN_BUILD_INCLUDE_DIR}/kiln/version.h PARENT_SCOPE)
+  elseif(header STREQUAL "kiln/kiln.h")
+    set(${out_var} ${PROJECT_SOURCE_DIR}/kiln/kiln.h PARENT_SCOPE)
+  else()
+    string(REGEX REPLACE "^kiln/" "" relative ${header})
+    set(${out_var} ${PROJECT_SOURCE_DIR}/${relative} PARENT_SCOPE)
+  endif()
+endfunction()
+
 # The public headers: everything kiln/kiln.h includes, transitively (each as
 # "kiln/<module>/<file>.h").
 set(KILN_PUBLIC_HEADERS)
@@ -18,12 +31,7 @@ while(_kiln_queue)
   if(_header STREQUAL "kiln/version.h")
     continue()
   endif()
-  if(_header STREQUAL "kiln/kiln.h")
-    set(_file ${PROJECT_SOURCE_DIR}/kiln/kiln.h)
-  else()
-    string(REGEX REPLACE "^kiln/" "" _relative ${_header})
-    set(_file ${PROJECT_SOURCE_DIR}/${_relative})
-  endif()
+  kiln_header_file(${_header} _file)
   if(NOT EXISTS ${_file})
     message(FATAL_ERROR "kiln: public header ${_header} (${_file}) does not exist")
   endif()
@@ -35,14 +43,7 @@ while(_kiln_queue)
 endwhile()
 foreach(_header IN LISTS KILN_PUBLIC_HEADERS)
   get_filename_component(_dir ${_header} DIRECTORY)
-  if(_header STREQUAL "kiln/version.h")
-    set(_file ${KILN_BUILD_INCLUDE_DIR}/kiln/version.h)
-  elseif(_header STREQUAL "kiln/kiln.h")
-    set(_file ${PROJECT_SOURCE_DIR}/kiln/kiln.h)
-  else()
-    string(REGEX REPLACE "^kiln/" "" _relative ${_header})
-    set(_file ${PROJECT_SOURCE_DIR}/${_relative})
-  endif()
+  kiln_header_file(${_header} _file)
   install(FILES ${_file} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/${_dir} COMPONENT kiln_dev)
 endforeach()
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs every Debian 12 package that kiln's build, tests, benchmarks and fuzzers need
 # (clang-19 + libclang-rt-19-dev: libFuzzer and the sanitizer runtimes for scripts/fuzz.sh;
-# libopenmpi-dev + openmpi-bin: kiln::distributed and `mpirun -np N kiln train`).
+# libopenmpi-dev + openmpi-bin: kiln::distributed and `mpirun -np N kiln train`;
+# pybind11-dev + python3-dev + python3-pytest: the kiln Python module and its tests).
 # Skips packages that are already installed; needs root (or sudo) and Debian's mirror.
 set -euo pipefail
 
@@ -11,7 +12,7 @@ packages=(
   libeigen3-dev libtbb-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   zlib1g-dev libfmt-dev nlohmann-json3-dev libcli11-dev
-  python3 python3-numpy clang-format
+  python3 python3-numpy python3-dev python3-pytest pybind11-dev clang-format
   clang-19 libclang-rt-19-dev
   libopenmpi-dev openmpi-bin
 )

@@ -289,6 +289,50 @@ class TrainResumeTest(unittest.TestCase):
                 self.assertNotEqual(self.saved_bytes(half)["model.weights.safetensors"],
                                     want["model.weights.safetensors"])
 
+    def test_run_takes_a_saved_models_variables_by_name(self):
+        """`kiln run DIR/train_step.kir --model DIR` equals the same run with every variable
+        given by hand from the saved safetensors files (read here with numpy)."""
+        import numpy as np
+        base = os.path.join(WORK, "run_model")
+        shutil.rmtree(base, ignore_errors=True)
+        model = os.path.join(base, "m")
+        self.train("--model", "mlp", "--epochs", "1", "--batch-size", "16", "--save-model", model)
+        step = os.path.join(model, "train_step.kir")
+        self.assertTrue(os.path.exists(step))
+        rng = np.random.default_rng(5)
+        np.save(os.path.join(base, "x.npy"), rng.random((16, 64)).astype(np.float32))
+        np.save(os.path.join(base, "y.npy"), (np.arange(16) % 10).astype(np.int64))
+        inputs = ["--input", "0=" + os.path.join(base, "x.npy"),
+                  "--input", "1=" + os.path.join(base, "y.npy")]
+        by_hand = []
+        for name in ["model.weights.safetensors", "optimizer.safetensors"]:
+            with open(os.path.join(model, name), "rb") as f:
+                data = f.read()
+            n = int.from_bytes(data[:8], "little")
+            header = json.loads(data[8:8 + n])
+            names = header.pop("__metadata__")
+            for entry, info in header.items():
+                dtype = {"F32": np.float32, "I64": np.int64, "F64": np.float64}[info["dtype"]]
+                begin, end = info["data_offsets"]
+                value = np.frombuffer(data[8 + n + begin:8 + n + end], dtype).reshape(info["shape"])
+                path = os.path.join(base, "var_%d.npy" % len(by_hand))
+                np.save(path, value)
+                by_hand += ["--input", names[entry] + "=" + path]
+        outs = {}
+        for label, extra in [("model", ["--model", model]), ("hand", by_hand)]:
+            out_dir = os.path.join(base, "out_" + label)
+            r = run(KILN, "run", step, *inputs, *extra, "--output-dir", out_dir)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            outs[label] = {f: np.load(os.path.join(out_dir, f)) for f in sorted(os.listdir(out_dir))}
+        self.assertEqual(sorted(outs["model"]), sorted(outs["hand"]))
+        self.assertIn("dense.kernel.npy", outs["model"])  # the step wrote the updated weights
+        for f in outs["hand"]:
+            self.assertTrue(np.array_equal(outs["model"][f], outs["hand"][f]), f)
+        # Without --model the variables are missing: a clear error naming one.
+        r = run(KILN, "run", step, *inputs, "--output-dir", os.path.join(base, "none"))
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("has no --input", r.stderr)
+
     def test_load_model_excludes_options_it_would_ignore(self):
         for option in [["--lr", "0.1"], ["--optimizer", "sgd"], ["--load-weights", "w.st"]]:
             r = run(KILN, "train", "--load-model", "m", *option)
