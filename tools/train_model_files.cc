@@ -24,10 +24,14 @@ void save_trained_model(const Model& model, const std::string& dir, const Tensor
   const std::filesystem::path parent = std::filesystem::path(dir).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent);
   model->save(dir, {.overwrite = true});
-  const std::string step = (std::filesystem::path(dir) / "train_step.kir").string();
-  io::write_file_atomically(step, model->train_step_function(x_batch, y_batch).ir_text());
+  const std::filesystem::path base(dir);
+  const ConcreteFunction step = model->train_step_function(x_batch, y_batch);
+  io::write_file_atomically((base / "train_step.kir").string(), step.ir_text());
+  io::write_file_atomically((base / "train_step.optimized.kir").string(),
+                            step.compiled_form({x_batch, y_batch}).ir_text(Stage::kOptimized));
   std::cout << "saved the model (architecture, weights, optimizer state) to " << dir
-            << " and its training step's graph to " << step << "\n";
+            << " and its training step's traced and optimized graphs to "
+            << (base / "train_step.kir").string() << " and train_step.optimized.kir\n";
 }
 
 std::map<std::string, Tensor> saved_model_variables(const std::string& dir) {

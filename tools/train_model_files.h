@@ -17,9 +17,10 @@ namespace kiln::tools {
 Model load_model_for_training(const std::string& dir, const std::string& mode);
 
 // Writes the trained model to `dir` (replacing a saved model there), then its training step
-// for a batch of (x, y) as traced IR beside it, DIR/train_step.kir (`kiln run DIR/train_step.kir
-// --model DIR --input 0=x.npy --input 1=y.npy` runs one step from the saved state), and says
-// so on stdout.
+// for a batch of (x, y) beside it: the traced graph DIR/train_step.kir (`kiln run
+// DIR/train_step.kir --model DIR --input 0=x.npy --input 1=y.npy` runs one step from the saved
+// state) and the optimized one DIR/train_step.optimized.kir (what the compiled mode runs); and
+// says so on stdout.
 void save_trained_model(const Model& model, const std::string& dir, const Tensor& x_batch,
                         const Tensor& y_batch);
 

@@ -299,6 +299,8 @@ class TrainResumeTest(unittest.TestCase):
         self.train("--model", "mlp", "--epochs", "1", "--batch-size", "16", "--save-model", model)
         step = os.path.join(model, "train_step.kir")
         self.assertTrue(os.path.exists(step))
+        with open(os.path.join(model, "train_step.optimized.kir")) as f:
+            self.assertIn("fusion", f.read())  # the optimized stage: fusion groups
         rng = np.random.default_rng(5)
         np.save(os.path.join(base, "x.npy"), rng.random((16, 64)).astype(np.float32))
         np.save(os.path.join(base, "y.npy"), (np.arange(16) % 10).astype(np.int64))
