@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string>
 
-#include "kiln/frontend/data/digits.h"
 #include "fuzz/fuzz_util.h"
+#include "kiln/frontend/data/digits.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string bytes(reinterpret_cast<const char*>(data), size);

@@ -14,9 +14,9 @@
 #include <optional>
 #include <string>
 
+#include "fuzz/fuzz_util.h"
 #include "kiln/frontend/data/idx_stream.h"
 #include "kiln/frontend/data/mnist.h"
-#include "fuzz/fuzz_util.h"
 
 namespace {
 

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string>
 
-#include "kiln/frontend/io/npy.h"
 #include "fuzz/fuzz_util.h"
+#include "kiln/frontend/io/npy.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string bytes(reinterpret_cast<const char*>(data), size);

@@ -6,8 +6,8 @@
 #include <map>
 #include <string>
 
-#include "kiln/frontend/io/safetensors.h"
 #include "fuzz/fuzz_util.h"
+#include "kiln/frontend/io/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string bytes(reinterpret_cast<const char*>(data), size);

@@ -126,8 +126,8 @@ TensorType infer_type(OpKind kind, std::span<const TensorType> inputs, const Att
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!dtype_in_class(inputs[i].dtype, op.dtypes))
       throw DTypeError(fmt::format("{}: input {} has dtype {}, but {} needs {}", op.name, i,
-                              dtype_name(inputs[i].dtype), op.name,
-                              dtype_class_description(op.dtypes)));
+                                   dtype_name(inputs[i].dtype), op.name,
+                                   dtype_class_description(op.dtypes)));
   }
   if (attrs.size() != op.attrs.size() || !attrs.empty()) {
     for (const AttrSpec& spec : op.attrs) {

@@ -36,11 +36,11 @@ TensorType rule_cast(const OpInfo& op, std::span<const TensorType> in, const Att
 TensorType rule_select(const OpInfo& op, std::span<const TensorType> in, const Attrs&) {
   if (in[0].dtype != DType::b8)
     throw DTypeError(fmt::format("select: the condition (input 0) must be bool, got {} {}",
-                            dtype_name(in[0].dtype), in[0].shape.to_string()));
+                                 dtype_name(in[0].dtype), in[0].shape.to_string()));
   if (in[1].dtype != in[2].dtype)
     throw DTypeError(fmt::format("select: the two branches have different dtypes: {} {} and {} {}",
-                            dtype_name(in[1].dtype), in[1].shape.to_string(),
-                            dtype_name(in[2].dtype), in[2].shape.to_string()));
+                                 dtype_name(in[1].dtype), in[1].shape.to_string(),
+                                 dtype_name(in[2].dtype), in[2].shape.to_string()));
   Shape s = broadcast_shapes(in[1].shape, in[2].shape, op.name);
   return {in[1].dtype, broadcast_shapes(in[0].shape, s, op.name)};
 }

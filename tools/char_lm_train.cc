@@ -8,9 +8,9 @@
 
 #include "kiln/kiln.h"
 #include "tools/char_lm.h"
+#include "tools/data_parallel_report.h"
 #include "tools/train_comparison.h"
 #include "tools/train_json.h"
-#include "tools/data_parallel_report.h"
 #include "tools/train_model_files.h"
 
 namespace kiln::tools {

@@ -21,10 +21,10 @@
 #include "tools/char_lm.h"
 #include "tools/cli_conventions.h"
 #include "tools/commands.h"
+#include "tools/data_parallel_report.h"
 #include "tools/model_zoo.h"
 #include "tools/train_comparison.h"
 #include "tools/train_json.h"
-#include "tools/data_parallel_report.h"
 #include "tools/train_model_files.h"
 
 namespace kiln::tools {

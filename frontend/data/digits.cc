@@ -12,9 +12,7 @@
 
 namespace kiln::data {
 
-std::string default_digits_path() {
-  return data_dir() + "/digits.csv.gz";
-}
+std::string default_digits_path() { return data_dir() + "/digits.csv.gz"; }
 
 Examples decode_digits(std::string bytes, const std::string& what) {
   std::string text = maybe_gunzip(std::move(bytes), what);
