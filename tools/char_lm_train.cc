@@ -75,10 +75,7 @@ TrainRun train_once(const CharLmTrainArgs& args, const CharLmData& d, const std:
               << char_lm_config_path(a.save_weights) << "\n";
   }
   if (report && !a.save_model.empty() && distributed::is_output_rank()) {
-    std::vector<int64_t> rows;
-    for (int64_t i = 0; i < std::min(a.batch_size, d.train.x.shape()[0]); ++i) rows.push_back(i);
-    save_trained_model(model, a.save_model, data::take_rows(d.train.x, rows),
-                       data::take_rows(d.train.y, rows));
+    save_trained_model(model, a.save_model, d.train.x, d.train.y, a.batch_size);
     save_char_lm_config(char_lm_model_description(a.save_model), args.config);
   }
   return run;

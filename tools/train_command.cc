@@ -94,10 +94,7 @@ TrainRun train_once(const TrainOptions& a, const Data& d, const std::string& mod
     std::cout << "saved weights to " << a.save_weights << "\n";
   }
   if (report && !a.save_model.empty() && distributed::is_output_rank()) {
-    std::vector<int64_t> rows;
-    for (int64_t i = 0; i < std::min(a.batch_size, d.x_train.shape()[0]); ++i) rows.push_back(i);
-    save_trained_model(model, a.save_model, data::take_rows(d.x_train, rows),
-                       data::take_rows(d.train.y, rows));
+    save_trained_model(model, a.save_model, d.x_train, d.train.y, a.batch_size);
   }
   return run;
 }

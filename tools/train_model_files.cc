@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 
@@ -18,8 +19,11 @@ Model load_model_for_training(const std::string& dir, const std::string& mode) {
   return model;
 }
 
-void save_trained_model(const Model& model, const std::string& dir, const Tensor& x_batch,
-                        const Tensor& y_batch) {
+void save_trained_model(const Model& model, const std::string& dir, const Tensor& x,
+                        const Tensor& y, int64_t batch_size) {
+  std::vector<int64_t> rows;
+  for (int64_t i = 0; i < std::min(batch_size, x.shape()[0]); ++i) rows.push_back(i);
+  const Tensor x_batch = data::take_rows(x, rows), y_batch = data::take_rows(y, rows);
   // As for the other files the command writes, missing parent directories are created.
   const std::filesystem::path parent = std::filesystem::path(dir).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent);

@@ -5,6 +5,7 @@
 // `train --load-model M --initial-epoch 2 --epochs 4` ends with the weights of `--epochs 4`.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 
@@ -17,12 +18,12 @@ namespace kiln::tools {
 Model load_model_for_training(const std::string& dir, const std::string& mode);
 
 // Writes the trained model to `dir` (replacing a saved model there), then its training step
-// for a batch of (x, y) beside it: the traced graph DIR/train_step.kir (`kiln run
-// DIR/train_step.kir --model DIR --input 0=x.npy --input 1=y.npy` runs one step from the saved
-// state) and the optimized one DIR/train_step.optimized.kir (what the compiled mode runs); and
-// says so on stdout.
-void save_trained_model(const Model& model, const std::string& dir, const Tensor& x_batch,
-                        const Tensor& y_batch);
+// for the first batch (batch_size rows) of (x, y) beside it: the traced graph DIR/train_step.kir
+// (`kiln run DIR/train_step.kir --model DIR --input 0=x.npy --input 1=y.npy` runs one step from the
+// saved state) and the optimized one DIR/train_step.optimized.kir (what the compiled mode runs);
+// and says so on stdout.
+void save_trained_model(const Model& model, const std::string& dir, const Tensor& x,
+                        const Tensor& y, int64_t batch_size);
 
 // The variables a saved model holds, by variable name (the names its traced steps capture):
 // its weights, and its optimizer's iterations and slots when it has optimizer state.
