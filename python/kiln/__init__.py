@@ -17,6 +17,7 @@ from ._kiln import (  # noqa: F401
     GradientTape,
     Tensor,
     TensorSpec,
+    Variable,
     __version__,
     ops,
     tensor,
@@ -27,6 +28,7 @@ __all__ = [
     "ConcreteFunction", "DTypeError", "Error", "Function", "GradientTape", "Tensor",
     "TensorSpec", "function", "ops", "tensor", "tensor_shares_memory", "__version__",
 ]
+__all__ += ["Variable"]
 
 
 def function(fn=None, *, input_signature=None, reduce_retracing=False, name=None, mode=None):

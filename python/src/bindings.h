@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 
 #include "kiln/frontend/tensor.h"
+#include "kiln/frontend/variable.h"
 
 namespace kiln::python {
 
@@ -14,6 +15,7 @@ void bind_tensor(py::module_& m);    // Tensor, kiln.tensor, numpy round trips
 void bind_ops(py::module_& m);       // the op table's ops, generated (ops_py.cc)
 void bind_tape(py::module_& m);      // GradientTape
 void bind_function(py::module_& m);  // kiln.function
+void bind_variable(py::module_& m);  // kiln.Variable (variable_py.cc)
 
 // A Tensor from a Python value: a Tensor, a numpy array, or anything numpy.asarray takes
 // (lists, scalars). `like` (optional) gives the dtype of a Python scalar.

@@ -12,4 +12,5 @@ PYBIND11_MODULE(_kiln, m) {
   kiln::python::bind_ops(m);
   kiln::python::bind_tape(m);
   kiln::python::bind_function(m);
+  kiln::python::bind_variable(m);
 }
