@@ -19,6 +19,7 @@ from ._kiln import (  # noqa: F401
     ModeComparison,
     Tensor,
     TensorSpec,
+    Variable,
     __version__,
     compare_modes,
     cond,
@@ -34,6 +35,7 @@ __all__ = [
     "ModeComparison", "Tensor", "TensorSpec", "compare_modes", "cond", "function", "ops", "scan",
     "tensor", "tensor_shares_memory", "while_loop", "__version__",
 ]
+__all__ += ["Variable"]
 
 
 def function(fn=None, *, input_signature=None, reduce_retracing=False, name=None, mode=None):

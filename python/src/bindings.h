@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "kiln/frontend/tensor.h"
+#include "kiln/frontend/variable.h"
 
 namespace kiln::python {
 
@@ -19,6 +20,7 @@ void bind_function(py::module_& m);       // kiln.function
 void bind_control_flow(py::module_& m);   // kiln.cond, kiln.while_loop, kiln.scan
 void bind_compare_modes(py::module_& m);  // kiln.compare_modes
 void bind_logging(py::module_& m);        // kiln's warnings as Python warnings
+void bind_variable(py::module_& m);       // kiln.Variable (variable_py.cc)
 
 // A Tensor from a Python value: a Tensor, a numpy array, or anything numpy.asarray takes
 // (lists, scalars). `like` (optional) gives the dtype of a Python scalar.

@@ -32,6 +32,13 @@ FlatArguments flatten_arguments(const py::args& args, const py::kwargs& kwargs) 
       flat.tensors.push_back(to_tensor(v));
       return;
     }
+    if (py::isinstance<Variable>(v)) {
+      // Captured by the trace, so part of the signature by identity.
+      flat.slots.push_back(-1);
+      detail::hash_combine(flat.static_hash,
+                           std::hash<const void*>()(v.cast<Variable>().handle_id()));
+      return;
+    }
     if (!(v.is_none() || py::isinstance<py::bool_>(v) || py::isinstance<py::int_>(v) ||
           py::isinstance<py::float_>(v) || py::isinstance<py::str>(v)))
       throw py::type_error("kiln.function: argument " + label + " is a " +

@@ -12,6 +12,7 @@ PYBIND11_MODULE(_kiln, m) {
   kiln::python::bind_ops(m);
   kiln::python::bind_tape(m);
   kiln::python::bind_function(m);
+  kiln::python::bind_variable(m);
   kiln::python::bind_control_flow(m);
   kiln::python::bind_compare_modes(m);
   kiln::python::bind_logging(m);

@@ -84,6 +84,10 @@ void bind_ops(py::module_& m) {
               inputs.push_back(a.cast<Tensor>());
               like = &inputs.back();
               break;
+            } else if (py::isinstance<Variable>(a)) {  // a variable's dtype, as a tensor's
+              inputs.push_back(a.cast<Variable>().value());
+              like = &inputs.back();
+              break;
             }
           Tensor first = like ? *like : Tensor();
           inputs.clear();

@@ -63,19 +63,25 @@ class PyGradientTape {
   }
   static std::vector<Tensor> tensors(const py::handle& x, const char* what) {
     if (py::isinstance<Tensor>(x)) return {x.cast<Tensor>()};
+    // A variable stands for its current value (GradientTape::gradient(target, variables)).
+    if (py::isinstance<Variable>(x)) return {x.cast<Variable>().value()};
     if (py::isinstance<py::list>(x) || py::isinstance<py::tuple>(x)) {
       std::vector<Tensor> out;
       for (const py::handle& e : x) {
+        if (py::isinstance<Variable>(e)) {
+          out.push_back(e.cast<Variable>().value());
+          continue;
+        }
         if (!py::isinstance<Tensor>(e))
           throw py::type_error(std::string("GradientTape.") + what +
-                               ": expected kiln.Tensor elements, got " +
+                               ": expected kiln.Tensor or kiln.Variable elements, got " +
                                std::string(py::str(py::type::of(e).attr("__name__"))));
         out.push_back(e.cast<Tensor>());
       }
       return out;
     }
     throw py::type_error(std::string("GradientTape.") + what +
-                         ": expected a kiln.Tensor or a list of them, got " +
+                         ": expected a kiln.Tensor, a kiln.Variable or a list of them, got " +
                          std::string(py::str(py::type::of(x).attr("__name__"))));
   }
 

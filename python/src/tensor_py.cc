@@ -10,6 +10,7 @@
 #include "bindings.h"
 #include "kiln/frontend/creation.h"
 #include "kiln/frontend/ops.h"
+#include "kiln/frontend/variable.h"
 #include "numpy_interop.h"
 
 namespace kiln::python {
@@ -97,6 +98,7 @@ Tensor index(const Tensor& x, const py::object& key) {
 
 Tensor to_tensor(const py::handle& value, const Tensor* like) {
   if (py::isinstance<Tensor>(value)) return value.cast<Tensor>();
+  if (py::isinstance<Variable>(value)) return value.cast<Variable>().read();  // variable_py.cc
   if (like != nullptr && (py::isinstance<py::float_>(value) || py::isinstance<py::int_>(value)) &&
       !py::isinstance<py::bool_>(value))
     return scalar(value.cast<double>(), like->dtype());
