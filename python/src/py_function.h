@@ -35,13 +35,21 @@ class PyFunction {
 
   py::object call(const py::args& args, const py::kwargs& kwargs);
   ConcreteFunction concrete(const py::args& args, const py::kwargs& kwargs);
+  // Seconds per call when C++ makes `calls` calls on these arguments (benchmark support).
+  double time_cpp_calls(int calls, const py::args& args, const py::kwargs& kwargs);
   detail::FunctionCore& core() { return *core_; }
   // The Python callable.
   const py::function& callable() const { return fn_; }
 
  private:
-  detail::FunctionCore::Body make_body(const py::args& args, const py::kwargs& kwargs,
-                                       const FlatArguments& flat);
+  // One call's arguments, for the body that traces them.
+  struct CallSite {
+    PyFunction* self;
+    const py::args* args;
+    const py::kwargs* kwargs;
+    const FlatArguments* flat;
+  };
+  detail::FunctionCore::Body make_body(const CallSite& site);
   py::object unflatten(uint64_t key, std::vector<Tensor> out);
 
   struct Kinds {
