@@ -160,6 +160,7 @@ void GemmShapes(benchmark::internal::Benchmark* b) {
       // LSTM 256 (batch 32, 64 steps): per step, the input projection, their gradients
       {32, 256, 1024, 0, 0},
       {32, 1024, 256, 0, 1},
+      {32, 1024, 256, 0, 0},  // the same with W^T made once before the loop
       {2048, 64, 1024, 0, 0},
       {256, 2048, 1024, 1, 0}};
   for (int64_t t : {1, 2})

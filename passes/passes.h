@@ -13,6 +13,7 @@
 #include "kiln/passes/cse.h"
 #include "kiln/passes/dce.h"
 #include "kiln/passes/fusion.h"
+#include "kiln/passes/hoist_loop_transposes.h"
 #include "kiln/passes/lower_assignments.h"
 #include "kiln/passes/pass.h"
 #include "kiln/passes/refine_shapes.h"
@@ -22,7 +23,8 @@
 namespace kiln::passes {
 
 // The names of every registered pass, sorted: algebraic-simplify, constant-fold, cse, dce,
-// fusion, lower-assignments, refine-shapes, schedule-collectives, transpose-folding.
+// fusion, hoist-loop-transposes, lower-assignments, refine-shapes, schedule-collectives,
+// transpose-folding.
 std::vector<std::string_view> registered_pass_names();
 
 // "algebraic-simplify, constant-fold, cse, dce, ..." (for error messages).

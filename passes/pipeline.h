@@ -115,6 +115,7 @@ std::vector<std::unique_ptr<Pass>> pass_list(P&&... passes) {
 PassPipeline default_pipeline(const PipelineOptions& options);
 
 // kiln's optimization for compilation: default_pipeline's fixed point "simplify", then
+// hoist-loop-transposes (loop-invariant transposed GEMM operands made once before the loop),
 // lower-assignments (assign_add / assign_sub become add / sub + assign), fusion (groups
 // that run as one kernel, passes/fusion.h) and schedule-collectives (each all_reduce right
 // after its input's producer, so it overlaps the rest of the step), each once. The result is

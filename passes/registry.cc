@@ -17,6 +17,7 @@ const Entry kPasses[] = {
     {"cse", [] { return make_cse(); }},
     {"dce", [] { return make_dce(); }},
     {"fusion", [] { return make_fusion(); }},
+    {"hoist-loop-transposes", [] { return make_hoist_loop_transposes(); }},
     {"lower-assignments", [] { return make_lower_assignments(); }},
     {"refine-shapes", [] { return make_refine_shapes(); }},
     {"schedule-collectives", [] { return make_schedule_collectives(); }},

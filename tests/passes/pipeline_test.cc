@@ -143,7 +143,8 @@ TEST(PassPipelineTest, DisablingAnUnknownPassListsTheKnownOnes) {
       error_of([&] { p.run(*g); }),
       "cannot disable unknown pass \"fold\" (KILN_DISABLE_PASSES or "
       "PipelineOptions::disabled); known passes: algebraic-simplify, constant-fold, cse, "
-      "dce, fusion, lower-assignments, refine-shapes, schedule-collectives, transpose-folding");
+      "dce, fusion, hoist-loop-transposes, lower-assignments, refine-shapes, schedule-collectives, "
+      "transpose-folding");
 }
 
 TEST(PassPipelineTest, EnvironmentKnobsFillTheOptions) {
@@ -300,9 +301,11 @@ TEST(PassPipelineTest, TimingsTableHasOneRowPerPassAndATotal) {
 
 TEST(PassRegistryTest, CreatesPassesByNameAndListsThemOnError) {
   for (std::string_view name : registered_pass_names()) EXPECT_EQ(create_pass(name)->name(), name);
-  EXPECT_EQ(error_of([] { create_pass("cse2"); }),
-            "unknown pass \"cse2\" (known passes: algebraic-simplify, constant-fold, cse, dce, "
-            "fusion, lower-assignments, refine-shapes, schedule-collectives, transpose-folding)");
+  EXPECT_EQ(
+      error_of([] { create_pass("cse2"); }),
+      "unknown pass \"cse2\" (known passes: algebraic-simplify, constant-fold, cse, dce, "
+      "fusion, hoist-loop-transposes, lower-assignments, refine-shapes, schedule-collectives, "
+      "transpose-folding)");
 }
 
 TEST(ConstantFoldTest, ElementLimitIsAnOption) {
