@@ -78,19 +78,17 @@ py::list variables_list(const std::vector<Variable>& vars) {
   return out;
 }
 
-// layer(inputs, training=False): one tensor in, one out; a list in, a list out.
+// layer(inputs, training=False): inputs are one tensor or a list; one output comes back as a
+// tensor, several as a list (Keras: a layer returning one tensor returns it as such).
 py::object call_layer(const std::shared_ptr<LayerImpl>& self, const py::handle& inputs,
                       bool training) {
-  Layer layer(self);
+  std::vector<Tensor> in;
   if (py::isinstance<py::list>(inputs) || py::isinstance<py::tuple>(inputs)) {
-    std::vector<Tensor> in;
     for (const py::handle& t : inputs) in.push_back(to_tensor(t));
-    std::vector<Tensor> out = layer(in, training);
-    py::list l;
-    for (Tensor& t : out) l.append(py::cast(std::move(t)));
-    return l;
+  } else {
+    in.push_back(to_tensor(inputs));
   }
-  std::vector<Tensor> out = layer(std::vector<Tensor>{to_tensor(inputs)}, training);
+  std::vector<Tensor> out = Layer(self)(in, training);
   if (out.size() == 1) return py::cast(out[0]);
   py::list l;
   for (Tensor& t : out) l.append(py::cast(std::move(t)));
