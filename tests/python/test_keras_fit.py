@@ -219,3 +219,48 @@ def test_custom_training_loop_with_variables_and_apply_gradients():
     assert step.tracing_count == 1 and losses[-1] < 1e-4 < losses[0]
     assert np.allclose(w.numpy().ravel(), [2.0, -1.0], atol=1e-2)
     assert opt.iterations == 200
+
+
+def test_python_schedule_is_traced_into_the_step():
+    x, y = small_problem(7, n=32)
+    model = classifier()
+    seen = []
+
+    def inverse_time(step):
+        seen.append(step.dtype)
+        return 0.1 / (1.0 + step)
+
+    opt = keras.optimizers.SGD(learning_rate=inverse_time)
+    model.compile(optimizer=opt,
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.fit(x, y, batch_size=8, epochs=2, verbose=0)
+    assert opt.iterations == 8 and opt.learning_rate == pytest.approx(0.1 / 9)
+    assert seen and len(seen) <= 2 and seen[0] == "float64"  # traced, not called per step
+
+
+def test_keras_layers_in_a_kiln_function_training_loop():
+    keras.utils.set_random_seed(8)
+    dense = layers.Dense(1)
+    dense(np.zeros((1, 2), np.float32))  # build before tracing: variables exist up front
+    opt = keras.optimizers.Adam(learning_rate=0.05)
+    loss_fn = keras.losses.MeanSquaredError()
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((32, 2)).astype(np.float32)
+    y = x @ np.array([[1.5], [-0.5]], np.float32)
+
+    @kiln.function
+    def step(x, y):
+        with kiln.GradientTape() as tape:
+            loss = loss_fn(y, dense(x, training=True))
+        grads = tape.gradient(loss, dense.trainable_weights)
+        opt.apply_gradients(zip(grads, dense.trainable_weights))
+        return loss
+
+    first = float(step(x, y))
+    for _ in range(150):
+        last = float(step(x, y))
+    assert step.tracing_count == 1 and last < 1e-3 * first
+    kernel = dense.get_weights()[0].ravel()
+    assert np.allclose(kernel, [1.5, -0.5], atol=0.05)
+    ir = step.concrete(x, y).ir()
+    assert '"dense' in ir and "kernel" in ir  # the layer's variables are the graph's

@@ -168,3 +168,19 @@ def test_errors_are_kiln_errors_with_the_cpp_message():
         model.compile(optimizer="no_such_optimizer", loss="mse")
     with pytest.raises(kiln.Error, match="no_such_metric"):
         model.compile(optimizer="adam", loss="mse", metrics=["no_such_metric"])
+
+
+def test_serialize_deserialize_and_more_errors():
+    d = layers.Dense(3, activation="tanh", name="ser")
+    spec = layers.serialize(d)
+    assert spec["class_name"] == "Dense" and spec["config"]["units"] == 3
+    back = layers.deserialize(spec)
+    assert type(back) is layers.Dense and back.get_config()["activation"] == "tanh"
+    with pytest.raises(kiln.Error, match="NoSuchLayer"):
+        layers.deserialize({"class_name": "NoSuchLayer", "config": {}})
+    model = keras.Sequential([keras.Input((4,)), layers.Dense(2)])
+    model.compile(optimizer="sgd", loss="mse")
+    with pytest.raises(kiln.Error, match="same number of examples"):
+        model.fit(np.ones((5, 4), np.float32), np.ones((4, 2), np.float32), verbose=0)
+    with pytest.raises(kiln.Error, match="expected axis -1 of input shape to have value 4"):
+        model.predict(np.ones((3, 7), np.float32))

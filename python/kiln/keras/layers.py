@@ -115,3 +115,21 @@ class InputSpec:
 
     def __init__(self, **kwargs):
         self.__dict__.update(kwargs)
+
+
+def serialize(layer):
+    """{"class_name", "config"} of a layer (kiln::serialize_layer)."""
+    return _kiln._serialize_layer(layer)
+
+
+def deserialize(config, custom_objects=None):
+    """The layer a {"class_name", "config"} dict describes: a class of `custom_objects`
+    ({"Name": cls}, made by cls.from_config) or of kiln's registry; kiln.Error naming the known
+    classes for another name."""
+    class_name = config["class_name"]
+    if custom_objects and class_name in custom_objects:
+        return custom_objects[class_name].from_config(config["config"])
+    return _base.wrap(_kiln._layer_from_config(class_name, dict(config["config"])))
+
+
+__all__ += ["serialize", "deserialize"]
