@@ -4,6 +4,7 @@
 // load_weights. The loops run in C++ with the GIL released; Python layers, losses and
 // callbacks take it back when C++ calls them (at trace time for layers and losses, at each
 // hook for callbacks).
+#include <pybind11/iostream.h>
 #include <pybind11/stl.h>
 
 #include <optional>
@@ -30,6 +31,13 @@ LayerFactory python_layer_factory(py::object cls);
 namespace {
 
 using PyModelImpl = PyLayer<ModelImpl>;
+
+// While alive, std::cout (the progress bar, verbose logs) goes to Python's sys.stdout, so it
+// shows in notebooks and is captured as Python output; each flush takes the GIL. Make it
+// before releasing the GIL (it is then destroyed after the GIL is back).
+struct ToPythonStdout {
+  py::scoped_ostream_redirect redirect{std::cout, py::module_::import("sys").attr("stdout")};
+};
 
 py::object numpy_or_list(std::vector<Tensor> outputs, bool single) {
   if (single) return numpy_view(outputs.at(0));
@@ -115,6 +123,7 @@ void bind_keras_models(py::module_& m) {
         o.initial_epoch = initial_epoch;
         o.seed = seed;
         Arrays xs = to_arrays(x), ys = to_arrays(y);
+        ToPythonStdout out;
         py::gil_scoped_release release;
         return self.fit(xs, ys, std::move(o));
       },
@@ -136,6 +145,7 @@ void bind_keras_models(py::module_& m) {
         Arrays xs = to_arrays(x), ys = to_arrays(y);
         Logs logs;
         {
+          ToPythonStdout out;
           py::gil_scoped_release release;
           logs = self.evaluate(xs, ys, std::move(o));
         }
@@ -161,6 +171,7 @@ void bind_keras_models(py::module_& m) {
         Arrays xs = to_arrays(x);
         std::vector<Tensor> out;
         {
+          ToPythonStdout to_python;
           py::gil_scoped_release release;
           out = self.predict_outputs(xs, std::move(o));
         }

@@ -71,17 +71,17 @@ def classifier(run_eagerly=False):
     return model
 
 
-def test_history_validation_and_progress_bar(capfd):
+def test_history_validation_and_progress_bar(capsys):
     x, y = small_problem()
     model = classifier()
     h = model.fit(x, y, epochs=3, batch_size=16, validation_split=0.25, verbose=1)
-    out = capfd.readouterr().out
+    out = capsys.readouterr().out  # through Python's sys.stdout
     assert "Epoch 3/3" in out and "val_loss" in out and "━" in out
     assert sorted(h.history) == ["accuracy", "loss", "val_accuracy", "val_loss"]
     assert all(len(v) == 3 for v in h.history.values()) and h.epoch == [0, 1, 2]
     h2 = model.fit(x, y, epochs=1, validation_data=(x[:8], y[:8]), verbose=0)
     assert "val_loss" in h2.history
-    assert capfd.readouterr().out == ""  # verbose=0 prints nothing
+    assert capsys.readouterr().out == ""  # verbose=0 prints nothing
     # evaluate: the loss first, then the metrics; predict: numpy
     loss, acc = model.evaluate(x, y, verbose=0)
     assert 0 <= acc <= 1 and loss > 0
