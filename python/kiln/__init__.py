@@ -15,18 +15,25 @@ from ._kiln import (  # noqa: F401
     Error,
     Function,
     GradientTape,
+    KilnWarning,
+    ModeComparison,
     Tensor,
     TensorSpec,
     Variable,
     __version__,
+    compare_modes,
+    cond,
     ops,
+    scan,
     tensor,
     tensor_shares_memory,
+    while_loop,
 )
 
 __all__ = [
-    "ConcreteFunction", "DTypeError", "Error", "Function", "GradientTape", "Tensor",
-    "TensorSpec", "function", "ops", "tensor", "tensor_shares_memory", "__version__",
+    "ConcreteFunction", "DTypeError", "Error", "Function", "GradientTape", "KilnWarning",
+    "ModeComparison", "Tensor", "TensorSpec", "compare_modes", "cond", "function", "ops", "scan",
+    "tensor", "tensor_shares_memory", "while_loop", "__version__",
 ]
 __all__ += ["Variable"]
 

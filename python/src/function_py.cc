@@ -8,42 +8,45 @@
 #include <pybind11/functional.h>
 #include <pybind11/stl.h>
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "bindings.h"
 #include "kiln/frontend/function/compiled_form.h"
 #include "kiln/frontend/function/function.h"
 #include "numpy_interop.h"
+#include "py_function.h"
 
 namespace kiln::python {
+
 namespace {
 
-// How a call's arguments map onto the traced function's tensor parameters.
-struct FlatArguments {
-  std::vector<Tensor> tensors;
-  uint64_t static_hash = 0;
-  // Per positional argument then per keyword: the tensor index, or -1 for a static value.
-  std::vector<int> slots;
-};
+std::string label_text(size_t index) { return std::to_string(index); }
+const std::string& label_text(const std::string& name) { return name; }
 
-enum class ResultKind { kNone, kTensor, kTuple, kList };
+}  // namespace
 
-FlatArguments flatten(const py::args& args, const py::kwargs& kwargs) {
+FlatArguments flatten_arguments(const py::args& args, const py::kwargs& kwargs) {
   FlatArguments flat;
-  auto add = [&](const py::handle& v, const std::string& label) {
-    detail::hash_combine(flat.static_hash, std::hash<std::string>()(label));
-    if (py::isinstance<Tensor>(v) || py::isinstance<py::array>(v)) {
+  auto add = [&](const py::handle& v, const auto& label) {
+    // Positional arguments hash their index, keyword arguments their name.
+    if constexpr (std::is_integral_v<std::decay_t<decltype(label)>>)
+      detail::hash_combine(flat.static_hash, uint64_t(label) + 1);
+    else
+      detail::hash_combine(flat.static_hash, std::hash<std::string>()(label) | (1ull << 63));
+    if (py::isinstance<Tensor>(v) || py::isinstance<py::array>(v) || is_numpy_scalar(v)) {
       flat.slots.push_back(int(flat.tensors.size()));
       flat.tensors.push_back(to_tensor(v));
       return;
     }
-    if (py::isinstance<Variable>(
-            v)) {  // captured by the trace, so part of the signature by identity
+    if (py::isinstance<Variable>(v)) {
+      // Captured by the trace, so part of the signature by identity.
       flat.slots.push_back(-1);
       detail::hash_combine(flat.static_hash,
                            std::hash<const void*>()(v.cast<Variable>().handle_id()));
@@ -51,119 +54,128 @@ FlatArguments flatten(const py::args& args, const py::kwargs& kwargs) {
     }
     if (!(v.is_none() || py::isinstance<py::bool_>(v) || py::isinstance<py::int_>(v) ||
           py::isinstance<py::float_>(v) || py::isinstance<py::str>(v)))
-      throw py::type_error(
-          "kiln.function: argument " + label + " is a " +
-          std::string(py::str(py::type::of(v).attr("__name__"))) +
-          "; pass kiln.Tensor or numpy arrays (traced), or None, bool, int, float or str "
-          "(part of the signature)");
+      throw py::type_error("kiln.function: argument " + label_text(label) + " is a " +
+                           std::string(py::str(py::type::of(v).attr("__name__"))) +
+                           "; pass kiln.Tensor, numpy arrays or numpy scalars (traced), or None, "
+                           "bool, int, float or str "
+                           "(part of the signature)");
     flat.slots.push_back(-1);
     detail::hash_combine(flat.static_hash, std::hash<std::string>()(std::string(py::repr(v))));
   };
-  for (size_t i = 0; i < args.size(); ++i) add(args[i], std::to_string(i));
+  flat.slots.reserve(args.size() + kwargs.size());
+  flat.tensors.reserve(args.size() + kwargs.size());
+  for (size_t i = 0; i < args.size(); ++i) add(args[i], i);
   for (const auto& [k, v] : kwargs) add(v, k.cast<std::string>());
   return flat;
 }
 
-class PyFunction {
- public:
-  PyFunction(py::function fn, FunctionOptions options)
-      : fn_(std::move(fn)), core_(std::make_shared<detail::FunctionCore>(std::move(options))) {}
+PyFunction::PyFunction(py::function fn, FunctionOptions options)
+    : fn_(std::move(fn)), core_(std::make_shared<detail::FunctionCore>(std::move(options))) {}
 
-  py::object call(const py::args& args, const py::kwargs& kwargs) {
-    FlatArguments flat = flatten(args, kwargs);
-    detail::FunctionCore::Body body = make_body(args, kwargs, flat);
+py::object PyFunction::call(const py::args& args, const py::kwargs& kwargs) {
+  FlatArguments flat = flatten_arguments(args, kwargs);
+  CallSite site{this, &args, &kwargs, &flat};
+  detail::FunctionCore::Body body = make_body(site);
+  std::vector<Tensor> out;
+  {
+    py::gil_scoped_release release;  // the body takes the GIL back when it traces
+    out = core_->call(flat.tensors, flat.static_hash, body);
+  }
+  return unflatten(flat.static_hash, std::move(out));
+}
+
+double PyFunction::time_cpp_calls(int calls, const py::args& args, const py::kwargs& kwargs) {
+  if (calls < 1) throw Error("time_cpp_calls: calls must be >= 1, got " + std::to_string(calls));
+  FlatArguments flat = flatten_arguments(args, kwargs);
+  CallSite site{this, &args, &kwargs, &flat};
+  detail::FunctionCore::Body body = make_body(site);
+  py::gil_scoped_release release;
+  core_->call(flat.tensors, flat.static_hash, body);  // traced and compiled before the clock
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < calls; ++i) {
+    // What kiln::function's call operator does for a call with these tensors.
+    std::vector<Tensor> tensors = flat.tensors;
+    std::vector<Tensor> out = core_->call(tensors, flat.static_hash, body);
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / calls;
+}
+
+ConcreteFunction PyFunction::concrete(const py::args& args, const py::kwargs& kwargs) {
+  FlatArguments flat = flatten_arguments(args, kwargs);
+  CallSite site{this, &args, &kwargs, &flat};
+  detail::FunctionCore::Body body = make_body(site);
+  py::gil_scoped_release release;
+  return core_->concrete(flat.tensors, flat.static_hash, body);
+}
+
+detail::FunctionCore::Body PyFunction::make_body(const CallSite& site) {
+  // Runs the Python callable on traced tensors (under the GIL) and flattens its result. The
+  // body is only called during the call that made it, so it refers to the call's arguments
+  // (one pointer: std::function keeps it without allocating on every call).
+  return [site = &site](const std::vector<Tensor>& traced) {
+    const std::vector<int>& slots = site->flat->slots;
+    const uint64_t key = site->flat->static_hash;
+    const py::args& call_args = *site->args;
+    const py::kwargs& call_kwargs = *site->kwargs;
+    const py::function& fn = site->self->fn_;
+    Kinds* kinds = site->self->kinds_.get();
+    py::gil_scoped_acquire gil;
+    py::list positional;
+    size_t s = 0;
+    for (const py::handle& a : call_args) {
+      positional.append(slots[s] >= 0 ? py::cast(traced[size_t(slots[s])])
+                                      : py::reinterpret_borrow<py::object>(a));
+      ++s;
+    }
+    py::dict named;
+    for (const auto& [k, v] : call_kwargs) {
+      named[k] = slots[s] >= 0 ? py::cast(traced[size_t(slots[s])])
+                               : py::reinterpret_borrow<py::object>(v);
+      ++s;
+    }
+    py::object result = fn(*py::tuple(positional), **named);
     std::vector<Tensor> out;
-    {
-      py::gil_scoped_release release;  // the body takes the GIL back when it traces
-      out = core_->call(flat.tensors, flat.static_hash, body);
+    ResultKind kind;
+    if (result.is_none()) {
+      kind = ResultKind::kNone;
+    } else if (py::isinstance<Tensor>(result)) {
+      kind = ResultKind::kTensor;
+      out.push_back(result.cast<Tensor>());
+    } else if (py::isinstance<py::tuple>(result) || py::isinstance<py::list>(result)) {
+      kind = py::isinstance<py::tuple>(result) ? ResultKind::kTuple : ResultKind::kList;
+      for (const py::handle& r : result) {
+        if (!py::isinstance<Tensor>(r))
+          throw py::type_error("kiln.function: the function returned a sequence holding a " +
+                               std::string(py::str(py::type::of(r).attr("__name__"))) +
+                               "; return kiln.Tensor values only");
+        out.push_back(r.cast<Tensor>());
+      }
+    } else {
+      throw py::type_error("kiln.function: the function returned a " +
+                           std::string(py::str(py::type::of(result).attr("__name__"))) +
+                           "; return a kiln.Tensor, a tuple or list of them, or None");
     }
-    return unflatten(flat.static_hash, std::move(out));
-  }
-
-  detail::FunctionCore& core() { return *core_; }
-
-  ConcreteFunction concrete(const py::args& args, const py::kwargs& kwargs) {
-    FlatArguments flat = flatten(args, kwargs);
-    detail::FunctionCore::Body body = make_body(args, kwargs, flat);
-    py::gil_scoped_release release;
-    return core_->concrete(flat.tensors, flat.static_hash, body);
-  }
-
- private:
-  detail::FunctionCore::Body make_body(const py::args& args, const py::kwargs& kwargs,
-                                       const FlatArguments& flat) {
-    // Runs the Python callable on traced tensors (under the GIL) and flattens its result.
-    py::object fn = fn_;
-    py::tuple call_args = args;
-    py::dict call_kwargs = kwargs;
-    std::vector<int> slots = flat.slots;
-    uint64_t key = flat.static_hash;
-    auto kinds = kinds_;
-    return [fn, call_args, call_kwargs, slots, key, kinds](const std::vector<Tensor>& traced) {
-      py::gil_scoped_acquire gil;
-      py::list positional;
-      size_t s = 0;
-      for (const py::handle& a : call_args) {
-        positional.append(slots[s] >= 0 ? py::cast(traced[size_t(slots[s])])
-                                        : py::reinterpret_borrow<py::object>(a));
-        ++s;
-      }
-      py::dict named;
-      for (const auto& [k, v] : call_kwargs) {
-        named[k] = slots[s] >= 0 ? py::cast(traced[size_t(slots[s])])
-                                 : py::reinterpret_borrow<py::object>(v);
-        ++s;
-      }
-      py::object result = fn(*py::tuple(positional), **named);
-      std::vector<Tensor> out;
-      ResultKind kind;
-      if (result.is_none()) {
-        kind = ResultKind::kNone;
-      } else if (py::isinstance<Tensor>(result)) {
-        kind = ResultKind::kTensor;
-        out.push_back(result.cast<Tensor>());
-      } else if (py::isinstance<py::tuple>(result) || py::isinstance<py::list>(result)) {
-        kind = py::isinstance<py::tuple>(result) ? ResultKind::kTuple : ResultKind::kList;
-        for (const py::handle& r : result) {
-          if (!py::isinstance<Tensor>(r))
-            throw py::type_error("kiln.function: the function returned a sequence holding a " +
-                                 std::string(py::str(py::type::of(r).attr("__name__"))) +
-                                 "; return kiln.Tensor values only");
-          out.push_back(r.cast<Tensor>());
-        }
-      } else {
-        throw py::type_error("kiln.function: the function returned a " +
-                             std::string(py::str(py::type::of(result).attr("__name__"))) +
-                             "; return a kiln.Tensor, a tuple or list of them, or None");
-      }
-      std::lock_guard<std::mutex> lock(kinds->mutex);
-      kinds->by_signature[{key, out.size()}] = kind;
-      return out;
-    };
-  }
-
-  py::object unflatten(uint64_t key, std::vector<Tensor> out) {
-    ResultKind kind = ResultKind::kTuple;
-    {
-      std::lock_guard<std::mutex> lock(kinds_->mutex);
-      auto it = kinds_->by_signature.find({key, out.size()});
-      if (it != kinds_->by_signature.end()) kind = it->second;
-    }
-    if (kind == ResultKind::kNone) return py::none();
-    if (kind == ResultKind::kTensor && out.size() == 1) return py::cast(out[0]);
-    py::list l;
-    for (Tensor& t : out) l.append(py::cast(std::move(t)));
-    return kind == ResultKind::kList ? py::object(l) : py::object(py::tuple(l));
-  }
-
-  struct Kinds {
-    std::mutex mutex;
-    std::map<std::pair<uint64_t, size_t>, ResultKind> by_signature;
+    std::lock_guard<std::mutex> lock(kinds->mutex);
+    kinds->by_signature[{key, out.size()}] = kind;
+    return out;
   };
-  py::function fn_;
-  std::shared_ptr<detail::FunctionCore> core_;
-  std::shared_ptr<Kinds> kinds_ = std::make_shared<Kinds>();
-};
+}
+
+py::object PyFunction::unflatten(uint64_t key, std::vector<Tensor> out) {
+  ResultKind kind = ResultKind::kTuple;
+  {
+    std::lock_guard<std::mutex> lock(kinds_->mutex);
+    auto it = kinds_->by_signature.find({key, out.size()});
+    if (it != kinds_->by_signature.end()) kind = it->second;
+  }
+  if (kind == ResultKind::kNone) return py::none();
+  if (kind == ResultKind::kTensor && out.size() == 1) return py::cast(out[0]);
+  py::list l;
+  for (Tensor& t : out) l.append(py::cast(std::move(t)));
+  return kind == ResultKind::kList ? py::object(l) : py::object(py::tuple(l));
+}
+
+namespace {
 
 ExecutionMode parse_mode(const std::string& mode) {
   if (mode == "compiled") return ExecutionMode::kCompiled;
@@ -234,7 +246,11 @@ void bind_function(py::module_& m) {
            "The concrete function these arguments select (traced if needed).")
       .def_property_readonly("tracing_count",
                              [](PyFunction& f) { return f.core().tracing_count(); })
-      .def_property_readonly("name", [](PyFunction& f) { return f.core().name(); });
+      .def_property_readonly("name", [](PyFunction& f) { return f.core().name(); })
+      .def("_time_cpp_calls", &PyFunction::time_cpp_calls, py::arg("calls"),
+           "Benchmark support (bench/python_call_overhead.py): seconds per call of this "
+           "function made `calls` times from C++ on these arguments, as a C++ caller of "
+           "kiln::function makes them (signature lookup, run, results), the GIL released.");
 
   m.def(
       "_function",

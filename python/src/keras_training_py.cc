@@ -1,9 +1,8 @@
 // Losses, optimizers (with learning-rate schedules), metrics and callbacks from Python, and
 // the conversions compile / fit use (strings, objects, Python callables, lists and dicts).
-// Python callables (a loss function, a schedule, a callback's hooks, a custom layer class
-// given to load_model) are held through py_holder: copies of the C++ objects made while the
-// GIL is released then never touch Python reference counts, and the last copy releases the
-// Python object under the GIL.
+// Python callables (a loss function, a schedule, a custom layer class given to load_model)
+// are held through SharedPyObject (bindings.h): copies of the C++ objects made while the GIL
+// is released never touch Python reference counts.
 #include <pybind11/functional.h>
 #include <pybind11/stl.h>
 
@@ -21,14 +20,6 @@
 
 namespace kiln::python {
 namespace {
-
-using PyHolder = std::shared_ptr<py::object>;
-PyHolder py_holder(py::object o) {
-  return PyHolder(new py::object(std::move(o)), [](py::object* p) {
-    py::gil_scoped_acquire gil;
-    delete p;
-  });
-}
 
 std::string type_name(const py::handle& v) {
   return std::string(py::str(py::type::of(v).attr("__name__")));
@@ -70,12 +61,12 @@ MonitorMode monitor_mode(const std::string& mode) {
 // A loss written in Python: fn(y_true, y_pred) -> per-sample values (Keras' convention), run
 // while a step is traced (or at every step with run_eagerly).
 Loss python_loss(const py::handle& fn) {
-  PyHolder f = py_holder(py::reinterpret_borrow<py::object>(fn));
+  SharedPyObject f(py::reinterpret_borrow<py::object>(fn));
   std::string name =
       py::hasattr(fn, "__name__") ? fn.attr("__name__").cast<std::string>() : type_name(fn);
   return Loss::per_sample(name, [f](const Tensor& y_true, const Tensor& y_pred) {
     py::gil_scoped_acquire gil;
-    return to_tensor((*f)(y_true, y_pred));
+    return to_tensor(f.get()(y_true, y_pred));
   });
 }
 
@@ -110,10 +101,10 @@ std::vector<Metric> metric_list(const py::handle& v) {
 // scalar kiln.Tensor step in, a Tensor or number out), traced into the training step.
 LearningRateSchedule schedule_from_py(const py::handle& v) {
   if (py::isinstance<LearningRateSchedule>(v)) return v.cast<LearningRateSchedule>();
-  PyHolder f = py_holder(py::reinterpret_borrow<py::object>(v));
+  SharedPyObject f(py::reinterpret_borrow<py::object>(v));
   return LearningRateSchedule([f](const Tensor& step) {
     py::gil_scoped_acquire gil;
-    py::object r = (*f)(step);
+    py::object r = f.get()(step);
     return to_tensor(r, &step);
   });
 }
@@ -178,10 +169,10 @@ std::vector<CallbackPtr> callbacks_from_py(const py::handle& value) {
 }
 
 LayerFactory python_layer_factory(py::object cls) {
-  PyHolder c = py_holder(std::move(cls));
+  SharedPyObject c(std::move(cls));
   return [c](const Json& config) {
     py::gil_scoped_acquire gil;
-    py::object layer = c->attr("from_config")(from_json(config));
+    py::object layer = c.get().attr("from_config")(from_json(config));
     return to_layer(layer);
   };
 }
@@ -378,11 +369,11 @@ void bind_keras_training(py::module_& m) {
   py::class_<LearningRateScheduler, Callback, std::shared_ptr<LearningRateScheduler>>(
       m, "LearningRateScheduler")
       .def(py::init([](const py::function& schedule, int verbose) {
-             PyHolder f = py_holder(schedule);
+             SharedPyObject f(schedule);
              return std::make_shared<LearningRateScheduler>(
                  [f](int epoch, double lr) {
                    py::gil_scoped_acquire gil;
-                   return (*f)(epoch, lr).cast<double>();
+                   return f.get()(epoch, lr).cast<double>();
                  },
                  verbose);
            }),

@@ -117,4 +117,10 @@ py::array numpy_view(const Tensor& t) {
   return out;
 }
 
+bool is_numpy_scalar(const py::handle& value) {
+  // Leaked on purpose: a static py::object would be released after the interpreter is gone.
+  static py::handle generic = py::object(py::module_::import("numpy").attr("generic")).release();
+  return py::isinstance(value, generic);
+}
+
 }  // namespace kiln::python

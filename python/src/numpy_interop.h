@@ -26,6 +26,9 @@ py::dtype numpy_dtype(DType dtype);
 Tensor tensor_from_numpy(const py::array& array, std::optional<DType> dtype = std::nullopt,
                          bool* copied = nullptr);
 py::array numpy_view(const Tensor& t);
+// A numpy scalar (np.float64(1.0), np.int32(3)): a value with a numpy dtype, traced and
+// converted like a zero-dimensional array (Python's own numbers are not).
+bool is_numpy_scalar(const py::handle& value);
 
 // A kiln dtype from a Python value: a kiln dtype name ("float32", "f32"), a numpy dtype or
 // a numpy scalar type (np.float32).

@@ -104,6 +104,8 @@ Tensor to_tensor(const py::handle& value, const Tensor* like) {
     return scalar(value.cast<double>(), like->dtype());
   if (py::isinstance<py::array>(value))
     return tensor_from_numpy(py::reinterpret_borrow<py::array>(value));
+  if (is_numpy_scalar(value))  // keeps its dtype (np.float64 stays float64)
+    return tensor_from_numpy(py::module_::import("numpy").attr("asarray")(value));
   // Python lists and scalars: floats become float32 (as in TensorFlow and PyTorch).
   py::array a = py::module_::import("numpy").attr("asarray")(value);
   if (a.dtype().kind() == 'f' && a.dtype().itemsize() == 8) return tensor_from_numpy(a, DType::f32);
@@ -136,7 +138,11 @@ Convert with kiln.tensor(data) and back with .numpy() (a read-only view of kiln'
              if (x.rank() == 0) throw py::type_error("len() of a 0-d tensor");
              return x.shape()[0];
            })
-      .def("__repr__", [](const Tensor& x) { return "kiln." + x.to_string(); })
+      .def("__repr__",
+           [](const Tensor& x) {
+             std::string s = x.to_string();  // "<Tensor ...>" -> "<kiln.Tensor ...>"
+             return s.rfind("<", 0) == 0 ? "<kiln." + s.substr(1) : s;
+           })
       .def("__str__", &Tensor::to_string)
       .def("__getitem__", &index)
       .def("__bool__",
