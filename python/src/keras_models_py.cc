@@ -39,6 +39,27 @@ struct ToPythonStdout {
   py::scoped_ostream_redirect redirect{std::cout, py::module_::import("sys").attr("stdout")};
 };
 
+// Ctrl-C during fit / evaluate / predict: after each batch, runs Python's signal handlers
+// (the loops run in C++ with the GIL released, where Python cannot); a KeyboardInterrupt (or
+// another exception a handler raises) ends the loop and propagates.
+class PythonSignals : public Callback {
+ public:
+  void on_train_batch_end(int, const Logs&) override { check(); }
+  void on_test_batch_end(int, const Logs&) override { check(); }
+  void on_predict_batch_end(int, const Logs&) override { check(); }
+
+ private:
+  static void check() {
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+  }
+};
+
+std::vector<CallbackPtr> with_signal_checks(std::vector<CallbackPtr> callbacks) {
+  callbacks.push_back(std::make_shared<PythonSignals>());
+  return callbacks;
+}
+
 py::object numpy_or_list(std::vector<Tensor> outputs, bool single) {
   if (single) return numpy_view(outputs.at(0));
   py::list l;
@@ -107,7 +128,7 @@ void bind_keras_models(py::module_& m) {
         o.batch_size = batch_size;
         o.epochs = epochs;
         o.verbose = verbose;
-        o.callbacks = callbacks_from_py(callbacks);
+        o.callbacks = with_signal_checks(callbacks_from_py(callbacks));
         o.validation_split = validation_split;
         if (!validation_data.is_none()) {
           py::tuple v = validation_data.cast<py::tuple>();
@@ -141,7 +162,7 @@ void bind_keras_models(py::module_& m) {
         o.batch_size = batch_size;
         o.verbose = verbose;
         o.sample_weight = to_arrays(sample_weight);
-        o.callbacks = callbacks_from_py(callbacks);
+        o.callbacks = with_signal_checks(callbacks_from_py(callbacks));
         Arrays xs = to_arrays(x), ys = to_arrays(y);
         Logs logs;
         {
@@ -167,7 +188,7 @@ void bind_keras_models(py::module_& m) {
         PredictOptions o;
         o.batch_size = batch_size;
         o.verbose = verbose;
-        o.callbacks = callbacks_from_py(callbacks);
+        o.callbacks = with_signal_checks(callbacks_from_py(callbacks));
         Arrays xs = to_arrays(x);
         std::vector<Tensor> out;
         {

@@ -264,3 +264,22 @@ def test_keras_layers_in_a_kiln_function_training_loop():
     assert np.allclose(kernel, [1.5, -0.5], atol=0.05)
     ir = step.concrete(x, y).ir()
     assert '"dense' in ir and "kernel" in ir  # the layer's variables are the graph's
+
+
+def test_ctrl_c_interrupts_fit():
+    import signal
+    import threading
+    import time
+
+    x, y = small_problem(9, n=16)
+    model = classifier()
+    timer = threading.Timer(0.3, signal.raise_signal, args=(signal.SIGINT,))
+    start = time.monotonic()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            model.fit(x, y, batch_size=4, epochs=1_000_000, verbose=0)  # hours if not stopped
+    finally:
+        timer.cancel()
+    assert time.monotonic() - start < 60
+    assert model.evaluate(x, y, verbose=0, return_dict=True)["loss"] > 0  # still usable
