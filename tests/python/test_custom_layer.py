@@ -197,3 +197,19 @@ def test_subclassed_model():
     h = model.fit(x, y, epochs=20, batch_size=8, verbose=0)
     assert h.history["loss"][-1] < h.history["loss"][0]
     assert len(model.trainable_weights) == 4 and model.predict(x).shape == (32, 1)
+
+
+def test_keras2_style_layer():
+    class Old(keras.layers.Layer):
+        def build(self, input_shape):
+            self.kernel = self.add_weight("kernel", (input_shape[-1], 2))
+            super().build(input_shape)
+            self.built = True  # Keras 2 habit: accepted
+
+        def call(self, inputs):
+            return inputs @ self.kernel
+
+    layer = Old(name="old")
+    out = layer(np.ones((3, 4), np.float32))
+    assert out.shape == (3, 2) and layer.built
+    assert [w.name for w in layer.weights] == ["old/kernel"] and layer.weights[0].shape == (4, 2)

@@ -113,6 +113,8 @@ class LayerMixin:
         """Creates a variable "<layer>/<name>" tracked by the layer (Keras 3's argument order).
         `initializer`: a name ("glorot_uniform" when None, "zeros", "ones", "he_normal", ...) or
         a number (a constant); `regularizer`: None or {"l1": a, "l2": b}."""
+        if isinstance(shape, str):  # Keras 2's positional order: add_weight(name, shape)
+            name, shape, initializer = shape, initializer, None
         if shape is None:
             shape = ()
         if name is None:
@@ -134,3 +136,12 @@ class LayerMixin:
     @property
     def dtype(self):
         return "float32"
+
+    @property
+    def built(self):
+        return _kiln._Layer.built.fget(self)
+
+    @built.setter
+    def built(self, value):
+        """Keras 2 layers set ``self.built = True`` at the end of build; kiln sets the flag
+        itself once build returns, so this is accepted and ignored."""
