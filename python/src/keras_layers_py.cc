@@ -123,10 +123,10 @@ void bind_keras_layers(py::module_& m) {
       .def(
           "_kiln_attach",
           [](LayerImpl& self, py::object obj) {
-            if (auto* l = dynamic_cast<PyLayer<LayerImpl>*>(&self))
-              l->attach(std::move(obj));
-            else if (auto* m = dynamic_cast<PyLayer<ModelImpl>*>(&self))
-              m->attach(std::move(obj));
+            if (auto* layer = dynamic_cast<PyLayer<LayerImpl>*>(&self))
+              layer->attach(std::move(obj));
+            else if (auto* model = dynamic_cast<PyLayer<ModelImpl>*>(&self))
+              model->attach(std::move(obj));
           },
           "Keeps the Python subclass instance alive while C++ holds the layer (internal).")
       .def_property_readonly("name", &LayerImpl::name)
