@@ -59,6 +59,11 @@ def _make_builtin(class_name):
     positional = _POSITIONAL.get(class_name, ())
 
     def __new__(cls, *args, **kwargs):
+        if cls.call is not _base.LayerMixin.call or cls.build is not _base.LayerMixin.build:
+            raise TypeError(
+                f"{cls.__name__}: kiln's built-in {class_name} runs in C++, so a Python subclass "
+                f"cannot override call or build; subclass kiln.keras.layers.Layer and use a "
+                f"{class_name} as a sublayer (an attribute) instead")
         if len(args) > len(positional):
             raise TypeError(f"{class_name}() takes {len(positional)} positional argument(s) "
                             f"({', '.join(positional) or 'none'}); pass the others by keyword")
