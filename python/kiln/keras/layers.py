@@ -59,10 +59,10 @@ def _make_builtin(class_name):
     positional = _POSITIONAL.get(class_name, ())
 
     def __new__(cls, *args, **kwargs):
-        if cls.call is not _base.LayerMixin.call or cls.build is not _base.LayerMixin.build:
+        if "_kiln_builtin" not in cls.__dict__:
             raise TypeError(
-                f"{cls.__name__}: kiln's built-in {class_name} runs in C++, so a Python subclass "
-                f"cannot override call or build; subclass kiln.keras.layers.Layer and use a "
+                f"{cls.__name__}: kiln's built-in {class_name} is a C++ layer and cannot be "
+                f"subclassed in Python; subclass kiln.keras.layers.Layer and use a "
                 f"{class_name} as a sublayer (an attribute) instead")
         if len(args) > len(positional):
             raise TypeError(f"{class_name}() takes {len(positional)} positional argument(s) "
@@ -96,7 +96,7 @@ def _make_builtin(class_name):
 
     doc = (f"kiln's {class_name} layer (made by the C++ registry from its Keras config); "
            f"positional arguments: {', '.join(positional) or 'none'}.")
-    return type(class_name, (Layer,), {"__slots__": (), "__new__": __new__, "__init__": __init__,
+    return type(class_name, (Layer,), {"__slots__": (), "_kiln_builtin": True, "__new__": __new__, "__init__": __init__,
                                       "from_config": from_config, "__doc__": doc,
                                       "__module__": __name__})
 
