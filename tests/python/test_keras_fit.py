@@ -154,10 +154,12 @@ def test_callback_stops_training_and_builtin_callbacks(tmp_path):
     assert len(h.history["loss"]) == 2 and es.stopped_epoch == 1
     rows = csv.read_text().strip().splitlines()
     assert rows[0].split(",")[0] == "epoch" and len(rows) == 3
-    assert (tmp_path / "ckpt_01.safetensors").exists() and (tmp_path / "ckpt_02.safetensors").exists()
+    assert (tmp_path / "ckpt_01.safetensors").exists()
+    assert (tmp_path / "ckpt_02.safetensors").exists()
 
     rates = []
-    sched = keras.callbacks.LearningRateScheduler(lambda epoch, lr: rates.append(lr) or 0.5 ** epoch)
+    sched = keras.callbacks.LearningRateScheduler(
+        lambda epoch, lr: rates.append(lr) or 0.5 ** epoch)
     model = classifier()
     model.fit(x, y, epochs=3, verbose=0, callbacks=[sched])
     assert rates[1:] == [1.0, 0.5] and model.optimizer.learning_rate == 0.25

@@ -90,9 +90,11 @@ def test_python_layer_round_trip_with_custom_objects(tmp_path):
 
 def test_weights_files(tmp_path):
     keras.utils.set_random_seed(2)
-    a = keras.Sequential([keras.Input((5,)), layers.Dense(4, name="d1"), layers.Dense(1, name="d2")])
+    a = keras.Sequential([keras.Input((5,)), layers.Dense(4, name="d1"),
+                          layers.Dense(1, name="d2")])
     keras.utils.set_random_seed(3)
-    b = keras.Sequential([keras.Input((5,)), layers.Dense(4, name="d1"), layers.Dense(1, name="d2")])
+    b = keras.Sequential([keras.Input((5,)), layers.Dense(4, name="d1"),
+                          layers.Dense(1, name="d2")])
     assert not weights_equal(a, b)
     f = tmp_path / "w.safetensors"
     a.save_weights(str(f))

@@ -96,9 +96,9 @@ def _make_builtin(class_name):
 
     doc = (f"kiln's {class_name} layer (made by the C++ registry from its Keras config); "
            f"positional arguments: {', '.join(positional) or 'none'}.")
-    return type(class_name, (Layer,), {"__slots__": (), "_kiln_builtin": True, "__new__": __new__, "__init__": __init__,
-                                      "from_config": from_config, "__doc__": doc,
-                                      "__module__": __name__})
+    return type(class_name, (Layer,), {
+        "__slots__": (), "_kiln_builtin": True, "__new__": __new__, "__init__": __init__,
+        "from_config": from_config, "__doc__": doc, "__module__": __name__})
 
 
 for _name in _kiln._builtin_layer_classes():

@@ -6,7 +6,6 @@ import sys
 
 from .. import _kiln
 from . import _base
-from .layers import Layer
 
 __all__ = ["Model", "Sequential", "Functional", "load_model"]
 
