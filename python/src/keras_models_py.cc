@@ -36,7 +36,11 @@ using PyModelImpl = PyLayer<ModelImpl>;
 // shows in notebooks and is captured as Python output; each flush takes the GIL. Make it
 // before releasing the GIL (it is then destroyed after the GIL is back).
 struct ToPythonStdout {
-  py::scoped_ostream_redirect redirect{std::cout, py::module_::import("sys").attr("stdout")};
+  ToPythonStdout() {
+    py::object out = py::module_::import("sys").attr("stdout");
+    if (!out.is_none()) redirect.emplace(std::cout, out);  // None: pythonw, no console
+  }
+  std::optional<py::scoped_ostream_redirect> redirect;
 };
 
 // Ctrl-C during fit / evaluate / predict: after each batch, runs Python's signal handlers

@@ -284,4 +284,5 @@ def test_ctrl_c_interrupts_fit():
     finally:
         timer.cancel()
     assert time.monotonic() - start < 60
-    assert model.evaluate(x, y, verbose=0, return_dict=True)["loss"] > 0  # still usable
+    assert model.optimizer.iterations > 0  # it trained until interrupted
+    assert np.isfinite(model.evaluate(x, y, verbose=0, return_dict=True)["loss"])  # usable
