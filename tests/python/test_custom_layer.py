@@ -10,6 +10,13 @@ from kiln import keras
 from kiln.keras import layers
 
 
+@pytest.fixture(autouse=True)
+def seeded():
+    """Every test starts from the same layer names and global seed (initializers, dropout)."""
+    keras.utils.clear_session()
+    keras.utils.set_random_seed(1234)
+
+
 class Poly(keras.layers.Layer):
     """y = a * x + b * tanh(x), one (a, b) pair per feature."""
 

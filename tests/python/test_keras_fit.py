@@ -14,6 +14,13 @@ from kiln import keras
 from kiln.keras import layers
 
 
+@pytest.fixture(autouse=True)
+def seeded():
+    """Every test starts from the same layer names and global seed (initializers, dropout)."""
+    keras.utils.clear_session()
+    keras.utils.set_random_seed(1234)
+
+
 def digits_mlp():
     """`kiln train`'s MLP (tools/model_zoo.cc) with its compile settings (train_command.cc)."""
     keras.utils.clear_session()

@@ -11,6 +11,13 @@ from kiln.keras import layers
 EPS = np.finfo(np.float32).eps
 
 
+@pytest.fixture(autouse=True)
+def seeded():
+    """Every test starts from the same layer names and global seed (initializers, dropout)."""
+    keras.utils.clear_session()
+    keras.utils.set_random_seed(1234)
+
+
 def close(got, want, scale, terms):
     """float32 result against a float64 reference: `terms` roundings of values of size
     `scale` (elementwise) each."""

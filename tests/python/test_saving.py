@@ -9,6 +9,13 @@ from kiln import keras
 from kiln.keras import layers
 
 
+@pytest.fixture(autouse=True)
+def seeded():
+    """Every test starts from the same layer names and global seed (initializers, dropout)."""
+    keras.utils.clear_session()
+    keras.utils.set_random_seed(1234)
+
+
 class Shift(keras.layers.Layer):
     def __init__(self, amount=0.0, **kwargs):
         super().__init__(**kwargs)
