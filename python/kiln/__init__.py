@@ -48,3 +48,6 @@ def function(fn=None, *, input_signature=None, reduce_retracing=False, name=None
         return _kiln._function(f, input_signature=input_signature,
                                reduce_retracing=reduce_retracing, name=name, mode=mode)
     return wrap if fn is None else wrap(fn)
+
+
+from . import keras  # noqa: E402  (kiln.keras: layers, models, fit; needs the names above)

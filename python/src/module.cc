@@ -16,4 +16,7 @@ PYBIND11_MODULE(_kiln, m) {
   kiln::python::bind_control_flow(m);
   kiln::python::bind_compare_modes(m);
   kiln::python::bind_logging(m);
+  kiln::python::bind_keras_layers(m);
+  kiln::python::bind_keras_models(m);
+  kiln::python::bind_keras_training(m);
 }
