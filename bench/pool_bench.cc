@@ -6,17 +6,24 @@
 //   fwd_generated  relu and the pool in one generated kernel (only the pool stored)
 //   bwd_eager      the eager max_pool2d_grad (runtime/kernels/pool.cc), then the generated
 //                  relu gradient and bias-gradient sum (the step before)
+//   bwd_tail       the generated relu gradient and bias-gradient sum alone, reading a
+//                  full-size dx (bwd_eager without the eager pool gradient)
 //   bwd_recompute  one generated kernel: relu(conv + b) at each window element, the window's
 //                  argmax recomputed, its gradient, the relu gradient, the bias-gradient sum
 //   bwd_kept_index the same kernel reading the argmax from an index saved by the forward
 //                  pass (u8 per pooled element: dy and the index upsampled by broadcasts, the
 //                  element taken where the index equals its position in the window), i.e. what
 //                  keeping the argmax would run (the forward pass would also store the index)
+//   fwd_copy_bound, bwd_copy_bound  a memcpy moving the bytes each generated kernel must move
+//                  (forward: read the product, write the pool; backward: read the product and
+//                  dy, write the relu gradient): what any kernel, a kept index's included,
+//                  needs at least
 // Run: kiln_bench --benchmark_filter=MaxPoolCnnLayer
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <random>
 
@@ -147,12 +154,27 @@ void BM_MaxPoolCnnLayer(benchmark::State& state) {
                                      runtime::run_op(OpKind::MaxPool2DGrad, in, pool())};
     benchmark::DoNotOptimize(bwd_tail->run(args, none)[0].raw());
   };
+  const std::vector<Array> tail_args = {conv, bias, [&] {
+                                          const Array in[] = {y, dy};
+                                          return runtime::run_op(OpKind::MaxPool2DGrad, in, pool());
+                                        }()};
+  auto bwd_tail_only = [&] { benchmark::DoNotOptimize(bwd_tail->run(tail_args, none)[0].raw()); };
   auto bwd_recompute = [&] { benchmark::DoNotOptimize(bwd_rec->run(cbd, none)[0].raw()); };
   auto bwd_kept_index = [&] { benchmark::DoNotOptimize(bwd_idx->run(cbdi, none)[0].raw()); };
-  std::vector<std::function<void()>> fns = {fwd_eager, fwd_generated, bwd_eager, bwd_recompute,
-                                            bwd_kept_index};
-  const char* names[] = {"fwd_eager_ms", "fwd_generated_ms", "bwd_eager_ms", "bwd_recompute_ms",
-                         "bwd_kept_index_ms"};
+  const size_t image_bytes = size_t(kN * kH * kW * kC) * 4, pooled_bytes = image_bytes / 4;
+  std::vector<char> src(image_bytes * 2, 1), dst(image_bytes * 2);
+  auto copy = [&](size_t moved) {  // moved = bytes read + written
+    std::memcpy(dst.data(), src.data(), moved / 2);
+    benchmark::DoNotOptimize(dst.data());
+  };
+  auto fwd_copy_bound = [&] { copy(image_bytes + pooled_bytes); };
+  auto bwd_copy_bound = [&] { copy(2 * image_bytes + pooled_bytes); };
+  std::vector<std::function<void()>> fns = {fwd_eager,      fwd_generated,  bwd_eager,
+                                            bwd_recompute,  bwd_kept_index, fwd_copy_bound,
+                                            bwd_copy_bound, bwd_tail_only};
+  const char* names[] = {"fwd_eager_ms",      "fwd_generated_ms",  "bwd_eager_ms",
+                         "bwd_recompute_ms",  "bwd_kept_index_ms", "fwd_copy_bound_ms",
+                         "bwd_copy_bound_ms", "bwd_tail_ms"};
   std::vector<std::vector<double>> t(fns.size());
   for (auto _ : state) {
     for (int rep = 0; rep < 15; ++rep)

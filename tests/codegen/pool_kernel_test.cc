@@ -107,15 +107,16 @@ Array tied(const TensorType& type, std::mt19937& rng, bool negative) {
   return a;
 }
 
-// Output gradients: distinct values (so a wrong routing shows), some zero or negative.
+// Output gradients: random reals (so a wrong routing shows, and sums over overlapping
+// windows taken in another order round differently), some -0.0.
 Array gradient(const TensorType& type, std::mt19937& rng) {
   Array a = Array::empty(type);
+  std::uniform_real_distribution<double> u(-2, 2);
   visit_dtype(type.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_floating_point_v<T>) {
       T* p = static_cast<T*>(a.raw());
-      for (int64_t i = 0; i < a.size(); ++i)
-        p[i] = rng() % 11 == 0 ? T(-0.0) : T(0.25 + 0.125 * double(i % 61) - double(rng() % 4));
+      for (int64_t i = 0; i < a.size(); ++i) p[i] = rng() % 11 == 0 ? T(-0.0) : T(u(rng));
     }
   });
   return a;

@@ -22,6 +22,7 @@ struct PoolCase {
 };
 
 TEST(CompiledMaxPoolGradient, MatchesFiniteDifferencesAndEager) {
+  ScopedExecutionMode compiled_mode(ExecutionMode::kCompiled);  // kiln_tests default: reference
   const PoolCase cases[] = {
       {{3, 6, 6, 4}, {2, 2}, {2, 2}, "valid"},
       {{2, 5, 5, 3}, {2, 2}, {2, 2}, "same"},
@@ -45,6 +46,20 @@ TEST(CompiledMaxPoolGradient, MatchesFiniteDifferencesAndEager) {
     };
     auto compiled = function(std::function<Tensor(const Tensor&)>(grad), {.name = "pool_grad"});
     std::vector<double> got = compiled(x).to_vector<double>();
+    // It ran compiled, the pool's gradient inside a generated kernel (a fusion body; the
+    // forward pool is dead code here: the loss's gradient with respect to it is w).
+    ConcreteFunction cf = compiled.concrete(x);
+    EXPECT_EQ(cf.compile_stats().executables, 1);
+    std::string optimized = cf.ir_text(Stage::kOptimized);
+    for (const char* op : {" max_pool2d_grad("}) {
+      ASSERT_NE(optimized.find(op), std::string::npos) << optimized;
+      // Top-level nodes are indented by 2 spaces, nodes of fusion bodies by more.
+      for (size_t at = optimized.find(op); at != std::string::npos;
+           at = optimized.find(op, at + 1)) {
+        size_t line = optimized.rfind('\n', at) + 1;
+        EXPECT_GT(optimized.find_first_not_of(' ', line) - line, 2u) << op << " outside a fusion";
+      }
+    }
     std::vector<double> eager = grad(x).to_vector<double>();
     EXPECT_EQ(got, eager);
     // Central differences of a function linear around x are exact up to the rounding of the
