@@ -13,8 +13,11 @@ using ir::Node;
 using ir::NodeKind;
 using ir::Value;
 
+// Ops reading their operands at other indices than the one computed (flat loops share one
+// linear index, so none of them runs flat; a window op reads a window of its input).
 bool is_layout_reordering(const Node& n) {
-  return n.is_op(OpKind::Transpose) || n.is_op(OpKind::Slice) || n.is_op(OpKind::OneHot);
+  return n.is_op(OpKind::Transpose) || n.is_op(OpKind::Slice) || n.is_op(OpKind::OneHot) ||
+         op_info(n.op()).has(kWindow);
 }
 
 const Node* op_producer(const Value* v) {
@@ -173,11 +176,16 @@ KernelPlan plan_kernel(const ir::Graph& body) {
   for (const Value* v : plan.materialized) total += v->shape().num_elements();
   // Vector-math ops cost several elements' worth of loads and stores each.
   int64_t math = 0, math_per_element = 0;
-  for (const auto& n : body.nodes())
+  for (const auto& n : body.nodes()) {
     if (n->kind() == NodeKind::kOp && op_info(n->op()).has(kTranscendental)) {
       math += kTranscendentalWork * n->output()->shape().num_elements();
       math_per_element += kTranscendentalWork;
     }
+    if (n->kind() == NodeKind::kOp && op_info(n->op()).has(kWindow)) {  // a read per element
+      const auto& pool = n->attrs().get_ints("pool_size", op_name(n->op()));
+      math += pool[0] * pool[1] * n->output()->shape().num_elements();
+    }
+  }
   const int64_t n_out = body.outputs().empty() ? 0 : body.outputs().front()->shape().num_elements();
   if (!body.outputs().empty() && flat_possible(body, n_out)) {
     plan.mode = IterationMode::kFlat;

@@ -16,6 +16,7 @@
 #include "kiln/codegen/literal_constants.h"
 #include "kiln/codegen/one_hot.h"
 #include "kiln/codegen/operand_index.h"
+#include "kiln/codegen/pool_window.h"
 #include "kiln/codegen/row_passes.h"
 #include "kiln/codegen/scalar_ops.h"
 #include "kiln/codegen/target_machine.h"
@@ -419,6 +420,8 @@ class KernelEmitter {
     if (n.kind() == NodeKind::kConstant) return constant(n, idx);
     if (is_reduction(n)) internal_error(__FILE__, __LINE__, "a reduction must be materialized");
     if (n.is_op(OpKind::OneHot)) return one_hot(n, idx, v);
+    if (op_info(n.op()).has(kWindow))  // max-pool (codegen/pool_window.h)
+      return emit_pool(b_, n, idx, [&](size_t i, const Index& at) { return elem(n.input(i), at); });
     std::vector<llvm::Value*> args;
     for (size_t i = 0; i < n.inputs().size(); ++i) {
       if (n.is_op(OpKind::BroadcastLike) && i == 1) break;

@@ -38,6 +38,8 @@ enum OpTrait : uint32_t {
   kContraction = 1u << 6,     // matmul / convolution: library GEMM territory
   kTranscendental = 1u << 7,  // expensive per element (exp, log, tanh ...): never duplicate
   kNoGradient = 1u << 8,      // not differentiable (comparisons, argmax, random, one_hot)
+  kWindow = 1u << 9,          // an output element reads a window of its input (max-pool):
+                              // fuses as a loop op, never duplicated, never run flat
 };
 
 // Which input dtypes an op accepts.

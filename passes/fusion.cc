@@ -41,7 +41,8 @@ Role role_of(const Node& n) {
 }
 
 bool is_cheap(const Node& n) {
-  return role_of(n) == Role::kLoop && !op_info(n.op()).has(kTranscendental);
+  return role_of(n) == Role::kLoop && !op_info(n.op()).has(kTranscendental) &&
+         !op_info(n.op()).has(kWindow);
 }
 
 // Constants copied into the bodies that use them (instead of becoming operands).

@@ -4,13 +4,15 @@
 // order, sub-graphs of cond / while first, then the graph itself; unique per run).
 //
 // Roles of nodes (from the op table):
-//   loop        elementwise ops (kElementwise), broadcast_to, broadcast_like, reshape;
+//   loop        elementwise ops (kElementwise), broadcast_to, broadcast_like, reshape,
+//               one_hot, max_pool2d and max_pool2d_grad (kWindow: read at a window of their
+//               input; expensive, so never duplicated);
 //   reduction   kReduction ops (sum, mean, max, ...), softmax, log_softmax;
 //   contraction matmul, conv2d and the conv2d backprops (kContraction);
-//   other       everything else (transpose, gather, pooling, random, assignments, cond, ...)
+//   other       everything else (transpose, gather, avg-pool, random, assignments, cond, ...)
 //               never joins a group; constants are copied into the bodies that use them when
 //               splat or at most 16 elements (else they are operands) and stay outside.
-// Cheap = a loop op without kTranscendental. Expensive = everything else that can be fused
+// Cheap = a loop op without kTranscendental or kWindow. Expensive = everything else that can be fused
 // (exp, log, tanh, ..., reductions, softmax family, contractions).
 //
 // Rules. Nodes are visited consumers first (reverse program order); a node's consumer groups

@@ -15,7 +15,7 @@ std::string traits_text(const OpInfo& op) {
       {kCommutative, "commutative"}, {kSideEffecting, "side-effecting"},
       {kRandom, "random"},           {kLayout, "layout"},
       {kContraction, "contraction"}, {kTranscendental, "transcendental"},
-      {kNoGradient, "no-gradient"}};
+      {kWindow, "window"},           {kNoGradient, "no-gradient"}};
   std::string s;
   for (const auto& [t, n] : names)
     if (op.has(t)) s += (s.empty() ? "" : ", ") + std::string(n);

@@ -214,6 +214,35 @@ Cases one_hot_cases() {
   return c;
 }
 
+// max_pool2d (and max_pool2d_grad, whose second operand is the pooled shape): odd image
+// sizes, strides other than the window (overlapping windows, gaps between windows), "same"
+// (windows clipped at the edges) and "valid" (rows and columns left over), channel counts
+// around a vector's width, an empty batch.
+Cases pool_cases(bool grad) {
+  struct Geometry {
+    Shape input;
+    std::vector<int64_t> pool, strides;
+    const char* padding;
+  };
+  const Geometry geometries[] = {
+      {Shape{3, 5, 5, 3}, {2, 2}, {2, 2}, "valid"}, {Shape{3, 5, 5, 3}, {2, 2}, {2, 2}, "same"},
+      {Shape{1, 7, 6, 17}, {3, 3}, {2, 2}, "same"}, {Shape{2, 6, 7, 5}, {3, 2}, {1, 2}, "valid"},
+      {Shape{3, 4, 5, 2}, {2, 2}, {3, 3}, "same"},  {Shape{1, 9, 9, 1}, {3, 3}, {1, 1}, "same"},
+      {Shape{2, 1, 1, 3}, {1, 1}, {1, 1}, "valid"}, {Shape{0, 4, 4, 2}, {2, 2}, {2, 2}, "valid"},
+  };
+  Cases c;
+  for (const Geometry& g : geometries) {
+    Attrs a{{"pool_size", g.pool}, {"strides", g.strides}, {"padding", std::string(g.padding)}};
+    std::vector<Shape> shapes = {g.input};
+    if (grad) {
+      const TensorType in[] = {{f32, g.input}};
+      shapes.push_back(infer_type(OpKind::MaxPool2D, in, a).shape);
+    }
+    c.push_back({shapes, a});
+  }
+  return c;
+}
+
 // ---- rows
 
 enum class Fuse {
@@ -451,6 +480,18 @@ std::vector<OpRow> op_rows() {
                r.big = true;
              }));
   }
+
+  // ---- pooling: selections (bitwise equal to the eager kernels); ties among integers (and
+  // between -0.0 and +0.0) go to the window's first maximum, NaN counts as the maximum
+  add(with(unary("max_pool2d", OpKind::MaxPool2D, kNumeric), [](OpRow& r) {
+    r.cases = [](bool) { return pool_cases(false); };
+    r.ilo = -3;
+    r.ihi = 3;
+  }));
+  // the gradient sums the output gradients of the overlapping windows whose first maximum is
+  // the element, in the eager kernel's order (row-major over windows)
+  add(with(unary("max_pool2d_grad", OpKind::MaxPool2DGrad, kFloat),
+           [](OpRow& r) { r.cases = [](bool) { return pool_cases(true); }; }));
   return rows;
 }
 

@@ -308,10 +308,6 @@ const FallbackRow kFallbackRows[] = {
   %2 = gather(%0, %1) {axis=0} : f32[4,3]
   return %2
 })"},
-    {"max_pool2d", R"(graph @f(%0: f32[1,5,5,2]) -> (f32[1,2,2,2]) {
-  %1 = max_pool2d(%0) {pool_size=[2, 2], strides=[2, 2], padding="valid"} : f32[1,2,2,2]
-  return %1
-})"},
     {"avg_pool2d", R"(graph @f(%0: f32[1,5,5,2]) -> (f32[1,5,5,2]) {
   %1 = avg_pool2d(%0) {pool_size=[3, 3], strides=[1, 1], padding="same"} : f32[1,5,5,2]
   return %1
@@ -346,10 +342,6 @@ const FallbackRow kFallbackRows[] = {
 })"},
     {"conv2d_backprop_filter", R"(graph @f(%0: f32[1,5,5,2], %1: f32[1,5,5,4]) -> (f32[3,3,2,4]) {
   %2 = conv2d_backprop_filter(%0, %1) {filter_shape=[3, 3, 2, 4], strides=[1, 1], dilations=[1, 1], padding="same"} : f32[3,3,2,4]
-  return %2
-})"},
-    {"max_pool2d_grad", R"(graph @f(%0: f32[1,4,4,2], %1: f32[1,2,2,2]) -> (f32[1,4,4,2]) {
-  %2 = max_pool2d_grad(%0, %1) {pool_size=[2, 2], strides=[2, 2], padding="valid"} : f32[1,4,4,2]
   return %2
 })"},
     {"avg_pool2d_grad", R"(graph @f(%0: f32[1,2,2,2]) -> (f32[1,4,4,2]) {

@@ -2,7 +2,8 @@
 // (tests/codegen/random_fused_graphs_test.cc): chains and DAGs of elementwise ops with
 // broadcasting, reductions with keepdims broadcast back (layer-norm and softmax-like
 // patterns, softmax / log_softmax / logsumexp ops), reshapes and transposes, matmul with an
-// epilogue, several outputs, and a variable updated by assign / assign_add / assign_sub.
+// epilogue, max-pooling and its gradient, several outputs, and a variable updated by assign /
+// assign_add / assign_sub.
 //
 // Results must be well-conditioned, so that the reference executor (eager kernels) and the
 // compiled kernels (vector math, reassociated sums) agree to ~1e-4: float values stay bounded
@@ -388,6 +389,28 @@ class RandomFusedGraphBuilder {
     return op(OpKind::Add, {x, c});
   }
 
+  // x viewed as NHWC through max_pool2d, or as the gradient that max_pool2d_grad routes to the
+  // first maxima of a parameter (its argmax is exact on both paths); strides 1 and "same"
+  // padding keep the shape (overlapping windows, clipped at the edges).
+  V window(V x) {
+    std::vector<int64_t> d = x->shape().to_vector(), nhwc;
+    if (d.size() == 1) nhwc = {1, d[0], 1, 1};
+    if (d.size() == 2)
+      nhwc = chance(0.5) ? std::vector<int64_t>{1, d[0], d[1], 1}
+                         : std::vector<int64_t>{d[0], d[1], 1, 1};
+    if (d.size() == 3)
+      nhwc = chance(0.5) ? std::vector<int64_t>{1, d[0], d[1], d[2]}
+                         : std::vector<int64_t>{d[0], d[1], d[2], 1};
+    Attrs a{{"pool_size", std::vector<int64_t>{uniform(1, 3), uniform(1, 3)}},
+            {"strides", std::vector<int64_t>{1, 1}},
+            {"padding", std::string("same")}};
+    V v = op(OpKind::Reshape, {x}, {{"shape", nhwc}});
+    V y = is_float() && chance(0.5) ? op(OpKind::MaxPool2DGrad, {param(Shape(nhwc)), v}, a)
+                                    : op(OpKind::MaxPool2D, {v}, a);
+    if (is_float() && chance(0.5)) y = unary(y);
+    return op(OpKind::Reshape, {y}, {{"shape", d}});
+  }
+
   void assign() {
     const ir::GraphVariable& var = g_->variable(size_t(variable_));
     V x = nullptr;
@@ -427,8 +450,10 @@ class RandomFusedGraphBuilder {
       y = x->shape().rank() > 1 ? transpose(x) : unary(x);
     } else if (r < 91) {
       y = x->shape().rank() > 0 && x->shape().num_elements() <= 2048 ? matmul(x) : binary(x);
-    } else if (r < 95) {
+    } else if (r < 93) {
       y = x->shape().rank() > 0 ? arg_reduce(x) : binary(x);
+    } else if (r < 97) {
+      y = x->shape().rank() > 0 ? window(x) : unary(x);
     } else {
       if (variable_ >= 0) {
         assign();

@@ -60,7 +60,8 @@ int count_fusions(const ir::Graph& g) {
 TEST(RandomFusedGraphs, CompiledMatchesReference) {
   testing::ScopedCacheDir cache;
   const int count = graph_count();
-  int tested = 0, fusions = 0, skipped = 0, multi_output = 0, contraction = 0, failures = 0;
+  int tested = 0, fusions = 0, skipped = 0, multi_output = 0, contraction = 0, failures = 0,
+      windowed = 0;
   int max_samples = 0;
   auto start = std::chrono::steady_clock::now();
   for (uint64_t seed = first_seed(); tested < count; ++seed) {
@@ -78,6 +79,8 @@ TEST(RandomFusedGraphs, CompiledMatchesReference) {
       if (n->kind() != ir::NodeKind::kFusion) continue;
       multi_output += n->num_outputs() > 1;
       contraction += n->fusion_kind() == "contraction";
+      for (const auto& m : n->subgraph(0).nodes())
+        windowed += m->kind() == ir::NodeKind::kOp && op_info(m->op()).has(kWindow);
     }
     std::mt19937_64 rng(seed);
     std::vector<Array> args, vars;
@@ -103,9 +106,10 @@ TEST(RandomFusedGraphs, CompiledMatchesReference) {
   codegen::CacheStats st = codegen::cache_stats();
   std::printf(
       "[ random fused ] %d graphs (%d skipped without fusion), %d fusion nodes (%d multi-output, "
-      "%d contraction), %.1f s; kernels: %lld compiled, %lld memory hits; at most %d "
+      "%d contraction, %d max-pool ops fused), %.1f s; kernels: %lld compiled, %lld memory hits; "
+      "at most %d "
       "rounding-model samples\n",
-      tested, skipped, fusions, multi_output, contraction, seconds, (long long)st.misses,
+      tested, skipped, fusions, multi_output, contraction, windowed, seconds, (long long)st.misses,
       (long long)st.memory_hits, max_samples);
 }
 

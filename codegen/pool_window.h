@@ -1,0 +1,46 @@
+// Elemental emission of max_pool2d and max_pool2d_grad (NHWC) inside a kernel
+// (codegen/lower_kernel.cc): the value at one index is computed from a window of the input,
+// read through a callback, so whatever produces the input (a ReLU, a bias add) is computed at
+// the window's elements, and a consumer reads the pool at its own index.
+//
+// The windows are unrolled (kh x kw straight-line elements, no inner loop), so the loop over
+// channels, innermost, vectorizes. With "same" padding an element outside the image is read
+// at a clamped index and never taken. Results are those of the eager kernels
+// (runtime/kernels/pool.cc), bit for bit:
+//   max_pool2d       the first maximum of the window in row-major order, where v replaces the
+//                    running maximum m when v > m, or v is NaN and m is not (the first NaN);
+//   max_pool2d_grad  dx at (h, w) = +0 plus, for each window covering (h, w) in row-major
+//                    order of windows, dy of that window if its first maximum is at (h, w),
+//                    else +0 (the eager kernel's scatter adds in the same order).
+// The gradient recomputes each window's argmax from the pooled input (no index tensor from
+// the forward pass): the ReLU gradient fused after it reads that input at the same index
+// anyway, so the argmax costs loads that hit cache, not memory traffic (docs/codegen.md).
+#pragma once
+
+#include <llvm/IR/IRBuilder.h>
+
+#include <functional>
+
+#include "kiln/codegen/operand_index.h"
+#include "kiln/ir/graph.h"
+
+namespace kiln::codegen {
+
+// The window geometry of a max_pool2d / max_pool2d_grad node.
+struct PoolWindow {
+  int64_t h = 0, w = 0;    // input image
+  int64_t kh = 0, kw = 0;  // window
+  int64_t sh = 0, sw = 0;  // strides
+  int64_t pt = 0, pl = 0;  // padding before (top, left)
+  int64_t oh = 0, ow = 0;  // output image
+  bool clipped = false;    // some window reaches outside the image ("same" padding)
+};
+PoolWindow pool_window(const ir::Node& n);
+
+// The value of max_pool2d or max_pool2d_grad node `n` at `idx` (NHWC: batch, row, column,
+// channel), reading its operand i at an index through `read(i, index)`.
+using OperandRead = std::function<llvm::Value*(size_t operand, const Index& at)>;
+llvm::Value* emit_pool(llvm::IRBuilder<>& b, const ir::Node& n, const Index& idx,
+                       const OperandRead& read);
+
+}  // namespace kiln::codegen
