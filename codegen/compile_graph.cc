@@ -477,7 +477,7 @@ std::string ArenaLayout::to_text(const Graph& g) const {
   std::string s = summary();
   std::unordered_map<const Value*, std::string> moved(elsewhere.begin(), elsewhere.end());
   std::string table = plan.to_table(g);
-  // to_table: to_string() then one line per value, in plan.values order.
+  // to_table: to_string(), one line per value in plan.values order, one per bucket.
   size_t pos = table.find('\n') + 1;
   for (const passes::ValuePlan& vp : plan.values) {
     size_t eol = table.find('\n', pos);
@@ -488,6 +488,7 @@ std::string ArenaLayout::to_text(const Graph& g) const {
                           it->second == "pooled" ? "in a pooled buffer" : "outside");
     s += line + "\n";
   }
+  s += table.substr(pos);  // the gradient buckets' lines
   for (const ScratchBuffer& b : scratch)
     s += fmt::format("scratch {} of {} {} {} B @ {}\n", b.role, b.step, b.type.to_string(),
                      size_t(b.type.shape.num_elements()) * dtype_size(b.type.dtype), b.offset);

@@ -44,7 +44,8 @@ struct ArenaLayout {
 
   // "# arena 60.2 KiB = planned values 40.0 KiB (lower bound ..., ...) + scratch 20.2 KiB ..."
   std::string summary() const;
-  // summary(), then one line per value (MemoryPlan::to_table) and one per scratch buffer.
+  // summary(), then one line per value and per gradient bucket (MemoryPlan::to_table) and one
+  // per scratch buffer.
   std::string to_text(const ir::Graph& g) const;
 };
 

@@ -139,6 +139,12 @@ TEST(CollectiveOverlap, ABucketIsSummedInPlaceWithoutPacking) {
     EXPECT_EQ(runtime::collective_stats().packed, gb_read_twice ? 64 : 0)
         << "a gradient computed in its bucket must not be copied";
     expect_near(got, want);
+    // The memory-plan dump (KILN_DUMP_IR, kiln dump-ir) shows the region and the path.
+    const std::string dump = codegen::compile_graph_in_full(*g).arena.to_text(*g);
+    EXPECT_NE(dump.find("bucket 0 f32 @ "), std::string::npos) << dump;
+    EXPECT_NE(dump.find(gb_read_twice ? "packed (read by another node) from %6" : ", direct:"),
+              std::string::npos)
+        << dump;
 
     codegen::set_bucket_bytes(0);  // every all_reduce alone: a sum each
     comm->counts.clear();
