@@ -170,6 +170,27 @@ TEST_F(DataParallel, BucketsGiveTheBitsOfSummingEachGradientAlone) {
   EXPECT_TRUE(alone.losses == bucketed.losses);
 }
 
+// evaluate(data_parallel): each rank evaluates its rows of every batch (uneven shards; with 3
+// ranks a last batch of 2 rows where one rank has none); the results are those of evaluating
+// everything on one process up to the order of the sums (float64: 4 B u of the loss), and
+// bitwise equal on every rank.
+TEST_F(DataParallel, ShardedEvaluateEqualsOneProcess) {
+  for (bool eager : {false, true}) {
+    Data d = make_data();
+    Sequential m = make_model(DType::f64, eager);
+    m->fit(d.x, d.y, {.batch_size = kBatch, .epochs = 1, .verbose = 0, .data_parallel = true});
+    Logs one = m->evaluate(d.x, d.y, {.batch_size = kBatch, .verbose = 0});
+    Logs sharded =
+        m->evaluate(d.x, d.y, {.batch_size = kBatch, .verbose = 0, .data_parallel = true});
+    const double u = std::ldexp(1.0, -53);
+    EXPECT_NEAR(sharded.at("loss"), one.at("loss"), 4.0 * kBatch * u * (1 + one.at("loss")))
+        << (eager ? "eager" : "compiled");
+    EXPECT_EQ(sharded.at("accuracy"), one.at("accuracy"));
+    expect_same_on_every_rank({sharded.at("loss"), sharded.at("accuracy")},
+                              "the sharded evaluation");
+  }
+}
+
 TEST_F(DataParallel, OnlyRankZeroWritesFiles) {
   namespace fs = std::filesystem;
   // Each rank points its callbacks at a directory of its own, so a write by any rank shows.
