@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -12,6 +13,7 @@
 #include "kiln/codegen/lower_kernel.h"
 #include "kiln/passes/memory_plan.h"
 #include "kiln/passes/refine_shapes.h"
+#include "kiln/runtime/knobs.h"
 
 namespace kiln::codegen {
 namespace {
@@ -84,7 +86,7 @@ class GraphCompiler {
     if (top) out.arena = std::move(arena);
     return std::make_shared<runtime::Executable>(
         g_.name(), std::move(storage_), arena_bytes, std::move(params), std::move(vars),
-        std::move(constants_), std::move(steps_), std::move(outs));
+        std::move(constants_), std::move(steps_), std::move(outs), std::move(buckets_));
   }
 
   // Only the requests (for dumps); `owned` keeps one-op bodies alive.
@@ -183,6 +185,7 @@ class GraphCompiler {
     passes::MemoryPlanOptions options;
     options.in_place = false;
     options.unknown_parameters = true;  // a sub-graph's parameters may receive stacks
+    options.bucket_bytes = bucket_bytes();
     layout.plan = passes::plan_memory(g_, options);
     const passes::MemoryPlan& plan = layout.plan;
     storage_.assign(size_t(next_slot_), {});
@@ -217,6 +220,7 @@ class GraphCompiler {
       if (k != Kind::kArena)
         layout.elsewhere.emplace_back(vp.value, k == Kind::kPooled ? "pooled" : "external");
     }
+    lay_out_buckets(plan);
     // Contraction products and kernel temporaries live only while their step runs, and
     // steps run one after another: every step lays its own out from the same scratch base.
     const size_t scratch = (plan.arena_bytes + 63) / 64 * 64;
@@ -245,6 +249,42 @@ class GraphCompiler {
     }
     layout.arena_bytes = (arena_end + 63) / 64 * 64;
     return layout;
+  }
+
+  // The plan's gradient buckets as the executable runs them: each all_reduce step learns its
+  // bucket; every value the plan puts in a region must be an arena slot at its planned offset.
+  void lay_out_buckets(const passes::MemoryPlan& plan) {
+    std::unordered_map<int, size_t> step_of_output;
+    for (size_t i = 0; i < steps_.size(); ++i)
+      if (steps_[i].kind == Step::Kind::kOp && steps_[i].op == OpKind::AllReduce)
+        step_of_output[steps_[i].output] = i;
+    for (size_t b = 0; b < plan.buckets.size(); ++b) {
+      const passes::CollectiveBucket& k = plan.buckets[b];
+      runtime::CollectiveBucketLayout layout;
+      layout.name = fmt::format("bucket {} ({} gradient(s), {} B)", b, k.members.size(), k.bytes);
+      layout.dtype = k.dtype;
+      layout.offset = k.offset;
+      layout.bytes = k.bytes;
+      for (size_t i = 0; i < k.members.size(); ++i) {
+        const passes::BucketMember& m = k.members[i];
+        const int out = slot(m.sum);
+        for (const Value* v : {m.sum, m.packed.empty() ? m.gradient : nullptr}) {
+          if (v == nullptr) continue;
+          const runtime::SlotStorage& st = storage_[size_t(slot(v))];
+          KILN_ASSERT(
+              st.kind == runtime::SlotStorage::Kind::kArena && st.offset == plan.of(v).offset,
+              "codegen: a value of a gradient bucket is not kept at its planned place");
+        }
+        layout.slots.push_back(out);
+        const size_t end = i + 1 < k.members.size() ? k.members[i + 1].offset : k.bytes;
+        if (end > m.offset + m.size)
+          layout.padding.emplace_back(k.offset + m.offset + m.size, end - m.offset - m.size);
+        Step& s = steps_.at(step_of_output.at(out));
+        s.bucket = int(b);
+        s.starts_bucket = i + 1 == k.members.size();
+      }
+      buckets_.push_back(std::move(layout));
+    }
   }
 
   std::vector<int> input_slots(const Node& n) {
@@ -366,12 +406,32 @@ class GraphCompiler {
   std::vector<std::pair<int, runtime::Array>> constants_;
   std::vector<runtime::SlotStorage> storage_;
   std::vector<Step> steps_;
+  std::vector<runtime::CollectiveBucketLayout> buckets_;
   std::vector<KernelRequest> requests_;
   std::vector<std::shared_ptr<runtime::KernelCall>> calls_;
   std::vector<std::unique_ptr<Graph>> bodies_;
 };
 
 }  // namespace
+
+namespace {
+std::mutex bucket_mutex;
+std::optional<size_t> bucket_bytes_set;
+}  // namespace
+
+size_t bucket_bytes() {
+  {
+    std::lock_guard<std::mutex> lock(bucket_mutex);
+    if (bucket_bytes_set) return *bucket_bytes_set;
+  }
+  if (auto knob = runtime::knobs::bucket_bytes()) return size_t(*knob);
+  return kDefaultBucketBytes;
+}
+
+void set_bucket_bytes(std::optional<size_t> bytes) {
+  std::lock_guard<std::mutex> lock(bucket_mutex);
+  bucket_bytes_set = bytes;
+}
 
 CompiledGraph compile_graph_in_full(const Graph& graph) {
   CompiledGraph out;
@@ -417,7 +477,7 @@ std::string ArenaLayout::to_text(const Graph& g) const {
   std::string s = summary();
   std::unordered_map<const Value*, std::string> moved(elsewhere.begin(), elsewhere.end());
   std::string table = plan.to_table(g);
-  // to_table: to_string() then one line per value, in plan.values order.
+  // to_table: to_string(), one line per value in plan.values order, one per bucket.
   size_t pos = table.find('\n') + 1;
   for (const passes::ValuePlan& vp : plan.values) {
     size_t eol = table.find('\n', pos);
@@ -428,6 +488,7 @@ std::string ArenaLayout::to_text(const Graph& g) const {
                           it->second == "pooled" ? "in a pooled buffer" : "outside");
     s += line + "\n";
   }
+  s += table.substr(pos);  // the gradient buckets' lines
   for (const ScratchBuffer& b : scratch)
     s += fmt::format("scratch {} of {} {} {} B @ {}\n", b.role, b.step, b.type.to_string(),
                      size_t(b.type.shape.num_elements()) * dtype_size(b.type.dtype), b.offset);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,7 +44,8 @@ struct ArenaLayout {
 
   // "# arena 60.2 KiB = planned values 40.0 KiB (lower bound ..., ...) + scratch 20.2 KiB ..."
   std::string summary() const;
-  // summary(), then one line per value (MemoryPlan::to_table) and one per scratch buffer.
+  // summary(), then one line per value and per gradient bucket (MemoryPlan::to_table) and one
+  // per scratch buffer.
   std::string to_text(const ir::Graph& g) const;
 };
 
@@ -61,6 +63,15 @@ struct CompiledGraph {
   std::vector<KernelRecord> kernels;
   std::vector<std::unique_ptr<ir::Graph>> kernel_bodies;  // one-op bodies the requests use
 };
+
+// Gradient buckets in compiled steps (passes/memory_plan.h, docs/distributed.md): the most
+// bytes of all_reduce results one sum covers. set_bucket_bytes()'s value, else
+// KILN_BUCKET_BYTES, else 1 MiB; 0: every all_reduce sums alone. Every rank must use the same
+// value (the ranks' sums must match).
+size_t bucket_bytes();
+// nullopt: back to KILN_BUCKET_BYTES / the default. Applies to graphs compiled afterwards.
+void set_bucket_bytes(std::optional<size_t> bytes);
+inline constexpr size_t kDefaultBucketBytes = size_t(1) << 20;
 
 // `graph` must be verified and have fully known shapes (kiln::Error naming the value otherwise).
 // It must outlive the result's arena layout and kernel requests (they point into it).

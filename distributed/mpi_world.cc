@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -99,13 +100,93 @@ void sum_in_rank_order(T* out, const T* parts, int64_t len, int ranks) {
   }
 }
 
+// FNV-1a: the same on every rank (std::hash need not be).
+int64_t name_hash(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return int64_t(h >> 1);
+}
+
+// What a rank sums, in the record every rank shares when the ranks' sums differ.
+struct SumRecord {
+  int64_t number = 0, count = 0, f64 = 0;
+  char what[232] = {};
+};
+
+// Set once the ranks' sums differed: every later sum fails with the same error at once (the
+// ranks no longer agree on what they exchange).
+std::string& diverged() {
+  static std::string message;
+  return message;
+}
+
+// Sum `number` on `comm`: every rank checks, with one small all-reduce (the maximum of the
+// signature and of its negation), that every rank runs the same sum (its number, size, dtype
+// and name) before the data moves; if not, every rank learns what every other runs and throws
+// a kiln::Error naming rank 0's sum and the first rank's that differs.
+void check_same_sum(MPI_Comm comm, int64_t number, int64_t count, bool f64,
+                    const std::string& what) {
+  {
+    std::lock_guard<std::mutex> lock(mpi_mutex());
+    if (!diverged().empty()) throw Error(diverged());
+  }
+  const World& w = world();
+  const int64_t sig[4] = {number, count, f64 ? 1 : 0, name_hash(what)};
+  int64_t both[8], max[8];
+  for (int i = 0; i < 4; ++i) {
+    both[i] = sig[i];
+    both[4 + i] = -sig[i];
+  }
+  MPI_Request req;
+  {
+    std::lock_guard<std::mutex> lock(mpi_mutex());
+    check(MPI_Iallreduce(both, max, 8, MPI_INT64_T, MPI_MAX, comm, &req), what);
+  }
+  wait(req, what + " (the check that every rank runs this sum)");
+  bool same = true;
+  for (int i = 0; i < 4; ++i) same = same && max[i] == -max[4 + i];
+  if (same) return;
+  SumRecord mine{.number = number, .count = count, .f64 = f64 ? 1 : 0};
+  std::strncpy(mine.what, what.c_str(), sizeof(mine.what) - 1);
+  std::vector<SumRecord> all(size_t(w.size));
+  {
+    std::lock_guard<std::mutex> lock(mpi_mutex());
+    check(MPI_Iallgather(&mine, sizeof(SumRecord), MPI_BYTE, all.data(), sizeof(SumRecord),
+                         MPI_BYTE, comm, &req),
+          what);
+  }
+  wait(req, what + " (the records of the ranks' sums)");
+  auto describe = [](const SumRecord& r) {
+    return fmt::format("sum {} \"{}\" of {} {} values", r.number, r.what, r.count,
+                       r.f64 ? "float64" : "float32");
+  };
+  size_t other = 1;
+  while (other + 1 < all.size() && std::memcmp(&all[other], &all[0], sizeof(SumRecord)) == 0)
+    ++other;
+  std::string message = fmt::format(
+      "kiln::distributed: the ranks run different sums: rank 0 runs {} but rank {} runs {}. "
+      "Every rank must run the same all_reduce nodes in the same order: the same model, step "
+      "function and data shapes, and the same KILN_BUCKET_BYTES (codegen::set_bucket_bytes) "
+      "everywhere",
+      describe(all[0]), other, describe(all[other]));
+  {
+    std::lock_guard<std::mutex> lock(mpi_mutex());
+    diverged() = message;
+  }
+  throw Error(message);
+}
+
 }  // namespace
 
 void deterministic_sum(MPI_Comm comm, void* data, int64_t count, bool f64,
                        const std::string& what) {
-  const World& w = world();
+  World& w = world();
   const int n = w.size;
-  if (n == 1 || count == 0) return;
+  if (n == 1) return;
+  // (numbered per communicator: the gradients' and the host's run on different threads)
+  std::atomic<int64_t>& sums = comm == w.grads ? w.grad_sums : w.host_sums;
+  check_same_sum(comm, ++sums, count, f64, what);
+  if (count == 0) return;
   const size_t elem = f64 ? 8 : 4;
   MPI_Datatype type = f64 ? MPI_DOUBLE : MPI_FLOAT;
   // Chunk c: elements [off[c], off[c + 1]); rank c sums it.

@@ -4,6 +4,8 @@
 
 #include <mpi.h>
 
+#include <atomic>
+#include <cstdint>
 #include <mutex>
 #include <string>
 
@@ -15,6 +17,7 @@ struct World {
   MPI_Comm host = MPI_COMM_NULL;   // host-side collectives (fit's logs, broadcasts, checks)
   MPI_Comm grads = MPI_COMM_NULL;  // the all_reduce op (gradients)
   double timeout = 300;
+  std::atomic<int64_t> grad_sums{0}, host_sums{0};  // deterministic_sum calls so far, per comm
 };
 
 // The world (a world of one before initialize()).
@@ -33,7 +36,10 @@ void check(int rc, const std::string& what);
 // The deterministic sum over the ranks of `comm`, in place: a reduce-scatter (each rank sums
 // one chunk, adding the ranks' contributions in rank order; float32 accumulated in float64)
 // then an all-gather of the chunks. Bytes each rank sends and receives: 2 (N-1)/N of the
-// buffer, as a ring all-reduce. MPI_FLOAT or MPI_DOUBLE.
+// buffer, as a ring all-reduce. MPI_FLOAT or MPI_DOUBLE. Before the data moves, one small
+// all-reduce checks that every rank runs the same sum (its number on `comm`, size, dtype and
+// `what`); when they differ, every rank throws a kiln::Error naming rank 0's sum and the first
+// other rank's, and every later sum throws it too.
 void deterministic_sum(MPI_Comm comm, void* data, int64_t count, bool f64, const std::string& what);
 
 }  // namespace kiln::distributed::detail

@@ -28,6 +28,86 @@ struct Buffer {
   size_t offset = 0;
 };
 
+using Index = std::unordered_map<const ir::Value*, size_t>;
+
+// Why an all_reduce's operand cannot be computed at its result's place in a bucket region
+// (empty: it can).
+std::string packed_because(const ValuePlan& p, int uses) {
+  if (p.kind == BufferKind::kParameter) return "parameter";
+  if (p.kind == BufferKind::kVariable) return "variable";
+  if (p.kind == BufferKind::kConstant) return "constant";
+  if (p.kind == BufferKind::kOutput || p.graph_output) return "graph output";
+  const ir::Node* producer = p.value->producer();
+  if (producer != nullptr && producer->kind() == ir::NodeKind::kCond) return "cond result";
+  if (producer != nullptr && producer->kind() == ir::NodeKind::kWhile) return "while result";
+  if (uses != 1) return "read by another node";
+  return "";
+}
+
+// Groups the top-level all_reduce nodes into buckets (memory_plan.h) and makes one buffer per
+// bucket region, buffers[0..buckets), with buffer_of set for the values that live in it.
+void plan_buckets(const ir::Graph& g, const MemoryPlanOptions& options, MemoryPlan& plan,
+                  const Index& index, std::vector<Buffer>& buffers, std::vector<int>& buffer_of) {
+  const size_t align = options.alignment;
+  const int end_step = plan.num_steps;
+  std::vector<int> uses(plan.values.size(), 0);
+  std::vector<char> assigned(plan.values.size(), 0);
+  for (const auto& n : g.nodes())
+    for (const ir::Value* in : n->inputs()) {
+      ++uses[index.at(in)];
+      if (n->is_assignment()) assigned[index.at(in)] = 1;
+    }
+  for (const ir::Value* out : g.outputs()) ++uses[index.at(out)];
+
+  bool open = false;  // the last bucket takes more members
+  for (size_t s = 0; s < g.nodes().size(); ++s) {
+    const ir::Node& n = *g.nodes()[s];
+    if (!n.is_op(OpKind::AllReduce)) continue;
+    const size_t si = index.at(n.output()), gi = index.at(n.input(0));
+    ValuePlan& sum = plan.values[si];
+    if (!sum.in_arena() || assigned[si]) {
+      open = false;
+      continue;
+    }
+    const size_t size = align_up(sum.size, align);
+    if (open) {
+      const CollectiveBucket& last = plan.buckets.back();
+      open = last.dtype == sum.value->dtype() && last.bytes + size <= options.bucket_bytes;
+    }
+    if (!open) {
+      plan.buckets.push_back(CollectiveBucket{
+          .dtype = sum.value->dtype(), .first_step = int(s), .last_step = int(s), .members = {}});
+      open = true;
+    }
+    CollectiveBucket& b = plan.buckets.back();
+    const int id = int(plan.buckets.size() - 1);
+    BucketMember m{.gradient = n.input(0),
+                   .sum = n.output(),
+                   .offset = b.bytes,
+                   .size = sum.size,
+                   .step = int(s),
+                   .packed = packed_because(plan.values[gi], uses[gi])};
+    b.bytes += size;
+    sum.bucket = id;
+    // Never read: its sum may still run when the call ends.
+    b.last_step = std::max(b.last_step, uses[si] == 0 ? end_step : sum.last_step);
+    if (m.packed.empty()) {
+      plan.values[gi].bucket = id;
+      b.first_step = std::min(b.first_step, plan.values[gi].first_step);
+    }
+    b.members.push_back(std::move(m));
+  }
+  for (size_t b = 0; b < plan.buckets.size(); ++b) {
+    const CollectiveBucket& k = plan.buckets[b];
+    for (const BucketMember& m : k.members) {
+      buffer_of[index.at(m.sum)] = int(b);
+      if (m.packed.empty()) buffer_of[index.at(m.gradient)] = int(b);
+    }
+    buffers.push_back(
+        Buffer{k.bytes, k.first_step, k.last_step, index.at(k.members.front().sum), 0});
+  }
+}
+
 }  // namespace
 
 std::string_view buffer_kind_name(BufferKind kind) {
@@ -65,6 +145,17 @@ const ValuePlan& MemoryPlan::of(const ir::Value* v) const {
   return values[it->second];
 }
 
+size_t CollectiveBucket::padding() const {
+  size_t used = 0;
+  for (const BucketMember& m : members) used += m.size;
+  return bytes - used;
+}
+
+bool CollectiveBucket::direct() const {
+  return std::all_of(members.begin(), members.end(),
+                     [](const BucketMember& m) { return m.packed.empty(); });
+}
+
 int MemoryPlan::arena_values() const {
   return int(
       std::count_if(values.begin(), values.end(), [](const ValuePlan& p) { return p.in_arena(); }));
@@ -77,9 +168,16 @@ int MemoryPlan::in_place_values() const {
 
 std::string MemoryPlan::to_string() const {
   double ratio = lower_bound_bytes == 0 ? 1.0 : double(arena_bytes) / double(lower_bound_bytes);
-  return fmt::format("arena {} (lower bound {}, {:.2f}x), {} buffers, {} in place",
-                     format_bytes(arena_bytes), format_bytes(lower_bound_bytes), ratio,
-                     arena_values(), in_place_values());
+  std::string s = fmt::format("arena {} (lower bound {}, {:.2f}x), {} buffers, {} in place",
+                              format_bytes(arena_bytes), format_bytes(lower_bound_bytes), ratio,
+                              arena_values(), in_place_values());
+  if (!buckets.empty()) {
+    const auto direct = std::count_if(buckets.begin(), buckets.end(),
+                                      [](const CollectiveBucket& b) { return b.direct(); });
+    s += fmt::format(", {} gradient bucket(s) ({} direct, {} packed)", buckets.size(), direct,
+                     buckets.size() - size_t(direct));
+  }
+  return s;
 }
 
 std::string MemoryPlan::to_table(const ir::Graph& g) const {
@@ -92,6 +190,22 @@ std::string MemoryPlan::to_table(const ir::Graph& g) const {
     if (p.in_place_of) out += fmt::format(" in place of {}", numbering.ref(p.in_place_of));
     if (p.variable >= 0) out += fmt::format(" ${}", p.variable);
     if (p.graph_output && !p.in_arena() && p.kind != BufferKind::kOutput) out += " (output)";
+    if (p.bucket >= 0)
+      out += fmt::format(" bucket {} +{}", p.bucket, p.offset - buckets[size_t(p.bucket)].offset);
+    out += "\n";
+  }
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    const CollectiveBucket& k = buckets[b];
+    out += fmt::format("bucket {} {} @ {} {} B (padding {} B) [{}, {}], sum at step {}, {}:", b,
+                       dtype_short_name(k.dtype), k.offset, k.bytes, k.padding(), k.first_step,
+                       k.last_step, k.start_step(), k.direct() ? "direct" : "packed");
+    for (size_t i = 0; i < k.members.size(); ++i) {
+      const BucketMember& m = k.members[i];
+      out += fmt::format("{} {} @ +{} {} B ", i ? "," : "", numbering.ref(m.sum), m.offset, m.size);
+      out += m.packed.empty()
+                 ? std::string("direct")
+                 : fmt::format("packed ({}) from {}", m.packed, numbering.ref(m.gradient));
+    }
     out += "\n";
   }
   return out;
@@ -170,20 +284,22 @@ MemoryPlan plan_memory(const ir::Graph& g, const MemoryPlanOptions& options) {
     if (p.kind == BufferKind::kArena) p.kind = BufferKind::kOutput;
   }
 
-  // Buffers: one per arena value, except values that reuse a dying operand's buffer in place.
+  // Buffers: one per bucket region (made first), one per other arena value, except values
+  // that reuse a dying operand's buffer in place.
   std::vector<Buffer> buffers;
   std::vector<int> buffer_of(plan.values.size(), -1);
+  if (options.bucket_bytes > 0) plan_buckets(g, options, plan, plan.index_, buffers, buffer_of);
   for (size_t s = 0; s < g.nodes().size(); ++s) {
     const ir::Node& n = *g.nodes()[s];
     for (size_t o = 0; o < n.num_outputs(); ++o) {
       size_t vi = plan.index_.at(n.output(o));
       ValuePlan& p = plan.values[vi];
-      if (!p.in_arena()) continue;
+      if (!p.in_arena() || p.bucket >= 0) continue;
       if (options.in_place && may_run_in_place(n)) {
         for (const ir::Value* in : n.inputs()) {
           size_t ii = plan.index_.at(in);
           const ValuePlan& q = plan.values[ii];
-          if (q.in_arena() && q.last_step == int(s) && q.size == p.size &&
+          if (q.in_arena() && q.bucket < 0 && q.last_step == int(s) && q.size == p.size &&
               in->shape().num_elements() == n.output(o)->shape().num_elements() &&
               dtype_size(in->dtype()) == dtype_size(n.output(o)->dtype()) &&
               buffers[size_t(buffer_of[ii])].last < int(s) + 1) {
@@ -239,6 +355,14 @@ MemoryPlan plan_memory(const ir::Graph& g, const MemoryPlanOptions& options) {
   }
   for (size_t vi = 0; vi < plan.values.size(); ++vi)
     if (buffer_of[vi] >= 0) plan.values[vi].offset = buffers[size_t(buffer_of[vi])].offset;
+  for (size_t b = 0; b < plan.buckets.size(); ++b) {  // (region buffers are buffers 0..)
+    CollectiveBucket& k = plan.buckets[b];
+    k.offset = buffers[b].offset;
+    for (const BucketMember& m : k.members) {
+      plan.values[plan.index_.at(m.sum)].offset = k.offset + m.offset;
+      if (m.packed.empty()) plan.values[plan.index_.at(m.gradient)].offset = k.offset + m.offset;
+    }
+  }
 
   // Lower bound: the most bytes of buffers alive at any one step (difference array).
   std::vector<int64_t> delta(size_t(end_step) + 2, 0);

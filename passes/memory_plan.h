@@ -29,6 +29,21 @@
 //     (ties: earlier start, then value order); each goes into the smallest gap (best fit, ties:
 //     lowest offset) between the already placed buffers whose lifetimes overlap its own, or
 //     after the last of them when no gap fits. Deterministic.
+//   - Gradient buckets (options.bucket_bytes > 0; docs/distributed.md): the top-level
+//     all_reduce nodes, in program order, are grouped into buckets: runs of consecutive
+//     all_reduce nodes of one dtype, each bucket at most bucket_bytes (aligned sizes; a larger
+//     value is a bucket alone). An all_reduce whose result is not an arena value, or is read by
+//     an assignment, belongs to no bucket and ends the run. A bucket is one arena buffer (its
+//     region): the members' results in all_reduce order, each at an aligned offset; the bytes
+//     between them (padding) are summed too (the executable zeroes them first: a sum of
+//     zeros). A member is "direct" when its operand can be computed at its place in the region
+//     (an arena op or fusion result whose one use is this all_reduce): operand and result then
+//     share those bytes and the sum runs on them. Otherwise it is "packed" (a parameter,
+//     variable, constant, graph output, cond / while result, or a value read elsewhere): the
+//     operand keeps its own buffer and is copied into the region at the all_reduce's step. The
+//     region lives from its first direct operand's (or packed all_reduce's) step to its last
+//     result's last use, and to the end when a result is never read (its sum may still run).
+//     No value reuses a bucket's bytes in place, nor a member another's.
 //   - lower_bound_bytes: max over steps of the sum of the aligned sizes of the arena buffers
 //     alive at that step (a buffer shared in place counts once). No offset assignment for the
 //     same buffers does better, so arena_bytes >= lower_bound_bytes.
@@ -51,6 +66,8 @@ struct MemoryPlanOptions {
   size_t alignment = 64;
   // Let elementwise results reuse the buffer of an operand that dies at their node.
   bool in_place = true;
+  // Gradient buckets (see the contract above): at most this many bytes each; 0: no buckets.
+  size_t bucket_bytes = 0;
   // Accept parameters of unknown shape (planned with no bytes): the sub-graphs of a while that
   // receive a stacked while's stacks (codegen sets it; a stack's length is the trip count).
   bool unknown_parameters = false;
@@ -80,8 +97,40 @@ struct ValuePlan {
   // kVariable: the variable's index.
   int variable = -1;
   bool graph_output = false;
+  // An all_reduce result in a bucket, or a direct member's operand: the bucket's index.
+  int bucket = -1;
 
   bool in_arena() const { return kind == BufferKind::kArena; }
+};
+
+// One all_reduce node of a gradient bucket.
+struct BucketMember {
+  const ir::Value* gradient = nullptr;  // the all_reduce's operand
+  const ir::Value* sum = nullptr;       // its result, at the region's offset + `offset`
+  size_t offset = 0;                    // within the region (a multiple of the alignment)
+  size_t size = 0;                      // bytes
+  int step = 0;                         // the all_reduce's step
+  // Empty: direct (the operand is computed at the result's place). Otherwise why the operand
+  // is copied into the region: "parameter", "variable", "constant", "graph output",
+  // "cond result", "while result", "read by another node".
+  std::string packed;
+};
+
+// A gradient bucket: the results of consecutive all_reduce nodes in one arena region, summed
+// by one collective that starts at the step of its last member.
+struct CollectiveBucket {
+  DType dtype = DType::f32;
+  size_t offset = 0;  // arena offset of the region
+  size_t bytes = 0;   // the region: the members and the padding after each (aligned)
+  int first_step = 0;
+  int last_step = 0;
+  std::vector<BucketMember> members;
+
+  int start_step() const { return members.back().step; }
+  // Bytes of the region that belong to no member (zeroed before the sum).
+  size_t padding() const;
+  // No member packed: the sum needs no copy.
+  bool direct() const;
 };
 
 struct MemoryPlan {
@@ -92,15 +141,20 @@ struct MemoryPlan {
   size_t alignment = 64;
   size_t arena_bytes = 0;
   size_t lower_bound_bytes = 0;
+  std::vector<CollectiveBucket> buckets;  // in all_reduce order
 
   // The plan of `v` (a top-level value of the planned graph); kiln::Error otherwise.
   const ValuePlan& of(const ir::Value* v) const;
   // Number of arena values, and how many of them reuse an operand's buffer in place.
   int arena_values() const;
   int in_place_values() const;
-  // "arena 1.2 MiB (lower bound 1.1 MiB, 1.05x), 37 buffers, 12 in place".
+  // "arena 1.2 MiB (lower bound 1.1 MiB, 1.05x), 37 buffers, 12 in place" (then, with
+  // buckets, ", 2 gradient buckets (1 direct, 1 packed)").
   std::string to_string() const;
-  // to_string() then one line per value: `%7 arena [3, 5] 32768 B @ 65536 in place of %6`.
+  // to_string() then one line per value: `%7 arena [3, 5] 32768 B @ 65536 in place of %6`
+  // (a bucket's value: `... @ 4160 bucket 0 +64`), then one line per bucket:
+  // `bucket 0 f32 @ 4096 1088 B (padding 48 B) [2, 9], sum at step 6, direct: %5 @ +0 1000 B
+  // direct, %8 @ +1024 40 B direct` (a packed member: `packed (while result) from %7`).
   std::string to_table(const ir::Graph& g) const;
 
  private:

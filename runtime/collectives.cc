@@ -53,6 +53,11 @@ void add_collective_wait(double waited) {
   stats.waited += waited;
 }
 
+void add_collective_packed(int64_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex());
+  stats.packed += bytes;
+}
+
 namespace {
 struct Done : PendingCollective {
   void wait() override {}

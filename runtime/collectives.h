@@ -49,16 +49,20 @@ Communicator* communicator();
 // Totals of the all_reduce sums since the last reset (benchmarks, docs/distributed.md): calls,
 // bytes summed (per rank: the size of the reduced buffers), seconds the sums took (start to
 // end), and seconds the computing thread was blocked waiting for them. In a compiled step the
-// sums overlap the rest of the step: 1 - waited / seconds of their time is hidden.
+// sums overlap the rest of the step: 1 - waited / seconds of their time is hidden. `packed`:
+// bytes a compiled step copied into a gradient bucket before its sum (runtime/executable.h;
+// 0 when every bucket is direct: the gradients were computed in place).
 struct CollectiveStats {
   int64_t calls = 0;
   int64_t bytes = 0;
   double seconds = 0;
   double waited = 0;
+  int64_t packed = 0;
 };
 CollectiveStats collective_stats();
 void reset_collective_stats();
 void add_collective_stats(int64_t bytes, double seconds, double waited);
 void add_collective_wait(double waited);
+void add_collective_packed(int64_t bytes);
 
 }  // namespace kiln::runtime

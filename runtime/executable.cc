@@ -144,7 +144,8 @@ struct Executable::Pools {
 Executable::Executable(std::string name, std::vector<SlotStorage> slots, size_t arena_bytes,
                        std::vector<int> parameter_slots, std::vector<int> variable_slots,
                        std::vector<std::pair<int, Array>> constants,
-                       std::vector<ExecutableStep> steps, std::vector<int> output_slots)
+                       std::vector<ExecutableStep> steps, std::vector<int> output_slots,
+                       std::vector<CollectiveBucketLayout> buckets)
     : name_(std::move(name)),
       slot_storage_(std::move(slots)),
       arena_bytes_(arena_bytes),
@@ -153,7 +154,8 @@ Executable::Executable(std::string name, std::vector<SlotStorage> slots, size_t 
       variable_slots_(std::move(variable_slots)),
       constants_(std::move(constants)),
       steps_(std::move(steps)),
-      output_slots_(std::move(output_slots)) {
+      output_slots_(std::move(output_slots)),
+      buckets_(std::move(buckets)) {
   pools_->pooled.resize(slot_storage_.size());
   variable_of_slot_.assign(slot_storage_.size(), -1);
   for (size_t i = 0; i < variable_slots_.size(); ++i)
@@ -277,7 +279,8 @@ std::vector<Array> Executable::run(std::span<const Array> args, std::vector<Arra
   // all_reduce steps run on the communicator's thread while the following steps compute
   // (runtime/collectives.h): a step that reads a slot still being summed waits for it first.
   Communicator* comm = communicator();
-  std::vector<std::pair<int, std::unique_ptr<PendingCollective>>> pending;
+  // (the slots each sum fills: one all_reduce's result, or a bucket's)
+  std::vector<std::pair<std::vector<int>, std::unique_ptr<PendingCollective>>> pending;
   // Per slot: a step reads it or the call returns it (only with several ranks).
   std::vector<char> read;
   if (comm && comm->size() > 1) {
@@ -291,7 +294,8 @@ std::vector<Array> Executable::run(std::span<const Array> args, std::vector<Arra
   }
   auto settle = [&](const std::vector<int>& read) {
     for (auto it = pending.begin(); it != pending.end();)
-      if (std::find(read.begin(), read.end(), it->first) != read.end()) {
+      if (std::find_first_of(read.begin(), read.end(), it->first.begin(), it->first.end()) !=
+          read.end()) {
         it->second->wait();
         it = pending.erase(it);
       } else {
@@ -306,6 +310,25 @@ std::vector<Array> Executable::run(std::span<const Array> args, std::vector<Arra
     ProfileScope step_scope(s.name, category_of(s.kind), s.flops, s.bytes);
     switch (s.kind) {
       case ExecutableStep::Kind::kOp: {
+        // A bucket's all_reduce: its result already lies in the bucket's region; the operand
+        // is there too unless it is packed (copied now). The last one sums the region.
+        if (s.op == OpKind::AllReduce && s.bucket >= 0 && comm && comm->size() > 1) {
+          Array& out = slots[size_t(s.output)];
+          const Array& in = slots[size_t(s.inputs[0])];
+          if (out.nbytes() > 0 && out.raw() != in.raw()) {
+            std::memcpy(out.raw(), in.raw(), out.nbytes());
+            add_collective_packed(int64_t(out.nbytes()));
+          }
+          if (s.starts_bucket) {
+            const CollectiveBucketLayout& b = buckets_[size_t(s.bucket)];
+            for (const auto& [offset, bytes] : b.padding) std::memset(base + offset, 0, bytes);
+            pending.emplace_back(
+                b.slots,
+                comm->start_all_reduce_sum(base + b.offset, int64_t(b.bytes / dtype_size(b.dtype)),
+                                           b.dtype, name_ + ": " + b.name));
+          }
+          break;
+        }
         // (Only when a step reads the sum or the call returns it: the memory plan keeps the
         // sum's arena bytes until its last reader, so nothing overwrites them meanwhile.)
         if (s.op == OpKind::AllReduce && comm && comm->size() > 1 && read[size_t(s.output)]) {
@@ -314,9 +337,10 @@ std::vector<Array> Executable::run(std::span<const Array> args, std::vector<Arra
           const Array& in = slots[size_t(s.inputs[0])];
           if (out.nbytes() > 0 && out.raw() != in.raw())
             std::memcpy(out.raw(), in.raw(), out.nbytes());
-          pending.emplace_back(s.output, comm->start_all_reduce_sum(
-                                             out.raw(), out.shape.num_elements(), out.dtype,
-                                             name_ + ": " + s.name + " " + s.type.to_string()));
+          pending.emplace_back(
+              std::vector<int>{s.output},
+              comm->start_all_reduce_sum(out.raw(), out.shape.num_elements(), out.dtype,
+                                         name_ + ": " + s.name + " " + s.type.to_string()));
           break;
         }
         std::vector<Array> in = gather(s.inputs);

@@ -12,6 +12,9 @@
 //                all_reduce, with a communicator of several ranks (runtime/collectives.h),
 //                starts its sum on the communication thread and the next steps run meanwhile;
 //                the first step that reads the sum (or the end of the call) waits for it;
+//                an all_reduce of a gradient bucket (CollectiveBucketLayout) copies its
+//                operand into the bucket's region only when the operand lives elsewhere
+//                (packed), and the bucket's last all_reduce starts one sum over the region;
 //   assign       stores a slot in a variable (assign_add / assign_sub add first);
 //   cond / while structured control flow over nested executables (a stacked while's stacks
 //                are the one kind of value whose shape is known only at run time).
@@ -89,6 +92,10 @@ struct ExecutableStep {
   // their per-iteration stacks, the trip count; runtime/while_stacks.h)
   std::vector<std::shared_ptr<const class Executable>> bodies;
   std::vector<int> outputs;
+  // kOp all_reduce: its bucket (an index into the executable's buckets; -1: summed alone) and
+  // whether it is the bucket's last all_reduce (it starts the bucket's sum).
+  int bucket = -1;
+  bool starts_bucket = false;
   bool stacked = false;
   int64_t stack_trips = -1;  // a stacked while whose stacks declare the trip count (else -1)
   // For the profiler (runtime/profiler.h): floating-point operations (contractions) and
@@ -96,16 +103,30 @@ struct ExecutableStep {
   double flops = 0, bytes = 0;
 };
 
+// A gradient bucket (passes/memory_plan.h, CollectiveBucket): the results of several
+// all_reduce steps next to each other in one region of the arena, summed by one collective
+// when its last all_reduce step runs; a step that reads any of them waits for that sum.
+struct CollectiveBucketLayout {
+  std::string name;  // "bucket 0 (3 gradients)" (errors, profiles)
+  DType dtype = DType::f32;
+  size_t offset = 0;       // arena offset of the region
+  size_t bytes = 0;        // the region (a multiple of the element size)
+  std::vector<int> slots;  // the all_reduce results in it
+  // [arena offset, bytes) in the region that belong to no result: zeroed before the sum.
+  std::vector<std::pair<size_t, size_t>> padding;
+};
+
 class Executable {
  public:
   Executable(std::string name, std::vector<SlotStorage> slots, size_t arena_bytes,
              std::vector<int> parameter_slots, std::vector<int> variable_slots,
              std::vector<std::pair<int, Array>> constants, std::vector<ExecutableStep> steps,
-             std::vector<int> output_slots);
+             std::vector<int> output_slots, std::vector<CollectiveBucketLayout> buckets = {});
   ~Executable();
 
   const std::string& name() const { return name_; }
   const std::vector<ExecutableStep>& steps() const { return steps_; }
+  const std::vector<CollectiveBucketLayout>& buckets() const { return buckets_; }
   // Bytes of one arena (planned values, kernel temporaries, contraction products).
   size_t arena_bytes() const { return arena_bytes_; }
   // What the arena pool really allocated so far: arenas and their bytes summed (one arena per
@@ -147,6 +168,7 @@ class Executable {
   std::vector<std::pair<int, Array>> constants_;
   std::vector<ExecutableStep> steps_;
   std::vector<int> output_slots_;
+  std::vector<CollectiveBucketLayout> buckets_;
 };
 
 // Calls a compiled kernel on its buffers across the thread arena; a kernel status is turned

@@ -35,6 +35,19 @@ std::optional<double> distributed_timeout() {
   return s;
 }
 
+std::optional<int64_t> bucket_bytes() {
+  const char* v = std::getenv("KILN_BUCKET_BYTES");
+  if (!v || !*v) return std::nullopt;
+  char* end = nullptr;
+  long long n = std::strtoll(v, &end, 10);
+  if (*end != '\0' || n < 0 || n > (int64_t(1) << 40))
+    throw Error(
+        fmt::format("KILN_BUCKET_BYTES=\"{}\" is not a number of bytes: set it to 0 (no "
+                    "buckets) or a positive integer such as 1048576, or unset it (default 1 MiB)",
+                    v));
+  return int64_t(n);
+}
+
 bool launched_by_mpi() {
   for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK"}) {
     const char* v = std::getenv(name);

@@ -2,6 +2,7 @@
 // Each has an API equivalent (e.g. set_num_threads for KILN_NUM_THREADS); see docs/debugging.md.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,6 +52,12 @@ std::optional<std::string> profile_path();
 // job is stopped (API: distributed::Options::timeout_seconds). nullopt when unset; kiln::Error
 // on a value that is not a positive number.
 std::optional<double> distributed_timeout();
+
+// KILN_BUCKET_BYTES=N: the most bytes of gradients one all_reduce sum covers in a compiled
+// step (gradient buckets, passes/memory_plan.h; API: codegen::set_bucket_bytes); 0: every
+// all_reduce sums alone. nullopt when unset (then 1 MiB); kiln::Error on a value that is not a
+// non-negative integer.
+std::optional<int64_t> bucket_bytes();
 
 // Whether an MPI launcher started this process: OMPI_COMM_WORLD_SIZE (Open MPI's mpirun),
 // PMIX_RANK or PMI_RANK is set.

@@ -5,7 +5,10 @@
 #  - kiln_core_tests:    threaded eager kernels (one vs several threads, parallel paths), the
 #                        profiler's per-thread numbering;
 #  - kiln_codegen_tests: the kernel object cache (8 threads, 4 processes on one cache
-#                        directory), whole graphs compiled and run (threaded JIT kernels);
+#                        directory), whole graphs compiled and run (threaded JIT kernels),
+#                        all_reduce sums and gradient buckets finishing on another thread
+#                        while the step computes (the MPI communication thread itself:
+#                        scripts/tsan_comm_thread.sh);
 #  - kiln_concurrency_tests (kiln_tests' files with concurrency tests, tests/CMakeLists.txt):
 #                        one compiled function called from several threads (including calls
 #                        that write variables), compiled executables on 1 and 2 threads, tapes
@@ -26,6 +29,6 @@ run() {
   "build-tsan/tests/$binary" --gtest_filter="$filter" "$@"
 }
 run kiln_core_tests '*Thread*:*Parallel*' "$@"
-run kiln_codegen_tests 'ObjectCache.*:CompileGraph.*:InPlaceUpdate.*' "$@"
+run kiln_codegen_tests 'ObjectCache.*:CompileGraph.*:InPlaceUpdate.*:CollectiveOverlap.*' "$@"
 run kiln_concurrency_tests 'CompiledFunction.*:CompiledExecutable.*:*Thread*:*Parallel*' "$@"
 echo "== tsan: no data race reported"

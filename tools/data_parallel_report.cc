@@ -23,11 +23,12 @@ void report_data_parallel(std::vector<double> steps, int64_t batch_size) {
   std::cout << fmt::format(
       "data parallel: {} rank(s) x {} thread(s), global batch {}: median step {:.3f} ms; "
       "all-reduced {:.0f} bytes per step in {} sums, {:.3f} ms per step, {:.0f}% hidden behind "
-      "the step\n",
+      "the step; {:.0f} bytes per step copied into buckets (packed)\n",
       distributed::size(), num_threads(), batch_size, median * 1e3,
       n ? double(c.bytes) / double(n) : 0.0, n ? c.calls / int64_t(n) : 0,
       n ? c.seconds / double(n) * 1e3 : 0.0,
-      c.seconds > 0 ? 100.0 * std::max(0.0, 1 - c.waited / c.seconds) : 0.0);
+      c.seconds > 0 ? 100.0 * std::max(0.0, 1 - c.waited / c.seconds) : 0.0,
+      n ? double(c.packed) / double(n) : 0.0);
 }
 
 }  // namespace kiln::tools

@@ -115,7 +115,8 @@ TrainRun fit_and_evaluate(ModelImpl& model, const std::string& mode, const Tenso
     run.final_loss = it->second.back();
   if (mode != "eager")
     run.compile_seconds = train_step_compile_seconds(model, x, y, options.batch_size);
-  Logs result = model.evaluate(x_test, y_test, {.batch_size = 256, .verbose = 0});
+  Logs result = model.evaluate(
+      x_test, y_test, {.batch_size = 256, .verbose = 0, .data_parallel = options.data_parallel});
   run.test_loss = result["loss"];
   run.test_accuracy = result["accuracy"];
   return run;

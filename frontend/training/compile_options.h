@@ -179,6 +179,12 @@ struct EvaluateOptions {
   std::vector<CallbackPtr> callbacks{};
   Arrays sample_weight{};
   int64_t steps = -1;  // Dataset input only: batches to evaluate (-1: one whole pass)
+  // Sharded across the ranks of kiln::distributed (docs/distributed.md): every rank takes its
+  // rows of each batch, the losses are summed with the ranks' shares and the predictions
+  // gathered, so the results are those of the whole data, bitwise equal on every rank. The
+  // ranks must hold the same weights (as after fit with data_parallel, which evaluates its
+  // validation data this way). A world of one evaluates as without it.
+  bool data_parallel = false;
 };
 
 struct PredictOptions {

@@ -126,7 +126,7 @@ void DataParallel::start(const ModelSteps::Args& global, const ModelSteps::Args&
   }
 }
 
-ModelImpl::StepResult DataParallel::run(const ModelSteps::Args& global) {
+ModelImpl::StepResult DataParallel::run(const ModelSteps::Args& global, bool training) {
   const int64_t batch = rows_of(global);
   const distributed::Shard shard =
       distributed::shard_of(batch, distributed::rank(), distributed::size());
@@ -134,13 +134,13 @@ ModelImpl::StepResult DataParallel::run(const ModelSteps::Args& global) {
   // run on every rank).
   const int64_t b = shard.rows() > 0 ? shard.begin : 0, e = shard.rows() > 0 ? shard.end : 1;
   ModelSteps::Args local{take(global.xs, b, e), take(global.ys, b, e), take(global.sws, b, e)};
-  if (!started_) {
+  if (training && !started_) {
     start(global, local);
     started_ = true;
   }
   const double share = double(shard.rows()) / double(batch);
-  steps_.gradient_scale.assign(scalar(share, DType::f64));
-  ModelImpl::StepResult r = steps_.run(/*training=*/true, local, /*data_parallel=*/true);
+  if (training) steps_.gradient_scale.assign(scalar(share, DType::f64));
+  ModelImpl::StepResult r = steps_.run(training, local, /*data_parallel=*/training);
 
   // The global batch's losses: the ranks' losses weighted by their shares, summed.
   std::vector<double> losses{r.loss.item<double>() * share};

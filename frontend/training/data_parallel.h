@@ -25,9 +25,11 @@ class DataParallel {
   // Joins kiln::distributed (distributed::initialize). `run_description` names what every rank
   // must agree on besides the model and the data (epochs, batches per epoch).
   DataParallel(ModelImpl& model, ModelSteps& steps, std::string run_description);
-  // One training step on this rank's share of the global batch `global`; the results are
-  // those of the global batch.
-  ModelImpl::StepResult run(const ModelSteps::Args& global);
+  // One training step (or, with !training, one test step: evaluate(data_parallel)) on this
+  // rank's share of the global batch `global`; the results are those of the global batch. A
+  // test step neither checks the ranks nor broadcasts weights: the ranks must hold the same
+  // weights already (as after a data-parallel fit).
+  ModelImpl::StepResult run(const ModelSteps::Args& global, bool training = true);
 
  private:
   void start(const ModelSteps::Args& global, const ModelSteps::Args& local);

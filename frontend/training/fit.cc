@@ -70,7 +70,7 @@ struct CallbackList {
 };
 
 // One pass of `next`: steps, losses and metrics; `on_batch_begin/end(b, logs)` around each.
-// `parallel` (training only): the data-parallel step on this rank's share of each batch.
+// `parallel`: the data-parallel step (train or test) on this rank's share of each batch.
 template <typename Begin, typename End>
 Logs run_batches(ModelSteps& s, bool training, const NextBatch& next, Begin&& on_begin,
                  End&& on_end, DataParallel* parallel = nullptr) {
@@ -80,7 +80,7 @@ Logs run_batches(ModelSteps& s, bool training, const NextBatch& next, Begin&& on
     std::optional<ModelSteps::Args> a = next();
     if (!a) break;
     on_begin(b, logs);
-    ModelImpl::StepResult r = parallel ? parallel->run(*a) : s.run(training, *a);
+    ModelImpl::StepResult r = parallel ? parallel->run(*a, training) : s.run(training, *a);
     OutputObjectives& objectives = s.objectives(r.y_pred.size());
     if (b == 0) objectives.reset_metrics();  // (resolved by the first step)
     losses.add(r, double(r.y_pred[0].shape()[0]));
@@ -211,13 +211,18 @@ std::shared_ptr<History> fit_loop(ModelImpl& model, ModelSteps& s, const BatchSo
 
 Logs evaluate_loop(ModelImpl& model, ModelSteps& s, const BatchSource& batches,
                    const EvaluateOptions& o) {
-  CallbackList cbs(&model, o.callbacks, o.verbose, {{"steps", batches.steps}});
+  std::optional<DataParallel> parallel;
+  if (o.data_parallel) parallel.emplace(model, s, "evaluate");
+  // Data parallel: rank 0 alone shows progress (every rank sees the same logs).
+  const int verbose = !o.data_parallel || distributed::is_output_rank() ? o.verbose : 0;
+  CallbackList cbs(&model, o.callbacks, verbose, {{"steps", batches.steps}});
   Logs logs;
   cbs.each([&](Callback& cb) { cb.on_test_begin(logs); });
   logs = run_batches(
       s, false, batches.epoch(0),
       [&](int b, const Logs& l) { cbs.each([&](Callback& cb) { cb.on_test_batch_begin(b, l); }); },
-      [&](int b, const Logs& l) { cbs.each([&](Callback& cb) { cb.on_test_batch_end(b, l); }); });
+      [&](int b, const Logs& l) { cbs.each([&](Callback& cb) { cb.on_test_batch_end(b, l); }); },
+      parallel ? &*parallel : nullptr);
   cbs.each([&](Callback& cb) { cb.on_test_end(logs); });
   return logs;
 }
@@ -251,15 +256,22 @@ std::function<Logs()> validation(ModelImpl& model, ModelSteps& s,
   if (val->dataset) {
     auto ds = val->dataset;
     const int64_t steps = o.validation_steps;
-    return [&model, ds, steps] { return model.evaluate(*ds, {.verbose = 0, .steps = steps}); };
+    const bool parallel = o.data_parallel;
+    return [&model, ds, steps, parallel] {
+      return model.evaluate(*ds, {.verbose = 0, .steps = steps, .data_parallel = parallel});
+    };
   }
   // Checked now, not after the first epoch.
   ArrayData(s, val->x, val->y, val->sample_weight, {}, "fit (validation data)");
   ValidationData v = *val;
   const int64_t batch_size = o.batch_size;
-  return [&model, v, batch_size] {
-    return model.evaluate(
-        v.x, v.y, {.batch_size = batch_size, .verbose = 0, .sample_weight = v.sample_weight});
+  const bool parallel = o.data_parallel;
+  return [&model, v, batch_size, parallel] {
+    return model.evaluate(v.x, v.y,
+                          {.batch_size = batch_size,
+                           .verbose = 0,
+                           .sample_weight = v.sample_weight,
+                           .data_parallel = parallel});
   };
 }
 

@@ -11,6 +11,9 @@
 //   S * lr * 2 B u * max|gradient term| plus the same error carried through later steps; we
 //   allow S * 4 B u * (1 + max|w|), u the unit roundoff of the dtype.
 // - The weights and the logs are bitwise equal on every rank.
+// - Compiled, the gradients are summed in buckets (one sum per step for this small model) that
+//   the gradients are computed in: no packing copy; summing them alone instead gives the same
+//   bits (every element is added in the same rank order either way).
 // - Only rank 0 writes the CSV log and the checkpoints.
 // - A rank with another model or other data is named at the start (kiln::Error on every rank).
 #include <fmt/format.h>
@@ -22,7 +25,9 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <optional>
 
+#include "kiln/codegen/compile_graph.h"
 #include "kiln/kiln.h"
 #include "kiln/runtime/collectives.h"
 
@@ -71,7 +76,9 @@ struct Run {
   std::vector<double> losses, accuracies;  // per epoch
 };
 
-Run train(DType dtype, bool eager, bool data_parallel, std::vector<CallbackPtr> callbacks = {}) {
+Run train(DType dtype, bool eager, bool data_parallel, std::vector<CallbackPtr> callbacks = {},
+          std::optional<size_t> bucket_bytes = std::nullopt) {
+  codegen::set_bucket_bytes(bucket_bytes);
   Data d = make_data();
   Sequential m = make_model(dtype, eager);
   auto h = m->fit(d.x, d.y,
@@ -82,6 +89,7 @@ Run train(DType dtype, bool eager, bool data_parallel, std::vector<CallbackPtr> 
                    .shuffle = true,
                    .seed = 7,
                    .data_parallel = data_parallel});
+  codegen::set_bucket_bytes(std::nullopt);
   return {flat_weights(m), h->history.at("loss"), h->history.at("accuracy")};
 }
 
@@ -97,10 +105,12 @@ void expect_equal_to_one_process(DType dtype, bool eager) {
   Run one = train(dtype, eager, false);
   runtime::reset_collective_stats();
   Run parallel = train(dtype, eager, true);
-  // Every step summed every gradient (a kernel and a bias per layer) across the ranks.
+  // Every step summed every gradient (a kernel and a bias per layer) across the ranks: eager
+  // one by one, compiled in one bucket (the four gradients: 240 B at most) computed in place.
   const int steps = kEpochs * int((kExamples + kBatch - 1) / kBatch);
   if (distributed::size() > 1) {
-    EXPECT_EQ(runtime::collective_stats().calls, steps * 4);
+    EXPECT_EQ(runtime::collective_stats().calls, steps * (eager ? 4 : 1));
+    EXPECT_EQ(runtime::collective_stats().packed, 0) << "a gradient was copied into its bucket";
   }
   ASSERT_EQ(one.weights.size(), parallel.weights.size());
   const double u = dtype == DType::f64 ? std::ldexp(1.0, -53) : std::ldexp(1.0, -24);
@@ -144,6 +154,41 @@ TEST_F(DataParallel, EagerFloat64EqualsOneProcess) {
 }
 TEST_F(DataParallel, EagerFloat32EqualsOneProcess) {
   expect_equal_to_one_process(DType::f32, true);
+}
+
+// Buckets change where the sums run, not what they add: each element is summed in rank order.
+TEST_F(DataParallel, BucketsGiveTheBitsOfSummingEachGradientAlone) {
+  runtime::reset_collective_stats();
+  kiln::Run alone = train(DType::f32, false, true, {}, /*bucket_bytes=*/0);
+  const int64_t calls_alone = runtime::collective_stats().calls;
+  runtime::reset_collective_stats();
+  kiln::Run bucketed = train(DType::f32, false, true);
+  if (distributed::size() > 1) {
+    EXPECT_EQ(calls_alone, 4 * runtime::collective_stats().calls);
+  }
+  EXPECT_TRUE(alone.weights == bucketed.weights);
+  EXPECT_TRUE(alone.losses == bucketed.losses);
+}
+
+// evaluate(data_parallel): each rank evaluates its rows of every batch (uneven shards; with 3
+// ranks a last batch of 2 rows where one rank has none); the results are those of evaluating
+// everything on one process up to the order of the sums (float64: 4 B u of the loss), and
+// bitwise equal on every rank.
+TEST_F(DataParallel, ShardedEvaluateEqualsOneProcess) {
+  for (bool eager : {false, true}) {
+    Data d = make_data();
+    Sequential m = make_model(DType::f64, eager);
+    m->fit(d.x, d.y, {.batch_size = kBatch, .epochs = 1, .verbose = 0, .data_parallel = true});
+    Logs one = m->evaluate(d.x, d.y, {.batch_size = kBatch, .verbose = 0});
+    Logs sharded =
+        m->evaluate(d.x, d.y, {.batch_size = kBatch, .verbose = 0, .data_parallel = true});
+    const double u = std::ldexp(1.0, -53);
+    EXPECT_NEAR(sharded.at("loss"), one.at("loss"), 4.0 * kBatch * u * (1 + one.at("loss")))
+        << (eager ? "eager" : "compiled");
+    EXPECT_EQ(sharded.at("accuracy"), one.at("accuracy"));
+    expect_same_on_every_rank({sharded.at("loss"), sharded.at("accuracy")},
+                              "the sharded evaluation");
+  }
 }
 
 TEST_F(DataParallel, OnlyRankZeroWritesFiles) {

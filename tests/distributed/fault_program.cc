@@ -4,7 +4,11 @@
 //                                 rank 0 gives up after KILN_DISTRIBUTED_TIMEOUT seconds with a
 //                                 message naming the collective, and stops the job (MPI_Abort);
 //   kiln_distributed_fault die    the last rank exits at the third step: the job stops (the
-//                                 launcher sees a rank exit without MPI_Finalize).
+//                                 launcher sees a rank exit without MPI_Finalize);
+//   kiln_distributed_fault buckets  the last rank compiles its step with another gradient
+//                                 bucket size (each gradient summed alone): at the first step
+//                                 every rank throws a kiln::Error naming rank 0's sum and the
+//                                 last rank's (the start-up check cannot see the bucket size).
 #include <unistd.h>
 
 #include <cstdio>
@@ -12,6 +16,7 @@
 #include <iostream>
 #include <string>
 
+#include "kiln/codegen/compile_graph.h"
 #include "kiln/kiln.h"
 
 namespace {
@@ -36,12 +41,15 @@ class Fault : public kiln::Callback {
 
 int main(int argc, char** argv) {
   using namespace kiln;
-  if (argc != 2 || (std::strcmp(argv[1], "hang") != 0 && std::strcmp(argv[1], "die") != 0)) {
-    std::cerr << "usage: kiln_distributed_fault hang|die\n";
+  const std::string kind = argc == 2 ? argv[1] : "";
+  if (kind != "hang" && kind != "die" && kind != "buckets") {
+    std::cerr << "usage: kiln_distributed_fault hang|die|buckets\n";
     return 2;
   }
   try {
     distributed::initialize();
+    if (kind == "buckets" && distributed::rank() == distributed::size() - 1)
+      codegen::set_bucket_bytes(0);
     set_random_seed(1);
     Sequential m({Dense(4, {.activation = "relu"}), Dense(2)}, Shape{3});
     m->compile({.optimizer = "sgd", .loss = losses::sparse_categorical_crossentropy(true)});
@@ -51,7 +59,7 @@ int main(int argc, char** argv) {
            {.batch_size = 8,
             .epochs = 1,
             .verbose = 0,
-            .callbacks = {std::make_shared<Fault>(argv[1])},
+            .callbacks = {std::make_shared<Fault>(kind)},
             .data_parallel = true});
   } catch (const Error& e) {
     std::cerr << "kiln: error: " << e.what() << "\n";

@@ -1,6 +1,7 @@
 // Memory planning: in-place reuse on elementwise chains, values alive together, what stays
-// outside the arena, the unknown-shape error, a brute-force overlap check on random graphs and
-// the arena against its lower bound on an MLP training step.
+// outside the arena, the unknown-shape error, a brute-force overlap check on random graphs,
+// the arena against its lower bound on an MLP training step, and gradient buckets (regions of
+// all_reduce results, their direct and packed members).
 #include "kiln/passes/memory_plan.h"
 
 #include <fmt/format.h>
@@ -79,11 +80,44 @@ void check_plan(const ir::Graph& g, const MemoryPlan& plan) {
       if (!in_time || !in_memory) continue;
       bool in_place = (b.in_place_of == a.value && a.last_step == b.first_step) ||
                       (a.in_place_of == b.value && b.last_step == a.first_step);
-      EXPECT_TRUE(in_place) << name(a) << " [" << a.first_step << ", " << a.last_step << "] @ "
-                            << a.offset << " and " << name(b) << " [" << b.first_step << ", "
-                            << b.last_step << "] @ " << b.offset << " overlap";
+      // A direct bucket member: the all_reduce's operand and result share their bytes.
+      const auto* pa = a.value->producer();
+      const auto* pb = b.value->producer();
+      bool bucket_member = a.bucket >= 0 && a.bucket == b.bucket && a.offset == b.offset &&
+                           ((pb && pb->is_op(OpKind::AllReduce) && pb->input(0) == a.value) ||
+                            (pa && pa->is_op(OpKind::AllReduce) && pa->input(0) == b.value));
+      EXPECT_TRUE(in_place || bucket_member)
+          << name(a) << " [" << a.first_step << ", " << a.last_step << "] @ " << a.offset << " and "
+          << name(b) << " [" << b.first_step << ", " << b.last_step << "] @ " << b.offset
+          << " overlap";
     }
   EXPECT_GE(plan.arena_bytes, plan.lower_bound_bytes);
+  // Buckets: the members lie in their region in all_reduce order, each aligned, and no arena
+  // value outside the bucket shares the region's bytes while the region lives.
+  for (size_t k = 0; k < plan.buckets.size(); ++k) {
+    const CollectiveBucket& b = plan.buckets[k];
+    EXPECT_EQ(b.offset % plan.alignment, 0u);
+    EXPECT_LE(b.offset + b.bytes, plan.arena_bytes);
+    size_t expected = 0;
+    for (const BucketMember& m : b.members) {
+      EXPECT_EQ(m.offset, expected) << "bucket " << k << ": members are not contiguous";
+      expected += (m.size + plan.alignment - 1) / plan.alignment * plan.alignment;
+      EXPECT_EQ(plan.of(m.sum).offset, b.offset + m.offset);
+      EXPECT_EQ(plan.of(m.sum).bucket, int(k));
+      if (m.packed.empty()) {
+        EXPECT_EQ(plan.of(m.gradient).offset, b.offset + m.offset);
+        EXPECT_GE(plan.of(m.gradient).first_step, b.first_step);
+      }
+      EXPECT_LE(plan.of(m.sum).last_step, b.last_step);
+    }
+    EXPECT_EQ(b.bytes, expected);
+    for (const ValuePlan& p : plan.values) {
+      if (!p.in_arena() || p.size == 0 || p.bucket == int(k)) continue;
+      bool in_time = p.first_step <= b.last_step && b.first_step <= p.last_step;
+      bool in_memory = p.offset < b.offset + b.bytes && b.offset < p.offset + p.size;
+      EXPECT_FALSE(in_time && in_memory) << name(p) << " overlaps bucket " << k;
+    }
+  }
 }
 
 TEST(MemoryPlanTest, ElementwiseChainRunsInOneBuffer) {
@@ -256,7 +290,9 @@ TEST(MemoryPlanTest, NoOverlapOnRandomGraphs) {
 
 // A traced-style MLP training step: dense + relu layers of `widths` (input first, classes
 // last), softmax cross-entropy, backward, SGD updates (assign_sub) of every kernel and bias.
-std::unique_ptr<ir::Graph> mlp_training_step(int64_t batch, const std::vector<int64_t>& widths) {
+// With `all_reduce`, every gradient is summed over the ranks first (the data-parallel step).
+std::unique_ptr<ir::Graph> mlp_training_step(int64_t batch, const std::vector<int64_t>& widths,
+                                             bool all_reduce = false) {
   auto g = std::make_unique<ir::Graph>("mlp_step");
   auto mm = [&](ir::Value* a, ir::Value* b, bool ta, bool tb) {
     return op(*g, OpKind::MatMul, {a, b}, {{"transpose_a", ta}, {"transpose_b", tb}});
@@ -297,6 +333,8 @@ std::unique_ptr<ir::Graph> mlp_training_step(int64_t batch, const std::vector<in
     ir::Value* mask = op(*g, OpKind::Greater, {pre[l - 1], splat(*g, {}, 0.0f)});
     d = op(*g, OpKind::Select, {mask, da, splat(*g, {}, 0.0f)});
   }
+  if (all_reduce)
+    for (auto& [v, grad] : grads) grad = op(*g, OpKind::AllReduce, {grad});
   // SGD
   ir::Value* lr = splat(*g, {}, 0.01f);
   for (auto [v, grad] : grads)
@@ -333,6 +371,102 @@ TEST(MemoryPlanTest, MlpTrainingStepsAreCloseToTheLowerBound) {
     EXPECT_GT(plan.in_place_values(), 0);
     EXPECT_LT(plan.arena_bytes, plain.arena_bytes);
   }
+}
+
+// Gradient buckets on a data-parallel MLP step: every gradient is an arena result whose one
+// use is its all_reduce, so every bucket is direct (no packing copy), with and without in-place
+// reuse; the buckets follow the all_reduce order and the byte cap.
+TEST(MemoryPlanTest, DataParallelMlpGradientsAreComputedInTheirBuckets) {
+  auto g = mlp_training_step(64, {784, 512, 256, 10}, /*all_reduce=*/true);
+  for (bool in_place : {true, false}) {
+    MemoryPlanOptions options;
+    options.in_place = in_place;
+    options.bucket_bytes = 1 << 20;
+    MemoryPlan plan = plan_memory(*g, options);
+    check_plan(*g, plan);
+    std::printf("[ buckets ] %s\n", plan.to_string().c_str());
+    std::vector<const ir::Value*> all_reduces;
+    for (const auto& n : g->nodes())
+      if (n->is_op(OpKind::AllReduce)) all_reduces.push_back(n->output());
+    // In all_reduce order (last layer first): [kernel 2, bias 2, kernel 1, bias 1] (523 KiB),
+    // [kernel 0] (1568 KiB: over the cap, alone), [bias 0].
+    std::vector<const ir::Value*> in_buckets;
+    for (const CollectiveBucket& b : plan.buckets) {
+      EXPECT_TRUE(b.direct()) << plan.to_table(*g);
+      EXPECT_TRUE(b.members.size() == 1 || b.bytes <= options.bucket_bytes);
+      for (const BucketMember& m : b.members) in_buckets.push_back(m.sum);
+    }
+    EXPECT_EQ(in_buckets.size(), all_reduces.size());
+    EXPECT_EQ(in_buckets, all_reduces) << "buckets keep the all_reduce order";
+    EXPECT_EQ(plan.buckets.size(), 3u) << plan.to_table(*g);
+  }
+  MemoryPlanOptions none;
+  none.bucket_bytes = 0;
+  EXPECT_TRUE(plan_memory(*g, none).buckets.empty());
+}
+
+// Which members are packed, and why; the cap and the dtype end a bucket; the dump names each
+// bucket's region and path.
+TEST(MemoryPlanTest, GradientBucketsPackOnlyWhatCannotBeComputedInPlace) {
+  auto g = ir::parse_graph(
+      R"(graph @step(%x: f32[5,6], %y: f32[7], %p: f32[3], %d: f64[2]) -> (f32[5,6], f32[7], f32[3], f32[7], f64[2]) {
+  %g1 = tanh(%x) : f32[5,6]
+  %s1 = all_reduce(%g1) : f32[5,6]
+  %g2 = exp(%y) : f32[7]
+  %s2 = all_reduce(%g2) : f32[7]
+  %s3 = all_reduce(%p) : f32[3]
+  %g4 = neg(%y) : f32[7]
+  %s4 = all_reduce(%g4) : f32[7]
+  %e4 = exp(%g4) : f32[7]
+  %gd = neg(%d) : f64[2]
+  %sd = all_reduce(%gd) : f64[2]
+  %u1 = mul(%s1, %s1) : f32[5,6]
+  %u2 = neg(%s2) : f32[7]
+  %u3 = neg(%s3) : f32[3]
+  %u4 = add(%s4, %e4) : f32[7]
+  %ud = neg(%sd) : f64[2]
+  return %u1, %u2, %u3, %u4, %ud
+})",
+      "buckets.kir");
+  ir::verify_graph(*g);
+  // (node positions: g1 0, s1 1, g2 2, s2 3, s3 4, g4 5, s4 6)
+  auto value = [&](size_t node) {
+    return static_cast<const ir::Value*>(g->nodes()[node]->output());
+  };
+  MemoryPlanOptions options;
+  options.bucket_bytes = 1 << 20;
+  MemoryPlan plan = plan_memory(*g, options);
+  check_plan(*g, plan);
+  const std::string table = plan.to_table(*g);
+  ASSERT_EQ(plan.buckets.size(), 2u) << table;  // f32 (4 members), then f64
+  const CollectiveBucket& b = plan.buckets[0];
+  ASSERT_EQ(b.members.size(), 4u) << table;
+  EXPECT_EQ(b.members[0].packed, "");
+  EXPECT_EQ(b.members[1].packed, "");
+  EXPECT_EQ(b.members[2].packed, "parameter");
+  EXPECT_EQ(b.members[3].packed, "read by another node");
+  EXPECT_FALSE(b.direct());
+  EXPECT_TRUE(plan.buckets[1].direct());
+  EXPECT_EQ(plan.buckets[1].dtype, DType::f64);
+  // 120 B, 28 B, 12 B, 28 B at offsets 0, 128, 192, 256: 320 B with 132 B of padding.
+  EXPECT_EQ(b.bytes, 320u);
+  EXPECT_EQ(b.padding(), 132u);
+  EXPECT_EQ(plan.of(value(0)).offset, plan.of(value(1)).offset);
+  EXPECT_EQ(plan.of(value(3)).offset, b.offset + 128);
+  EXPECT_NE(plan.of(value(5)).bucket, 0) << "read by exp too: not summed where computed";
+  EXPECT_THAT(table, HasSubstr("2 gradient bucket(s) (1 direct, 1 packed)"));
+  EXPECT_THAT(table, HasSubstr(fmt::format("bucket 0 f32 @ {} 320 B (padding 132 B)", b.offset)));
+  EXPECT_THAT(table, HasSubstr("packed (parameter) from %2"));
+  EXPECT_THAT(table, HasSubstr(", direct:"));
+
+  // A cap of 192 B: s1 + s2 fill the first bucket, s3 + s4 the next.
+  options.bucket_bytes = 192;
+  MemoryPlan small = plan_memory(*g, options);
+  check_plan(*g, small);
+  ASSERT_EQ(small.buckets.size(), 3u) << small.to_table(*g);
+  EXPECT_EQ(small.buckets[0].members.size(), 2u);
+  EXPECT_EQ(small.buckets[1].members.size(), 2u);
+  EXPECT_TRUE(small.buckets[0].direct());
 }
 
 }  // namespace
