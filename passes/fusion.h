@@ -12,8 +12,8 @@
 //   other       everything else (transpose, gather, avg-pool, random, assignments, cond, ...)
 //               never joins a group; constants are copied into the bodies that use them when
 //               splat or at most 16 elements (else they are operands) and stay outside.
-// Cheap = a loop op without kTranscendental or kWindow. Expensive = everything else that can be fused
-// (exp, log, tanh, ..., reductions, softmax family, contractions).
+// Cheap = a loop op without kTranscendental or kWindow. Expensive = everything else that can be
+// fused (exp, log, tanh, ..., reductions, softmax family, contractions).
 //
 // Rules. Nodes are visited consumers first (reverse program order); a node's consumer groups
 // are the groups holding its users:
