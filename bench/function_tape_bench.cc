@@ -10,7 +10,6 @@
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
-
 #include "bench/bench_util.h"
 #include "kiln/kiln.h"
 
