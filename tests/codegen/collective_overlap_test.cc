@@ -53,6 +53,19 @@ class SlowThreeRanks : public runtime::Communicator {
   std::vector<int64_t> counts;  // of each started sum
 };
 
+// Float arguments for every parameter of `g`: element i is ((i % period) - period / 2) / 16,
+// small exact values of both signs.
+std::vector<Array> patterned_arguments(const ir::Graph& g, int64_t period) {
+  std::vector<Array> args;
+  for (const auto& p : g.parameters()) {
+    Array a = Array::empty(p->type());
+    for (int64_t i = 0; i < a.size(); ++i)
+      a.data<float>()[i] = float((i % period) - period / 2) / 16.0f;
+    args.push_back(a);
+  }
+  return args;
+}
+
 TEST(CollectiveOverlap, CompiledSumsEqualTheReference) {
   testing::ScopedCacheDir cache;
   auto g =
@@ -66,12 +79,7 @@ TEST(CollectiveOverlap, CompiledSumsEqualTheReference) {
   return %e, %u
 })",
                       "overlap.kir");
-  std::vector<Array> args;
-  for (const auto& p : g->parameters()) {
-    Array a = Array::empty(p->type());
-    for (int64_t i = 0; i < a.size(); ++i) a.data<float>()[i] = float((i % 13) - 6) / 16.0f;
-    args.push_back(a);
-  }
+  std::vector<Array> args = patterned_arguments(*g, 13);
   auto comm = std::make_shared<SlowThreeRanks>();
   runtime::set_communicator(comm);
   runtime::reset_collective_stats();
@@ -124,12 +132,7 @@ TEST(CollectiveOverlap, ABucketIsSummedInPlaceWithoutPacking) {
     std::string source = text;
     source.replace(source.find("%GB"), 3, gb_read_twice ? "%gb" : "%nb");
     auto g = ir::parse_graph(source, "bucket.kir");
-    std::vector<Array> args;
-    for (const auto& p : g->parameters()) {
-      Array a = Array::empty(p->type());
-      for (int64_t i = 0; i < a.size(); ++i) a.data<float>()[i] = float((i % 11) - 5) / 16.0f;
-      args.push_back(a);
-    }
+    std::vector<Array> args = patterned_arguments(*g, 11);
     auto comm = std::make_shared<SlowThreeRanks>();
     runtime::set_communicator(comm);
     testing::RunResult want = testing::run_reference(*g, args, {});
