@@ -158,6 +158,9 @@ def test_sequential_functional_and_summary(capsys):
 
 
 def test_errors_are_kiln_errors_with_the_cpp_message():
+    # Activations and initializers go by name: a Python callable is refused, saying so.
+    with pytest.raises(TypeError, match="'activation' is a Python callable"):
+        keras.layers.Dense(4, activation=lambda x: x)
     with pytest.raises(TypeError, match="unexpected keyword"):
         layers.Dense(3, activaton="relu")
     with pytest.raises(kiln.Error, match="units"):

@@ -75,6 +75,13 @@ def _make_builtin(class_name):
         if "input_dim" in kwargs:
             input_shape = (kwargs.pop("input_dim"),)
         config.update(kwargs)
+        for k, v in config.items():
+            if callable(v) and not isinstance(v, (_kiln._Layer, type)):
+                raise TypeError(
+                    f"{class_name}(): argument {k!r} is a Python callable; kiln's built-in "
+                    f"layers take activations, initializers and regularizers by name (e.g. "
+                    f"activation=\"relu\", kernel_initializer=\"glorot_uniform\"); for your own "
+                    f"function write a Python layer (subclass kiln.keras.layers.Layer)")
         layer = _kiln._layer_from_config(
             class_name, {k: _config_value(v) for k, v in config.items()})
         known = set(layer._base_get_config()) | _ALWAYS_ACCEPTED
