@@ -184,7 +184,8 @@ class GraphCompiler {
     ArenaLayout layout;
     passes::MemoryPlanOptions options;
     options.in_place = false;
-    options.unknown_parameters = true;  // a sub-graph's parameters may receive stacks
+    options.unknown_parameters = true;            // a sub-graph's parameters may receive stacks
+    options.control_flow_results_outside = true;  // see the kCond / kWhile steps below
     options.bucket_bytes = bucket_bytes();
     layout.plan = passes::plan_memory(g_, options);
     const passes::MemoryPlan& plan = layout.plan;
@@ -324,6 +325,10 @@ class GraphCompiler {
         s.stacked = n.while_stacked();
         if (s.stacked && n.output(n.while_loop_variables())->shape()[0] >= 0)
           s.stack_trips = n.output(n.while_loop_variables())->shape()[0];
+        if (s.stacked)  // a stack no step reads (a gradient loop's, say) is not built
+          for (size_t i = 0; i < n.while_loop_variables(); ++i)
+            s.stacks_kept.push_back(last_reader_.count(n.output(n.while_loop_variables() + i)) !=
+                                    0);
         s.inputs = input_slots(n);
         if (out != nullptr)
           for (const auto& sub : n.subgraphs())

@@ -242,7 +242,11 @@ MemoryPlan plan_memory(const ir::Graph& g, const MemoryPlanOptions& options) {
     ValuePlan p;
     p.value = v;
     p.kind = kind;
-    p.size = sized ? size_t(v->shape().num_elements()) * dtype_size(v->dtype()) : 0;
+    const ir::Node* producer = v->producer();
+    const bool outside =
+        options.control_flow_results_outside && producer != nullptr &&
+        (producer->kind() == ir::NodeKind::kCond || producer->kind() == ir::NodeKind::kWhile);
+    p.size = sized && !outside ? size_t(v->shape().num_elements()) * dtype_size(v->dtype()) : 0;
     p.first_step = step;
     p.last_step = step;
     plan.index_.emplace(v, plan.values.size());

@@ -71,6 +71,9 @@ struct MemoryPlanOptions {
   // Accept parameters of unknown shape (planned with no bytes): the sub-graphs of a while that
   // receive a stacked while's stacks (codegen sets it; a stack's length is the trip count).
   bool unknown_parameters = false;
+  // Plan the results of cond and while nodes with no bytes: the executable keeps them
+  // outside the arena (its nested executables make them; codegen sets it).
+  bool control_flow_results_outside = false;
 };
 
 // Where a value lives.

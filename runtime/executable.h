@@ -98,6 +98,8 @@ struct ExecutableStep {
   bool starts_bucket = false;
   bool stacked = false;
   int64_t stack_trips = -1;  // a stacked while whose stacks declare the trip count (else -1)
+  std::vector<bool>
+      stacks_kept;  // a stacked while: per loop variable, does anything read its stack
   // For the profiler (runtime/profiler.h): floating-point operations (contractions) and
   // bytes read + written (kernels, ops, contractions); 0 when unknown. Set by the Executable.
   double flops = 0, bytes = 0;

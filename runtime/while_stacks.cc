@@ -8,7 +8,8 @@ namespace kiln::runtime {
 
 void WhileStacks::push(std::span<const Array> state) {
   KILN_ASSERT(state.size() >= rows_.size(), "WhileStacks::push: fewer arrays than loop variables");
-  for (size_t i = 0; i < rows_.size(); ++i) rows_[i].push_back(state[i]);
+  for (size_t i = 0; i < rows_.size(); ++i)
+    if (kept_[i]) rows_[i].push_back(state[i]);
   ++trips_;
 }
 
@@ -19,7 +20,7 @@ std::vector<Array> WhileStacks::finish(std::span<const Array> initial) const {
   out.reserve(rows_.size() + 1);
   for (size_t i = 0; i < rows_.size(); ++i) {
     const Array& first = initial[i];
-    Shape shape{trips_};
+    Shape shape{kept_[i] ? trips_ : 0};
     for (int64_t d : first.shape) shape.push_back(d);
     Array stack = Array::empty(first.dtype, shape);
     const size_t row_bytes = first.nbytes();

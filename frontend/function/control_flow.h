@@ -2,6 +2,7 @@
 //   kiln::cond(pred, true_fn, false_fn)        pred: a bool scalar tensor
 //   kiln::while_loop(cond_fn, body_fn, vars)   cond_fn(vars) -> bool scalar, body_fn(vars) -> vars
 //   kiln::scan(steps, body_fn, init)           body_fn(step, state) -> state; every step's state
+//   kiln::scan(steps, body_fn, init, xs)       body_fn(step, state, rows of xs) -> state
 // Eagerly they run as ordinary C++ control flow on the predicate's value (and gradient tapes
 // see the ops that ran). Inside kiln::function they record `cond` / `while` nodes whose
 // branches and bodies are sub-graphs traced from the callables; tensors the callables capture
@@ -62,5 +63,17 @@ struct ScanResult {
 };
 using ScanBodyFn = std::function<std::vector<Tensor>(const Tensor&, const std::vector<Tensor>&)>;
 ScanResult scan(int64_t steps, const ScanBodyFn& body_fn, const std::vector<Tensor>& init);
+
+// scan over sequences too (jax.lax.scan's xs): every xs[j] is [steps, ...] and step k also
+// receives row k of each, body_fn(step, state, rows) -> next state. Traced, the rows are read
+// inside the loop and their gradients leave the gradient loop as one [steps, ...] stack per
+// sequence (no full-size accumulation per iteration), so a product of all steps' inputs can
+// be computed by one GEMM before the loop and its gradient by one GEMM after it. The body
+// should read a sequence through its row only: any other use of xs[j] inside the body is
+// differentiated as an ordinary capture (one full-size gradient sum per iteration).
+using ScanRowsBodyFn = std::function<std::vector<Tensor>(const Tensor&, const std::vector<Tensor>&,
+                                                         const std::vector<Tensor>&)>;
+ScanResult scan(int64_t steps, const ScanRowsBodyFn& body_fn, const std::vector<Tensor>& init,
+                const std::vector<Tensor>& xs);
 
 }  // namespace kiln

@@ -98,10 +98,14 @@ struct StacksRequest {
   std::vector<Tensor> stacks;  // filled: one per loop variable, [trips, shape...]
 };
 
-// kiln::while_loop inside a trace (while_loop.cc).
+// kiln::while_loop inside a trace (while_loop.cc). With `sequences` (kiln::scan's xs; needs
+// want_stacks), loop variable 0 is the step counter and body_fn receives the loop variables
+// followed by row `counter` of each sequence; the gradient loop returns those rows' gradients
+// as stacks instead of summing full-size gradients of the sequences.
 std::vector<Tensor> traced_while(TraceContext& ctx, const LoopCondFn& cond_fn,
                                  const LoopBodyFn& body_fn, const std::vector<Tensor>& loop_vars,
-                                 WhileRole role, StacksRequest* want_stacks = nullptr);
+                                 WhileRole role, StacksRequest* want_stacks = nullptr,
+                                 const std::vector<Tensor>& sequences = {});
 
 // Everything the gradient of a stacked while needs (while_gradient.cc).
 struct StackedWhile {
@@ -113,7 +117,11 @@ struct StackedWhile {
   std::vector<Tensor> stacks;     // per loop variable: its value at each iteration's start
   Tensor trips;                   // the trip count (i64[])
   std::vector<TraceContext::InheritedRead> reads;  // variables the body only reads
-  std::string random_op;  // a random op of the body (non-empty: no gradient)
+  // kiln::scan's xs: body_fn takes the loop variables, then row (loop variable 0) of each.
+  std::vector<Tensor> sequences;
+  std::vector<bool> read_only_by_row;  // per sequence: the body uses it through its row alone
+  int64_t trips_known = -1;            // the trip count fixed by kiln::scan (with sequences)
+  std::string random_op;               // a random op of the body (non-empty: no gradient)
 };
 
 // The backward function of a stacked while: a gradient while loop that runs the trip count

@@ -10,6 +10,7 @@
 
 #include "kiln/frontend/function/control_flow_internal.h"
 #include "kiln/frontend/gradient_tape.h"
+#include "kiln/frontend/ops.h"
 #include "kiln/frontend/tape_recorder.h"
 
 namespace kiln::detail {
@@ -43,6 +44,14 @@ CustomGradient gradient_loop_has_no_gradient() {
   };
 }
 
+// How many times `g`'s nodes and outputs read `v`.
+size_t reads_of(const ir::Graph& g, const ir::Value* v) {
+  size_t n = size_t(std::count(g.outputs().begin(), g.outputs().end(), v));
+  for (const auto& node : g.nodes())
+    n += size_t(std::count(node->inputs().begin(), node->inputs().end(), v));
+  return n;
+}
+
 }  // namespace
 
 void check_loop_types(const std::vector<Tensor>& loop_vars, const std::vector<Tensor>& next) {
@@ -60,8 +69,19 @@ void check_loop_types(const std::vector<Tensor>& loop_vars, const std::vector<Te
 
 std::vector<Tensor> traced_while(TraceContext& ctx, const LoopCondFn& cond_fn,
                                  const LoopBodyFn& body_fn, const std::vector<Tensor>& loop_vars,
-                                 WhileRole role, StacksRequest* want_stacks) {
+                                 WhileRole role, StacksRequest* want_stacks,
+                                 const std::vector<Tensor>& sequences) {
   const size_t m = loop_vars.size();
+  KILN_ASSERT(sequences.empty() || (want_stacks != nullptr && m > 0),
+              "a while over sequences is a scan: stacked, loop variable 0 its counter");
+  // body_fn reads the sequences' rows at the counter (kiln::scan's xs).
+  LoopBodyFn body_with_rows = body_fn;
+  if (!sequences.empty())
+    body_with_rows = [&body_fn, &sequences](const std::vector<Tensor>& v) {
+      std::vector<Tensor> args = v;
+      for (const Tensor& xs : sequences) args.push_back(gather(xs, v[0], 0));
+      return body_fn(args);
+    };
   std::vector<TensorType> types;
   for (const Tensor& v : loop_vars) types.push_back(v.type());
   const bool gradient_loop = role == WhileRole::kGradient;
@@ -72,7 +92,7 @@ std::vector<Tensor> traced_while(TraceContext& ctx, const LoopCondFn& cond_fn,
     options.output_carried = true;
     options.discard_writes = gradient_loop;
     options.repeated = true;
-    SubTrace body = trace_sub(ctx, "body", options, body_fn);
+    SubTrace body = trace_sub(ctx, "body", options, body_with_rows);
     check_loop_types(loop_vars, body.results);
     return body;
   };
@@ -121,7 +141,6 @@ std::vector<Tensor> traced_while(TraceContext& ctx, const LoopCondFn& cond_fn,
   }
   inputs.insert(inputs.end(), body.captures.begin(), body.captures.end());
   const bool record = tapes_recording() && any_watched(inputs);
-  KILN_ASSERT(want_stacks == nullptr || !gradient_loop, "a gradient loop returns no stacks");
   const bool stacked = (record && !gradient_loop) || want_stacks != nullptr;
 
   std::vector<TensorType> out_types = state_types;
@@ -167,6 +186,19 @@ std::vector<Tensor> traced_while(TraceContext& ctx, const LoopCondFn& cond_fn,
         if (std::find(carried.begin(), carried.end(), r.var) == carried.end())
           fwd->reads.push_back(r);
       fwd->random_op = random_op;
+      fwd->sequences = sequences;
+      for (const Tensor& xs : sequences) {
+        // Its body parameter (after the loop variables and carried variables) is read by the
+        // row gather alone, or also otherwise.
+        auto c = std::find_if(body.captures.begin(), body.captures.end(),
+                              [&](const Tensor& t) { return t.id() == xs.id(); });
+        KILN_ASSERT(c != body.captures.end(), "a scan sequence is not captured by its body");
+        const ir::Graph& g = node->subgraph(1);
+        const ir::Value* param =
+            g.parameters()[m + carried.size() + size_t(c - body.captures.begin())].get();
+        fwd->read_only_by_row.push_back(reads_of(g, param) == 1);
+      }
+      fwd->trips_known = want_stacks != nullptr ? want_stacks->trips : -1;
       backward = while_gradient(std::move(fwd));
     }
     // With the caller using the stacks, they are outputs of the loop for the tapes too.

@@ -163,12 +163,9 @@ std::vector<Tensor> RecurrentImpl::run(const Tensor& x, const Tensor& mask,
         dropout(ones_like(states[0]), options_.recurrent_dropout, seed_generator_.next());
   std::vector<Tensor> weights = recurrent_weights();
 
-  // The GEMM terms of the step at time index `t` (a scalar int64) from the previous output.
-  // (Captures by value: a traced loop's gradient runs the body again after this call.)
-  auto project_at = [this, weights, recurrent_mask, x_in, kernel_value, bias_value](
-                        const Tensor& t, const Tensor& h) {
-    Tensor xw = matmul(gather(x_in, t, 1), kernel_value);
-    if (bias_value.defined()) xw = xw + bias_value;
+  // The GEMM terms of a step from its projected input xw ([batch, G*units]) and the previous
+  // output. (Captures by value: a traced loop's gradient runs the body again after this call.)
+  auto project_row = [this, weights, recurrent_mask](const Tensor& xw, const Tensor& h) {
     return project(xw, recurrent_mask.defined() ? h * recurrent_mask : h, weights);
   };
   // The step at `t` from the states and its terms: the new states, masked steps keeping the old.
@@ -184,36 +181,56 @@ std::vector<Tensor> RecurrentImpl::run(const Tensor& x, const Tensor& mask,
     }
     return next;
   };
-  // Every step's state with kiln::scan: eagerly a loop, traced a while loop whose stacks hold
-  // the per-step states (no [batch, steps, units] loop variable: time and memory linear in
-  // the number of steps). Traced, the state also carries the next step's terms (recurrent.h);
-  // eagerly the tape keeps every product's result anyway, so each step projects its own.
   const bool backwards = options_.go_backwards;
   auto time_of = [steps, backwards](const Tensor& k) {
     return backwards ? index_scalar(steps - 1) - k : k;
   };
   const size_t n_states = states.size();
-  const bool carry_terms = traced;
-  if (carry_terms) {
-    std::vector<Tensor> terms = project_at(time_of(index_scalar(0)), states[0]);
+  ScanResult r;
+  if (!traced) {
+    // Eagerly a C++ loop, each step projecting its own input (the tape keeps every product).
+    r = scan(
+        steps,
+        [&](const Tensor& k, const std::vector<Tensor>& s) {
+          const Tensor t = time_of(k);
+          Tensor xw = matmul(gather(x_in, t, 1), kernel_value);
+          if (bias_value.defined()) xw = xw + bias_value;
+          return step_at(t, project_row(xw, s[0]), s);
+        },
+        states);
+  } else {
+    // Traced: every step's input projection is one GEMM before the loop ([steps * batch, in]
+    // x [in, G*units], steps in processing order), and the loop is a kiln::scan over its rows,
+    // so the gradient loop returns the rows' gradients as one stack and the kernel's gradient
+    // and the input's are single GEMMs after it. The state also carries the next step's terms
+    // (recurrent.h), so step k reads the projection of input k + 1 (the last step that of its
+    // own input again: unused), and the first step's terms are made before the loop. The bias
+    // is added in the loop: its gradient is then summed over [batch] rows per step instead of
+    // over all [steps * batch] rows after the loop.
+    const int64_t in = xs[2], width = kernel_value.shape()[1];
+    Tensor x_steps = transpose(x_in, {1, 0, 2});  // [steps, batch, in]
+    if (backwards) x_steps = gather(x_steps, arange(double(steps - 1), -1, -1, DType::i64), 0);
+    Tensor x_next = gather(
+        x_steps, minimum(arange(1, double(steps) + 1, 1, DType::i64), index_scalar(steps - 1)), 0);
+    Tensor xw_next = reshape(matmul(reshape(x_next, {-1, in}), kernel_value), {steps, -1, width});
+    auto with_bias = [bias_value](const Tensor& xw) {
+      return bias_value.defined() ? xw + bias_value : xw;
+    };
+    std::vector<Tensor> terms = project_row(
+        with_bias(matmul(gather(x_steps, index_scalar(0), 0), kernel_value)), states[0]);
     states.insert(states.end(), terms.begin(), terms.end());
+    r = scan(steps,
+             [step_at, project_row, with_bias, time_of, n_states](
+                 const Tensor& k, const std::vector<Tensor>& s, const std::vector<Tensor>& rows) {
+               std::vector<Tensor> st(s.begin(), s.begin() + std::ptrdiff_t(n_states));
+               std::vector<Tensor> terms(s.begin() + std::ptrdiff_t(n_states), s.end());
+               std::vector<Tensor> next = step_at(time_of(k), terms, st);
+               std::vector<Tensor> next_terms = project_row(with_bias(rows[0]), next[0]);
+               next.insert(next.end(), next_terms.begin(), next_terms.end());
+               return next;
+             },
+             states, {xw_next});
   }
-  ScanResult r = scan(
-      steps,
-      [step_at, project_at, time_of, steps, n_states, carry_terms](const Tensor& k,
-                                                                   const std::vector<Tensor>& s) {
-        const Tensor t = time_of(k);
-        std::vector<Tensor> st(s.begin(), s.begin() + std::ptrdiff_t(n_states));
-        if (!carry_terms) return step_at(t, project_at(t, st[0]), st);
-        std::vector<Tensor> terms(s.begin() + std::ptrdiff_t(n_states), s.end());
-        std::vector<Tensor> next = step_at(t, terms, st);
-        // The next step's terms (the last iteration projects the last step again: unused).
-        Tensor k_next = minimum(k + index_scalar(1), index_scalar(steps - 1));
-        std::vector<Tensor> next_terms = project_at(time_of(k_next), next[0]);
-        next.insert(next.end(), next_terms.begin(), next_terms.end());
-        return next;
-      },
-      states);
   r.final_state.resize(n_states);
   states = r.final_state;
   Tensor sequence;

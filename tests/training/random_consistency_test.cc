@@ -3,8 +3,9 @@
 // (run_eagerly) and traced, ends with bitwise-equal weights when the traced steps run on the
 // reference executor (the same kernels in the same order, and the same dropout masks: the
 // layers' seed generators are variables the traced step reads and advances as the eager step
-// does), and within what float32 rounding explains when they are JIT-compiled. The same for an
-// LSTM with dropout and recurrent_dropout.
+// does), and within what float32 rounding explains when they are JIT-compiled. For an LSTM
+// with dropout and recurrent_dropout, the same masks, and weights within rounding (its traced
+// step sums the input projection's gradients in another order).
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -193,7 +194,12 @@ TEST(RandomConsistency, LstmWithDropoutFitEagerAndTracedAgree) {
   FitResult eager = fit_run(s, true, ExecutionMode::kReference);
   FitResult traced = fit_run(s, false, ExecutionMode::kReference);
   expect_states_advanced(eager, s, 80, 2);  // the input and the recurrent mask per step
-  expect_bitwise_equal(eager, traced);
+  // The same masks; the weights not bitwise: traced, the input projection of all steps is one
+  // GEMM before the loop and the kernel's gradient one GEMM after it (recurrent.cc), summing
+  // in another order than the eager per-step products.
+  EXPECT_EQ(eager.states_before, traced.states_before);
+  EXPECT_EQ(eager.states_after, traced.states_after);
+  expect_within_rounding_spread(s, eager, traced);
   FitResult compiled = fit_run(s, false, ExecutionMode::kCompiled);
   EXPECT_EQ(compiled.states_after, traced.states_after);
   expect_within_rounding_spread(s, compiled, traced);

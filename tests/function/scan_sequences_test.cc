@@ -1,0 +1,168 @@
+// kiln::scan over sequences (xs; frontend/function/scan.cc): step k receives row k of each
+// sequence. Values and gradients equal the eager loop and central finite differences on the
+// reference executor and compiled; traced, the sequences' gradients leave the gradient loop
+// as one stack (no full-size scatter per iteration), and a body that also uses a sequence
+// directly still gets its whole gradient. Stacks nothing reads are not built
+// (runtime/while_stacks.h).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "kiln/kiln.h"
+#include "kiln/runtime/while_stacks.h"
+#include "tests/autodiff/gradcheck.h"
+#include "tests/function/loop_gradient_check.h"
+#include "tests/support/error_of.h"
+
+namespace kiln {
+namespace {
+
+using test::error_of;
+using test::expect_close;
+using test::expect_matches_fd;
+using test::finite_difference;
+using test::Forward;
+using ::testing::HasSubstr;
+
+constexpr ExecutionMode kModes[] = {ExecutionMode::kReference, ExecutionMode::kCompiled};
+
+// h <- tanh(h * w + a[k] * b[k]) + also * sum(a), a and b read through their rows (and a also
+// directly when `also` is nonzero); returns [stacked states, final state].
+std::vector<Tensor> recurrence(const Tensor& h0, const Tensor& a, const Tensor& b, const Tensor& w,
+                               double also) {
+  ScanResult r = scan(
+      a.shape()[0],
+      [a, w, also](const Tensor&, const std::vector<Tensor>& s, const std::vector<Tensor>& rows) {
+        Tensor next = tanh(s[0] * w + rows[0] * rows[1]);
+        if (also != 0) next = next + sum(a) * also;
+        return std::vector<Tensor>{next};
+      },
+      {h0}, {a, b});
+  return {r.stacked[0], r.final_state[0]};
+}
+
+// L = sum(stacked * ws) + sum(final * wf) and its gradients with respect to h0, a, b and w.
+auto recurrence_grads(double also) {
+  return [also](const Tensor& h0, const Tensor& a, const Tensor& b, const Tensor& w,
+                const Tensor& ws, const Tensor& wf) {
+    GradientTape tape;
+    tape.watch({h0, a, b, w});
+    std::vector<Tensor> out = recurrence(h0, a, b, w, also);
+    Tensor loss = sum(out[0] * ws) + sum(out[1] * wf);
+    std::vector<Tensor> g = tape.gradient(loss, {h0, a, b, w}, UnconnectedGradients::kZero);
+    g.insert(g.begin(), loss);
+    return g;
+  };
+}
+
+TEST(ScanSequences, StatesAndGradientsMatchEagerAndFiniteDifferences) {
+  for (double also : {0.0, 0.25})
+    for (int64_t steps : {1, 2, 5}) {
+      Tensor h0 = gradcheck::uniform({2, 3}, 1);
+      Tensor a = gradcheck::uniform({steps, 2, 3}, 2);
+      Tensor b = gradcheck::uniform({steps, 2, 3}, 3);
+      Tensor w = gradcheck::uniform({3}, 4);
+      Tensor ws = gradcheck::uniform({steps, 2, 3}, 5);
+      Tensor wf = gradcheck::uniform({2, 3}, 6);
+      std::vector<Tensor> eager = recurrence_grads(also)(h0, a, b, w, ws, wf);
+      Tensor weights = concat({ws, expand_dims(wf, 0)}, 0);
+      Forward fwd = [also](const std::vector<Tensor>& x) {
+        std::vector<Tensor> out = recurrence(x[0], x[1], x[2], x[3], also);
+        return concat({out[0], expand_dims(out[1], 0)}, 0);
+      };
+      ConcreteFunction c = function(recurrence_grads(also), {.name = "scan_rows_grads"})
+                               .concrete(h0, a, b, w, ws, wf);
+      for (ExecutionMode mode : kModes) {
+        std::vector<Tensor> t = c.run({h0, a, b, w, ws, wf}, mode);
+        std::string what =
+            fmt::format("{} steps, also {}, {}", steps, also, execution_mode_name(mode));
+        ASSERT_EQ(t.size(), 5u);
+        // Each value sums at most (steps + 1) * 6 products of a few terms in another order.
+        const double terms = 8.0 * double(steps + 1) * 6 * double(steps * 6);
+        expect_close(t[0], eager[0], terms, what + ", loss");
+        for (size_t i = 0; i < 4; ++i) {
+          expect_close(t[1 + i], eager[1 + i], terms, fmt::format("{}, d/d input {}", what, i));
+          expect_matches_fd(t[1 + i], finite_difference(fwd, {h0, a, b, w}, i, weights, 1e-6),
+                            fmt::format("{}, d/d input {}", what, i));
+        }
+      }
+    }
+}
+
+// The same recurrence written with the sequences as ordinary captures (gather(a, k)) sums a
+// full-size gradient per iteration (a scatter_add in the gradient loop); with xs, the rows'
+// gradients are stacked and put in order once after the loop.
+TEST(ScanSequences, RowGradientsLeaveTheGradientLoopAsOneStack) {
+  Tensor h0 = gradcheck::uniform({2, 3}, 1);
+  Tensor a = gradcheck::uniform({4, 2, 3}, 2);
+  Tensor b = gradcheck::uniform({4, 2, 3}, 3);
+  Tensor w = gradcheck::uniform({3}, 4);
+  auto grads = [](bool rows) {
+    return [rows](const Tensor& h0, const Tensor& a, const Tensor& b, const Tensor& w) {
+      GradientTape tape;
+      tape.watch({a, b});
+      ScanResult r = rows ? scan(4,
+                                 [w](const Tensor&, const std::vector<Tensor>& s,
+                                     const std::vector<Tensor>& x) {
+                                   return std::vector<Tensor>{tanh(s[0] * w + x[0] * x[1])};
+                                 },
+                                 {h0}, {a, b})
+                          : scan(4,
+                                 [w, a, b](const Tensor& k, const std::vector<Tensor>& s) {
+                                   return std::vector<Tensor>{
+                                       tanh(s[0] * w + gather(a, k, 0) * gather(b, k, 0))};
+                                 },
+                                 {h0});
+      return tape.gradient(sum(r.final_state[0]), {a, b});
+    };
+  };
+  std::string with_rows = function(grads(true)).concrete(h0, a, b, w).ir_text();
+  std::string with_gather = function(grads(false)).concrete(h0, a, b, w).ir_text();
+  EXPECT_THAT(with_gather, HasSubstr("scatter_add"));  // the check below can fail
+  EXPECT_THAT(with_rows, ::testing::Not(HasSubstr("scatter_add")));
+  // Both compute the same gradients (rounding aside: the same products, added to zero once).
+  for (ExecutionMode mode : kModes) {
+    std::vector<Tensor> x = function(grads(true)).concrete(h0, a, b, w).run({h0, a, b, w}, mode);
+    std::vector<Tensor> y = function(grads(false)).concrete(h0, a, b, w).run({h0, a, b, w}, mode);
+    for (size_t i = 0; i < 2; ++i) expect_close(x[i], y[i], 64, execution_mode_name(mode));
+  }
+}
+
+TEST(ScanSequences, ASequenceOfTheWrongLengthIsAnError) {
+  Tensor h0 = tensor({1.0f, 2.0f}, {2});
+  Tensor xs = zeros({3, 2});
+  auto same = [](const Tensor&, const std::vector<Tensor>& s, const std::vector<Tensor>&) {
+    return s;
+  };
+  for (bool traced : {false, true}) {
+    std::string e = error_of([&] {
+      if (traced)
+        function([&](const Tensor& h) { return scan(4, same, {h}, {xs}).final_state[0]; })(h0);
+      else
+        scan(4, same, {h0}, {xs});
+    });
+    EXPECT_THAT(e, HasSubstr("scan: sequence 0 must be [steps, ...] = [4, ...]"));
+    EXPECT_THAT(e, HasSubstr("f32[3,2]"));
+  }
+}
+
+// A stack no one reads (kept false) keeps no rows and is returned as [0, shape...].
+TEST(ScanSequences, AStackNothingReadsIsNotBuilt) {
+  runtime::WhileStacks stacks(std::vector<bool>{true, false});
+  runtime::Array one = runtime::Array::empty(DType::f32, Shape{2});
+  one.data<float>()[0] = 1;
+  one.data<float>()[1] = 2;
+  runtime::Array big = runtime::Array::empty(DType::f32, Shape{1000});
+  std::vector<runtime::Array> state{one, big};
+  stacks.push(state);
+  stacks.push(state);
+  std::vector<runtime::Array> out = stacks.finish(state);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].shape, Shape({2, 2}));
+  EXPECT_EQ(std::vector<float>(out[0].data<float>(), out[0].data<float>() + 4),
+            std::vector<float>({1, 2, 1, 2}));
+  EXPECT_EQ(out[1].shape, Shape({0, 1000}));
+  EXPECT_EQ(*out[2].data<int64_t>(), 2);
+}
+
+}  // namespace
+}  // namespace kiln
