@@ -406,9 +406,10 @@ std::vector<Array> Executable::run(std::span<const Array> args, std::vector<Arra
         const size_t n_loop = s.stacked ? (s.outputs.size() - 1) / 2 : s.outputs.size();
         std::vector<Array> state = gather(s.inputs);
         std::vector<Array> no_vars;
-        WhileStacks stacks = s.stacks_kept.size() == n_loop && s.stacked
-                                 ? WhileStacks(s.stacks_kept)
-                                 : WhileStacks(s.stacked ? n_loop : 0);
+        WhileStacks stacks =
+            s.stacks_kept.size() == n_loop && s.stacked
+                ? WhileStacks(s.stacks_kept, s.stack_trips)
+                : WhileStacks(std::vector<bool>(s.stacked ? n_loop : 0, true), s.stack_trips);
         const std::vector<Array> initial(state.begin(), state.begin() + long(n_loop));
         for (;;) {
           std::vector<Array> c = s.bodies[0]->run(state, no_vars);

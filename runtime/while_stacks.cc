@@ -5,31 +5,66 @@
 #include <cstring>
 
 namespace kiln::runtime {
+namespace {
+
+Array stack_of(const Array& row, int64_t rows) {
+  Shape shape{rows};
+  for (int64_t d : row.shape) shape.push_back(d);
+  return Array::empty(row.dtype, shape);
+}
+
+// Loop variables keep their type (both executors check every iteration).
+void check_row(size_t i, const TensorType& first, const Array& row) {
+  KILN_ASSERT(row.dtype == first.dtype && row.shape == first.shape,
+              fmt::format("WhileStacks: loop variable {} changed type from {} to {}", i,
+                          first.to_string(), row.type().to_string()));
+}
+
+}  // namespace
+
+WhileStacks::WhileStacks(std::vector<bool> kept, int64_t declared_trips)
+    : kept_(std::move(kept)), declared_(declared_trips), rows_(kept_.size()) {}
 
 void WhileStacks::push(std::span<const Array> state) {
-  KILN_ASSERT(state.size() >= rows_.size(), "WhileStacks::push: fewer arrays than loop variables");
-  for (size_t i = 0; i < rows_.size(); ++i)
-    if (kept_[i]) rows_[i].push_back(state[i]);
+  KILN_ASSERT(state.size() >= kept_.size(), "WhileStacks::push: fewer arrays than loop variables");
+  if (declared_ < 0) {
+    for (size_t i = 0; i < kept_.size(); ++i)
+      if (kept_[i]) rows_[i].push_back(state[i]);
+  } else if (trips_ < declared_) {
+    if (filled_.empty())
+      for (size_t i = 0; i < kept_.size(); ++i) {
+        filled_.push_back(stack_of(state[i], kept_[i] ? declared_ : 0));
+        state_types_.push_back(state[i].type());
+      }
+    for (size_t i = 0; i < kept_.size(); ++i) {
+      if (!kept_[i]) continue;
+      const Array& row = state[i];
+      check_row(i, state_types_[i], row);
+      if (row.nbytes() > 0)
+        std::memcpy(static_cast<char*>(filled_[i].raw()) + size_t(trips_) * row.nbytes(), row.raw(),
+                    row.nbytes());
+    }
+  }
   ++trips_;
 }
 
-std::vector<Array> WhileStacks::finish(std::span<const Array> initial) const {
-  KILN_ASSERT(initial.size() >= rows_.size(),
+std::vector<Array> WhileStacks::finish(std::span<const Array> initial) {
+  KILN_ASSERT(initial.size() >= kept_.size(),
               "WhileStacks::finish: fewer arrays than loop variables");
   std::vector<Array> out;
-  out.reserve(rows_.size() + 1);
-  for (size_t i = 0; i < rows_.size(); ++i) {
+  out.reserve(kept_.size() + 1);
+  for (size_t i = 0; i < kept_.size(); ++i) {
     const Array& first = initial[i];
-    Shape shape{kept_[i] ? trips_ : 0};
-    for (int64_t d : first.shape) shape.push_back(d);
-    Array stack = Array::empty(first.dtype, shape);
+    if (!filled_.empty()) {  // declared and pushed to: the rows are in place
+      out.push_back(std::move(filled_[i]));
+      continue;
+    }
+    const int64_t rows = !kept_[i] ? 0 : declared_ >= 0 ? 0 : trips_;
+    Array stack = stack_of(first, rows);
     const size_t row_bytes = first.nbytes();
     auto* dst = static_cast<char*>(stack.raw());
     for (const Array& row : rows_[i]) {
-      // Loop variables keep their type (both executors check every iteration).
-      KILN_ASSERT(row.dtype == first.dtype && row.shape == first.shape,
-                  fmt::format("WhileStacks: loop variable {} changed type from {} to {}", i,
-                              first.type().to_string(), row.type().to_string()));
+      check_row(i, first.type(), row);
       if (row_bytes > 0) std::memcpy(dst, row.raw(), row_bytes);
       dst += row_bytes;
     }

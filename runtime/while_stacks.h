@@ -3,10 +3,14 @@
 // Both executors (the reference executor and the compiled Executable) push the loop
 // variables' values at the start of every iteration; finish() returns one array per loop
 // variable, [trip count, shape...] with row k = the value at the start of iteration k, and
-// then the trip count as an i64[] scalar. Pushing keeps references (arrays are immutable);
-// finish() copies them into one contiguous buffer per loop variable. A stack nothing reads
-// (`kept` false: the compiled executable knows its graph's users) is neither kept nor copied;
-// finish() returns it as a [0, shape...] placeholder.
+// then the trip count as an i64[] scalar. With an unknown trip count, pushing keeps references
+// (arrays are immutable) and finish() copies them into one contiguous buffer per loop variable.
+// With the trip count declared (kiln::scan's stacks), each stack is allocated at the first push
+// and every push copies its row straight in, while the value is still in cache; a loop that
+// runs another number of times leaves the extra rows out, and the executor refuses the result
+// (it compares the trip count). A stack nothing reads (`kept` false: the compiled executable
+// knows its graph's users) is neither kept nor copied; finish() returns it as a
+// [0, shape...] placeholder.
 #pragma once
 
 #include <span>
@@ -18,19 +22,24 @@ namespace kiln::runtime {
 
 class WhileStacks {
  public:
+  // `kept`: per loop variable, whether its stack is built; `declared_trips` >= 0: the row
+  // count the stacks are declared with (-1: unknown).
+  explicit WhileStacks(std::vector<bool> kept, int64_t declared_trips = -1);
   explicit WhileStacks(size_t loop_variables)
-      : rows_(loop_variables), kept_(loop_variables, true) {}
-  explicit WhileStacks(std::vector<bool> kept) : rows_(kept.size()), kept_(std::move(kept)) {}
+      : WhileStacks(std::vector<bool>(loop_variables, true)) {}
 
   // The first loop_variables arrays of `state` (the loop variables; captures may follow).
   void push(std::span<const Array> state);
   // The stacks, then the trip count. `initial` (the loop variables' values before the loop)
   // gives each stack's dtype and row shape when the loop ran zero times.
-  std::vector<Array> finish(std::span<const Array> initial) const;
+  std::vector<Array> finish(std::span<const Array> initial);
 
  private:
-  std::vector<std::vector<Array>> rows_;  // per loop variable, per iteration
   std::vector<bool> kept_;                // per loop variable: is its stack built
+  int64_t declared_ = -1;                 // the declared trip count (-1: unknown)
+  std::vector<std::vector<Array>> rows_;  // unknown trip count: per loop variable, per iteration
+  std::vector<Array> filled_;             // declared trip count: per loop variable, its stack
+  std::vector<TensorType> state_types_;   // declared trip count: the loop variables' types
   int64_t trips_ = 0;
 };
 

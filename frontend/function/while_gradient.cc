@@ -62,7 +62,7 @@ CustomGradient while_gradient(std::shared_ptr<const StackedWhile> fwd) {
     for (size_t j = 0; j < n_seq; ++j) {
       for (size_t k = 0; k < n_caps; ++k)
         if (fwd->inputs[n_state + k].id() == fwd->sequences[j].id()) seq_cap[j] = k;
-      KILN_ASSERT(seq_cap[j] < n_caps, "a scan sequence is not a capture of its loop");
+      if (seq_cap[j] == n_caps) continue;  // a constant of the body (while_loop.cc)
       if (needs[n_state + seq_cap[j]] && is_floating(fwd->sequences[j].dtype())) fseq.push_back(j);
     }
     auto row_only = [&](size_t k) {

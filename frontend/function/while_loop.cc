@@ -190,9 +190,14 @@ std::vector<Tensor> traced_while(TraceContext& ctx, const LoopCondFn& cond_fn,
       for (const Tensor& xs : sequences) {
         // Its body parameter (after the loop variables and carried variables) is read by the
         // row gather alone, or also otherwise.
+        // (A concrete tensor is a constant of the body, not a capture: no gradient flows to it,
+        // as to any constant a traced body uses.)
         auto c = std::find_if(body.captures.begin(), body.captures.end(),
                               [&](const Tensor& t) { return t.id() == xs.id(); });
-        KILN_ASSERT(c != body.captures.end(), "a scan sequence is not captured by its body");
+        if (c == body.captures.end()) {
+          fwd->read_only_by_row.push_back(false);
+          continue;
+        }
         const ir::Graph& g = node->subgraph(1);
         const ir::Value* param =
             g.parameters()[m + carried.size() + size_t(c - body.captures.begin())].get();

@@ -9,10 +9,12 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/frontend/function/control_flow.h"
+#include "kiln/frontend/function/trace_context.h"
 #include "kiln/frontend/layers/activations.h"
 #include "kiln/frontend/layers/initializers.h"
 #include "kiln/frontend/layers/layer_util.h"
 #include "kiln/frontend/ops.h"
+#include "kiln/frontend/tape_recorder.h"
 
 namespace kiln {
 namespace {
@@ -38,6 +40,41 @@ Tensor zeros_shaped(const Shape& shape, const Tensor& like, DType dtype) {
     stop.push_back(shape[d] == kUnknownDim ? kToEnd : shape[d]);
   }
   return broadcast_like(zeros(ones_shape, dtype), slice(like, start, stop));
+}
+
+// x's value, invisible to gradient tapes (made while they are paused).
+Tensor stopped_gradient(const Tensor& x) {
+  detail::PauseTapes pause;
+  return reshape(x, x.shape().to_vector());
+}
+
+// `carrier` ([steps, batch, width]) again, recorded on the tapes as a composite op of the
+// carrier (when `carrier_gets_gradient`) and u ([units, width]): the carrier's gradient G passes
+// through, and u receives reshape(*left)^T reshape(G) (*left: [steps, batch, units], set before
+// the gradient is taken): the gradient of the products left_k @ u whose gradients are G's rows.
+Tensor with_product_gradient(const Tensor& carrier, bool carrier_gets_gradient, const Tensor& u,
+                             std::shared_ptr<Tensor> left) {
+  Tensor out = stopped_gradient(carrier);
+  // A concrete carrier (zeros of a known shape) would be a constant of the loop body, which
+  // takes no gradient: trace it as a value of the graph.
+  if (detail::TraceContext* ctx = detail::TraceContext::current(); ctx && !out.is_traced())
+    out = ctx->wrap(ctx->value_of(out));
+  std::vector<Tensor> inputs{u};
+  if (carrier_gets_gradient) inputs.push_back(carrier);
+  const int64_t units = u.shape()[0], width = u.shape()[1];
+  detail::record_custom_on_tapes(
+      inputs, std::span<const Tensor>(&out, 1),
+      [left, units, width, carrier_gets_gradient](const std::vector<Tensor>& g,
+                                                  const std::vector<bool>& needs) {
+        std::vector<Tensor> d(carrier_gets_gradient ? 2 : 1);
+        if (!g[0].defined()) return d;
+        KILN_ASSERT(left->defined(), "a recurrent product's gradient before its loop was traced");
+        if (needs[0])
+          d[0] = matmul(reshape(*left, {-1, units}), reshape(g[0], {-1, width}), true, false);
+        if (carrier_gets_gradient) d[1] = g[0];
+        return d;
+      });
+  return out;
 }
 
 }  // namespace
@@ -163,10 +200,16 @@ std::vector<Tensor> RecurrentImpl::run(const Tensor& x, const Tensor& mask,
         dropout(ones_like(states[0]), options_.recurrent_dropout, seed_generator_.next());
   std::vector<Tensor> weights = recurrent_weights();
 
-  // The GEMM terms of a step from its projected input xw ([batch, G*units]) and the previous
-  // output. (Captures by value: a traced loop's gradient runs the body again after this call.)
-  auto project_row = [this, weights, recurrent_mask](const Tensor& xw, const Tensor& h) {
-    return project(xw, recurrent_mask.defined() ? h * recurrent_mask : h, weights);
+  // The GEMM terms of a step from its projected input xw ([batch, G*units]), the previous
+  // output h and the recurrent weight u to multiply it by (h is multiplied by the recurrent
+  // dropout mask first). (Captures by value: a traced loop's gradient runs the body again.)
+  auto masked = [recurrent_mask](const Tensor& h) {
+    return recurrent_mask.defined() ? h * recurrent_mask : h;
+  };
+  const bool product = recurrent_product();
+  auto project_row = [this, weights, masked, product](const Tensor& xw, const Tensor& h,
+                                                      const Tensor& u) {
+    return project(xw, product ? matmul(masked(h), u) : Tensor(), weights);
   };
   // The step at `t` from the states and its terms: the new states, masked steps keeping the old.
   auto step_at = [this, weights, recurrent_mask, mask](const Tensor& t,
@@ -195,7 +238,7 @@ std::vector<Tensor> RecurrentImpl::run(const Tensor& x, const Tensor& mask,
           const Tensor t = time_of(k);
           Tensor xw = matmul(gather(x_in, t, 1), kernel_value);
           if (bias_value.defined()) xw = xw + bias_value;
-          return step_at(t, project_row(xw, s[0]), s);
+          return step_at(t, project_row(xw, s[0], weights[0]), s);
         },
         states);
   } else {
@@ -216,20 +259,42 @@ std::vector<Tensor> RecurrentImpl::run(const Tensor& x, const Tensor& mask,
     auto with_bias = [bias_value](const Tensor& xw) {
       return bias_value.defined() ? xw + bias_value : xw;
     };
-    std::vector<Tensor> terms = project_row(
-        with_bias(matmul(gather(x_steps, index_scalar(0), 0), kernel_value)), states[0]);
+    std::vector<Tensor> terms =
+        project_row(with_bias(matmul(gather(x_steps, index_scalar(0), 0), kernel_value)), states[0],
+                    weights[0]);
     states.insert(states.end(), terms.begin(), terms.end());
-    r = scan(steps,
-             [step_at, project_row, with_bias, time_of, n_states](
-                 const Tensor& k, const std::vector<Tensor>& s, const std::vector<Tensor>& rows) {
-               std::vector<Tensor> st(s.begin(), s.begin() + std::ptrdiff_t(n_states));
-               std::vector<Tensor> terms(s.begin() + std::ptrdiff_t(n_states), s.end());
-               std::vector<Tensor> next = step_at(time_of(k), terms, st);
-               std::vector<Tensor> next_terms = project_row(with_bias(rows[0]), next[0]);
-               next.insert(next.end(), next_terms.begin(), next_terms.end());
-               return next;
-             },
-             states, {xw_next});
+    // The loop multiplies by the recurrent weight with its gradient stopped; the gradients of
+    // the products come back as the stack of a sequence's rows (xw_next's when the product is
+    // added to it, else a zero sequence's added to each product), and that sequence's recorded
+    // gradient gives the weight sum_k left_k^T d(product_k) as one GEMM after the loop, left_k
+    // being the masked output of step k (filled in once the loop is traced).
+    Tensor u_in_loop, product_rows;
+    auto left = std::make_shared<Tensor>();
+    if (product) {
+      u_in_loop = stopped_gradient(weights[0]);
+      if (product_adds_to_input())
+        xw_next = with_product_gradient(xw_next, true, weights[0], left);
+      else
+        product_rows = with_product_gradient(zeros_like(xw_next), false, weights[0], left);
+    }
+    std::vector<Tensor> sequences{xw_next};
+    if (product_rows.defined()) sequences.push_back(product_rows);
+    r = scan(
+        steps,
+        [step_at, masked, with_bias, time_of, n_states, u_in_loop, weights, this](
+            const Tensor& k, const std::vector<Tensor>& s, const std::vector<Tensor>& rows) {
+          std::vector<Tensor> st(s.begin(), s.begin() + std::ptrdiff_t(n_states));
+          std::vector<Tensor> terms(s.begin() + std::ptrdiff_t(n_states), s.end());
+          std::vector<Tensor> next = step_at(time_of(k), terms, st);
+          Tensor hu;
+          if (u_in_loop.defined()) hu = matmul(masked(next[0]), u_in_loop);
+          if (rows.size() > 1) hu = hu + rows[1];
+          std::vector<Tensor> next_terms = project(with_bias(rows[0]), hu, weights);
+          next.insert(next.end(), next_terms.begin(), next_terms.end());
+          return next;
+        },
+        states, sequences);
+    if (product) *left = masked(r.stacked[0]);  // [steps, batch, units]
   }
   r.final_state.resize(n_states);
   states = r.final_state;

@@ -21,10 +21,14 @@
 // Execution: eagerly a C++ loop over the steps; inside kiln::function one `while` node per
 // layer whatever the length (kiln::scan: the loop's stacks hold every step's states, so time and
 // memory are linear in the steps; gradients through the stacked while loop). A step is two
-// GEMMs (x_t @ kernel, h @ recurrent_kernel) plus the gate arithmetic. Traced, each iteration
-// also computes the next step's GEMM terms and carries them as state, so the gradient loop,
-// which re-runs the step to differentiate it, finds them in the stacks and runs no forward GEMM
-// (one extra projection per call: the last iteration's, of the last step again).
+// GEMMs (x_t @ kernel, h @ recurrent_kernel) plus the gate arithmetic. Traced, the input
+// projection of every step is one GEMM before the loop (a kiln::scan over its rows, whose
+// gradients come back as one stack: the kernel's and the input's gradients are one GEMM each
+// after the loop), each iteration also computes the next step's GEMM terms and carries them as
+// state, so the gradient loop, which re-runs the step to differentiate it, finds them in the
+// stacks and runs no forward GEMM (one extra product per call: the last iteration's, unused),
+// and the recurrent kernel's gradient is one GEMM after the loop too (the loop multiplies by
+// it with the gradient stopped; the products' gradients come back as a stack).
 // dropout / recurrent_dropout draw one mask per call (the same for every step, as Keras)
 // outside the loop, each from the next seed of the layer's SeedGenerator
 // ("<name>/seed_generator_state"), so eager and traced calls from the same state draw the same
@@ -91,13 +95,20 @@ class RecurrentImpl : public LayerImpl {
   RecurrentImpl(std::string class_name, int64_t units, int gates, int num_states,
                 RecurrentOptions options);
   // One step in two parts. `project`: the step's GEMM terms from its projected input xw
-  // (x_t @ kernel + input bias, [batch, G*units]) and the previous output h (already multiplied
-  // by the recurrent dropout mask, as Keras does). `gate_step`: the new states from those terms
-  // and the previous states (states[0] masked the same way); the first is the step's output.
-  // Traced, the loop carries the next step's terms as state: the forward loop computes each
-  // product once and the gradient loop reads it from the loop's stacks instead of re-running it.
-  virtual std::vector<Tensor> project(const Tensor& xw, const Tensor& h,
+  // (x_t @ kernel + input bias, [batch, G*units]) and the recurrent product hu = h @
+  // recurrent_weights[0] (h the previous output, already multiplied by the recurrent dropout
+  // mask, as Keras does; undefined when recurrent_product() is false). `gate_step`: the new
+  // states from those terms and the previous states (states[0] masked the same way); the first
+  // is the step's output. Traced, the loop carries the next step's terms as state: the forward
+  // loop computes each product once and the gradient loop reads it from the loop's stacks
+  // instead of re-running it.
+  virtual std::vector<Tensor> project(const Tensor& xw, const Tensor& hu,
                                       const std::vector<Tensor>& recurrent_weights) = 0;
+  // Whether project uses hu (GRU without reset_after multiplies inside gate_step instead), and
+  // whether it adds hu to xw (then d hu = d xw: the traced loop's weight gradient of the
+  // product reuses xw's row gradients instead of a sequence of its own).
+  virtual bool recurrent_product() const { return true; }
+  virtual bool product_adds_to_input() const { return true; }
   virtual std::vector<Tensor> gate_step(const std::vector<Tensor>& terms,
                                         const std::vector<Tensor>& states,
                                         const std::vector<Tensor>& recurrent_weights) = 0;
@@ -126,7 +137,7 @@ class SimpleRNNImpl : public RecurrentImpl {
   SimpleRNNImpl(int64_t units, RecurrentOptions options = {});
 
  protected:
-  std::vector<Tensor> project(const Tensor& xw, const Tensor& h,
+  std::vector<Tensor> project(const Tensor& xw, const Tensor& hu,
                               const std::vector<Tensor>& recurrent_weights) override;
   std::vector<Tensor> gate_step(const std::vector<Tensor>& terms, const std::vector<Tensor>& states,
                                 const std::vector<Tensor>& recurrent_weights) override;
@@ -138,7 +149,7 @@ class LSTMImpl : public RecurrentImpl {
   LSTMImpl(int64_t units, RecurrentOptions options = {});
 
  protected:
-  std::vector<Tensor> project(const Tensor& xw, const Tensor& h,
+  std::vector<Tensor> project(const Tensor& xw, const Tensor& hu,
                               const std::vector<Tensor>& recurrent_weights) override;
   std::vector<Tensor> gate_step(const std::vector<Tensor>& terms, const std::vector<Tensor>& states,
                                 const std::vector<Tensor>& recurrent_weights) override;
@@ -151,11 +162,13 @@ class GRUImpl : public RecurrentImpl {
   GRUImpl(int64_t units, RecurrentOptions options = {});
 
  protected:
-  std::vector<Tensor> project(const Tensor& xw, const Tensor& h,
+  std::vector<Tensor> project(const Tensor& xw, const Tensor& hu,
                               const std::vector<Tensor>& recurrent_weights) override;
   std::vector<Tensor> gate_step(const std::vector<Tensor>& terms, const std::vector<Tensor>& states,
                                 const std::vector<Tensor>& recurrent_weights) override;
   std::vector<Tensor> recurrent_weights() override;
+  bool recurrent_product() const override;
+  bool product_adds_to_input() const override;
   Tensor input_bias() override;
   Shape bias_shape() const override;
   void add_config(Json& config) const override;

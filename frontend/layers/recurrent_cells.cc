@@ -26,9 +26,9 @@ SimpleRNNImpl::SimpleRNNImpl(int64_t units, RecurrentOptions options)
     : RecurrentImpl("SimpleRNN", units, 1, 1, std::move(options)) {}
 
 // h = activation(x W + b + h_prev U); the term is z = x W + b + h_prev U.
-std::vector<Tensor> SimpleRNNImpl::project(const Tensor& xw, const Tensor& h,
-                                           const std::vector<Tensor>& w) {
-  return {xw + matmul(h, w[0])};
+std::vector<Tensor> SimpleRNNImpl::project(const Tensor& xw, const Tensor& hu,
+                                           const std::vector<Tensor>&) {
+  return {xw + hu};
 }
 
 std::vector<Tensor> SimpleRNNImpl::gate_step(const std::vector<Tensor>& terms,
@@ -49,9 +49,9 @@ LSTMImpl::LSTMImpl(int64_t units, RecurrentOptions options)
 
 // The term z = x W + b + h_prev U; gates i, f, c, o in that order;
 // c = f * c_prev + i * activation(z_c); h = o * activation(c).
-std::vector<Tensor> LSTMImpl::project(const Tensor& xw, const Tensor& h,
-                                      const std::vector<Tensor>& w) {
-  return {xw + matmul(h, w[0])};
+std::vector<Tensor> LSTMImpl::project(const Tensor& xw, const Tensor& hu,
+                                      const std::vector<Tensor>&) {
+  return {xw + hu};
 }
 
 std::vector<Tensor> LSTMImpl::gate_step(const std::vector<Tensor>& terms,
@@ -113,13 +113,14 @@ std::vector<Tensor> GRUImpl::recurrent_weights() {
 // otherwise: z = rec(x_z + h_prev U_z); r = rec(x_r + h_prev U_r); hh = act(x_h + (r h_prev) U_h)
 // and h = z * h_prev + (1 - z) * hh. The terms: {x W + b, m} with reset_after; otherwise only
 // {x W + b} (the products with h_prev stay in the step: (r h_prev) U_h needs the step's r).
-std::vector<Tensor> GRUImpl::project(const Tensor& xw, const Tensor& h,
+std::vector<Tensor> GRUImpl::project(const Tensor& xw, const Tensor& hu,
                                      const std::vector<Tensor>& w) {
   if (!options_.reset_after) return {xw};
-  Tensor m = matmul(h, w[0]);
-  if (w[1].defined()) m = m + w[1];
-  return {xw, m};
+  return {xw, w[1].defined() ? hu + w[1] : hu};
 }
+
+bool GRUImpl::recurrent_product() const { return options_.reset_after; }
+bool GRUImpl::product_adds_to_input() const { return false; }
 
 std::vector<Tensor> GRUImpl::gate_step(const std::vector<Tensor>& terms,
                                        const std::vector<Tensor>& s, const std::vector<Tensor>& w) {

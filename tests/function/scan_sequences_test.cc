@@ -145,23 +145,26 @@ TEST(ScanSequences, ASequenceOfTheWrongLengthIsAnError) {
   }
 }
 
-// A stack no one reads (kept false) keeps no rows and is returned as [0, shape...].
+// A stack no one reads (kept false) keeps no rows and is returned as [0, shape...], whether
+// its rows are kept until the end (unknown trip count) or copied in at each push (declared).
 TEST(ScanSequences, AStackNothingReadsIsNotBuilt) {
-  runtime::WhileStacks stacks(std::vector<bool>{true, false});
-  runtime::Array one = runtime::Array::empty(DType::f32, Shape{2});
-  one.data<float>()[0] = 1;
-  one.data<float>()[1] = 2;
-  runtime::Array big = runtime::Array::empty(DType::f32, Shape{1000});
-  std::vector<runtime::Array> state{one, big};
-  stacks.push(state);
-  stacks.push(state);
-  std::vector<runtime::Array> out = stacks.finish(state);
-  ASSERT_EQ(out.size(), 3u);
-  EXPECT_EQ(out[0].shape, Shape({2, 2}));
-  EXPECT_EQ(std::vector<float>(out[0].data<float>(), out[0].data<float>() + 4),
-            std::vector<float>({1, 2, 1, 2}));
-  EXPECT_EQ(out[1].shape, Shape({0, 1000}));
-  EXPECT_EQ(*out[2].data<int64_t>(), 2);
+  for (int64_t declared : {-1, 2}) {
+    runtime::WhileStacks stacks(std::vector<bool>{true, false}, declared);
+    runtime::Array one = runtime::Array::empty(DType::f32, Shape{2});
+    one.data<float>()[0] = 1;
+    one.data<float>()[1] = 2;
+    runtime::Array big = runtime::Array::empty(DType::f32, Shape{1000});
+    std::vector<runtime::Array> state{one, big};
+    stacks.push(state);
+    stacks.push(state);
+    std::vector<runtime::Array> out = stacks.finish(state);
+    ASSERT_EQ(out.size(), 3u);
+    EXPECT_EQ(out[0].shape, Shape({2, 2}));
+    EXPECT_EQ(std::vector<float>(out[0].data<float>(), out[0].data<float>() + 4),
+              std::vector<float>({1, 2, 1, 2}));
+    EXPECT_EQ(out[1].shape, Shape({0, 1000}));
+    EXPECT_EQ(*out[2].data<int64_t>(), 2);
+  }
 }
 
 }  // namespace
