@@ -54,6 +54,27 @@ Array detach(const Array& a) {
   return c;
 }
 
+// gather(params, i, axis 0) with a scalar index i of heap-owned params (a while's stacks, a
+// variable's value, an argument): row i is contiguous, so the result is a view of it (the view
+// keeps params alive; arrays are immutable, and a view's owner counts as shared, so nothing
+// updates it in place). An empty Array when the step is not such a gather (or the index is
+// out of range: the kernel reports it; or rows are not 64-byte multiples). Params in an arena are
+// not viewed: a later step may reuse their bytes.
+Array row_view(const ExecutableStep& s, std::span<const Array> in) {
+  if (s.op != OpKind::Gather || in.size() != 2 || in[1].shape.rank() != 0) return {};
+  const Array& params = in[0];
+  if (!params.storage || params.storage->is_view() || params.shape.rank() == 0 ||
+      s.attrs.get_int("axis", "gather") != 0)
+    return {};
+  const int64_t i =
+      in[1].dtype == DType::i32 ? int64_t(*in[1].data<int32_t>()) : *in[1].data<int64_t>();
+  const size_t row_bytes = size_t(s.type.shape.num_elements()) * dtype_size(s.type.dtype);
+  // Kernels take buffers 64-byte aligned (codegen/lower_kernel.cc).
+  if (i < 0 || i >= params.shape[0] || row_bytes % kAlignment != 0) return {};
+  auto* data = static_cast<char*>(params.raw()) + size_t(i) * row_bytes;
+  return Array{s.type.dtype, s.type.shape, Storage::view(data, row_bytes, params.storage)};
+}
+
 // A 2-d matmul whose epilogue reads the product only at the rows it computes.
 bool blockable(const ExecutableStep& s, std::span<const Array> in) {
   if (s.op != OpKind::MatMul || !s.kernel) return false;
@@ -345,7 +366,9 @@ std::vector<Array> Executable::run(std::span<const Array> args, std::vector<Arra
         }
         std::vector<Array> in = gather(s.inputs);
         Array& out = slots[size_t(s.output)];
-        if (out.storage)
+        if (Array row = row_view(s, in); row.storage)
+          out = std::move(row);
+        else if (out.storage)
           kernel_for(s.op)(in, s.attrs, out);  // into its planned buffer
         else
           out = run_kernel(s.op, in, s.attrs, s.type);
