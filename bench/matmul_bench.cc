@@ -162,7 +162,12 @@ void GemmShapes(benchmark::internal::Benchmark* b) {
       {32, 1024, 256, 0, 1},
       {32, 1024, 256, 0, 0},  // the same with W^T made once before the loop
       {2048, 64, 1024, 0, 0},
-      {256, 2048, 1024, 1, 0}};
+      {256, 2048, 1024, 1, 0},
+      // LSTM since the input projection is hoisted (docs/benchmarks.md): layer 2's projection,
+      // layer 1's kernel gradient and layer 2's input gradient, all steps at once
+      {2048, 256, 1024, 0, 0},
+      {64, 2048, 1024, 1, 0},
+      {2048, 1024, 256, 0, 1}};
   for (int64_t t : {1, 2})
     for (const auto& s : shapes) b->Args({s[0], s[1], s[2], t, s[3], s[4]});
   b->ArgNames({"m", "k", "n", "threads", "ta", "tb"})->UseRealTime()->Unit(benchmark::kMicrosecond);

@@ -90,21 +90,30 @@ py::object call_while(const py::function& cond_fn, const py::function& body_fn,
   return unflatten(while_loop(c, b, vars), structure);
 }
 
-py::tuple call_scan(int64_t steps, const py::function& body_fn, const py::handle& init) {
-  Structure structure = Structure::kTensor;
+// Without xs: body(step, state). With xs (a Tensor or a tuple / list of [steps, ...] Tensors):
+// body(step, state, rows), rows having the structure of xs (row `step` of each).
+py::tuple call_scan(int64_t steps, const py::function& body_fn, const py::handle& init,
+                    const py::handle& xs) {
+  Structure structure = Structure::kTensor, xs_structure = Structure::kTensor;
   std::vector<Tensor> state = flatten(init, "kiln.scan: init", &structure);
-  ScanBodyFn b = [body_fn = SharedPyObject(body_fn), structure](const Tensor& step,
-                                                                const std::vector<Tensor>& v) {
+  std::vector<Tensor> sequences;
+  const bool with_rows = !xs.is_none();
+  if (with_rows) sequences = flatten(xs, "kiln.scan: xs", &xs_structure);
+  ScanRowsBodyFn b = [body_fn = SharedPyObject(body_fn), structure, xs_structure, with_rows](
+                         const Tensor& step, const std::vector<Tensor>& v,
+                         const std::vector<Tensor>& rows) {
     py::gil_scoped_acquire gil;
     py::object s = unflatten(v, structure);
-    std::vector<Tensor> next = flatten(body_fn.get()(step, s), "kiln.scan: body_fn", nullptr);
+    py::object out = with_rows ? body_fn.get()(step, s, unflatten(rows, xs_structure))
+                               : body_fn.get()(step, s);
+    std::vector<Tensor> next = flatten(out, "kiln.scan: body_fn", nullptr);
     if (next.size() != v.size())
       throw Error("kiln.scan: body_fn returned " + std::to_string(next.size()) +
                   " tensors for a state of " + std::to_string(v.size()) +
                   "; return the next state with the structure of init");
     return next;
   };
-  ScanResult r = scan(steps, b, state);
+  ScanResult r = scan(steps, b, state, sequences);
   return py::make_tuple(unflatten(r.final_state, structure), unflatten(r.stacked, structure));
 }
 
@@ -118,7 +127,9 @@ void bind_control_flow(py::module_& m) {
         "Repeats loop_vars = body(*loop_vars) while cond(*loop_vars) is true; traced, one "
         "`while` node. loop_vars is a Tensor or a tuple/list of Tensors that keep their types.");
   m.def("scan", &call_scan, py::arg("steps"), py::arg("body"), py::arg("init"),
-        "state = body(step, state) for step in 0..steps-1; returns (final state, every step's "
+        py::arg("xs") = py::none(),
+        "state = body(step, state) for step in 0..steps-1 (body(step, state, rows) with xs: "
+        "row `step` of each [steps, ...] tensor of xs); returns (final state, every step's "
         "state stacked along a new leading axis), like jax.lax.scan.");
 }
 

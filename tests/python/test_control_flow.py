@@ -88,6 +88,35 @@ def test_scan_returns_every_step():
         assert np.array_equal(stacked.numpy(), np.cumsum(x))
 
 
+def test_scan_over_sequences_and_its_gradient():
+    # h <- h * w + a[k] * b[k]: final = sum_k a[k] b[k] w^(steps-1-k) (h0 = 0)
+    steps = 4
+    rng = np.random.default_rng(0)
+    a = rng.uniform(-1, 1, (steps, 3))
+    b = rng.uniform(-1, 1, (steps, 3))
+    w = 0.5
+
+    def run(a, b):
+        with kiln.GradientTape() as tape:
+            tape.watch([a, b])
+            final, stacked = kiln.scan(
+                steps, lambda k, h, rows: h * w + rows[0] * rows[1],
+                kiln.tensor(np.zeros(3)), xs=(a, b))
+            loss = total(final)
+        da, db = tape.gradient(loss, [a, b])
+        return final, stacked, da, db
+
+    powers = w ** np.arange(steps - 1, -1, -1)[:, None]
+    for f in (run, kiln.function(run)):
+        final, stacked, da, db = f(kiln.tensor(a), kiln.tensor(b))
+        scale = np.abs(a * b).sum(axis=0)
+        assert np.all(np.abs(final.numpy() - (a * b * powers).sum(axis=0)) <= 8 * EPS64 * scale)
+        assert stacked.numpy().shape == (steps, 3)
+        # d final / d a[k] = b[k] w^(steps-1-k), exactly (powers of two and one product)
+        assert np.array_equal(da.numpy(), b * powers)
+        assert np.array_equal(db.numpy(), a * powers)
+
+
 def test_exception_in_a_branch_propagates_and_leaves_no_trace():
     fail = [True]
 
