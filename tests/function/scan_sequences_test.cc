@@ -127,6 +127,36 @@ TEST(ScanSequences, RowGradientsLeaveTheGradientLoopAsOneStack) {
   }
 }
 
+// An integer sequence (token ids per step) takes no gradient; the float table it indexes does.
+// h <- h * 0.5 + table[ids[k]] has d h_final / d table[j] = sum over steps k with ids[k] = j of
+// 0.5^(steps-1-k), exactly (powers of two).
+TEST(ScanSequences, AnIntegerSequenceIndexesACapturedTable) {
+  Tensor ids = tensor({2.0, 0.0, 2.0, 1.0}, {4}, DType::i64);
+  Tensor table = tensor({1.0, 2.0, 3.0}, {3}, DType::f64);
+  auto run = [](const Tensor& ids, const Tensor& table) {
+    GradientTape tape;
+    tape.watch(table);
+    ScanResult r =
+        scan(4,
+             [table](const Tensor&, const std::vector<Tensor>& s, const std::vector<Tensor>& rows) {
+               return std::vector<Tensor>{s[0] * 0.5 + gather(table, rows[0], 0)};
+             },
+             {scalar(0, DType::f64)}, {ids});
+    return std::vector<Tensor>{r.final_state[0], tape.gradient(r.final_state[0], table)};
+  };
+  // final = ((3 * .5 + 1) * .5 + 3) * .5 + 2 = 4.125
+  const std::vector<double> want_grad = {0.25, 1.0, 0.125 + 0.5};
+  std::vector<Tensor> eager = run(ids, table);
+  EXPECT_EQ(eager[0].item<double>(), 4.125);
+  EXPECT_EQ(eager[1].to_vector<double>(), want_grad);
+  ConcreteFunction c = function(run).concrete(ids, table);
+  for (ExecutionMode mode : kModes) {
+    std::vector<Tensor> t = c.run({ids, table}, mode);
+    EXPECT_EQ(t[0].item<double>(), 4.125) << execution_mode_name(mode);
+    EXPECT_EQ(t[1].to_vector<double>(), want_grad) << execution_mode_name(mode);
+  }
+}
+
 TEST(ScanSequences, ASequenceOfTheWrongLengthIsAnError) {
   Tensor h0 = tensor({1.0f, 2.0f}, {2});
   Tensor xs = zeros({3, 2});
