@@ -1,5 +1,6 @@
 #include "kiln/passes/algebraic_simplify.h"
 
+#include <algorithm>
 #include <cmath>
 #include <unordered_set>
 #include <vector>
@@ -153,7 +154,14 @@ class AlgebraicSimplify final : public Pass {
       case OpKind::Div:
         return same_type(other_than(n, Splat::kOne, false));
       case OpKind::Add:
-        return same_type(other_than(n, additive_identity(type.dtype), true));
+        if (Value* v = same_type(other_than(n, additive_identity(type.dtype), true))) return v;
+        return adjacent_pads(g, rewrite, n, usable);
+      case OpKind::Pad: {
+        bool no_padding = true;
+        for (const char* a : {"low", "high", "interior"})
+          for (int64_t d : n.attrs().get_ints(a, "pad")) no_padding &= d == 0;
+        return no_padding ? same_type(n.input(0)) : nullptr;
+      }
       case OpKind::Sub:
         return same_type(other_than(n, subtractive_identity(type.dtype), false));
       case OpKind::Neg: {
@@ -202,6 +210,91 @@ class AlgebraicSimplify final : public Pass {
     n.mutable_attrs() = std::move(attrs);
     edited = true;
     return nullptr;
+  }
+
+  // pad(a) + pad(b), both padded along one axis only (no interior padding) where a's window
+  // ends at b's start: pad(concat(a + 0.0, b + 0.0)), one pass instead of two full-size pads
+  // and a sum (the gradient of slices that cut a tensor into pieces, an LSTM's four gates).
+  // Exact: each element of the sum is a value plus a padding +0.0, which turns a -0.0 into
+  // +0.0; the `+ 0.0` (floats only) does the same, and fuses into the pieces' producers.
+  // Chains of adds fold one pad at a time into one concat; the last pad, with no padding
+  // left, is its input.
+  template <typename Usable>
+  static Value* adjacent_pads(Graph& g, ir::GraphRewrite& rewrite, Node& n, const Usable& usable) {
+    Node* pa = producer_op(n.input(0), OpKind::Pad);
+    Node* pb = producer_op(n.input(1), OpKind::Pad);
+    const TensorType& type = n.output(0)->type();
+    if (pa == nullptr || pb == nullptr || pa->output(0)->type() != type ||
+        pb->output(0)->type() != type || !type.shape.is_fully_known() || !usable(pa->input(0)) ||
+        !usable(pb->input(0)))
+      return nullptr;
+    auto axis_of = [&](const Node& p) -> int {
+      const auto &low = p.attrs().get_ints("low", "pad"), &high = p.attrs().get_ints("high", "pad"),
+                 &interior = p.attrs().get_ints("interior", "pad");
+      int axis = -1;
+      for (size_t d = 0; d < low.size(); ++d) {
+        if (interior[d] != 0) return -2;
+        if (low[d] == 0 && high[d] == 0) continue;
+        if (axis >= 0) return -2;
+        axis = int(d);
+      }
+      return axis;
+    };
+    const int axis = axis_of(*pa);
+    if (axis < 0 || axis_of(*pb) != axis) return nullptr;
+    Node* first = pa;
+    Node* second = pb;
+    auto low = [](const Node& p, int a) { return p.attrs().get_ints("low", "pad")[size_t(a)]; };
+    auto high = [](const Node& p, int a) { return p.attrs().get_ints("high", "pad")[size_t(a)]; };
+    const int64_t dim = type.shape[axis];
+    if (dim - high(*first, axis) != low(*second, axis)) std::swap(first, second);
+    if (dim - high(*first, axis) != low(*second, axis)) return nullptr;
+    // Pieces already joined by this rule stay one concat (not a concat of concats).
+    std::vector<Value*> pieces;
+    for (Node* p : {first, second}) {
+      Node* joined = producer_op(p->input(0), OpKind::Concat);
+      if (joined != nullptr && joined->attrs().get_int("axis", "concat") == axis &&
+          std::all_of(joined->inputs().begin(), joined->inputs().end(), usable))
+        pieces.insert(pieces.end(), joined->inputs().begin(), joined->inputs().end());
+      else
+        pieces.push_back(p->input(0));
+    }
+    for (Value*& piece : pieces) piece = plus_zero(g, rewrite, n, piece);
+    Attrs concat_attrs{{"axis", int64_t(axis)}};
+    TensorType joined_type = type;
+    joined_type.shape[axis] = dim - low(*first, axis) - high(*second, axis);
+    if (!infers(OpKind::Concat, pieces, concat_attrs, joined_type)) return nullptr;
+    Node* c = g.add_op(OpKind::Concat, std::move(pieces), concat_attrs);
+    c->set_name(n.name());
+    c->set_location(n.location());
+    rewrite.insert_before(c, &n);
+    std::vector<int64_t> lo(size_t(type.shape.rank()), 0), hi = lo, in = lo;
+    lo[size_t(axis)] = low(*first, axis);
+    hi[size_t(axis)] = high(*second, axis);
+    Attrs pad_attrs{{"low", lo}, {"high", hi}, {"interior", in}};
+    if (!infers(OpKind::Pad, {c->output(0)}, pad_attrs, type)) return nullptr;
+    if (lo[size_t(axis)] == 0 && hi[size_t(axis)] == 0) return c->output(0);
+    Node* p = g.add_op(OpKind::Pad, {c->output(0)}, std::move(pad_attrs));
+    p->set_name(n.name());
+    p->set_location(n.location());
+    rewrite.insert_before(p, &n);
+    return p->output(0);
+  }
+
+  // x + 0.0 (a +0.0 scalar) for floats, unless x is one already; x for other dtypes.
+  static Value* plus_zero(Graph& g, ir::GraphRewrite& rewrite, Node& before, Value* x) {
+    if (!is_floating(x->dtype())) return x;
+    if (const Node* a = producer_op(x, OpKind::Add);
+        a != nullptr && is_splat(a->input(1), Splat::kPositiveZero))
+      return x;
+    const uint64_t zero_bytes = 0;  // +0.0 in every floating dtype kiln has (at most 8 bytes)
+    Node* zero = g.add_constant(ir::Literal::copy_of({x->dtype(), Shape{}}, &zero_bytes));
+    rewrite.insert_before(zero, &before);
+    Node* sum = g.add_op(OpKind::Add, {x, zero->output(0)});
+    sum->set_name(before.name());
+    sum->set_location(before.location());
+    rewrite.insert_before(sum, &before);
+    return sum->output(0);
   }
 
   // x * 1 where the 1 only broadcasts x: broadcast_to(x) to the (fully known) result shape.
