@@ -211,9 +211,12 @@ class GraphCompiler {
       if (s.kind == Step::Kind::kCond || s.kind == Step::Kind::kWhile)
         for (int o : s.outputs) storage_[size_t(o)].kind = Kind::kExternal;
     }
-    // A pooled value that is also a constant or argument stays external.
-    for (const auto& [slot_id, array] : constants_)
+    // A pooled value that is also a constant or argument stays external. (A contraction's
+    // constant operand has a slot of its own and no Value: its type comes from the array.)
+    for (const auto& [slot_id, array] : constants_) {
       storage_[size_t(slot_id)].kind = Kind::kExternal;
+      storage_[size_t(slot_id)].type = array.type();
+    }
     for (const passes::ValuePlan& vp : plan.values) {
       auto it = slots_.find(vp.value);
       if (!vp.in_arena() || it == slots_.end()) continue;
