@@ -240,6 +240,7 @@ class KernelEmitter {
       return is_reduction(*n) ? n : nullptr;
     };
     const Value* first = values.front();
+    if (values.size() == 1 && !reduced(first) && emit_reshape_walk(first, Index{row_}, 1)) return;
     const Shape& loop = reduced(first) ? first->producer()->input(0)->shape() : first->shape();
     std::vector<std::unique_ptr<Accumulator>> acc(values.size());
     for (size_t k = 0; k < values.size(); ++k)
@@ -292,7 +293,24 @@ class KernelEmitter {
       emit_reduction_through_memory(v, *n, idx, first);
       return;
     }
+    if (emit_reshape_walk(v, idx, first)) return;
     nest(s, first, idx, [&](const Index& full) { store_value(v, full); });
+  }
+
+  // A reshape keeping the row and the element order (a flatten after a conv epilogue): walks
+  // its input's shape, from whose index the output's offset is a multiply-add, instead of the
+  // output's, from whose index the input's would be divisions per element (scalar code).
+  // False (nothing emitted) for other values.
+  bool emit_reshape_walk(const Value* v, Index idx, int first) {
+    const Node* n = v->producer();
+    if (n == nullptr || !n->is_op(OpKind::Reshape) || n->input(0)->shape().rank() == 0 ||
+        (first == 1 && n->input(0)->shape()[0] != v->shape()[0]))
+      return false;
+    const Value* u = n->input(0);
+    nest(u->shape(), first, idx, [&](const Index& full) {
+      store_at_offset(v, elem(u, full), offset_in(u->shape(), row_buffer_.count(v) != 0, full));
+    });
+    return true;
   }
 
   // A reduction that keeps its input's last axis (a bias gradient: sum over the batch) would
@@ -369,7 +387,10 @@ class KernelEmitter {
   }
 
   void store_at(const Value* v, llvm::Value* x, const Index& idx) {
-    llvm::Value* off = offset(v, idx);
+    store_at_offset(v, x, offset(v, idx));
+  }
+
+  void store_at_offset(const Value* v, llvm::Value* x, llvm::Value* off) {
     llvm::Type* st = storage_type(ctx_, v->dtype());
     if (v->dtype() == DType::b8) x = b_.CreateZExt(x, st);
     for (llvm::Value* buf : out_buffers_.at(v)) {
@@ -384,10 +405,14 @@ class KernelEmitter {
   llvm::Value* offset(const Value* v, const Index& idx) {
     if (plan_.mode == IterationMode::kFlat)
       return (idx.empty() || v->shape().num_elements() == 1) ? b_.getInt64(0) : idx[0];
-    const Shape& s = v->shape();
+    return offset_in(v->shape(), row_buffer_.count(v) != 0, idx);
+  }
+
+  // The row-major offset of `idx` in a buffer of shape `s` (a row buffer holds the row only).
+  llvm::Value* offset_in(const Shape& s, bool row_only, const Index& idx) {
     llvm::Value* off = nullptr;
     int64_t stride = 1;
-    const int lowest = row_buffer_.count(v) ? 1 : 0;  // a row buffer holds the row only
+    const int lowest = row_only ? 1 : 0;
     for (int d = s.rank() - 1; d >= lowest; --d) {
       if (s[d] != 1) {
         llvm::Value* term =

@@ -1,0 +1,83 @@
+// A reshape stored by a kernel (codegen/lower_kernel.cc, emit_reshape_walk): the loop walks the
+// reshape's input shape and stores at the same row-major offset, instead of walking the output
+// and dividing its index into the input's per element. A conv epilogue's flatten (bias, ReLU,
+// [batch, h, w, c] -> [batch, h*w*c]) with the conv output also stored, a split of the row
+// ([batch, 12] -> [batch, 3, 4]) and size-1 dimensions: bitwise the reference executor at 1, 2
+// and 3 threads, and the flatten is vector code without divisions.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <random>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "kiln/codegen/jit.h"
+#include "kiln/codegen/lower_kernel.h"
+#include "kiln/runtime/threading.h"
+#include "tests/codegen/codegen_test_util.h"
+
+namespace kiln {
+namespace {
+
+using runtime::Array;
+
+constexpr const char* kFlatten =
+    R"(graph @f(%0: f32[6,5,7,32], %1: f32[32]) -> (f32[6,5,7,32], f32[6,1120]) {
+  %2 = add(%0, %1) : f32[6,5,7,32]
+  %3 = relu(%2) : f32[6,5,7,32]
+  %4 = reshape(%3) {shape=[6, 1120]} : f32[6,1120]
+  return %2, %4
+})";
+
+constexpr const char* kSplit =
+    R"(graph @f(%0: f32[9,12], %1: f32[12]) -> (f32[9,3,4], f32[9,1,12,1]) {
+  %2 = mul(%0, %1) : f32[9,12]
+  %3 = reshape(%2) {shape=[9, 3, 4]} : f32[9,3,4]
+  %4 = neg(%0) : f32[9,12]
+  %5 = reshape(%4) {shape=[9, 1, 12, 1]} : f32[9,1,12,1]
+  return %3, %5
+})";
+
+TEST(ReshapeWalk, StoredReshapesEqualTheReferenceBitwise) {
+  for (const char* text : {kFlatten, kSplit}) {
+    testing::ScopedCacheDir cache;
+    auto g = testing::optimized_graph(text);
+    std::mt19937 rng(11);
+    std::vector<Array> args;
+    for (const auto& p : g->parameters()) args.push_back(testing::random_array(p->type(), rng));
+    args[0].data<float>()[0] = -0.0f;  // relu(-0.0 + bias) and neg keep their bits
+    std::vector<Array> want = testing::run_reference(*g, args, {}).outputs;
+    auto exe = codegen::compile_graph(*g);
+    const int before = num_threads();
+    for (int threads : {1, 2, 3}) {
+      set_num_threads(threads);
+      std::vector<Array> vars;
+      std::vector<Array> got = exe->run(args, vars);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_EQ(got[i].type(), want[i].type());
+        EXPECT_EQ(std::memcmp(got[i].raw(), want[i].raw(), got[i].nbytes()), 0)
+            << "output " << i << " at " << threads << " threads of\n"
+            << text;
+      }
+    }
+    set_num_threads(before);
+  }
+}
+
+TEST(ReshapeWalk, AFlattenAfterAnEpilogueIsVectorCodeWithoutDivisions) {
+  auto g = ir::parse_graph(kFlatten, "test");
+  codegen::LoweredKernel k = codegen::lower_kernel(*g, "k");
+  codegen::optimize_module(k.module);
+  const std::string opt = codegen::module_text(*k.module.module);
+  EXPECT_EQ(opt.find("udiv"), std::string::npos) << opt;
+  EXPECT_EQ(opt.find("urem"), std::string::npos) << opt;
+  // the bias add is vectorized ("fadd contract <16 x float>" with AVX-512)
+  EXPECT_TRUE(std::regex_search(opt, std::regex("fadd[a-z ]* <[0-9]+ x float>"))) << opt;
+}
+
+}  // namespace
+}  // namespace kiln
