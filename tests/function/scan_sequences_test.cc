@@ -157,6 +157,36 @@ TEST(ScanSequences, AnIntegerSequenceIndexesACapturedTable) {
   }
 }
 
+// No step: the state comes back unchanged, the stacks and the sequences' gradients are empty.
+TEST(ScanSequences, ZeroSteps) {
+  auto run = [](const Tensor& h, const Tensor& xs) {
+    GradientTape tape;
+    tape.watch({h, xs});
+    ScanResult r =
+        scan(0,
+             [](const Tensor&, const std::vector<Tensor>& s, const std::vector<Tensor>& rows) {
+               return std::vector<Tensor>{s[0] * rows[0]};
+             },
+             {h}, {xs});
+    std::vector<Tensor> g =
+        tape.gradient(sum(r.final_state[0]), {h, xs}, UnconnectedGradients::kZero);
+    return std::vector<Tensor>{r.final_state[0], r.stacked[0], g[0], g[1]};
+  };
+  Tensor h = tensor({1.5f, -2.0f}, {2});
+  Tensor xs = zeros({0, 2});
+  std::vector<Tensor> eager = run(h, xs);
+  ConcreteFunction c = function(run).concrete(h, xs);
+  for (ExecutionMode mode : kModes) {
+    std::vector<Tensor> t = c.run({h, xs}, mode);
+    for (const std::vector<Tensor>* r : {&eager, &t}) {
+      EXPECT_EQ((*r)[0].to_vector<float>(), std::vector<float>({1.5f, -2.0f}));
+      EXPECT_EQ((*r)[1].shape(), Shape({0, 2}));
+      EXPECT_EQ((*r)[2].to_vector<float>(), std::vector<float>({1.0f, 1.0f}));
+      EXPECT_EQ((*r)[3].shape(), Shape({0, 2}));
+    }
+  }
+}
+
 TEST(ScanSequences, ASequenceOfTheWrongLengthIsAnError) {
   Tensor h0 = tensor({1.0f, 2.0f}, {2});
   Tensor xs = zeros({3, 2});
