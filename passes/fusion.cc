@@ -17,6 +17,10 @@
 namespace kiln::passes {
 namespace {
 
+// Rule 5c's "large": values of at least this many elements are worth computing by rows on
+// several threads (twice the runtime's elementwise grain, runtime/threading.h).
+constexpr int64_t kParallelValueElements = int64_t{1} << 16;
+
 using ir::Graph;
 using ir::Node;
 using ir::NodeKind;
@@ -204,6 +208,18 @@ class Planner {
 
   // ---- planning (rules 1-6)
 
+  // Rule 5c: a large value that is stored anyway (another group or the graph reads it) does not
+  // join a group reducing across rows: that group runs serially, and with it every row of the
+  // value's computation (an epilogue's ReLU / max-pool gradient beside its bias gradient); apart,
+  // the value is computed by rows in parallel and the reduction reads it.
+  static bool keeps_out_of_serial_groups(const Node& n, bool stored_anyway) {
+    if (!stored_anyway) return false;
+    for (size_t i = 0; i < n.num_outputs(); ++i)
+      if (n.output(i)->shape().num_elements() >= kParallelValueElements) return true;
+    return false;
+  }
+  bool serializes(int gid, bool keep_out) { return keep_out && kind_of(gid).across_rows; }
+
   void plan() {
     for (int p = int(units_.size()) - 1; p >= 0; --p) {
       Node& n = *units_.node(p);
@@ -220,17 +236,20 @@ class Planner {
       }
       std::sort(consumers.begin(), consumers.end());
       consumers.erase(std::unique(consumers.begin(), consumers.end()), consumers.end());
+      const bool keep_out = keeps_out_of_serial_groups(n, outside_user || consumers.size() > 1);
       if (consumers.empty()) {
         new_group(p);
       } else if (consumers.size() == 1) {
-        if (kinds_allow(p, consumers) && !units_.would_cycle(consumers, p))
+        if (kinds_allow(p, consumers) && !units_.would_cycle(consumers, p) &&
+            !serializes(consumers[0], keep_out))
           join(p, consumers[0]);
         else
           new_group(p);
       } else if (duplicable(n)) {
         bool covered = !outside_user;
         for (int gid : consumers) {
-          if (kinds_allow(p, {gid}) && !units_.copy_would_cycle(gid, p)) {
+          if (kinds_allow(p, {gid}) && !units_.copy_would_cycle(gid, p) &&
+              !serializes(gid, keep_out)) {
             units_.copy(p, gid);
             kind_of(gid).add(n);
           } else {
@@ -238,14 +257,16 @@ class Planner {
           }
         }
         if (!covered) new_group(p);
-      } else if (all_originals && kinds_allow(p, consumers) && !units_.would_cycle(consumers, p)) {
+      } else if (all_originals && kinds_allow(p, consumers) && !units_.would_cycle(consumers, p) &&
+                 !std::any_of(consumers.begin(), consumers.end(),
+                              [&](int gid) { return serializes(gid, keep_out); })) {
         GroupKind merged;
         for (int gid : consumers) merged.add(kind_of(gid));
         int root = units_.merge_with(consumers, p);
         kinds_.resize(units_.group_count());
         kinds_[size_t(root)] = merged;
         kinds_[size_t(root)].add(n);
-      } else if (int gid = first_joinable(p, consumers); gid >= 0) {
+      } else if (int gid = first_joinable(p, consumers, keep_out); gid >= 0) {
         join(p, gid);
       } else {
         new_group(p);
@@ -262,7 +283,7 @@ class Planner {
 
   // The consumer group of `p` (by its first user in program order) that `p` may join alone,
   // the others reading it as an output of that group; -1 if none.
-  int first_joinable(int p, const std::vector<int>& consumers) {
+  int first_joinable(int p, const std::vector<int>& consumers, bool keep_out) {
     std::vector<std::pair<int, int>> by_position;  // (first user position, group)
     for (int gid : consumers) {
       int first = std::numeric_limits<int>::max();
@@ -272,7 +293,8 @@ class Planner {
     }
     std::sort(by_position.begin(), by_position.end());
     for (const auto& [first, gid] : by_position)
-      if (kinds_allow(p, {gid}) && !units_.would_cycle({gid}, p)) return gid;
+      if (kinds_allow(p, {gid}) && !units_.would_cycle({gid}, p) && !serializes(gid, keep_out))
+        return gid;
     return -1;
   }
 
