@@ -104,8 +104,8 @@ py::tuple call_scan(int64_t steps, const py::function& body_fn, const py::handle
                          const std::vector<Tensor>& rows) {
     py::gil_scoped_acquire gil;
     py::object s = unflatten(v, structure);
-    py::object out = with_rows ? body_fn.get()(step, s, unflatten(rows, xs_structure))
-                               : body_fn.get()(step, s);
+    py::object out =
+        with_rows ? body_fn.get()(step, s, unflatten(rows, xs_structure)) : body_fn.get()(step, s);
     std::vector<Tensor> next = flatten(out, "kiln.scan: body_fn", nullptr);
     if (next.size() != v.size())
       throw Error("kiln.scan: body_fn returned " + std::to_string(next.size()) +
