@@ -20,6 +20,7 @@
 #include "kiln/passes/pipeline.h"
 #include "kiln/runtime/array.h"
 #include "kiln/runtime/reference_executor.h"
+#include "kiln/runtime/threading.h"
 
 namespace kiln::testing {
 
@@ -131,6 +132,39 @@ inline RunResult run_compiled(const ir::Graph& g, const std::vector<runtime::Arr
   r.outputs = exe->run(args, vars);
   r.variables = vars;
   return r;
+}
+
+// Bitwise equality (-0.0 and +0.0 differ; any NaN equals any NaN only if the bits match).
+inline ::testing::AssertionResult bitwise_equal(const runtime::Array& got,
+                                                const runtime::Array& want) {
+  if (got.type() != want.type()) return ::testing::AssertionFailure() << "types differ";
+  const size_t n = size_t(got.size()) * dtype_size(got.dtype);
+  if (n == 0 || std::memcmp(got.raw(), want.raw(), n) == 0) return ::testing::AssertionSuccess();
+  for (int64_t i = 0; i < got.size(); ++i) {
+    double g = element(got, i), w = element(want, i);
+    if (!(g == w && std::signbit(g) == std::signbit(w)) && !(std::isnan(g) && std::isnan(w)))
+      return ::testing::AssertionFailure() << "element " << i << ": got " << g << ", want " << w;
+  }
+  return ::testing::AssertionFailure() << "NaN payloads differ";
+}
+
+// Runs `g` compiled at 1, 2 and 3 threads; each result must equal the reference bitwise.
+inline void expect_bitwise_at_thread_counts(const ir::Graph& g,
+                                            const std::vector<runtime::Array>& args,
+                                            const std::string& what) {
+  std::vector<runtime::Array> want = run_reference(g, args, {}).outputs;
+  auto exe = codegen::compile_graph(g);
+  const int threads = num_threads();
+  for (int t : {1, 2, 3}) {
+    set_num_threads(t);
+    std::vector<runtime::Array> vars;
+    std::vector<runtime::Array> got = exe->run(args, vars);
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_TRUE(bitwise_equal(got[i], want[i]))
+          << what << ", output " << i << ", " << t << " threads";
+  }
+  set_num_threads(threads);
 }
 
 }  // namespace kiln::testing

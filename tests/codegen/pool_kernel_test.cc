@@ -144,32 +144,8 @@ bool holds_op(const ir::Graph& g, OpKind op) {
   return ::testing::AssertionSuccess();
 }
 
-::testing::AssertionResult bitwise_equal(const Array& got, const Array& want) {
-  if (got.type() != want.type()) return ::testing::AssertionFailure() << "types differ";
-  const size_t n = size_t(got.size()) * dtype_size(got.dtype);
-  if (n == 0 || std::memcmp(got.raw(), want.raw(), n) == 0) return ::testing::AssertionSuccess();
-  for (int64_t i = 0; i < got.size(); ++i) {
-    double g = testing::element(got, i), w = testing::element(want, i);
-    if (!(g == w && std::signbit(g) == std::signbit(w)) && !(std::isnan(g) && std::isnan(w)))
-      return ::testing::AssertionFailure() << "element " << i << ": got " << g << ", want " << w;
-  }
-  return ::testing::AssertionFailure() << "NaN payloads differ";
-}
-
-// Runs `g` compiled at 1, 2 and 3 threads; each result must equal the reference bitwise.
 void check_bitwise(const ir::Graph& g, const std::vector<Array>& args, const std::string& what) {
-  std::vector<Array> want = testing::run_reference(g, args, {}).outputs;
-  auto exe = codegen::compile_graph(g);
-  const int threads = num_threads();
-  for (int t : {1, 2, 3}) {
-    set_num_threads(t);
-    std::vector<Array> vars;
-    std::vector<Array> got = exe->run(args, vars);
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < got.size(); ++i)
-      EXPECT_TRUE(bitwise_equal(got[i], want[i])) << what << ", " << t << " threads";
-  }
-  set_num_threads(threads);
+  testing::expect_bitwise_at_thread_counts(g, args, what);
 }
 
 class PoolKernel : public ::testing::Test {
@@ -237,7 +213,7 @@ TEST_F(PoolKernel, PoolJoinsTheConvolutionEpilogue) {
                                {{"pool_size", std::vector<int64_t>{2, 2}},
                                 {"strides", std::vector<int64_t>{2, 2}},
                                 {"padding", std::string("valid")}});
-  EXPECT_TRUE(bitwise_equal(got[0], want));
+  EXPECT_TRUE(testing::bitwise_equal(got[0], want));
 }
 
 }  // namespace

@@ -59,22 +59,7 @@ TEST(ReshapeWalk, StoredReshapesEqualTheReferenceBitwise) {
     std::vector<Array> args;
     for (const auto& p : g->parameters()) args.push_back(testing::random_array(p->type(), rng));
     args[0].data<float>()[0] = -0.0f;  // relu(-0.0 + bias) and neg keep their bits
-    std::vector<Array> want = testing::run_reference(*g, args, {}).outputs;
-    auto exe = codegen::compile_graph(*g);
-    const int before = num_threads();
-    for (int threads : {1, 2, 3}) {
-      set_num_threads(threads);
-      std::vector<Array> vars;
-      std::vector<Array> got = exe->run(args, vars);
-      ASSERT_EQ(got.size(), want.size());
-      for (size_t i = 0; i < got.size(); ++i) {
-        ASSERT_EQ(got[i].type(), want[i].type());
-        EXPECT_EQ(std::memcmp(got[i].raw(), want[i].raw(), got[i].nbytes()), 0)
-            << "output " << i << " at " << threads << " threads of\n"
-            << text;
-      }
-    }
-    set_num_threads(before);
+    testing::expect_bitwise_at_thread_counts(*g, args, text);
   }
 }
 
