@@ -308,7 +308,8 @@ class KernelEmitter {
       return false;
     const Value* u = n->input(0);
     nest(u->shape(), first, idx, [&](const Index& full) {
-      store_at_offset(v, elem(u, full), offset_in(u->shape(), row_buffer_.count(v) != 0, full));
+      store_at_offset(v, elem(u, full),
+                      row_major_offset(b_, u->shape(), row_buffer_.count(v) != 0, full));
     });
     return true;
   }
@@ -405,23 +406,7 @@ class KernelEmitter {
   llvm::Value* offset(const Value* v, const Index& idx) {
     if (plan_.mode == IterationMode::kFlat)
       return (idx.empty() || v->shape().num_elements() == 1) ? b_.getInt64(0) : idx[0];
-    return offset_in(v->shape(), row_buffer_.count(v) != 0, idx);
-  }
-
-  // The row-major offset of `idx` in a buffer of shape `s` (a row buffer holds the row only).
-  llvm::Value* offset_in(const Shape& s, bool row_only, const Index& idx) {
-    llvm::Value* off = nullptr;
-    int64_t stride = 1;
-    const int lowest = row_only ? 1 : 0;
-    for (int d = s.rank() - 1; d >= lowest; --d) {
-      if (s[d] != 1) {
-        llvm::Value* term =
-            stride == 1 ? idx[d] : b_.CreateMul(idx[d], b_.getInt64(stride), "", true, true);
-        off = off == nullptr ? term : b_.CreateAdd(off, term, "", true, true);
-      }
-      stride *= s[d];
-    }
-    return off == nullptr ? b_.getInt64(0) : off;
+    return row_major_offset(b_, v->shape(), row_buffer_.count(v) != 0, idx);
   }
 
   llvm::Value* load(const Value* v, llvm::Value* base, const Index& idx) {

@@ -63,4 +63,20 @@ Index reshape_index(llvm::IRBuilder<>& b, const Shape& in, const Shape& out, con
   return r;
 }
 
+llvm::Value* row_major_offset(llvm::IRBuilder<>& b, const Shape& s, bool row_only,
+                              const Index& idx) {
+  llvm::Value* off = nullptr;
+  int64_t stride = 1;
+  for (int d = s.rank() - 1; d >= (row_only ? 1 : 0); --d) {
+    if (s[d] != 1) {
+      llvm::Value* term = stride == 1
+                              ? idx[size_t(d)]
+                              : b.CreateMul(idx[size_t(d)], b.getInt64(stride), "", true, true);
+      off = off == nullptr ? term : b.CreateAdd(off, term, "", true, true);
+    }
+    stride *= s[d];
+  }
+  return off == nullptr ? b.getInt64(0) : off;
+}
+
 }  // namespace kiln::codegen

@@ -1,7 +1,8 @@
 // Index arithmetic of the kernel emitter (codegen/lower_kernel.cc): which element of an
 // operand a fused op reads when it computes the element at a given index of its result
 // (transpose permutes, slice scales and offsets, reshape re-linearises, broadcasts align from
-// the right and pin size-1 dimensions at 0, flat loops share one linear index).
+// the right and pin size-1 dimensions at 0, flat loops share one linear index), and the
+// row-major offset of an index in a buffer.
 #pragma once
 
 #include <llvm/IR/IRBuilder.h>
@@ -22,5 +23,10 @@ Index operand_index(llvm::IRBuilder<>& b, IterationMode mode, const ir::Node& n,
 
 // The index into a tensor of shape `in` holding the element a reshape to `out` puts at `idx`.
 Index reshape_index(llvm::IRBuilder<>& b, const Shape& in, const Shape& out, const Index& idx);
+
+// The row-major offset of `idx` in a buffer of shape `s`; `row_only`: the buffer holds one row
+// (the leading dimension is not part of the offset).
+llvm::Value* row_major_offset(llvm::IRBuilder<>& b, const Shape& s, bool row_only,
+                              const Index& idx);
 
 }  // namespace kiln::codegen
