@@ -167,7 +167,14 @@ void GemmShapes(benchmark::internal::Benchmark* b) {
       // layer 1's kernel gradient and layer 2's input gradient, all steps at once
       {2048, 256, 1024, 0, 0},
       {64, 2048, 1024, 1, 0},
-      {2048, 1024, 256, 0, 1}};
+      {2048, 1024, 256, 0, 1},
+      // kiln bench's CNN (batch 64, 28x28): conv2 as im2col GEMMs (forward, input gradient,
+      // filter gradient), then the dense layer's input and kernel gradients
+      {12544, 144, 32, 0, 0},
+      {12544, 32, 144, 0, 1},
+      {144, 12544, 32, 1, 0},
+      {64, 10, 6272, 0, 1},
+      {6272, 64, 10, 1, 0}};
   for (int64_t t : {1, 2})
     for (const auto& s : shapes) b->Args({s[0], s[1], s[2], t, s[3], s[4]});
   b->ArgNames({"m", "k", "n", "threads", "ta", "tb"})->UseRealTime()->Unit(benchmark::kMicrosecond);

@@ -55,8 +55,19 @@ Index reshape_index(llvm::IRBuilder<>& b, const Shape& in, const Shape& out, con
   for (int d = 0; d < out.rank(); ++d)
     linear = b.CreateAdd(b.CreateMul(linear, b.getInt64(out[d]), "", true, true), idx[size_t(d)],
                          "", true, true);
-  for (int d = in.rank() - 1; d >= 0; --d) {
+  // The outermost dimension takes what is left: `linear` is below the element count, so its
+  // remainder would be the quotient itself. Without that remainder LLVM folds the divisions
+  // back into `linear` where the reshape keeps the row-major order (every reshape kiln makes),
+  // and a kernel reading a reshape is a contiguous vector loop instead of a scalar one with a
+  // 64-bit division per element.
+  int outer = 0;
+  while (outer < in.rank() && in[outer] == 1) ++outer;
+  for (int d = in.rank() - 1; d >= outer; --d) {
     if (in[d] == 1) continue;
+    if (d == outer) {
+      r[size_t(d)] = linear;
+      break;
+    }
     r[size_t(d)] = b.CreateURem(linear, b.getInt64(in[d]));
     linear = b.CreateUDiv(linear, b.getInt64(in[d]));
   }
