@@ -2,7 +2,7 @@
 // conv2d_backprop_filter; NHWC / HWIO, float32) on the layers of `kiln bench`'s CNN, with the
 // GFLOP/s of their im2col GEMMs and `of_peak` (that over the FMA peak measured in this process
 // at the same thread count, runtime/machine_peak.h). Arguments: layer (0: 28x28x1 -> 3x3x16,
-// 1: 13x13x16 -> 3x3x32, "valid", batch 64), threads.
+// 1: 14x14x16 -> 3x3x32, "same" padding, batch 64), threads.
 // Run: kiln_bench --benchmark_filter=Conv
 #include <benchmark/benchmark.h>
 
@@ -19,7 +19,7 @@ using kiln::runtime::Array;
 struct ConvLayer {
   int64_t n, h, w, c, k, o;
 };
-constexpr ConvLayer kLayers[] = {{64, 28, 28, 1, 3, 16}, {64, 13, 13, 16, 3, 32}};
+constexpr ConvLayer kLayers[] = {{64, 28, 28, 1, 3, 16}, {64, 14, 14, 16, 3, 32}};
 
 Array random_array(const kiln::Shape& s, uint32_t seed) {
   Array a = Array::empty(kiln::DType::f32, s);
@@ -34,12 +34,12 @@ void run(benchmark::State& state, kiln::OpKind op) {
   const int threads = int(state.range(1));
   const int saved = kiln::num_threads();
   kiln::set_num_threads(threads);
-  const int64_t oh = l.h - l.k + 1, ow = l.w - l.k + 1;
+  const int64_t oh = l.h, ow = l.w;  // "same", stride 1
   Array x = random_array({l.n, l.h, l.w, l.c}, 1), w = random_array({l.k, l.k, l.c, l.o}, 2),
         dy = random_array({l.n, oh, ow, l.o}, 3);
   const kiln::Attrs attrs{{"strides", std::vector<int64_t>{1, 1}},
                           {"dilations", std::vector<int64_t>{1, 1}},
-                          {"padding", std::string("valid")}};
+                          {"padding", std::string("same")}};
   kiln::Attrs with_shape = attrs;
   std::vector<Array> in;
   if (op == kiln::OpKind::Conv2D) in = {x, w};

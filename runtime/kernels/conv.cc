@@ -4,6 +4,8 @@
 // All three are im2col + runtime::gemm. The im2col matrix of a range of output pixels has one
 // row per pixel (n, y, x) and K = KH*KW*C columns ordered (kh, kw, c), so the HWIO filter is
 // already its K x O right-hand side. A 1x1 stride-1 convolution uses the input as that matrix.
+// A shallow window (K <= kShallowDepth: a first layer over one or three channels) runs its
+// forward pass and filter gradient as direct convolutions instead (conv_shallow.h).
 // Work is cut into chunks whose sizes depend only on the shapes, so results are bitwise equal
 // on any number of threads; the filter gradient sums per-chunk partials in chunk order.
 #include <fmt/format.h>
@@ -12,8 +14,9 @@
 #include <cstring>
 #include <vector>
 
-#include "kiln/ir/shape_rules.h"
 #include "kiln/runtime/gemm.h"
+#include "kiln/runtime/kernels/conv_geom.h"
+#include "kiln/runtime/kernels/conv_shallow.h"
 #include "kiln/runtime/kernels/register.h"
 #include "kiln/runtime/scratch.h"
 #include "kiln/runtime/threading.h"
@@ -31,28 +34,11 @@ constexpr int64_t kMinChunkRows = 128;
 constexpr int64_t kMaxPartials = 8;
 constexpr int64_t kMinPartialFlops = int64_t{1} << 21;
 constexpr int64_t kMaxPartialBytes = int64_t{64} << 20;
-
-struct ConvGeom {
-  int64_t n, h, w, c;  // input NHWC
-  int64_t kh, kw, o;   // filter HWIO (I == c)
-  int64_t oh, ow;      // output spatial size
-  int64_t sh, sw, dh, dw, ph, pw;
-
-  int64_t k() const { return kh * kw * c; }
-  int64_t rows() const { return n * oh * ow; }
-  // A 1x1 stride-1 convolution has no padding: the input is its own im2col matrix.
-  bool pointwise() const { return kh == 1 && kw == 1 && sh == 1 && sw == 1; }
-};
-
-ConvGeom conv_geom(const Shape& input, const Shape& filter, const Attrs& attrs, const char* op) {
-  const auto& st = attrs.get_ints("strides", op);
-  const auto& dil = attrs.get_ints("dilations", op);
-  const auto& padding = attrs.get_string("padding", op);
-  rules::WindowDim hd = rules::window_dim(input[1], filter[0], st[0], dil[0], padding, op);
-  rules::WindowDim wd = rules::window_dim(input[2], filter[1], st[1], dil[1], padding, op);
-  return {input[0], input[1], input[2], input[3], filter[0], filter[1],     filter[3],    hd.out,
-          wd.out,   st[0],    st[1],    dil[0],   dil[1],    hd.pad_before, wd.pad_before};
-}
+// Shallow windows: filter-gradient partials of at least kMinShallowPartFlops, at most
+// kMaxShallowParts (a partial is only K x O values): kiln bench's first layer, 14.4 MFLOP,
+// has 27 partials of 64 output lines (28 pixels each).
+constexpr int64_t kMinShallowPartFlops = int64_t{1} << 19;
+constexpr int64_t kMaxShallowParts = 32;
 
 int64_t chunk_rows(const ConvGeom& g, size_t elem) {
   int64_t rows = kTargetChunkBytes / std::max<int64_t>(1, g.k() * int64_t(elem));
@@ -192,6 +178,13 @@ template <typename T>
 void conv_forward(const T* x, const T* w, T* y, const ConvGeom& g) {
   const int64_t K = g.k(), O = g.o, rows = g.rows();
   if (g.pointwise()) return gemm<T>(false, false, rows, O, K, x, K, w, O, y, O);
+  if (g.shallow()) {
+    const double line_flops = 2.0 * double(g.ow * K * O);
+    const int64_t grain = std::max<int64_t>(1, int64_t(double(kMinShallowPartFlops) / line_flops));
+    return parallel_for(g.n * g.oh, grain, [&](int64_t l0, int64_t l1) {
+      shallow_conv_forward<T>(x, w, y, g, l0, l1);
+    });
+  }
   const int64_t step = chunk_rows(g, sizeof(T));
   const int64_t chunks = (rows + step - 1) / step;
   if (chunks == 1) {
@@ -249,20 +242,26 @@ void conv_backprop_input(const T* w, const T* dy, T* dx, const ConvGeom& g) {
 
 // ---------------------------------------------------------------- filter gradient
 
-// dW[K, O] = sum over pixels r of col[r, :]^T dy[r, :]. The pixels are cut into `parts`
-// fixed ranges; each accumulates its own partial (in chunk order), and the partials are added
-// in range order.
+// dW[K, O] = sum over pixels r of col[r, :]^T dy[r, :]. The pixels (for a shallow window: the
+// output lines) are cut into `parts` fixed ranges; each accumulates its own partial (in chunk
+// order), and the partials are added in range order.
 template <typename T>
 void conv_backprop_filter(const T* x, const T* dy, T* dw, const ConvGeom& g) {
   const int64_t K = g.k(), O = g.o, rows = g.rows();
+  const int64_t units = g.shallow() ? g.n * g.oh : rows;
   const double flops = 2.0 * double(rows) * double(K) * double(O);
-  int64_t parts = std::min<int64_t>(kMaxPartials, int64_t(flops / double(kMinPartialFlops)));
+  int64_t parts =
+      g.shallow()
+          ? std::min<int64_t>(kMaxShallowParts, int64_t(flops / double(kMinShallowPartFlops)))
+          : std::min<int64_t>(kMaxPartials, int64_t(flops / double(kMinPartialFlops)));
   parts = std::min(parts, 1 + kMaxPartialBytes / std::max<int64_t>(1, K * O * int64_t(sizeof(T))));
-  parts = std::max<int64_t>(1, std::min(parts, rows));
-  const int64_t step = g.pointwise() ? rows : chunk_rows(g, sizeof(T));
+  parts = std::max<int64_t>(1, std::min(parts, units));
+  const int64_t step = g.pointwise() || g.shallow() ? rows : chunk_rows(g, sizeof(T));
 
-  // Rows [r0, r1) into out (accumulating after the first chunk); `split` lets gemm use the arena.
+  // Units [r0, r1) into out (accumulating after the first chunk); `split` lets gemm use the
+  // arena.
   auto range = [&](int64_t r0, int64_t r1, T* out, bool split, T* col) {
+    if (g.shallow()) return shallow_conv_filter_gradient<T>(x, dy, out, g, r0, r1, false);
     if (r0 == r1) return std::fill(out, out + K * O, T(0));
     for (int64_t c0 = r0; c0 < r1; c0 += step) {
       const int64_t len = std::min(step, r1 - c0);
@@ -278,17 +277,17 @@ void conv_backprop_filter(const T* x, const T* dy, T* dw, const ConvGeom& g) {
         gemm_serial<T>(true, false, K, O, len, a, K, dy + c0 * O, O, out, O, acc);
     }
   };
-  const size_t col_bytes = g.pointwise() ? 0 : size_t(step * K) * sizeof(T);
+  const size_t col_bytes = g.pointwise() || g.shallow() ? 0 : size_t(step * K) * sizeof(T);
   if (parts == 1) {
     Scratch col(ScratchSlot::kConvColumns, col_bytes);
-    return range(0, rows, dw, true, col.as<T>());
+    return range(0, units, dw, true, col.as<T>());
   }
-  const int64_t per_part = (rows + parts - 1) / parts;
+  const int64_t per_part = (units + parts - 1) / parts;
   std::vector<T> partials(size_t((parts - 1) * K * O));
   parallel_tasks(parts, [&](int64_t p) {
     Scratch col(ScratchSlot::kConvColumns, col_bytes);
     T* out = p == 0 ? dw : partials.data() + (p - 1) * K * O;
-    range(std::min(rows, p * per_part), std::min(rows, (p + 1) * per_part), out, false,
+    range(std::min(units, p * per_part), std::min(units, (p + 1) * per_part), out, false,
           col.as<T>());
   });
   parallel_for(K * O, kElementwiseGrain, [&](int64_t e0, int64_t e1) {

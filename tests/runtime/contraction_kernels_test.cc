@@ -345,6 +345,15 @@ const std::vector<ConvCase>& conv_cases() {
       {{1, 24, 24, 40}, {3, 3, 40, 6}, {1, 1}, {1, 1}, "same"},     // one image, several chunks
       {{4, 16, 16, 32}, {3, 3, 32, 32}, {1, 1}, {1, 1}, "same"},    // filter-gradient partials
       {{16, 12, 12, 64}, {1, 1, 64, 64}, {1, 1}, {1, 1}, "valid"},  // pointwise partials
+      // shallow windows (direct kernels, conv_shallow.h): several channel blocks and a partial
+      // one, three channels with strides and dilations, the deepest window taken, the first
+      // layer of kiln bench's CNN with its filter-gradient partials
+      {{2, 9, 11, 1}, {3, 3, 1, 40}, {1, 1}, {1, 1}, "same"},
+      {{2, 13, 12, 3}, {3, 3, 3, 20}, {2, 2}, {1, 1}, "same"},
+      {{2, 13, 12, 3}, {3, 3, 3, 17}, {1, 2}, {2, 1}, "valid"},
+      {{1, 8, 9, 2}, {4, 4, 2, 9}, {1, 1}, {1, 1}, "same"},  // K = 32
+      {{1, 8, 9, 3}, {2, 5, 3, 16}, {3, 1}, {1, 2}, "same"},
+      {{16, 28, 28, 1}, {3, 3, 1, 16}, {1, 1}, {1, 1}, "same"},
   };
   return cases;
 }
@@ -382,19 +391,22 @@ TEST(ConvKernelTest, BadInputThrows) {
 TEST(ConvKernelTest, BitwiseIdenticalOnOneAndTwoThreads) {
   ThreadCountGuard guard;
   std::mt19937_64 rng(400);
-  ConvCase c{{8, 16, 16, 32}, {3, 3, 32, 32}, {1, 1}, {1, 1}, "same"};
-  Array x = random_array(DType::f32, Shape(c.input), rng);
-  Array w = random_array(DType::f32, Shape(c.filter), rng);
-  Array g = random_array(DType::f32, {8, 16, 16, 32}, rng);
-  set_num_threads(1);
-  Array dw1 = conv2d_backprop_filter(x, g, c), y1 = conv2d(x, w, c);
-  Array dx1 = conv2d_backprop_input(w, g, c);
-  set_num_threads(2);
-  Array dw2 = conv2d_backprop_filter(x, g, c), y2 = conv2d(x, w, c);
-  Array dx2 = conv2d_backprop_input(w, g, c);
-  EXPECT_TRUE(bitwise_equal(dw1, dw2));
-  EXPECT_TRUE(bitwise_equal(y1, y2));
-  EXPECT_TRUE(bitwise_equal(dx1, dx2));
+  // im2col + GEMM, then a shallow window (direct kernels) with filter-gradient partials
+  for (ConvCase c : {ConvCase{{8, 16, 16, 32}, {3, 3, 32, 32}, {1, 1}, {1, 1}, "same"},
+                     ConvCase{{16, 28, 28, 3}, {3, 3, 3, 20}, {1, 1}, {1, 1}, "same"}}) {
+    Array x = random_array(DType::f32, Shape(c.input), rng);
+    Array w = random_array(DType::f32, Shape(c.filter), rng);
+    Array g = random_array(DType::f32, {c.input[0], c.input[1], c.input[2], c.filter[3]}, rng);
+    set_num_threads(1);
+    Array dw1 = conv2d_backprop_filter(x, g, c), y1 = conv2d(x, w, c);
+    Array dx1 = conv2d_backprop_input(w, g, c);
+    set_num_threads(2);
+    Array dw2 = conv2d_backprop_filter(x, g, c), y2 = conv2d(x, w, c);
+    Array dx2 = conv2d_backprop_input(w, g, c);
+    EXPECT_TRUE(bitwise_equal(dw1, dw2)) << describe(c);
+    EXPECT_TRUE(bitwise_equal(y1, y2)) << describe(c);
+    EXPECT_TRUE(bitwise_equal(dx1, dx2)) << describe(c);
+  }
 }
 
 }  // namespace

@@ -1,0 +1,211 @@
+#include "kiln/runtime/kernels/conv_shallow.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+namespace kiln::runtime {
+namespace {
+
+// One register block of outputs: a 64-byte run of channels (16 floats, 8 doubles), as a GCC
+// vector (one AVX-512 register, two AVX2 ones).
+template <typename T>
+struct Vec;
+template <>
+struct Vec<float> {
+  typedef float type __attribute__((vector_size(64)));
+};
+template <>
+struct Vec<double> {
+  typedef double type __attribute__((vector_size(64)));
+};
+template <typename T>
+using V = typename Vec<T>::type;
+template <typename T>
+constexpr int64_t kLanes = 64 / int64_t(sizeof(T));
+
+// The first n (<= kLanes) values at p, the rest zeros; kFull: n == kLanes (one vector load or
+// store, a constant-size copy).
+template <bool kFull, typename T>
+V<T> load(const T* p, int64_t n) {
+  V<T> v = {};
+  std::memcpy(&v, p, kFull ? sizeof(V<T>) : size_t(n) * sizeof(T));
+  return v;
+}
+template <bool kFull, typename T>
+void store(T* p, const V<T>& v, int64_t n) {
+  std::memcpy(p, &v, kFull ? sizeof(V<T>) : size_t(n) * sizeof(T));
+}
+
+// Pixels per forward block (4 accumulators; each filter vector serves 4 pixels) and most taps
+// per filter-gradient block (12 accumulators of the 32 AVX-512 registers).
+constexpr int64_t kForwardPixels = 4;
+constexpr int kMaxTaps = 12;
+// Lines whose strips are built at once: about this many bytes, so they stay in L1/L2.
+constexpr int64_t kStripChunkBytes = int64_t{32} << 10;
+
+// The zero-padded input rows of lines [l0, l1): strip (line, i) holds input row
+// oy*sh - ph + i*dh of the line's image, from column -pw on, `width` pixels of c channels (zeros
+// outside the image), so tap (i, j, ch) of pixel ox is at strip(line, i)[(ox*sw + j*dw)*c + ch].
+template <typename T>
+struct Strips {
+  const ConvGeom& g;
+  int64_t width;  // padded pixels per strip
+  int64_t line_stride, strip_stride;
+  std::vector<T> data;
+  // Tap t = (i*kw + j)*c + ch: its offset in a line's strips, before the pixel's ox*sw*c.
+  std::vector<int64_t> tap;
+
+  explicit Strips(const ConvGeom& geom) : g(geom) {
+    width = (g.ow - 1) * g.sw + (g.kw - 1) * g.dw + 1;
+    strip_stride = width * g.c;
+    line_stride = g.kh * strip_stride;
+    for (int64_t i = 0; i < g.kh; ++i)
+      for (int64_t j = 0; j < g.kw; ++j)
+        for (int64_t ch = 0; ch < g.c; ++ch) tap.push_back(i * strip_stride + j * g.dw * g.c + ch);
+  }
+  int64_t lines_per_chunk() const {
+    return std::max<int64_t>(1, kStripChunkBytes / (line_stride * int64_t(sizeof(T))));
+  }
+  void build(const T* x, int64_t l0, int64_t l1) {
+    data.resize(size_t((l1 - l0) * line_stride));
+    for (int64_t l = l0; l < l1; ++l) {
+      const int64_t n = l / g.oh, oy = l % g.oh;
+      for (int64_t i = 0; i < g.kh; ++i) {
+        T* s = data.data() + (l - l0) * line_stride + i * strip_stride;
+        const int64_t iy = oy * g.sh - g.ph + i * g.dh;
+        if (iy < 0 || iy >= g.h) {
+          std::fill(s, s + strip_stride, T(0));
+          continue;
+        }
+        // Columns q in [0, width) hold input column q - pw.
+        const int64_t q0 = std::min(width, g.pw), q1 = std::clamp(g.w + g.pw, q0, width);
+        std::fill(s, s + q0 * g.c, T(0));
+        std::memcpy(s + q0 * g.c, x + ((n * g.h + iy) * g.w + (q0 - g.pw)) * g.c,
+                    size_t((q1 - q0) * g.c) * sizeof(T));
+        std::fill(s + q1 * g.c, s + strip_stride, T(0));
+      }
+    }
+  }
+  const T* line(int64_t l, int64_t l0) const { return data.data() + (l - l0) * line_stride; }
+};
+
+template <typename T, int64_t R, bool kFull>
+void forward_pixels(const T* strip, const Strips<T>& st, const V<T>* w, T* y, int64_t ox,
+                    int64_t cols) {
+  const ConvGeom& g = st.g;
+  V<T> acc[R] = {};
+  const int64_t step = g.sw * g.c;
+  const T* base = strip + ox * step;
+  for (size_t t = 0; t < st.tap.size(); ++t) {
+    const T* a = base + st.tap[t];
+    for (int64_t p = 0; p < R; ++p) acc[p] += a[p * step] * w[t];
+  }
+  for (int64_t p = 0; p < R; ++p) store<kFull>(y + (ox + p) * g.o, acc[p], cols);
+}
+
+template <typename T, bool kFull>
+void forward_line(const T* strip, const Strips<T>& st, const V<T>* w, T* y, int64_t cols) {
+  int64_t ox = 0;
+  for (; ox + kForwardPixels <= st.g.ow; ox += kForwardPixels)
+    forward_pixels<T, kForwardPixels, kFull>(strip, st, w, y, ox, cols);
+  for (; ox < st.g.ow; ++ox) forward_pixels<T, 1, kFull>(strip, st, w, y, ox, cols);
+}
+
+// Taps [t0, t0 + N) x channels [o0, o0 + cols) of the gradient of lines [l0, l1) (strips built
+// from l0), added to dw or stored.
+template <typename T, int N, bool kFull>
+void filter_block(const Strips<T>& st, int64_t l0, int64_t l1, int64_t sl0, const T* dy, T* dw,
+                  bool accumulate, int64_t t0, int64_t o0, int64_t cols) {
+  const ConvGeom& g = st.g;
+  V<T> acc[N] = {};
+  int64_t off[N];
+  for (int i = 0; i < N; ++i) off[i] = st.tap[size_t(t0 + i)];
+  const int64_t step = g.sw * g.c;
+  for (int64_t l = l0; l < l1; ++l) {
+    const T* strip = st.line(l, sl0);
+    const T* d = dy + l * g.ow * g.o + o0;
+    for (int64_t ox = 0; ox < g.ow; ++ox, d += g.o) {
+      const V<T> dv = load<kFull>(d, cols);
+      const T* a = strip + ox * step;
+      for (int i = 0; i < N; ++i) acc[i] += a[off[i]] * dv;
+    }
+  }
+  for (int i = 0; i < N; ++i) {
+    T* out = dw + (t0 + i) * g.o + o0;
+    store<kFull>(out, accumulate ? load<kFull>(out, cols) + acc[i] : acc[i], cols);
+  }
+}
+
+template <typename T, bool kFull, int N = kMaxTaps>
+void filter_taps(int taps, const Strips<T>& st, int64_t l0, int64_t l1, int64_t sl0, const T* dy,
+                 T* dw, bool accumulate, int64_t t0, int64_t o0, int64_t cols) {
+  if constexpr (N >= 1) {
+    if (taps == N)
+      return filter_block<T, N, kFull>(st, l0, l1, sl0, dy, dw, accumulate, t0, o0, cols);
+    filter_taps<T, kFull, N - 1>(taps, st, l0, l1, sl0, dy, dw, accumulate, t0, o0, cols);
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void shallow_conv_forward(const T* x, const T* w, T* y, const ConvGeom& g, int64_t l0, int64_t l1) {
+  Strips<T> st(g);
+  const int64_t K = g.k();
+  std::vector<V<T>> wv(static_cast<size_t>(K));
+  const int64_t chunk = st.lines_per_chunk();
+  for (int64_t c0 = l0; c0 < l1; c0 += chunk) {
+    const int64_t c1 = std::min(l1, c0 + chunk);
+    st.build(x, c0, c1);
+    for (int64_t o0 = 0; o0 < g.o; o0 += kLanes<T>) {
+      const int64_t cols = std::min(kLanes<T>, g.o - o0);
+      for (int64_t t = 0; t < K; ++t) wv[size_t(t)] = load<false>(w + t * g.o + o0, cols);
+      for (int64_t l = c0; l < c1; ++l) {
+        T* yl = y + l * g.ow * g.o + o0;
+        if (cols == kLanes<T>)
+          forward_line<T, true>(st.line(l, c0), st, wv.data(), yl, cols);
+        else
+          forward_line<T, false>(st.line(l, c0), st, wv.data(), yl, cols);
+      }
+    }
+  }
+}
+
+template <typename T>
+void shallow_conv_filter_gradient(const T* x, const T* dy, T* dw, const ConvGeom& g, int64_t l0,
+                                  int64_t l1, bool accumulate) {
+  Strips<T> st(g);
+  const int64_t K = g.k();
+  if (l0 == l1 && !accumulate) std::fill(dw, dw + K * g.o, T(0));
+  // The taps in near-equal blocks of at most kMaxTaps (27 taps: 9 + 9 + 9).
+  const int64_t blocks = (K + kMaxTaps - 1) / kMaxTaps;
+  const int64_t chunk = st.lines_per_chunk();
+  for (int64_t c0 = l0; c0 < l1; c0 += chunk) {
+    const int64_t c1 = std::min(l1, c0 + chunk);
+    const bool acc = accumulate || c0 != l0;
+    st.build(x, c0, c1);
+    for (int64_t b = 0, t0 = 0; b < blocks; ++b) {
+      const int taps = int((K - t0 + (blocks - b) - 1) / (blocks - b));
+      for (int64_t o0 = 0; o0 < g.o; o0 += kLanes<T>) {
+        const int64_t cols = std::min(kLanes<T>, g.o - o0);
+        if (cols == kLanes<T>)
+          filter_taps<T, true>(taps, st, c0, c1, c0, dy, dw, acc, t0, o0, cols);
+        else
+          filter_taps<T, false>(taps, st, c0, c1, c0, dy, dw, acc, t0, o0, cols);
+      }
+      t0 += taps;
+    }
+  }
+}
+
+template void shallow_conv_forward<float>(const float*, const float*, float*, const ConvGeom&,
+                                          int64_t, int64_t);
+template void shallow_conv_forward<double>(const double*, const double*, double*, const ConvGeom&,
+                                           int64_t, int64_t);
+template void shallow_conv_filter_gradient<float>(const float*, const float*, float*,
+                                                  const ConvGeom&, int64_t, int64_t, bool);
+template void shallow_conv_filter_gradient<double>(const double*, const double*, double*,
+                                                   const ConvGeom&, int64_t, int64_t, bool);
+
+}  // namespace kiln::runtime

@@ -1,0 +1,33 @@
+// Direct convolutions of shallow windows (ConvGeom::shallow(): kh * kw * c <= kShallowDepth, a
+// first layer over one or three channels): the forward pass and the filter gradient without an
+// im2col matrix. Each output image row ("line": n, oy) reads kh zero-padded input rows
+// ("strips", copied in whole runs) and keeps a block of outputs in vector registers: 4 pixels x
+// 16 channels forward, up to 12 taps x 16 channels for the filter gradient. At such depths the
+// im2col + GEMM path was bound by copying 3-value runs into its patches.
+//
+// Arithmetic: each output is one chain of fused multiply-adds over the taps in (kh, kw, c)
+// order from zero, like the GEMM engine's element of the im2col product
+// (runtime/gemm_microkernel.h); padding taps multiply zeros, as im2col's do. The filter gradient
+// sums each range of lines in chunks fixed by the geometry, so results never depend on the
+// thread count. conv_shallow.cc is compiled with -ffp-contract=fast so that its vector
+// `acc += a * b` is an FMA instruction (kiln builds for the host CPU, KILN_NATIVE; a build for a
+// CPU without FMA multiplies and adds).
+#pragma once
+
+#include <cstdint>
+
+#include "kiln/runtime/kernels/conv_geom.h"
+
+namespace kiln::runtime {
+
+// y's output lines [l0, l1) (line l: image l / oh, row l % oh; all ow pixels, all channels).
+template <typename T>
+void shallow_conv_forward(const T* x, const T* w, T* y, const ConvGeom& g, int64_t l0, int64_t l1);
+
+// dw = (accumulate ? dw : 0) + the filter gradient of output lines [l0, l1) (their dy rows times
+// their input windows), summed in chunks of lines fixed by the geometry.
+template <typename T>
+void shallow_conv_filter_gradient(const T* x, const T* dy, T* dw, const ConvGeom& g, int64_t l0,
+                                  int64_t l1, bool accumulate);
+
+}  // namespace kiln::runtime
