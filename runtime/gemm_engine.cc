@@ -95,18 +95,20 @@ struct APanels {
 };
 
 // One task: C[r0:r1, c0:c1] for every k block. `packed_b` is op(B) packed (or null). A task
-// one column tile wide uses each row of A once: the microkernels read A's rows in place then
-// (unless A is transposed) instead of packing them.
+// one column tile wide uses each row of A once: the microkernels read A in place then instead
+// of packing it (A's rows, or a transposed A's rows: a panel's values for one k are contiguous
+// there too, as in a packed panel; a convolution's filter gradient is such a product).
 void run_block(const MicroKernels& mk, const SgemmArgs& g, const KBlocks& kb, const float* packed_b,
                int64_t n_pad, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
   const APanels panels(r0, r1 - r0, mk.mr);
-  const bool pack_a = g.ta || c1 - c0 > mk.nr;
+  const bool pack_a = c1 - c0 > mk.nr;
   std::optional<Scratch> a_buf;
   if (pack_a) a_buf.emplace(ScratchSlot::kGemmA, size_t((r1 - r0) * kb.step) * sizeof(float));
   MicroTile t;
   t.b_padded = packed_b != nullptr;
   t.ldc = g.ldc;
-  t.lda = pack_a ? 0 : g.lda;
+  t.lda = pack_a || g.ta ? 0 : g.lda;
+  t.lda_t = !pack_a && g.ta ? g.lda : 0;
   for (int64_t q = 0; q < kb.count; ++q) {
     const int64_t k0 = kb.begin(q), kc = kb.depth(q, g.k);
     if (pack_a)
@@ -121,7 +123,9 @@ void run_block(const MicroKernels& mk, const SgemmArgs& g, const KBlocks& kb, co
       for (int64_t i = 0; i < panels.count; ++i) {
         const int64_t row = r0 + panels.start(i);
         t.rows = int32_t(panels.height(i));
-        t.a = pack_a ? a_buf->as<float>() + panels.start(i) * kc : g.a + row * g.lda + k0;
+        t.a = pack_a ? a_buf->as<float>() + panels.start(i) * kc
+              : g.ta ? g.a + k0 * g.lda + row
+                     : g.a + row * g.lda + k0;
         for (int64_t j = jc; j < jc_end; j += mk.nr) {
           t.cols = int32_t(std::min<int64_t>(mk.nr, g.n - j));
           t.b = packed_b ? packed_b + k0 * n_pad + (j / mk.nr) * kc * mk.nr : g.b + k0 * g.ldb + j;

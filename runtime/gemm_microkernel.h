@@ -4,8 +4,9 @@
 // Contract of MicroKernels::tile(t):
 //   for i < t.rows, j < t.cols:  acc = 0; for p < t.kc: acc = fma(a(i, p), b[p][j], acc)
 //                                C[i][j] = t.accumulate ? C[i][j] + acc : acc
-// with a(i, p) = t.a[p * rows + i] (a packed A panel: kc steps of `rows` floats) or, if
-// t.lda > 0, t.a[i * t.lda + p] (A's rows read in place), and b[p] = t.b + p * t.ldb. The
+// with a(i, p) = t.a[p * rows + i] (a packed A panel: kc steps of `rows` floats), or, if
+// t.lda > 0, t.a[i * t.lda + p] (A's rows read in place), or, if t.lda_t > 0,
+// t.a[p * t.lda_t + i] (a stored A^T's rows read in place), and b[p] = t.b + p * t.ldb. The
 // arithmetic of an element is the same whatever rows, cols or ISA: every kernel runs the one
 // FMA chain above in float32, so the result of a GEMM does not depend on how it is tiled, on
 // the thread count, or on which of these kernels runs it (tests/runtime/gemm_test.cc).
@@ -24,7 +25,8 @@ namespace kiln::runtime::gemm_detail {
 struct MicroTile {
   int64_t kc = 0;            // depth of the k block (>= 1)
   const float* a = nullptr;  // packed panel a[p * rows + i], or rows a[i * lda + p]
-  int64_t lda = 0;           // 0: packed
+  int64_t lda = 0;           // 0: packed (or lda_t)
+  int64_t lda_t = 0;         // > 0: A^T's rows in place, a(i, p) = a[p * lda_t + i]
   const float* b = nullptr;  // row p of the k block at b + p * ldb
   int64_t ldb = 0;
   float* c = nullptr;  // row i at c + i * ldc

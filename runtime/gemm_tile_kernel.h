@@ -14,7 +14,8 @@ namespace kiln::runtime::gemm_detail {
 namespace {
 
 // R rows, NV vectors of columns; Masked: the last columns are partial (masked stores, and
-// masked loads of B unless it is padded); PackedA: A is a packed panel, else rows at lda.
+// masked loads of B unless it is padded); PackedA: A is a packed panel (or A^T's rows read in
+// place, lda_t), else rows at lda.
 template <class Isa, int R, int NV, bool Masked, bool PackedA>
 void tile_kernel(const MicroTile& t) {
   using Vec = typename Isa::Vec;
@@ -31,8 +32,9 @@ void tile_kernel(const MicroTile& t) {
   const float* a = t.a;
   const float* b = t.b;
   const int64_t ldb = t.ldb;
-  // Unpacked A: row i at a + i * lda (a advances along k); packed: a advances by R per step.
-  const int64_t lda = PackedA ? 1 : t.lda, a_step = PackedA ? R : 1;
+  // Unpacked A: row i at a + i * lda (a advances along k); packed: a advances by R per step
+  // (by lda_t: a stored A^T read in place).
+  const int64_t lda = PackedA ? 1 : t.lda, a_step = PackedA ? (t.lda_t > 0 ? t.lda_t : R) : 1;
   auto step = [&](const Vec* bv) {
 #pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
