@@ -397,6 +397,9 @@ std::vector<Array> Executable::run(std::span<const Array> args, std::vector<Arra
         else
           product = run_kernel(s.op, in, s.attrs, s.type);
         if (s.kernel) {
+          // Its own event, nested in the contraction's: the table's self time of the
+          // contraction is then the product alone.
+          ProfileScope epilogue_scope(s.name, "epilogue");
           std::vector<void*> buffers = kernel_buffers(*s.kernel, slots, base);
           run_kernel_call(*s.kernel, buffers);
         }
