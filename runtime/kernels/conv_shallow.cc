@@ -4,38 +4,15 @@
 #include <cstring>
 #include <vector>
 
+#include "kiln/runtime/kernels/vector_block.h"
+
 namespace kiln::runtime {
 namespace {
 
-// One register block of outputs: a 64-byte run of channels (16 floats, 8 doubles), as a GCC
-// vector (one AVX-512 register, two AVX2 ones).
-template <typename T>
-struct Vec;
-template <>
-struct Vec<float> {
-  typedef float type __attribute__((vector_size(64)));
-};
-template <>
-struct Vec<double> {
-  typedef double type __attribute__((vector_size(64)));
-};
-template <typename T>
-using V = typename Vec<T>::type;
-template <typename T>
-constexpr int64_t kLanes = 64 / int64_t(sizeof(T));
-
-// The first n (<= kLanes) values at p, the rest zeros; kFull: n == kLanes (one vector load or
-// store, a constant-size copy).
-template <bool kFull, typename T>
-V<T> load(const T* p, int64_t n) {
-  V<T> v = {};
-  std::memcpy(&v, p, kFull ? sizeof(V<T>) : size_t(n) * sizeof(T));
-  return v;
-}
-template <bool kFull, typename T>
-void store(T* p, const V<T>& v, int64_t n) {
-  std::memcpy(p, &v, kFull ? sizeof(V<T>) : size_t(n) * sizeof(T));
-}
+using vector_block::kLanes;
+using vector_block::load;
+using vector_block::store;
+using vector_block::V;
 
 // Pixels per forward block (4 accumulators; each filter vector serves 4 pixels) and most taps
 // per filter-gradient block (12 accumulators of the 32 AVX-512 registers).

@@ -354,6 +354,12 @@ const std::vector<ConvCase>& conv_cases() {
       {{1, 8, 9, 2}, {4, 4, 2, 9}, {1, 1}, {1, 1}, "same"},  // K = 32
       {{1, 8, 9, 3}, {2, 5, 3, 16}, {3, 1}, {1, 2}, "same"},
       {{16, 28, 28, 1}, {3, 3, 1, 16}, {1, 1}, {1, 1}, "same"},
+      // the input gradient's col2im summing a vector of channels at a time (C >= 16): a
+      // partial vector, vertical strides, a window larger than the padding, images in groups
+      {{2, 9, 10, 20}, {3, 3, 20, 6}, {2, 1}, {1, 1}, "same"},
+      {{1, 7, 9, 16}, {2, 3, 16, 4}, {1, 1}, {1, 1}, "valid"},
+      {{3, 6, 7, 32}, {5, 5, 32, 3}, {1, 1}, {1, 1}, "same"},
+      {{9, 5, 5, 16}, {3, 3, 16, 8}, {1, 1}, {1, 1}, "same"},
   };
   return cases;
 }
