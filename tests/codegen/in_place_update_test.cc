@@ -151,3 +151,42 @@ TEST(InPlaceUpdate, SerialKernelRefusesWhenALaterValueReadsTheInput) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// w <- w + x @ w: the matmul's epilogue computes w's new value, but the product reads all of w,
+// block by block alongside the epilogue (runtime/executable.cc), so the update is not in place
+// (codegen/compile_graph.cc, in_place_pairs): in place, the epilogue of the first row blocks
+// would overwrite rows of w that later blocks still multiply by.
+TEST(InPlaceUpdate, NotInPlaceOverAVariableTheContractionReads) {
+  testing::ScopedCacheDir cache;
+  auto g = testing::optimized_graph(R"(graph @step(%0: f32[384,384]) -> (f32[]) {
+  variables {
+    $0 = "w" : f32[384,384] read write -> %1
+  }
+  %2 = matmul(%0, %1) {transpose_a=false, transpose_b=false} : f32[384,384]
+  %3 = add(%1, %2) : f32[384,384]
+  %4 = assign $0, %3 : f32[384,384]
+  %5 = sum(%3) {axes=[], keepdims=false} : f32[]
+  return %5
+})");
+  auto exe = codegen::compile_graph(*g);
+  EXPECT_EQ(in_place_pairs(*exe), 0u);
+  std::mt19937 rng(9);
+  std::vector<runtime::Array> args = {testing::random_array(g->parameter(0)->type(), rng)};
+  runtime::Array w = testing::random_array(g->variable(0).type, rng);
+  testing::ErrorBoundedReference want(*g, args, {testing::copy_of(w)}, 1);
+  const int saved = num_threads();
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    std::vector<runtime::Array> vars = {testing::copy_of(w)};
+    std::vector<runtime::Array> out = exe->run(args, vars, {true});
+    std::vector<runtime::Array> results = {out[0], vars[0]};
+    EXPECT_TRUE(want.check(results)) << threads << " thread(s)";
+  }
+  set_num_threads(saved);
+}
+
+}  // namespace
+}  // namespace kiln
