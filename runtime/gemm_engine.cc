@@ -172,8 +172,57 @@ SgemmGrid plan_sgemm(const MicroKernels& mk, int64_t m, int64_t n, int64_t k, in
   return grid;
 }
 
+namespace {
+
+// A product of at most one column tile of rows against a transposed B of many columns (an RNN
+// step's input gradient dz U^T, 32 x 1024 x 256) is computed as its transpose
+// C^T = op(B) op(A)^T: B's stored rows are then the left operand, read in place (one column
+// tile), and the right operand is A, m x k, small to pack, instead of all of B transposed into
+// panels for a few rows. Each element is the same FMA chain (a*b == b*a, the same k blocks), so
+// the bits are those of the direct product.
+bool compute_transposed(const MicroKernels& mk, const SgemmArgs& g) {
+  return g.tb && g.m <= mk.nr && g.n >= 4 * mk.nr && g.k >= mk.nr;
+}
+
+void sgemm_transposed(const MicroKernels& mk, const SgemmArgs& g, SgemmGrid grid,
+                      const std::function<void(int64_t, int64_t)>* on_rows) {
+  Scratch ct_buf(ScratchSlot::kGemmC, size_t(g.n * g.m) * sizeof(float));
+  float* ct = ct_buf.as<float>();
+  if (g.accumulate)
+    for (int64_t i = 0; i < g.m; ++i)
+      for (int64_t j = 0; j < g.n; ++j) ct[j * g.m + i] = g.c[i * g.ldc + j];
+  SgemmArgs t;
+  t.ta = false;  // B's rows, n x k
+  t.a = g.b;
+  t.lda = g.ldb;
+  t.tb = !g.ta;  // op(A)^T: A stored m x k is B' transposed; A stored k x m is B' itself
+  t.b = g.a;
+  t.ldb = g.lda;
+  t.m = g.n;
+  t.n = g.m;
+  t.k = g.k;
+  t.c = ct;
+  t.ldc = g.m;
+  t.accumulate = g.accumulate;
+  const bool parallel = grid.row_blocks * grid.col_blocks > 1;
+  sgemm(mk, t, parallel ? plan_sgemm(mk, t.m, t.n, t.k, num_threads(), false) : SgemmGrid{},
+        nullptr);
+  // C = (C^T)^T by blocks of rows (the caller's row blocks, each finished by on_rows).
+  const int64_t blocks = on_rows ? grid.row_blocks : 1;
+  parallel_tasks(blocks, [&](int64_t b) {
+    const int64_t r0 = g.m * b / blocks, r1 = g.m * (b + 1) / blocks;
+    if (r0 >= r1) return;
+    for (int64_t i = r0; i < r1; ++i)
+      for (int64_t j = 0; j < g.n; ++j) g.c[i * g.ldc + j] = ct[j * g.m + i];
+    if (on_rows) (*on_rows)(r0, r1);
+  });
+}
+
+}  // namespace
+
 void sgemm(const MicroKernels& mk, const SgemmArgs& g, SgemmGrid grid,
            const std::function<void(int64_t, int64_t)>* on_rows) {
+  if (compute_transposed(mk, g)) return sgemm_transposed(mk, g, grid, on_rows);
   const KBlocks kb(g.k);
   const int64_t panels_n = ceil_div(g.n, mk.nr), n_pad = panels_n * mk.nr;
   const bool pack_b = g.tb || g.m >= kPackBMinRows;

@@ -10,7 +10,7 @@
 namespace kiln::runtime {
 
 // Slots: one per concurrent use within one kernel.
-enum class ScratchSlot { kGemmA, kGemmB, kConvColumns, kCount };
+enum class ScratchSlot { kGemmA, kGemmB, kGemmC, kConvColumns, kCount };
 
 class Scratch {
  public:

@@ -125,12 +125,25 @@ TEST(GemmEngineTest, KernelSetsIncludeEigenAndTheDefaultIsTheBest) {
 }
 
 // Every edge of the tiling: rows 1..13 (mr is 12 or 6), columns around one and two vectors of
-// 8 and 16 lanes, k across a block boundary (256), tall products that pack B.
+// 8 and 16 lanes, k across a block boundary (256), tall products that pack B, products of few
+// rows against a transposed B (gemm_engine.cc computes their transpose).
 TEST(GemmEngineTest, MatchesFloat64WithinTheDotProductBound) {
   GemmSettingsGuard guard;
-  const int64_t shapes[][3] = {{1, 1, 1},     {5, 7, 3},     {12, 32, 256}, {13, 33, 257},
-                               {6, 16, 9},    {7, 17, 100},  {11, 31, 513}, {24, 64, 40},
-                               {64, 10, 256}, {200, 48, 70}, {37, 100, 1},  {300, 45, 300}};
+  const int64_t shapes[][3] = {{1, 1, 1},
+                               {5, 7, 3},
+                               {12, 32, 256},
+                               {13, 33, 257},
+                               {6, 16, 9},
+                               {7, 17, 100},
+                               {11, 31, 513},
+                               {24, 64, 40},
+                               {64, 10, 256},
+                               {200, 48, 70},
+                               {37, 100, 1},
+                               {300, 45, 300},
+                               // few rows, many columns: with tb, computed as C^T
+                               {20, 200, 70},
+                               {32, 130, 600}};
   uint64_t seed = 1;
   for (const std::string& set : kernel_sets()) {
     set_gemm_kernels(set);
@@ -198,7 +211,8 @@ TEST(GemmEngineTest, RowBlocksAreCompleteWhenTheirCallbackRuns) {
   for (const std::string& set : kernel_sets()) {
     set_gemm_kernels(set);
     for (const auto& s : {std::array<int64_t, 3>{512, 300, 200}, std::array<int64_t, 3>{7, 5, 3},
-                          std::array<int64_t, 3>{64, 256, 784}}) {
+                          std::array<int64_t, 3>{64, 256, 784},
+                          std::array<int64_t, 3>{30, 300, 100}}) {  // computed as C^T
       Problem p(false, true, s[0], s[1], s[2], 7);
       std::vector<float> c = p.c0, seen(p.c0.size(), Problem::kCanary);
       std::vector<std::atomic<int>> visits(size_t(p.m));
