@@ -28,6 +28,8 @@ constexpr double kMinTaskFlops = double(int64_t{1} << 19);
 // B is packed when its rows are C's columns (transposed), or when at least this many rows of
 // C reuse each packed panel (measured: docs/benchmarks.md, "GEMM engine").
 constexpr int64_t kPackBMinRows = 192;
+// A B read in place larger than this is packed block by block (run_block).
+constexpr int64_t kPackBBlocksMinBytes = int64_t{4} << 20;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -104,8 +106,16 @@ void run_block(const MicroKernels& mk, const SgemmArgs& g, const KBlocks& kb, co
   const bool pack_a = c1 - c0 > mk.nr;
   std::optional<Scratch> a_buf;
   if (pack_a) a_buf.emplace(ScratchSlot::kGemmA, size_t((r1 - r0) * kb.step) * sizeof(float));
+  // B read in place but too large to stay in cache (a weight gradient's k x n activations):
+  // each kc x kNc block is copied into an L2 buffer first, sweeping B's rows in order (whole
+  // runs of kNc floats that the prefetchers follow, instead of the panels' nr floats at B's
+  // stride), then its panels run from there.
+  const bool pack_b_blocks = packed_b == nullptr && !g.tb && panels.count > 1 &&
+                             g.k * g.n * int64_t(sizeof(float)) > kPackBBlocksMinBytes;
+  std::optional<Scratch> b_block;
+  if (pack_b_blocks) b_block.emplace(ScratchSlot::kGemmB, size_t(kb.step * kNc) * sizeof(float));
   MicroTile t;
-  t.b_padded = packed_b != nullptr;
+  t.b_padded = packed_b != nullptr || pack_b_blocks;
   t.ldc = g.ldc;
   t.lda = pack_a || g.ta ? 0 : g.lda;
   t.lda_t = !pack_a && g.ta ? g.lda : 0;
@@ -117,9 +127,21 @@ void run_block(const MicroKernels& mk, const SgemmArgs& g, const KBlocks& kb, co
                      a_buf->as<float>() + panels.start(i) * kc);
     t.kc = kc;
     t.accumulate = g.accumulate || q > 0;
-    t.ldb = packed_b ? mk.nr : g.ldb;
+    t.ldb = packed_b || pack_b_blocks ? mk.nr : g.ldb;
     for (int64_t jc = c0; jc < c1; jc += kNc) {
       const int64_t jc_end = std::min(c1, jc + kNc);
+      if (pack_b_blocks) {
+        float* blk = b_block->as<float>();
+        for (int64_t p = 0; p < kc; ++p) {
+          const float* src = g.b + (k0 + p) * g.ldb;
+          for (int64_t j = jc; j < jc_end; j += mk.nr) {
+            const int64_t cols = std::min<int64_t>(mk.nr, g.n - j);
+            float* dst = blk + (j - jc) * kc + p * mk.nr;
+            std::memcpy(dst, src + j, size_t(cols) * sizeof(float));
+            if (cols < mk.nr) std::fill(dst + cols, dst + mk.nr, 0.0f);
+          }
+        }
+      }
       for (int64_t i = 0; i < panels.count; ++i) {
         const int64_t row = r0 + panels.start(i);
         t.rows = int32_t(panels.height(i));
@@ -128,7 +150,9 @@ void run_block(const MicroKernels& mk, const SgemmArgs& g, const KBlocks& kb, co
                      : g.a + row * g.lda + k0;
         for (int64_t j = jc; j < jc_end; j += mk.nr) {
           t.cols = int32_t(std::min<int64_t>(mk.nr, g.n - j));
-          t.b = packed_b ? packed_b + k0 * n_pad + (j / mk.nr) * kc * mk.nr : g.b + k0 * g.ldb + j;
+          t.b = packed_b        ? packed_b + k0 * n_pad + (j / mk.nr) * kc * mk.nr
+                : pack_b_blocks ? b_block->as<float>() + (j - jc) * kc
+                                : g.b + k0 * g.ldb + j;
           t.c = g.c + row * g.ldc + j;
           mk.tile(t);
         }

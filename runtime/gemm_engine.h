@@ -6,7 +6,13 @@
 //   k is cut into blocks of at most kKc (sizes from k alone);
 //   B (k x n) is packed into panels of nr columns, [k block][panel][kc][nr], zero-padded,
 //     when it is transposed (its rows are then C's columns) or tall enough for the reuse to pay;
-//     otherwise the microkernels read its rows in place;
+//     otherwise the microkernels read its rows in place, or, when B is larger than the cache
+//     (over 4 MiB) and a task has several row panels, from each kc x kNc block of it copied
+//     into an L2 buffer row by row;
+//   a product of at most nr rows against a transposed B of many columns runs as its transpose
+//     (B's rows are then the left operand, read in place);
+//   a transposed A one column tile wide is read in place (its values for one k are contiguous,
+//     as in a packed panel);
 //   each task owns a block of C (rows x columns) and, per k block, packs its rows of A into
 //     panels of at most mr rows ([kc][rows]) and runs every panel against every nr-column
 //     tile of B, kNc columns at a time (the B block stays in L2, the A panel in L1).

@@ -126,7 +126,8 @@ TEST(GemmEngineTest, KernelSetsIncludeEigenAndTheDefaultIsTheBest) {
 
 // Every edge of the tiling: rows 1..13 (mr is 12 or 6), columns around one and two vectors of
 // 8 and 16 lanes, k across a block boundary (256), tall products that pack B, products of few
-// rows against a transposed B (gemm_engine.cc computes their transpose).
+// rows against a transposed B (gemm_engine.cc computes their transpose) or a large B (packed
+// block by block).
 TEST(GemmEngineTest, MatchesFloat64WithinTheDotProductBound) {
   GemmSettingsGuard guard;
   const int64_t shapes[][3] = {{1, 1, 1},
@@ -143,7 +144,10 @@ TEST(GemmEngineTest, MatchesFloat64WithinTheDotProductBound) {
                                {300, 45, 300},
                                // few rows, many columns: with tb, computed as C^T
                                {20, 200, 70},
-                               {32, 130, 600}};
+                               {32, 130, 600},
+                               // few rows against a B too large for the cache (over 4 MiB):
+                               // B packed block by block, a partial last tile
+                               {40, 70, 16000}};
   uint64_t seed = 1;
   for (const std::string& set : kernel_sets()) {
     set_gemm_kernels(set);
@@ -168,8 +172,9 @@ TEST(GemmEngineTest, BitwiseIdenticalAcrossGridsThreadsEntryPointsAndIsas) {
   if (engines.empty()) GTEST_SKIP() << "this CPU runs only Eigen's GEMM";
   // {150, 30, 700}: one AVX-512 column tile, so a transposed A is read in place there and
   // packed by the AVX2 kernels (two tiles of 16 columns) and by grids that split the columns.
-  const int64_t shapes[][3] = {
-      {515, 641, 384}, {64, 256, 784}, {32, 1024, 256}, {9, 70, 600}, {150, 30, 700}};
+  // {40, 70, 16000}: B (16000 x 70) over 4 MiB, packed block by block.
+  const int64_t shapes[][3] = {{515, 641, 384}, {64, 256, 784}, {32, 1024, 256},
+                               {9, 70, 600},    {150, 30, 700}, {40, 70, 16000}};
   for (const auto& s : shapes)
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {
