@@ -249,7 +249,10 @@ void sgemm(const MicroKernels& mk, const SgemmArgs& g, SgemmGrid grid,
   if (compute_transposed(mk, g)) return sgemm_transposed(mk, g, grid, on_rows);
   const KBlocks kb(g.k);
   const int64_t panels_n = ceil_div(g.n, mk.nr), n_pad = panels_n * mk.nr;
-  const bool pack_b = g.tb || g.m >= kPackBMinRows;
+  // A large B under one row block (one thread) is copied block by block in run_block instead:
+  // the same reads of B, without writing all of it to a buffer larger than the cache first.
+  const bool large_b = g.k * g.n * int64_t(sizeof(float)) > kPackBBlocksMinBytes;
+  const bool pack_b = g.tb || (g.m >= kPackBMinRows && !(large_b && grid.row_blocks == 1));
   // A transposed B under a product of few rows (an RNN step's input gradient): the tasks split
   // the columns only and each packs its own panels, instead of a packing phase and a barrier
   // before them (any grid gives the same bits).

@@ -8,7 +8,8 @@
 //     when it is transposed (its rows are then C's columns) or tall enough for the reuse to pay;
 //     otherwise the microkernels read its rows in place, or, when B is larger than the cache
 //     (over 4 MiB) and a task has several row panels, from each kc x kNc block of it copied
-//     into an L2 buffer row by row;
+//     into an L2 buffer row by row (also instead of packing all of a large B for one row
+//     block);
 //   a product of at most nr rows against a transposed B of many columns runs as its transpose
 //     (B's rows are then the left operand, read in place);
 //   a transposed A one column tile wide is read in place (its values for one k are contiguous,

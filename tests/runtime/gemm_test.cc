@@ -172,9 +172,10 @@ TEST(GemmEngineTest, BitwiseIdenticalAcrossGridsThreadsEntryPointsAndIsas) {
   if (engines.empty()) GTEST_SKIP() << "this CPU runs only Eigen's GEMM";
   // {150, 30, 700}: one AVX-512 column tile, so a transposed A is read in place there and
   // packed by the AVX2 kernels (two tiles of 16 columns) and by grids that split the columns.
-  // {40, 70, 16000}: B (16000 x 70) over 4 MiB, packed block by block.
-  const int64_t shapes[][3] = {{515, 641, 384}, {64, 256, 784}, {32, 1024, 256},
-                               {9, 70, 600},    {150, 30, 700}, {40, 70, 16000}};
+  // {40, 70, 16000}: B (16000 x 70) over 4 MiB, packed block by block; {200, 70, 16000}: the
+  // same on one thread, packed whole on two or three.
+  const int64_t shapes[][3] = {{515, 641, 384}, {64, 256, 784},  {32, 1024, 256}, {9, 70, 600},
+                               {150, 30, 700},  {40, 70, 16000}, {200, 70, 16000}};
   for (const auto& s : shapes)
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {
