@@ -198,14 +198,19 @@ SgemmGrid plan_sgemm(const MicroKernels& mk, int64_t m, int64_t n, int64_t k, in
 
 namespace {
 
-// A product of at most one column tile of rows against a transposed B of many columns (an RNN
-// step's input gradient dz U^T, 32 x 1024 x 256) is computed as its transpose
-// C^T = op(B) op(A)^T: B's stored rows are then the left operand, read in place (one column
-// tile), and the right operand is A, m x k, small to pack, instead of all of B transposed into
-// panels for a few rows. Each element is the same FMA chain (a*b == b*a, the same k blocks), so
-// the bits are those of the direct product.
+// Two products are computed as their transpose C^T = op(B)^T op(A)^T:
+//  - at most one column tile of rows against a transposed B of many columns (an RNN step's
+//    input gradient dz U^T, 32 x 1024 x 256): B's stored rows are then the left operand, read
+//    in place (one column tile), and the right operand is A, m x k, small to pack, instead of
+//    all of B transposed into panels for a few rows;
+//  - a narrow C = A^T B of many rows (a classifier's kernel gradient, n = 10 classes): its
+//    tiles would be nr columns wide for n of them; transposed, the n rows fill one row panel
+//    and A's stored rows are read in place as the right operand.
+// Each element is the same FMA chain (a*b == b*a, the same k blocks), so the bits are those of
+// the direct product. Neither transposed problem is one of these again.
 bool compute_transposed(const MicroKernels& mk, const SgemmArgs& g) {
-  return g.tb && g.m <= mk.nr && g.n >= 4 * mk.nr && g.k >= mk.nr;
+  if (g.tb && g.m <= mk.nr && g.n >= 4 * mk.nr && g.k >= mk.nr) return true;
+  return g.ta && !g.tb && g.n <= mk.nr / 2 && g.n <= mk.mr && g.m >= 4 * mk.nr && g.k >= mk.mr;
 }
 
 void sgemm_transposed(const MicroKernels& mk, const SgemmArgs& g, SgemmGrid grid,
@@ -216,7 +221,7 @@ void sgemm_transposed(const MicroKernels& mk, const SgemmArgs& g, SgemmGrid grid
     for (int64_t i = 0; i < g.m; ++i)
       for (int64_t j = 0; j < g.n; ++j) ct[j * g.m + i] = g.c[i * g.ldc + j];
   SgemmArgs t;
-  t.ta = false;  // B's rows, n x k
+  t.ta = !g.tb;  // op(B)^T: B stored n x k is A' itself; B stored k x n is A' transposed
   t.a = g.b;
   t.lda = g.ldb;
   t.tb = !g.ta;  // op(A)^T: A stored m x k is B' transposed; A stored k x m is B' itself
@@ -232,7 +237,9 @@ void sgemm_transposed(const MicroKernels& mk, const SgemmArgs& g, SgemmGrid grid
   sgemm(mk, t, parallel ? plan_sgemm(mk, t.m, t.n, t.k, num_threads(), false) : SgemmGrid{},
         nullptr);
   // C = (C^T)^T by blocks of rows (the caller's row blocks, each finished by on_rows).
-  const int64_t blocks = on_rows ? grid.row_blocks : 1;
+  const int64_t blocks = on_rows    ? grid.row_blocks
+                         : parallel ? std::min<int64_t>(g.m, grid.row_blocks * grid.col_blocks)
+                                    : 1;
   parallel_tasks(blocks, [&](int64_t b) {
     const int64_t r0 = g.m * b / blocks, r1 = g.m * (b + 1) / blocks;
     if (r0 >= r1) return;

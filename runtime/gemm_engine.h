@@ -10,8 +10,9 @@
 //     (over 4 MiB) and a task has several row panels, from each kc x kNc block of it copied
 //     into an L2 buffer row by row (also instead of packing all of a large B for one row
 //     block);
-//   a product of at most nr rows against a transposed B of many columns runs as its transpose
-//     (B's rows are then the left operand, read in place);
+//   a product of at most nr rows against a transposed B of many columns, and a narrow
+//     C = A^T B (at most nr/2 columns, a classifier's kernel gradient), run as their transpose
+//     (B's rows, or A's, are then an operand read in place);
 //   a transposed A one column tile wide is read in place (its values for one k are contiguous,
 //     as in a packed panel);
 //   each task owns a block of C (rows x columns) and, per k block, packs its rows of A into

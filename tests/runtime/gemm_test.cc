@@ -145,6 +145,10 @@ TEST(GemmEngineTest, MatchesFloat64WithinTheDotProductBound) {
                                // few rows, many columns: with tb, computed as C^T
                                {20, 200, 70},
                                {32, 130, 600},
+                               // narrow: with ta, computed as C^T
+                               {300, 10, 50},
+                               {130, 16, 700},
+                               {200, 7, 30},
                                // few rows against a B too large for the cache (over 4 MiB):
                                // B packed block by block, a partial last tile
                                {40, 70, 16000}};
@@ -174,8 +178,8 @@ TEST(GemmEngineTest, BitwiseIdenticalAcrossGridsThreadsEntryPointsAndIsas) {
   // packed by the AVX2 kernels (two tiles of 16 columns) and by grids that split the columns.
   // {40, 70, 16000}: B (16000 x 70) over 4 MiB, packed block by block; {200, 70, 16000}: the
   // same on one thread, packed whole on two or three.
-  const int64_t shapes[][3] = {{515, 641, 384}, {64, 256, 784},  {32, 1024, 256}, {9, 70, 600},
-                               {150, 30, 700},  {40, 70, 16000}, {200, 70, 16000}};
+  const int64_t shapes[][3] = {{515, 641, 384}, {64, 256, 784},  {32, 1024, 256},  {9, 70, 600},
+                               {150, 30, 700},  {40, 70, 16000}, {200, 70, 16000}, {500, 10, 64}};
   for (const auto& s : shapes)
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {
@@ -216,14 +220,17 @@ TEST(GemmEngineTest, RowBlocksAreCompleteWhenTheirCallbackRuns) {
   set_num_threads(2);
   for (const std::string& set : kernel_sets()) {
     set_gemm_kernels(set);
-    for (const auto& s : {std::array<int64_t, 3>{512, 300, 200}, std::array<int64_t, 3>{7, 5, 3},
-                          std::array<int64_t, 3>{64, 256, 784},
-                          std::array<int64_t, 3>{30, 300, 100}}) {  // computed as C^T
-      Problem p(false, true, s[0], s[1], s[2], 7);
+    // {m, n, k, ta}; the last two computed as C^T
+    for (const auto& s :
+         {std::array<int64_t, 4>{512, 300, 200, 0}, std::array<int64_t, 4>{7, 5, 3, 0},
+          std::array<int64_t, 4>{64, 256, 784, 0}, std::array<int64_t, 4>{30, 300, 100, 0},
+          std::array<int64_t, 4>{300, 10, 64, 1}}) {
+      const bool ta = s[3] != 0, tb = !ta;
+      Problem p(ta, tb, s[0], s[1], s[2], 7);
       std::vector<float> c = p.c0, seen(p.c0.size(), Problem::kCanary);
       std::vector<std::atomic<int>> visits(size_t(p.m));
-      gemm_rows<float>(false, true, p.m, p.n, p.k, p.a.data(), p.lda, p.b.data(), p.ldb, c.data(),
-                       p.ldc, [&](int64_t r0, int64_t r1) {
+      gemm_rows<float>(ta, tb, p.m, p.n, p.k, p.a.data(), p.lda, p.b.data(), p.ldb, c.data(), p.ldc,
+                       [&](int64_t r0, int64_t r1) {
                          for (int64_t i = r0; i < r1; ++i) {
                            visits[size_t(i)]++;
                            std::memcpy(&seen[size_t(i * p.ldc)], &c[size_t(i * p.ldc)],
