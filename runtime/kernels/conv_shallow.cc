@@ -58,8 +58,9 @@ struct Strips {
         // Columns q in [0, width) hold input column q - pw.
         const int64_t q0 = std::min(width, g.pw), q1 = std::clamp(g.w + g.pw, q0, width);
         std::fill(s, s + q0 * g.c, T(0));
-        std::memcpy(s + q0 * g.c, x + ((n * g.h + iy) * g.w + (q0 - g.pw)) * g.c,
-                    size_t((q1 - q0) * g.c) * sizeof(T));
+        if (q1 > q0)
+          std::memcpy(s + q0 * g.c, x + ((n * g.h + iy) * g.w + (q0 - g.pw)) * g.c,
+                      size_t((q1 - q0) * g.c) * sizeof(T));
         std::fill(s + q1 * g.c, s + strip_stride, T(0));
       }
     }
