@@ -239,7 +239,7 @@ class GraphCompiler {
     };
     for (Step& s : steps_) {
       end = scratch;
-      if (s.kind == Step::Kind::kContraction) {
+      if (s.kind == Step::Kind::kContraction && !products_in_outputs_.count(s.output)) {
         runtime::SlotStorage& st = storage_[size_t(s.output)];
         st.kind = Kind::kArena;
         st.type = s.type;
@@ -397,10 +397,46 @@ class GraphCompiler {
                         name));
       }
     }
-    s.output = fresh_slot();
+    // A group output that is the contraction's result itself (a convolution's product the
+    // backward pass reads) receives the product directly, instead of the epilogue copying it
+    // there from a scratch buffer; the epilogue kernel is built without that output.
+    size_t product_output = n.num_outputs();
+    for (size_t j = 0; j < body.outputs().size() && product_output == n.num_outputs(); ++j)
+      if (body.outputs()[j] == c->output() && !assigned_to_.count(n.output(j))) product_output = j;
+    if (product_output == n.num_outputs()) {
+      s.output = fresh_slot();
+      std::vector<int> in = input_slots(n);
+      in.push_back(s.output);
+      s.kernel = request({&body, name, c, in_place_pairs(n, c)}, std::move(in), outputs_of(n));
+      steps_.push_back(std::move(s));
+      return;
+    }
+    s.output = slot(n.output(product_output));
+    products_in_outputs_.insert(s.output);
+    std::unique_ptr<Graph> epilogue = body.clone();
+    std::vector<Value*> kept;
+    std::vector<const Value*> kept_outputs;
+    for (size_t j = 0; j < body.outputs().size(); ++j)
+      if (j != product_output) {
+        kept.push_back(epilogue->outputs()[j]);
+        kept_outputs.push_back(n.output(j));
+      }
+    if (kept.empty()) {  // the group is the contraction alone
+      steps_.push_back(std::move(s));
+      return;
+    }
+    epilogue->set_outputs(std::move(kept));
+    size_t c_index = 0;
+    while (body.nodes()[c_index].get() != c) ++c_index;
+    std::vector<std::pair<size_t, size_t>> in_place;
+    for (auto [o, i] : in_place_pairs(n, c))
+      if (o != product_output) in_place.emplace_back(o > product_output ? o - 1 : o, i);
+    bodies_.push_back(std::move(epilogue));
     std::vector<int> in = input_slots(n);
     in.push_back(s.output);
-    s.kernel = request({&body, name, c, in_place_pairs(n, c)}, std::move(in), outputs_of(n));
+    s.kernel = request(
+        {bodies_.back().get(), name, bodies_.back()->nodes()[c_index].get(), std::move(in_place)},
+        std::move(in), kept_outputs);
     steps_.push_back(std::move(s));
   }
 
@@ -409,7 +445,8 @@ class GraphCompiler {
   std::unordered_map<const Node*, size_t> position_;
   std::unordered_map<const Value*, size_t> last_reader_;
   std::unordered_map<const Value*, int> assigned_to_;
-  std::unordered_set<int> in_place_slots_;  // outputs written into a variable's buffer
+  std::unordered_set<int> in_place_slots_;       // outputs written into a variable's buffer
+  std::unordered_set<int> products_in_outputs_;  // contraction products held by a group output
   int next_slot_ = 0;
   std::vector<std::pair<int, runtime::Array>> constants_;
   std::vector<runtime::SlotStorage> storage_;

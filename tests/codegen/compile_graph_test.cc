@@ -3,6 +3,7 @@
 // tests/support/error_bound.h.
 #include <gtest/gtest.h>
 
+#include "kiln/ir/printer.h"
 #include "tests/codegen/codegen_test_util.h"
 #include "tests/support/error_bound.h"
 
@@ -67,6 +68,47 @@ TEST(CompileGraph, LayerNormRows) {
   std::mt19937 rng(3);
   std::vector<runtime::Array> args = {testing::random_array(g->parameter(0)->type(), rng)};
   EXPECT_TRUE(compiled_within_bounds(*g, args, {}));
+}
+
+// A contraction group that also returns the product itself (a CNN's forward convolution: the
+// backward pass recomputes the ReLU mask from it): the product is computed straight into that
+// output, so the epilogue kernel has only the other output and no scratch product is laid out.
+// The conv returned next to its ReLU + max-pool; a matmul returned next to its bias + ReLU and
+// as the graph's own output (a pooled buffer).
+TEST(CompileGraph, ContractionProductReturnedByTheGroupIsNotCopied) {
+  const char* texts[] = {
+      R"(graph @conv(%0: f32[4,12,12,1], %1: f32[3,3,1,16], %2: f32[16]) -> (f32[4,6,6,16], f32[]) {
+  %3 = conv2d(%0, %1) {strides=[1, 1], dilations=[1, 1], padding="same"} : f32[4,12,12,16]
+  %4 = add(%3, %2) : f32[4,12,12,16]
+  %5 = relu(%4) : f32[4,12,12,16]
+  %6 = max_pool2d(%5) {pool_size=[2, 2], strides=[2, 2], padding="valid"} : f32[4,6,6,16]
+  %7 = mul(%3, %3) : f32[4,12,12,16]
+  %8 = sum(%7) {axes=[], keepdims=false} : f32[]
+  return %6, %8
+})",
+      R"(graph @dense(%0: f32[40,30], %1: f32[30,20], %2: f32[20]) -> (f32[40,20], f32[40,20]) {
+  %3 = matmul(%0, %1) {transpose_a=false, transpose_b=false} : f32[40,20]
+  %4 = add(%3, %2) : f32[40,20]
+  %5 = relu(%4) : f32[40,20]
+  return %3, %5
+})"};
+  for (const char* text : texts) {
+    testing::ScopedCacheDir cache;
+    auto g = testing::optimized_graph(text);
+    auto exe = codegen::compile_graph(*g);
+    bool found = false;
+    for (const runtime::ExecutableStep& s : exe->steps()) {
+      if (s.kind != runtime::ExecutableStep::Kind::kContraction) continue;
+      found = true;
+      ASSERT_NE(s.kernel, nullptr) << text;
+      EXPECT_EQ(s.kernel->layout.num_outputs, 1u) << text;
+    }
+    EXPECT_TRUE(found) << "no contraction group in\n" << ir::print_graph(*g);
+    std::mt19937 rng(4);
+    std::vector<runtime::Array> args;
+    for (const auto& p : g->parameters()) args.push_back(testing::random_array(p->type(), rng));
+    EXPECT_TRUE(compiled_within_bounds(*g, args, {})) << text;
+  }
 }
 
 }  // namespace
