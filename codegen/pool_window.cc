@@ -29,7 +29,10 @@ using WindowRead = std::function<llvm::Value*(llvm::Value* row, llvm::Value* col
 
 struct WindowMax {
   llvm::Value* value = nullptr;
-  llvm::Value* position = nullptr;  // i32 row * w + column of the first maximum (if asked)
+  // The first maximum's place in the window, ky * kw + kx as i32 (if asked): a constant per
+  // window element, so that the vectorized select between places stays 32-bit (an image
+  // position computed in 64 bits made two registers of every select and compare).
+  llvm::Value* position = nullptr;
 };
 
 // The first maximum of the window of output (oy, ox) (the eager kernel's order: row-major over
@@ -38,15 +41,14 @@ WindowMax window_max(llvm::IRBuilder<>& b, const PoolWindow& pw, DType t, llvm::
                      llvm::Value* ox, const WindowRead& x, bool want_position) {
   llvm::Value* y0 = b.CreateSub(b.CreateMul(oy, b.getInt64(pw.sh)), b.getInt64(pw.pt));
   llvm::Value* x0 = b.CreateSub(b.CreateMul(ox, b.getInt64(pw.sw)), b.getInt64(pw.pl));
-  auto position = [&](llvm::Value* r, llvm::Value* c) {
-    return b.CreateTrunc(linear(b, r, pw.w, c), b.getInt32Ty());
-  };
   // The clipped window's first element (the window is never empty).
   llvm::Value* fy = pw.clipped ? clamp(b, y0, 0, pw.h - 1) : y0;
   llvm::Value* fx = pw.clipped ? clamp(b, x0, 0, pw.w - 1) : x0;
   WindowMax m;
   m.value = x(fy, fx);
-  if (want_position) m.position = position(fy, fx);
+  if (want_position)
+    m.position =
+        b.CreateTrunc(linear(b, b.CreateSub(fy, y0), pw.kw, b.CreateSub(fx, x0)), b.getInt32Ty());
   for (int64_t ky = 0; ky < pw.kh; ++ky) {
     llvm::Value* iy = b.CreateAdd(y0, b.getInt64(ky));
     llvm::Value* valid_y = pw.clipped ? inside(b, iy, 0, pw.h) : nullptr;
@@ -63,7 +65,8 @@ WindowMax window_max(llvm::IRBuilder<>& b, const PoolWindow& pw, DType t, llvm::
       llvm::Value* take = emit_arg_replaces(b, OpKind::ArgMax, t, v, m.value);
       if (valid != nullptr) take = b.CreateAnd(valid, take);
       m.value = b.CreateSelect(take, v, m.value);
-      if (want_position) m.position = b.CreateSelect(take, position(iy, ix), m.position);
+      if (want_position)
+        m.position = b.CreateSelect(take, b.getInt32(int32_t(ky * pw.kw + kx)), m.position);
     }
   }
   return m;
@@ -86,26 +89,28 @@ llvm::Value* emit_max_pool_grad(llvm::IRBuilder<>& b, const PoolWindow& pw, DTyp
   llvm::Value* tx = b.CreateAdd(xpos, b.getInt64(pw.pl));
   llvm::Value* oy_hi = b.CreateUDiv(ty, b.getInt64(pw.sh));
   llvm::Value* ox_hi = b.CreateUDiv(tx, b.getInt64(pw.sw));
-  llvm::Value* me = b.CreateTrunc(linear(b, y, pw.w, xpos), b.getInt32Ty());
   llvm::Type* ft = t == DType::f64 ? b.getDoubleTy() : b.getFloatTy();
   llvm::Value* zero = llvm::ConstantFP::get(ft, 0.0);
   llvm::Value* acc = zero;
   // A window's coordinate along one axis: whether it covers the position, and the coordinate
   // clamped to the output (an uncovering candidate is read there and never taken).
+  // `offset`: the position's place along the axis in that window (when it covers it).
   auto candidate = [&](llvm::Value* hi, int64_t j, llvm::Value* t_pos, int64_t s, int64_t k,
-                       int64_t out, llvm::Value*& covers) {
+                       int64_t out, llvm::Value*& covers, llvm::Value*& offset) {
     llvm::Value* o = b.CreateSub(hi, b.getInt64(j));
-    llvm::Value* offset = b.CreateSub(t_pos, b.CreateMul(o, b.getInt64(s)));
+    offset = b.CreateSub(t_pos, b.CreateMul(o, b.getInt64(s)));
     covers = b.CreateAnd(inside(b, o, 0, out), b.CreateICmpSLT(offset, b.getInt64(k)));
     return clamp(b, o, 0, out - 1);
   };
   for (int64_t jy = jy_count - 1; jy >= 0; --jy) {  // windows in row-major order
-    llvm::Value* covers_y = nullptr;
-    llvm::Value* oy = candidate(oy_hi, jy, ty, pw.sh, pw.kh, pw.oh, covers_y);
+    llvm::Value *covers_y = nullptr, *offset_y = nullptr;
+    llvm::Value* oy = candidate(oy_hi, jy, ty, pw.sh, pw.kh, pw.oh, covers_y, offset_y);
     for (int64_t jx = jx_count - 1; jx >= 0; --jx) {
-      llvm::Value* covers_x = nullptr;
-      llvm::Value* ox = candidate(ox_hi, jx, tx, pw.sw, pw.kw, pw.ow, covers_x);
+      llvm::Value *covers_x = nullptr, *offset_x = nullptr;
+      llvm::Value* ox = candidate(ox_hi, jx, tx, pw.sw, pw.kw, pw.ow, covers_x, offset_x);
       WindowMax m = window_max(b, pw, t, oy, ox, x, true);
+      // The position's place in this window (meaningful where the window covers it).
+      llvm::Value* me = b.CreateTrunc(linear(b, offset_y, pw.kw, offset_x), b.getInt32Ty());
       llvm::Value* hit =
           b.CreateAnd(b.CreateAnd(covers_y, covers_x), b.CreateICmpEQ(m.position, me));
       acc = b.CreateFAdd(acc, b.CreateSelect(hit, dy(oy, ox), zero));
@@ -137,11 +142,11 @@ PoolWindow pool_window(const ir::Node& n) {
   pw.ow = wd.out;
   pw.clipped = pw.pt > 0 || pw.pl > 0 || (pw.oh - 1) * pw.sh + pw.kh > pw.h ||
                (pw.ow - 1) * pw.sw + pw.kw > pw.w;
-  if (pw.h * pw.w > (int64_t{1} << 31) - 1)
+  if (pw.kh * pw.kw > (int64_t{1} << 31) - 1)
     throw Error(
-        fmt::format("codegen: {} over a {}x{} image: positions in an image must fit in "
-                    "32 bits for the generated kernel",
-                    op, pw.h, pw.w));
+        fmt::format("codegen: {} with a {}x{} window: places in a window must fit in 32 bits "
+                    "for the generated kernel",
+                    op, pw.kh, pw.kw));
   return pw;
 }
 
