@@ -31,16 +31,6 @@ constexpr int64_t kPackBMinRows = 192;
 // A B read in place larger than this is packed block by block (run_block).
 constexpr int64_t kPackBBlocksMinBytes = int64_t{4} << 20;
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-// k blocks of near-equal depth, at most kKc each: block q is [q * step, min(k, (q+1) * step)).
-struct KBlocks {
-  int64_t count, step;
-  explicit KBlocks(int64_t k) : count(ceil_div(k, kKc)), step(ceil_div(k, ceil_div(k, kKc))) {}
-  int64_t begin(int64_t q) const { return q * step; }
-  int64_t depth(int64_t q, int64_t k) const { return std::min(k, (q + 1) * step) - q * step; }
-};
-
 // Packs columns [j0, j0 + nr) of op(B), every k block, zero-padding columns >= n.
 void pack_b_panel(const MicroKernels& mk, const SgemmArgs& g, const KBlocks& kb, int64_t panel,
                   int64_t n_pad, float* out) {
@@ -86,15 +76,6 @@ void pack_a_panel(const MicroKernels& mk, const SgemmArgs& g, int64_t r0, int64_
   else
     mk.transpose(g.a + r0 * g.lda + k0, g.lda, h, kc, out, h);
 }
-
-// Rows [r0, r0 + rows) cut into the fewest panels of at most mr rows, of near-equal heights.
-struct APanels {
-  int64_t r0, count, base, extra;
-  APanels(int64_t r0_, int64_t rows, int64_t mr)
-      : r0(r0_), count(ceil_div(rows, mr)), base(rows / count), extra(rows % count) {}
-  int64_t height(int64_t i) const { return base + (i < extra ? 1 : 0); }
-  int64_t start(int64_t i) const { return i * base + std::min(i, extra); }
-};
 
 // One task: C[r0:r1, c0:c1] for every k block. `packed_b` is op(B) packed (or null). A task
 // one column tile wide uses each row of A once: the microkernels read A in place then instead

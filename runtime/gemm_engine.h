@@ -22,6 +22,7 @@
 // order, so results are bitwise identical for any split, thread count or microkernel ISA.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 
@@ -31,6 +32,27 @@ namespace kiln::runtime::gemm_detail {
 
 inline constexpr int64_t kKc = 512;  // deepest k block (tuned: docs/benchmarks.md)
 inline constexpr int64_t kNc = 256;  // columns of B per L2 block (a multiple of every nr)
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// k blocks of near-equal depth, at most kKc each: block q is [q * step, min(k, (q+1) * step)).
+// Every product of depth k (and every direct convolution of window K = k, conv_direct.h) uses
+// these blocks, which fixes its elements' FMA chains.
+struct KBlocks {
+  int64_t count, step;
+  explicit KBlocks(int64_t k) : count(ceil_div(k, kKc)), step(ceil_div(k, ceil_div(k, kKc))) {}
+  int64_t begin(int64_t q) const { return q * step; }
+  int64_t depth(int64_t q, int64_t k) const { return std::min(k, (q + 1) * step) - q * step; }
+};
+
+// Rows [r0, r0 + rows) cut into the fewest panels of at most mr rows, of near-equal heights.
+struct APanels {
+  int64_t r0, count, base, extra;
+  APanels(int64_t r0_, int64_t rows, int64_t mr)
+      : r0(r0_), count(ceil_div(rows, mr)), base(rows / count), extra(rows % count) {}
+  int64_t height(int64_t i) const { return base + (i < extra ? 1 : 0); }
+  int64_t start(int64_t i) const { return i * base + std::min(i, extra); }
+};
 
 // C[m, n] (+)= op(A) op(B), row-major with leading dimensions; A is k x m stored if ta, B is
 // n x k stored if tb. Sizes are > 0 (gemm.cc handles empty products).

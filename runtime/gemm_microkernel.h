@@ -6,7 +6,11 @@
 //                                C[i][j] = t.accumulate ? C[i][j] + acc : acc
 // with a(i, p) = t.a[p * rows + i] (a packed A panel: kc steps of `rows` floats), or, if
 // t.lda > 0, t.a[i * t.lda + p] (A's rows read in place), or, if t.lda_t > 0,
-// t.a[p * t.lda_t + i] (a stored A^T's rows read in place), and b[p] = t.b + p * t.ldb. The
+// t.a[p * t.lda_t + i] (a stored A^T's rows read in place), and b[p] = t.b + p * t.ldb. With
+// t.seg_len > 0 A's k steps come in runs (a direct convolution reads its window's rows in place,
+// runtime/kernels/conv_direct.h): the first run is t.seg_first steps, every later one t.seg_len,
+// and after each run A's position moves t.seg_jump floats beyond where the run's steps took it
+// (a(i, p) above then holds within a run, from the run's start). The
 // arithmetic of an element is the same whatever rows, cols or ISA: every kernel runs the one
 // FMA chain above in float32, so the result of a GEMM does not depend on how it is tiled, on
 // the thread count, or on which of these kernels runs it (tests/runtime/gemm_test.cc).
@@ -31,6 +35,9 @@ struct MicroTile {
   int64_t ldb = 0;
   float* c = nullptr;  // row i at c + i * ldc
   int64_t ldc = 0;
+  int64_t seg_len = 0;     // 0: one run of kc steps
+  int64_t seg_first = 0;   // steps of the first run (when seg_len > 0)
+  int64_t seg_jump = 0;    // floats A moves after each run, beyond the run's own steps
   int32_t rows = 0;        // 1 .. mr
   int32_t cols = 0;        // 1 .. nr
   int32_t accumulate = 0;  // 1: C += product; 0: C = product

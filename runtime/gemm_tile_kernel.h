@@ -43,21 +43,27 @@ void tile_kernel(const MicroTile& t) {
       for (int v = 0; v < NV; ++v) acc[i][v] = Isa::fma(ai, bv[v], acc[i][v]);
     }
   };
-  if (masked_loads) {
-    for (int64_t p = 0; p < t.kc; ++p, a += a_step, b += ldb) {
-      Vec bv[NV];
+  // Runs of k steps (one of kc unless segmented), A jumping after each.
+  auto steps = [&]<bool MaskedB>() {
+    int64_t left = t.kc, run = t.seg_len > 0 ? t.seg_first : t.kc;
+    while (left > 0) {
+      const int64_t n = run < left ? run : left;
+      for (int64_t p = 0; p < n; ++p, a += a_step, b += ldb) {
+        Vec bv[NV];
 #pragma GCC unroll 2
-      for (int v = 0; v < NV; ++v) bv[v] = Isa::load(b + v * L, mask[v]);
-      step(bv);
+        for (int v = 0; v < NV; ++v)
+          bv[v] = MaskedB ? Isa::load(b + v * L, mask[v]) : Isa::load(b + v * L);
+        step(bv);
+      }
+      left -= n;
+      a += t.seg_jump;
+      run = t.seg_len;
     }
-  } else {
-    for (int64_t p = 0; p < t.kc; ++p, a += a_step, b += ldb) {
-      Vec bv[NV];
-#pragma GCC unroll 2
-      for (int v = 0; v < NV; ++v) bv[v] = Isa::load(b + v * L);
-      step(bv);
-    }
-  }
+  };
+  if (masked_loads)
+    steps.template operator()<true>();
+  else
+    steps.template operator()<false>();
 #pragma GCC unroll 16
   for (int i = 0; i < R; ++i) {
     float* c = t.c + i * t.ldc;

@@ -12,9 +12,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "kiln/runtime/gemm.h"
+#include "kiln/runtime/kernels/conv_direct.h"
 #include "kiln/runtime/kernels/conv_geom.h"
 #include "kiln/runtime/kernels/conv_shallow.h"
 #include "kiln/runtime/kernels/register.h"
@@ -234,6 +236,8 @@ void conv_forward(const T* x, const T* w, T* y, const ConvGeom& g) {
       shallow_conv_forward<T>(x, w, y, g, l0, l1);
     });
   }
+  if constexpr (std::is_same_v<T, float>)
+    if (direct_conv_forward_applies(g)) return direct_conv_forward(x, w, y, g);
   const int64_t step = chunk_rows(g, sizeof(T));
   const int64_t chunks = (rows + step - 1) / step;
   if (chunks == 1) {
@@ -261,6 +265,8 @@ template <typename T>
 void conv_backprop_input(const T* w, const T* dy, T* dx, const ConvGeom& g) {
   const int64_t K = g.k(), O = g.o, C = g.c;
   if (g.pointwise()) return gemm<T>(false, true, g.rows(), C, O, dy, O, w, O, dx, C);
+  if constexpr (std::is_same_v<T, float>)
+    if (direct_conv_backprop_input_applies(g)) return direct_conv_backprop_input(w, dy, dx, g);
   const int64_t pixels = g.oh * g.ow;
   const int64_t step = std::min(pixels, chunk_rows(g, sizeof(T)));
   // Small images go in groups that fill a chunk: one GEMM of a group's rows (the 14x14 images of

@@ -1,0 +1,169 @@
+// Direct float32 convolutions on the GEMM microkernels (contract and scheme: conv_direct.h).
+#include "kiln/runtime/kernels/conv_direct.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "kiln/runtime/gemm_engine.h"
+#include "kiln/runtime/scratch.h"
+#include "kiln/runtime/threading.h"
+
+namespace kiln::runtime {
+namespace {
+
+using gemm_detail::APanels;
+using gemm_detail::KBlocks;
+using gemm_detail::MicroKernels;
+using gemm_detail::MicroTile;
+
+// The padded input rows of a band stay near L1 / L2 (the CNN's 14x14x16 images: one band of
+// 16 KB per image).
+constexpr int64_t kBandBytes = int64_t{96} << 10;
+// Bands of at least this many flops per task.
+constexpr double kMinTaskFlops = double(int64_t{1} << 19);
+
+// One direct convolution: the input read (x, or dy for an input gradient), its window and
+// filter matrix b (K x o, K = kh * kw * c, rows in (kh, kw, c) order), the output's lines.
+struct Direct {
+  int64_t n, h, w, c;  // input NHWC
+  int64_t kh, kw, o;   // window; o: output channels (b's columns)
+  int64_t oh, ow;      // output lines per image, pixels per line
+  int64_t sh, sw, dh;  // strides; kernel rows' dilation (columns are undilated)
+  int64_t ph, pw;      // padding rows / columns before the input (may be negative)
+  const float* b;
+
+  int64_t k() const { return kh * kw * c; }
+  int64_t padded_width() const { return (ow - 1) * sw + kw; }  // pixels of a buffer row
+  int64_t band_rows(int64_t lines) const { return (lines - 1) * sh + (kh - 1) * dh + 1; }
+};
+
+// Copies the input rows that output lines [l0, l0 + lines) of image `img` read into `buf`
+// (band_rows x padded_width x c), zeros where they fall outside the image.
+void fill_band(const Direct& d, const float* x, int64_t img, int64_t l0, int64_t lines,
+               float* buf) {
+  const int64_t wp = d.padded_width(), row_len = wp * d.c;
+  // Buffer columns q read input column q - pw: those in [q0, q1) lie inside the image.
+  const int64_t q0 = std::clamp<int64_t>(d.pw, 0, wp), q1 = std::clamp<int64_t>(d.w + d.pw, q0, wp);
+  for (int64_t r = 0; r < d.band_rows(lines); ++r) {
+    float* dst = buf + r * row_len;
+    const int64_t iy = l0 * d.sh - d.ph + r;
+    if (iy < 0 || iy >= d.h) {
+      std::fill(dst, dst + row_len, 0.0f);
+      continue;
+    }
+    std::fill(dst, dst + q0 * d.c, 0.0f);
+    const float* src = x + ((img * d.h + iy) * d.w + (q0 - d.pw)) * d.c;
+    std::memcpy(dst + q0 * d.c, src, size_t((q1 - q0) * d.c) * sizeof(float));
+    std::fill(dst + q1 * d.c, dst + row_len, 0.0f);
+  }
+}
+
+// Output lines [l0, l0 + lines) of image `img` from their band.
+void run_band(const MicroKernels& mk, const Direct& d, const float* buf, int64_t img, int64_t l0,
+              int64_t lines, float* y) {
+  const int64_t K = d.k(), wp = d.padded_width(), run = d.kw * d.c;
+  const KBlocks kb(K);
+  const APanels panels(0, d.ow, mk.mr);
+  MicroTile t;
+  t.lda = d.sw * d.c;
+  t.ldb = d.o;
+  t.ldc = d.o;
+  t.seg_len = run;
+  t.seg_jump = d.dh * wp * d.c - run;
+  for (int64_t l = 0; l < lines; ++l) {
+    const float* line = buf + l * d.sh * wp * d.c;
+    float* out = y + ((img * d.oh + l0 + l) * d.ow) * d.o;
+    for (int64_t q = 0; q < kb.count; ++q) {
+      const int64_t k0 = kb.begin(q);
+      t.kc = kb.depth(q, K);
+      t.accumulate = q > 0;
+      t.seg_first = run - k0 % run;
+      // The block starts k0 % run floats into kernel row k0 / run of the window.
+      const float* window = line + (k0 / run) * d.dh * wp * d.c + k0 % run;
+      for (int64_t i = 0; i < panels.count; ++i) {
+        const int64_t x0 = panels.start(i);
+        t.rows = int32_t(panels.height(i));
+        t.a = window + x0 * d.sw * d.c;
+        for (int64_t j = 0; j < d.o; j += mk.nr) {
+          t.cols = int32_t(std::min<int64_t>(mk.nr, d.o - j));
+          t.b = d.b + k0 * d.o + j;
+          t.c = out + x0 * d.o + j;
+          mk.tile(t);
+        }
+      }
+    }
+  }
+}
+
+// Every output line of every image, in bands of whole lines of one image run in parallel.
+void run_direct(const Direct& d, const float* x, float* y) {
+  const MicroKernels& mk = *gemm_detail::active_microkernels();
+  const int64_t line_bytes = d.sh * d.padded_width() * d.c * int64_t(sizeof(float));
+  const int64_t band_lines =
+      std::clamp<int64_t>(kBandBytes / std::max<int64_t>(1, line_bytes), 1, d.oh);
+  const int64_t bands = gemm_detail::ceil_div(d.oh, band_lines);
+  const double band_flops = 2.0 * double(band_lines * d.ow) * double(d.k()) * double(d.o);
+  const int64_t grain = std::max<int64_t>(1, int64_t(kMinTaskFlops / band_flops));
+  const size_t buf_bytes = size_t(d.band_rows(band_lines) * d.padded_width() * d.c) * sizeof(float);
+  parallel_for(d.n * bands, grain, [&](int64_t u0, int64_t u1) {
+    Scratch buf(ScratchSlot::kConvColumns, buf_bytes);
+    for (int64_t u = u0; u < u1; ++u) {
+      const int64_t img = u / bands, l0 = (u % bands) * band_lines;
+      const int64_t lines = std::min(band_lines, d.oh - l0);
+      fill_band(d, x, img, l0, lines, buf.as<float>());
+      run_band(mk, d, buf.as<float>(), img, l0, lines, y);
+    }
+  });
+}
+
+bool direct_applies(const ConvGeom& g, int64_t line_pixels) {
+  const MicroKernels* mk = gemm_detail::active_microkernels();
+  return mk != nullptr && g.dw == 1 && !g.pointwise() && !g.shallow() && 2 * line_pixels >= mk->mr;
+}
+
+}  // namespace
+
+bool direct_conv_forward_applies(const ConvGeom& g) { return direct_applies(g, g.ow); }
+
+bool direct_conv_backprop_input_applies(const ConvGeom& g) {
+  return g.sh == 1 && g.sw == 1 && direct_applies(g, g.w);
+}
+
+void direct_conv_forward(const float* x, const float* w, float* y, const ConvGeom& g) {
+  const Direct d{g.n, g.h, g.w, g.c, g.kh, g.kw, g.o, g.oh, g.ow, g.sh, g.sw, g.dh, g.ph, g.pw, w};
+  run_direct(d, x, y);
+}
+
+void direct_conv_backprop_input(const float* w, const float* dy, float* dx, const ConvGeom& g) {
+  // The filter turned by 180 degrees, in/out channels swapped: turned[(i, j, o), c] =
+  // w[kh-1-i, kw-1-j, c, o].
+  const int64_t C = g.c, O = g.o;
+  std::vector<float> turned(size_t(g.kh * g.kw * O * C));
+  for (int64_t i = 0; i < g.kh; ++i)
+    for (int64_t j = 0; j < g.kw; ++j) {
+      const float* src = w + ((g.kh - 1 - i) * g.kw + (g.kw - 1 - j)) * C * O;
+      float* dst = turned.data() + (i * g.kw + j) * O * C;
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t o = 0; o < O; ++o) dst[o * C + c] = src[c * O + o];
+    }
+  // dx[iy, ix] = sum over (i, j, o) of dy[iy - ph' + i * dh, ix - pw' + j] turned[(i, j, o)].
+  const Direct d{g.n,
+                 g.oh,
+                 g.ow,
+                 O,
+                 g.kh,
+                 g.kw,
+                 C,
+                 g.h,
+                 g.w,
+                 1,
+                 1,
+                 g.dh,
+                 (g.kh - 1) * g.dh - g.ph,
+                 (g.kw - 1) - g.pw,
+                 turned.data()};
+  run_direct(d, dy, dx);
+}
+
+}  // namespace kiln::runtime

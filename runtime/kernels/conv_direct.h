@@ -1,0 +1,44 @@
+// Direct float32 convolutions on the GEMM engine's microkernels (an implicit GEMM): the forward
+// pass, and the input gradient of a stride-1 convolution, without an im2col matrix.
+//
+// A band of output lines of one image copies the input rows it reads once into a zero-padded
+// buffer (padding columns and rows outside the image are zeros). A tile of up to mr pixels of
+// one output line is then the GEMM tile whose A row i is pixel i's window, read in place: the
+// window's kernel rows are runs of kw * C consecutive floats of the buffer, one kernel row of
+// the buffer apart (MicroTile's segmented k), and pixel i + 1's window starts sw * C floats after
+// pixel i's. B is the filter as its K x O matrix (HWIO: rows in (kh, kw, c) order), read in place.
+//
+// The input gradient of a stride-1 convolution is such a forward convolution too: of dy, padded
+// by (kh-1)*dh - ph rows and (kw-1)*dw - pw columns before, with the filter turned by 180
+// degrees and its in/out channels swapped (a K' x C matrix of rows (kh, kw, o), built per call).
+// That replaces the product with W^T and the col2im sum of its kh * kw overlapping terms per
+// input value by one FMA chain.
+//
+// Arithmetic: every output is the microkernel's FMA chain over its window in (kh, kw, c) order,
+// in the engine's k blocks (gemm_engine.h), so the forward pass is bitwise the GEMM of the
+// im2col matrix (conv.cc's path), on any number of threads and with either kernel set; the
+// input gradient's chain runs over (kh, kw, o) of the turned filter instead of a product and a
+// sum, so it differs from conv.cc's in the last bits, and is equally independent of threads.
+#pragma once
+
+#include <cstdint>
+
+#include "kiln/runtime/kernels/conv_geom.h"
+
+namespace kiln::runtime {
+
+// Whether direct_conv_forward / direct_conv_backprop_input take this float32 convolution: the
+// engine's microkernels are in use, kernel columns are not dilated (dw == 1), lines are at least
+// half a tile of pixels (shorter lines would leave the tiles' FMA chains too few; im2col's tiles
+// run across lines), and the window is neither pointwise nor shallow (conv.cc and
+// conv_shallow.h have their own paths). The input gradient also needs strides of 1.
+bool direct_conv_forward_applies(const ConvGeom& g);
+bool direct_conv_backprop_input_applies(const ConvGeom& g);
+
+// y[n, oh, ow, o] = the convolution of x [n, h, w, c] with w [kh, kw, c, o] (parallel).
+void direct_conv_forward(const float* x, const float* w, float* y, const ConvGeom& g);
+
+// dx[n, h, w, c] = the input gradient of dy [n, oh, ow, o] through w [kh, kw, c, o] (parallel).
+void direct_conv_backprop_input(const float* w, const float* dy, float* dx, const ConvGeom& g);
+
+}  // namespace kiln::runtime

@@ -1,0 +1,203 @@
+// The direct float32 convolutions (runtime/kernels/conv_direct.h) through run_op, on every
+// microkernel set this CPU runs, at 1 and 2 threads:
+//  - the forward pass is bitwise the engine's GEMM of an im2col matrix built here (the same
+//    FMA chain per output, conv_direct.h), so it cannot drift from the im2col path;
+//  - the input gradient (one chain over the turned filter) is within the a-priori bound of a
+//    float32 dot product of its length of a float64 loop written here (gamma_(2K+2) times the
+//    sum of |term|, any summation order: the bound holds on every CPU), and bitwise the same at
+//    1 and 2 threads.
+// The geometries take the direct path (asserted through direct_conv_*_applies): strides, a
+// dilated kernel row, k deeper than one k block (a block starting inside a kernel row), output
+// channels in several and partial column tiles, "valid" padding. Fixed seeds.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kiln/ir/error.h"
+#include "kiln/runtime/gemm.h"
+#include "kiln/runtime/kernels.h"
+#include "kiln/runtime/kernels/conv_direct.h"
+#include "kiln/runtime/threading.h"
+#include "tests/runtime/contraction_test_util.h"
+
+namespace kiln::runtime {
+namespace {
+
+using namespace contraction_test;
+
+struct Case {
+  Ints input, filter, strides, dilations;
+  std::string padding;
+};
+
+std::string describe(const Case& c) {
+  return "input " + Shape(c.input).to_string() + " filter " + Shape(c.filter).to_string() +
+         " strides " + std::to_string(c.strides[0]) + "," + std::to_string(c.strides[1]) +
+         " dilations " + std::to_string(c.dilations[0]) + "," + std::to_string(c.dilations[1]) +
+         " " + c.padding;
+}
+
+Attrs attrs_of(const Case& c) {
+  return Attrs{{"strides", c.strides}, {"dilations", c.dilations}, {"padding", c.padding}};
+}
+
+const std::vector<Case>& cases() {
+  static const std::vector<Case> all = {
+      {{3, 14, 14, 16}, {3, 3, 16, 32}, {1, 1}, {1, 1}, "same"},  // kiln bench's CNN conv2
+      {{2, 11, 13, 8}, {3, 3, 8, 20}, {1, 1}, {1, 1}, "valid"},   // a partial column tile
+      {{2, 12, 15, 6}, {3, 5, 6, 40}, {1, 1}, {2, 1}, "same"},    // dilated rows, 2.5 tiles
+      {{2, 16, 16, 64}, {3, 3, 64, 8}, {1, 1}, {1, 1}, "same"},   // K = 576: two k blocks
+      {{1, 10, 12, 32}, {5, 5, 32, 4}, {1, 1}, {1, 1}, "same"},   // K = 800, blocks mid-row
+      {{2, 21, 26, 5}, {4, 3, 5, 12}, {2, 2}, {1, 1}, "same"},    // strided (forward only)
+      {{1, 9, 30, 12}, {2, 2, 12, 3}, {1, 3}, {1, 1}, "valid"},   // strided columns
+  };
+  return all;
+}
+
+// Restores the kernel set and thread count at scope exit.
+class SettingsGuard {
+ public:
+  SettingsGuard() : kernels_(gemm_kernels()), threads_(num_threads()) {}
+  ~SettingsGuard() {
+    set_gemm_kernels(kernels_);
+    set_num_threads(threads_);
+  }
+
+ private:
+  std::string kernels_;
+  int threads_;
+};
+
+std::vector<std::string> microkernel_sets() {
+  std::vector<std::string> sets;
+  for (const char* name : {"avx512", "avx2"}) {
+    try {
+      SettingsGuard guard;
+      set_gemm_kernels(name);
+      sets.push_back(name);
+    } catch (const Error&) {  // this CPU cannot run them
+    }
+  }
+  return sets;
+}
+
+// The im2col matrix [pixels, kh * kw * c] in (kh, kw, c) order, zeros for padding.
+std::vector<float> im2col(const Array& x, const ConvGeom& g) {
+  const float* xp = x.data<float>();
+  std::vector<float> col(size_t(g.rows() * g.k()), 0.0f);
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t y = 0; y < g.oh; ++y)
+      for (int64_t xo = 0; xo < g.ow; ++xo)
+        for (int64_t i = 0; i < g.kh; ++i)
+          for (int64_t j = 0; j < g.kw; ++j) {
+            const int64_t iy = y * g.sh - g.ph + i * g.dh, ix = xo * g.sw - g.pw + j * g.dw;
+            if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w) continue;
+            for (int64_t ch = 0; ch < g.c; ++ch)
+              col[size_t(((n * g.oh + y) * g.ow + xo) * g.k() + (i * g.kw + j) * g.c + ch)] =
+                  xp[((n * g.h + iy) * g.w + ix) * g.c + ch];
+          }
+  return col;
+}
+
+TEST(ConvDirect, ForwardIsBitwiseTheGemmOfItsIm2colMatrix) {
+  SettingsGuard guard;
+  uint64_t seed = 700;
+  for (const Case& c : cases()) {
+    const ConvGeom g = conv_geom(Shape(c.input), Shape(c.filter), attrs_of(c), "test");
+    std::mt19937_64 rng(seed++);
+    const Array x = random_array(DType::f32, Shape(c.input), rng);
+    const Array w = random_array(DType::f32, Shape(c.filter), rng);
+    const std::vector<float> col = im2col(x, g);
+    for (const std::string& set : microkernel_sets()) {
+      set_gemm_kernels(set);
+      ASSERT_TRUE(direct_conv_forward_applies(g)) << describe(c);
+      std::vector<float> want(size_t(g.rows() * g.o));
+      gemm<float>(false, false, g.rows(), g.o, g.k(), col.data(), g.k(), w.data<float>(), g.o,
+                  want.data(), g.o);
+      for (int threads : {1, 2}) {
+        set_num_threads(threads);
+        const Array in[] = {x, w};
+        const Array y = run_op(OpKind::Conv2D, in, attrs_of(c));
+        ASSERT_EQ(y.size(), int64_t(want.size()));
+        const float* yp = y.data<float>();
+        for (size_t e = 0; e < want.size(); ++e)
+          ASSERT_EQ(std::memcmp(&yp[e], &want[e], sizeof(float)), 0)
+              << describe(c) << " " << set << " threads " << threads << " at " << e << ": " << yp[e]
+              << " vs " << want[e];
+      }
+    }
+  }
+}
+
+TEST(ConvDirect, InputGradientWithinTheDotProductBoundAndThreadIndependent) {
+  SettingsGuard guard;
+  uint64_t seed = 800;
+  for (const Case& c : cases()) {
+    const ConvGeom g = conv_geom(Shape(c.input), Shape(c.filter), attrs_of(c), "test");
+    if (g.sh != 1 || g.sw != 1) continue;  // strided input gradients take the im2col path
+    std::mt19937_64 rng(seed++);
+    const Array w = random_array(DType::f32, Shape(c.filter), rng);
+    const Array dy = random_array(DType::f32, Shape{g.n, g.oh, g.ow, g.o}, rng);
+    // float64 reference and the sum of |term| of every dx element.
+    std::vector<double> want(size_t(g.n * g.h * g.w * g.c)), magnitude(want.size());
+    const float *wp = w.data<float>(), *gp = dy.data<float>();
+    for (int64_t n = 0; n < g.n; ++n)
+      for (int64_t y = 0; y < g.oh; ++y)
+        for (int64_t xo = 0; xo < g.ow; ++xo)
+          for (int64_t i = 0; i < g.kh; ++i)
+            for (int64_t j = 0; j < g.kw; ++j) {
+              const int64_t iy = y - g.ph + i * g.dh, ix = xo - g.pw + j * g.dw;
+              if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w) continue;
+              for (int64_t ch = 0; ch < g.c; ++ch)
+                for (int64_t o = 0; o < g.o; ++o) {
+                  const double term = double(gp[((n * g.oh + y) * g.ow + xo) * g.o + o]) *
+                                      double(wp[((i * g.kw + j) * g.c + ch) * g.o + o]);
+                  const size_t e = size_t(((n * g.h + iy) * g.w + ix) * g.c + ch);
+                  want[e] += term;
+                  magnitude[e] += std::abs(term);
+                }
+            }
+    const double k_terms = double(g.kh * g.kw * g.o);
+    const double u = std::numeric_limits<float>::epsilon() / 2;
+    const double gamma = (2 * k_terms + 2) * u / (1 - (2 * k_terms + 2) * u);
+    Attrs attrs = attrs_of(c);
+    attrs.set("input_shape", c.input);
+    const Array in[] = {w, dy};
+    for (const std::string& set : microkernel_sets()) {
+      set_gemm_kernels(set);
+      ASSERT_TRUE(direct_conv_backprop_input_applies(g)) << describe(c);
+      set_num_threads(1);
+      const Array dx1 = run_op(OpKind::Conv2DBackpropInput, in, attrs);
+      set_num_threads(2);
+      const Array dx2 = run_op(OpKind::Conv2DBackpropInput, in, attrs);
+      EXPECT_TRUE(bitwise_equal(dx1, dx2)) << describe(c) << " " << set;
+      const float* got = dx1.data<float>();
+      for (size_t e = 0; e < want.size(); ++e)
+        ASSERT_LE(std::abs(double(got[e]) - want[e]), gamma * magnitude[e])
+            << describe(c) << " " << set << " at " << e << ": " << got[e] << " vs " << want[e];
+    }
+  }
+}
+
+// A line narrower than half a tile, a dilated kernel column, a shallow window and a strided
+// input gradient are not taken (their own paths, conv.cc).
+TEST(ConvDirect, GeometriesItDoesNotTake) {
+  auto geom = [](Ints in, Ints f, Ints s, Ints d) {
+    return conv_geom(Shape(in), Shape(f),
+                     Attrs{{"strides", s}, {"dilations", d}, {"padding", std::string("same")}},
+                     "test");
+  };
+  EXPECT_FALSE(direct_conv_forward_applies(geom({1, 9, 2, 16}, {3, 3, 16, 8}, {1, 1}, {1, 1})));
+  EXPECT_FALSE(direct_conv_forward_applies(geom({1, 9, 9, 16}, {3, 3, 16, 8}, {1, 1}, {1, 2})));
+  EXPECT_FALSE(direct_conv_forward_applies(geom({1, 9, 9, 3}, {3, 3, 3, 8}, {1, 1}, {1, 1})));
+  EXPECT_FALSE(
+      direct_conv_backprop_input_applies(geom({1, 9, 9, 16}, {3, 3, 16, 8}, {2, 1}, {1, 1})));
+}
+
+}  // namespace
+}  // namespace kiln::runtime
