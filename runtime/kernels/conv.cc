@@ -1,11 +1,14 @@
 // Eager 2-D convolution kernels (TensorFlow semantics: input NHWC, filter HWIO, "same" padding
 // puts the odd pixel after): Conv2D, Conv2DBackpropInput and Conv2DBackpropFilter.
 //
-// All three are im2col + runtime::gemm. The im2col matrix of a range of output pixels has one
-// row per pixel (n, y, x) and K = KH*KW*C columns ordered (kh, kw, c), so the HWIO filter is
-// already its K x O right-hand side. A 1x1 stride-1 convolution uses the input as that matrix.
+// float32 runs the direct convolutions of conv_direct.h on the GEMM microkernels where they
+// apply (undilated kernel columns, lines of at least half a tile; the input gradient at stride 1).
 // A shallow window (K <= kShallowDepth: a first layer over one or three channels) runs its
-// forward pass and filter gradient as direct convolutions instead (conv_shallow.h).
+// forward pass and filter gradient as the direct kernels of conv_shallow.h. A 1x1 stride-1
+// convolution is one GEMM with the input as its matrix. Everything else (float64, dilated
+// columns, short lines, strided input gradients) is im2col + runtime::gemm: the im2col matrix of
+// a range of output pixels has one row per pixel (n, y, x) and K = KH*KW*C columns ordered
+// (kh, kw, c), so the HWIO filter is already its K x O right-hand side.
 // Work is cut into chunks whose sizes depend only on the shapes, so results are bitwise equal
 // on any number of threads; the filter gradient sums per-chunk partials in chunk order.
 #include <fmt/format.h>
@@ -312,6 +315,8 @@ void conv_backprop_input(const T* w, const T* dy, T* dx, const ConvGeom& g) {
 // order), and the partials are added in range order.
 template <typename T>
 void conv_backprop_filter(const T* x, const T* dy, T* dw, const ConvGeom& g) {
+  if constexpr (std::is_same_v<T, float>)
+    if (direct_conv_backprop_filter_applies(g)) return direct_conv_backprop_filter(x, dy, dw, g);
   const int64_t K = g.k(), O = g.o, rows = g.rows();
   const int64_t units = g.shallow() ? g.n * g.oh : rows;
   const double flops = 2.0 * double(rows) * double(K) * double(O);

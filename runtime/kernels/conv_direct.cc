@@ -22,6 +22,10 @@ using gemm_detail::MicroTile;
 constexpr int64_t kBandBytes = int64_t{96} << 10;
 // Bands of at least this many flops per task.
 constexpr double kMinTaskFlops = double(int64_t{1} << 19);
+// Filter-gradient partial sums: at most this many, each of at least kMinPartFlops (the im2col
+// path's numbers, conv.cc).
+constexpr int64_t kMaxFilterParts = 8;
+constexpr double kMinPartFlops = double(int64_t{1} << 21);
 
 // One direct convolution: the input read (x, or dy for an input gradient), its window and
 // filter matrix b (K x o, K = kh * kw * c, rows in (kh, kw, c) order), the output's lines.
@@ -96,25 +100,67 @@ void run_band(const MicroKernels& mk, const Direct& d, const float* buf, int64_t
   }
 }
 
-// Every output line of every image, in bands of whole lines of one image run in parallel.
+// Output lines cut into bands of whole lines of one image (band_lines each, the last one of an
+// image shorter), whose padded rows fit kBandBytes.
+struct Bands {
+  int64_t lines, per_image, buf_floats;
+  explicit Bands(const Direct& d) {
+    const int64_t line_bytes = d.sh * d.padded_width() * d.c * int64_t(sizeof(float));
+    lines = std::clamp<int64_t>(kBandBytes / std::max<int64_t>(1, line_bytes), 1, d.oh);
+    per_image = gemm_detail::ceil_div(d.oh, lines);
+    buf_floats = d.band_rows(lines) * d.padded_width() * d.c;
+  }
+  // Unit u: image u / per_image, lines [l0, l0 + count).
+  int64_t image(int64_t u) const { return u / per_image; }
+  int64_t first_line(int64_t u) const { return (u % per_image) * lines; }
+  int64_t count(const Direct& d, int64_t u) const { return std::min(lines, d.oh - first_line(u)); }
+};
+
+// Every output line of every image, bands in parallel.
 void run_direct(const Direct& d, const float* x, float* y) {
   const MicroKernels& mk = *gemm_detail::active_microkernels();
-  const int64_t line_bytes = d.sh * d.padded_width() * d.c * int64_t(sizeof(float));
-  const int64_t band_lines =
-      std::clamp<int64_t>(kBandBytes / std::max<int64_t>(1, line_bytes), 1, d.oh);
-  const int64_t bands = gemm_detail::ceil_div(d.oh, band_lines);
-  const double band_flops = 2.0 * double(band_lines * d.ow) * double(d.k()) * double(d.o);
+  const Bands bands(d);
+  const double band_flops = 2.0 * double(bands.lines * d.ow) * double(d.k()) * double(d.o);
   const int64_t grain = std::max<int64_t>(1, int64_t(kMinTaskFlops / band_flops));
-  const size_t buf_bytes = size_t(d.band_rows(band_lines) * d.padded_width() * d.c) * sizeof(float);
-  parallel_for(d.n * bands, grain, [&](int64_t u0, int64_t u1) {
-    Scratch buf(ScratchSlot::kConvColumns, buf_bytes);
+  parallel_for(d.n * bands.per_image, grain, [&](int64_t u0, int64_t u1) {
+    Scratch buf(ScratchSlot::kConvColumns, size_t(bands.buf_floats) * sizeof(float));
     for (int64_t u = u0; u < u1; ++u) {
-      const int64_t img = u / bands, l0 = (u % bands) * band_lines;
-      const int64_t lines = std::min(band_lines, d.oh - l0);
+      const int64_t img = bands.image(u), l0 = bands.first_line(u), lines = bands.count(d, u);
       fill_band(d, x, img, l0, lines, buf.as<float>());
       run_band(mk, d, buf.as<float>(), img, l0, lines, y);
     }
   });
+}
+
+// The filter gradient of output lines [l0, l0 + lines) of image `img` from their band:
+// out[K, o] (+)= window^T dy. Tile rows are taps of one kernel row, (kw, c) entries that are
+// consecutive in every window; a tile's k steps are the band's pixels, a run per line.
+void filter_band(const MicroKernels& mk, const Direct& d, const float* buf, const float* dy,
+                 int64_t img, int64_t l0, int64_t lines, float* out, bool accumulate) {
+  const int64_t wp = d.padded_width(), run = d.kw * d.c;
+  const APanels panels(0, run, mk.mr);
+  MicroTile t;
+  t.kc = lines * d.ow;
+  t.lda_t = d.sw * d.c;
+  t.ldb = d.o;
+  t.ldc = d.o;
+  t.seg_len = d.ow;
+  t.seg_first = d.ow;
+  t.seg_jump = d.sh * wp * d.c - d.ow * d.sw * d.c;
+  t.accumulate = accumulate;
+  const float* dy_band = dy + (img * d.oh + l0) * d.ow * d.o;
+  for (int64_t ky = 0; ky < d.kh; ++ky)
+    for (int64_t i = 0; i < panels.count; ++i) {
+      const int64_t tap = ky * run + panels.start(i);  // first row of dW in the tile
+      t.rows = int32_t(panels.height(i));
+      t.a = buf + ky * d.dh * wp * d.c + panels.start(i);
+      for (int64_t j = 0; j < d.o; j += mk.nr) {
+        t.cols = int32_t(std::min<int64_t>(mk.nr, d.o - j));
+        t.b = dy_band + j;
+        t.c = out + tap * d.o + j;
+        mk.tile(t);
+      }
+    }
 }
 
 bool direct_applies(const ConvGeom& g, int64_t line_pixels) {
@@ -125,6 +171,11 @@ bool direct_applies(const ConvGeom& g, int64_t line_pixels) {
 }  // namespace
 
 bool direct_conv_forward_applies(const ConvGeom& g) { return direct_applies(g, g.ow); }
+
+bool direct_conv_backprop_filter_applies(const ConvGeom& g) {
+  const MicroKernels* mk = gemm_detail::active_microkernels();
+  return mk != nullptr && g.dw == 1 && !g.pointwise() && !g.shallow() && 2 * g.kw * g.c >= mk->mr;
+}
 
 bool direct_conv_backprop_input_applies(const ConvGeom& g) {
   return g.sh == 1 && g.sw == 1 && direct_applies(g, g.w);
@@ -164,6 +215,42 @@ void direct_conv_backprop_input(const float* w, const float* dy, float* dx, cons
                  (g.kw - 1) - g.pw,
                  turned.data()};
   run_direct(d, dy, dx);
+}
+
+}  // namespace kiln::runtime
+
+namespace kiln::runtime {
+
+void direct_conv_backprop_filter(const float* x, const float* dy, float* dw, const ConvGeom& g) {
+  const MicroKernels& mk = *gemm_detail::active_microkernels();
+  const Direct d{g.n,  g.h,  g.w,  g.c,  g.kh, g.kw, g.o,    g.oh,
+                 g.ow, g.sh, g.sw, g.dh, g.ph, g.pw, nullptr};
+  const Bands bands(d);
+  const int64_t units = d.n * bands.per_image, size = d.k() * d.o;
+  // Parts: fixed ranges of bands, each summing its own partial in band order; the partials are
+  // added in part order, so the bits do not depend on the thread count.
+  const double flops = 2.0 * double(g.rows()) * double(d.k()) * double(d.o);
+  int64_t parts = std::min<int64_t>(kMaxFilterParts, int64_t(flops / kMinPartFlops));
+  parts = std::clamp<int64_t>(parts, 1, units);
+  const int64_t per_part = gemm_detail::ceil_div(units, parts);
+  parts = gemm_detail::ceil_div(units, per_part);
+  std::vector<float> partials(size_t((parts - 1) * size));
+  parallel_tasks(parts, [&](int64_t p) {
+    Scratch buf(ScratchSlot::kConvColumns, size_t(bands.buf_floats) * sizeof(float));
+    float* out = p == 0 ? dw : partials.data() + (p - 1) * size;
+    const int64_t u0 = p * per_part, u1 = std::min(units, u0 + per_part);
+    for (int64_t u = u0; u < u1; ++u) {
+      const int64_t img = bands.image(u), l0 = bands.first_line(u), lines = bands.count(d, u);
+      fill_band(d, x, img, l0, lines, buf.as<float>());
+      filter_band(mk, d, buf.as<float>(), dy, img, l0, lines, out, u != u0);
+    }
+  });
+  parallel_for(size, kElementwiseGrain, [&](int64_t e0, int64_t e1) {
+    for (int64_t p = 1; p < parts; ++p) {
+      const float* src = partials.data() + (p - 1) * size;
+      for (int64_t e = e0; e < e1; ++e) dw[e] += src[e];
+    }
+  });
 }
 
 }  // namespace kiln::runtime

@@ -1,5 +1,6 @@
 // Direct float32 convolutions on the GEMM engine's microkernels (an implicit GEMM): the forward
-// pass, and the input gradient of a stride-1 convolution, without an im2col matrix.
+// pass, the filter gradient, and the input gradient of a stride-1 convolution, without an im2col
+// matrix.
 //
 // A band of output lines of one image copies the input rows it reads once into a zero-padded
 // buffer (padding columns and rows outside the image are zeros). A tile of up to mr pixels of
@@ -14,11 +15,17 @@
 // That replaces the product with W^T and the col2im sum of its kh * kw overlapping terms per
 // input value by one FMA chain.
 //
+// The filter gradient dW = window^T dy is a product whose A is read transposed in place
+// (MicroTile::lda_t): a tile's rows are up to mr consecutive (kw, c) taps of one kernel row, its
+// k steps the band's pixels (a run per line, sw * C floats apart), B the band's dy rows.
+//
 // Arithmetic: every output is the microkernel's FMA chain over its window in (kh, kw, c) order,
 // in the engine's k blocks (gemm_engine.h), so the forward pass is bitwise the GEMM of the
 // im2col matrix (conv.cc's path), on any number of threads and with either kernel set; the
 // input gradient's chain runs over (kh, kw, o) of the turned filter instead of a product and a
 // sum, so it differs from conv.cc's in the last bits, and is equally independent of threads.
+// The filter gradient sums fixed ranges of bands into partials (each a chain per band, added
+// band by band) that are then added in order, like conv.cc's chunks: independent of threads.
 #pragma once
 
 #include <cstdint>
@@ -31,14 +38,20 @@ namespace kiln::runtime {
 // engine's microkernels are in use, kernel columns are not dilated (dw == 1), lines are at least
 // half a tile of pixels (shorter lines would leave the tiles' FMA chains too few; im2col's tiles
 // run across lines), and the window is neither pointwise nor shallow (conv.cc and
-// conv_shallow.h have their own paths). The input gradient also needs strides of 1.
+// conv_shallow.h have their own paths). The input gradient also needs strides of 1; the filter
+// gradient needs a kernel row of at least half a tile of taps (kw * c >= mr / 2) instead of
+// long lines.
 bool direct_conv_forward_applies(const ConvGeom& g);
 bool direct_conv_backprop_input_applies(const ConvGeom& g);
+bool direct_conv_backprop_filter_applies(const ConvGeom& g);
 
 // y[n, oh, ow, o] = the convolution of x [n, h, w, c] with w [kh, kw, c, o] (parallel).
 void direct_conv_forward(const float* x, const float* w, float* y, const ConvGeom& g);
 
 // dx[n, h, w, c] = the input gradient of dy [n, oh, ow, o] through w [kh, kw, c, o] (parallel).
 void direct_conv_backprop_input(const float* w, const float* dy, float* dx, const ConvGeom& g);
+
+// dw[kh, kw, c, o] = the filter gradient of x [n, h, w, c] and dy [n, oh, ow, o] (parallel).
+void direct_conv_backprop_filter(const float* x, const float* dy, float* dw, const ConvGeom& g);
 
 }  // namespace kiln::runtime

@@ -2,7 +2,8 @@
 // microkernel set this CPU runs, at 1 and 2 threads:
 //  - the forward pass is bitwise the engine's GEMM of an im2col matrix built here (the same
 //    FMA chain per output, conv_direct.h), so it cannot drift from the im2col path;
-//  - the input gradient (one chain over the turned filter) is within the a-priori bound of a
+//  - the input gradient (one chain over the turned filter) and the filter gradient (per-part
+//    chains over the pixels, the partials added in order) are within the a-priori bound of a
 //    float32 dot product of its length of a float64 loop written here (gamma_(2K+2) times the
 //    sum of |term|, any summation order: the bound holds on every CPU), and bitwise the same at
 //    1 and 2 threads.
@@ -55,6 +56,7 @@ const std::vector<Case>& cases() {
       {{1, 10, 12, 32}, {5, 5, 32, 4}, {1, 1}, {1, 1}, "same"},   // K = 800, blocks mid-row
       {{2, 21, 26, 5}, {4, 3, 5, 12}, {2, 2}, {1, 1}, "same"},    // strided (forward only)
       {{1, 9, 30, 12}, {2, 2, 12, 3}, {1, 3}, {1, 1}, "valid"},   // strided columns
+      {{1, 40, 60, 32}, {3, 3, 32, 24}, {1, 1}, {1, 1}, "same"},  // several bands per image
   };
   return all;
 }
@@ -177,6 +179,54 @@ TEST(ConvDirect, InputGradientWithinTheDotProductBoundAndThreadIndependent) {
       const Array dx2 = run_op(OpKind::Conv2DBackpropInput, in, attrs);
       EXPECT_TRUE(bitwise_equal(dx1, dx2)) << describe(c) << " " << set;
       const float* got = dx1.data<float>();
+      for (size_t e = 0; e < want.size(); ++e)
+        ASSERT_LE(std::abs(double(got[e]) - want[e]), gamma * magnitude[e])
+            << describe(c) << " " << set << " at " << e << ": " << got[e] << " vs " << want[e];
+    }
+  }
+}
+
+TEST(ConvDirect, FilterGradientWithinTheDotProductBoundAndThreadIndependent) {
+  SettingsGuard guard;
+  uint64_t seed = 900;
+  for (const Case& c : cases()) {
+    const ConvGeom g = conv_geom(Shape(c.input), Shape(c.filter), attrs_of(c), "test");
+    std::mt19937_64 rng(seed++);
+    const Array x = random_array(DType::f32, Shape(c.input), rng);
+    const Array dy = random_array(DType::f32, Shape{g.n, g.oh, g.ow, g.o}, rng);
+    std::vector<double> want(size_t(g.k() * g.o)), magnitude(want.size());
+    const float *xp = x.data<float>(), *gp = dy.data<float>();
+    for (int64_t n = 0; n < g.n; ++n)
+      for (int64_t y = 0; y < g.oh; ++y)
+        for (int64_t xo = 0; xo < g.ow; ++xo)
+          for (int64_t i = 0; i < g.kh; ++i)
+            for (int64_t j = 0; j < g.kw; ++j) {
+              const int64_t iy = y * g.sh - g.ph + i * g.dh, ix = xo * g.sw - g.pw + j * g.dw;
+              if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w) continue;
+              for (int64_t ch = 0; ch < g.c; ++ch)
+                for (int64_t o = 0; o < g.o; ++o) {
+                  const double term = double(xp[((n * g.h + iy) * g.w + ix) * g.c + ch]) *
+                                      double(gp[((n * g.oh + y) * g.ow + xo) * g.o + o]);
+                  const size_t e = size_t(((i * g.kw + j) * g.c + ch) * g.o + o);
+                  want[e] += term;
+                  magnitude[e] += std::abs(term);
+                }
+            }
+    const double terms = double(g.rows());
+    const double u = std::numeric_limits<float>::epsilon() / 2;
+    const double gamma = (2 * terms + 2) * u / (1 - (2 * terms + 2) * u);
+    Attrs attrs = attrs_of(c);
+    attrs.set("filter_shape", c.filter);
+    const Array in[] = {x, dy};
+    for (const std::string& set : microkernel_sets()) {
+      set_gemm_kernels(set);
+      ASSERT_TRUE(direct_conv_backprop_filter_applies(g)) << describe(c);
+      set_num_threads(1);
+      const Array dw1 = run_op(OpKind::Conv2DBackpropFilter, in, attrs);
+      set_num_threads(2);
+      const Array dw2 = run_op(OpKind::Conv2DBackpropFilter, in, attrs);
+      EXPECT_TRUE(bitwise_equal(dw1, dw2)) << describe(c) << " " << set;
+      const float* got = dw1.data<float>();
       for (size_t e = 0; e < want.size(); ++e)
         ASSERT_LE(std::abs(double(got[e]) - want[e]), gamma * magnitude[e])
             << describe(c) << " " << set << " at " << e << ": " << got[e] << " vs " << want[e];
