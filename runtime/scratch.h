@@ -10,7 +10,9 @@
 namespace kiln::runtime {
 
 // Slots: one per concurrent use within one kernel.
-enum class ScratchSlot { kGemmA, kGemmB, kGemmC, kConvColumns, kCount };
+// kConvPartials: a filter gradient's partial sums, held by the calling thread while its tasks
+// (on any thread) fill them.
+enum class ScratchSlot { kGemmA, kGemmB, kGemmC, kConvColumns, kConvPartials, kCount };
 
 class Scratch {
  public:

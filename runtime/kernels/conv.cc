@@ -353,16 +353,17 @@ void conv_backprop_filter(const T* x, const T* dy, T* dw, const ConvGeom& g) {
     return range(0, units, dw, true, col.as<T>());
   }
   const int64_t per_part = (units + parts - 1) / parts;
-  std::vector<T> partials(size_t((parts - 1) * K * O));
+  Scratch partial_buf(ScratchSlot::kConvPartials, size_t((parts - 1) * K * O) * sizeof(T));
+  T* partials = partial_buf.as<T>();
   parallel_tasks(parts, [&](int64_t p) {
     Scratch col(ScratchSlot::kConvColumns, col_bytes);
-    T* out = p == 0 ? dw : partials.data() + (p - 1) * K * O;
+    T* out = p == 0 ? dw : partials + (p - 1) * K * O;
     range(std::min(units, p * per_part), std::min(units, (p + 1) * per_part), out, false,
           col.as<T>());
   });
   parallel_for(K * O, kElementwiseGrain, [&](int64_t e0, int64_t e1) {
     for (int64_t p = 1; p < parts; ++p) {
-      const T* src = partials.data() + (p - 1) * K * O;
+      const T* src = partials + (p - 1) * K * O;
       for (int64_t e = e0; e < e1; ++e) dw[e] += src[e];
     }
   });

@@ -234,10 +234,11 @@ void direct_conv_backprop_filter(const float* x, const float* dy, float* dw, con
   parts = std::clamp<int64_t>(parts, 1, units);
   const int64_t per_part = gemm_detail::ceil_div(units, parts);
   parts = gemm_detail::ceil_div(units, per_part);
-  std::vector<float> partials(size_t((parts - 1) * size));
+  Scratch partial_buf(ScratchSlot::kConvPartials, size_t((parts - 1) * size) * sizeof(float));
+  float* partials = partial_buf.as<float>();
   parallel_tasks(parts, [&](int64_t p) {
     Scratch buf(ScratchSlot::kConvColumns, size_t(bands.buf_floats) * sizeof(float));
-    float* out = p == 0 ? dw : partials.data() + (p - 1) * size;
+    float* out = p == 0 ? dw : partials + (p - 1) * size;
     const int64_t u0 = p * per_part, u1 = std::min(units, u0 + per_part);
     for (int64_t u = u0; u < u1; ++u) {
       const int64_t img = bands.image(u), l0 = bands.first_line(u), lines = bands.count(d, u);
@@ -247,7 +248,7 @@ void direct_conv_backprop_filter(const float* x, const float* dy, float* dw, con
   });
   parallel_for(size, kElementwiseGrain, [&](int64_t e0, int64_t e1) {
     for (int64_t p = 1; p < parts; ++p) {
-      const float* src = partials.data() + (p - 1) * size;
+      const float* src = partials + (p - 1) * size;
       for (int64_t e = e0; e < e1; ++e) dw[e] += src[e];
     }
   });
