@@ -247,14 +247,20 @@ class KernelEmitter {
       if (const Node* n = reduced(values[k]))
         acc[k] = std::make_unique<Accumulator>(b_, *alloca_builder_, n->op(), n->input(0)->dtype());
     Index idx{row_};
-    nest(loop, 1, idx, [&](const Index& i) {
+    auto each = [&](const Index& i) {
       for (size_t k = 0; k < values.size(); ++k) {
         if (const Node* n = reduced(values[k]))
           acc[k]->add(elem(n->input(0), i));
         else
           store_at(values[k], elem(values[k], i), i);
       }
-    });
+    };
+    // Window order only without reductions, whose terms must come in the nest's order.
+    auto strides = tiling_pool_grad(g_, loop);
+    if (strides && std::none_of(values.begin(), values.end(), reduced))
+      window_nest(loop, 1, idx, strides->first, strides->second, each);
+    else
+      nest(loop, 1, idx, each);
     for (size_t k = 0; k < values.size(); ++k) {
       const Node* n = reduced(values[k]);
       if (n == nullptr) continue;
@@ -294,7 +300,43 @@ class KernelEmitter {
       return;
     }
     if (emit_reshape_walk(v, idx, first)) return;
+    if (auto strides = tiling_pool_grad(g_, s)) {
+      window_nest(s, first, idx, strides->first, strides->second,
+                  [&](const Index& full) { store_value(v, full); });
+      return;
+    }
     nest(s, first, idx, [&](const Index& full) { store_value(v, full); });
+  }
+
+  // nest() over an NHWC shape whose rows and columns are tiled by sh x sw windows (a max-pool
+  // gradient's input: pool_window.h, tiling_pool_grad): loops over the windows' rows, columns
+  // and the channels, the window's positions unrolled inside the channel loop, so that what
+  // every position of a window computes alike (its argmax) is one expression for LLVM to merge.
+  void window_nest(const Shape& s, int first, Index& idx, int64_t sh, int64_t sw,
+                   const std::function<void(const Index&)>& body) {
+    auto emit = [&](llvm::Value* n) {
+      for_range(s[1] / sh, [&](llvm::Value* wy) {
+        for_range(s[2] / sw, [&](llvm::Value* wx) {
+          auto channel = [&](llvm::Value* c) {
+            for (int64_t ry = 0; ry < sh; ++ry)
+              for (int64_t rx = 0; rx < sw; ++rx)
+                body(Index{n,
+                           b_.CreateAdd(b_.CreateMul(wy, b_.getInt64(sh), "", true, true),
+                                        b_.getInt64(ry), "", true, true),
+                           b_.CreateAdd(b_.CreateMul(wx, b_.getInt64(sw), "", true, true),
+                                        b_.getInt64(rx), "", true, true),
+                           c});
+          };
+          if (s[3] == 1)
+            channel(b_.getInt64(0));
+          else
+            for_range(s[3], channel);
+        });
+      });
+    };
+    if (first == 1) return emit(idx[0]);
+    if (s[0] == 1) return emit(b_.getInt64(0));
+    for_range(s[0], emit);
   }
 
   // A reshape keeping the row and the element order (a flatten after a conv epilogue): walks

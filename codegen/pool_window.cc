@@ -165,4 +165,16 @@ llvm::Value* emit_pool(llvm::IRBuilder<>& b, const ir::Node& n, const Index& idx
   internal_error(__FILE__, __LINE__, "emit_pool: not a max_pool2d op");
 }
 
+std::optional<std::pair<int64_t, int64_t>> tiling_pool_grad(const ir::Graph& body, const Shape& s) {
+  if (s.rank() != 4) return std::nullopt;
+  for (const auto& n : body.nodes()) {
+    if (!n->is_op(OpKind::MaxPool2DGrad) || n->output()->shape() != s) continue;
+    const PoolWindow pw = pool_window(*n);
+    if (pw.clipped || pw.kh != pw.sh || pw.kw != pw.sw || pw.sh * pw.sw < 2) continue;
+    if (pw.oh * pw.sh != pw.h || pw.ow * pw.sw != pw.w) continue;
+    return std::make_pair(pw.sh, pw.sw);
+  }
+  return std::nullopt;
+}
+
 }  // namespace kiln::codegen

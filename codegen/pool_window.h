@@ -20,6 +20,8 @@
 #include <llvm/IR/IRBuilder.h>
 
 #include <functional>
+#include <optional>
+#include <utility>
 
 #include "kiln/codegen/operand_index.h"
 #include "kiln/ir/graph.h"
@@ -42,5 +44,12 @@ PoolWindow pool_window(const ir::Node& n);
 using OperandRead = std::function<llvm::Value*(size_t operand, const Index& at)>;
 llvm::Value* emit_pool(llvm::IRBuilder<>& b, const ir::Node& n, const Index& idx,
                        const OperandRead& read);
+
+// The strides (sh, sw) of a max_pool2d_grad in `body` whose output has shape `s` and whose
+// windows tile that output exactly (window == stride, no padding, every row and column in a
+// window), if there is one. A loop nest over such a value can visit each window's sh * sw
+// positions together (lower_kernel.cc): each position recomputes its window's argmax from the
+// same loads, which LLVM then computes once per window instead of once per position.
+std::optional<std::pair<int64_t, int64_t>> tiling_pool_grad(const ir::Graph& body, const Shape& s);
 
 }  // namespace kiln::codegen

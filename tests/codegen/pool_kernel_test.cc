@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kiln/codegen/compile_graph.h"
+#include "kiln/codegen/pool_window.h"
 #include "kiln/ir/printer.h"
 #include "kiln/passes/pipeline.h"
 #include "kiln/runtime/executable.h"
@@ -46,6 +47,8 @@ const std::vector<Geometry>& geometries() {
       {Shape{4, 6, 7, 5}, {3, 2}, {1, 2}, "valid"},   // overlapping rows
       {Shape{3, 5, 7, 2}, {2, 2}, {3, 3}, "same"},    // gaps between windows
       {Shape{2, 9, 9, 33}, {3, 3}, {1, 1}, "same"},   // every element in 9 windows
+      {Shape{2, 6, 9, 1}, {3, 3}, {3, 3}, "valid"},   // windows tiling the image, one channel
+      {Shape{3, 4, 6, 5}, {2, 3}, {2, 3}, "valid"},   // tiling with non-square windows
   };
   return g;
 }
@@ -185,6 +188,24 @@ TEST_F(PoolKernel, MaxPoolGradThenReluGradIsOneKernelEqualToTheReference) {
         check_bitwise(
             *g, {tied({t, geo.input}, rng, negative), gradient({t, pooled_shape(geo)}, rng)}, what);
       }
+}
+
+// A max-pool gradient whose windows tile its output exactly (window == stride, no padding, no
+// row or column dropped) is walked window by window (codegen/pool_window.h); the geometries
+// above check those kernels bitwise. Only tiling geometries qualify.
+TEST_F(PoolKernel, OnlyWindowsThatTileTheImageAreWalkedByWindow) {
+  const std::vector<bool> tiles = {true, false, false, false, false, false, false, true, true};
+  ASSERT_EQ(tiles.size(), geometries().size());
+  for (size_t i = 0; i < tiles.size(); ++i) {
+    const Geometry& geo = geometries()[i];
+    auto g = backward(geo, DType::f32);
+    auto strides = codegen::tiling_pool_grad(*g, geo.input);
+    EXPECT_EQ(strides.has_value(), bool(tiles[i])) << describe(geo, DType::f32);
+    if (strides) {
+      EXPECT_EQ(*strides, std::make_pair(geo.strides[0], geo.strides[1]));
+    }
+    EXPECT_FALSE(codegen::tiling_pool_grad(*g, pooled_shape(geo)).has_value());
+  }
 }
 
 // The CNN step's forward fusion (a contraction epilogue: conv -> bias -> relu -> max_pool2d)
