@@ -95,6 +95,34 @@ bool blockable(const ExecutableStep& s, std::span<const Array> in) {
   return tasks <= 1 || row_blocks > 1;
 }
 
+// A convolution (conv2d, conv2d_backprop_input) whose epilogue reads the product only at the
+// images it computes: the epilogue then runs image by image after them (conv_by_images).
+bool conv_blockable(const ExecutableStep& s, std::span<const Array> in) {
+  if ((s.op != OpKind::Conv2D && s.op != OpKind::Conv2DBackpropInput) || !s.kernel) return false;
+  if (s.type.dtype != DType::f32 || s.type.shape.rank() != 4 || in.size() != 2) return false;
+  const KernelLayout& l = s.kernel->layout;
+  if (l.inputs_by_row.empty() || !l.inputs_by_row.back()) return false;
+  if (l.iteration == "rows") return l.extent == s.type.shape[0];  // a row per image
+  return l.iteration == "flat" && l.extent == s.type.shape.num_elements();
+}
+
+// The convolution image by image, the epilogue's rows of each image right after it; false
+// (nothing run) where the convolution has no such form.
+bool blocked_conv(const ExecutableStep& s, std::span<const Array> in, Array& product,
+                  std::span<void* const> buffers) {
+  const KernelCall& call = *s.kernel;
+  const int64_t scale = call.layout.extent / s.type.shape[0];
+  std::atomic<int32_t> failed{0};
+  const bool ran = conv_by_images(s.op, in, s.attrs, product, [&](int64_t n0, int64_t n1) {
+    int32_t status = 0;
+    KernelFrame frame{buffers.data(), &status};
+    call.entry(&frame, n0 * scale, n1 * scale);
+    if (status != 0) failed.store(status);
+  });
+  if (ran) check_status(call, failed.load());
+  return ran;
+}
+
 // The product in blocks of whole rows, each block's epilogue rows run right after it.
 template <typename T>
 void blocked_matmul(const ExecutableStep& s, std::span<const Array> in, Array& c,
@@ -392,6 +420,10 @@ std::vector<Array> Executable::run(std::span<const Array> args, std::vector<Arra
           break;
         }
         Array& product = slots[size_t(s.output)];
+        if (product.storage && conv_blockable(s, in)) {
+          std::vector<void*> buffers = kernel_buffers(*s.kernel, slots, base);
+          if (blocked_conv(s, in, product, buffers)) break;
+        }
         if (product.storage)
           kernel_for(s.op)(in, s.attrs, product);
         else

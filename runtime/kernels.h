@@ -3,6 +3,8 @@
 // rule) and an output array allocated with the inferred type; it fills the output.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <span>
 
 #include "kiln/ir/op_table.h"
@@ -20,5 +22,14 @@ Array run_op(OpKind kind, std::span<const Array> inputs, const Attrs& attrs);
 // Same, with the output type already inferred by the caller.
 Array run_kernel(OpKind kind, std::span<const Array> inputs, const Attrs& attrs,
                  const TensorType& out_type);
+
+// conv2d or conv2d_backprop_input into `out` image by image: on_images(n0, n1) runs on the
+// thread that computed output images [n0, n1), right after them, so that a compiled
+// contraction's epilogue reads them while they are in cache (runtime/executable.cc). The
+// values are the kernel's own, bit for bit. Returns false, computing nothing, where the op,
+// dtype or geometry has no such form (the direct and shallow float32 convolutions have it;
+// runtime/kernels/conv.cc): the caller then runs the kernel and its epilogue after it.
+bool conv_by_images(OpKind kind, std::span<const Array> inputs, const Attrs& attrs, Array& out,
+                    const std::function<void(int64_t, int64_t)>& on_images);
 
 }  // namespace kiln::runtime

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "kiln/runtime/gemm.h"
+#include "kiln/runtime/kernels.h"
 #include "kiln/runtime/kernels/conv_direct.h"
 #include "kiln/runtime/kernels/conv_geom.h"
 #include "kiln/runtime/kernels/conv_shallow.h"
@@ -418,6 +419,40 @@ void conv2d_backprop_filter_kernel(std::span<const Array> in, const Attrs& attrs
 }
 
 }  // namespace
+
+bool conv_by_images(OpKind kind, std::span<const Array> in, const Attrs& attrs, Array& out,
+                    const std::function<void(int64_t, int64_t)>& on_images) {
+  if (out.dtype != DType::f32 || out.size() == 0 || in[0].size() == 0 || in[1].size() == 0)
+    return false;
+  if (kind == OpKind::Conv2D) {
+    const ConvGeom g = conv_geom(in[0].shape, in[1].shape, attrs, "conv2d");
+    const float *x = in[0].data<float>(), *w = in[1].data<float>();
+    float* y = out.data<float>();
+    if (g.shallow()) {
+      const double image_flops = 2.0 * double(g.oh * g.ow * g.k() * g.o);
+      const int64_t grain =
+          std::max<int64_t>(1, int64_t(double(kMinShallowPartFlops) / image_flops));
+      parallel_for(g.n, grain, [&](int64_t n0, int64_t n1) {
+        for (int64_t n = n0; n < n1; ++n) {
+          shallow_conv_forward<float>(x, w, y, g, n * g.oh, (n + 1) * g.oh);
+          on_images(n, n + 1);
+        }
+      });
+      return true;
+    }
+    if (!direct_conv_forward_applies(g)) return false;
+    direct_conv_forward(x, w, y, g, &on_images);
+    return true;
+  }
+  if (kind == OpKind::Conv2DBackpropInput) {
+    const ConvGeom g = conv_geom(out.shape, in[0].shape, attrs, "conv2d_backprop_input");
+    if (!direct_conv_backprop_input_applies(g)) return false;
+    direct_conv_backprop_input(in[0].data<float>(), in[1].data<float>(), out.data<float>(), g,
+                               &on_images);
+    return true;
+  }
+  return false;
+}
 
 void register_conv_kernels(KernelTable& t) {
   t[size_t(OpKind::Conv2D)] = conv2d_kernel;

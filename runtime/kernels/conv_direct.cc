@@ -116,19 +116,34 @@ struct Bands {
   int64_t count(const Direct& d, int64_t u) const { return std::min(lines, d.oh - first_line(u)); }
 };
 
-// Every output line of every image, bands in parallel.
-void run_direct(const Direct& d, const float* x, float* y) {
+// Every output line of every image, bands in parallel; with on_images, whole images per task,
+// each handed to on_images once all its bands are done.
+void run_direct(const Direct& d, const float* x, float* y, const ImagesDone* on_images) {
   const MicroKernels& mk = *gemm_detail::active_microkernels();
   const Bands bands(d);
   const double band_flops = 2.0 * double(bands.lines * d.ow) * double(d.k()) * double(d.o);
+  const size_t buf_bytes = size_t(bands.buf_floats) * sizeof(float);
+  auto unit = [&](int64_t u, float* buf) {
+    const int64_t img = bands.image(u), l0 = bands.first_line(u), lines = bands.count(d, u);
+    fill_band(d, x, img, l0, lines, buf);
+    run_band(mk, d, buf, img, l0, lines, y);
+  };
+  if (on_images != nullptr) {
+    const double image_flops = band_flops * double(bands.per_image);
+    const int64_t grain = std::max<int64_t>(1, int64_t(kMinTaskFlops / image_flops));
+    return parallel_for(d.n, grain, [&](int64_t n0, int64_t n1) {
+      Scratch buf(ScratchSlot::kConvColumns, buf_bytes);
+      for (int64_t img = n0; img < n1; ++img) {
+        for (int64_t b = 0; b < bands.per_image; ++b)
+          unit(img * bands.per_image + b, buf.as<float>());
+        (*on_images)(img, img + 1);
+      }
+    });
+  }
   const int64_t grain = std::max<int64_t>(1, int64_t(kMinTaskFlops / band_flops));
   parallel_for(d.n * bands.per_image, grain, [&](int64_t u0, int64_t u1) {
-    Scratch buf(ScratchSlot::kConvColumns, size_t(bands.buf_floats) * sizeof(float));
-    for (int64_t u = u0; u < u1; ++u) {
-      const int64_t img = bands.image(u), l0 = bands.first_line(u), lines = bands.count(d, u);
-      fill_band(d, x, img, l0, lines, buf.as<float>());
-      run_band(mk, d, buf.as<float>(), img, l0, lines, y);
-    }
+    Scratch buf(ScratchSlot::kConvColumns, buf_bytes);
+    for (int64_t u = u0; u < u1; ++u) unit(u, buf.as<float>());
   });
 }
 
@@ -181,12 +196,14 @@ bool direct_conv_backprop_input_applies(const ConvGeom& g) {
   return g.sh == 1 && g.sw == 1 && direct_applies(g, g.w);
 }
 
-void direct_conv_forward(const float* x, const float* w, float* y, const ConvGeom& g) {
+void direct_conv_forward(const float* x, const float* w, float* y, const ConvGeom& g,
+                         const ImagesDone* on_images) {
   const Direct d{g.n, g.h, g.w, g.c, g.kh, g.kw, g.o, g.oh, g.ow, g.sh, g.sw, g.dh, g.ph, g.pw, w};
-  run_direct(d, x, y);
+  run_direct(d, x, y, on_images);
 }
 
-void direct_conv_backprop_input(const float* w, const float* dy, float* dx, const ConvGeom& g) {
+void direct_conv_backprop_input(const float* w, const float* dy, float* dx, const ConvGeom& g,
+                                const ImagesDone* on_images) {
   // The filter turned by 180 degrees, in/out channels swapped: turned[(i, j, o), c] =
   // w[kh-1-i, kw-1-j, c, o].
   const int64_t C = g.c, O = g.o;
@@ -214,7 +231,7 @@ void direct_conv_backprop_input(const float* w, const float* dy, float* dx, cons
                  (g.kh - 1) * g.dh - g.ph,
                  (g.kw - 1) - g.pw,
                  turned.data()};
-  run_direct(d, dy, dx);
+  run_direct(d, dy, dx, on_images);
 }
 
 }  // namespace kiln::runtime

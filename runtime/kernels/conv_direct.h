@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "kiln/runtime/kernels/conv_geom.h"
 
@@ -45,11 +46,17 @@ bool direct_conv_forward_applies(const ConvGeom& g);
 bool direct_conv_backprop_input_applies(const ConvGeom& g);
 bool direct_conv_backprop_filter_applies(const ConvGeom& g);
 
+// Called with [n0, n1) on the thread that computed output images n0 .. n1 - 1, right after
+// them (runtime/kernels.h, conv_by_images).
+using ImagesDone = std::function<void(int64_t, int64_t)>;
+
 // y[n, oh, ow, o] = the convolution of x [n, h, w, c] with w [kh, kw, c, o] (parallel).
-void direct_conv_forward(const float* x, const float* w, float* y, const ConvGeom& g);
+void direct_conv_forward(const float* x, const float* w, float* y, const ConvGeom& g,
+                         const ImagesDone* on_images = nullptr);
 
 // dx[n, h, w, c] = the input gradient of dy [n, oh, ow, o] through w [kh, kw, c, o] (parallel).
-void direct_conv_backprop_input(const float* w, const float* dy, float* dx, const ConvGeom& g);
+void direct_conv_backprop_input(const float* w, const float* dy, float* dx, const ConvGeom& g,
+                                const ImagesDone* on_images = nullptr);
 
 // dw[kh, kw, c, o] = the filter gradient of x [n, h, w, c] and dy [n, oh, ow, o] (parallel).
 void direct_conv_backprop_filter(const float* x, const float* dy, float* dw, const ConvGeom& g);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "kiln/ir/printer.h"
+#include "kiln/runtime/profiler.h"
 #include "tests/codegen/codegen_test_util.h"
 #include "tests/support/error_bound.h"
 
@@ -108,6 +109,57 @@ TEST(CompileGraph, ContractionProductReturnedByTheGroupIsNotCopied) {
     std::vector<runtime::Array> args;
     for (const auto& p : g->parameters()) args.push_back(testing::random_array(p->type(), rng));
     EXPECT_TRUE(compiled_within_bounds(*g, args, {})) << text;
+  }
+}
+
+// A convolution's epilogue that reads the product only at its own image runs image by image
+// right after it (runtime/executable.cc, conv_by_images): a direct forward convolution and a
+// shallow one, each with bias, ReLU and max-pool, and a direct input gradient with the
+// max-pool and ReLU gradients (the CNN's three). No separate epilogue event is profiled for
+// them, and the outputs equal the reference executor bitwise at 1, 2 and 3 threads.
+TEST(CompileGraph, ConvolutionEpiloguesRunImageByImage) {
+  const char* texts[] = {
+      R"(graph @direct(%0: f32[3,10,10,16], %1: f32[3,3,16,24], %2: f32[24]) -> (f32[3,5,5,24], f32[3,10,10,24]) {
+  %3 = conv2d(%0, %1) {strides=[1, 1], dilations=[1, 1], padding="same"} : f32[3,10,10,24]
+  %4 = add(%3, %2) : f32[3,10,10,24]
+  %5 = relu(%4) : f32[3,10,10,24]
+  %6 = max_pool2d(%5) {pool_size=[2, 2], strides=[2, 2], padding="valid"} : f32[3,5,5,24]
+  return %6, %3
+})",
+      R"(graph @shallow(%0: f32[3,12,12,1], %1: f32[3,3,1,16], %2: f32[16]) -> (f32[3,6,6,16]) {
+  %3 = conv2d(%0, %1) {strides=[1, 1], dilations=[1, 1], padding="same"} : f32[3,12,12,16]
+  %4 = add(%3, %2) : f32[3,12,12,16]
+  %5 = relu(%4) : f32[3,12,12,16]
+  %6 = max_pool2d(%5) {pool_size=[2, 2], strides=[2, 2], padding="valid"} : f32[3,6,6,16]
+  return %6
+})",
+      R"(graph @input_grad(%0: f32[3,12,12,16], %1: f32[16], %2: f32[3,3,16,24], %3: f32[3,6,6,24]) -> (f32[3,12,12,16]) {
+  %4 = conv2d_backprop_input(%2, %3) {strides=[1, 1], dilations=[1, 1], padding="same", input_shape=[3, 6, 6, 16]} : f32[3,6,6,16]
+  %5 = add(%0, %1) : f32[3,12,12,16]
+  %6 = relu(%5) : f32[3,12,12,16]
+  %7 = max_pool2d_grad(%6, %4) {pool_size=[2, 2], strides=[2, 2], padding="valid"} : f32[3,12,12,16]
+  %8 = constant dense<0.0> : f32[]
+  %9 = greater(%6, %8) : bool[3,12,12,16]
+  %10 = select(%9, %7, %8) : f32[3,12,12,16]
+  return %10
+})"};
+  for (const char* text : texts) {
+    testing::ScopedCacheDir cache;
+    auto g = testing::optimized_graph(text);
+    std::mt19937 rng(5);
+    std::vector<runtime::Array> args;
+    for (const auto& p : g->parameters()) args.push_back(testing::random_array(p->type(), rng));
+    testing::expect_bitwise_at_thread_counts(*g, args, text);
+    auto exe = codegen::compile_graph(*g);
+    std::vector<runtime::Array> vars;
+    runtime::start_profiling();
+    exe->run(args, vars);
+    int contractions = 0;
+    for (const runtime::ProfileEvent& e : runtime::stop_profiling()) {
+      EXPECT_NE(e.category, "epilogue") << e.name << " in\n" << text;
+      contractions += e.category == "contraction";
+    }
+    EXPECT_EQ(contractions, 1) << text;
   }
 }
 
