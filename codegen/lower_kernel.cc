@@ -317,20 +317,25 @@ class KernelEmitter {
     auto emit = [&](llvm::Value* n) {
       for_range(s[1] / sh, [&](llvm::Value* wy) {
         for_range(s[2] / sw, [&](llvm::Value* wx) {
+          // The window's rows and columns, one index value each, which the pool gradient also
+          // reads its window at (pool_window.h, WindowTile).
+          WindowTile tile{wy, wx, {}, {}};
+          for (int64_t r = 0; r < sh; ++r)
+            tile.rows.push_back(b_.CreateAdd(b_.CreateMul(wy, b_.getInt64(sh), "", true, true),
+                                             b_.getInt64(r), "", true, true));
+          for (int64_t r = 0; r < sw; ++r)
+            tile.cols.push_back(b_.CreateAdd(b_.CreateMul(wx, b_.getInt64(sw), "", true, true),
+                                             b_.getInt64(r), "", true, true));
+          window_tile_ = &tile;
           auto channel = [&](llvm::Value* c) {
-            for (int64_t ry = 0; ry < sh; ++ry)
-              for (int64_t rx = 0; rx < sw; ++rx)
-                body(Index{n,
-                           b_.CreateAdd(b_.CreateMul(wy, b_.getInt64(sh), "", true, true),
-                                        b_.getInt64(ry), "", true, true),
-                           b_.CreateAdd(b_.CreateMul(wx, b_.getInt64(sw), "", true, true),
-                                        b_.getInt64(rx), "", true, true),
-                           c});
+            for (llvm::Value* y : tile.rows)
+              for (llvm::Value* x : tile.cols) body(Index{n, y, x, c});
           };
           if (s[3] == 1)
             channel(b_.getInt64(0));
           else
             for_range(s[3], channel);
+          window_tile_ = nullptr;
         });
       });
     };
@@ -473,7 +478,9 @@ class KernelEmitter {
     if (is_reduction(n)) internal_error(__FILE__, __LINE__, "a reduction must be materialized");
     if (n.is_op(OpKind::OneHot)) return one_hot(n, idx, v);
     if (op_info(n.op()).has(kWindow))  // max-pool (codegen/pool_window.h)
-      return emit_pool(b_, n, idx, [&](size_t i, const Index& at) { return elem(n.input(i), at); });
+      return emit_pool(
+          b_, n, idx, [&](size_t i, const Index& at) { return elem(n.input(i), at); },
+          window_tile_);
     std::vector<llvm::Value*> args;
     for (size_t i = 0; i < n.inputs().size(); ++i) {
       if (n.is_op(OpKind::BroadcastLike) && i == 1) break;
@@ -613,7 +620,8 @@ class KernelEmitter {
   std::unordered_set<const llvm::Value*> streaming_;  // output buffers stored non-temporally
   std::unordered_map<const Node*, llvm::GlobalVariable*> constants_;
   std::vector<std::map<std::pair<const Value*, Index>, llvm::Value*>> cache_;
-  std::vector<CountedLoop> loops_;  // loops being emitted, innermost last
+  const WindowTile* window_tile_ = nullptr;  // the window window_nest is walking, if any
+  std::vector<CountedLoop> loops_;           // loops being emitted, innermost last
 };
 
 }  // namespace

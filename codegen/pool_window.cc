@@ -9,6 +9,12 @@
 namespace kiln::codegen {
 namespace {
 
+// Windows that tile the image: window == stride, no padding, no row or column dropped.
+bool tiling_pool_grad_window(const PoolWindow& pw) {
+  return !pw.clipped && pw.kh == pw.sh && pw.kw == pw.sw && pw.sh * pw.sw >= 2 &&
+         pw.oh * pw.sh == pw.h && pw.ow * pw.sw == pw.w;
+}
+
 // max(lo, min(v, hi)) on i64 indices.
 llvm::Value* clamp(llvm::IRBuilder<>& b, llvm::Value* v, int64_t lo, int64_t hi) {
   llvm::Value* c = b.CreateSelect(b.CreateICmpSGT(v, b.getInt64(hi)), b.getInt64(hi), v);
@@ -119,6 +125,35 @@ llvm::Value* emit_max_pool_grad(llvm::IRBuilder<>& b, const PoolWindow& pw, DTyp
   return acc;
 }
 
+// max_pool2d_grad at position (ry, rx) of a tiling window (PoolWindow of tiling_pool_grad):
+// exactly one window covers it, so the value is +0 plus dy of that window where its first
+// maximum (row-major over the window) is at (ry, rx): the general form above, term for term.
+llvm::Value* emit_tiled_max_pool_grad(llvm::IRBuilder<>& b, const PoolWindow& pw, DType t,
+                                      const WindowTile& tile, int64_t ry, int64_t rx,
+                                      const WindowRead& x, const WindowRead& dy) {
+  llvm::Value* best = x(tile.rows[0], tile.cols[0]);
+  llvm::Value* position = b.getInt32(0);
+  for (int64_t ky = 0; ky < pw.kh; ++ky)
+    for (int64_t kx = 0; kx < pw.kw; ++kx) {
+      if (ky == 0 && kx == 0) continue;
+      llvm::Value* v = x(tile.rows[size_t(ky)], tile.cols[size_t(kx)]);
+      llvm::Value* take = emit_arg_replaces(b, OpKind::ArgMax, t, v, best);
+      best = b.CreateSelect(take, v, best);
+      position = b.CreateSelect(take, b.getInt32(int32_t(ky * pw.kw + kx)), position);
+    }
+  llvm::Value* hit = b.CreateICmpEQ(position, b.getInt32(int32_t(ry * pw.kw + rx)));
+  llvm::Value* zero =
+      llvm::ConstantFP::get(t == DType::f64 ? b.getDoubleTy() : b.getFloatTy(), 0.0);
+  return b.CreateFAdd(zero, b.CreateSelect(hit, dy(tile.out_row, tile.out_col), zero));
+}
+
+// The place of `v` in `values`, or -1.
+int64_t place_of(const std::vector<llvm::Value*>& values, llvm::Value* v) {
+  for (size_t i = 0; i < values.size(); ++i)
+    if (values[i] == v) return int64_t(i);
+  return -1;
+}
+
 }  // namespace
 
 PoolWindow pool_window(const ir::Node& n) {
@@ -151,7 +186,7 @@ PoolWindow pool_window(const ir::Node& n) {
 }
 
 llvm::Value* emit_pool(llvm::IRBuilder<>& b, const ir::Node& n, const Index& idx,
-                       const OperandRead& read) {
+                       const OperandRead& read, const WindowTile* tile) {
   const PoolWindow pw = pool_window(n);
   const DType t = n.input(0)->dtype();
   auto operand = [&](size_t i) -> WindowRead {
@@ -160,8 +195,15 @@ llvm::Value* emit_pool(llvm::IRBuilder<>& b, const ir::Node& n, const Index& idx
     };
   };
   if (n.is_op(OpKind::MaxPool2D)) return emit_max_pool(b, pw, t, idx[1], idx[2], operand(0));
-  if (n.is_op(OpKind::MaxPool2DGrad))
+  if (n.is_op(OpKind::MaxPool2DGrad)) {
+    if (tile != nullptr && int64_t(tile->rows.size()) == pw.sh &&
+        int64_t(tile->cols.size()) == pw.sw && tiling_pool_grad_window(pw)) {
+      const int64_t ry = place_of(tile->rows, idx[1]), rx = place_of(tile->cols, idx[2]);
+      if (ry >= 0 && rx >= 0)
+        return emit_tiled_max_pool_grad(b, pw, t, *tile, ry, rx, operand(0), operand(1));
+    }
     return emit_max_pool_grad(b, pw, t, idx[1], idx[2], operand(0), operand(1));
+  }
   internal_error(__FILE__, __LINE__, "emit_pool: not a max_pool2d op");
 }
 
@@ -170,9 +212,7 @@ std::optional<std::pair<int64_t, int64_t>> tiling_pool_grad(const ir::Graph& bod
   for (const auto& n : body.nodes()) {
     if (!n->is_op(OpKind::MaxPool2DGrad) || n->output()->shape() != s) continue;
     const PoolWindow pw = pool_window(*n);
-    if (pw.clipped || pw.kh != pw.sh || pw.kw != pw.sw || pw.sh * pw.sw < 2) continue;
-    if (pw.oh * pw.sh != pw.h || pw.ow * pw.sw != pw.w) continue;
-    return std::make_pair(pw.sh, pw.sw);
+    if (tiling_pool_grad_window(pw)) return std::make_pair(pw.sh, pw.sw);
   }
   return std::nullopt;
 }

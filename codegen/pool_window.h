@@ -22,6 +22,7 @@
 #include <functional>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "kiln/codegen/operand_index.h"
 #include "kiln/ir/graph.h"
@@ -39,11 +40,23 @@ struct PoolWindow {
 };
 PoolWindow pool_window(const ir::Node& n);
 
+// The window being walked by a loop nest over a tiled max-pool gradient's output
+// (lower_kernel.cc's window_nest, tiling_pool_grad below): its output row and column, and the
+// index values of its sh rows and sw columns, which the nest's own indices are.
+struct WindowTile {
+  llvm::Value* out_row = nullptr;
+  llvm::Value* out_col = nullptr;
+  std::vector<llvm::Value*> rows, cols;
+};
+
 // The value of max_pool2d or max_pool2d_grad node `n` at `idx` (NHWC: batch, row, column,
-// channel), reading its operand i at an index through `read(i, index)`.
+// channel), reading its operand i at an index through `read(i, index)`. With `tile` (idx is one
+// of its positions, and n's windows are the tile's), max_pool2d_grad reads the window at the
+// tile's own index values, so that every position of a window reads the same (cached)
+// elements and computes the same argmax.
 using OperandRead = std::function<llvm::Value*(size_t operand, const Index& at)>;
 llvm::Value* emit_pool(llvm::IRBuilder<>& b, const ir::Node& n, const Index& idx,
-                       const OperandRead& read);
+                       const OperandRead& read, const WindowTile* tile = nullptr);
 
 // The strides (sh, sw) of a max_pool2d_grad in `body` whose output has shape `s` and whose
 // windows tile that output exactly (window == stride, no padding, every row and column in a
