@@ -198,9 +198,7 @@ void sgemm_transposed(const MicroKernels& mk, const SgemmArgs& g, SgemmGrid grid
                       const std::function<void(int64_t, int64_t)>* on_rows) {
   Scratch ct_buf(ScratchSlot::kGemmC, size_t(g.n * g.m) * sizeof(float));
   float* ct = ct_buf.as<float>();
-  if (g.accumulate)
-    for (int64_t i = 0; i < g.m; ++i)
-      for (int64_t j = 0; j < g.n; ++j) ct[j * g.m + i] = g.c[i * g.ldc + j];
+  if (g.accumulate) mk.transpose(g.c, g.ldc, g.m, g.n, ct, g.m);
   SgemmArgs t;
   t.ta = !g.tb;  // op(B)^T: B stored n x k is A' itself; B stored k x n is A' transposed
   t.a = g.b;
@@ -224,8 +222,7 @@ void sgemm_transposed(const MicroKernels& mk, const SgemmArgs& g, SgemmGrid grid
   parallel_tasks(blocks, [&](int64_t b) {
     const int64_t r0 = g.m * b / blocks, r1 = g.m * (b + 1) / blocks;
     if (r0 >= r1) return;
-    for (int64_t i = r0; i < r1; ++i)
-      for (int64_t j = 0; j < g.n; ++j) g.c[i * g.ldc + j] = ct[j * g.m + i];
+    mk.transpose(ct + r0, g.m, g.n, r1 - r0, g.c + r0 * g.ldc, g.ldc);
     if (on_rows) (*on_rows)(r0, r1);
   });
 }
