@@ -457,10 +457,35 @@ class KernelEmitter {
   }
 
   llvm::Value* load(const Value* v, llvm::Value* base, const Index& idx) {
+    return load_at_offset(v, base, offset(v, idx));
+  }
+  llvm::Value* load_at_offset(const Value* v, llvm::Value* base, llvm::Value* off) {
     llvm::Type* st = storage_type(ctx_, v->dtype());
-    llvm::Value* x = b_.CreateLoad(st, b_.CreateInBoundsGEP(st, base, offset(v, idx)));
+    llvm::Value* x = b_.CreateLoad(st, b_.CreateInBoundsGEP(st, base, off));
     if (v->dtype() == DType::b8) x = b_.CreateICmpNE(x, b_.getInt8(0));
     return x;
+  }
+
+  // A reshape of a value in memory (a parameter or a stored value), read at `idx` of the
+  // reshape: the same row-major offset in the value, since a reshape keeps the element order.
+  // (Through the value's own index, the remainders of the division into its dimensions became
+  // freeze + multiply in LLVM, which the vectorizer could not follow: a gather per vector.)
+  // Null where the value is computed in the kernel, or the kernel is flat (its index is the
+  // offset already).
+  llvm::Value* reshape_of_memory(const Node& n, const Value* v, const Index& idx) {
+    if (!n.is_op(OpKind::Reshape) || plan_.mode == IterationMode::kFlat) return nullptr;
+    const Value* u = n.input(0);
+    llvm::Value* base = nullptr;
+    if (u->def() != Value::Def::kNodeOutput)
+      base = base_.at(u);
+    else if (auto it = stored_.find(u); it != stored_.end())
+      base = it->second;
+    if (base == nullptr || u->shape().num_elements() != v->shape().num_elements()) return nullptr;
+    const bool row_only = row_buffer_.count(u) != 0;
+    if (row_only &&
+        (u->shape().rank() == 0 || v->shape().rank() == 0 || u->shape()[0] != v->shape()[0]))
+      return nullptr;
+    return load_at_offset(u, base, row_major_offset(b_, v->shape(), row_only, idx));
   }
 
   llvm::Value* constant(const Node& n, const Index& idx) {
@@ -477,6 +502,7 @@ class KernelEmitter {
     if (n.kind() == NodeKind::kConstant) return constant(n, idx);
     if (is_reduction(n)) internal_error(__FILE__, __LINE__, "a reduction must be materialized");
     if (n.is_op(OpKind::OneHot)) return one_hot(n, idx, v);
+    if (llvm::Value* x = reshape_of_memory(n, v, idx)) return x;
     if (op_info(n.op()).has(kWindow))  // max-pool (codegen/pool_window.h)
       return emit_pool(
           b_, n, idx, [&](size_t i, const Index& at) { return elem(n.input(i), at); },
