@@ -31,25 +31,29 @@ constexpr int64_t kPackBMinRows = 192;
 // A B read in place larger than this is packed block by block (run_block).
 constexpr int64_t kPackBBlocksMinBytes = int64_t{4} << 20;
 
-// Packs columns [j0, j0 + nr) of op(B), every k block, zero-padding columns >= n.
-void pack_b_panel(const MicroKernels& mk, const SgemmArgs& g, const KBlocks& kb, int64_t panel,
-                  int64_t n_pad, float* out) {
+// Packs columns [j0, j0 + nr) of op(B) in k block q, zero-padding columns >= n.
+void pack_b_block(const MicroKernels& mk, const SgemmArgs& g, const KBlocks& kb, int64_t panel,
+                  int64_t q, int64_t n_pad, float* out) {
   const int64_t nr = mk.nr;
   const int64_t j0 = panel * nr, cols = std::min(nr, g.n - j0);
-  for (int64_t q = 0; q < kb.count; ++q) {
-    const int64_t k0 = kb.begin(q), kc = kb.depth(q, g.k);
-    float* dst = out + k0 * n_pad + panel * kc * nr;
-    if (!g.tb) {
-      for (int64_t p = 0; p < kc; ++p) {
-        std::memcpy(dst + p * nr, g.b + (k0 + p) * g.ldb + j0, size_t(cols) * sizeof(float));
-        std::fill(dst + p * nr + cols, dst + (p + 1) * nr, 0.0f);
-      }
-    } else {
-      mk.transpose(g.b + j0 * g.ldb + k0, g.ldb, cols, kc, dst, nr);
-      if (cols < nr)
-        for (int64_t p = 0; p < kc; ++p) std::fill(dst + p * nr + cols, dst + (p + 1) * nr, 0.0f);
+  const int64_t k0 = kb.begin(q), kc = kb.depth(q, g.k);
+  float* dst = out + k0 * n_pad + panel * kc * nr;
+  if (!g.tb) {
+    for (int64_t p = 0; p < kc; ++p) {
+      std::memcpy(dst + p * nr, g.b + (k0 + p) * g.ldb + j0, size_t(cols) * sizeof(float));
+      std::fill(dst + p * nr + cols, dst + (p + 1) * nr, 0.0f);
     }
+  } else {
+    mk.transpose(g.b + j0 * g.ldb + k0, g.ldb, cols, kc, dst, nr);
+    if (cols < nr)
+      for (int64_t p = 0; p < kc; ++p) std::fill(dst + p * nr + cols, dst + (p + 1) * nr, 0.0f);
   }
+}
+
+// Packs columns [j0, j0 + nr) of op(B), every k block.
+void pack_b_panel(const MicroKernels& mk, const SgemmArgs& g, const KBlocks& kb, int64_t panel,
+                  int64_t n_pad, float* out) {
+  for (int64_t q = 0; q < kb.count; ++q) pack_b_block(mk, g, kb, panel, q, n_pad, out);
 }
 
 // out[p * H + i] = src[p * ld + i] for p < kc, i < H: copies of a compile-time size, which the
@@ -250,16 +254,20 @@ void sgemm(const MicroKernels& mk, const SgemmArgs& g, SgemmGrid grid,
   if (pack_b) {
     b_buf.emplace(ScratchSlot::kGemmB, size_t(g.k * n_pad) * sizeof(float));
     packed_b = b_buf->as<float>();
-    const int64_t panel_work = std::max<int64_t>(1, g.k * mk.nr);
-    auto pack = [&](int64_t p0, int64_t p1) {
-      for (int64_t p = p0; p < p1; ++p) pack_b_panel(mk, g, kb, p, n_pad, packed_b);
+    // In parallel by (panel, k block): a transposed B of one panel (the transposed product of an
+    // RNN step's input gradient) packs its k blocks on several threads.
+    const int64_t block_work = std::max<int64_t>(1, kb.step * mk.nr);
+    auto pack = [&](int64_t u0, int64_t u1) {
+      for (int64_t u = u0; u < u1; ++u)
+        pack_b_block(mk, g, kb, u / kb.count, u % kb.count, n_pad, packed_b);
     };
     if (tasks_pack_b)
       ;  // each task packs its panels below
     else if (tasks > 1)
-      parallel_for(panels_n, std::max<int64_t>(1, kElementwiseGrain / panel_work), pack);
+      parallel_for(panels_n * kb.count, std::max<int64_t>(1, kElementwiseGrain / 4 / block_work),
+                   pack);
     else
-      pack(0, panels_n);
+      pack(0, panels_n * kb.count);
   }
   // Row blocks of near-equal heights, column blocks of whole nr tiles.
   auto run = [&](int64_t task) {
