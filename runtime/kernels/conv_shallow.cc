@@ -82,8 +82,37 @@ void forward_pixels(const T* strip, const Strips<T>& st, const V<T>* w, T* y, in
   for (int64_t p = 0; p < R; ++p) store<kFull>(y + (ox + p) * g.o, acc[p], cols);
 }
 
+// forward_line for a window of K taps known at compile time (3x3 over one or three channels):
+// the taps' filter vectors and offsets are held for the whole line, and the tap loop unrolls,
+// so a block's loads are its pixels' values alone. The same FMA chain per output.
+template <typename T, int64_t K, bool kFull>
+void forward_line_fixed(const T* strip, const Strips<T>& st, const V<T>* w, T* y, int64_t cols) {
+  const ConvGeom& g = st.g;
+  V<T> wr[K];
+  int64_t off[K];
+  for (int64_t t = 0; t < K; ++t) {
+    wr[t] = w[t];
+    off[t] = st.tap[size_t(t)];
+  }
+  const int64_t step = g.sw * g.c;
+  int64_t ox = 0;
+  for (; ox + kForwardPixels <= g.ow; ox += kForwardPixels) {
+    V<T> acc[kForwardPixels] = {};
+    const T* base = strip + ox * step;
+#pragma GCC unroll 32
+    for (int64_t t = 0; t < K; ++t) {
+      const T* a = base + off[t];
+      for (int64_t p = 0; p < kForwardPixels; ++p) acc[p] += a[p * step] * wr[t];
+    }
+    for (int64_t p = 0; p < kForwardPixels; ++p) store<kFull>(y + (ox + p) * g.o, acc[p], cols);
+  }
+  for (; ox < g.ow; ++ox) forward_pixels<T, 1, kFull>(strip, st, w, y, ox, cols);
+}
+
 template <typename T, bool kFull>
 void forward_line(const T* strip, const Strips<T>& st, const V<T>* w, T* y, int64_t cols) {
+  if (st.tap.size() == 9) return forward_line_fixed<T, 9, kFull>(strip, st, w, y, cols);
+  if (st.tap.size() == 27) return forward_line_fixed<T, 27, kFull>(strip, st, w, y, cols);
   int64_t ox = 0;
   for (; ox + kForwardPixels <= st.g.ow; ox += kForwardPixels)
     forward_pixels<T, kForwardPixels, kFull>(strip, st, w, y, ox, cols);
