@@ -11,8 +11,9 @@ namespace kiln::runtime {
 
 // Slots: one per concurrent use within one kernel.
 // kConvPartials: a filter gradient's partial sums, held by the calling thread while its tasks
-// (on any thread) fill them.
-enum class ScratchSlot { kGemmA, kGemmB, kGemmC, kConvColumns, kConvPartials, kCount };
+// (on any thread) fill them; kConvFilter: a convolution's rearranged filter (the turned filter
+// of a direct input gradient), read by its tasks.
+enum class ScratchSlot { kGemmA, kGemmB, kGemmC, kConvColumns, kConvPartials, kConvFilter, kCount };
 
 class Scratch {
  public:

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 #include "kiln/runtime/gemm_engine.h"
 #include "kiln/runtime/scratch.h"
@@ -206,15 +205,21 @@ void direct_conv_backprop_input(const float* w, const float* dy, float* dx, cons
                                 const ImagesDone* on_images) {
   // The filter turned by 180 degrees, in/out channels swapped: turned[(i, j, o), c] =
   // w[kh-1-i, kw-1-j, c, o].
-  const int64_t C = g.c, O = g.o;
-  std::vector<float> turned(size_t(g.kh * g.kw * O * C));
-  for (int64_t i = 0; i < g.kh; ++i)
-    for (int64_t j = 0; j < g.kw; ++j) {
-      const float* src = w + ((g.kh - 1 - i) * g.kw + (g.kw - 1 - j)) * C * O;
-      float* dst = turned.data() + (i * g.kw + j) * O * C;
-      for (int64_t c = 0; c < C; ++c)
-        for (int64_t o = 0; o < O; ++o) dst[o * C + c] = src[c * O + o];
-    }
+  // Each tap's C x O block transposed with the engine's AVX copy, taps in parallel, into a
+  // scratch slot (a 3x3x512x512 filter is 9.4 MB: a scalar loop into a fresh vector cost more
+  // than a third of that input gradient).
+  const int64_t C = g.c, O = g.o, taps = g.kh * g.kw;
+  const MicroKernels& mk = *gemm_detail::active_microkernels();
+  Scratch turned_buf(ScratchSlot::kConvFilter, size_t(taps * O * C) * sizeof(float));
+  float* turned = turned_buf.as<float>();
+  parallel_for(
+      taps, std::max<int64_t>(1, kElementwiseGrain / (C * O)), [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t) {
+          const int64_t i = t / g.kw, j = t % g.kw;
+          const float* src = w + ((g.kh - 1 - i) * g.kw + (g.kw - 1 - j)) * C * O;
+          mk.transpose(src, O, C, O, turned + t * O * C, C);  // dst[o * C + c] = src[c * O + o]
+        }
+      });
   // dx[iy, ix] = sum over (i, j, o) of dy[iy - ph' + i * dh, ix - pw' + j] turned[(i, j, o)].
   const Direct d{g.n,
                  g.oh,
@@ -230,7 +235,7 @@ void direct_conv_backprop_input(const float* w, const float* dy, float* dx, cons
                  g.dh,
                  (g.kh - 1) * g.dh - g.ph,
                  (g.kw - 1) - g.pw,
-                 turned.data()};
+                 turned};
   run_direct(d, dy, dx, on_images);
 }
 
