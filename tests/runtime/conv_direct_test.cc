@@ -16,6 +16,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -88,10 +89,9 @@ std::vector<std::string> microkernel_sets() {
   return sets;
 }
 
-// The im2col matrix [pixels, kh * kw * c] in (kh, kw, c) order, zeros for padding.
-std::vector<float> im2col(const Array& x, const ConvGeom& g) {
-  const float* xp = x.data<float>();
-  std::vector<float> col(size_t(g.rows() * g.k()), 0.0f);
+// Calls fn(x_index, w_index, y_index) for every multiply of the convolution.
+template <typename F>
+void each_multiply(const ConvGeom& g, F&& fn) {
   for (int64_t n = 0; n < g.n; ++n)
     for (int64_t y = 0; y < g.oh; ++y)
       for (int64_t xo = 0; xo < g.ow; ++xo)
@@ -100,9 +100,21 @@ std::vector<float> im2col(const Array& x, const ConvGeom& g) {
             const int64_t iy = y * g.sh - g.ph + i * g.dh, ix = xo * g.sw - g.pw + j * g.dw;
             if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w) continue;
             for (int64_t ch = 0; ch < g.c; ++ch)
-              col[size_t(((n * g.oh + y) * g.ow + xo) * g.k() + (i * g.kw + j) * g.c + ch)] =
-                  xp[((n * g.h + iy) * g.w + ix) * g.c + ch];
+              for (int64_t o = 0; o < g.o; ++o)
+                fn(size_t(((n * g.h + iy) * g.w + ix) * g.c + ch),
+                   size_t(((i * g.kw + j) * g.c + ch) * g.o + o),
+                   size_t(((n * g.oh + y) * g.ow + xo) * g.o + o));
           }
+}
+
+// The im2col matrix [pixels, kh * kw * c] in (kh, kw, c) order, zeros for padding: the
+// input value of each multiply with output channel 0.
+std::vector<float> im2col(const Array& x, const ConvGeom& g) {
+  const float* xp = x.data<float>();
+  std::vector<float> col(size_t(g.rows() * g.k()), 0.0f);
+  each_multiply(g, [&](size_t xi, size_t wi, size_t yi) {
+    if (wi % size_t(g.o) == 0) col[yi / size_t(g.o) * size_t(g.k()) + wi / size_t(g.o)] = xp[xi];
+  });
   return col;
 }
 
@@ -136,53 +148,58 @@ TEST(ConvDirect, ForwardIsBitwiseTheGemmOfItsIm2colMatrix) {
   }
 }
 
+// A gradient's float64 reference: each element's sum and sum of |term|.
+struct Reference {
+  std::vector<double> want, magnitude;
+  explicit Reference(int64_t size) : want(size_t(size)), magnitude(size_t(size)) {}
+  void add(size_t e, double term) {
+    want[e] += term;
+    magnitude[e] += std::abs(term);
+  }
+};
+
+// The gradient `op` of `in` on every microkernel set: bitwise the same at 1 and 2 threads, and
+// every element within gamma_(2 * terms + 2) * sum |term| of the reference.
+void expect_gradient(OpKind op, std::span<const Array> in, const Attrs& attrs, const Reference& ref,
+                     double terms, const std::string& what) {
+  const double u = std::numeric_limits<float>::epsilon() / 2;
+  const double gamma = (2 * terms + 2) * u / (1 - (2 * terms + 2) * u);
+  for (const std::string& set : microkernel_sets()) {
+    set_gemm_kernels(set);
+    set_num_threads(1);
+    const Array got1 = run_op(op, in, attrs);
+    set_num_threads(2);
+    const Array got2 = run_op(op, in, attrs);
+    EXPECT_TRUE(bitwise_equal(got1, got2)) << what << " " << set;
+    const float* got = got1.data<float>();
+    for (size_t e = 0; e < ref.want.size(); ++e)
+      ASSERT_LE(std::abs(double(got[e]) - ref.want[e]), gamma * ref.magnitude[e])
+          << what << " " << set << " at " << e << ": " << got[e] << " vs " << ref.want[e];
+  }
+}
+
 TEST(ConvDirect, InputGradientWithinTheDotProductBoundAndThreadIndependent) {
   SettingsGuard guard;
   uint64_t seed = 800;
   for (const Case& c : cases()) {
     const ConvGeom g = conv_geom(Shape(c.input), Shape(c.filter), attrs_of(c), "test");
     if (g.sh != 1 || g.sw != 1) continue;  // strided input gradients take the im2col path
+    for (const std::string& set : microkernel_sets()) {
+      set_gemm_kernels(set);
+      ASSERT_TRUE(direct_conv_backprop_input_applies(g)) << describe(c) << " " << set;
+    }
     std::mt19937_64 rng(seed++);
     const Array w = random_array(DType::f32, Shape(c.filter), rng);
     const Array dy = random_array(DType::f32, Shape{g.n, g.oh, g.ow, g.o}, rng);
-    // float64 reference and the sum of |term| of every dx element.
-    std::vector<double> want(size_t(g.n * g.h * g.w * g.c)), magnitude(want.size());
     const float *wp = w.data<float>(), *gp = dy.data<float>();
-    for (int64_t n = 0; n < g.n; ++n)
-      for (int64_t y = 0; y < g.oh; ++y)
-        for (int64_t xo = 0; xo < g.ow; ++xo)
-          for (int64_t i = 0; i < g.kh; ++i)
-            for (int64_t j = 0; j < g.kw; ++j) {
-              const int64_t iy = y - g.ph + i * g.dh, ix = xo - g.pw + j * g.dw;
-              if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w) continue;
-              for (int64_t ch = 0; ch < g.c; ++ch)
-                for (int64_t o = 0; o < g.o; ++o) {
-                  const double term = double(gp[((n * g.oh + y) * g.ow + xo) * g.o + o]) *
-                                      double(wp[((i * g.kw + j) * g.c + ch) * g.o + o]);
-                  const size_t e = size_t(((n * g.h + iy) * g.w + ix) * g.c + ch);
-                  want[e] += term;
-                  magnitude[e] += std::abs(term);
-                }
-            }
-    const double k_terms = double(g.kh * g.kw * g.o);
-    const double u = std::numeric_limits<float>::epsilon() / 2;
-    const double gamma = (2 * k_terms + 2) * u / (1 - (2 * k_terms + 2) * u);
+    Reference ref(g.n * g.h * g.w * g.c);
+    each_multiply(
+        g, [&](size_t xi, size_t wi, size_t yi) { ref.add(xi, double(gp[yi]) * double(wp[wi])); });
     Attrs attrs = attrs_of(c);
     attrs.set("input_shape", c.input);
     const Array in[] = {w, dy};
-    for (const std::string& set : microkernel_sets()) {
-      set_gemm_kernels(set);
-      ASSERT_TRUE(direct_conv_backprop_input_applies(g)) << describe(c);
-      set_num_threads(1);
-      const Array dx1 = run_op(OpKind::Conv2DBackpropInput, in, attrs);
-      set_num_threads(2);
-      const Array dx2 = run_op(OpKind::Conv2DBackpropInput, in, attrs);
-      EXPECT_TRUE(bitwise_equal(dx1, dx2)) << describe(c) << " " << set;
-      const float* got = dx1.data<float>();
-      for (size_t e = 0; e < want.size(); ++e)
-        ASSERT_LE(std::abs(double(got[e]) - want[e]), gamma * magnitude[e])
-            << describe(c) << " " << set << " at " << e << ": " << got[e] << " vs " << want[e];
-    }
+    expect_gradient(OpKind::Conv2DBackpropInput, in, attrs, ref, double(g.kh * g.kw * g.o),
+                    describe(c));
   }
 }
 
@@ -191,46 +208,21 @@ TEST(ConvDirect, FilterGradientWithinTheDotProductBoundAndThreadIndependent) {
   uint64_t seed = 900;
   for (const Case& c : cases()) {
     const ConvGeom g = conv_geom(Shape(c.input), Shape(c.filter), attrs_of(c), "test");
+    for (const std::string& set : microkernel_sets()) {
+      set_gemm_kernels(set);
+      ASSERT_TRUE(direct_conv_backprop_filter_applies(g)) << describe(c) << " " << set;
+    }
     std::mt19937_64 rng(seed++);
     const Array x = random_array(DType::f32, Shape(c.input), rng);
     const Array dy = random_array(DType::f32, Shape{g.n, g.oh, g.ow, g.o}, rng);
-    std::vector<double> want(size_t(g.k() * g.o)), magnitude(want.size());
     const float *xp = x.data<float>(), *gp = dy.data<float>();
-    for (int64_t n = 0; n < g.n; ++n)
-      for (int64_t y = 0; y < g.oh; ++y)
-        for (int64_t xo = 0; xo < g.ow; ++xo)
-          for (int64_t i = 0; i < g.kh; ++i)
-            for (int64_t j = 0; j < g.kw; ++j) {
-              const int64_t iy = y * g.sh - g.ph + i * g.dh, ix = xo * g.sw - g.pw + j * g.dw;
-              if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w) continue;
-              for (int64_t ch = 0; ch < g.c; ++ch)
-                for (int64_t o = 0; o < g.o; ++o) {
-                  const double term = double(xp[((n * g.h + iy) * g.w + ix) * g.c + ch]) *
-                                      double(gp[((n * g.oh + y) * g.ow + xo) * g.o + o]);
-                  const size_t e = size_t(((i * g.kw + j) * g.c + ch) * g.o + o);
-                  want[e] += term;
-                  magnitude[e] += std::abs(term);
-                }
-            }
-    const double terms = double(g.rows());
-    const double u = std::numeric_limits<float>::epsilon() / 2;
-    const double gamma = (2 * terms + 2) * u / (1 - (2 * terms + 2) * u);
+    Reference ref(g.k() * g.o);
+    each_multiply(
+        g, [&](size_t xi, size_t wi, size_t yi) { ref.add(wi, double(xp[xi]) * double(gp[yi])); });
     Attrs attrs = attrs_of(c);
     attrs.set("filter_shape", c.filter);
     const Array in[] = {x, dy};
-    for (const std::string& set : microkernel_sets()) {
-      set_gemm_kernels(set);
-      ASSERT_TRUE(direct_conv_backprop_filter_applies(g)) << describe(c);
-      set_num_threads(1);
-      const Array dw1 = run_op(OpKind::Conv2DBackpropFilter, in, attrs);
-      set_num_threads(2);
-      const Array dw2 = run_op(OpKind::Conv2DBackpropFilter, in, attrs);
-      EXPECT_TRUE(bitwise_equal(dw1, dw2)) << describe(c) << " " << set;
-      const float* got = dw1.data<float>();
-      for (size_t e = 0; e < want.size(); ++e)
-        ASSERT_LE(std::abs(double(got[e]) - want[e]), gamma * magnitude[e])
-            << describe(c) << " " << set << " at " << e << ": " << got[e] << " vs " << want[e];
-    }
+    expect_gradient(OpKind::Conv2DBackpropFilter, in, attrs, ref, double(g.rows()), describe(c));
   }
 }
 
