@@ -30,6 +30,8 @@ constexpr double kMinTaskFlops = double(int64_t{1} << 19);
 constexpr int64_t kPackBMinRows = 192;
 // A B read in place larger than this is packed block by block (run_block).
 constexpr int64_t kPackBBlocksMinBytes = int64_t{4} << 20;
+// Rows of B prefetched ahead of the row that block copy is at.
+constexpr int64_t kCopyAhead = 8;
 
 // Packs columns [j0, j0 + nr) of op(B) in k block q, zero-padding columns >= n.
 void pack_b_block(const MicroKernels& mk, const SgemmArgs& g, const KBlocks& kb, int64_t panel,
@@ -119,6 +121,11 @@ void run_block(const MicroKernels& mk, const SgemmArgs& g, const KBlocks& kb, co
         float* blk = b_block->as<float>();
         for (int64_t p = 0; p < kc; ++p) {
           const float* src = g.b + (k0 + p) * g.ldb;
+          // Each row of a wide B is a page of its own: the prefetchers restart at every row,
+          // so the rows a few ahead are requested now.
+          if (p + kCopyAhead < kc)
+            for (int64_t j = jc; j < jc_end; j += 16)
+              __builtin_prefetch(src + kCopyAhead * g.ldb + j);
           for (int64_t j = jc; j < jc_end; j += mk.nr) {
             const int64_t cols = std::min<int64_t>(mk.nr, g.n - j);
             float* dst = blk + (j - jc) * kc + p * mk.nr;
