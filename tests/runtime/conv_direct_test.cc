@@ -7,7 +7,8 @@
 //    float32 dot product of its length of a float64 loop written here (gamma_(2K+2) times the
 //    sum of |term|, any summation order: the bound holds on every CPU), and bitwise the same at
 //    1 and 2 threads.
-// The geometries take the direct path (asserted through direct_conv_*_applies): strides, a
+// A seeded random sweep checks all three passes (most of its geometries direct); the
+// listed cases take the direct path (asserted through direct_conv_*_applies): strides, a
 // dilated kernel row, k deeper than one k block (a block starting inside a kernel row), output
 // channels in several and partial column tiles, "valid" padding. Fixed seeds.
 #include <gtest/gtest.h>
@@ -158,8 +159,9 @@ struct Reference {
   }
 };
 
-// The gradient `op` of `in` on every microkernel set: bitwise the same at 1 and 2 threads, and
-// every element within gamma_(2 * terms + 2) * sum |term| of the reference.
+// The result of `op` on `in` (a convolution or a gradient) on every microkernel set: bitwise the
+// same at 1 and 2 threads, and every element within gamma_(2 * terms + 2) * sum |term| of the
+// reference.
 void expect_gradient(OpKind op, std::span<const Array> in, const Attrs& attrs, const Reference& ref,
                      double terms, const std::string& what) {
   const double u = std::numeric_limits<float>::epsilon() / 2;
@@ -224,6 +226,54 @@ TEST(ConvDirect, FilterGradientWithinTheDotProductBoundAndThreadIndependent) {
     const Array in[] = {x, dy};
     expect_gradient(OpKind::Conv2DBackpropFilter, in, attrs, ref, double(g.rows()), describe(c));
   }
+}
+
+// Seeded random geometries (strides, a dilated kernel row, "same" and "valid", kernels up to
+// 5x5, channel counts around the vector width): whatever path each takes, its three passes
+// hold the checks above; most take the direct path (counted).
+TEST(ConvDirect, RandomGeometries) {
+  SettingsGuard guard;
+  std::mt19937_64 rng(1000);
+  auto pick = [&](std::initializer_list<int64_t> v) { return *(v.begin() + rng() % v.size()); };
+  int direct = 0, tried = 0;
+  while (tried < 30) {
+    Case c{{pick({1, 2, 3}), pick({3, 5, 8, 13, 20}), pick({3, 6, 9, 14, 21}),
+            pick({4, 8, 16, 20, 33})},
+           {pick({1, 2, 3, 5}), pick({1, 2, 3, 4}), 0, pick({5, 16, 32, 40})},
+           {pick({1, 1, 2}), pick({1, 1, 2})},
+           {pick({1, 1, 2}), 1},
+           rng() % 2 ? "same" : "valid"};
+    c.filter[2] = c.input[3];
+    ConvGeom g;
+    try {
+      g = conv_geom(Shape(c.input), Shape(c.filter), attrs_of(c), "test");
+    } catch (const Error&) {  // the window does not fit
+      continue;
+    }
+    ++tried;
+    direct += direct_conv_forward_applies(g);
+    const std::string what = describe(c);
+    const Array x = random_array(DType::f32, Shape(c.input), rng);
+    const Array w = random_array(DType::f32, Shape(c.filter), rng);
+    const Array dy = random_array(DType::f32, Shape{g.n, g.oh, g.ow, g.o}, rng);
+    const float *xp = x.data<float>(), *wp = w.data<float>(), *gp = dy.data<float>();
+    Reference fwd(g.rows() * g.o), dx(g.n * g.h * g.w * g.c), dw(g.k() * g.o);
+    each_multiply(g, [&](size_t xi, size_t wi, size_t yi) {
+      fwd.add(yi, double(xp[xi]) * double(wp[wi]));
+      dx.add(xi, double(gp[yi]) * double(wp[wi]));
+      dw.add(wi, double(xp[xi]) * double(gp[yi]));
+    });
+    const Array fwd_in[] = {x, w}, dx_in[] = {w, dy}, dw_in[] = {x, dy};
+    Attrs dx_attrs = attrs_of(c), dw_attrs = attrs_of(c);
+    dx_attrs.set("input_shape", c.input);
+    dw_attrs.set("filter_shape", c.filter);
+    expect_gradient(OpKind::Conv2D, fwd_in, attrs_of(c), fwd, double(g.k()), what + " forward");
+    expect_gradient(OpKind::Conv2DBackpropInput, dx_in, dx_attrs, dx, double(g.kh * g.kw * g.o),
+                    what + " input gradient");
+    expect_gradient(OpKind::Conv2DBackpropFilter, dw_in, dw_attrs, dw, double(g.rows()),
+                    what + " filter gradient");
+  }
+  EXPECT_GE(direct, 15) << "too few random geometries took the direct path";
 }
 
 // A line narrower than half a tile, a dilated kernel column, a shallow window and a strided
