@@ -24,6 +24,9 @@ constexpr double kMinTaskFlops = double(int64_t{1} << 19);
 // Filter-gradient partial sums: at most this many, each of at least kMinPartFlops (the im2col
 // path's numbers, conv.cc).
 constexpr int64_t kMaxFilterParts = 8;
+// A filter gradient's bands hold at least this many pixels (its tiles' k): each band is added
+// into all of dW, which for a 3x3x512x512 filter is 9.4 MB.
+constexpr int64_t kFilterBandPixels = 256;
 constexpr double kMinPartFlops = double(int64_t{1} << 21);
 
 // One direct convolution: the input read (x, or dy for an input gradient), its window and
@@ -103,9 +106,16 @@ void run_band(const MicroKernels& mk, const Direct& d, const float* buf, int64_t
 // image shorter), whose padded rows fit kBandBytes.
 struct Bands {
   int64_t lines, per_image, buf_floats;
-  explicit Bands(const Direct& d) {
+  // `min_pixels`: at least this many output pixels per band where the image has them (a
+  // filter gradient adds each band into all of dW: its bands must be deep enough to pay).
+  // `max_lines`: at most this many lines per band (so that a small batch still has bands for
+  // every part of a filter gradient).
+  explicit Bands(const Direct& d, int64_t min_pixels = 1, int64_t max_lines = 0) {
     const int64_t line_bytes = d.sh * d.padded_width() * d.c * int64_t(sizeof(float));
-    lines = std::clamp<int64_t>(kBandBytes / std::max<int64_t>(1, line_bytes), 1, d.oh);
+    lines = std::max(kBandBytes / std::max<int64_t>(1, line_bytes),
+                     gemm_detail::ceil_div(min_pixels, d.ow));
+    if (max_lines > 0) lines = std::min(lines, max_lines);
+    lines = std::clamp<int64_t>(lines, 1, d.oh);
     per_image = gemm_detail::ceil_div(d.oh, lines);
     buf_floats = d.band_rows(lines) * d.padded_width() * d.c;
   }
@@ -247,7 +257,10 @@ void direct_conv_backprop_filter(const float* x, const float* dy, float* dw, con
   const MicroKernels& mk = *gemm_detail::active_microkernels();
   const Direct d{g.n,  g.h,  g.w,  g.c,  g.kh, g.kw, g.o,    g.oh,
                  g.ow, g.sh, g.sw, g.dh, g.ph, g.pw, nullptr};
-  const Bands bands(d);
+  // Deep bands, but at least kMaxFilterParts of them in all where the lines allow (a batch of
+  // 2 keeps 4 bands per image): the parts below are ranges of bands.
+  const int64_t bands_per_image = gemm_detail::ceil_div(kMaxFilterParts, d.n);
+  const Bands bands(d, kFilterBandPixels, std::max<int64_t>(1, d.oh / bands_per_image));
   const int64_t units = d.n * bands.per_image, size = d.k() * d.o;
   // Parts: fixed ranges of bands, each summing its own partial in band order; the partials are
   // added in part order, so the bits do not depend on the thread count.
