@@ -94,9 +94,10 @@ void run_block(const MicroKernels& mk, const SgemmArgs& g, const KBlocks& kb, co
   std::optional<Scratch> a_buf;
   if (pack_a) a_buf.emplace(ScratchSlot::kGemmA, size_t((r1 - r0) * kb.step) * sizeof(float));
   // B read in place but too large to stay in cache (a weight gradient's k x n activations):
-  // each kc x kNc block is copied into an L2 buffer first, sweeping B's rows in order (whole
-  // runs of kNc floats that the prefetchers follow, instead of the panels' nr floats at B's
-  // stride), then its panels run from there.
+  // each kc x kNc/2 block is copied into an L2 buffer first, sweeping B's rows in order (whole
+  // runs that the prefetchers follow, instead of the panels' nr floats at B's stride), then its
+  // panels run from there while the next block's rows are prefetched (half-width blocks, so
+  // that the block, the next one and the A panels fit L2 together).
   const bool pack_b_blocks = packed_b == nullptr && !g.tb && panels.count > 1 &&
                              g.k * g.n * int64_t(sizeof(float)) > kPackBBlocksMinBytes;
   std::optional<Scratch> b_block;
@@ -115,8 +116,9 @@ void run_block(const MicroKernels& mk, const SgemmArgs& g, const KBlocks& kb, co
     t.kc = kc;
     t.accumulate = g.accumulate || q > 0;
     t.ldb = packed_b || pack_b_blocks ? mk.nr : g.ldb;
-    for (int64_t jc = c0; jc < c1; jc += kNc) {
-      const int64_t jc_end = std::min(c1, jc + kNc);
+    const int64_t nc = pack_b_blocks ? kNc / 2 : kNc;
+    for (int64_t jc = c0; jc < c1; jc += nc) {
+      const int64_t jc_end = std::min(c1, jc + nc);
       if (pack_b_blocks) {
         float* blk = b_block->as<float>();
         for (int64_t p = 0; p < kc; ++p) {
@@ -141,6 +143,20 @@ void run_block(const MicroKernels& mk, const SgemmArgs& g, const KBlocks& kb, co
           }
         }
       }
+      // While this block's tiles run, the next block's rows are prefetched a slice per tile,
+      // so that its copy reads cache instead of memory.
+      const float* next = nullptr;
+      int64_t next_rows = 0, next_lines = 0, tile_index = 0;
+      if (pack_b_blocks) {
+        int64_t nq = q, njc = jc + nc;
+        if (njc >= c1) ++nq, njc = c0;
+        if (nq < kb.count) {
+          next = g.b + kb.begin(nq) * g.ldb + njc;
+          next_rows = kb.depth(nq, g.k);
+          next_lines = (std::min(c1, njc + nc) - njc + 15) / 16;
+        }
+      }
+      const int64_t tiles = panels.count * ceil_div(jc_end - jc, mk.nr);
       for (int64_t i = 0; i < panels.count; ++i) {
         const int64_t row = r0 + panels.start(i);
         t.rows = int32_t(panels.height(i));
@@ -154,6 +170,14 @@ void run_block(const MicroKernels& mk, const SgemmArgs& g, const KBlocks& kb, co
                                 : g.b + k0 * g.ldb + j;
           t.c = g.c + row * g.ldc + j;
           mk.tile(t);
+          if (next != nullptr) {
+            const int64_t p0 = next_rows * tile_index / tiles;
+            const int64_t p1 = next_rows * (tile_index + 1) / tiles;
+            for (int64_t p = p0; p < p1; ++p)
+              for (int64_t l = 0; l < next_lines; ++l)
+                __builtin_prefetch(next + p * g.ldb + l * 16, 0, 2);
+            ++tile_index;
+          }
         }
       }
     }
