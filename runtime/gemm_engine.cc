@@ -255,6 +255,16 @@ void sgemm_transposed(const MicroKernels& mk, const SgemmArgs& g, SgemmGrid grid
   t.ldc = g.m;
   t.accumulate = g.accumulate;
   const bool parallel = grid.row_blocks * grid.col_blocks > 1;
+  if (on_rows == nullptr && t.m >= 4 * int64_t(mk.mr)) {
+    // Without an epilogue, each task transposes its own rows of C^T (columns of C) into C
+    // right after computing them, instead of a phase of its own after a barrier (with rows
+    // enough to split: tasks of whole rows of C^T; a narrow C^T splits its columns below).
+    const std::function<void(int64_t, int64_t)> back = [&](int64_t r0, int64_t r1) {
+      mk.transpose(ct + r0 * g.m, g.m, r1 - r0, g.m, g.c + r0, g.ldc);
+    };
+    return sgemm(mk, t, parallel ? plan_sgemm(mk, t.m, t.n, t.k, num_threads(), true) : SgemmGrid{},
+                 &back);
+  }
   sgemm(mk, t, parallel ? plan_sgemm(mk, t.m, t.n, t.k, num_threads(), false) : SgemmGrid{},
         nullptr);
   // C = (C^T)^T by blocks of rows (the caller's row blocks, each finished by on_rows).
