@@ -22,6 +22,7 @@
 #include "kiln/runtime/kernels.h"
 #include "kiln/runtime/kernels/conv_direct.h"
 #include "kiln/runtime/kernels/conv_geom.h"
+#include "kiln/runtime/kernels/conv_partials.h"
 #include "kiln/runtime/kernels/conv_shallow.h"
 #include "kiln/runtime/kernels/register.h"
 #include "kiln/runtime/kernels/vector_block.h"
@@ -362,12 +363,7 @@ void conv_backprop_filter(const T* x, const T* dy, T* dw, const ConvGeom& g) {
     range(std::min(units, p * per_part), std::min(units, (p + 1) * per_part), out, false,
           col.as<T>());
   });
-  parallel_for(K * O, kElementwiseGrain, [&](int64_t e0, int64_t e1) {
-    for (int64_t p = 1; p < parts; ++p) {
-      const T* src = partials + (p - 1) * K * O;
-      for (int64_t e = e0; e < e1; ++e) dw[e] += src[e];
-    }
-  });
+  add_partials(dw, partials, parts, K * O);
 }
 
 // ---------------------------------------------------------------- kernels

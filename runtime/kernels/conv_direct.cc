@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "kiln/runtime/gemm_engine.h"
+#include "kiln/runtime/kernels/conv_partials.h"
 #include "kiln/runtime/scratch.h"
 #include "kiln/runtime/threading.h"
 
@@ -281,12 +282,7 @@ void direct_conv_backprop_filter(const float* x, const float* dy, float* dw, con
       filter_band(mk, d, buf.as<float>(), dy, img, l0, lines, out, u != u0);
     }
   });
-  parallel_for(size, kElementwiseGrain, [&](int64_t e0, int64_t e1) {
-    for (int64_t p = 1; p < parts; ++p) {
-      const float* src = partials + (p - 1) * size;
-      for (int64_t e = e0; e < e1; ++e) dw[e] += src[e];
-    }
-  });
+  add_partials(dw, partials, parts, size);
 }
 
 }  // namespace kiln::runtime
