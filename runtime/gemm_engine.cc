@@ -30,8 +30,6 @@ constexpr double kMinTaskFlops = double(int64_t{1} << 19);
 constexpr int64_t kPackBMinRows = 192;
 // A B read in place larger than this is packed block by block (run_block).
 constexpr int64_t kPackBBlocksMinBytes = int64_t{4} << 20;
-// Rows of B prefetched ahead of the row that block copy is at.
-constexpr int64_t kCopyAhead = 8;
 
 // Packs columns [j0, j0 + nr) of op(B) in k block q, zero-padding columns >= n.
 void pack_b_block(const MicroKernels& mk, const SgemmArgs& g, const KBlocks& kb, int64_t panel,
@@ -94,16 +92,16 @@ void run_block(const MicroKernels& mk, const SgemmArgs& g, const KBlocks& kb, co
   std::optional<Scratch> a_buf;
   if (pack_a) a_buf.emplace(ScratchSlot::kGemmA, size_t((r1 - r0) * kb.step) * sizeof(float));
   // B read in place but too large to stay in cache (a weight gradient's k x n activations):
-  // each kc x kNc/2 block is copied into an L2 buffer first, sweeping B's rows in order (whole
-  // runs that the prefetchers follow, instead of the panels' nr floats at B's stride), then its
-  // panels run from there while the next block's rows are prefetched (half-width blocks, so
-  // that the block, the next one and the A panels fit L2 together).
+  // each kc x kNc/2 block is copied into an L2 buffer by the first row panel's tiles, which
+  // read it in place (prefetching rows ahead) and store what they load; the later panels read
+  // the copy (nr-float rows instead of B's stride, where every row is a page of its own), while
+  // the next block's rows are prefetched (half-width blocks, so that the block, the next one
+  // and the A panels fit L2 together).
   const bool pack_b_blocks = packed_b == nullptr && !g.tb && panels.count > 1 &&
                              g.k * g.n * int64_t(sizeof(float)) > kPackBBlocksMinBytes;
   std::optional<Scratch> b_block;
   if (pack_b_blocks) b_block.emplace(ScratchSlot::kGemmB, size_t(kb.step * kNc) * sizeof(float));
   MicroTile t;
-  t.b_padded = packed_b != nullptr || pack_b_blocks;
   t.ldc = g.ldc;
   t.lda = pack_a || g.ta ? 0 : g.lda;
   t.lda_t = !pack_a && g.ta ? g.lda : 0;
@@ -115,34 +113,9 @@ void run_block(const MicroKernels& mk, const SgemmArgs& g, const KBlocks& kb, co
                      a_buf->as<float>() + panels.start(i) * kc);
     t.kc = kc;
     t.accumulate = g.accumulate || q > 0;
-    t.ldb = packed_b || pack_b_blocks ? mk.nr : g.ldb;
     const int64_t nc = pack_b_blocks ? kNc / 2 : kNc;
     for (int64_t jc = c0; jc < c1; jc += nc) {
       const int64_t jc_end = std::min(c1, jc + nc);
-      if (pack_b_blocks) {
-        float* blk = b_block->as<float>();
-        for (int64_t p = 0; p < kc; ++p) {
-          const float* src = g.b + (k0 + p) * g.ldb;
-          // Each row of a wide B is a page of its own: the prefetchers restart at every row,
-          // so the rows a few ahead are requested now.
-          if (p + kCopyAhead < kc)
-            for (int64_t j = jc; j < jc_end; j += 16)
-              __builtin_prefetch(src + kCopyAhead * g.ldb + j);
-          for (int64_t j = jc; j < jc_end; j += mk.nr) {
-            const int64_t cols = std::min<int64_t>(mk.nr, g.n - j);
-            float* dst = blk + (j - jc) * kc + p * mk.nr;
-            // Copies of a constant size, inlined (a memcpy call per 128 bytes cost a third of
-            // the copy).
-            if (cols == 32)
-              std::memcpy(dst, src + j, 32 * sizeof(float));
-            else if (cols == 16)
-              std::memcpy(dst, src + j, 16 * sizeof(float));
-            else
-              std::memcpy(dst, src + j, size_t(cols) * sizeof(float));
-            if (cols < mk.nr) std::fill(dst + cols, dst + mk.nr, 0.0f);
-          }
-        }
-      }
       // While this block's tiles run, the next block's rows are prefetched a slice per tile,
       // so that its copy reads cache instead of memory.
       const float* next = nullptr;
@@ -165,9 +138,15 @@ void run_block(const MicroKernels& mk, const SgemmArgs& g, const KBlocks& kb, co
                      : g.a + row * g.lda + k0;
         for (int64_t j = jc; j < jc_end; j += mk.nr) {
           t.cols = int32_t(std::min<int64_t>(mk.nr, g.n - j));
-          t.b = packed_b        ? packed_b + k0 * n_pad + (j / mk.nr) * kc * mk.nr
-                : pack_b_blocks ? b_block->as<float>() + (j - jc) * kc
-                                : g.b + k0 * g.ldb + j;
+          // A copied block: the first panel's tiles read B in place and copy it, the later
+          // panels read the copy.
+          const bool copying = pack_b_blocks && i == 0;
+          t.b = packed_b                    ? packed_b + k0 * n_pad + (j / mk.nr) * kc * mk.nr
+                : pack_b_blocks && !copying ? b_block->as<float>() + (j - jc) * kc
+                                            : g.b + k0 * g.ldb + j;
+          t.ldb = copying ? g.ldb : packed_b || pack_b_blocks ? mk.nr : g.ldb;
+          t.b_padded = packed_b != nullptr || (pack_b_blocks && !copying);
+          t.b_copy = copying ? b_block->as<float>() + (j - jc) * kc : nullptr;
           t.c = g.c + row * g.ldc + j;
           mk.tile(t);
           if (next != nullptr) {

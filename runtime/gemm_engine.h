@@ -8,9 +8,9 @@
 //     when it is transposed (its rows are then C's columns) or tall enough for the reuse to pay;
 //     otherwise the microkernels read its rows in place, or, when B is larger than the cache
 //     (over 4 MiB) and a task has several row panels, from each kc x kNc/2 block of it copied
-//     into an L2 buffer row by row (rows ahead prefetched; the next block's rows prefetched
-//     while the current block's tiles run; also instead of packing all of a large B for one
-//     row block);
+//     into an L2 buffer by the first row panel's tiles as they read it (rows ahead
+//     prefetched; the next block's rows prefetched while the current block's tiles run; also
+//     instead of packing all of a large B for one row block);
 //   a product of at most nr rows against a transposed B of many columns, and a narrow
 //     C = A^T B (at most nr/2 columns, a classifier's kernel gradient), run as their transpose
 //     (B's rows, or A's, are then an operand read in place);

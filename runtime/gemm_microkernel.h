@@ -15,7 +15,9 @@
 // FMA chain above in float32, so the result of a GEMM does not depend on how it is tiled, on
 // the thread count, or on which of these kernels runs it (tests/runtime/gemm_test.cc).
 // Reads b[p][0 .. cols) only, unless t.b_padded (packed B: rows of nr floats are readable);
-// writes C[i][0 .. cols) only.
+// writes C[i][0 .. cols) only. If t.b_copy is set, the tile also copies the B rows it reads:
+// b_copy[p * nr + j] = b[p][j] for j < cols, zeros up to the next whole vector (a block of B
+// packed by its first row panel's tiles, for the later panels to read; gemm_engine.cc).
 //
 // The kernels live in files compiled for their ISA (gemm_microkernel_avx512.cc, _avx2.cc) that
 // include nothing but intrinsics and this header, so no inline function shared with other
@@ -35,13 +37,14 @@ struct MicroTile {
   int64_t ldb = 0;
   float* c = nullptr;  // row i at c + i * ldc
   int64_t ldc = 0;
-  int64_t seg_len = 0;     // 0: one run of kc steps
-  int64_t seg_first = 0;   // steps of the first run (when seg_len > 0)
-  int64_t seg_jump = 0;    // floats A moves after each run, beyond the run's own steps
-  int32_t rows = 0;        // 1 .. mr
-  int32_t cols = 0;        // 1 .. nr
-  int32_t accumulate = 0;  // 1: C += product; 0: C = product
-  int32_t b_padded = 0;    // 1: b's rows are readable up to nr floats
+  int64_t seg_len = 0;      // 0: one run of kc steps
+  int64_t seg_first = 0;    // steps of the first run (when seg_len > 0)
+  int64_t seg_jump = 0;     // floats A moves after each run, beyond the run's own steps
+  float* b_copy = nullptr;  // set: B's rows are also copied here, nr floats apart
+  int32_t rows = 0;         // 1 .. mr
+  int32_t cols = 0;         // 1 .. nr
+  int32_t accumulate = 0;   // 1: C += product; 0: C = product
+  int32_t b_padded = 0;     // 1: b's rows are readable up to nr floats
 };
 
 struct MicroKernels {

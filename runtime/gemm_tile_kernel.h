@@ -15,8 +15,15 @@ namespace {
 
 // R rows, NV vectors of columns; Masked: the last columns are partial (masked stores, and
 // masked loads of B unless it is padded); PackedA: A is a packed panel (or A^T's rows read in
-// place, lda_t), else rows at lda.
-template <class Isa, int R, int NV, bool Masked, bool PackedA>
+// place, lda_t), else rows at lda; CopyB: the B rows read are also stored at t.b_copy, 2 vectors
+// (nr floats) apart.
+//
+// B rows a copying tile prefetches ahead of the one it reads: its B is in place, one row per
+// 4 KiB page for the wide B it copies, where the hardware prefetchers restart (measured:
+// docs/benchmarks.md, "GEMM engine").
+constexpr int64_t kCopyAhead = 16;
+
+template <class Isa, int R, int NV, bool Masked, bool PackedA, bool CopyB>
 void tile_kernel(const MicroTile& t) {
   using Vec = typename Isa::Vec;
   constexpr int L = Isa::kLanes;
@@ -32,6 +39,7 @@ void tile_kernel(const MicroTile& t) {
   const float* a = t.a;
   const float* b = t.b;
   const int64_t ldb = t.ldb;
+  float* b_copy = t.b_copy;
   // Unpacked A: row i at a + i * lda (a advances along k); packed: a advances by R per step
   // (by lda_t: a stored A^T read in place).
   const int64_t lda = PackedA ? 1 : t.lda, a_step = PackedA ? (t.lda_t > 0 ? t.lda_t : R) : 1;
@@ -53,6 +61,14 @@ void tile_kernel(const MicroTile& t) {
 #pragma GCC unroll 2
         for (int v = 0; v < NV; ++v)
           bv[v] = MaskedB ? Isa::load(b + v * L, mask[v]) : Isa::load(b + v * L);
+        if constexpr (CopyB) {
+#pragma GCC unroll 2
+          for (int v = 0; v < NV; ++v) {
+            Isa::store(b_copy + v * L, bv[v]);
+            __builtin_prefetch(b + kCopyAhead * ldb + v * L);
+          }
+          b_copy += 2 * L;
+        }
         step(bv);
       }
       left -= n;
@@ -83,20 +99,26 @@ void tile_kernel(const MicroTile& t) {
 
 using TileFn = void (*)(const MicroTile&);
 
-template <class Isa, int R, bool PackedA>
+template <class Isa, int R, bool PackedA, bool CopyB>
 TileFn pick_vectors(int nv, bool masked) {
   if (nv == 1)
-    return masked ? tile_kernel<Isa, R, 1, true, PackedA> : tile_kernel<Isa, R, 1, false, PackedA>;
-  return masked ? tile_kernel<Isa, R, 2, true, PackedA> : tile_kernel<Isa, R, 2, false, PackedA>;
+    return masked ? tile_kernel<Isa, R, 1, true, PackedA, CopyB>
+                  : tile_kernel<Isa, R, 1, false, PackedA, CopyB>;
+  return masked ? tile_kernel<Isa, R, 2, true, PackedA, CopyB>
+                : tile_kernel<Isa, R, 2, false, PackedA, CopyB>;
 }
 
 // The kernel for `rows` (1 .. R) rows.
 template <class Isa, int R>
-TileFn pick_rows(int rows, int nv, bool masked, bool packed_a) {
-  if (rows == R)
-    return packed_a ? pick_vectors<Isa, R, true>(nv, masked)
-                    : pick_vectors<Isa, R, false>(nv, masked);
-  if constexpr (R > 1) return pick_rows<Isa, R - 1>(rows, nv, masked, packed_a);
+TileFn pick_rows(int rows, int nv, bool masked, bool packed_a, bool copy_b) {
+  if (rows == R) {
+    if (copy_b)
+      return packed_a ? pick_vectors<Isa, R, true, true>(nv, masked)
+                      : pick_vectors<Isa, R, false, true>(nv, masked);
+    return packed_a ? pick_vectors<Isa, R, true, false>(nv, masked)
+                    : pick_vectors<Isa, R, false, false>(nv, masked);
+  }
+  if constexpr (R > 1) return pick_rows<Isa, R - 1>(rows, nv, masked, packed_a, copy_b);
   return nullptr;
 }
 
@@ -105,7 +127,8 @@ template <class Isa>
 void tile(const MicroTile& t) {
   const int nv = t.cols > Isa::kLanes ? 2 : 1;
   const bool masked = t.cols != nv * Isa::kLanes;
-  if (TileFn fn = pick_rows<Isa, Isa::kMr>(t.rows, nv, masked, t.lda == 0)) fn(t);
+  if (TileFn fn = pick_rows<Isa, Isa::kMr>(t.rows, nv, masked, t.lda == 0, t.b_copy != nullptr))
+    fn(t);
 }
 
 // MicroKernels::fma_loop: 12 independent FMA chains, enough to cover a 4-cycle latency on two

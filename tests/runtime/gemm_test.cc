@@ -150,8 +150,10 @@ TEST(GemmEngineTest, MatchesFloat64WithinTheDotProductBound) {
                                {130, 16, 700},
                                {200, 7, 30},
                                // few rows against a B too large for the cache (over 4 MiB):
-                               // B packed block by block, a partial last tile
-                               {40, 70, 16000}};
+                               // B copied block by block by the first panel's tiles,
+                               // a partial last tile; then several column blocks
+                               {40, 70, 16000},
+                               {30, 300, 4000}};
   uint64_t seed = 1;
   for (const std::string& set : kernel_sets()) {
     set_gemm_kernels(set);
@@ -160,6 +162,9 @@ TEST(GemmEngineTest, MatchesFloat64WithinTheDotProductBound) {
         for (bool tb : {false, true})
           for (bool acc : {false, true}) {
             Problem p(ta, tb, s[0], s[1], s[2], seed++);
+            // Both entry points: one task (whole-task paths such as B's block copies) and
+            // the threads' grid.
+            p.check(p.run(acc, 1), acc, describe(set, p, acc) + " serial");
             p.check(p.run(acc, 0), acc, describe(set, p, acc));
             if (HasFatalFailure()) return;
           }
