@@ -87,8 +87,8 @@ void pack_a_panel(const MicroKernels& mk, const SgemmArgs& g, int64_t r0, int64_
 // there too, as in a packed panel; a convolution's filter gradient is such a product).
 void run_block(const MicroKernels& mk, const SgemmArgs& g, const KBlocks& kb, const float* packed_b,
                int64_t n_pad, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-  const APanels panels(r0, r1 - r0, mk.mr);
   const bool pack_a = c1 - c0 > mk.nr;
+  const APanels panels(r0, r1 - r0, !pack_a && !g.ta ? mk.mr_in_place : mk.mr);
   std::optional<Scratch> a_buf;
   if (pack_a) a_buf.emplace(ScratchSlot::kGemmA, size_t((r1 - r0) * kb.step) * sizeof(float));
   // B read in place but too large to stay in cache (a weight gradient's k x n activations):

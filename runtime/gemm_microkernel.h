@@ -51,6 +51,9 @@ struct MicroKernels {
   const char* isa;  // "avx512" or "avx2": the name KILN_GEMM takes
   int32_t mr;       // most rows per tile
   int32_t nr;       // most columns per tile (a whole number of vectors)
+  // Most rows per tile when A's rows are read in place (MicroTile::lda > 0): each row is a
+  // stream of its own there, and fewer of them run faster than mr (docs/benchmarks.md).
+  int32_t mr_in_place;
   void (*tile)(const MicroTile& t);
   // The machine's FMA peak for this ISA: `iterations` rounds of independent vector FMAs
   // (enough accumulators to cover the FMA latency), fma_loop_flops per round; returns a sum

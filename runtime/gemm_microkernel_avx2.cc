@@ -112,9 +112,9 @@ void transpose_avx2(const float* src, int64_t src_ld, int64_t rows, int64_t cols
 }
 
 const MicroKernels& avx2_microkernels() {
-  static constexpr MicroKernels kernels{"avx2",        Avx2::kMr,      2 * Avx2::kLanes,
-                                        tile<Avx2>,    fma_loop<Avx2>, fma_loop_flops<Avx2>(),
-                                        transpose_avx2};
+  static constexpr MicroKernels kernels{
+      "avx2",     Avx2::kMr,      2 * Avx2::kLanes,       Avx2::kMr,
+      tile<Avx2>, fma_loop<Avx2>, fma_loop_flops<Avx2>(), transpose_avx2};
   return kernels;
 }
 

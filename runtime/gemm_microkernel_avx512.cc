@@ -44,9 +44,9 @@ struct Avx512 {
 namespace kiln::runtime::gemm_detail {
 
 const MicroKernels& avx512_microkernels() {
-  static constexpr MicroKernels kernels{"avx512",      Avx512::kMr,      2 * Avx512::kLanes,
-                                        tile<Avx512>,  fma_loop<Avx512>, fma_loop_flops<Avx512>(),
-                                        transpose_avx2};
+  static constexpr MicroKernels kernels{
+      "avx512",     Avx512::kMr,      2 * Avx512::kLanes,       8,
+      tile<Avx512>, fma_loop<Avx512>, fma_loop_flops<Avx512>(), transpose_avx2};
   return kernels;
 }
 
