@@ -81,6 +81,33 @@ void pack_a_panel(const MicroKernels& mk, const SgemmArgs& g, int64_t r0, int64_
     mk.transpose(g.a + r0 * g.lda + k0, g.lda, h, kc, out, h);
 }
 
+// Prefetches the line at p into L2. An asm statement, which the compiler keeps: GCC counts
+// __builtin_prefetch as free of side effects, judges a function that only prefetches pure, and
+// drops its calls (SlicedPrefetch::slice was compiled away so).
+inline void prefetch_l2(const float* p) {
+#if defined(__x86_64__) || defined(__i386__)
+  asm volatile("prefetcht1 %0" : : "m"(*p));
+#else
+  __builtin_prefetch(p, 0, 2);
+#endif
+}
+
+// A region of `rows` rows of `width` floats, `ld` floats apart, prefetched into L2 a slice at a
+// time while tiles run (slice s of `slices` after the s-th tile), so that the next step that
+// reads it (a copy, a packing) finds it in cache, without a burst of requests.
+struct SlicedPrefetch {
+  const float* base = nullptr;  // null: nothing to prefetch
+  int64_t ld = 0, rows = 0, width = 0, slices = 1;
+  void slice(int64_t s) const {
+    if (base == nullptr) return;
+    for (int64_t p = rows * s / slices; p < rows * (s + 1) / slices; ++p) {
+      const float* row = base + p * ld;
+      const int64_t skew = int64_t(reinterpret_cast<uintptr_t>(row) & 63) / 4;
+      for (int64_t l = 0; l < (skew + width + 15) / 16; ++l) prefetch_l2(row - skew + 16 * l);
+    }
+  }
+};
+
 // One task: C[r0:r1, c0:c1] for every k block. `packed_b` is op(B) packed (or null). A task
 // one column tile wide uses each row of A once: the microkernels read A in place then instead
 // of packing it (A's rows, or a transposed A's rows: a panel's values for one k are contiguous
@@ -89,8 +116,6 @@ void run_block(const MicroKernels& mk, const SgemmArgs& g, const KBlocks& kb, co
                int64_t n_pad, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
   const bool pack_a = c1 - c0 > mk.nr;
   const APanels panels(r0, r1 - r0, !pack_a && !g.ta ? mk.mr_in_place : mk.mr);
-  std::optional<Scratch> a_buf;
-  if (pack_a) a_buf.emplace(ScratchSlot::kGemmA, size_t((r1 - r0) * kb.step) * sizeof(float));
   // B read in place but too large to stay in cache (a weight gradient's k x n activations):
   // each kc x kNc/2 block is copied into an L2 buffer by the first row panel's tiles, which
   // read it in place (prefetching rows ahead) and store what they load; the later panels read
@@ -101,41 +126,48 @@ void run_block(const MicroKernels& mk, const SgemmArgs& g, const KBlocks& kb, co
                              g.k * g.n * int64_t(sizeof(float)) > kPackBBlocksMinBytes;
   std::optional<Scratch> b_block;
   if (pack_b_blocks) b_block.emplace(ScratchSlot::kGemmB, size_t(kb.step * kNc) * sizeof(float));
+  const int64_t nc = pack_b_blocks ? kNc / 2 : kNc;
+  // Packed A: every panel of the k block at its start when several column blocks reuse them;
+  // with one column block, each panel right before its tiles, into one panel's buffer (it stays
+  // in L1 instead of streaming freshly written lines of a buffer as large as the task's rows).
+  const bool one_column_block = c1 - c0 <= nc;
+  std::optional<Scratch> a_buf;
+  if (pack_a)
+    a_buf.emplace(ScratchSlot::kGemmA,
+                  size_t((one_column_block ? mk.mr : r1 - r0) * kb.step) * sizeof(float));
+  auto a_panel = [&](int64_t i, int64_t kc) {
+    return a_buf->as<float>() + (one_column_block ? 0 : panels.start(i) * kc);
+  };
   MicroTile t;
   t.ldc = g.ldc;
   t.lda = pack_a || g.ta ? 0 : g.lda;
   t.lda_t = !pack_a && g.ta ? g.lda : 0;
   for (int64_t q = 0; q < kb.count; ++q) {
     const int64_t k0 = kb.begin(q), kc = kb.depth(q, g.k);
-    if (pack_a)
+    if (pack_a && !one_column_block)
       for (int64_t i = 0; i < panels.count; ++i)
-        pack_a_panel(mk, g, r0 + panels.start(i), panels.height(i), k0, kc,
-                     a_buf->as<float>() + panels.start(i) * kc);
+        pack_a_panel(mk, g, r0 + panels.start(i), panels.height(i), k0, kc, a_panel(i, kc));
     t.kc = kc;
     t.accumulate = g.accumulate || q > 0;
-    const int64_t nc = pack_b_blocks ? kNc / 2 : kNc;
     for (int64_t jc = c0; jc < c1; jc += nc) {
       const int64_t jc_end = std::min(c1, jc + nc);
       // While this block's tiles run, the next block's rows are prefetched a slice per tile,
       // so that its copy reads cache instead of memory.
-      const float* next = nullptr;
-      int64_t next_rows = 0, next_lines = 0, tile_index = 0;
+      SlicedPrefetch next_b;
       if (pack_b_blocks) {
         int64_t nq = q, njc = jc + nc;
         if (njc >= c1) ++nq, njc = c0;
-        if (nq < kb.count) {
-          next = g.b + kb.begin(nq) * g.ldb + njc;
-          next_rows = kb.depth(nq, g.k);
-          next_lines = (std::min(c1, njc + nc) - njc + 15) / 16;
-        }
+        if (nq < kb.count)
+          next_b = {g.b + kb.begin(nq) * g.ldb + njc, g.ldb, kb.depth(nq, g.k),
+                    std::min(c1, njc + nc) - njc, panels.count * ceil_div(jc_end - jc, mk.nr)};
       }
-      const int64_t tiles = panels.count * ceil_div(jc_end - jc, mk.nr);
+      int64_t tile_index = 0;
       for (int64_t i = 0; i < panels.count; ++i) {
         const int64_t row = r0 + panels.start(i);
         t.rows = int32_t(panels.height(i));
-        t.a = pack_a ? a_buf->as<float>() + panels.start(i) * kc
-              : g.ta ? g.a + k0 * g.lda + row
-                     : g.a + row * g.lda + k0;
+        if (pack_a && one_column_block)
+          pack_a_panel(mk, g, row, panels.height(i), k0, kc, a_panel(i, kc));
+        t.a = pack_a ? a_panel(i, kc) : g.ta ? g.a + k0 * g.lda + row : g.a + row * g.lda + k0;
         for (int64_t j = jc; j < jc_end; j += mk.nr) {
           t.cols = int32_t(std::min<int64_t>(mk.nr, g.n - j));
           // A copied block: the first panel's tiles read B in place and copy it, the later
@@ -149,14 +181,7 @@ void run_block(const MicroKernels& mk, const SgemmArgs& g, const KBlocks& kb, co
           t.b_copy = copying ? b_block->as<float>() + (j - jc) * kc : nullptr;
           t.c = g.c + row * g.ldc + j;
           mk.tile(t);
-          if (next != nullptr) {
-            const int64_t p0 = next_rows * tile_index / tiles;
-            const int64_t p1 = next_rows * (tile_index + 1) / tiles;
-            for (int64_t p = p0; p < p1; ++p)
-              for (int64_t l = 0; l < next_lines; ++l)
-                __builtin_prefetch(next + p * g.ldb + l * 16, 0, 2);
-            ++tile_index;
-          }
+          next_b.slice(tile_index++);
         }
       }
     }
