@@ -28,6 +28,9 @@ constexpr double kMinTaskFlops = double(int64_t{1} << 19);
 // B is packed when its rows are C's columns (transposed), or when at least this many rows of
 // C reuse each packed panel (measured: docs/benchmarks.md, "GEMM engine").
 constexpr int64_t kPackBMinRows = 192;
+// A task's block of C at most this many columns wide reads A in place (its panel's rows stay
+// in L1 across the block's tiles) instead of packing it (measured: docs/benchmarks.md).
+constexpr int64_t kInPlaceAMaxCols = 128;
 // A B read in place larger than this is packed block by block (run_block).
 constexpr int64_t kPackBBlocksMinBytes = int64_t{4} << 20;
 
@@ -109,12 +112,13 @@ struct SlicedPrefetch {
 };
 
 // One task: C[r0:r1, c0:c1] for every k block. `packed_b` is op(B) packed (or null). A task
-// one column tile wide uses each row of A once: the microkernels read A in place then instead
-// of packing it (A's rows, or a transposed A's rows: a panel's values for one k are contiguous
-// there too, as in a packed panel; a convolution's filter gradient is such a product).
+// at most kInPlaceAMaxCols wide reads each row of A a few times at most, from L1: the
+// microkernels read A in place then instead of packing it (A's rows, or a transposed A's rows:
+// a panel's values for one k are contiguous there too, as in a packed panel; a convolution's
+// filter gradient is such a product).
 void run_block(const MicroKernels& mk, const SgemmArgs& g, const KBlocks& kb, const float* packed_b,
                int64_t n_pad, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-  const bool pack_a = c1 - c0 > mk.nr;
+  const bool pack_a = c1 - c0 > kInPlaceAMaxCols;
   const APanels panels(r0, r1 - r0, !pack_a && !g.ta ? mk.mr_in_place : mk.mr);
   // B read in place but too large to stay in cache (a weight gradient's k x n activations):
   // each kc x kNc/2 block is copied into an L2 buffer by the first row panel's tiles, which

@@ -14,8 +14,8 @@
 //   a product of at most nr rows against a transposed B of many columns, and a narrow
 //     C = A^T B (at most nr/2 columns, a classifier's kernel gradient), run as their transpose
 //     (B's rows, or A's, are then an operand read in place);
-//   a transposed A one column tile wide is read in place (its values for one k are contiguous,
-//     as in a packed panel);
+//   a task at most 128 columns wide reads A in place, its panel's rows staying in L1 across the
+//     tiles (a transposed A too: its values for one k are contiguous, as in a packed panel);
 //   each task owns a block of C (rows x columns) and, per k block, packs its rows of A into
 //     panels of at most mr rows ([kc][rows]) and runs every panel against every nr-column
 //     tile of B, kNc columns at a time (the B block stays in L2, the A panel in L1).
