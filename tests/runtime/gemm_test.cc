@@ -254,6 +254,23 @@ TEST(GemmEngineTest, RowBlocksAreCompleteWhenTheirCallbackRuns) {
   }
 }
 
+// Row blocks (an epilogue's) come in a multiple of the thread count where the rows allow it,
+// even with fewer rows per block than a panel holds: 32 rows on 2 threads were 3 blocks, one
+// thread computing two of them.
+TEST(GemmEngineTest, RowBlocksSplitEvenlyOverTheThreads) {
+  GemmSettingsGuard guard;
+  set_num_threads(2);
+  for (const std::string& set : kernel_sets()) {
+    if (set == "eigen") continue;  // Eigen's split is fixed by the shape and the machine
+    set_gemm_kernels(set);
+    for (int64_t m : {32, 56, 100}) {
+      const int64_t blocks = gemm_row_blocks<float>(m, 256, 1024);
+      EXPECT_GE(blocks, 2) << set << " m=" << m;
+      EXPECT_EQ(blocks % 2, 0) << set << " m=" << m << ": " << blocks << " row blocks";
+    }
+  }
+}
+
 // A GEMM called inside tasks of another (nested use of the per-thread packing buffers).
 TEST(GemmEngineTest, NestedInsideParallelTasks) {
   GemmSettingsGuard guard;
