@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "kiln/runtime/huge_alloc.h"
+
 namespace kiln::runtime {
 namespace {
 std::atomic<int64_t> g_allocations{0};
@@ -16,7 +18,7 @@ std::atomic<int64_t> g_peak_bytes{0};
 std::shared_ptr<Storage> Storage::allocate(size_t bytes) {
   size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   if (rounded == 0) rounded = kAlignment;
-  void* p = std::aligned_alloc(kAlignment, rounded);
+  void* p = aligned_alloc_huge(rounded);
   if (!p)
     throw Error(fmt::format("out of memory: could not allocate {} bytes for a tensor", rounded));
   g_allocations.fetch_add(1, std::memory_order_relaxed);

@@ -86,12 +86,14 @@ bool blockable(const ExecutableStep& s, std::span<const Array> in) {
   if (l.extent != m && l.extent != m * n) return false;
   // Too few rows to split (gemm() would split the columns): the product runs as one parallel
   // GEMM before the epilogue, instead of a row block per task that leaves threads idle.
-  const bool ta = s.attrs.get_bool("transpose_a", "matmul");
+  const bool ta = s.attrs.get_bool("transpose_a", "matmul"),
+             tb = s.attrs.get_bool("transpose_b", "matmul");
   const int64_t k = ta ? in[0].shape[0] : in[0].shape[1];
   const bool f32 = s.type.dtype == DType::f32;
-  const int64_t tasks = f32 ? gemm_tasks<float>(m, n, k) : gemm_tasks<double>(m, n, k);
+  const int64_t tasks =
+      f32 ? gemm_tasks<float>(m, n, k, ta, tb) : gemm_tasks<double>(m, n, k, ta, tb);
   const int64_t row_blocks =
-      f32 ? gemm_row_blocks<float>(m, n, k) : gemm_row_blocks<double>(m, n, k);
+      f32 ? gemm_row_blocks<float>(m, n, k, ta, tb) : gemm_row_blocks<double>(m, n, k, ta, tb);
   return tasks <= 1 || row_blocks > 1;
 }
 

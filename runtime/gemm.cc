@@ -25,6 +25,8 @@
 
 #include "kiln/ir/error.h"
 #include "kiln/runtime/gemm_engine.h"
+#include "kiln/runtime/gemm_plan_log.h"
+#include "kiln/runtime/gemm_tuning.h"
 #include "kiln/runtime/threading.h"
 
 namespace kiln::runtime {
@@ -183,6 +185,29 @@ gemm_detail::SgemmArgs sgemm_args(bool ta, bool tb, int64_t m, int64_t n, int64_
   return {ta, tb, m, n, k, a, lda, b, ldb, c, ldc, acc};
 }
 
+// The engine's plan for a float32 product on `threads` threads, and its run (logged and
+// profiled: gemm_plan_log.h).
+gemm_detail::GemmPlan float_plan(const gemm_detail::MicroKernels& mk, bool ta, bool tb, int64_t m,
+                                 int64_t n, int64_t k, int threads, bool epilogue) {
+  const gemm_detail::GemmShape shape{m, n, k, ta, tb, threads, epilogue};
+  return gemm_detail::make_gemm_plan(mk, shape, gemm_detail::gemm_params(mk, shape));
+}
+
+void run_float(const gemm_detail::MicroKernels& mk, const gemm_detail::GemmPlan& plan,
+               const gemm_detail::SgemmArgs& args, const gemm_detail::RowsDone* on_rows) {
+  gemm_detail::GemmPlanScope scope(plan);
+  gemm_detail::run_gemm(mk, plan, args, on_rows);
+}
+
+// The task grid a float32 product gets on kiln's threads (before any transposition).
+gemm_detail::GemmGrid float_grid(const gemm_detail::MicroKernels& mk, int64_t m, int64_t n,
+                                 int64_t k, bool ta, bool tb, bool whole_rows) {
+  const int threads = num_threads();
+  const gemm_detail::GemmShape shape{m, n, k, ta, tb, threads, whole_rows};
+  const gemm_detail::GemmParams& p = gemm_detail::gemm_params(mk, shape);
+  return gemm_detail::plan_grid(mk.shapes[p.kernel], p, m, n, k, threads, whole_rows);
+}
+
 // Handles empty products; returns true if nothing is left to compute.
 template <typename T>
 bool trivial(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, T* c,
@@ -206,11 +231,10 @@ void gemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, in
   } else {
     if constexpr (std::is_same_v<T, float>) {
       if (const gemm_detail::MicroKernels* mk = engine_for<T>()) {
-        const gemm_detail::SgemmGrid grid =
-            parallel ? gemm_detail::plan_sgemm(*mk, m, n, k, num_threads(), false)
-                     : gemm_detail::SgemmGrid{};
-        return gemm_detail::sgemm(*mk, sgemm_args(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, acc),
-                                  grid);
+        const gemm_detail::GemmPlan plan =
+            float_plan(*mk, ta, tb, m, n, k, parallel ? num_threads() : 1, false);
+        return run_float(*mk, plan, sgemm_args(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, acc),
+                         nullptr);
       }
     }
     eigen_gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, acc, parallel);
@@ -232,22 +256,22 @@ void gemm_serial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, co
 }
 
 template <typename T>
-int64_t gemm_tasks(int64_t m, int64_t n, int64_t k) {
+int64_t gemm_tasks(int64_t m, int64_t n, int64_t k, bool ta, bool tb) {
   if (std::is_integral_v<T>) {
     const int64_t row_work = std::max<int64_t>(n * k, 1);
     return std::max<int64_t>(1, m / std::max<int64_t>(1, kMinBlockFlops / 2 / row_work));
   }
   if (const gemm_detail::MicroKernels* mk = engine_for<T>()) {
-    const gemm_detail::SgemmGrid g = gemm_detail::plan_sgemm(*mk, m, n, k, num_threads(), false);
+    const gemm_detail::GemmGrid g = float_grid(*mk, m, n, k, ta, tb, false);
     return g.row_blocks * g.col_blocks;
   }
   return eigen_plan(m, n, k).blocks;
 }
 
 template <typename T>
-int64_t gemm_row_blocks(int64_t m, int64_t n, int64_t k) {
+int64_t gemm_row_blocks(int64_t m, int64_t n, int64_t k, bool ta, bool tb) {
   if (const gemm_detail::MicroKernels* mk = engine_for<T>())
-    return gemm_detail::plan_sgemm(*mk, m, n, k, num_threads(), true).row_blocks;
+    return float_grid(*mk, m, n, k, ta, tb, true).row_blocks;
   const EigenPlan plan = eigen_plan(m, n, k);
   return plan.by_rows ? plan.blocks : 1;
 }
@@ -262,10 +286,9 @@ void gemm_rows(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, in
   }
   if constexpr (std::is_same_v<T, float>) {
     if (const gemm_detail::MicroKernels* mk = engine_for<T>()) {
-      const gemm_detail::SgemmGrid grid =
-          gemm_detail::plan_sgemm(*mk, m, n, k, num_threads(), true);
-      return gemm_detail::sgemm(*mk, sgemm_args(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, false),
-                                grid, &on_rows);
+      const gemm_detail::GemmPlan plan = float_plan(*mk, ta, tb, m, n, k, num_threads(), true);
+      return run_float(*mk, plan, sgemm_args(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, false),
+                       &on_rows);
     }
   }
   // Eigen: its fixed row split (one block when it would split columns).
@@ -286,7 +309,7 @@ void gemm_rows(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, in
                         int64_t, T*, int64_t, bool);                                               \
   template void gemm_serial<T>(bool, bool, int64_t, int64_t, int64_t, const T*, int64_t, const T*, \
                                int64_t, T*, int64_t, bool);                                        \
-  template int64_t gemm_tasks<T>(int64_t, int64_t, int64_t);
+  template int64_t gemm_tasks<T>(int64_t, int64_t, int64_t, bool, bool);
 KILN_GEMM_INSTANTIATE(float)
 KILN_GEMM_INSTANTIATE(double)
 KILN_GEMM_INSTANTIATE(int32_t)
@@ -297,7 +320,7 @@ KILN_GEMM_INSTANTIATE(uint8_t)
 #define KILN_GEMM_ROWS_INSTANTIATE(T)                                                             \
   template void gemm_rows<T>(bool, bool, int64_t, int64_t, int64_t, const T*, int64_t, const T*,  \
                              int64_t, T*, int64_t, const std::function<void(int64_t, int64_t)>&); \
-  template int64_t gemm_row_blocks<T>(int64_t, int64_t, int64_t);
+  template int64_t gemm_row_blocks<T>(int64_t, int64_t, int64_t, bool, bool);
 KILN_GEMM_ROWS_INSTANTIATE(float)
 KILN_GEMM_ROWS_INSTANTIATE(double)
 #undef KILN_GEMM_ROWS_INSTANTIATE

@@ -41,7 +41,7 @@ void gemm_serial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, co
 
 // How many tasks gemm() cuts an m x n x k product of T into (1: it runs on the calling thread).
 template <typename T>
-int64_t gemm_tasks(int64_t m, int64_t n, int64_t k);
+int64_t gemm_tasks(int64_t m, int64_t n, int64_t k, bool trans_a = false, bool trans_b = false);
 
 // gemm() computed in blocks of whole rows of C (gemm_row_blocks of them, in parallel), calling
 // on_rows(r0, r1) for each block [r0, r1) on the thread that computed it, right after the
@@ -52,7 +52,8 @@ void gemm_rows(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, cons
                const T* b, int64_t ldb, T* c, int64_t ldc,
                const std::function<void(int64_t, int64_t)>& on_rows);
 template <typename T>
-int64_t gemm_row_blocks(int64_t m, int64_t n, int64_t k);
+int64_t gemm_row_blocks(int64_t m, int64_t n, int64_t k, bool trans_a = false,
+                        bool trans_b = false);
 
 // The float32 GEMM kernels in use: "avx512", "avx2" (kiln's microkernels) or "eigen".
 std::string gemm_kernels();

@@ -1,27 +1,37 @@
 // The float32 GEMM microkernels: one register-blocked tile C[rows, cols] (+)= A_panel * B_rows
-// per call, with broadcast FMAs (the BLIS structure, vectorised along C's rows).
+// per call, with broadcast FMAs (the BLIS structure, vectorised along C's rows). Each ISA has
+// several tile shapes (12 x 32, 14 x 32, 8 x 48, 6 x 64 on AVX-512; 6 x 16, 4 x 24 on AVX2);
+// a GEMM plan picks one (runtime/gemm_plan.h).
 //
-// Contract of MicroKernels::tile(t):
-//   for i < t.rows, j < t.cols:  acc = 0; for p < t.kc: acc = fma(a(i, p), b[p][j], acc)
-//                                C[i][j] = t.accumulate ? C[i][j] + acc : acc
+// Contract of MicroKernel::tile(t):
+//   for i < t.rows, j < t.cols:  acc = t.accumulate ? C[i][j] : 0
+//                                for p < t.kc: acc = fma(a(i, p), b[p][j], acc)
+//                                C[i][j] = acc
 // with a(i, p) = t.a[p * rows + i] (a packed A panel: kc steps of `rows` floats), or, if
 // t.lda > 0, t.a[i * t.lda + p] (A's rows read in place), or, if t.lda_t > 0,
 // t.a[p * t.lda_t + i] (a stored A^T's rows read in place), and b[p] = t.b + p * t.ldb. With
 // t.seg_len > 0 A's k steps come in runs (a direct convolution reads its window's rows in place,
 // runtime/kernels/conv_direct.h): the first run is t.seg_first steps, every later one t.seg_len,
 // and after each run A's position moves t.seg_jump floats beyond where the run's steps took it
-// (a(i, p) above then holds within a run, from the run's start). The
-// arithmetic of an element is the same whatever rows, cols or ISA: every kernel runs the one
-// FMA chain above in float32, so the result of a GEMM does not depend on how it is tiled, on
-// the thread count, or on which of these kernels runs it (tests/runtime/gemm_test.cc).
+// (a(i, p) above then holds within a run, from the run's start).
+//
+// A product of depth k computed in k blocks calls the tile once per block in k order, the
+// first with accumulate = 0 (or 1 to add to C), the later ones with 1: the accumulator then
+// starts from C, so every element of C is ONE chain of float32 FMAs over all of k, in k order,
+// whatever the k blocks, the tile shape, rows, cols, thread count or ISA. This is why a GEMM
+// plan (block sizes, tile shape, grid) changes speed only, never a bit of the result
+// (tests/runtime/gemm_test.cc runs every candidate plan).
+//
 // Reads b[p][0 .. cols) only, unless t.b_padded (packed B: rows of nr floats are readable);
 // writes C[i][0 .. cols) only. If t.b_copy is set, the tile also copies the B rows it reads:
-// b_copy[p * nr + j] = b[p][j] for j < cols, zeros up to the next whole vector (a block of B
-// packed by its first row panel's tiles, for the later panels to read; gemm_engine.cc).
+// b_copy[p * b_copy_ld + j] = b[p][j] for j < cols, zeros up to the next whole vector (a block of B
+// packed by its first row panel's tiles, for the later panels to read; gemm_engine.cc). Every
+// tile prefetches B's row t.b_ahead rows ahead of the one it reads, and the rows of the next
+// tile's C (t.c_next) when set; prefetches never fault, so they may point past the operands.
 //
 // The kernels live in files compiled for their ISA (gemm_microkernel_avx512.cc, _avx2.cc) that
 // include nothing but intrinsics and this header, so no inline function shared with other
-// files is compiled for an ISA the CPU may lack. gemm_engine.cc picks one at run time.
+// files is compiled for an ISA the CPU may lack. gemm_engine.cc picks the set at run time.
 #pragma once
 
 #include <cstdint>
@@ -40,21 +50,38 @@ struct MicroTile {
   int64_t seg_len = 0;      // 0: one run of kc steps
   int64_t seg_first = 0;    // steps of the first run (when seg_len > 0)
   int64_t seg_jump = 0;     // floats A moves after each run, beyond the run's own steps
-  float* b_copy = nullptr;  // set: B's rows are also copied here, nr floats apart
+  float* b_copy = nullptr;        // set: B's rows are also copied here, b_copy_ld apart
+  int64_t b_copy_ld = 0;          // floats between copied rows (the shape's nr)
+  const float* c_next = nullptr;  // set: the next tile's C (same rows and ldc), prefetched
+  int32_t b_ahead = 8;            // rows of B prefetched into L1 ahead of the one read
   int32_t rows = 0;         // 1 .. mr
   int32_t cols = 0;         // 1 .. nr
-  int32_t accumulate = 0;   // 1: C += product; 0: C = product
+  int32_t accumulate = 0;   // 1: the chain starts from C; 0: from zero
   int32_t b_padded = 0;     // 1: b's rows are readable up to nr floats
 };
 
+using TileFn = void (*)(const MicroTile& t);
+
+// One tile shape: at most mr rows and nr columns (a whole number of vectors) per call.
+struct MicroKernel {
+  const char* name;  // "12x32"
+  int32_t mr, nr;
+  // Runs any tile of this shape (t.rows <= mr, t.cols <= nr).
+  TileFn tile;
+  // The function tile() dispatches to for tiles of `rows` x `cols`, A packed (t.lda == 0) or
+  // not, copying B or not: callers that run many tiles of one kind resolve it once.
+  TileFn (*select)(int32_t rows, int32_t cols, bool packed_a, bool copy_b);
+};
+
+inline constexpr int kMaxTileShapes = 4;
+
 struct MicroKernels {
   const char* isa;  // "avx512" or "avx2": the name KILN_GEMM takes
-  int32_t mr;       // most rows per tile
-  int32_t nr;       // most columns per tile (a whole number of vectors)
-  // Most rows per tile when A's rows are read in place (MicroTile::lda > 0): each row is a
-  // stream of its own there, and fewer of them run faster than mr (docs/benchmarks.md).
-  int32_t mr_in_place;
-  void (*tile)(const MicroTile& t);
+  int32_t lanes;    // floats per vector
+  // The tile shapes this ISA offers; shapes[0] is the one a plan uses unless the machine's
+  // tuned table says otherwise. Packed B panels are nr floats wide for the shape in use.
+  MicroKernel shapes[kMaxTileShapes];
+  int32_t shape_count;
   // The machine's FMA peak for this ISA: `iterations` rounds of independent vector FMAs
   // (enough accumulators to cover the FMA latency), fma_loop_flops per round; returns a sum
   // of the accumulators so the loop is not optimised away (runtime/machine_peak.h).
@@ -64,6 +91,12 @@ struct MicroKernels {
   // p < cols (a panel of A from its rows, or of B from the rows of a stored B^T).
   void (*transpose)(const float* src, int64_t src_ld, int64_t rows, int64_t cols, float* dst,
                     int64_t dst_ld);
+
+  // The shape named `name` ("12x32"), or nullptr.
+  const MicroKernel* find(const char* name) const;
+  // The widest shape's nr (packed buffers are sized for it) and the most rows of any shape.
+  int32_t max_nr() const;
+  int32_t max_mr() const;
 };
 
 // The AVX transposing copy (8 x 8 blocks), shared by both kernel sets (every AVX-512F CPU has
@@ -72,7 +105,7 @@ void transpose_avx2(const float* src, int64_t src_ld, int64_t rows, int64_t cols
                     int64_t dst_ld);
 
 // The kernel tables; each may be called only on a CPU with its ISA (gemm_engine.cc checks).
-const MicroKernels& avx512_microkernels();  // AVX-512F: 12 x 32 (24 zmm accumulators)
-const MicroKernels& avx2_microkernels();    // AVX2 + FMA: 6 x 16 (12 ymm accumulators)
+const MicroKernels& avx512_microkernels();  // AVX-512F: 12x32, 14x32, 8x48, 6x64
+const MicroKernels& avx2_microkernels();    // AVX2 + FMA: 6x16, 4x24
 
 }  // namespace kiln::runtime::gemm_detail

@@ -13,7 +13,6 @@ struct Avx2 {
   using Vec = __m256;
   using Mask = __m256i;  // all ones in the lanes to load or store (vmaskmovps)
   static constexpr int kLanes = 8;
-  static constexpr int kMr = 6;  // 6 x 2 accumulators of the 16 ymm registers
   static Vec zero() { return _mm256_setzero_ps(); }
   static Vec broadcast(const float* p) { return _mm256_broadcast_ss(p); }
   static Vec fma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
@@ -111,10 +110,19 @@ void transpose_avx2(const float* src, int64_t src_ld, int64_t rows, int64_t cols
     for (int64_t i = 0; i < rows; ++i) dst[c * dst_ld + i] = src[i * src_ld + c];
 }
 
+// Of the 16 ymm registers, the accumulators take 12 (6 x 2 vectors, 4 x 3), the rest hold B's
+// vectors and the broadcast of A.
 const MicroKernels& avx2_microkernels() {
-  static constexpr MicroKernels kernels{
-      "avx2",     Avx2::kMr,      2 * Avx2::kLanes,       Avx2::kMr,
-      tile<Avx2>, fma_loop<Avx2>, fma_loop_flops<Avx2>(), transpose_avx2};
+  static constexpr MicroKernels kernels{"avx2",
+                                        Avx2::kLanes,
+                                        {tile_shape<Avx2, 6, 2>("6x16"),
+                                         tile_shape<Avx2, 4, 3>("4x24"),
+                                         {nullptr, 0, 0, nullptr, nullptr},
+                                         {nullptr, 0, 0, nullptr, nullptr}},
+                                        2,
+                                        fma_loop<Avx2>,
+                                        fma_loop_flops<Avx2>(),
+                                        transpose_avx2};
   return kernels;
 }
 

@@ -13,7 +13,6 @@ struct Avx512 {
   using Vec = __m512;
   using Mask = __mmask16;
   static constexpr int kLanes = 16;
-  static constexpr int kMr = 12;  // 12 x 2 accumulators of the 32 zmm registers
   static Vec zero() { return _mm512_setzero_ps(); }
   static Vec broadcast(const float* p) { return _mm512_set1_ps(*p); }
   static Vec fma(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
@@ -43,10 +42,19 @@ struct Avx512 {
 
 namespace kiln::runtime::gemm_detail {
 
+// Of the 32 zmm registers, the accumulators take 24 (12 x 2 vectors, 8 x 3, 6 x 4) or 28
+// (14 x 2), the rest hold B's vectors and the broadcast of A.
 const MicroKernels& avx512_microkernels() {
-  static constexpr MicroKernels kernels{
-      "avx512",     Avx512::kMr,      2 * Avx512::kLanes,       8,
-      tile<Avx512>, fma_loop<Avx512>, fma_loop_flops<Avx512>(), transpose_avx2};
+  static constexpr MicroKernels kernels{"avx512",
+                                        Avx512::kLanes,
+                                        {tile_shape<Avx512, 12, 2>("12x32"),
+                                         tile_shape<Avx512, 14, 2>("14x32"),
+                                         tile_shape<Avx512, 8, 3>("8x48"),
+                                         tile_shape<Avx512, 6, 4>("6x64")},
+                                        4,
+                                        fma_loop<Avx512>,
+                                        fma_loop_flops<Avx512>(),
+                                        transpose_avx2};
   return kernels;
 }
 

@@ -4,7 +4,7 @@
 // linkage (an anonymous namespace), so each file's copy is compiled for its own ISA and none is
 // shared with code compiled for another (gemm_microkernel.h). Contract: gemm_microkernel.h.
 //
-// Traits `Isa`: Vec; Mask; kLanes; kMr; zero(); broadcast(const float*); fma(a, b, c) = a*b+c;
+// Traits `Isa`: Vec; Mask; kLanes; zero(); broadcast(const float*); fma(a, b, c) = a*b+c;
 // add(a, b); load(p); store(p, v); mask(cols, v) (the lanes of vector v below column `cols`);
 // load(p, mask) (zeros elsewhere, nothing read there); store(p, mask, v) (nothing written
 // elsewhere); sum(v) (the lanes added).
@@ -13,122 +13,147 @@
 namespace kiln::runtime::gemm_detail {
 namespace {
 
-// R rows, NV vectors of columns; Masked: the last columns are partial (masked stores, and
-// masked loads of B unless it is padded); PackedA: A is a packed panel (or A^T's rows read in
-// place, lda_t), else rows at lda; CopyB: the B rows read are also stored at t.b_copy, 2 vectors
-// (nr floats) apart.
-//
-// B rows a copying tile prefetches ahead of the one it reads: its B is in place, one row per
-// 4 KiB page for the wide B it copies, where the hardware prefetchers restart (measured:
-// docs/benchmarks.md, "GEMM engine").
-constexpr int64_t kCopyAhead = 16;
+// R rows, NV vectors of columns; Masked: the last columns are partial (masked loads and stores
+// of C, masked loads of B unless it is padded); PackedA: A is a packed panel (or A^T's rows
+// read in place, lda_t), else rows at lda; CopyB: the B rows read are also stored at t.b_copy,
+// t.b_copy_ld floats apart. Every step prefetches the B row t.b_ahead rows ahead into L1: B streams
+// through L1 from L2 (or from memory, one row per 4 KiB page for a wide B read in place, where
+// the hardware prefetchers restart), and at two vector FMAs per cycle the hardware
+// prefetchers alone leave the FMAs waiting. The next tile's C rows (t.c_next) are prefetched
+// at the start, so that their loads (the chain continues from C) find them in cache.
+// The k steps of a tile: runs of steps (one of kc unless segmented), A jumping after each.
+// Pointers are passed by value so that they stay in registers.
+template <class Isa, int R, int NV, bool MaskedB, bool PackedA, bool CopyB>
+__attribute__((always_inline)) inline void k_steps(typename Isa::Vec (&acc)[R][NV],
+                                                   const typename Isa::Mask (&mask)[NV],
+                                                   const MicroTile& t) {
+  using Vec = typename Isa::Vec;
+  constexpr int L = Isa::kLanes;
+  const float* a = t.a;
+  const float* b = t.b;
+  float* b_copy = t.b_copy;
+  const int64_t ldb = t.ldb, ahead = int64_t(t.b_ahead) * t.ldb;
+  // Unpacked A: row i at a + i * lda (a advances along k); packed: a advances by R per step
+  // (by lda_t: a stored A^T read in place).
+  const int64_t lda = PackedA ? 1 : t.lda, a_step = PackedA ? (t.lda_t > 0 ? t.lda_t : R) : 1;
+  int64_t left = t.kc, run = t.seg_len > 0 ? t.seg_first : t.kc;
+  while (left > 0) {
+    const int64_t n = run < left ? run : left;
+    for (int64_t p = 0; p < n; ++p, a += a_step, b += ldb) {
+      Vec bv[NV];
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v)
+        bv[v] = MaskedB ? Isa::load(b + v * L, mask[v]) : Isa::load(b + v * L);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) __builtin_prefetch(b + ahead + v * L);
+      if constexpr (CopyB) {
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) Isa::store(b_copy + v * L, bv[v]);
+        b_copy += t.b_copy_ld;
+      }
+#pragma GCC unroll 16
+      for (int i = 0; i < R; ++i) {
+        const Vec ai = Isa::broadcast(a + i * lda);
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) acc[i][v] = Isa::fma(ai, bv[v], acc[i][v]);
+      }
+    }
+    left -= n;
+    a += t.seg_jump;
+    run = t.seg_len;
+  }
+}
 
 template <class Isa, int R, int NV, bool Masked, bool PackedA, bool CopyB>
 void tile_kernel(const MicroTile& t) {
   using Vec = typename Isa::Vec;
   constexpr int L = Isa::kLanes;
-  Vec acc[R][NV];
-#pragma GCC unroll 16
-  for (int i = 0; i < R; ++i)
-#pragma GCC unroll 2
-    for (int v = 0; v < NV; ++v) acc[i][v] = Isa::zero();
   typename Isa::Mask mask[NV];
-#pragma GCC unroll 2
+#pragma GCC unroll 4
   for (int v = 0; v < NV; ++v) mask[v] = Isa::mask(Masked ? t.cols : NV * L, v);
-  const bool masked_loads = Masked && !t.b_padded;
-  const float* a = t.a;
-  const float* b = t.b;
-  const int64_t ldb = t.ldb;
-  float* b_copy = t.b_copy;
-  // Unpacked A: row i at a + i * lda (a advances along k); packed: a advances by R per step
-  // (by lda_t: a stored A^T read in place).
-  const int64_t lda = PackedA ? 1 : t.lda, a_step = PackedA ? (t.lda_t > 0 ? t.lda_t : R) : 1;
-  auto step = [&](const Vec* bv) {
+  if (t.c_next != nullptr) {
 #pragma GCC unroll 16
-    for (int i = 0; i < R; ++i) {
-      const Vec ai = Isa::broadcast(a + i * lda);
-#pragma GCC unroll 2
-      for (int v = 0; v < NV; ++v) acc[i][v] = Isa::fma(ai, bv[v], acc[i][v]);
-    }
-  };
-  // Runs of k steps (one of kc unless segmented), A jumping after each.
-  auto steps = [&]<bool MaskedB>() {
-    int64_t left = t.kc, run = t.seg_len > 0 ? t.seg_first : t.kc;
-    while (left > 0) {
-      const int64_t n = run < left ? run : left;
-      for (int64_t p = 0; p < n; ++p, a += a_step, b += ldb) {
-        Vec bv[NV];
-#pragma GCC unroll 2
-        for (int v = 0; v < NV; ++v)
-          bv[v] = MaskedB ? Isa::load(b + v * L, mask[v]) : Isa::load(b + v * L);
-        if constexpr (CopyB) {
-#pragma GCC unroll 2
-          for (int v = 0; v < NV; ++v) {
-            Isa::store(b_copy + v * L, bv[v]);
-            __builtin_prefetch(b + kCopyAhead * ldb + v * L);
-          }
-          b_copy += 2 * L;
-        }
-        step(bv);
-      }
-      left -= n;
-      a += t.seg_jump;
-      run = t.seg_len;
-    }
-  };
-  if (masked_loads)
-    steps.template operator()<true>();
+    for (int i = 0; i < R; ++i)
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) __builtin_prefetch(t.c_next + i * t.ldc + v * L, 1);
+  }
+  // The chain of every element starts from C (accumulate) or zero.
+  Vec acc[R][NV];
+  if (t.accumulate) {
+#pragma GCC unroll 16
+    for (int i = 0; i < R; ++i)
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v)
+        acc[i][v] = Masked ? Isa::load(t.c + i * t.ldc + v * L, mask[v])
+                           : Isa::load(t.c + i * t.ldc + v * L);
+  } else {
+#pragma GCC unroll 16
+    for (int i = 0; i < R; ++i)
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[i][v] = Isa::zero();
+  }
+  if (Masked && !t.b_padded)
+    k_steps<Isa, R, NV, true, PackedA, CopyB>(acc, mask, t);
   else
-    steps.template operator()<false>();
+    k_steps<Isa, R, NV, false, PackedA, CopyB>(acc, mask, t);
 #pragma GCC unroll 16
   for (int i = 0; i < R; ++i) {
     float* c = t.c + i * t.ldc;
-#pragma GCC unroll 2
+#pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) {
-      Vec r = acc[i][v];
-      if (Masked) {
-        if (t.accumulate) r = Isa::add(Isa::load(c + v * L, mask[v]), r);
-        Isa::store(c + v * L, mask[v], r);
-      } else {
-        if (t.accumulate) r = Isa::add(Isa::load(c + v * L), r);
-        Isa::store(c + v * L, r);
-      }
+      if (Masked)
+        Isa::store(c + v * L, mask[v], acc[i][v]);
+      else
+        Isa::store(c + v * L, acc[i][v]);
     }
   }
 }
 
-using TileFn = void (*)(const MicroTile&);
-
-template <class Isa, int R, bool PackedA, bool CopyB>
-TileFn pick_vectors(int nv, bool masked) {
-  if (nv == 1)
-    return masked ? tile_kernel<Isa, R, 1, true, PackedA, CopyB>
-                  : tile_kernel<Isa, R, 1, false, PackedA, CopyB>;
-  return masked ? tile_kernel<Isa, R, 2, true, PackedA, CopyB>
-                : tile_kernel<Isa, R, 2, false, PackedA, CopyB>;
+template <class Isa, int R, int NV, bool PackedA, bool CopyB>
+TileFn pick_masked(bool masked) {
+  return masked ? tile_kernel<Isa, R, NV, true, PackedA, CopyB>
+                : tile_kernel<Isa, R, NV, false, PackedA, CopyB>;
 }
 
-// The kernel for `rows` (1 .. R) rows.
-template <class Isa, int R>
-TileFn pick_rows(int rows, int nv, bool masked, bool packed_a, bool copy_b) {
-  if (rows == R) {
-    if (copy_b)
-      return packed_a ? pick_vectors<Isa, R, true, true>(nv, masked)
-                      : pick_vectors<Isa, R, false, true>(nv, masked);
-    return packed_a ? pick_vectors<Isa, R, true, false>(nv, masked)
-                    : pick_vectors<Isa, R, false, false>(nv, masked);
-  }
-  if constexpr (R > 1) return pick_rows<Isa, R - 1>(rows, nv, masked, packed_a, copy_b);
+// The kernel for `nv` (1 .. NVMax) vectors of columns.
+template <class Isa, int R, int NVMax, bool PackedA, bool CopyB>
+TileFn pick_vectors(int nv, bool masked) {
+  if (nv == NVMax) return pick_masked<Isa, R, NVMax, PackedA, CopyB>(masked);
+  if constexpr (NVMax > 1) return pick_vectors<Isa, R, NVMax - 1, PackedA, CopyB>(nv, masked);
   return nullptr;
 }
 
-// MicroKernels::tile: one or two vectors of columns, any rows up to kMr.
-template <class Isa>
+// The kernel for `rows` (1 .. R) rows.
+template <class Isa, int R, int NVMax>
+TileFn pick_rows(int rows, int nv, bool masked, bool packed_a, bool copy_b) {
+  if (rows == R) {
+    if (copy_b)
+      return packed_a ? pick_vectors<Isa, R, NVMax, true, true>(nv, masked)
+                      : pick_vectors<Isa, R, NVMax, false, true>(nv, masked);
+    return packed_a ? pick_vectors<Isa, R, NVMax, true, false>(nv, masked)
+                    : pick_vectors<Isa, R, NVMax, false, false>(nv, masked);
+  }
+  if constexpr (R > 1) return pick_rows<Isa, R - 1, NVMax>(rows, nv, masked, packed_a, copy_b);
+  return nullptr;
+}
+
+// MicroKernel::select of the MR x (NVMax vectors) shape.
+template <class Isa, int MR, int NVMax>
+TileFn select(int32_t rows, int32_t cols, bool packed_a, bool copy_b) {
+  const int nv = (cols + Isa::kLanes - 1) / Isa::kLanes;
+  const bool masked = cols != nv * Isa::kLanes;
+  return pick_rows<Isa, MR, NVMax>(rows, nv, masked, packed_a, copy_b);
+}
+
+// MicroKernel::tile of the shape: any rows up to MR, any columns up to NVMax vectors.
+template <class Isa, int MR, int NVMax>
 void tile(const MicroTile& t) {
-  const int nv = t.cols > Isa::kLanes ? 2 : 1;
-  const bool masked = t.cols != nv * Isa::kLanes;
-  if (TileFn fn = pick_rows<Isa, Isa::kMr>(t.rows, nv, masked, t.lda == 0, t.b_copy != nullptr))
-    fn(t);
+  if (TileFn fn = select<Isa, MR, NVMax>(t.rows, t.cols, t.lda == 0, t.b_copy != nullptr)) fn(t);
+}
+
+template <class Isa, int MR, int NVMax>
+constexpr MicroKernel tile_shape(const char* name) {
+  return MicroKernel{name, MR, NVMax * Isa::kLanes, tile<Isa, MR, NVMax>, select<Isa, MR, NVMax>};
 }
 
 // MicroKernels::fma_loop: 12 independent FMA chains, enough to cover a 4-cycle latency on two

@@ -256,7 +256,7 @@ void ProfileScope::end() {
   }
   s.events.push_back(ProfileEvent{std::move(name_), category_ ? category_ : "",
                                   start_ns_ - s.origin_ns, end_ns - start_ns_, thread, flops_,
-                                  bytes_});
+                                  bytes_, std::move(detail_)});
 }
 
 // ---------------------------------------------------------------- summary and table
@@ -422,6 +422,10 @@ std::string chrome_trace_json(const std::vector<ProfileEvent>& events) {
     if (e.duration_ns > 0) {
       arg("GFLOP/s", e.flops / double(e.duration_ns));
       arg("GB/s", e.bytes / double(e.duration_ns));
+    }
+    if (!e.detail.empty()) {
+      out += first_arg ? "\"detail\":" : ",\"detail\":";
+      append_json_string(out, e.detail);
     }
     out += "}}";
   }

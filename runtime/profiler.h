@@ -36,6 +36,7 @@ struct ProfileEvent {
   int thread = 0;    // small per-thread number (0, 1, 2, ... in order of first use)
   double flops = 0;  // floating-point operations done, 0 when unknown
   double bytes = 0;  // bytes read + written, 0 when unknown
+  std::string detail;  // how it ran, e.g. a GEMM's plan (args.detail in the trace); may be ""
 };
 
 inline constexpr size_t kMaxProfileEvents = size_t(1) << 22;
@@ -74,6 +75,10 @@ class ProfileScope {
 
   void set_flops(double flops) { flops_ = flops; }
   void set_bytes(double bytes) { bytes_ = bytes; }
+  // Whether this scope records an event (profiling was on when it opened): set_detail is then
+  // worth building a string for.
+  bool recording() const { return session_ != 0; }
+  void set_detail(std::string detail) { detail_ = std::move(detail); }
 
  private:
   void begin(uint64_t session, std::string_view name, const char* category, double flops,
@@ -85,6 +90,7 @@ class ProfileScope {
   const char* category_ = nullptr;
   double flops_ = 0, bytes_ = 0;
   std::string name_;
+  std::string detail_;
 };
 
 // One row of the summary: the events of one (name, category).
@@ -114,8 +120,8 @@ std::vector<ProfileRow> profile_summary(const std::vector<ProfileEvent>& events)
 // profiled time, and the throughput of all reported flops (bytes) over the profiled time.
 std::string profile_table(const std::vector<ProfileEvent>& events);
 
-// Chrome trace event format ("X" complete events with ts/dur in microseconds, args flops and
-// bytes when known; "M" process_name / thread_name metadata), pid = this process's id.
+// Chrome trace event format ("X" complete events with ts/dur in microseconds, args flops,
+// bytes and detail when known; "M" process_name / thread_name metadata), pid = this process's id.
 std::string chrome_trace_json(const std::vector<ProfileEvent>& events);
 
 // chrome_trace_json written with write_file_atomically; kiln::Error naming the path on failure.

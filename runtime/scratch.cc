@@ -4,12 +4,13 @@
 #include <cstdlib>
 #include <new>
 
+#include "kiln/runtime/huge_alloc.h"
+
 namespace kiln::runtime {
 namespace {
 
 void* alloc(size_t bytes) {
-  bytes = (std::max<size_t>(bytes, 64) + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, bytes);
+  void* p = aligned_alloc_huge(std::max<size_t>(bytes, 64));
   if (!p) throw std::bad_alloc();
   return p;
 }

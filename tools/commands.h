@@ -28,6 +28,10 @@ void add_bench_command(CLI::App& app);
 void add_predict_command(CLI::App& app);
 // `kiln generate`: text sampled from a trained character language model.
 void add_generate_command(CLI::App& app);
+// `kiln gemm-plan M K N [--ta] [--tb]`: the float32 GEMM engine's plan for one product.
+void add_gemm_plan_command(CLI::App& app);
+// `kiln tune`: measures and keeps the machine's GEMM blocking (runtime/gemm_tuner.h).
+void add_tune_command(CLI::App& app);
 
 // The traced training step (Adam, sparse softmax cross-entropy) of the "mlp" or "cnn" model on
 // digits-shaped batches of `batch_size`.

@@ -49,6 +49,8 @@ int main(int argc, char** argv) {
   kiln::tools::add_dump_ir_command(app);
   kiln::tools::add_run_command(app);
   kiln::tools::add_bench_command(app);
+  kiln::tools::add_gemm_plan_command(app);
+  kiln::tools::add_tune_command(app);
   kiln::tools::add_ops_command(app);
   kiln::tools::add_demo_command(app);
   return kiln::tools::run_cli(app, "kiln", argc, argv, [&app] {

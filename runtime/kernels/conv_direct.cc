@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "kiln/runtime/gemm_engine.h"
+#include "kiln/runtime/gemm_tuning.h"
 #include "kiln/runtime/kernels/conv_partials.h"
 #include "kiln/runtime/scratch.h"
 #include "kiln/runtime/threading.h"
@@ -14,6 +15,7 @@ namespace {
 
 using gemm_detail::APanels;
 using gemm_detail::KBlocks;
+using gemm_detail::MicroKernel;
 using gemm_detail::MicroKernels;
 using gemm_detail::MicroTile;
 
@@ -45,6 +47,24 @@ struct Direct {
   int64_t band_rows(int64_t lines) const { return (lines - 1) * sh + (kh - 1) * dh + 1; }
 };
 
+// The microkernel tile shape, k blocking and prefetch distance a convolution runs with: the
+// engine's blocking (derived or tuned, runtime/gemm_tuning.h) for the product it computes,
+// `rows` x `cols` x `depth` with A read in place.
+struct Tiles {
+  const MicroKernel* kernel;
+  int64_t kc;
+  int32_t b_ahead;
+  Tiles(const MicroKernels& mk, int64_t rows, int64_t cols, int64_t depth, bool ta) {
+    const gemm_detail::GemmParams& p =
+        gemm_detail::gemm_params(mk, gemm_detail::GemmShape{rows, cols, depth, ta, false});
+    kernel = &mk.shapes[p.kernel];
+    kc = p.kc;
+    b_ahead = p.b_ahead;
+  }
+  Tiles(const MicroKernels& mk, const Direct& d)
+      : Tiles(mk, d.n * d.oh * d.ow, d.o, d.k(), false) {}
+};
+
 // Copies the input rows that output lines [l0, l0 + lines) of image `img` read into `buf`
 // (band_rows x padded_width x c), zeros where they fall outside the image.
 void fill_band(const Direct& d, const float* x, int64_t img, int64_t l0, int64_t lines,
@@ -67,12 +87,14 @@ void fill_band(const Direct& d, const float* x, int64_t img, int64_t l0, int64_t
 }
 
 // Output lines [l0, l0 + lines) of image `img` from their band.
-void run_band(const MicroKernels& mk, const Direct& d, const float* buf, int64_t img, int64_t l0,
+void run_band(const Tiles& tiles, const Direct& d, const float* buf, int64_t img, int64_t l0,
               int64_t lines, float* y) {
   const int64_t K = d.k(), wp = d.padded_width(), run = d.kw * d.c;
-  const KBlocks kb(K);
+  const KBlocks kb(K, tiles.kc);
+  const MicroKernel& mk = *tiles.kernel;
   const APanels panels(0, d.ow, mk.mr);
   MicroTile t;
+  t.b_ahead = tiles.b_ahead;
   t.lda = d.sw * d.c;
   t.ldb = d.o;
   t.ldc = d.o;
@@ -129,14 +151,14 @@ struct Bands {
 // Every output line of every image, bands in parallel; with on_images, whole images per task,
 // each handed to on_images once all its bands are done.
 void run_direct(const Direct& d, const float* x, float* y, const ImagesDone* on_images) {
-  const MicroKernels& mk = *gemm_detail::active_microkernels();
+  const Tiles tiles(*gemm_detail::active_microkernels(), d);
   const Bands bands(d);
   const double band_flops = 2.0 * double(bands.lines * d.ow) * double(d.k()) * double(d.o);
   const size_t buf_bytes = size_t(bands.buf_floats) * sizeof(float);
   auto unit = [&](int64_t u, float* buf) {
     const int64_t img = bands.image(u), l0 = bands.first_line(u), lines = bands.count(d, u);
     fill_band(d, x, img, l0, lines, buf);
-    run_band(mk, d, buf, img, l0, lines, y);
+    run_band(tiles, d, buf, img, l0, lines, y);
   };
   if (on_images != nullptr) {
     const double image_flops = band_flops * double(bands.per_image);
@@ -160,11 +182,13 @@ void run_direct(const Direct& d, const float* x, float* y, const ImagesDone* on_
 // The filter gradient of output lines [l0, l0 + lines) of image `img` from their band:
 // out[K, o] (+)= window^T dy. Tile rows are taps of one kernel row, (kw, c) entries that are
 // consecutive in every window; a tile's k steps are the band's pixels, a run per line.
-void filter_band(const MicroKernels& mk, const Direct& d, const float* buf, const float* dy,
+void filter_band(const Tiles& tiles, const Direct& d, const float* buf, const float* dy,
                  int64_t img, int64_t l0, int64_t lines, float* out, bool accumulate) {
+  const MicroKernel& mk = *tiles.kernel;
   const int64_t wp = d.padded_width(), run = d.kw * d.c;
   const APanels panels(0, run, mk.mr);
   MicroTile t;
+  t.b_ahead = tiles.b_ahead;
   t.kc = lines * d.ow;
   t.lda_t = d.sw * d.c;
   t.ldb = d.o;
@@ -190,7 +214,8 @@ void filter_band(const MicroKernels& mk, const Direct& d, const float* buf, cons
 
 bool direct_applies(const ConvGeom& g, int64_t line_pixels) {
   const MicroKernels* mk = gemm_detail::active_microkernels();
-  return mk != nullptr && g.dw == 1 && !g.pointwise() && !g.shallow() && 2 * line_pixels >= mk->mr;
+  if (mk == nullptr || g.dw != 1 || g.pointwise() || g.shallow()) return false;
+  return 2 * line_pixels >= Tiles(*mk, g.rows(), g.o, g.kh * g.kw * g.c, false).kernel->mr;
 }
 
 }  // namespace
@@ -199,7 +224,8 @@ bool direct_conv_forward_applies(const ConvGeom& g) { return direct_applies(g, g
 
 bool direct_conv_backprop_filter_applies(const ConvGeom& g) {
   const MicroKernels* mk = gemm_detail::active_microkernels();
-  return mk != nullptr && g.dw == 1 && !g.pointwise() && !g.shallow() && 2 * g.kw * g.c >= mk->mr;
+  if (mk == nullptr || g.dw != 1 || g.pointwise() || g.shallow()) return false;
+  return 2 * g.kw * g.c >= Tiles(*mk, g.kh * g.kw * g.c, g.o, g.rows(), true).kernel->mr;
 }
 
 bool direct_conv_backprop_input_applies(const ConvGeom& g) {
@@ -255,9 +281,10 @@ void direct_conv_backprop_input(const float* w, const float* dy, float* dx, cons
 namespace kiln::runtime {
 
 void direct_conv_backprop_filter(const float* x, const float* dy, float* dw, const ConvGeom& g) {
-  const MicroKernels& mk = *gemm_detail::active_microkernels();
   const Direct d{g.n,  g.h,  g.w,  g.c,  g.kh, g.kw, g.o,    g.oh,
                  g.ow, g.sh, g.sw, g.dh, g.ph, g.pw, nullptr};
+  // The product dW = window^T dy: K x O of depth n * oh * ow, A (the windows) read transposed.
+  const Tiles tiles(*gemm_detail::active_microkernels(), d.k(), d.o, g.rows(), true);
   // Deep bands, but at least kMaxFilterParts of them in all where the lines allow (a batch of
   // 2 keeps 4 bands per image): the parts below are ranges of bands.
   const int64_t bands_per_image = gemm_detail::ceil_div(kMaxFilterParts, d.n);
@@ -279,7 +306,7 @@ void direct_conv_backprop_filter(const float* x, const float* dy, float* dw, con
     for (int64_t u = u0; u < u1; ++u) {
       const int64_t img = bands.image(u), l0 = bands.first_line(u), lines = bands.count(d, u);
       fill_band(d, x, img, l0, lines, buf.as<float>());
-      filter_band(mk, d, buf.as<float>(), dy, img, l0, lines, out, u != u0);
+      filter_band(tiles, d, buf.as<float>(), dy, img, l0, lines, out, u != u0);
     }
   });
   add_partials(dw, partials, parts, size);

@@ -18,6 +18,7 @@
 #include "kiln/ir/error.h"
 #include "kiln/runtime/gemm.h"
 #include "kiln/runtime/gemm_engine.h"
+#include "kiln/runtime/gemm_tuning.h"
 #include "kiln/runtime/threading.h"
 
 namespace kiln::runtime {
@@ -203,14 +204,16 @@ TEST(GemmEngineTest, BitwiseIdenticalAcrossGridsThreadsEntryPointsAndIsas) {
           }
           // Any grid, straight through the engine.
           const gemm_detail::MicroKernels& mk = *gemm_detail::active_microkernels();
-          for (gemm_detail::SgemmGrid grid :
-               {gemm_detail::SgemmGrid{1, 1}, gemm_detail::SgemmGrid{3, 1},
-                gemm_detail::SgemmGrid{1, 4}, gemm_detail::SgemmGrid{5, 3}}) {
+          const gemm_detail::GemmShape shape{p.m, p.n, p.k, ta, tb, 3, false};
+          for (gemm_detail::GemmGrid grid :
+               {gemm_detail::GemmGrid{1, 1}, gemm_detail::GemmGrid{3, 1},
+                gemm_detail::GemmGrid{1, 4}, gemm_detail::GemmGrid{5, 3}}) {
             std::vector<float> c = p.c0;
-            gemm_detail::sgemm(mk,
-                               {ta, tb, p.m, p.n, p.k, p.a.data(), p.lda, p.b.data(), p.ldb,
-                                c.data(), p.ldc, true},
-                               grid);
+            const gemm_detail::GemmPlan plan = gemm_detail::make_gemm_plan(
+                mk, shape, gemm_detail::gemm_params(mk, shape), grid);
+            gemm_detail::run_gemm(mk, plan,
+                                  {ta, tb, p.m, p.n, p.k, p.a.data(), p.lda, p.b.data(), p.ldb,
+                                   c.data(), p.ldc, true});
             EXPECT_TRUE(c == want)
                 << what << " vs " << set << " grid " << grid.row_blocks << "x" << grid.col_blocks;
           }

@@ -89,7 +89,8 @@ ProfileEvent event(std::string name, std::string category, double start_ms, doub
                       std::llround(duration_ms * 1e6),
                       thread,
                       flops,
-                      bytes};
+                      bytes,
+                      {}};
 }
 
 // ---------------------------------------------------------------- sessions and scopes

@@ -1,0 +1,240 @@
+// Planning float32 products (contract: gemm_plan.h).
+#include "kiln/runtime/gemm_plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "kiln/runtime/cpu_info.h"
+
+namespace kiln::runtime::gemm_detail {
+namespace {
+
+int64_t round_down(int64_t x, int64_t multiple) { return std::max(multiple, x / multiple * multiple); }
+
+// Two products are computed as their transpose C^T = op(B)^T op(A)^T:
+//  - at most one column tile of rows against a transposed B of many columns (an RNN step's
+//    input gradient dz U^T, 32 x 1024 x 256): B's stored rows are then the left operand, read
+//    in place (one column tile), and the right operand is A, m x k, small to pack, instead of
+//    all of B transposed into panels for a few rows;
+//  - a narrow C = A^T B of many rows (a classifier's kernel gradient, n = 10 classes): its
+//    tiles would be nr columns wide for n of them; transposed, the n rows fill one row panel
+//    and A's stored rows are read in place as the right operand.
+// Neither transposed problem is one of these again.
+bool compute_transposed(const MicroKernel& t, const GemmShape& s) {
+  if (s.tb && s.m <= t.nr && s.n >= 4 * t.nr && s.k >= t.nr) return true;
+  return s.ta && !s.tb && s.n <= t.nr / 2 && s.n <= t.mr && s.m >= 4 * t.nr && s.k >= t.mr;
+}
+
+// The operand modes and blocking of the product the tasks compute (m x n x k, ta, tb) under
+// `grid`; `on_rows`: a callback finishes each row block.
+void plan_product(GemmPlan& plan, const GemmParams& p, int64_t m, int64_t n, int64_t k, bool ta,
+                  bool tb, GemmGrid grid, bool on_rows) {
+  const int64_t mr = plan.kernel->mr, nr = plan.kernel->nr;
+  plan.m = m, plan.n = n, plan.k = k, plan.ta = ta, plan.tb = tb;
+  const KBlocks kb(k, p.kc);
+  plan.kc = kb.step;
+  plan.k_blocks = kb.count;
+  const int64_t panels_n = ceil_div(n, nr);
+  // B is packed when its rows are C's columns (transposed), or when enough rows of C reuse
+  // each packed panel; a large B under a single row block is copied block by block instead
+  // (the same reads of B, without writing all of it to a buffer larger than the cache).
+  const bool large_b = k * n * int64_t(sizeof(float)) > p.large_b_bytes;
+  const bool pack_b = tb || (m >= p.pack_b_min_rows && !(large_b && grid.row_blocks == 1));
+  // A transposed B under a product of few rows (an RNN step's input gradient): the tasks split
+  // the columns only and each packs its own panels, instead of a packing phase and a barrier.
+  const bool tasks_pack_b = pack_b && !on_rows && grid.row_blocks * grid.col_blocks > 1 &&
+                            m <= 4 * mr;
+  if (tasks_pack_b) grid = {1, std::min(panels_n, grid.row_blocks * grid.col_blocks)};
+  plan.row_blocks = grid.row_blocks;
+  plan.col_blocks = grid.col_blocks;
+  // The widest task (column blocks of near-equal whole tiles) and the shortest one.
+  const int64_t width = std::min(n, ceil_div(panels_n, grid.col_blocks) * nr);
+  const int64_t rows = std::max<int64_t>(1, m / grid.row_blocks);
+  // A task at most in_place_a_max_cols wide reads each row of A a few times, from L1: the
+  // tiles read A in place instead of packing it (a transposed A too: its values for one k are
+  // contiguous, as in a packed panel). Rows read in place are streams of their own: at most
+  // mr_in_place of them per tile.
+  const bool pack_a = width > p.in_place_a_max_cols;
+  plan.panel_rows = int32_t(!pack_a && !ta ? std::min<int64_t>(mr, p.mr_in_place) : mr);
+  // B read in place but too large to stay in cache (a weight gradient's k x n activations):
+  // each kc x nc/2 block is copied into an L2 buffer by the first row panel's tiles (half-width
+  // blocks, so that the block, the next one and the A panels fit L2 together).
+  const bool copied = !pack_b && !tb && large_b && ceil_div(rows, plan.panel_rows) > 1;
+  // The B block's L2 budget is kc x nc floats: a shallower k block holds more columns (up to
+  // all of them), so that each A panel serves more tiles.
+  const int64_t nc = std::min(p.nc * p.kc / std::max<int64_t>(1, plan.kc), ceil_div(n, nr) * nr);
+  plan.nc = copied ? round_down(nc / 2, nr) : round_down(nc, nr);
+  plan.b = pack_b ? (tasks_pack_b ? BMode::kPackedPerTask : BMode::kPacked)
+           : copied ? BMode::kCopiedBlocks
+                    : BMode::kInPlace;
+  // Packed A: with one column block, each panel right before its tiles into one panel's buffer
+  // (it stays in L1); with several, every panel of the k block at its start (each column block
+  // reuses them).
+  plan.a = pack_a ? (width <= plan.nc ? AMode::kPackedPerPanel : AMode::kPackedAll)
+           : ta   ? AMode::kColumnsInPlace
+                  : AMode::kRowsInPlace;
+}
+
+}  // namespace
+
+GemmParams derive_gemm_params(const MicroKernels& mk, int32_t kernel, const CpuInfo& cpu,
+                              double core_gflops) {
+  GemmParams p;
+  p.kernel = std::clamp<int32_t>(kernel, 0, mk.shape_count - 1);
+  const MicroKernel& t = mk.shapes[p.kernel];
+  const int64_t l1 = std::max<int64_t>(cpu.l1d.per_core(), 16 << 10);
+  const int64_t l2 = std::max<int64_t>(cpu.l2.per_core(), 256 << 10);
+  // The A panel (mr x kc floats) stays in L1 across a block's tiles while each tile streams
+  // its kc x nr slice of B through L1: the panel gets half of L1.
+  p.kc = std::clamp<int64_t>(round_down(l1 / 2 / (4 * t.mr), 16), 64, 1024);
+  // The B block (kc x nc) stays in L2 across the row panels: half of L2, at least 4 tiles wide.
+  int64_t nc = l2 / 2 / (4 * p.kc);
+  if (nc < 4 * t.nr) {
+    p.kc = std::clamp<int64_t>(round_down(l2 / 2 / (4 * 4 * t.nr), 16), 64, p.kc);
+    nc = l2 / 2 / (4 * p.kc);
+  }
+  p.nc = std::clamp<int64_t>(round_down(nc, t.nr), t.nr, 64 * int64_t(t.nr));
+  // A tile consumes a row of B every mr * nr / lanes FMAs; prefetching 1 KiB ahead covers the
+  // L2 latency (about 15-20 cycles) at up to two vector FMAs per cycle.
+  p.b_ahead = std::max<int32_t>(2, 1024 / (4 * t.nr));
+  // Rows read in place are streams of their own, a row's lines in one L1 set when rows are a
+  // power of two apart: no more rows than the L1 has ways.
+  p.mr_in_place = std::clamp<int32_t>(cpu.l1d.ways > 0 ? cpu.l1d.ways : 8, 1, t.mr);
+  p.large_b_bytes = 4 * l2;
+  p.epilogue_block_bytes = l2 / 4;
+  // A oneTBB task costs about a microsecond to start and join: the smallest task runs about
+  // 4 us at the core's FMA rate, and a product smaller than two such tasks is not split.
+  const double rate = core_gflops > 0 ? core_gflops : 50.0;
+  p.min_task_flops = rate * 1e9 * 4e-6;
+  p.parallel_min_flops = 2 * p.min_task_flops;
+  p.source = "derived";
+  return p;
+}
+
+const char* name(AMode mode) {
+  switch (mode) {
+    case AMode::kPackedAll: return "packed";
+    case AMode::kPackedPerPanel: return "packed-per-panel";
+    case AMode::kRowsInPlace: return "rows-in-place";
+    case AMode::kColumnsInPlace: return "columns-in-place";
+  }
+  return "?";
+}
+
+const char* name(BMode mode) {
+  switch (mode) {
+    case BMode::kPacked: return "packed";
+    case BMode::kPackedPerTask: return "packed-by-tasks";
+    case BMode::kInPlace: return "in-place";
+    case BMode::kCopiedBlocks: return "copied-blocks";
+  }
+  return "?";
+}
+
+const char* name(BackTranspose mode) {
+  switch (mode) {
+    case BackTranspose::kNone: return "none";
+    case BackTranspose::kPerTask: return "per-task";
+    case BackTranspose::kAfter: return "after";
+  }
+  return "?";
+}
+
+std::string GemmPlan::describe() const {
+  const GemmShape& s = shape;
+  std::string text = fmt::format("{}x{}x{} {}{}{}, {} thread{}: {} {}", s.m, s.k, s.n,
+                                 s.ta ? 't' : 'n', s.tb ? 't' : 'n', s.epilogue ? " +epilogue" : "",
+                                 s.threads, s.threads == 1 ? "" : "s", isa,
+                                 kernel ? kernel->name : "?");
+  if (transposed())
+    text += fmt::format(", as C^T = {}x{}x{} {}{} (back-transposed {}{})", m, k, n,
+                        ta ? 't' : 'n', tb ? 't' : 'n', name(back),
+                        back == BackTranspose::kAfter ? fmt::format(" in {} tasks", back_blocks)
+                                                      : "");
+  text += fmt::format(
+      ", grid {}x{}, A {}, B {}, kc {} x {} block{}, nc {}, {} rows per tile, B prefetch {} "
+      "rows ({})",
+      row_blocks, col_blocks, name(a), name(b), kc, k_blocks, k_blocks == 1 ? "" : "s", nc,
+      panel_rows, b_ahead, source);
+  return text;
+}
+
+GemmGrid plan_grid(const MicroKernel& kernel, const GemmParams& p, int64_t m, int64_t n,
+                   int64_t k, int threads, bool whole_rows) {
+  const int64_t mr = kernel.mr, nr = kernel.nr;
+  // Row blocks for an epilogue (whole_rows) hold at most epilogue_block_bytes of C, so that the
+  // epilogue reads them from L2, whatever the thread count.
+  const int64_t cache_blocks =
+      whole_rows ? std::min(ceil_div(m, mr), ceil_div(m * n * 4, p.epilogue_block_bytes)) : 1;
+  const double flops = 2.0 * double(m) * double(n) * double(k);
+  if (threads <= 1 || flops < p.parallel_min_flops) return {cache_blocks, 1};
+  const int64_t max_tasks = std::max<int64_t>(
+      1, std::min<int64_t>(4 * int64_t(threads), int64_t(flops / p.min_task_flops)));
+  GemmGrid grid;
+  grid.row_blocks = std::max(cache_blocks, std::min(ceil_div(m, mr), max_tasks));
+  // Splitting columns re-packs A in every column block; do it only to occupy the threads.
+  if (!whole_rows && grid.row_blocks < 2 * int64_t(threads))
+    grid.col_blocks = std::min(ceil_div(n, nr), ceil_div(max_tasks, grid.row_blocks));
+  // Equal tasks in a multiple of the thread count, where the panels allow it (9 tasks on 2
+  // threads leave one running alone at the end). Row blocks may hold fewer than mr rows (down
+  // to min_rounded_rows) for it: 32 rows with an epilogue as 3 blocks of 10-11 rows on 2
+  // threads left one thread computing two of them.
+  const int64_t t = threads;
+  auto round_up = [t](int64_t blocks, int64_t others, int64_t limit) {
+    if ((blocks * others) % t == 0) return blocks;
+    for (int64_t b = blocks + 1; b <= limit; ++b)
+      if ((b * others) % t == 0) return b;
+    return blocks;
+  };
+  if (grid.col_blocks > 1)
+    grid.col_blocks = round_up(grid.col_blocks, grid.row_blocks, ceil_div(n, nr));
+  else
+    grid.row_blocks = round_up(grid.row_blocks, 1, ceil_div(m, p.min_rounded_rows));
+  return grid;
+}
+
+GemmPlan make_gemm_plan(const MicroKernels& mk, const GemmShape& shape, const GemmParams& p) {
+  const MicroKernel& kernel = mk.shapes[std::clamp<int32_t>(p.kernel, 0, mk.shape_count - 1)];
+  return make_gemm_plan(
+      mk, shape, p,
+      plan_grid(kernel, p, shape.m, shape.n, shape.k, shape.threads, shape.epilogue));
+}
+
+GemmPlan make_gemm_plan(const MicroKernels& mk, const GemmShape& shape, const GemmParams& p,
+                        GemmGrid grid) {
+  GemmPlan plan;
+  plan.shape = shape;
+  plan.isa = mk.isa;
+  plan.kernel = &mk.shapes[std::clamp<int32_t>(p.kernel, 0, mk.shape_count - 1)];
+  plan.b_ahead = p.b_ahead;
+  plan.source = p.source;
+  if (!compute_transposed(*plan.kernel, shape)) {
+    plan_product(plan, p, shape.m, shape.n, shape.k, shape.ta, shape.tb, grid, shape.epilogue);
+    return plan;
+  }
+  // C^T = op(B)^T op(A)^T: op(B)^T is B's stored rows when tb, op(A)^T is A's when !ta.
+  const int64_t m = shape.n, n = shape.m, k = shape.k;
+  const bool ta = !shape.tb, tb = !shape.ta;
+  const bool parallel = grid.row_blocks * grid.col_blocks > 1;
+  const int threads = shape.threads;
+  if (!shape.epilogue && m >= 4 * int64_t(plan.kernel->mr)) {
+    // Each task transposes its own rows of C^T (columns of C) right after computing them,
+    // instead of a phase of its own after a barrier.
+    plan.back = BackTranspose::kPerTask;
+    const GemmGrid inner =
+        parallel ? plan_grid(*plan.kernel, p, m, n, k, threads, true) : GemmGrid{};
+    plan_product(plan, p, m, n, k, ta, tb, inner, true);
+    return plan;
+  }
+  plan.back = BackTranspose::kAfter;
+  const GemmGrid inner = parallel ? plan_grid(*plan.kernel, p, m, n, k, threads, false) : GemmGrid{};
+  plan_product(plan, p, m, n, k, ta, tb, inner, false);
+  // C = (C^T)^T by blocks of rows (the caller's row blocks, each finished by its callback).
+  plan.back_blocks = shape.epilogue ? grid.row_blocks
+                     : parallel     ? std::min<int64_t>(shape.m, grid.row_blocks * grid.col_blocks)
+                                    : 1;
+  return plan;
+}
+
+}  // namespace kiln::runtime::gemm_detail

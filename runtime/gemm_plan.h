@@ -1,0 +1,155 @@
+// How one float32 product runs on kiln's GEMM engine, decided by one function and printable.
+//
+// A GemmPlan records every decision the engine follows (runtime/gemm_engine.cc only executes
+// it): the microkernel tile shape, whether the product runs as its transpose, the task grid,
+// how A and B are read (packed, in place, copied into L2 blocks), the k and column blocking and
+// the prefetch distance. make_gemm_plan() derives it from the product's shape and a GemmParams:
+// the machine's blocking (cache sizes and FMA throughput: derive_gemm_params), or the tuned
+// table's entry for the product's class (runtime/gemm_tuning.h). `kiln gemm-plan M K N`,
+// KILN_LOG=debug and the profiler's event arguments print plans with describe().
+//
+// No plan changes a result: every element of C is one FMA chain over k in k order whatever the
+// plan (runtime/gemm_microkernel.h), so plans differ in speed only.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "kiln/runtime/gemm_microkernel.h"
+
+namespace kiln::runtime {
+struct CpuInfo;
+}
+
+namespace kiln::runtime::gemm_detail {
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// k blocks of near-equal depth, at most `max_depth` each: block q is
+// [q * step, min(k, (q+1) * step)).
+struct KBlocks {
+  int64_t count, step;
+  KBlocks(int64_t k, int64_t max_depth)
+      : count(ceil_div(k, max_depth)), step(ceil_div(k, ceil_div(k, max_depth))) {}
+  int64_t begin(int64_t q) const { return q * step; }
+  int64_t depth(int64_t q, int64_t k) const { return std::min(k, (q + 1) * step) - q * step; }
+};
+
+// Rows [r0, r0 + rows) cut into the fewest panels of at most mr rows, of near-equal heights.
+struct APanels {
+  int64_t r0, count, base, extra;
+  APanels(int64_t r0_, int64_t rows, int64_t mr)
+      : r0(r0_), count(ceil_div(rows, mr)), base(rows / count), extra(rows % count) {}
+  int64_t height(int64_t i) const { return base + (i < extra ? 1 : 0); }
+  int64_t start(int64_t i) const { return i * base + std::min(i, extra); }
+};
+
+// The product a plan is made for: C[m, n] (+)= op(A) op(B), A stored k x m if ta, B stored
+// n x k if tb; `threads` it may use; `epilogue`: whole row blocks, each handed to a callback
+// right after its last product (runtime::gemm_rows).
+struct GemmShape {
+  int64_t m = 0, n = 0, k = 0;
+  bool ta = false, tb = false;
+  int threads = 1;
+  bool epilogue = false;
+};
+
+// What a plan takes from the machine. The first four fields are the blocking of one class of
+// products (tunable: runtime/gemm_tuning.h); the rest are derived from the CPU's caches and FMA
+// throughput and shared by all classes.
+struct GemmParams {
+  int32_t kernel = 0;   // index into MicroKernels::shapes
+  int64_t kc = 256;     // deepest k block: the A panel (mr x kc) stays in L1
+  int64_t nc = 256;     // columns of B per block: the B block (kc x nc) stays in L2
+  int32_t b_ahead = 8;  // rows of B a tile prefetches into L1 ahead of the one it reads
+
+  int32_t mr_in_place = 8;         // most rows of a tile reading A's rows in place (L1 ways)
+  int64_t pack_b_min_rows = 192;   // B packed when at least this many rows of C reuse it
+  int64_t in_place_a_max_cols = 128;  // tasks at most this wide read A in place
+  int64_t large_b_bytes = 4 << 20;    // B read in place beyond this is copied into L2 blocks
+  int64_t epilogue_block_bytes = 256 << 10;  // row blocks of an epilogue hold at most this of C
+  double parallel_min_flops = double(1 << 20);  // smaller products run as one task
+  double min_task_flops = double(1 << 19);      // tasks carry at least this much work
+  int64_t min_rounded_rows = 4;  // fewest rows a row block gets to even out the threads
+
+  // "derived", or "tuned CLASS" (a string that outlives every plan: a literal, or owned by the
+  // tuning, which is never freed)
+  const char* source = "derived";
+};
+
+// The machine's GemmParams for tile shape `kernel` of `mk`: kc so that the A panel takes half
+// of L1d, nc so that the B block takes half of L2 (a multiple of nr), mr_in_place = L1d's
+// ways, the large-B and epilogue thresholds from L2, the task sizes from the FMA throughput of
+// one core (`core_gflops`: the smallest task lasts about 4 us, as a oneTBB task costs about a
+// microsecond). The prefetch distance covers the L2 latency.
+GemmParams derive_gemm_params(const MicroKernels& mk, int32_t kernel, const CpuInfo& cpu,
+                              double core_gflops);
+
+// How A (the broadcast operand) and B (the vector operand) reach the microkernels.
+enum class AMode {
+  kPackedAll,       // every row panel of a k block packed at the block's start (col blocks)
+  kPackedPerPanel,  // each panel packed right before its tiles into one panel's buffer (L1)
+  kRowsInPlace,     // A's rows read in place (tiles of at most mr_in_place rows)
+  kColumnsInPlace,  // a stored A^T's rows read in place (one k's values are contiguous)
+};
+enum class BMode {
+  kPacked,         // op(B) packed into nr-column panels before the tasks, in parallel
+  kPackedPerTask,  // each task packs its own column panels (few rows, no packing phase)
+  kInPlace,        // B's rows read in place
+  kCopiedBlocks,   // read in place by the first row panel's tiles, which copy each kc x nc/2
+                   // block into an L2 buffer for the later panels
+};
+// A product computed as its transpose C^T = op(B)^T op(A)^T, then C = (C^T)^T:
+enum class BackTranspose {
+  kNone,     // computed directly
+  kPerTask,  // each task transposes its rows of C^T into C right after computing them
+  kAfter,    // in a phase of its own after the product (back_blocks tasks)
+};
+
+const char* name(AMode mode);
+const char* name(BMode mode);
+const char* name(BackTranspose mode);
+
+struct GemmPlan {
+  GemmShape shape;  // the product asked for
+  const char* isa = "";
+  const MicroKernel* kernel = nullptr;
+  BackTranspose back = BackTranspose::kNone;
+  int64_t back_blocks = 1;  // kAfter: tasks transposing C^T back
+  // The product the tasks compute: the one asked for, or its transpose (back != kNone).
+  int64_t m = 0, n = 0, k = 0;
+  bool ta = false, tb = false;
+  int64_t row_blocks = 1, col_blocks = 1;  // tasks: row blocks x column blocks of C
+  AMode a = AMode::kPackedPerPanel;
+  BMode b = BMode::kInPlace;
+  int64_t kc = 0, k_blocks = 1;  // k blocks of kc (the last may be shorter)
+  int64_t nc = 0;                // columns of B per block in a task
+  int32_t panel_rows = 0;        // rows per tile
+  int32_t b_ahead = 0;
+  const char* source = "";  // where the blocking came from (GemmParams::source)
+
+  int64_t tasks() const { return row_blocks * col_blocks; }
+  bool transposed() const { return back != BackTranspose::kNone; }
+  // One line: "1024x1024x1024 nn 1 thread: avx512 12x32, grid 1x1, A packed-per-panel, B
+  // packed, kc 336 x 4 blocks, nc 448, 12 rows per tile, prefetch 8 rows (derived)".
+  std::string describe() const;
+};
+
+// The task grid of an m x n x k product on `threads` threads (C cut into row blocks of whole
+// panels and column blocks of whole nr tiles). Any grid gives the same result.
+struct GemmGrid {
+  int64_t row_blocks = 1, col_blocks = 1;
+};
+GemmGrid plan_grid(const MicroKernel& kernel, const GemmParams& p, int64_t m, int64_t n,
+                   int64_t k, int threads, bool whole_rows);
+
+// The plan of `shape` on kernel set `mk` with blocking `p`. Sizes must be > 0.
+GemmPlan make_gemm_plan(const MicroKernels& mk, const GemmShape& shape, const GemmParams& p);
+
+// The same with the grid given (tests and the tuner run one product under several grids):
+// the operand modes follow from it as they would from the planned grid.
+GemmPlan make_gemm_plan(const MicroKernels& mk, const GemmShape& shape, const GemmParams& p,
+                        GemmGrid grid);
+
+}  // namespace kiln::runtime::gemm_detail

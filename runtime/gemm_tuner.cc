@@ -1,0 +1,287 @@
+// The GEMM autotuner (contract and search: gemm_tuner.h).
+#include "kiln/runtime/gemm_tuner.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <random>
+
+#include "kiln/ir/error.h"
+#include "kiln/runtime/cpu_info.h"
+#include "kiln/runtime/file_io.h"
+#include "kiln/runtime/gemm_engine.h"
+#include "kiln/runtime/huge_alloc.h"
+#include "kiln/runtime/machine_peak.h"
+#include "kiln/runtime/threading.h"
+#include "kiln/version.h"
+
+namespace kiln::runtime::gemm_detail {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+struct FreeDeleter {
+  void operator()(float* p) const { std::free(p); }
+};
+using Buffer = std::unique_ptr<float, FreeDeleter>;
+
+Buffer random_buffer(int64_t count, uint64_t seed) {
+  Buffer b(static_cast<float*>(aligned_alloc_huge(size_t(std::max<int64_t>(count, 1)) * 4)));
+  if (!b) throw Error(fmt::format("kiln tune: out of memory for {} floats", count));
+  std::mt19937 rng{uint32_t(seed)};
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (int64_t i = 0; i < count; ++i) b.get()[i] = u(rng);
+  return b;
+}
+
+// One product's operands, and its timing under a plan.
+struct Problem {
+  GemmShape shape;
+  Buffer a, b, c;
+  explicit Problem(const GemmShape& s) : shape(s) {
+    shape.threads = 1;
+    shape.epilogue = false;
+    a = random_buffer(s.m * s.k, 1);
+    b = random_buffer(s.k * s.n, 2);
+    c = random_buffer(s.m * s.n, 3);
+  }
+  double flops() const { return 2.0 * double(shape.m) * double(shape.n) * double(shape.k); }
+  // The fastest call of `slice` seconds of calls.
+  double time(const MicroKernels& mk, const GemmParams& p, double slice) const {
+    const GemmPlan plan = make_gemm_plan(mk, shape, p);
+    const SgemmArgs g{shape.ta, shape.tb,  shape.m,      shape.n,  shape.k, a.get(),
+                      shape.ta ? shape.m : shape.k,      b.get(),  shape.tb ? shape.k : shape.n,
+                      c.get(),  shape.n,   false};
+    double best = 1e30;
+    const Clock::time_point t0 = Clock::now();
+    do {
+      const Clock::time_point c0 = Clock::now();
+      run_gemm(mk, plan, g);
+      best = std::min(best, seconds_since(c0));
+    } while (seconds_since(t0) < slice);
+    return best;
+  }
+};
+
+// A class: its shapes' problems and the best blocking so far.
+struct ClassState {
+  std::string name;
+  std::vector<const Problem*> problems;
+  GemmParams best;
+  double best_seconds = 0;
+};
+
+double class_time(const MicroKernels& mk, const ClassState& c, const GemmParams& p, double slice) {
+  double total = 0;
+  for (const Problem* problem : c.problems) total += problem->time(mk, p, slice);
+  return total;
+}
+
+// Times `candidates` and the class's best interleaved; adopts the fastest candidate if it beats
+// the best by min_gain. Returns the number of candidates timed.
+int run_stage(const MicroKernels& mk, ClassState& c, const std::vector<GemmParams>& candidates,
+              const TuneOptions& o) {
+  if (candidates.empty()) return 0;
+  std::vector<double> times(candidates.size(), 1e30);
+  double best = 1e30;
+  for (int r = 0; r < std::max(1, o.rounds); ++r) {
+    best = std::min(best, class_time(mk, c, c.best, o.slice_seconds));
+    for (size_t i = 0; i < candidates.size(); ++i)
+      times[i] = std::min(times[i], class_time(mk, c, candidates[i], o.slice_seconds));
+  }
+  const size_t winner = size_t(std::min_element(times.begin(), times.end()) - times.begin());
+  c.best_seconds = best;
+  if (times[winner] * o.min_gain < best) {
+    c.best = candidates[winner];
+    c.best_seconds = times[winner];
+  }
+  return int(candidates.size());
+}
+
+int64_t round16(double x) { return std::max<int64_t>(16, int64_t(x) / 16 * 16); }
+
+bool same_blocking(const GemmParams& a, const GemmParams& b) {
+  return a.kernel == b.kernel && a.kc == b.kc && a.nc == b.nc && a.b_ahead == b.b_ahead;
+}
+
+void add_unique(std::vector<GemmParams>& list, const GemmParams& current, const GemmParams& p) {
+  if (same_blocking(p, current)) return;
+  for (const GemmParams& q : list)
+    if (same_blocking(p, q)) return;
+  list.push_back(p);
+}
+
+}  // namespace
+
+std::vector<GemmShape> tuning_shapes() {
+  // m, k, n, ta, tb
+  const int64_t shapes[][5] = {
+      // MLP 1024 (batch 512) and its gradients; MLP 784 (batch 64)
+      {512, 1024, 1024, 0, 0},
+      {1024, 512, 1024, 1, 0},
+      {512, 1024, 1024, 0, 1},
+      {64, 784, 256, 0, 0},
+      {784, 64, 256, 1, 0},
+      // transformer block (16 x 64 tokens, d 128, feed-forward 512), attention scores
+      {1024, 128, 384, 0, 0},
+      {1024, 128, 512, 0, 0},
+      {1024, 512, 128, 0, 0},
+      {128, 1024, 512, 1, 0},
+      {1024, 512, 128, 0, 1},
+      {64, 32, 64, 0, 1},
+      // LSTM 256 (batch 32, 64 steps): per step and hoisted over all steps
+      {32, 256, 1024, 0, 0},
+      {32, 1024, 256, 0, 1},
+      {32, 1024, 256, 0, 0},
+      {2048, 256, 1024, 0, 0},
+      {256, 2048, 1024, 1, 0},
+      {64, 2048, 1024, 1, 0},
+      {2048, 1024, 256, 0, 1},
+      // CNN (batch 64, 28 x 28): conv2 as im2col products, the dense layer's gradients
+      {12544, 144, 32, 0, 0},
+      {12544, 32, 144, 0, 1},
+      {144, 12544, 32, 1, 0},
+      {64, 10, 6272, 0, 1},
+      {6272, 64, 10, 1, 0}};
+  std::vector<GemmShape> out;
+  for (const auto& s : shapes) out.push_back(GemmShape{s[0], s[2], s[1], s[3] != 0, s[4] != 0});
+  return out;
+}
+
+TuneResult tune_gemm(const MicroKernels& mk, const TuneOptions& o) {
+  const Clock::time_point t0 = Clock::now();
+  const int saved_threads = num_threads();
+  set_num_threads(1);
+  struct Restore {
+    int threads;
+    ~Restore() { set_num_threads(threads); }
+  } restore{saved_threads};
+
+  TuneResult result;
+  // Warm the core up (a virtual CPU may run at a fraction of its speed for its first few
+  // hundred milliseconds of load) and measure its FMA peak; again at the end, the best kept.
+  (void)measure_fma_peak(1, 0.1, 5);
+  result.core_gflops = measure_fma_peak(1, 0.02, 5).gflops;
+  if (o.progress)
+    o.progress(fmt::format("FMA peak {:.1f} GFLOP/s on one core ({}); {}", result.core_gflops,
+                           mk.isa, cpu_info().describe()));
+
+  const std::vector<GemmShape> shapes = o.shapes.empty() ? tuning_shapes() : o.shapes;
+  std::vector<std::unique_ptr<Problem>> problems;
+  std::map<std::string, ClassState> classes;
+  std::vector<std::string> order;
+  for (const GemmShape& s : shapes) {
+    if (s.m <= 0 || s.n <= 0 || s.k <= 0)
+      throw Error(fmt::format("kiln tune: shape {}x{}x{} has a size <= 0", s.m, s.k, s.n));
+    problems.push_back(std::make_unique<Problem>(s));
+    const std::string name = gemm_class(s);
+    ClassState& c = classes[name];
+    if (c.problems.empty()) order.push_back(name);
+    c.name = name;
+    c.problems.push_back(problems.back().get());
+  }
+
+  // Blockings derived for this machine, per tile shape, with the measured peak.
+  std::vector<GemmParams> derived;
+  for (int32_t i = 0; i < mk.shape_count; ++i)
+    derived.push_back(derive_gemm_params(mk, i, cpu_info(), result.core_gflops));
+
+  result.table.kiln_version = kVersion;
+  result.table.cpu_key = cpu_key(cpu_info());
+  result.table.isa = mk.isa;
+  result.table.core_gflops = result.core_gflops;
+  for (const std::string& name : order) {
+    ClassState& c = classes[name];
+    TunedClassReport report;
+    report.name = name;
+    for (const Problem* p : c.problems) {
+      report.shapes.push_back(p->shape);
+      report.flops += p->flops();
+    }
+    c.best = o.start ? *o.start : derived[0];
+    c.best.kernel = std::clamp<int32_t>(c.best.kernel, 0, mk.shape_count - 1);
+    report.start = c.best;
+    // 1. Tile shapes, each with its derived blocking (a given start keeps its own blocking for
+    //    its tile shape).
+    std::vector<GemmParams> candidates;
+    for (int32_t i = 0; i < mk.shape_count; ++i) add_unique(candidates, c.best, derived[size_t(i)]);
+    report.candidates += run_stage(mk, c, candidates, o);
+    report.start_seconds = 0;
+    // 2. k blocks, the B block keeping its bytes.
+    candidates.clear();
+    for (double f : {0.5, 0.75, 1.5, 2.0}) {
+      GemmParams p = c.best;
+      p.kc = std::min<int64_t>(round16(double(c.best.kc) * f), 2048);
+      const int64_t nr = mk.shapes[p.kernel].nr;
+      p.nc = std::max<int64_t>(nr, c.best.nc * c.best.kc / p.kc / nr * nr);
+      add_unique(candidates, c.best, p);
+    }
+    report.candidates += run_stage(mk, c, candidates, o);
+    // 3. B block columns.
+    candidates.clear();
+    for (double f : {0.5, 2.0}) {
+      GemmParams p = c.best;
+      const int64_t nr = mk.shapes[p.kernel].nr;
+      p.nc = std::clamp<int64_t>(int64_t(double(c.best.nc) * f) / nr * nr, nr, 64 * nr);
+      add_unique(candidates, c.best, p);
+    }
+    report.candidates += run_stage(mk, c, candidates, o);
+    // 4. Prefetch distances.
+    candidates.clear();
+    for (int32_t ahead : {2, 4, 8, 16, 32}) {
+      GemmParams p = c.best;
+      p.b_ahead = ahead;
+      add_unique(candidates, c.best, p);
+    }
+    report.candidates += run_stage(mk, c, candidates, o);
+    // The start and the choice, timed once more side by side.
+    double start_s = 1e30, chosen_s = 1e30;
+    for (int r = 0; r < std::max(1, o.rounds); ++r) {
+      start_s = std::min(start_s, class_time(mk, c, report.start, o.slice_seconds));
+      chosen_s = std::min(chosen_s, class_time(mk, c, c.best, o.slice_seconds));
+    }
+    if (chosen_s > start_s) {  // the stages' gains were noise: keep the start
+      c.best = report.start;
+      chosen_s = start_s;
+    }
+    report.start_seconds = start_s;
+    report.chosen_seconds = chosen_s;
+    report.chosen = c.best;
+    report.start_kernel = mk.shapes[report.start.kernel].name;
+    report.chosen_kernel = mk.shapes[c.best.kernel].name;
+    result.table.classes.push_back(TunedClass{name, report.chosen_kernel, c.best.kc, c.best.nc,
+                                              c.best.b_ahead, report.gain()});
+    if (o.progress)
+      o.progress(fmt::format("{:<22} {} kc {} nc {} prefetch {} -> {} kc {} nc {} prefetch {}: "
+                             "{:.2f}x ({} candidates)",
+                             name, report.start_kernel, report.start.kc, report.start.nc,
+                             report.start.b_ahead, report.chosen_kernel, c.best.kc, c.best.nc,
+                             c.best.b_ahead, report.gain(), report.candidates));
+    result.classes.push_back(std::move(report));
+  }
+  result.core_gflops = std::max(result.core_gflops, measure_fma_peak(1, 0.02, 5).gflops);
+  result.table.core_gflops = result.core_gflops;
+  result.seconds = seconds_since(t0);
+  return result;
+}
+
+void save_tuned_table(const TunedTable& table, const std::string& path) {
+  if (path.empty())
+    throw Error("kiln tune: no place for the tuned table: the disk cache is disabled "
+                "(KILN_CACHE_DIR is empty); set KILN_CACHE_DIR or HOME");
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  if (ec)
+    throw Error(fmt::format("kiln tune: cannot create the directory of {}: {}", path,
+                            ec.message()));
+  write_file_atomically(path, table.to_text());
+}
+
+}  // namespace kiln::runtime::gemm_detail

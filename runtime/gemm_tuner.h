@@ -1,0 +1,73 @@
+// The GEMM autotuner behind `kiln tune`: for each class of products the training steps use
+// (runtime/gemm_tuning.h), it times a bounded set of candidate blockings on the class's shapes
+// and keeps the fastest, as FFTW's planner keeps its wisdom.
+//
+// Search, per class, one thread, starting from the derived blocking (or TuneOptions::start):
+//   1. the tile shapes of the kernel set, each with its derived blocking;
+//   2. k blocks of 1/2, 3/4, 3/2 and 2 times the current one (the B block keeps its bytes);
+//   3. B blocks of 1/2 and 2 times the current columns;
+//   4. prefetch distances of 2, 4, 8, 16 and 32 rows.
+// Each stage times its candidates and the current best interleaved, `rounds` times, and keeps a
+// candidate only if its best time beats the current best's by more than `min_gain` (noise on a
+// shared machine is larger than the gains of most retunings). A class's time is the sum over
+// its shapes of the fastest call. About 25 candidates per class, under a minute in all.
+//
+// Tuning changes speed only: every candidate computes the same bits (gemm_microkernel.h).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kiln/runtime/gemm_microkernel.h"
+#include "kiln/runtime/gemm_plan.h"
+#include "kiln/runtime/gemm_tuning.h"
+
+namespace kiln::runtime::gemm_detail {
+
+struct TuneOptions {
+  // The products to tune for (their classes are tuned; threads and epilogue are ignored):
+  // default, tuning_shapes().
+  std::vector<GemmShape> shapes;
+  // Starting blocking for every class instead of the derived one (a benchmark starts from a
+  // deliberately poor one); its kernel field is the starting tile shape.
+  std::optional<GemmParams> start;
+  double slice_seconds = 0.008;  // each timing: repeat the product for at least this long
+  int rounds = 3;                // interleaved timings per candidate and stage
+  double min_gain = 1.015;       // a candidate must be this much faster to replace the best
+  // Called with one line per finished class (and the FMA peak first); may be empty.
+  std::function<void(const std::string&)> progress;
+};
+
+struct TunedClassReport {
+  std::string name;
+  std::vector<GemmShape> shapes;
+  GemmParams start, chosen;  // the starting and the chosen blocking
+  std::string start_kernel, chosen_kernel;
+  double start_seconds = 0, chosen_seconds = 0;  // summed over the class's shapes
+  double flops = 0;                              // of one call of each shape, summed
+  int candidates = 0;                            // blockings timed
+  double gain() const { return chosen_seconds > 0 ? start_seconds / chosen_seconds : 1.0; }
+};
+
+struct TuneResult {
+  TunedTable table;
+  std::vector<TunedClassReport> classes;
+  double core_gflops = 0;  // one core's FMA peak, measured before tuning
+  double seconds = 0;      // the tuner's wall time
+};
+
+// The GEMMs of kiln's benchmark training steps (MLP, CNN as im2col products, LSTM, transformer
+// block) with the transposes their gradients use: the default shapes of tune_gemm.
+std::vector<GemmShape> tuning_shapes();
+
+// Tunes kernel set `mk` on this machine (one thread; kiln's arena is used at one thread and
+// restored). Writes nothing and does not change the blocking in use: see save_tuned_table and
+// use_gemm_tuning.
+TuneResult tune_gemm(const MicroKernels& mk, const TuneOptions& options = {});
+
+// Writes `table` to `path` atomically (creating its directory); kiln::Error naming the path.
+void save_tuned_table(const TunedTable& table, const std::string& path);
+
+}  // namespace kiln::runtime::gemm_detail

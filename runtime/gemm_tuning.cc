@@ -1,0 +1,293 @@
+// The GEMM engine's blocking on this machine: derived, or from the tuned table (contract:
+// gemm_tuning.h).
+#include "kiln/runtime/gemm_tuning.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <sstream>
+
+#include "kiln/ir/error.h"
+#include "kiln/runtime/cpu_info.h"
+#include "kiln/runtime/knobs.h"
+#include "kiln/runtime/log.h"
+#include "kiln/version.h"
+
+namespace kiln::runtime::gemm_detail {
+namespace fs = std::filesystem;
+namespace {
+
+// Bumped whenever the engine's use of a table's fields changes: older tables are then foreign.
+constexpr int kTableFormat = 1;
+constexpr const char* kMagic = "kiln-gemm-tuning";
+
+constexpr const char* kDepth[] = {"shallow", "mid", "deep"};
+constexpr const char* kWidth[] = {"narrow", "wide"};
+constexpr const char* kHeight[] = {"few", "many"};
+constexpr const char* kOps[] = {"nn", "tn", "nt", "tt"};
+constexpr int kClassCount = 3 * 2 * 2 * 4;
+
+int class_index(const GemmShape& s) {
+  const int depth = s.k <= 160 ? 0 : s.k <= 640 ? 1 : 2;
+  const int width = s.n <= 128 ? 0 : 1;
+  const int height = s.m <= 64 ? 0 : 1;
+  const int ops = (s.ta ? 1 : 0) + (s.tb ? 2 : 0);
+  return ((depth * 2 + width) * 2 + height) * 4 + ops;
+}
+
+std::string class_name(int index) {
+  const int ops = index % 4, height = index / 4 % 2, width = index / 8 % 2, depth = index / 16;
+  return fmt::format("{}-{}-{}-{}", kDepth[depth], kWidth[width], kHeight[height], kOps[ops]);
+}
+
+int class_by_name(const std::string& name) {
+  for (int i = 0; i < kClassCount; ++i)
+    if (class_name(i) == name) return i;
+  return -1;
+}
+
+uint64_t fnv1a(std::string_view text) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// One core's FMA peak for `mk`, measured once (a few milliseconds) when no table gives it.
+double measure_core_gflops(const MicroKernels& mk) {
+  using Clock = std::chrono::steady_clock;
+  const int64_t iterations = 1 << 15;
+  double best = 0;
+  for (int r = 0; r < 4; ++r) {
+    const Clock::time_point t0 = Clock::now();
+    volatile float sink = mk.fma_loop(iterations);
+    (void)sink;
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (s > 0) best = std::max(best, double(iterations) * mk.fma_loop_flops / s * 1e-9);
+  }
+  return best;
+}
+
+// Everything gemm_params() reads for one kernel set; immutable once published.
+struct Tuning {
+  std::vector<GemmParams> derived;  // per tile shape
+  std::array<std::optional<GemmParams>, kClassCount> tuned;
+  std::array<std::string, kClassCount> sources;  // "tuned CLASS": GemmParams::source
+  std::string status;
+};
+
+std::string cache_dir() {
+  if (std::optional<std::string> dir = knobs::cache_dir()) return *dir;
+  if (std::optional<std::string> home = knobs::home_dir())
+    return (fs::path(*home) / ".cache" / "kiln").string();
+  return "";
+}
+
+GemmParams tuned_params(const GemmParams& derived_for_kernel, const TunedClass& c,
+                        const std::string& source) {
+  GemmParams p = derived_for_kernel;
+  p.kc = c.kc;
+  p.nc = c.nc;
+  p.b_ahead = c.b_ahead;
+  p.source = source.c_str();
+  return p;
+}
+
+std::unique_ptr<Tuning> make_tuning(const MicroKernels& mk, const std::optional<TunedTable>& table,
+                                    std::string status) {
+  auto t = std::make_unique<Tuning>();
+  const double gflops =
+      table && table->core_gflops > 0 ? table->core_gflops : measure_core_gflops(mk);
+  for (int32_t i = 0; i < mk.shape_count; ++i)
+    t->derived.push_back(derive_gemm_params(mk, i, cpu_info(), gflops));
+  if (table)
+    for (const TunedClass& c : table->classes) {
+      const int index = class_by_name(c.name);
+      int32_t kernel = 0;
+      while (kernel < mk.shape_count && c.kernel != mk.shapes[kernel].name) ++kernel;
+      if (index >= 0 && kernel < mk.shape_count) {
+        t->sources[size_t(index)] = "tuned " + c.name;
+        t->tuned[size_t(index)] =
+            tuned_params(t->derived[size_t(kernel)], c, t->sources[size_t(index)]);
+      }
+    }
+  t->status = std::move(status);
+  return t;
+}
+
+// Reads the table at `path`: the table, or nullopt and the status saying why not.
+std::optional<TunedTable> read_table(const MicroKernels& mk, const std::string& path,
+                                     std::string& status) {
+  if (path.empty()) {
+    status = "disk cache disabled (KILN_CACHE_DIR=): derived blocking";
+    return std::nullopt;
+  }
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    status = fmt::format("no tuned table at {}: derived blocking (run `kiln tune`)", path);
+    log_info("GEMM: " + status);
+    return std::nullopt;
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  try {
+    TunedTable table = TunedTable::parse(text.str(), mk, path);
+    const std::string key = cpu_key(cpu_info());
+    if (table.cpu_key != key)
+      throw Error(fmt::format("made for CPU {}, this is {}", table.cpu_key, key));
+    if (table.kiln_version != kVersion)
+      throw Error(fmt::format("made by kiln {}, this is {}", table.kiln_version, kVersion));
+    status = fmt::format("tuned table {} ({} classes)", path, table.classes.size());
+    log_info("GEMM: " + status);
+    return table;
+  } catch (const Error& e) {
+    status = fmt::format("tuned table {} ignored ({}): derived blocking until `kiln tune` "
+                         "rebuilds it",
+                         path, e.what());
+    log_warning("GEMM: " + status);
+    return std::nullopt;
+  }
+}
+
+// The published tuning of each kernel set (avx512, avx2), and every one published before
+// (kept alive: gemm_params() may still be reading them on another thread).
+struct Slots {
+  std::mutex mutex;
+  std::atomic<const Tuning*> avx512{nullptr}, avx2{nullptr};
+  std::vector<std::unique_ptr<Tuning>> all;
+  std::atomic<const Tuning*>& of(const MicroKernels& mk) {
+    return std::string_view(mk.isa) == "avx2" ? avx2 : avx512;
+  }
+};
+
+Slots& slots() {
+  static Slots s;
+  return s;
+}
+
+const Tuning& publish(const MicroKernels& mk, std::unique_ptr<Tuning> t) {
+  Slots& s = slots();
+  const Tuning* raw = t.get();
+  s.all.push_back(std::move(t));
+  s.of(mk).store(raw, std::memory_order_release);
+  return *raw;
+}
+
+const Tuning& tuning(const MicroKernels& mk) {
+  Slots& s = slots();
+  if (const Tuning* t = s.of(mk).load(std::memory_order_acquire)) return *t;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (const Tuning* t = s.of(mk).load(std::memory_order_acquire)) return *t;
+  std::string status;
+  std::optional<TunedTable> table = read_table(mk, tuned_table_path(mk.isa), status);
+  return publish(mk, make_tuning(mk, table, status));
+}
+
+}  // namespace
+
+std::string gemm_class(const GemmShape& shape) { return class_name(class_index(shape)); }
+
+std::string TunedTable::to_text() const {
+  std::string text = fmt::format("{} {}\nkiln {}\ncpu {}\nisa {}\ncore_gflops {:.3f}\n", kMagic,
+                                 kTableFormat, kiln_version, cpu_key, isa, core_gflops);
+  for (const TunedClass& c : classes)
+    text += fmt::format("class {} kernel {} kc {} nc {} b_ahead {} gain {:.3f}\n", c.name,
+                        c.kernel, c.kc, c.nc, c.b_ahead, c.gain);
+  text += fmt::format("checksum {:016x}\n", fnv1a(text));
+  return text;
+}
+
+TunedTable TunedTable::parse(const std::string& text, const MicroKernels& mk,
+                             const std::string& where) {
+  auto fail = [&](const std::string& what) {
+    return Error(fmt::format("{}: {}", where, what));
+  };
+  const size_t sum_at = text.rfind("checksum ");
+  if (sum_at == std::string::npos || (sum_at > 0 && text[sum_at - 1] != '\n'))
+    throw fail("no checksum line (a torn or foreign file)");
+  const std::string body = text.substr(0, sum_at);
+  const std::string want = fmt::format("checksum {:016x}\n", fnv1a(body));
+  if (text.substr(sum_at) != want) throw fail("checksum mismatch (a torn or corrupt file)");
+  std::istringstream in(body);
+  std::string magic;
+  int format = 0;
+  if (!(in >> magic >> format) || magic != kMagic)
+    throw fail("not a kiln GEMM tuning table");
+  if (format != kTableFormat)
+    throw fail(fmt::format("table format {}, this kiln reads format {}", format, kTableFormat));
+  TunedTable table;
+  std::string key;
+  if (!(in >> key >> table.kiln_version) || key != "kiln") throw fail("expected `kiln VERSION`");
+  if (!(in >> key >> table.cpu_key) || key != "cpu") throw fail("expected `cpu KEY`");
+  if (!(in >> key >> table.isa) || key != "isa") throw fail("expected `isa NAME`");
+  if (table.isa != mk.isa)
+    throw fail(fmt::format("a table for the {} kernels, not {}", table.isa, mk.isa));
+  if (!(in >> key >> table.core_gflops) || key != "core_gflops" || !(table.core_gflops > 0) ||
+      table.core_gflops > 1e5)
+    throw fail("expected `core_gflops X` with 0 < X <= 1e5");
+  std::string word;
+  while (in >> word) {
+    if (word != "class") throw fail(fmt::format("unexpected `{}`", word));
+    TunedClass c;
+    std::string k1, k2, k3, k4, k5;
+    if (!(in >> c.name >> k1 >> c.kernel >> k2 >> c.kc >> k3 >> c.nc >> k4 >> c.b_ahead >> k5 >>
+          c.gain) ||
+        k1 != "kernel" || k2 != "kc" || k3 != "nc" || k4 != "b_ahead" || k5 != "gain")
+      throw fail("malformed class line (expected `class NAME kernel S kc N nc N b_ahead N gain X`)");
+    if (class_by_name(c.name) < 0) throw fail(fmt::format("unknown class `{}`", c.name));
+    const MicroKernel* kernel = mk.find(c.kernel.c_str());
+    if (!kernel) throw fail(fmt::format("unknown {} tile shape `{}`", mk.isa, c.kernel));
+    if (c.kc < 8 || c.kc > 8192) throw fail(fmt::format("class {}: kc {} out of [8, 8192]", c.name, c.kc));
+    if (c.nc < kernel->nr || c.nc > 65536 || c.nc % kernel->nr != 0)
+      throw fail(fmt::format("class {}: nc {} is not a multiple of {} in [{}, 65536]", c.name, c.nc,
+                             kernel->nr, kernel->nr));
+    if (c.b_ahead < 0 || c.b_ahead > 1024)
+      throw fail(fmt::format("class {}: b_ahead {} out of [0, 1024]", c.name, c.b_ahead));
+    if (!(c.gain > 0) || c.gain > 1e3) throw fail(fmt::format("class {}: gain {} out of range", c.name, c.gain));
+    for (const TunedClass& other : table.classes)
+      if (other.name == c.name) throw fail(fmt::format("class {} twice", c.name));
+    table.classes.push_back(c);
+  }
+  return table;
+}
+
+std::string tuned_table_path(const std::string& isa) {
+  const std::string dir = cache_dir();
+  if (dir.empty()) return "";
+  return (fs::path(dir) / "gemm" / cpu_key(cpu_info()) / (isa + ".tune")).string();
+}
+
+const GemmParams& gemm_params(const MicroKernels& mk, const GemmShape& shape) {
+  const Tuning& t = tuning(mk);
+  if (const std::optional<GemmParams>& p = t.tuned[size_t(class_index(shape))]) return *p;
+  return t.derived[0];
+}
+
+GemmParams derived_gemm_params(const MicroKernels& mk, int32_t kernel) {
+  const Tuning& t = tuning(mk);
+  return t.derived[size_t(std::clamp<int32_t>(kernel, 0, int32_t(t.derived.size()) - 1))];
+}
+
+std::string reload_gemm_tuning(const MicroKernels& mk) {
+  std::lock_guard<std::mutex> lock(slots().mutex);
+  std::string status;
+  std::optional<TunedTable> table = read_table(mk, tuned_table_path(mk.isa), status);
+  return publish(mk, make_tuning(mk, table, status)).status;
+}
+
+void use_gemm_tuning(const MicroKernels& mk, const std::optional<TunedTable>& table) {
+  std::lock_guard<std::mutex> lock(slots().mutex);
+  publish(mk, make_tuning(mk, table,
+                          table ? fmt::format("tuned table in memory ({} classes)", table->classes.size())
+                                : std::string("derived blocking")));
+}
+
+std::string gemm_tuning_status(const MicroKernels& mk) { return tuning(mk).status; }
+
+}  // namespace kiln::runtime::gemm_detail

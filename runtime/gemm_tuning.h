@@ -1,0 +1,83 @@
+// The blocking the float32 GEMM engine uses on this machine: derived from the CPU's caches and
+// FMA throughput (gemm_plan.h: derive_gemm_params), except for the classes of products that the
+// machine's tuned table holds (made by `kiln tune`, runtime/gemm_tuner.h), whose measured
+// blocking replaces the derived one.
+//
+// Classes: a product's class is its depth (shallow k <= 160, mid <= 640, deep), its width
+// (narrow n <= 128, wide), its height (few m <= 64 rows, many) and its transposes (nn, tn, nt,
+// tt): "deep-wide-many-nn". One tuned entry serves every product of its class.
+//
+// The table is one text file per CPU model and kernel set, under the cache directory
+// (KILN_CACHE_DIR, else $HOME/.cache/kiln): gemm/<cpu_key>/<isa>.tune, written atomically. It
+// records kiln's version, the CPU key and the ISA, the core's FMA peak, one line per tuned class,
+// and a checksum. A table that is torn, corrupt, made by another kiln version or for another CPU
+// is ignored with one warning in the log (the derived blocking is used until `kiln tune` writes
+// a new one); with no table at all kiln says once (KILN_LOG=info) that it uses the derived
+// blocking. kiln never tunes on its own at start-up.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kiln/runtime/gemm_microkernel.h"
+#include "kiln/runtime/gemm_plan.h"
+
+namespace kiln::runtime::gemm_detail {
+
+// The class of a product, as above.
+std::string gemm_class(const GemmShape& shape);
+
+// One tuned class: the blocking that ran it fastest, and its gain over the derived blocking
+// (derived time / tuned time on the class's shapes).
+struct TunedClass {
+  std::string name;    // gemm_class()
+  std::string kernel;  // tile shape name, "12x32"
+  int64_t kc = 0, nc = 0;
+  int32_t b_ahead = 0;
+  double gain = 1.0;
+};
+
+struct TunedTable {
+  std::string kiln_version;
+  std::string cpu_key;
+  std::string isa;
+  double core_gflops = 0;  // one core's FMA peak when tuned (sets the task sizes)
+  std::vector<TunedClass> classes;
+
+  // The file's text, checksum last.
+  std::string to_text() const;
+  // Parses and checks a table for kernel set `mk` (kernel names, ranges, checksum): kiln::Error
+  // naming `where` and what is wrong for anything else. Version and CPU are not checked here.
+  static TunedTable parse(const std::string& text, const MicroKernels& mk,
+                          const std::string& where);
+};
+
+// Where the table of kernel set `isa` lives for this CPU; "" when the cache directory is
+// disabled (KILN_CACHE_DIR=).
+std::string tuned_table_path(const std::string& isa);
+
+// The GemmParams for `shape` on kernel set `mk`: the tuned class's blocking if the table has
+// it, else the derived one (thread-safe; the table is read once per process and kernel set).
+const GemmParams& gemm_params(const MicroKernels& mk, const GemmShape& shape);
+
+// The derived GemmParams of kernel set `mk` (tile shape `kernel`), with this machine's caches
+// and the core FMA peak kiln uses (the table's, else a short measurement made once).
+GemmParams derived_gemm_params(const MicroKernels& mk, int32_t kernel = 0);
+
+// Reads the table of `mk` from disk again (after `kiln tune` wrote one, or a test changed the
+// cache directory). Returns a one-line status: "tuned table PATH (N classes)", or why the
+// derived blocking is used.
+std::string reload_gemm_tuning(const MicroKernels& mk);
+
+// Uses `table` for kernel set `mk` in this process (nullopt: the derived blocking only),
+// without reading or writing any file (the tuner's measurements and tests).
+void use_gemm_tuning(const MicroKernels& mk, const std::optional<TunedTable>& table);
+
+// One line: which blocking kernel set `mk` uses and why ("tuned table PATH (N classes)",
+// "no tuned table at PATH: derived blocking", "tuned table PATH ignored (REASON): derived
+// blocking").
+std::string gemm_tuning_status(const MicroKernels& mk);
+
+}  // namespace kiln::runtime::gemm_detail

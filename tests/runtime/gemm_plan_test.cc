@@ -1,0 +1,165 @@
+// GEMM plans (runtime/gemm_plan.h) per shape, on a fixed machine: a kernel table with the
+// AVX-512 tile shapes (no kernel runs here, so the test holds on any CPU) and fixed caches. Each
+// expectation follows from the rules in gemm_plan.cc, worked out by hand in the comments.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "kiln/runtime/cpu_info.h"
+#include "kiln/runtime/gemm_plan.h"
+
+namespace kiln::runtime::gemm_detail {
+namespace {
+
+// The AVX-512 shapes' sizes; no kernel is ever called.
+const MicroKernels& fake_kernels() {
+  static const MicroKernels mk{"avx512",
+                               16,
+                               {{"12x32", 12, 32, nullptr, nullptr},
+                                {"14x32", 14, 32, nullptr, nullptr},
+                                {"8x48", 8, 48, nullptr, nullptr},
+                                {"6x64", 6, 64, nullptr, nullptr}},
+                               4,
+                               nullptr,
+                               0,
+                               nullptr};
+  return mk;
+}
+
+// 32 KiB 8-way L1d, 1 MiB L2 (Zen 4, Cascade Lake), 100 GFLOP/s per core.
+CpuInfo fixed_cpu() {
+  CpuInfo cpu;
+  cpu.l1d = {32 << 10, 8, 1};
+  cpu.l2 = {1 << 20, 16, 1};
+  cpu.l3 = {32 << 20, 16, 8};
+  return cpu;
+}
+
+GemmParams params(int32_t kernel = 0) {
+  return derive_gemm_params(fake_kernels(), kernel, fixed_cpu(), 100.0);
+}
+
+GemmPlan plan(int64_t m, int64_t k, int64_t n, bool ta, bool tb, int threads,
+              bool epilogue = false, int32_t kernel = 0) {
+  return make_gemm_plan(fake_kernels(), GemmShape{m, n, k, ta, tb, threads, epilogue},
+                        params(kernel));
+}
+
+TEST(GemmPlanTest, BlockingIsDerivedFromTheCaches) {
+  const GemmParams p = params(0);
+  // A panel of 12 rows in half of L1: 32768 / 2 / 48 = 341 -> 336 (a multiple of 16).
+  EXPECT_EQ(p.kc, 336);
+  // B block in half of L2: 524288 / (4 * 336) = 390 -> 384 (a multiple of 32).
+  EXPECT_EQ(p.nc, 384);
+  EXPECT_EQ(p.b_ahead, 8);      // 1 KiB ahead: 1024 / 128 bytes per row
+  EXPECT_EQ(p.mr_in_place, 8);  // L1's ways
+  EXPECT_EQ(p.large_b_bytes, 4 << 20);
+  EXPECT_EQ(p.epilogue_block_bytes, 256 << 10);
+  EXPECT_DOUBLE_EQ(p.min_task_flops, 100e9 * 4e-6);
+  // 8 x 48: 32768 / 2 / 32 = 512; nc = 524288 / 2048 = 256 -> 240 (multiple of 48).
+  const GemmParams q = params(2);
+  EXPECT_EQ(q.kc, 512);
+  EXPECT_EQ(q.nc, 240);
+  EXPECT_EQ(q.b_ahead, 5);  // 1024 / 192
+  // A small L2 (256 KiB) with a 6 x 16 tile: kc 32768 / 2 / 24 = 682 -> 672 would leave a B
+  // block of 131072 / (4 * 672) = 48 columns, under 4 tiles; kc is cut so that 4 tiles fit:
+  // 131072 / (4 * 4 * 16) = 512, and the block is 131072 / (4 * 512) = 64 columns.
+  CpuInfo small = fixed_cpu();
+  small.l2 = {256 << 10, 8, 1};
+  const MicroKernels avx2{"avx2",  8,  {{"6x16", 6, 16, nullptr, nullptr}}, 1, nullptr, 0,
+                          nullptr};
+  const GemmParams r = derive_gemm_params(avx2, 0, small, 50.0);
+  EXPECT_EQ(r.kc, 512);
+  EXPECT_EQ(r.nc, 64);
+}
+
+TEST(GemmPlanTest, LargeSquareProductPacksBothOperands) {
+  const GemmPlan p = plan(1024, 1024, 1024, false, false, 1);
+  EXPECT_EQ(p.back, BackTranspose::kNone);
+  EXPECT_EQ(p.tasks(), 1);
+  EXPECT_EQ(p.b, BMode::kPacked);  // 1024 rows >= 192 reuse each panel
+  // k = 1024 in blocks of at most 336: 4 blocks of 256; the B block keeps its bytes:
+  // 384 * 336 / 256 = 504 -> 480 columns, so 1024 columns are several blocks: A packed whole.
+  EXPECT_EQ(p.kc, 256);
+  EXPECT_EQ(p.k_blocks, 4);
+  EXPECT_EQ(p.nc, 480);
+  EXPECT_EQ(p.a, AMode::kPackedAll);
+  EXPECT_EQ(p.panel_rows, 12);
+  const std::string text = p.describe();
+  EXPECT_NE(text.find("1024x1024x1024 nn, 1 thread: avx512 12x32"), std::string::npos) << text;
+  EXPECT_NE(text.find("A packed, B packed, kc 256 x 4 blocks, nc 480"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("(derived)"), std::string::npos) << text;
+}
+
+TEST(GemmPlanTest, GridsFollowTheThreadsAndTheEpilogue) {
+  // 2 threads: at most 8 tasks; 86 panels of rows: 8 row blocks.
+  EXPECT_EQ(plan(1024, 1024, 1024, false, false, 2).row_blocks, 8);
+  // An epilogue's row blocks hold at most 256 KiB of C: 1024 x 1024 floats = 16 blocks.
+  const GemmPlan e = plan(1024, 1024, 1024, false, false, 2, true);
+  EXPECT_EQ(e.row_blocks, 16);
+  EXPECT_EQ(e.col_blocks, 1);
+  // 32 rows with an epilogue on 2 threads: 3 panels of rows, rounded up to 4 blocks of 8.
+  EXPECT_EQ(plan(32, 1024, 256, false, false, 2, true).row_blocks, 4);
+  // A small product is one task.
+  EXPECT_EQ(plan(16, 16, 16, false, false, 2).tasks(), 1);
+}
+
+TEST(GemmPlanTest, NarrowTasksReadAInPlace) {
+  // 1024 x 512 x 128: one column block of 128 columns: A's rows read in place, 8 rows per tile.
+  const GemmPlan p = plan(1024, 512, 128, false, false, 1);
+  EXPECT_EQ(p.a, AMode::kRowsInPlace);
+  EXPECT_EQ(p.panel_rows, 8);
+  // The same with A stored transposed: its rows read in place, whole panels.
+  const GemmPlan t = plan(1024, 512, 128, true, false, 1);
+  EXPECT_EQ(t.a, AMode::kColumnsInPlace);
+  EXPECT_EQ(t.panel_rows, 12);
+  // 64 x 784 x 256: few rows, B read in place, each A panel packed before its tiles.
+  const GemmPlan f = plan(64, 784, 256, false, false, 1);
+  EXPECT_EQ(f.b, BMode::kInPlace);
+  EXPECT_EQ(f.a, AMode::kPackedPerPanel);
+}
+
+TEST(GemmPlanTest, FewRowsAgainstATransposedBRunAsTheTranspose) {
+  // 32 x 1024 x 256 tb (an RNN step's input gradient): C^T = 256 x 1024 x 32 with A' = B's
+  // stored rows (in place) and B' = A (k x m stored, so transposed: packed), C^T's rows back
+  // per task.
+  const GemmPlan p = plan(32, 1024, 256, false, true, 1);
+  EXPECT_EQ(p.back, BackTranspose::kPerTask);
+  EXPECT_EQ(p.m, 256);
+  EXPECT_EQ(p.n, 32);
+  EXPECT_FALSE(p.ta);
+  EXPECT_TRUE(p.tb);
+  EXPECT_EQ(p.a, AMode::kRowsInPlace);
+  EXPECT_EQ(p.b, BMode::kPacked);
+  EXPECT_NE(p.describe().find("as C^T = 256x1024x32 nt (back-transposed per-task)"),
+            std::string::npos)
+      << p.describe();
+  // A narrow C = A^T B (10 classes): C^T = 10 x 64 x 6272, transposed back after.
+  const GemmPlan q = plan(6272, 64, 10, true, false, 2);
+  EXPECT_EQ(q.back, BackTranspose::kAfter);
+  EXPECT_EQ(q.m, 10);
+  EXPECT_EQ(q.n, 6272);
+  EXPECT_EQ(q.back_blocks, 8);  // the 8 tasks of the product's grid on 2 threads
+}
+
+TEST(GemmPlanTest, LargeBOfFewRowsIsCopiedInBlocks) {
+  // 64 x 2048 x 1024 ta: B (2048 x 1024, 8 MiB) over 4 x L2, 64 rows < 192: copied block by
+  // block by the first panel's tiles, half-width blocks.
+  const GemmPlan p = plan(64, 2048, 1024, true, false, 1);
+  EXPECT_EQ(p.b, BMode::kCopiedBlocks);
+  EXPECT_EQ(p.kc, 293);  // 2048 in 7 blocks of at most 336
+  // B block budget 384 * 336 / 293 = 440 columns, halved: 220 -> 192.
+  EXPECT_EQ(p.nc, 192);
+}
+
+TEST(GemmPlanTest, TheTileShapeComesFromTheParams) {
+  const GemmPlan p = plan(1024, 512, 128, false, false, 1, false, 2);
+  EXPECT_STREQ(p.kernel->name, "8x48");
+  EXPECT_EQ(p.panel_rows, 8);
+  EXPECT_EQ(p.kc, 512);
+  EXPECT_EQ(p.b_ahead, 5);
+}
+
+}  // namespace
+}  // namespace kiln::runtime::gemm_detail

@@ -1,0 +1,309 @@
+// The GEMM engine's blocking is speed only: every candidate plan the tuner may choose (tile
+// shape, k and column blocks, prefetch distance, grid) computes each element of C as the
+// microkernel contract's one FMA chain over k, bit for bit equal to a scalar std::fma loop. The
+// tuned table: its text round-trips, and a torn, corrupt or foreign table is ignored with a
+// warning (the derived blocking is used) until a tuning run rewrites it. Fixed seeds.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kiln/ir/error.h"
+#include "kiln/runtime/cpu_info.h"
+#include "kiln/runtime/gemm.h"
+#include "kiln/runtime/gemm_engine.h"
+#include "kiln/runtime/gemm_tuner.h"
+#include "kiln/runtime/gemm_tuning.h"
+#include "kiln/runtime/log.h"
+#include "kiln/runtime/threading.h"
+
+namespace kiln::runtime::gemm_detail {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The kernel sets this CPU runs.
+std::vector<const MicroKernels*> engines() {
+  std::vector<const MicroKernels*> out;
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) out.push_back(&avx512_microkernels());
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    out.push_back(&avx2_microkernels());
+  return out;
+}
+
+struct Product {
+  int64_t m, n, k;
+  bool ta, tb;
+  std::vector<float> a, b, c0;
+  int64_t lda, ldb, ldc;
+  Product(int64_t m_, int64_t n_, int64_t k_, bool ta_, bool tb_, uint64_t seed)
+      : m(m_), n(n_), k(k_), ta(ta_), tb(tb_) {
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    lda = (ta ? m : k) + 1;
+    ldb = (tb ? k : n) + 3;
+    ldc = n + 2;
+    a.resize(size_t((ta ? k : m) * lda));
+    b.resize(size_t((tb ? n : k) * ldb));
+    c0.resize(size_t(m * ldc));
+    for (float& x : a) x = u(rng);
+    for (float& x : b) x = u(rng);
+    for (float& x : c0) x = u(rng);
+  }
+  // The contract's chain: acc = C or 0; acc = fma(a(i, p), b(p, j), acc) for p in order.
+  std::vector<float> reference(bool accumulate) const {
+    std::vector<float> c = c0;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        float acc = accumulate ? c0[size_t(i * ldc + j)] : 0.0f;
+        for (int64_t p = 0; p < k; ++p) {
+          const float x = a[size_t(ta ? p * lda + i : i * lda + p)];
+          const float y = b[size_t(tb ? j * ldb + p : p * ldb + j)];
+          acc = std::fma(x, y, acc);
+        }
+        c[size_t(i * ldc + j)] = acc;
+      }
+    return c;
+  }
+  std::vector<float> run(const MicroKernels& mk, const GemmParams& p, GemmGrid grid,
+                         bool accumulate) const {
+    std::vector<float> c = c0;
+    const GemmShape shape{m, n, k, ta, tb, 3, false};
+    const GemmPlan plan = make_gemm_plan(mk, shape, p, grid);
+    run_gemm(mk, plan, {ta, tb, m, n, k, a.data(), lda, b.data(), ldb, c.data(), ldc, accumulate});
+    return c;
+  }
+};
+
+TEST(GemmTuningTest, EveryCandidatePlanComputesTheContractsFmaChain) {
+  const std::vector<const MicroKernels*> sets = engines();
+  if (sets.empty()) GTEST_SKIP() << "this CPU runs only Eigen's GEMM";
+  const int saved = num_threads();
+  set_num_threads(3);
+  // Deep k (several k blocks whatever kc), transposed operands, the C^T products, a B large
+  // enough to be copied block by block, a narrow and a one-row C.
+  const std::vector<Product> products = {
+      Product(37, 70, 301, false, false, 1), Product(29, 131, 200, true, false, 2),
+      Product(20, 200, 90, false, true, 3),  Product(300, 10, 50, true, false, 4),
+      Product(40, 70, 16000, false, false, 5), Product(1, 45, 33, true, true, 6)};
+  for (const MicroKernels* mk : sets) {
+    for (const Product& pr : products) {
+      const std::vector<float> want_set = pr.reference(false), want_acc = pr.reference(true);
+      for (int32_t kernel = 0; kernel < mk->shape_count; ++kernel) {
+        const GemmParams base = derived_gemm_params(*mk, kernel);
+        for (int64_t kc : {int64_t(16), int64_t(48), base.kc, int64_t(1000)})
+          for (int32_t ahead : {0, 32})
+            for (GemmGrid grid : {GemmGrid{1, 1}, GemmGrid{3, 2}}) {
+              GemmParams p = base;
+              p.kc = kc;
+              p.nc = 2 * mk->shapes[kernel].nr;
+              p.b_ahead = ahead;
+              const std::string what =
+                  fmt::format("{} {} {}x{}x{} ta={} tb={} kc {} ahead {} grid {}x{}", mk->isa,
+                              mk->shapes[kernel].name, pr.m, pr.k, pr.n, pr.ta, pr.tb, kc, ahead,
+                              grid.row_blocks, grid.col_blocks);
+              EXPECT_TRUE(pr.run(*mk, p, grid, false) == want_set) << what;
+              EXPECT_TRUE(pr.run(*mk, p, grid, true) == want_acc) << what << " accumulate";
+              if (HasFailure()) {
+                set_num_threads(saved);
+                return;
+              }
+            }
+      }
+    }
+  }
+  set_num_threads(saved);
+}
+
+// ------------------------------------------------------------------------------ the table
+
+TunedTable sample_table(const MicroKernels& mk) {
+  TunedTable t;
+  t.kiln_version = "0.1.0";
+  t.cpu_key = cpu_key(cpu_info());
+  t.isa = mk.isa;
+  t.core_gflops = 123.5;
+  t.classes.push_back(TunedClass{"deep-wide-many-nn", mk.shapes[mk.shape_count - 1].name, 256,
+                                 int64_t(mk.shapes[mk.shape_count - 1].nr) * 4, 16, 1.25});
+  t.classes.push_back(TunedClass{"shallow-narrow-few-tn", mk.shapes[0].name, 64,
+                                 int64_t(mk.shapes[0].nr), 2, 1.0});
+  return t;
+}
+
+TEST(GemmTuningTest, ClassesNameDepthWidthHeightAndTransposes) {
+  EXPECT_EQ(gemm_class({1024, 1024, 1024, false, false}), "deep-wide-many-nn");
+  EXPECT_EQ(gemm_class({32, 256, 1024, false, true}), "deep-wide-few-nt");
+  EXPECT_EQ(gemm_class({12544, 32, 144, false, false}), "shallow-narrow-many-nn");
+  EXPECT_EQ(gemm_class({64, 128, 640, true, true}), "mid-narrow-few-tt");
+}
+
+TEST(GemmTuningTest, TableTextRoundTripsAndRejectsDamage) {
+  const std::vector<const MicroKernels*> sets = engines();
+  if (sets.empty()) GTEST_SKIP() << "this CPU runs only Eigen's GEMM";
+  const MicroKernels& mk = *sets.front();
+  const TunedTable t = sample_table(mk);
+  const std::string text = t.to_text();
+  const TunedTable back = TunedTable::parse(text, mk, "t");
+  EXPECT_EQ(back.to_text(), text);
+  ASSERT_EQ(back.classes.size(), 2u);
+  EXPECT_EQ(back.classes[0].kc, 256);
+
+  auto rejects = [&](const std::string& bad, const std::string& why) {
+    try {
+      TunedTable::parse(bad, mk, "bad.tune");
+      ADD_FAILURE() << "accepted: " << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("bad.tune"), std::string::npos) << e.what();
+    }
+  };
+  rejects(text.substr(0, text.size() / 2), "no checksum");  // torn
+  std::string flipped = text;
+  flipped[text.find("kc 256") + 3] = '9';  // kc 956: the checksum no longer matches
+  rejects(flipped, "checksum mismatch");
+  rejects("", "no checksum");
+  // Well-formed checksums over bad contents.
+  auto resigned = [&](TunedTable u) { return u.to_text(); };
+  TunedTable u = t;
+  u.classes[0].kernel = "99x99";
+  rejects(resigned(u), "unknown");
+  u = t;
+  u.classes[0].nc += 1;
+  rejects(resigned(u), "not a multiple");
+  u = t;
+  u.classes[0].kc = 3;
+  rejects(resigned(u), "kc 3 out of");
+  u = t;
+  u.classes[1].name = "deep-wide-many-nn";
+  rejects(resigned(u), "twice");
+  u = t;
+  u.classes[0].name = "wide-deep";
+  rejects(resigned(u), "unknown class");
+  u = t;
+  u.isa = std::string(mk.isa) == "avx2" ? "avx512" : "avx2";
+  rejects(resigned(u), "a table for the");
+}
+
+// KILN_CACHE_DIR pointed at a fresh directory for one test, restored (and the tuning reread)
+// after it.
+class CacheDirGuard {
+ public:
+  explicit CacheDirGuard(const std::string& name)
+      : dir_(fs::temp_directory_path() / fmt::format("kiln_gemm_tuning_{}_{}", name, ::getpid())) {
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    const char* old = std::getenv("KILN_CACHE_DIR");
+    if (old) saved_ = old;
+    had_ = old != nullptr;
+    ::setenv("KILN_CACHE_DIR", dir_.c_str(), 1);
+  }
+  ~CacheDirGuard() {
+    if (had_)
+      ::setenv("KILN_CACHE_DIR", saved_.c_str(), 1);
+    else
+      ::unsetenv("KILN_CACHE_DIR");
+    for (const MicroKernels* mk : engines()) reload_gemm_tuning(*mk);
+    fs::remove_all(dir_);
+  }
+
+ private:
+  fs::path dir_;
+  std::string saved_;
+  bool had_ = false;
+};
+
+// Collects warnings while alive.
+class Warnings {
+ public:
+  Warnings() {
+    previous_ = set_log_sink([this](LogLevel level, std::string_view m) {
+      if (level == LogLevel::kWarning) lines.emplace_back(m);
+    });
+  }
+  ~Warnings() { set_log_sink(previous_); }
+  std::vector<std::string> lines;
+
+ private:
+  LogSink previous_;
+};
+
+void write_text(const std::string& path, const std::string& text) {
+  fs::create_directories(fs::path(path).parent_path());
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+TEST(GemmTuningTest, DamagedOrForeignTablesAreIgnoredWithAWarningAndRebuilt) {
+  const std::vector<const MicroKernels*> sets = engines();
+  if (sets.empty()) GTEST_SKIP() << "this CPU runs only Eigen's GEMM";
+  const MicroKernels& mk = *sets.front();
+  CacheDirGuard guard("damaged");
+  const std::string path = tuned_table_path(mk.isa);
+  const GemmShape shape{1024, 1024, 1024, false, false, 1, false};
+  const GemmParams derived = derived_gemm_params(mk, 0);
+
+  {  // No table: derived blocking, no warning.
+    Warnings w;
+    EXPECT_NE(reload_gemm_tuning(mk).find("no tuned table"), std::string::npos);
+    EXPECT_TRUE(w.lines.empty());
+    EXPECT_STREQ(gemm_params(mk, shape).source, "derived");
+  }
+  TunedTable good = sample_table(mk);
+  const std::string text = good.to_text();
+  TunedTable foreign = good;
+  foreign.cpu_key = "AuthenticAMD-25-17-1-AMD-EPYC-9R14";
+  TunedTable old_version = good;
+  old_version.kiln_version = "0.0.1";
+  const std::pair<std::string, std::string> damaged[] = {
+      {text.substr(0, text.size() - 10), "checksum"},
+      {std::string(text).replace(text.find("kc 256"), 6, "kc 257"), "checksum mismatch"},
+      {"\x7f" "ELF garbage", "no checksum"},
+      {foreign.to_text(), "made for CPU AuthenticAMD-25-17-1-AMD-EPYC-9R14"},
+      {old_version.to_text(), "made by kiln 0.0.1"}};
+  for (const auto& [bytes, why] : damaged) {
+    write_text(path, bytes);
+    Warnings w;
+    const std::string status = reload_gemm_tuning(mk);
+    EXPECT_NE(status.find("ignored"), std::string::npos) << status;
+    EXPECT_NE(status.find(why), std::string::npos) << status;
+    ASSERT_EQ(w.lines.size(), 1u) << status;
+    EXPECT_NE(w.lines[0].find(path), std::string::npos) << w.lines[0];
+    const GemmParams& p = gemm_params(mk, shape);
+    EXPECT_STREQ(p.source, "derived");
+    EXPECT_EQ(p.kc, derived.kc);
+  }
+  // A good table is used for its classes only.
+  write_text(path, text);
+  EXPECT_NE(reload_gemm_tuning(mk).find("(2 classes)"), std::string::npos);
+  EXPECT_STREQ(gemm_params(mk, shape).source, "tuned deep-wide-many-nn");
+  EXPECT_EQ(gemm_params(mk, shape).kc, 256);
+  EXPECT_STREQ(gemm_params(mk, GemmShape{1024, 1024, 100, false, false}).source, "derived");
+
+  // A tuning run rebuilds a damaged table: a short one on two small shapes.
+  write_text(path, "torn");
+  reload_gemm_tuning(mk);
+  TuneOptions o;
+  o.shapes = {GemmShape{64, 96, 200, false, false}, GemmShape{40, 48, 30, true, false}};
+  o.slice_seconds = 0.0005;
+  o.rounds = 1;
+  const TuneResult r = tune_gemm(mk, o);
+  ASSERT_EQ(r.classes.size(), 2u);
+  EXPECT_GT(r.core_gflops, 0);
+  save_tuned_table(r.table, path);
+  EXPECT_NE(reload_gemm_tuning(mk).find("tuned table"), std::string::npos);
+  EXPECT_EQ(std::string(gemm_params(mk, o.shapes[0]).source), "tuned " + gemm_class(o.shapes[0]));
+  // Whatever was chosen computes the same bits as the derived blocking.
+  const Product pr(64, 96, 200, false, false, 9);
+  EXPECT_TRUE(pr.run(mk, gemm_params(mk, o.shapes[0]), GemmGrid{1, 1}, true) ==
+              pr.run(mk, derived, GemmGrid{2, 1}, true));
+}
+
+}  // namespace
+}  // namespace kiln::runtime::gemm_detail

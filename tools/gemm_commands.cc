@@ -1,0 +1,163 @@
+// `kiln gemm-plan`: how the float32 GEMM engine runs one product on this machine (the plan, the
+// blocking's source, the CPU facts it was derived from). `kiln tune`: measures the blocking of
+// each class of products the training steps use and keeps it in the machine's tuned table
+// (runtime/gemm_tuner.h).
+#include <fmt/format.h>
+
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "kiln/kiln.h"
+#include "kiln/runtime/cpu_info.h"
+#include "kiln/runtime/gemm_engine.h"
+#include "kiln/runtime/gemm_tuner.h"
+#include "kiln/runtime/gemm_tuning.h"
+#include "tools/cli_conventions.h"
+#include "tools/commands.h"
+
+namespace kiln::tools {
+namespace {
+
+namespace gd = runtime::gemm_detail;
+
+const gd::MicroKernels& engine_or_fail(const char* command) {
+  const gd::MicroKernels* mk = gd::active_microkernels();
+  if (mk == nullptr)
+    throw Error(fmt::format(
+        "kiln {}: float32 GEMMs run on Eigen here (KILN_GEMM=eigen, or a CPU without AVX2), "
+        "which kiln does not plan or tune; unset KILN_GEMM or use KILN_GEMM=avx2|avx512",
+        command));
+  return *mk;
+}
+
+struct PlanArgs {
+  int64_t m = 0, k = 0, n = 0;
+  bool ta = false, tb = false, epilogue = false;
+  int threads = 0;
+};
+
+void print_plan(const PlanArgs& a) {
+  const gd::MicroKernels& mk = engine_or_fail("gemm-plan");
+  const int threads = a.threads > 0 ? a.threads : num_threads();
+  const gd::GemmShape shape{a.m, a.n, a.k, a.ta, a.tb, threads, a.epilogue};
+  const gd::GemmParams& p = gd::gemm_params(mk, shape);
+  const gd::GemmPlan plan = gd::make_gemm_plan(mk, shape, p);
+  std::cout << "cpu:      " << runtime::cpu_info().describe() << "\n"
+            << "kernels:  " << mk.isa << " (tile shapes:";
+  for (int32_t i = 0; i < mk.shape_count; ++i) std::cout << " " << mk.shapes[i].name;
+  std::cout << ")\n"
+            << "blocking: " << gd::gemm_tuning_status(mk) << "\n"
+            << "class:    " << gd::gemm_class(shape) << " (" << p.source << ")\n"
+            << fmt::format("params:   kc {} nc {} prefetch {} rows, A in place up to {} columns "
+                           "and {} rows per tile, B packed from {} rows, B copied in blocks over "
+                           "{} KiB, tasks of at least {:.0f} kflop\n",
+                           p.kc, p.nc, p.b_ahead, p.in_place_a_max_cols, p.mr_in_place,
+                           p.pack_b_min_rows, p.large_b_bytes >> 10, p.min_task_flops / 1e3)
+            << "plan:     " << plan.describe() << "\n";
+}
+
+enum class Start { kDerived, kConstants, kPoor };
+
+struct TuneArgs {
+  bool dry_run = false;
+  std::string start = "derived";
+  double slice_ms = 8;
+  int rounds = 3;
+};
+
+void run_tune(const TuneArgs& a) {
+  const gd::MicroKernels& mk = engine_or_fail("tune");
+  gd::TuneOptions o;
+  o.slice_seconds = a.slice_ms / 1e3;
+  o.rounds = a.rounds;
+  if (a.start == "constants") {
+    // The engine's fixed blocking before it was derived from the machine: 12 x 32 tiles (the
+    // first AVX-512 shape; 6 x 16 on AVX2), k blocks of 512, B blocks of 256 columns,
+    // 16 rows of prefetch.
+    gd::GemmParams p = gd::derived_gemm_params(mk, 0);
+    p.kc = 512;
+    p.nc = 256;
+    p.b_ahead = 16;
+    o.start = p;
+  } else if (a.start == "poor") {
+    // Blocks sized for a quarter of the caches.
+    gd::GemmParams p = gd::derived_gemm_params(mk, 0);
+    p.kc = std::max<int64_t>(16, p.kc / 4 / 16 * 16);
+    p.nc = std::max<int64_t>(mk.shapes[0].nr, p.nc / 4 / mk.shapes[0].nr * mk.shapes[0].nr);
+    p.b_ahead = 1;
+    o.start = p;
+  }
+  std::cout << "kiln tune: " << mk.isa << " kernels, one thread, start: " << a.start << "\n";
+  o.progress = [](const std::string& line) { std::cout << "  " << line << std::endl; };
+  const gd::TuneResult r = gd::tune_gemm(mk, o);
+  double start_s = 0, chosen_s = 0, flops = 0;
+  std::cout << fmt::format("\n{:<22} {:>8} {:>8} {:>8} {:>6}  {}\n", "class", "start", "tuned",
+                           "GFLOP/s", "gain", "chosen (shapes)");
+  for (const gd::TunedClassReport& c : r.classes) {
+    std::string shapes;
+    for (const gd::GemmShape& s : c.shapes)
+      shapes += fmt::format("{}{}x{}x{}{}{}", shapes.empty() ? "" : ", ", s.m, s.k, s.n,
+                            s.ta ? " ta" : "", s.tb ? " tb" : "");
+    std::cout << fmt::format("{:<22} {:>6.0f}us {:>6.0f}us {:>8.1f} {:>5.2f}x  {} kc {} nc {} "
+                             "prefetch {} ({})\n",
+                             c.name, c.start_seconds * 1e6, c.chosen_seconds * 1e6,
+                             c.flops / c.chosen_seconds * 1e-9, c.gain(), c.chosen_kernel,
+                             c.chosen.kc, c.chosen.nc, c.chosen.b_ahead, shapes);
+    start_s += c.start_seconds;
+    chosen_s += c.chosen_seconds;
+    flops += c.flops;
+  }
+  std::cout << fmt::format(
+      "all classes: {:.1f} -> {:.1f} GFLOP/s ({:.2f}x over the {} blocking; {:.0f}% of the "
+      "{:.1f} GFLOP/s FMA peak), tuned in {:.1f} s\n",
+      flops / start_s * 1e-9, flops / chosen_s * 1e-9, start_s / chosen_s, a.start,
+      100 * flops / chosen_s * 1e-9 / r.core_gflops, r.core_gflops, r.seconds);
+  if (a.dry_run) {
+    std::cout << "dry run: the table was not written\n";
+    return;
+  }
+  const std::string path = gd::tuned_table_path(mk.isa);
+  gd::save_tuned_table(r.table, path);
+  std::cout << "wrote " << path << "\n" << gd::reload_gemm_tuning(mk) << "\n";
+}
+
+}  // namespace
+
+void add_gemm_plan_command(CLI::App& app) {
+  auto a = std::make_shared<PlanArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "gemm-plan", "print how the float32 GEMM engine runs C = op(A) op(B) of M x K x N here");
+  cmd->add_option("M", a->m, "rows of C")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("K", a->k, "depth of the product")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("N", a->n, "columns of C")->required()->check(CLI::PositiveNumber);
+  cmd->add_flag("--ta", a->ta, "A is stored transposed (K x M)");
+  cmd->add_flag("--tb", a->tb, "B is stored transposed (N x K)");
+  cmd->add_flag("--epilogue", a->epilogue,
+                "whole row blocks finished by an epilogue (a fused matmul of a compiled step)");
+  cmd->add_option("--threads", a->threads, "threads the product may use")
+      ->check(CLI::PositiveNumber)
+      ->default_str("KILN_NUM_THREADS, else the hardware threads");
+  cmd->callback([a] { print_plan(*a); });
+}
+
+void add_tune_command(CLI::App& app) {
+  auto a = std::make_shared<TuneArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "tune",
+      "measure the GEMM blocking of each class of products on this machine and keep the "
+      "fastest in its tuned table (under KILN_CACHE_DIR, else ~/.cache/kiln)");
+  cmd->add_flag("--dry-run", a->dry_run, "measure and print, but write no table");
+  cmd->add_option("--start", a->start,
+                  "the blocking the search starts from: derived (from the caches), constants "
+                  "(the fixed blocking kiln used before) or poor (blocks for a quarter of the "
+                  "caches)")
+      ->check(CLI::IsMember({"derived", "constants", "poor"}));
+  cmd->add_option("--slice-ms", a->slice_ms, "each timing repeats a product this long")
+      ->check(CLI::Range(0.5, 1000.0));
+  cmd->add_option("--rounds", a->rounds, "interleaved timings per candidate")
+      ->check(CLI::Range(1, 20));
+  cmd->callback([a] { run_tune(*a); });
+}
+
+}  // namespace kiln::tools
