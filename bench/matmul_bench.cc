@@ -1,14 +1,23 @@
-// MatMul throughput (GFLOP/s counter) of kiln against Eigen's own GEMM and against the
+// MatMul throughput (GFLOP/s counter) of kiln against Eigen's own GEMM, oneDNN's sgemm and the
 // machine's FMA peak, measured in the same process (runtime/machine_peak.h; counter `of_peak`
 // = GFLOP/s / peak at the same thread count), float32, at 1 and 2 threads:
 //   MatMul_KilnOp      kiln::runtime::run_op(MatMul): dispatch + output allocation + gemm
 //   MatMul_KilnGemm    kiln::runtime::gemm into a preallocated output (every shape below, with
-//                      the transposes the gradients use)
+//                      the transposes the gradients use); the label is the plan it ran
+//   MatMul_OneDnn      dnnl_sgemm on the same shapes (when built with Debian's libdnnl-dev)
 //   MatMul_Eigen       Eigen MatrixXf product on row-major maps (1 thread)
 //   MatMul_EigenTensor Eigen Tensor contraction on a ThreadPoolDevice (1 and 2 threads)
-// Arguments: m, k, n, threads (and ta, tb for KilnGemm). Run: kiln_bench --benchmark_filter=MatMul
+//   GemmTuner_FromPoorPlan  the tuner (runtime/gemm_tuner.h) started from blocks sized for a
+//                      quarter of the caches, on the transformer block's products: counters
+//                      start_gflops, tuned_gflops and gain
+// The FMA peak is measured once per thread count, after half a second of load (a virtual CPU
+// may run slower for its first few hundred milliseconds). Machines shared with other tenants
+// swing by 2x between phases: compare kiln and oneDNN rows of one run, best of repetitions.
+// Arguments: m, k, n, threads (and ta, tb for KilnGemm and OneDnn).
+// Run: kiln_bench --benchmark_filter='MatMul_(KilnGemm|OneDnn)/' --benchmark_repetitions=3
 #define EIGEN_USE_THREADS
 #include <benchmark/benchmark.h>
+#include <fmt/format.h>
 
 #include <Eigen/Core>
 #include <random>
@@ -18,9 +27,17 @@
 #include <mutex>
 
 #include "kiln/runtime/gemm.h"
+#include "kiln/runtime/gemm_engine.h"
+#include "kiln/runtime/gemm_tuner.h"
+#include "kiln/runtime/gemm_tuning.h"
 #include "kiln/runtime/kernels.h"
 #include "kiln/runtime/machine_peak.h"
 #include "kiln/runtime/threading.h"
+
+#if KILN_BENCH_ONEDNN
+#include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
+#endif
 
 namespace {
 
@@ -44,8 +61,10 @@ double fma_peak_gflops(int threads) {
   static std::map<int, double> peaks;
   std::lock_guard<std::mutex> lock(mutex);
   auto it = peaks.find(threads);
-  if (it == peaks.end())
+  if (it == peaks.end()) {
+    (void)kiln::runtime::measure_fma_peak(threads, 0.1, 5);  // warm-up
     it = peaks.emplace(threads, kiln::runtime::measure_fma_peak(threads, 0.1, 5).gflops).first;
+  }
   return it->second;
 }
 
@@ -100,7 +119,69 @@ void BM_MatMul_KilnGemm(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   set_flops(state, m, k, n, int(state.range(3)));
-  state.SetLabel(kiln::runtime::gemm_kernels());
+  // The plan it ran (tile shape, blocking and where it came from).
+  std::string label = kiln::runtime::gemm_kernels();
+  if (const auto* mk = kiln::runtime::gemm_detail::active_microkernels()) {
+    const kiln::runtime::gemm_detail::GemmShape shape{m, n, k, ta, tb, int(state.range(3))};
+    const auto plan = kiln::runtime::gemm_detail::make_gemm_plan(
+        *mk, shape, kiln::runtime::gemm_detail::gemm_params(*mk, shape));
+    label = fmt::format("{} {} kc {} nc {} {}", plan.isa, plan.kernel->name, plan.kc, plan.nc,
+                        plan.source);
+  }
+  state.SetLabel(label);
+}
+
+#if KILN_BENCH_ONEDNN
+void BM_MatMul_OneDnn(benchmark::State& state) {
+  const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  const bool ta = state.range(4) != 0, tb = state.range(5) != 0;
+  const int threads = int(state.range(3));
+  omp_set_num_threads(threads);
+  Array a = Array::empty(kiln::DType::f32, ta ? kiln::Shape{k, m} : kiln::Shape{m, k});
+  Array b = Array::empty(kiln::DType::f32, tb ? kiln::Shape{n, k} : kiln::Shape{k, n});
+  std::mt19937 rng(42);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  for (int64_t i = 0; i < a.size(); ++i) a.data<float>()[i] = dist(rng);
+  for (int64_t i = 0; i < b.size(); ++i) b.data<float>()[i] = dist(rng);
+  Array c = Array::empty(kiln::DType::f32, kiln::Shape{m, n});
+  for (auto _ : state) {
+    dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a.data<float>(), ta ? m : k,
+               b.data<float>(), tb ? k : n, 0.0f, c.data<float>(), n);
+    benchmark::ClobberMemory();
+  }
+  set_flops(state, m, k, n, threads);
+  state.SetLabel("onednn sgemm");
+}
+#endif
+
+// The tuner from a deliberately poor blocking (blocks for a quarter of the caches, no
+// prefetch) on the transformer block's products, in memory only (no table written, the
+// blocking in use unchanged). One iteration is one tuning run.
+void BM_GemmTuner_FromPoorPlan(benchmark::State& state) {
+  namespace gd = kiln::runtime::gemm_detail;
+  const gd::MicroKernels* mk = gd::active_microkernels();
+  if (mk == nullptr) return state.SkipWithError("Eigen's GEMM: nothing to tune");
+  gd::TuneOptions o;
+  o.shapes = {gd::GemmShape{1024, 384, 128, false, false}, gd::GemmShape{1024, 128, 512, false, false},
+              gd::GemmShape{128, 512, 1024, true, false}};
+  gd::GemmParams poor = gd::derived_gemm_params(*mk, 0);
+  poor.kc = std::max<int64_t>(16, poor.kc / 4 / 16 * 16);
+  poor.nc = std::max<int64_t>(mk->shapes[0].nr, poor.nc / 4 / mk->shapes[0].nr * mk->shapes[0].nr);
+  poor.b_ahead = 1;
+  o.start = poor;
+  double start_s = 0, tuned_s = 0, flops = 0;
+  for (auto _ : state) {
+    const gd::TuneResult r = gd::tune_gemm(*mk, o);
+    start_s = tuned_s = flops = 0;
+    for (const gd::TunedClassReport& c : r.classes) {
+      start_s += c.start_seconds;
+      tuned_s += c.chosen_seconds;
+      flops += c.flops;
+    }
+  }
+  state.counters["start_gflops"] = flops / start_s * 1e-9;
+  state.counters["tuned_gflops"] = flops / tuned_s * 1e-9;
+  state.counters["gain"] = start_s / tuned_s;
 }
 
 void BM_MatMul_Eigen(benchmark::State& state) {
@@ -182,6 +263,10 @@ void GemmShapes(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_MatMul_KilnOp)->Apply([](auto* b) { Shapes(b, {1, 2}); });
 BENCHMARK(BM_MatMul_KilnGemm)->Apply(GemmShapes);
+#if KILN_BENCH_ONEDNN
+BENCHMARK(BM_MatMul_OneDnn)->Apply(GemmShapes);
+#endif
+BENCHMARK(BM_GemmTuner_FromPoorPlan)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
 BENCHMARK(BM_MatMul_Eigen)->Apply([](auto* b) { Shapes(b, {1}); });
 BENCHMARK(BM_MatMul_EigenTensor)->Apply([](auto* b) { Shapes(b, {1, 2}); });
 

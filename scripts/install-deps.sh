@@ -2,7 +2,8 @@
 # Installs every Debian 12 package that kiln's build, tests, benchmarks and fuzzers need
 # (clang-19 + libclang-rt-19-dev: libFuzzer and the sanitizer runtimes for scripts/fuzz.sh;
 # libopenmpi-dev + openmpi-bin: kiln::distributed and `mpirun -np N kiln train`;
-# pybind11-dev + python3-dev + python3-pytest: the kiln Python module and its tests).
+# pybind11-dev + python3-dev + python3-pytest: the kiln Python module and its tests;
+# libdnnl-dev: oneDNN's sgemm, timed beside kiln's GEMMs by kiln_bench only).
 # Skips packages that are already installed; needs root (or sudo) and Debian's mirror.
 set -euo pipefail
 
@@ -15,6 +16,7 @@ packages=(
   python3 python3-numpy python3-dev python3-pytest pybind11-dev clang-format
   clang-19 libclang-rt-19-dev
   libopenmpi-dev openmpi-bin
+  libdnnl-dev
 )
 
 missing=()
