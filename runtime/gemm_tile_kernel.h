@@ -36,10 +36,17 @@ __attribute__((always_inline)) inline void k_steps(typename Isa::Vec (&acc)[R][N
   // Unpacked A: row i at a + i * lda (a advances along k); packed: a advances by R per step
   // (by lda_t: a stored A^T read in place).
   const int64_t lda = PackedA ? 1 : t.lda, a_step = PackedA ? (t.lda_t > 0 ? t.lda_t : R) : 1;
+  // Rows of A read in place: the next panel's rows (R rows on, lda apart, contiguous when
+  // lda is the row length) stream in a line per step while this panel's tile runs.
+  const float* a_next = PackedA ? nullptr : t.a + R * lda;
   int64_t left = t.kc, run = t.seg_len > 0 ? t.seg_first : t.kc;
   while (left > 0) {
     const int64_t n = run < left ? run : left;
     for (int64_t p = 0; p < n; ++p, a += a_step, b += ldb) {
+      if constexpr (!PackedA) {
+        __builtin_prefetch(a_next, 0, 2);
+        a_next += 16;
+      }
       Vec bv[NV];
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v)
