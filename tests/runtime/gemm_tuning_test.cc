@@ -22,6 +22,7 @@
 #include "kiln/runtime/gemm_tuner.h"
 #include "kiln/runtime/gemm_tuning.h"
 #include "kiln/runtime/log.h"
+#include "kiln/runtime/profiler.h"
 #include "kiln/runtime/threading.h"
 
 namespace kiln::runtime::gemm_detail {
@@ -303,6 +304,44 @@ TEST(GemmTuningTest, DamagedOrForeignTablesAreIgnoredWithAWarningAndRebuilt) {
   const Product pr(64, 96, 200, false, false, 9);
   EXPECT_TRUE(pr.run(mk, gemm_params(mk, o.shapes[0]), GemmGrid{1, 1}, true) ==
               pr.run(mk, derived, GemmGrid{2, 1}, true));
+}
+
+// KILN_LOG=debug shows each product's plan once; while profiling each product is an event of
+// category "gemm" whose detail is its plan (also in the Chrome trace).
+TEST(GemmTuningTest, PlansAreLoggedOnceAndProfiledWithTheirPlan) {
+  const std::vector<const MicroKernels*> sets = engines();
+  if (sets.empty()) GTEST_SKIP() << "this CPU runs only Eigen's GEMM";
+  const Product pr(37, 53, 71, false, true, 3);
+  std::vector<float> c = pr.c0;
+  auto product = [&] {
+    gemm<float>(pr.ta, pr.tb, pr.m, pr.n, pr.k, pr.a.data(), pr.lda, pr.b.data(), pr.ldb,
+                c.data(), pr.ldc);
+  };
+  std::vector<std::string> lines;
+  const LogLevel saved_level = log_level();
+  set_log_level(LogLevel::kDebug);
+  LogSink previous = set_log_sink([&](LogLevel, std::string_view m) { lines.emplace_back(m); });
+  product();
+  product();
+  set_log_sink(previous);
+  set_log_level(saved_level);
+  int plans = 0;
+  for (const std::string& line : lines)
+    if (line.find("gemm plan: 37x71x53 nt") != std::string::npos) ++plans;
+  EXPECT_EQ(plans, 1) << "lines: " << lines.size();
+
+  start_profiling();
+  product();
+  const std::vector<ProfileEvent> events = stop_profiling();
+  const ProfileEvent* event = nullptr;
+  for (const ProfileEvent& e : events)
+    if (e.category == "gemm") event = &e;
+  ASSERT_NE(event, nullptr);
+  EXPECT_EQ(event->name, "gemm 37x71x53 tb");
+  EXPECT_DOUBLE_EQ(event->flops, 2.0 * 37 * 53 * 71);
+  EXPECT_NE(event->detail.find("37x71x53 nt"), std::string::npos) << event->detail;
+  EXPECT_NE(event->detail.find(", grid "), std::string::npos) << event->detail;
+  EXPECT_NE(chrome_trace_json(events).find("\"detail\":\"37x71x53 nt"), std::string::npos);
 }
 
 }  // namespace

@@ -1,0 +1,56 @@
+# `kiln tune` and `kiln gemm-plan` against a scratch cache directory:
+#   1. no table: gemm-plan says the blocking is derived and prints the plan;
+#   2. a short tuning run writes the table; gemm-plan then reads it;
+#   3. the table torn: gemm-plan warns that it is ignored and uses the derived blocking;
+#   4. tuning again rebuilds it.
+# Inputs: KILN (the kiln binary), WORK (a scratch directory).
+file(REMOVE_RECURSE ${WORK})
+file(MAKE_DIRECTORY ${WORK})
+
+function(run_kiln label out_var err_var)
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env KILN_CACHE_DIR=${WORK} ${KILN} ${ARGN}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${label}: kiln ${ARGN} failed (${rc}): ${out}${err}")
+  endif()
+  set(${out_var} "${out}" PARENT_SCOPE)
+  set(${err_var} "${err}" PARENT_SCOPE)
+endfunction()
+
+function(expect label text regex)
+  if(NOT "${text}" MATCHES "${regex}")
+    message(FATAL_ERROR "${label}: expected /${regex}/ in:\n${text}")
+  endif()
+endfunction()
+
+run_kiln("derived" out err gemm-plan 1024 1024 1024 --threads 2)
+if("${out}" MATCHES "kernels:  eigen" OR "${out}${err}" MATCHES "run on Eigen")
+  message(STATUS "this CPU runs Eigen's GEMM: nothing to tune")
+  return()
+endif()
+expect("derived" "${out}" "blocking: no tuned table at .*: derived blocking")
+expect("derived" "${out}" "plan: +1024x1024x1024 nn, 2 threads: avx(512|2) [0-9]+x[0-9]+, grid [0-9]+x[0-9]+, A [a-z-]+, B [a-z-]+, kc [0-9]+ x 4 blocks")
+
+run_kiln("tune" out err tune --slice-ms 0.5 --rounds 1)
+expect("tune" "${out}" "all classes: [0-9.]+ -> [0-9.]+ GFLOP/s .* tuned in [0-9.]+ s")
+expect("tune" "${out}" "wrote ([^\n]*\\.tune)")
+string(REGEX MATCH "wrote ([^\n]*\\.tune)" _ "${out}")
+set(table "${CMAKE_MATCH_1}")
+expect("tune" "${out}" "tuned table .* \\([0-9]+ classes\\)")
+
+run_kiln("tuned" out err gemm-plan 512 1024 1024)
+expect("tuned" "${out}" "blocking: tuned table ${table}")
+expect("tuned" "${out}" "class:    deep-wide-many-nn \\(tuned deep-wide-many-nn\\)")
+
+file(READ ${table} bytes)
+string(LENGTH "${bytes}" size)
+math(EXPR half "${size} / 2")
+string(SUBSTRING "${bytes}" 0 ${half} torn)
+file(WRITE ${table} "${torn}")
+run_kiln("torn" out err gemm-plan 512 1024 1024)
+expect("torn" "${err}" "warning: GEMM: tuned table .* ignored \\(.*no checksum line")
+expect("torn" "${out}" "class:    deep-wide-many-nn \\(derived\\)")
+
+run_kiln("rebuilt" out err tune --slice-ms 0.5 --rounds 1)
+run_kiln("rebuilt" out err gemm-plan 512 1024 1024)
+expect("rebuilt" "${out}" "blocking: tuned table ${table}")
