@@ -19,13 +19,14 @@
 // (MicroTile::lda_t): a tile's rows are up to mr consecutive (kw, c) taps of one kernel row, its
 // k steps the band's pixels (a run per line, sw * C floats apart), B the band's dy rows.
 //
-// Arithmetic: every output is the microkernel's FMA chain over its window in (kh, kw, c) order,
-// in the engine's k blocks (gemm_engine.h), so the forward pass is bitwise the GEMM of the
-// im2col matrix (conv.cc's path), on any number of threads and with either kernel set; the
+// Arithmetic: every output is the microkernel's one FMA chain over its window in (kh, kw, c)
+// order (gemm_microkernel.h: the chain continues across k blocks), so the forward pass is
+// bitwise the GEMM of the im2col matrix (conv.cc's path), whatever the blocking, on any number
+// of threads and with either kernel set; the
 // input gradient's chain runs over (kh, kw, o) of the turned filter instead of a product and a
 // sum, so it differs from conv.cc's in the last bits, and is equally independent of threads.
-// The filter gradient sums fixed ranges of bands into partials (each a chain per band, added
-// band by band) that are then added in order, like conv.cc's chunks: independent of threads.
+// The filter gradient sums fixed ranges of bands into partials (each one chain continued band
+// by band) that are then added in order, like conv.cc's chunks: independent of threads.
 #pragma once
 
 #include <cstdint>
