@@ -23,6 +23,8 @@
 #include <random>
 #include <unsupported/Eigen/CXX11/Tensor>
 
+#include <algorithm>
+#include <array>
 #include <map>
 #include <mutex>
 
@@ -48,6 +50,20 @@ struct Operands {
   Operands(int64_t m, int64_t k, int64_t n) {
     a = Array::empty(kiln::DType::f32, kiln::Shape{m, k});
     b = Array::empty(kiln::DType::f32, kiln::Shape{k, n});
+    std::mt19937 rng(42);
+    std::uniform_real_distribution<float> dist(-1.f, 1.f);
+    for (int64_t i = 0; i < a.size(); ++i) a.data<float>()[i] = dist(rng);
+    for (int64_t i = 0; i < b.size(); ++i) b.data<float>()[i] = dist(rng);
+  }
+};
+
+// The same values stored as op() needs them: A is k x m if ta, B is n x k if tb; C is m x n.
+struct StoredOperands {
+  Array a, b, c;
+  StoredOperands(int64_t m, int64_t k, int64_t n, bool ta, bool tb) {
+    a = Array::empty(kiln::DType::f32, ta ? kiln::Shape{k, m} : kiln::Shape{m, k});
+    b = Array::empty(kiln::DType::f32, tb ? kiln::Shape{n, k} : kiln::Shape{k, n});
+    c = Array::empty(kiln::DType::f32, kiln::Shape{m, n});
     std::mt19937 rng(42);
     std::uniform_real_distribution<float> dist(-1.f, 1.f);
     for (int64_t i = 0; i < a.size(); ++i) a.data<float>()[i] = dist(rng);
@@ -105,17 +121,10 @@ void BM_MatMul_KilnGemm(benchmark::State& state) {
   const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
   const bool ta = state.range(4) != 0, tb = state.range(5) != 0;
   KilnThreads threads(int(state.range(3)));
-  // The same values stored as op() needs them: A is k x m if ta, B is n x k if tb.
-  Array a = Array::empty(kiln::DType::f32, ta ? kiln::Shape{k, m} : kiln::Shape{m, k});
-  Array b = Array::empty(kiln::DType::f32, tb ? kiln::Shape{n, k} : kiln::Shape{k, n});
-  std::mt19937 rng(42);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  for (int64_t i = 0; i < a.size(); ++i) a.data<float>()[i] = dist(rng);
-  for (int64_t i = 0; i < b.size(); ++i) b.data<float>()[i] = dist(rng);
-  Array c = Array::empty(kiln::DType::f32, kiln::Shape{m, n});
+  const StoredOperands ops(m, k, n, ta, tb);
   for (auto _ : state) {
-    kiln::runtime::gemm<float>(ta, tb, m, n, k, a.data<float>(), ta ? m : k, b.data<float>(),
-                               tb ? k : n, c.data<float>(), n);
+    kiln::runtime::gemm<float>(ta, tb, m, n, k, ops.a.data<float>(), ta ? m : k,
+                               ops.b.data<float>(), tb ? k : n, ops.c.data<float>(), n);
     benchmark::ClobberMemory();
   }
   set_flops(state, m, k, n, int(state.range(3)));
@@ -137,16 +146,10 @@ void BM_MatMul_OneDnn(benchmark::State& state) {
   const bool ta = state.range(4) != 0, tb = state.range(5) != 0;
   const int threads = int(state.range(3));
   omp_set_num_threads(threads);
-  Array a = Array::empty(kiln::DType::f32, ta ? kiln::Shape{k, m} : kiln::Shape{m, k});
-  Array b = Array::empty(kiln::DType::f32, tb ? kiln::Shape{n, k} : kiln::Shape{k, n});
-  std::mt19937 rng(42);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  for (int64_t i = 0; i < a.size(); ++i) a.data<float>()[i] = dist(rng);
-  for (int64_t i = 0; i < b.size(); ++i) b.data<float>()[i] = dist(rng);
-  Array c = Array::empty(kiln::DType::f32, kiln::Shape{m, n});
+  const StoredOperands ops(m, k, n, ta, tb);
   for (auto _ : state) {
-    dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a.data<float>(), ta ? m : k,
-               b.data<float>(), tb ? k : n, 0.0f, c.data<float>(), n);
+    dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, ops.a.data<float>(), ta ? m : k,
+               ops.b.data<float>(), tb ? k : n, 0.0f, ops.c.data<float>(), n);
     benchmark::ClobberMemory();
   }
   set_flops(state, m, k, n, threads);
@@ -225,37 +228,20 @@ void Shapes(benchmark::internal::Benchmark* b, std::initializer_list<int64_t> th
   b->ArgNames({"m", "k", "n", "threads"})->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
 
-// The four shapes, then the GEMMs of the transformer block and LSTM training steps of
-// `kiln bench` with the transposes their gradients use (ta: dW = X^T dY; tb: dX = dY W^T).
+// Issue 35's table (1024^3, 512 x 1024 x 1024, 64 x 784 x 256, 2048 x 256 x 1024,
+// 1024 x 128 x 512), then every product `kiln tune` tunes for (runtime/gemm_tuner.h:
+// tuning_shapes, the MLP, transformer block, LSTM and CNN steps' GEMMs with the transposes
+// their gradients use: ta dW = X^T dY, tb dX = dY W^T), each once.
 void GemmShapes(benchmark::internal::Benchmark* b) {
-  const int64_t shapes[][5] = {
-      {1024, 1024, 1024, 0, 0},
-      {512, 1024, 1024, 0, 0},
-      {64, 784, 256, 0, 0},
-      {1024, 128, 384, 0, 0},
-      // transformer block (16 x 64 tokens, d 128, feed-forward 512)
-      {1024, 128, 512, 0, 0},
-      {1024, 512, 128, 0, 0},
-      {128, 1024, 512, 1, 0},
-      {1024, 512, 128, 0, 1},
-      // LSTM 256 (batch 32, 64 steps): per step, the input projection, their gradients
-      {32, 256, 1024, 0, 0},
-      {32, 1024, 256, 0, 1},
-      {32, 1024, 256, 0, 0},  // the same with W^T made once before the loop
-      {2048, 64, 1024, 0, 0},
-      {256, 2048, 1024, 1, 0},
-      // LSTM since the input projection is hoisted (docs/benchmarks.md): layer 2's projection,
-      // layer 1's kernel gradient and layer 2's input gradient, all steps at once
-      {2048, 256, 1024, 0, 0},
-      {64, 2048, 1024, 1, 0},
-      {2048, 1024, 256, 0, 1},
-      // kiln bench's CNN (batch 64, 28x28): conv2 as im2col GEMMs (forward, input gradient,
-      // filter gradient), then the dense layer's input and kernel gradients
-      {12544, 144, 32, 0, 0},
-      {12544, 32, 144, 0, 1},
-      {144, 12544, 32, 1, 0},
-      {64, 10, 6272, 0, 1},
-      {6272, 64, 10, 1, 0}};
+  std::vector<std::array<int64_t, 5>> shapes = {{1024, 1024, 1024, 0, 0},
+                                                {512, 1024, 1024, 0, 0},
+                                                {64, 784, 256, 0, 0},
+                                                {2048, 256, 1024, 0, 0},
+                                                {1024, 128, 512, 0, 0}};
+  for (const kiln::runtime::gemm_detail::GemmShape& s : kiln::runtime::gemm_detail::tuning_shapes()) {
+    const std::array<int64_t, 5> row = {s.m, s.k, s.n, s.ta, s.tb};
+    if (std::find(shapes.begin(), shapes.end(), row) == shapes.end()) shapes.push_back(row);
+  }
   for (int64_t t : {1, 2})
     for (const auto& s : shapes) b->Args({s[0], s[1], s[2], t, s[3], s[4]});
   b->ArgNames({"m", "k", "n", "threads", "ta", "tb"})->UseRealTime()->Unit(benchmark::kMicrosecond);
