@@ -165,7 +165,8 @@ void BM_GemmTuner_FromPoorPlan(benchmark::State& state) {
   const gd::MicroKernels* mk = gd::active_microkernels();
   if (mk == nullptr) return state.SkipWithError("Eigen's GEMM: nothing to tune");
   gd::TuneOptions o;
-  o.shapes = {gd::GemmShape{1024, 384, 128, false, false}, gd::GemmShape{1024, 128, 512, false, false},
+  o.shapes = {gd::GemmShape{1024, 384, 128, false, false},
+              gd::GemmShape{1024, 128, 512, false, false},
               gd::GemmShape{128, 512, 1024, true, false}};
   gd::GemmParams poor = gd::derived_gemm_params(*mk, 0);
   poor.kc = std::max<int64_t>(16, poor.kc / 4 / 16 * 16);
@@ -238,7 +239,8 @@ void GemmShapes(benchmark::internal::Benchmark* b) {
                                                 {64, 784, 256, 0, 0},
                                                 {2048, 256, 1024, 0, 0},
                                                 {1024, 128, 512, 0, 0}};
-  for (const kiln::runtime::gemm_detail::GemmShape& s : kiln::runtime::gemm_detail::tuning_shapes()) {
+  for (const kiln::runtime::gemm_detail::GemmShape& s :
+       kiln::runtime::gemm_detail::tuning_shapes()) {
     const std::array<int64_t, 5> row = {s.m, s.k, s.n, s.ta, s.tb};
     if (std::find(shapes.begin(), shapes.end(), row) == shapes.end()) shapes.push_back(row);
   }

@@ -53,8 +53,9 @@ void read_identity(CpuInfo& cpu) {
     const unsigned sig = cpuid(1).eax;
     const int base_family = int((sig >> 8) & 0xF), base_model = int((sig >> 4) & 0xF);
     cpu.family = base_family == 0xF ? base_family + int((sig >> 20) & 0xFF) : base_family;
-    cpu.model = base_family == 0x6 || base_family == 0xF ? (int((sig >> 16) & 0xF) << 4) + base_model
-                                                         : base_model;
+    cpu.model = base_family == 0x6 || base_family == 0xF
+                    ? (int((sig >> 16) & 0xF) << 4) + base_model
+                    : base_model;
     cpu.stepping = int(sig & 0xF);
   }
   if (max_leaf(0x80000000) >= 0x80000004) {
@@ -99,8 +100,8 @@ int64_t parse_size(const std::string& text) {
   if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) return 0;
   size_t used = 0;
   const long long value = std::stoll(text, &used);
-  const char unit = used < text.size() ? char(std::toupper(static_cast<unsigned char>(text[used])))
-                                       : 'B';
+  const char unit =
+      used < text.size() ? char(std::toupper(static_cast<unsigned char>(text[used]))) : 'B';
   const int64_t scale = unit == 'K' ? 1024 : unit == 'M' ? 1024 * 1024 : 1;
   return int64_t(value) * scale;
 }
@@ -135,7 +136,8 @@ bool read_sysfs_caches(CpuInfo& cpu) {
     CacheLevel c;
     c.bytes = parse_size(read_text(dir + "size"));
     const std::string ways = read_text(dir + "ways_of_associativity");
-    c.ways = ways.empty() || !std::isdigit(static_cast<unsigned char>(ways[0])) ? 0 : std::stoi(ways);
+    c.ways =
+        ways.empty() || !std::isdigit(static_cast<unsigned char>(ways[0])) ? 0 : std::stoi(ways);
     c.shared_by = count_cpus(read_text(dir + "shared_cpu_list"));
     if (c.bytes <= 0) continue;
     if (level == "1" && type == "Data") cpu.l1d = c, any = true;
@@ -206,8 +208,11 @@ std::string bytes_text(int64_t b) {
 
 std::string CpuInfo::describe() const {
   std::string isa;
-  for (auto [on, name] : {std::pair{avx512f, "avx512f"}, {avx512_bf16, "avx512_bf16"},
-                          {amx_bf16, "amx_bf16"}, {avx2, "avx2"}, {fma, "fma"}})
+  for (auto [on, name] : {std::pair{avx512f, "avx512f"},
+                          {avx512_bf16, "avx512_bf16"},
+                          {amx_bf16, "amx_bf16"},
+                          {avx2, "avx2"},
+                          {fma, "fma"}})
     if (on) isa += std::string(isa.empty() ? "" : " ") + name;
   return fmt::format(
       "{} family {} model {} stepping {} ({}); L1d {} {}-way, L2 {}, L3 {} shared by {} ({}); {}",

@@ -14,15 +14,15 @@
 namespace kiln::runtime {
 
 struct CacheLevel {
-  int64_t bytes = 0;     // capacity of one instance
-  int ways = 0;          // associativity (0: unknown)
-  int shared_by = 1;     // logical CPUs sharing one instance
+  int64_t bytes = 0;  // capacity of one instance
+  int ways = 0;       // associativity (0: unknown)
+  int shared_by = 1;  // logical CPUs sharing one instance
   int64_t per_core() const { return bytes / (shared_by > 0 ? shared_by : 1); }
 };
 
 struct CpuInfo {
-  std::string vendor;      // "GenuineIntel", "AuthenticAMD", ... (CPUID leaf 0)
-  std::string model_name;  // the brand string, trimmed ("Intel(R) Xeon(R) ...")
+  std::string vendor;                       // "GenuineIntel", "AuthenticAMD", ... (CPUID leaf 0)
+  std::string model_name;                   // the brand string, trimmed ("Intel(R) Xeon(R) ...")
   int family = 0, model = 0, stepping = 0;  // display family/model (extended fields folded in)
   bool avx2 = false, fma = false, avx512f = false, avx512_bf16 = false, amx_bf16 = false;
   CacheLevel l1d, l2, l3;

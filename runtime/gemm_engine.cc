@@ -61,11 +61,20 @@ void pack_b_block(const MicroKernels& mk, int64_t nr, const SgemmArgs& g, const 
 // compiler inlines (a call to memcpy per row of a panel cost a quarter of the packing).
 inline void copy_floats(const float* src, int64_t cols, float* dst) {
   switch (cols) {
-    case 16: std::memcpy(dst, src, 16 * sizeof(float)); return;
-    case 32: std::memcpy(dst, src, 32 * sizeof(float)); return;
-    case 48: std::memcpy(dst, src, 48 * sizeof(float)); return;
-    case 64: std::memcpy(dst, src, 64 * sizeof(float)); return;
-    default: std::memcpy(dst, src, size_t(cols) * sizeof(float));
+    case 16:
+      std::memcpy(dst, src, 16 * sizeof(float));
+      return;
+    case 32:
+      std::memcpy(dst, src, 32 * sizeof(float));
+      return;
+    case 48:
+      std::memcpy(dst, src, 48 * sizeof(float));
+      return;
+    case 64:
+      std::memcpy(dst, src, 64 * sizeof(float));
+      return;
+    default:
+      std::memcpy(dst, src, size_t(cols) * sizeof(float));
   }
 }
 
@@ -144,9 +153,9 @@ struct SlicedPrefetch {
 
 // One task of the plan's product: C[r0:r1, c0:c1] for every k block. `packed_b` is op(B)
 // packed (BMode::kPacked / kPackedPerTask), else null.
-void run_block(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& g,
-               const KBlocks& kb, const float* packed_b, int64_t n_pad, int64_t r0, int64_t r1,
-               int64_t c0, int64_t c1) {
+void run_block(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& g, const KBlocks& kb,
+               const float* packed_b, int64_t n_pad, int64_t r0, int64_t r1, int64_t c0,
+               int64_t c1) {
   const int64_t nr = plan.kernel->nr;
   const bool pack_a = plan.a == AMode::kPackedAll || plan.a == AMode::kPackedPerPanel;
   const bool per_panel = plan.a == AMode::kPackedPerPanel;
@@ -211,7 +220,7 @@ void run_block(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& g,
           t.b_copy = copying ? b_block->as<float>() + (j - jc) * kc : nullptr;
           t.c = g.c + row * g.ldc + j;
           // The next tile's C: the next column tile of this panel, or the first of the next.
-          t.c_next = j + nr < jc_end            ? t.c + nr
+          t.c_next = j + nr < jc_end        ? t.c + nr
                      : i + 1 < panels.count ? g.c + (r0 + panels.start(i + 1)) * g.ldc + jc
                                             : nullptr;
           (t.cols == nr ? full : last)(t);

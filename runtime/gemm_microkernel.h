@@ -47,17 +47,17 @@ struct MicroTile {
   int64_t ldb = 0;
   float* c = nullptr;  // row i at c + i * ldc
   int64_t ldc = 0;
-  int64_t seg_len = 0;      // 0: one run of kc steps
-  int64_t seg_first = 0;    // steps of the first run (when seg_len > 0)
-  int64_t seg_jump = 0;     // floats A moves after each run, beyond the run's own steps
+  int64_t seg_len = 0;            // 0: one run of kc steps
+  int64_t seg_first = 0;          // steps of the first run (when seg_len > 0)
+  int64_t seg_jump = 0;           // floats A moves after each run, beyond the run's own steps
   float* b_copy = nullptr;        // set: B's rows are also copied here, b_copy_ld apart
   int64_t b_copy_ld = 0;          // floats between copied rows (the shape's nr)
   const float* c_next = nullptr;  // set: the next tile's C (same rows and ldc), prefetched
   int32_t b_ahead = 8;            // rows of B prefetched into L1 ahead of the one read
-  int32_t rows = 0;         // 1 .. mr
-  int32_t cols = 0;         // 1 .. nr
-  int32_t accumulate = 0;   // 1: the chain starts from C; 0: from zero
-  int32_t b_padded = 0;     // 1: b's rows are readable up to nr floats
+  int32_t rows = 0;               // 1 .. mr
+  int32_t cols = 0;               // 1 .. nr
+  int32_t accumulate = 0;         // 1: the chain starts from C; 0: from zero
+  int32_t b_padded = 0;           // 1: b's rows are readable up to nr floats
 };
 
 using TileFn = void (*)(const MicroTile& t);

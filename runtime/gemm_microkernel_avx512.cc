@@ -45,16 +45,15 @@ namespace kiln::runtime::gemm_detail {
 // Of the 32 zmm registers, the accumulators take 24 (12 x 2 vectors, 8 x 3, 6 x 4) or 28
 // (14 x 2), the rest hold B's vectors and the broadcast of A.
 const MicroKernels& avx512_microkernels() {
-  static constexpr MicroKernels kernels{"avx512",
-                                        Avx512::kLanes,
-                                        {tile_shape<Avx512, 12, 2>("12x32"),
-                                         tile_shape<Avx512, 14, 2>("14x32"),
-                                         tile_shape<Avx512, 8, 3>("8x48"),
-                                         tile_shape<Avx512, 6, 4>("6x64")},
-                                        4,
-                                        fma_loop<Avx512>,
-                                        fma_loop_flops<Avx512>(),
-                                        transpose_avx2};
+  static constexpr MicroKernels kernels{
+      "avx512",
+      Avx512::kLanes,
+      {tile_shape<Avx512, 12, 2>("12x32"), tile_shape<Avx512, 14, 2>("14x32"),
+       tile_shape<Avx512, 8, 3>("8x48"), tile_shape<Avx512, 6, 4>("6x64")},
+      4,
+      fma_loop<Avx512>,
+      fma_loop_flops<Avx512>(),
+      transpose_avx2};
   return kernels;
 }
 

@@ -10,7 +10,9 @@
 namespace kiln::runtime::gemm_detail {
 namespace {
 
-int64_t round_down(int64_t x, int64_t multiple) { return std::max(multiple, x / multiple * multiple); }
+int64_t round_down(int64_t x, int64_t multiple) {
+  return std::max(multiple, x / multiple * multiple);
+}
 
 // Two products are computed as their transpose C^T = op(B)^T op(A)^T:
 //  - at most one column tile of rows against a transposed B of many columns (an RNN step's
@@ -43,8 +45,8 @@ void plan_product(GemmPlan& plan, const GemmParams& p, int64_t m, int64_t n, int
   const bool pack_b = tb || (m >= p.pack_b_min_rows && !(large_b && grid.row_blocks == 1));
   // A transposed B under a product of few rows (an RNN step's input gradient): the tasks split
   // the columns only and each packs its own panels, instead of a packing phase and a barrier.
-  const bool tasks_pack_b = pack_b && !on_rows && grid.row_blocks * grid.col_blocks > 1 &&
-                            m <= 4 * mr;
+  const bool tasks_pack_b =
+      pack_b && !on_rows && grid.row_blocks * grid.col_blocks > 1 && m <= 4 * mr;
   if (tasks_pack_b) grid = {1, std::min(panels_n, grid.row_blocks * grid.col_blocks)};
   plan.row_blocks = grid.row_blocks;
   plan.col_blocks = grid.col_blocks;
@@ -65,7 +67,7 @@ void plan_product(GemmPlan& plan, const GemmParams& p, int64_t m, int64_t n, int
   // all of them), so that each A panel serves more tiles.
   const int64_t nc = std::min(p.nc * p.kc / std::max<int64_t>(1, plan.kc), ceil_div(n, nr) * nr);
   plan.nc = copied ? round_down(nc / 2, nr) : round_down(nc, nr);
-  plan.b = pack_b ? (tasks_pack_b ? BMode::kPackedPerTask : BMode::kPacked)
+  plan.b = pack_b   ? (tasks_pack_b ? BMode::kPackedPerTask : BMode::kPacked)
            : copied ? BMode::kCopiedBlocks
                     : BMode::kInPlace;
   // Packed A: with one column block, each panel right before its tiles into one panel's buffer
@@ -114,44 +116,54 @@ GemmParams derive_gemm_params(const MicroKernels& mk, int32_t kernel, const CpuI
 
 const char* name(AMode mode) {
   switch (mode) {
-    case AMode::kPackedAll: return "packed";
-    case AMode::kPackedPerPanel: return "packed-per-panel";
-    case AMode::kRowsInPlace: return "rows-in-place";
-    case AMode::kColumnsInPlace: return "columns-in-place";
+    case AMode::kPackedAll:
+      return "packed";
+    case AMode::kPackedPerPanel:
+      return "packed-per-panel";
+    case AMode::kRowsInPlace:
+      return "rows-in-place";
+    case AMode::kColumnsInPlace:
+      return "columns-in-place";
   }
   return "?";
 }
 
 const char* name(BMode mode) {
   switch (mode) {
-    case BMode::kPacked: return "packed";
-    case BMode::kPackedPerTask: return "packed-by-tasks";
-    case BMode::kInPlace: return "in-place";
-    case BMode::kCopiedBlocks: return "copied-blocks";
+    case BMode::kPacked:
+      return "packed";
+    case BMode::kPackedPerTask:
+      return "packed-by-tasks";
+    case BMode::kInPlace:
+      return "in-place";
+    case BMode::kCopiedBlocks:
+      return "copied-blocks";
   }
   return "?";
 }
 
 const char* name(BackTranspose mode) {
   switch (mode) {
-    case BackTranspose::kNone: return "none";
-    case BackTranspose::kPerTask: return "per-task";
-    case BackTranspose::kAfter: return "after";
+    case BackTranspose::kNone:
+      return "none";
+    case BackTranspose::kPerTask:
+      return "per-task";
+    case BackTranspose::kAfter:
+      return "after";
   }
   return "?";
 }
 
 std::string GemmPlan::describe() const {
   const GemmShape& s = shape;
-  std::string text = fmt::format("{}x{}x{} {}{}{}, {} thread{}: {} {}", s.m, s.k, s.n,
-                                 s.ta ? 't' : 'n', s.tb ? 't' : 'n', s.epilogue ? " +epilogue" : "",
-                                 s.threads, s.threads == 1 ? "" : "s", isa,
-                                 kernel ? kernel->name : "?");
+  std::string text =
+      fmt::format("{}x{}x{} {}{}{}, {} thread{}: {} {}", s.m, s.k, s.n, s.ta ? 't' : 'n',
+                  s.tb ? 't' : 'n', s.epilogue ? " +epilogue" : "", s.threads,
+                  s.threads == 1 ? "" : "s", isa, kernel ? kernel->name : "?");
   if (transposed())
-    text += fmt::format(", as C^T = {}x{}x{} {}{} (back-transposed {}{})", m, k, n,
-                        ta ? 't' : 'n', tb ? 't' : 'n', name(back),
-                        back == BackTranspose::kAfter ? fmt::format(" in {} tasks", back_blocks)
-                                                      : "");
+    text += fmt::format(
+        ", as C^T = {}x{}x{} {}{} (back-transposed {}{})", m, k, n, ta ? 't' : 'n', tb ? 't' : 'n',
+        name(back), back == BackTranspose::kAfter ? fmt::format(" in {} tasks", back_blocks) : "");
   text += fmt::format(
       ", grid {}x{}, A {}, B {}, kc {} x {} block{}, nc {}, {} rows per tile, B prefetch {} "
       "rows ({})",
@@ -160,8 +172,8 @@ std::string GemmPlan::describe() const {
   return text;
 }
 
-GemmGrid plan_grid(const MicroKernel& kernel, const GemmParams& p, int64_t m, int64_t n,
-                   int64_t k, int threads, bool whole_rows) {
+GemmGrid plan_grid(const MicroKernel& kernel, const GemmParams& p, int64_t m, int64_t n, int64_t k,
+                   int threads, bool whole_rows) {
   const int64_t mr = kernel.mr, nr = kernel.nr;
   // Row blocks for an epilogue (whole_rows) hold at most epilogue_block_bytes of C, so that the
   // epilogue reads them from L2, whatever the thread count.
@@ -197,8 +209,7 @@ GemmGrid plan_grid(const MicroKernel& kernel, const GemmParams& p, int64_t m, in
 GemmPlan make_gemm_plan(const MicroKernels& mk, const GemmShape& shape, const GemmParams& p) {
   const MicroKernel& kernel = mk.shapes[std::clamp<int32_t>(p.kernel, 0, mk.shape_count - 1)];
   return make_gemm_plan(
-      mk, shape, p,
-      plan_grid(kernel, p, shape.m, shape.n, shape.k, shape.threads, shape.epilogue));
+      mk, shape, p, plan_grid(kernel, p, shape.m, shape.n, shape.k, shape.threads, shape.epilogue));
 }
 
 GemmPlan make_gemm_plan(const MicroKernels& mk, const GemmShape& shape, const GemmParams& p,
@@ -228,7 +239,8 @@ GemmPlan make_gemm_plan(const MicroKernels& mk, const GemmShape& shape, const Ge
     return plan;
   }
   plan.back = BackTranspose::kAfter;
-  const GemmGrid inner = parallel ? plan_grid(*plan.kernel, p, m, n, k, threads, false) : GemmGrid{};
+  const GemmGrid inner =
+      parallel ? plan_grid(*plan.kernel, p, m, n, k, threads, false) : GemmGrid{};
   plan_product(plan, p, m, n, k, ta, tb, inner, false);
   // C = (C^T)^T by blocks of rows (the caller's row blocks, each finished by its callback).
   plan.back_blocks = shape.epilogue ? grid.row_blocks

@@ -64,11 +64,11 @@ struct GemmParams {
   int64_t nc = 256;     // columns of B per block: the B block (kc x nc) stays in L2
   int32_t b_ahead = 8;  // rows of B a tile prefetches into L1 ahead of the one it reads
 
-  int32_t mr_in_place = 8;         // most rows of a tile reading A's rows in place (L1 ways)
-  int64_t pack_b_min_rows = 192;   // B packed when at least this many rows of C reuse it
+  int32_t mr_in_place = 8;            // most rows of a tile reading A's rows in place (L1 ways)
+  int64_t pack_b_min_rows = 192;      // B packed when at least this many rows of C reuse it
   int64_t in_place_a_max_cols = 128;  // tasks at most this wide read A in place
   int64_t large_b_bytes = 4 << 20;    // B read in place beyond this is copied into L2 blocks
-  int64_t epilogue_block_bytes = 256 << 10;  // row blocks of an epilogue hold at most this of C
+  int64_t epilogue_block_bytes = 256 << 10;     // row blocks of an epilogue hold at most this of C
   double parallel_min_flops = double(1 << 20);  // smaller products run as one task
   double min_task_flops = double(1 << 19);      // tasks carry at least this much work
   int64_t min_rounded_rows = 4;  // fewest rows a row block gets to even out the threads
@@ -141,8 +141,8 @@ struct GemmPlan {
 struct GemmGrid {
   int64_t row_blocks = 1, col_blocks = 1;
 };
-GemmGrid plan_grid(const MicroKernel& kernel, const GemmParams& p, int64_t m, int64_t n,
-                   int64_t k, int threads, bool whole_rows);
+GemmGrid plan_grid(const MicroKernel& kernel, const GemmParams& p, int64_t m, int64_t n, int64_t k,
+                   int threads, bool whole_rows);
 
 // The plan of `shape` on kernel set `mk` with blocking `p`. Sizes must be > 0.
 GemmPlan make_gemm_plan(const MicroKernels& mk, const GemmShape& shape, const GemmParams& p);

@@ -26,8 +26,7 @@ void log_gemm_plan(const GemmPlan& plan) {
   const GemmShape& s = plan.shape;
   {
     std::lock_guard<std::mutex> lock(mutex);
-    if (!seen.emplace(s.m, s.n, s.k, s.ta, s.tb, s.threads, s.epilogue, plan.kernel).second)
-      return;
+    if (!seen.emplace(s.m, s.n, s.k, s.ta, s.tb, s.threads, s.epilogue, plan.kernel).second) return;
   }
   log(LogLevel::kDebug, "gemm plan: " + plan.describe());
 }

@@ -56,9 +56,18 @@ struct Problem {
   // The fastest call of `slice` seconds of calls.
   double time(const MicroKernels& mk, const GemmParams& p, double slice) const {
     const GemmPlan plan = make_gemm_plan(mk, shape, p);
-    const SgemmArgs g{shape.ta, shape.tb,  shape.m,      shape.n,  shape.k, a.get(),
-                      shape.ta ? shape.m : shape.k,      b.get(),  shape.tb ? shape.k : shape.n,
-                      c.get(),  shape.n,   false};
+    const SgemmArgs g{shape.ta,
+                      shape.tb,
+                      shape.m,
+                      shape.n,
+                      shape.k,
+                      a.get(),
+                      shape.ta ? shape.m : shape.k,
+                      b.get(),
+                      shape.tb ? shape.k : shape.n,
+                      c.get(),
+                      shape.n,
+                      false};
     double best = 1e30;
     const Clock::time_point t0 = Clock::now();
     do {
@@ -259,11 +268,12 @@ TuneResult tune_gemm(const MicroKernels& mk, const TuneOptions& o) {
     result.table.classes.push_back(TunedClass{name, report.chosen_kernel, c.best.kc, c.best.nc,
                                               c.best.b_ahead, report.gain()});
     if (o.progress)
-      o.progress(fmt::format("{:<22} {} kc {} nc {} prefetch {} -> {} kc {} nc {} prefetch {}: "
-                             "{:.2f}x ({} candidates)",
-                             name, report.start_kernel, report.start.kc, report.start.nc,
-                             report.start.b_ahead, report.chosen_kernel, c.best.kc, c.best.nc,
-                             c.best.b_ahead, report.gain(), report.candidates));
+      o.progress(
+          fmt::format("{:<22} {} kc {} nc {} prefetch {} -> {} kc {} nc {} prefetch {}: "
+                      "{:.2f}x ({} candidates)",
+                      name, report.start_kernel, report.start.kc, report.start.nc,
+                      report.start.b_ahead, report.chosen_kernel, c.best.kc, c.best.nc,
+                      c.best.b_ahead, report.gain(), report.candidates));
     result.classes.push_back(std::move(report));
   }
   result.core_gflops = std::max(result.core_gflops, measure_fma_peak(1, 0.02, 5).gflops);
@@ -274,13 +284,14 @@ TuneResult tune_gemm(const MicroKernels& mk, const TuneOptions& o) {
 
 void save_tuned_table(const TunedTable& table, const std::string& path) {
   if (path.empty())
-    throw Error("kiln tune: no place for the tuned table: the disk cache is disabled "
-                "(KILN_CACHE_DIR is empty); set KILN_CACHE_DIR or HOME");
+    throw Error(
+        "kiln tune: no place for the tuned table: the disk cache is disabled "
+        "(KILN_CACHE_DIR is empty); set KILN_CACHE_DIR or HOME");
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
   if (ec)
-    throw Error(fmt::format("kiln tune: cannot create the directory of {}: {}", path,
-                            ec.message()));
+    throw Error(
+        fmt::format("kiln tune: cannot create the directory of {}: {}", path, ec.message()));
   write_file_atomically(path, table.to_text());
 }
 

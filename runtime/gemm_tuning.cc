@@ -147,9 +147,10 @@ std::optional<TunedTable> read_table(const MicroKernels& mk, const std::string& 
     log_info("GEMM: " + status);
     return table;
   } catch (const Error& e) {
-    status = fmt::format("tuned table {} ignored ({}): derived blocking until `kiln tune` "
-                         "rebuilds it",
-                         path, e.what());
+    status = fmt::format(
+        "tuned table {} ignored ({}): derived blocking until `kiln tune` "
+        "rebuilds it",
+        path, e.what());
     log_warning("GEMM: " + status);
     return std::nullopt;
   }
@@ -197,17 +198,15 @@ std::string TunedTable::to_text() const {
   std::string text = fmt::format("{} {}\nkiln {}\ncpu {}\nisa {}\ncore_gflops {:.3f}\n", kMagic,
                                  kTableFormat, kiln_version, cpu_key, isa, core_gflops);
   for (const TunedClass& c : classes)
-    text += fmt::format("class {} kernel {} kc {} nc {} b_ahead {} gain {:.3f}\n", c.name,
-                        c.kernel, c.kc, c.nc, c.b_ahead, c.gain);
+    text += fmt::format("class {} kernel {} kc {} nc {} b_ahead {} gain {:.3f}\n", c.name, c.kernel,
+                        c.kc, c.nc, c.b_ahead, c.gain);
   text += fmt::format("checksum {:016x}\n", fnv1a(text));
   return text;
 }
 
 TunedTable TunedTable::parse(const std::string& text, const MicroKernels& mk,
                              const std::string& where) {
-  auto fail = [&](const std::string& what) {
-    return Error(fmt::format("{}: {}", where, what));
-  };
+  auto fail = [&](const std::string& what) { return Error(fmt::format("{}: {}", where, what)); };
   const size_t sum_at = text.rfind("checksum ");
   if (sum_at == std::string::npos || (sum_at > 0 && text[sum_at - 1] != '\n'))
     throw fail("no checksum line (a torn or foreign file)");
@@ -217,8 +216,7 @@ TunedTable TunedTable::parse(const std::string& text, const MicroKernels& mk,
   std::istringstream in(body);
   std::string magic;
   int format = 0;
-  if (!(in >> magic >> format) || magic != kMagic)
-    throw fail("not a kiln GEMM tuning table");
+  if (!(in >> magic >> format) || magic != kMagic) throw fail("not a kiln GEMM tuning table");
   if (format != kTableFormat)
     throw fail(fmt::format("table format {}, this kiln reads format {}", format, kTableFormat));
   TunedTable table;
@@ -239,17 +237,20 @@ TunedTable TunedTable::parse(const std::string& text, const MicroKernels& mk,
     if (!(in >> c.name >> k1 >> c.kernel >> k2 >> c.kc >> k3 >> c.nc >> k4 >> c.b_ahead >> k5 >>
           c.gain) ||
         k1 != "kernel" || k2 != "kc" || k3 != "nc" || k4 != "b_ahead" || k5 != "gain")
-      throw fail("malformed class line (expected `class NAME kernel S kc N nc N b_ahead N gain X`)");
+      throw fail(
+          "malformed class line (expected `class NAME kernel S kc N nc N b_ahead N gain X`)");
     if (class_by_name(c.name) < 0) throw fail(fmt::format("unknown class `{}`", c.name));
     const MicroKernel* kernel = mk.find(c.kernel.c_str());
     if (!kernel) throw fail(fmt::format("unknown {} tile shape `{}`", mk.isa, c.kernel));
-    if (c.kc < 8 || c.kc > 8192) throw fail(fmt::format("class {}: kc {} out of [8, 8192]", c.name, c.kc));
+    if (c.kc < 8 || c.kc > 8192)
+      throw fail(fmt::format("class {}: kc {} out of [8, 8192]", c.name, c.kc));
     if (c.nc < kernel->nr || c.nc > 65536 || c.nc % kernel->nr != 0)
       throw fail(fmt::format("class {}: nc {} is not a multiple of {} in [{}, 65536]", c.name, c.nc,
                              kernel->nr, kernel->nr));
     if (c.b_ahead < 0 || c.b_ahead > 1024)
       throw fail(fmt::format("class {}: b_ahead {} out of [0, 1024]", c.name, c.b_ahead));
-    if (!(c.gain > 0) || c.gain > 1e3) throw fail(fmt::format("class {}: gain {} out of range", c.name, c.gain));
+    if (!(c.gain > 0) || c.gain > 1e3)
+      throw fail(fmt::format("class {}: gain {} out of range", c.name, c.gain));
     for (const TunedClass& other : table.classes)
       if (other.name == c.name) throw fail(fmt::format("class {} twice", c.name));
     table.classes.push_back(c);
@@ -283,9 +284,10 @@ std::string reload_gemm_tuning(const MicroKernels& mk) {
 
 void use_gemm_tuning(const MicroKernels& mk, const std::optional<TunedTable>& table) {
   std::lock_guard<std::mutex> lock(slots().mutex);
-  publish(mk, make_tuning(mk, table,
-                          table ? fmt::format("tuned table in memory ({} classes)", table->classes.size())
-                                : std::string("derived blocking")));
+  publish(mk, make_tuning(
+                  mk, table,
+                  table ? fmt::format("tuned table in memory ({} classes)", table->classes.size())
+                        : std::string("derived blocking")));
 }
 
 std::string gemm_tuning_status(const MicroKernels& mk) { return tuning(mk).status; }

@@ -33,9 +33,9 @@ struct ProfileEvent {
   std::string category;  // "kernel", "contraction", "op", "assign", "control", "call", ...
   int64_t start_ns = 0;  // since the session started
   int64_t duration_ns = 0;
-  int thread = 0;    // small per-thread number (0, 1, 2, ... in order of first use)
-  double flops = 0;  // floating-point operations done, 0 when unknown
-  double bytes = 0;  // bytes read + written, 0 when unknown
+  int thread = 0;      // small per-thread number (0, 1, 2, ... in order of first use)
+  double flops = 0;    // floating-point operations done, 0 when unknown
+  double bytes = 0;    // bytes read + written, 0 when unknown
   std::string detail;  // how it ran, e.g. a GEMM's plan (args.detail in the trace); may be ""
 };
 

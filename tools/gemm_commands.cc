@@ -49,11 +49,12 @@ void print_plan(const PlanArgs& a) {
   std::cout << ")\n"
             << "blocking: " << gd::gemm_tuning_status(mk) << "\n"
             << "class:    " << gd::gemm_class(shape) << " (" << p.source << ")\n"
-            << fmt::format("params:   kc {} nc {} prefetch {} rows, A in place up to {} columns "
-                           "and {} rows per tile, B packed from {} rows, B copied in blocks over "
-                           "{} KiB, tasks of at least {:.0f} kflop\n",
-                           p.kc, p.nc, p.b_ahead, p.in_place_a_max_cols, p.mr_in_place,
-                           p.pack_b_min_rows, p.large_b_bytes >> 10, p.min_task_flops / 1e3)
+            << fmt::format(
+                   "params:   kc {} nc {} prefetch {} rows, A in place up to {} columns "
+                   "and {} rows per tile, B packed from {} rows, B copied in blocks over "
+                   "{} KiB, tasks of at least {:.0f} kflop\n",
+                   p.kc, p.nc, p.b_ahead, p.in_place_a_max_cols, p.mr_in_place, p.pack_b_min_rows,
+                   p.large_b_bytes >> 10, p.min_task_flops / 1e3)
             << "plan:     " << plan.describe() << "\n";
 }
 
@@ -99,11 +100,11 @@ void run_tune(const TuneArgs& a) {
     for (const gd::GemmShape& s : c.shapes)
       shapes += fmt::format("{}{}x{}x{}{}{}", shapes.empty() ? "" : ", ", s.m, s.k, s.n,
                             s.ta ? " ta" : "", s.tb ? " tb" : "");
-    std::cout << fmt::format("{:<22} {:>6.0f}us {:>6.0f}us {:>8.1f} {:>5.2f}x  {} kc {} nc {} "
-                             "prefetch {} ({})\n",
-                             c.name, c.start_seconds * 1e6, c.chosen_seconds * 1e6,
-                             c.flops / c.chosen_seconds * 1e-9, c.gain(), c.chosen_kernel,
-                             c.chosen.kc, c.chosen.nc, c.chosen.b_ahead, shapes);
+    std::cout << fmt::format(
+        "{:<22} {:>6.0f}us {:>6.0f}us {:>8.1f} {:>5.2f}x  {} kc {} nc {} "
+        "prefetch {} ({})\n",
+        c.name, c.start_seconds * 1e6, c.chosen_seconds * 1e6, c.flops / c.chosen_seconds * 1e-9,
+        c.gain(), c.chosen_kernel, c.chosen.kc, c.chosen.nc, c.chosen.b_ahead, shapes);
     start_s += c.start_seconds;
     chosen_s += c.chosen_seconds;
     flops += c.flops;

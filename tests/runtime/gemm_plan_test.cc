@@ -39,8 +39,8 @@ GemmParams params(int32_t kernel = 0) {
   return derive_gemm_params(fake_kernels(), kernel, fixed_cpu(), 100.0);
 }
 
-GemmPlan plan(int64_t m, int64_t k, int64_t n, bool ta, bool tb, int threads,
-              bool epilogue = false, int32_t kernel = 0) {
+GemmPlan plan(int64_t m, int64_t k, int64_t n, bool ta, bool tb, int threads, bool epilogue = false,
+              int32_t kernel = 0) {
   return make_gemm_plan(fake_kernels(), GemmShape{m, n, k, ta, tb, threads, epilogue},
                         params(kernel));
 }
@@ -66,8 +66,7 @@ TEST(GemmPlanTest, BlockingIsDerivedFromTheCaches) {
   // 131072 / (4 * 4 * 16) = 512, and the block is 131072 / (4 * 512) = 64 columns.
   CpuInfo small = fixed_cpu();
   small.l2 = {256 << 10, 8, 1};
-  const MicroKernels avx2{"avx2",  8,  {{"6x16", 6, 16, nullptr, nullptr}}, 1, nullptr, 0,
-                          nullptr};
+  const MicroKernels avx2{"avx2", 8, {{"6x16", 6, 16, nullptr, nullptr}}, 1, nullptr, 0, nullptr};
   const GemmParams r = derive_gemm_params(avx2, 0, small, 50.0);
   EXPECT_EQ(r.kc, 512);
   EXPECT_EQ(r.nc, 64);
@@ -87,8 +86,7 @@ TEST(GemmPlanTest, LargeSquareProductPacksBothOperands) {
   EXPECT_EQ(p.panel_rows, 12);
   const std::string text = p.describe();
   EXPECT_NE(text.find("1024x1024x1024 nn, 1 thread: avx512 12x32"), std::string::npos) << text;
-  EXPECT_NE(text.find("A packed, B packed, kc 256 x 4 blocks, nc 480"), std::string::npos)
-      << text;
+  EXPECT_NE(text.find("A packed, B packed, kc 256 x 4 blocks, nc 480"), std::string::npos) << text;
   EXPECT_NE(text.find("(derived)"), std::string::npos) << text;
 }
 

@@ -209,8 +209,8 @@ TEST(GemmEngineTest, BitwiseIdenticalAcrossGridsThreadsEntryPointsAndIsas) {
                {gemm_detail::GemmGrid{1, 1}, gemm_detail::GemmGrid{3, 1},
                 gemm_detail::GemmGrid{1, 4}, gemm_detail::GemmGrid{5, 3}}) {
             std::vector<float> c = p.c0;
-            const gemm_detail::GemmPlan plan = gemm_detail::make_gemm_plan(
-                mk, shape, gemm_detail::gemm_params(mk, shape), grid);
+            const gemm_detail::GemmPlan plan =
+                gemm_detail::make_gemm_plan(mk, shape, gemm_detail::gemm_params(mk, shape), grid);
             gemm_detail::run_gemm(mk, plan,
                                   {ta, tb, p.m, p.n, p.k, p.a.data(), p.lda, p.b.data(), p.ldb,
                                    c.data(), p.ldc, true});

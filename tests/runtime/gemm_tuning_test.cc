@@ -92,8 +92,8 @@ TEST(GemmTuningTest, EveryCandidatePlanComputesTheContractsFmaChain) {
   // Deep k (several k blocks whatever kc), transposed operands, the C^T products, a B large
   // enough to be copied block by block, a narrow and a one-row C.
   const std::vector<Product> products = {
-      Product(37, 70, 301, false, false, 1), Product(29, 131, 200, true, false, 2),
-      Product(20, 200, 90, false, true, 3),  Product(300, 10, 50, true, false, 4),
+      Product(37, 70, 301, false, false, 1),   Product(29, 131, 200, true, false, 2),
+      Product(20, 200, 90, false, true, 3),    Product(300, 10, 50, true, false, 4),
       Product(40, 70, 16000, false, false, 5), Product(1, 45, 33, true, true, 6)};
   for (const MicroKernels* mk : sets) {
     for (const Product& pr : products) {
@@ -134,8 +134,8 @@ TunedTable sample_table(const MicroKernels& mk) {
   t.core_gflops = 123.5;
   t.classes.push_back(TunedClass{"deep-wide-many-nn", mk.shapes[mk.shape_count - 1].name, 256,
                                  int64_t(mk.shapes[mk.shape_count - 1].nr) * 4, 16, 1.25});
-  t.classes.push_back(TunedClass{"shallow-narrow-few-tn", mk.shapes[0].name, 64,
-                                 int64_t(mk.shapes[0].nr), 2, 1.0});
+  t.classes.push_back(
+      TunedClass{"shallow-narrow-few-tn", mk.shapes[0].name, 64, int64_t(mk.shapes[0].nr), 2, 1.0});
   return t;
 }
 
@@ -265,7 +265,9 @@ TEST(GemmTuningTest, DamagedOrForeignTablesAreIgnoredWithAWarningAndRebuilt) {
   const std::pair<std::string, std::string> damaged[] = {
       {text.substr(0, text.size() - 10), "checksum"},
       {std::string(text).replace(text.find("kc 256"), 6, "kc 257"), "checksum mismatch"},
-      {"\x7f" "ELF garbage", "no checksum"},
+      {"\x7f"
+       "ELF garbage",
+       "no checksum"},
       {foreign.to_text(), "made for CPU AuthenticAMD-25-17-1-AMD-EPYC-9R14"},
       {old_version.to_text(), "made by kiln 0.0.1"}};
   for (const auto& [bytes, why] : damaged) {
@@ -314,8 +316,8 @@ TEST(GemmTuningTest, PlansAreLoggedOnceAndProfiledWithTheirPlan) {
   const Product pr(37, 53, 71, false, true, 3);
   std::vector<float> c = pr.c0;
   auto product = [&] {
-    gemm<float>(pr.ta, pr.tb, pr.m, pr.n, pr.k, pr.a.data(), pr.lda, pr.b.data(), pr.ldb,
-                c.data(), pr.ldc);
+    gemm<float>(pr.ta, pr.tb, pr.m, pr.n, pr.k, pr.a.data(), pr.lda, pr.b.data(), pr.ldb, c.data(),
+                pr.ldc);
   };
   std::vector<std::string> lines;
   const LogLevel saved_level = log_level();
