@@ -1,5 +1,6 @@
 #include "kiln/runtime/log.h"
 
+#include <atomic>
 #include <cstdio>
 #include <mutex>
 
@@ -18,8 +19,10 @@ LogLevel level_from_env() {
   return LogLevel::kWarning;
 }
 
-LogLevel& level_ref() {
-  static LogLevel level = level_from_env();
+// Read without the lock: callers on hot paths (each GEMM asks whether to log its plan) check
+// the level before building a message.
+std::atomic<LogLevel>& level_ref() {
+  static std::atomic<LogLevel> level{level_from_env()};
   return level;
 }
 
@@ -38,8 +41,8 @@ const char* level_name(LogLevel l) {
 }  // namespace
 
 void log(LogLevel level, std::string_view message) {
+  if (int(level) > int(level_ref().load(std::memory_order_relaxed))) return;
   std::lock_guard<std::mutex> lock(g_mutex);
-  if (int(level) > int(level_ref())) return;
   if (g_sink) {
     g_sink(level, message);
     return;
@@ -47,15 +50,9 @@ void log(LogLevel level, std::string_view message) {
   std::fprintf(stderr, "kiln: %s: %.*s\n", level_name(level), int(message.size()), message.data());
 }
 
-void set_log_level(LogLevel level) {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  level_ref() = level;
-}
+void set_log_level(LogLevel level) { level_ref().store(level, std::memory_order_relaxed); }
 
-LogLevel log_level() {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  return level_ref();
-}
+LogLevel log_level() { return level_ref().load(std::memory_order_relaxed); }
 
 LogSink set_log_sink(LogSink sink) {
   std::lock_guard<std::mutex> lock(g_mutex);
