@@ -58,6 +58,7 @@ class GraphCompiler {
   // executables of cond / while bodies append theirs too). Fills out.arena when `top`.
   std::shared_ptr<const runtime::Executable> build(CompiledGraph& out, bool top) {
     find_in_place_updates();
+    plan_ = plan_memory();
     std::vector<int> params, vars;
     for (const auto& p : g_.parameters()) params.push_back(slot(p.get()));
     for (const auto& v : g_.variables()) vars.push_back(slot(v.entry));
@@ -92,6 +93,7 @@ class GraphCompiler {
   // Only the requests (for dumps); `owned` keeps one-op bodies alive.
   std::vector<KernelRequest> requests(std::vector<std::unique_ptr<Graph>>& owned) {
     find_in_place_updates();
+    plan_ = plan_memory();
     for (const auto& up : g_.nodes()) add_node(*up, nullptr);
     for (auto& b : bodies_) owned.push_back(std::move(b));
     return requests_;
@@ -179,15 +181,33 @@ class GraphCompiler {
   // in-place reuse: kernel buffers never alias), pooled buffers for values that outlive the
   // call, and contraction products and kernel temporaries in a scratch area after the planned
   // values that every step reuses. Returns the layout (its arena_bytes is the arena size).
-  ArenaLayout lay_out_memory() {
-    using Kind = runtime::SlotStorage::Kind;
-    ArenaLayout layout;
+  // The memory plan (no in-place reuse: kernel buffers never alias). A reshape whose
+  // operand and result both stay arena slots is a view: no step, its slot is the operand's
+  // bytes. (Values read by an assignment leave the arena for a pool or the variable's buffer;
+  // cond / while results and graph outputs are outside it already.)
+  passes::MemoryPlan plan_memory() {
     passes::MemoryPlanOptions options;
     options.in_place = false;
     options.unknown_parameters = true;            // a sub-graph's parameters may receive stacks
     options.control_flow_results_outside = true;  // see the kCond / kWhile steps below
     options.bucket_bytes = bucket_bytes();
-    layout.plan = passes::plan_memory(g_, options);
+    std::unordered_set<const Value*> assigned;
+    for (const auto& n : g_.nodes())
+      if (n->is_assignment()) assigned.insert(n->input(0));
+    for (const auto& n : g_.nodes())
+      if (n->is_op(OpKind::Reshape) && !assigned.count(n->input(0)) && !assigned.count(n->output()))
+        options.views.insert(n.get());
+    return passes::plan_memory(g_, options);
+  }
+
+  bool is_view(const Node& n) const {
+    return n.is_op(OpKind::Reshape) && plan_.of(n.output()).view_of != nullptr;
+  }
+
+  ArenaLayout lay_out_memory() {
+    using Kind = runtime::SlotStorage::Kind;
+    ArenaLayout layout;
+    layout.plan = std::move(plan_);
     const passes::MemoryPlan& plan = layout.plan;
     storage_.assign(size_t(next_slot_), {});
     for (const auto& [v, s] : slots_) {
@@ -345,6 +365,7 @@ class GraphCompiler {
       case NodeKind::kOp:
         break;
     }
+    if (is_view(n)) return;  // its slot views the operand's arena bytes (plan_memory)
     if (can_lower(n)) {
       bodies_.push_back(one_op_body(n, kernel_name(n)));
       s.kind = Step::Kind::kKernel;
@@ -441,6 +462,7 @@ class GraphCompiler {
   }
 
   const Graph& g_;
+  passes::MemoryPlan plan_;  // made first; lay_out_memory moves it into the layout
   std::unordered_map<const Value*, int> slots_;
   std::unordered_map<const Node*, size_t> position_;
   std::unordered_map<const Value*, size_t> last_reader_;

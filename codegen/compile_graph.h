@@ -36,7 +36,8 @@ struct ScratchBuffer {
 // bodies are nested executables with arenas of their own (not counted here). Points at the
 // optimized graph's values: valid while that graph lives unchanged.
 struct ArenaLayout {
-  passes::MemoryPlan plan;  // plan_memory(graph, {.in_place = false})
+  // plan_memory(graph, {.in_place = false, .views = the reshapes that stay in the arena})
+  passes::MemoryPlan plan;
   std::vector<std::pair<const ir::Value*, std::string>> elsewhere;  // value, "pooled" | "external"
   size_t scratch_offset = 0;
   std::vector<ScratchBuffer> scratch;

@@ -166,11 +166,17 @@ int MemoryPlan::in_place_values() const {
                            [](const ValuePlan& p) { return p.in_place_of != nullptr; }));
 }
 
+int MemoryPlan::view_values() const {
+  return int(std::count_if(values.begin(), values.end(),
+                           [](const ValuePlan& p) { return p.view_of != nullptr; }));
+}
+
 std::string MemoryPlan::to_string() const {
   double ratio = lower_bound_bytes == 0 ? 1.0 : double(arena_bytes) / double(lower_bound_bytes);
   std::string s = fmt::format("arena {} (lower bound {}, {:.2f}x), {} buffers, {} in place",
                               format_bytes(arena_bytes), format_bytes(lower_bound_bytes), ratio,
                               arena_values(), in_place_values());
+  if (const int v = view_values(); v > 0) s += fmt::format(", {} view(s)", v);
   if (!buckets.empty()) {
     const auto direct = std::count_if(buckets.begin(), buckets.end(),
                                       [](const CollectiveBucket& b) { return b.direct(); });
@@ -188,6 +194,7 @@ std::string MemoryPlan::to_table(const ir::Graph& g) const {
                        p.first_step, p.last_step, p.size);
     if (p.in_arena()) out += fmt::format(" @ {}", p.offset);
     if (p.in_place_of) out += fmt::format(" in place of {}", numbering.ref(p.in_place_of));
+    if (p.view_of) out += fmt::format(" view of {}", numbering.ref(p.view_of));
     if (p.variable >= 0) out += fmt::format(" ${}", p.variable);
     if (p.graph_output && !p.in_arena() && p.kind != BufferKind::kOutput) out += " (output)";
     if (p.bucket >= 0)
@@ -289,16 +296,33 @@ MemoryPlan plan_memory(const ir::Graph& g, const MemoryPlanOptions& options) {
   }
 
   // Buffers: one per bucket region (made first), one per other arena value, except values
-  // that reuse a dying operand's buffer in place.
+  // that reuse a dying operand's buffer in place or view their operand's buffer.
   std::vector<Buffer> buffers;
   std::vector<int> buffer_of(plan.values.size(), -1);
   if (options.bucket_bytes > 0) plan_buckets(g, options, plan, plan.index_, buffers, buffer_of);
+  // Whether an input of n other than `in` lives in buffer b (a view of the same bytes).
+  auto other_input_in_buffer = [&](const ir::Node& n, const ir::Value* in, int b) {
+    for (const ir::Value* other : n.inputs())
+      if (other != in && buffer_of[plan.index_.at(other)] == b) return true;
+    return false;
+  };
   for (size_t s = 0; s < g.nodes().size(); ++s) {
     const ir::Node& n = *g.nodes()[s];
     for (size_t o = 0; o < n.num_outputs(); ++o) {
       size_t vi = plan.index_.at(n.output(o));
       ValuePlan& p = plan.values[vi];
       if (!p.in_arena() || p.bucket >= 0) continue;
+      if (n.is_op(OpKind::Reshape) && options.views.count(&n)) {
+        const size_t ii = plan.index_.at(n.input(0));
+        const ValuePlan& q = plan.values[ii];
+        if (q.in_arena() && q.bucket < 0 && q.size == p.size && p.size > 0 && buffer_of[ii] >= 0) {
+          p.view_of = n.input(0);
+          buffer_of[vi] = buffer_of[ii];
+          Buffer& b = buffers[size_t(buffer_of[vi])];
+          b.last = std::max(b.last, p.last_step);
+          continue;
+        }
+      }
       if (options.in_place && may_run_in_place(n)) {
         for (const ir::Value* in : n.inputs()) {
           size_t ii = plan.index_.at(in);
@@ -306,10 +330,12 @@ MemoryPlan plan_memory(const ir::Graph& g, const MemoryPlanOptions& options) {
           if (q.in_arena() && q.bucket < 0 && q.last_step == int(s) && q.size == p.size &&
               in->shape().num_elements() == n.output(o)->shape().num_elements() &&
               dtype_size(in->dtype()) == dtype_size(n.output(o)->dtype()) &&
-              buffers[size_t(buffer_of[ii])].last < int(s) + 1) {
+              buffers[size_t(buffer_of[ii])].last < int(s) + 1 &&
+              !other_input_in_buffer(n, in, buffer_of[ii])) {
             p.in_place_of = in;
             buffer_of[vi] = buffer_of[ii];
-            buffers[size_t(buffer_of[vi])].last = p.last_step;
+            Buffer& b = buffers[size_t(buffer_of[vi])];
+            b.last = std::max(b.last, p.last_step);
             break;
           }
         }

@@ -25,6 +25,11 @@
 //     elements and element size (so no operand that is broadcast, no dtype size change); the
 //     first such operand wins and `in_place_of` records it. Values sharing a buffer this way
 //     form one buffer whose lifetime is the union of theirs.
+//   - Views (options.views): the result of a listed reshape node takes its operand's buffer
+//     whenever both are arena values of the same size, whether or not the operand dies there:
+//     no byte moves (the executable runs no step for it) and `view_of` records the operand.
+//     The buffer lives until the last use of any of its values, and nothing reuses it in place
+//     before then.
 //   - Offsets: greedy by size (as TFLite / XLA): buffers sorted by aligned size, largest first
 //     (ties: earlier start, then value order); each goes into the smallest gap (best fit, ties:
 //     lowest offset) between the already placed buffers whose lifetimes overlap its own, or
@@ -55,6 +60,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "kiln/ir/graph.h"
@@ -74,6 +80,9 @@ struct MemoryPlanOptions {
   // Plan the results of cond and while nodes with no bytes: the executable keeps them
   // outside the arena (its nested executables make them; codegen sets it).
   bool control_flow_results_outside = false;
+  // Reshape nodes whose result may be a view of its operand's buffer (see the contract);
+  // codegen lists those whose operand and result both stay in its arena.
+  std::unordered_set<const ir::Node*> views;
 };
 
 // Where a value lives.
@@ -97,6 +106,8 @@ struct ValuePlan {
   int last_step = 0;   // last use (num_steps when it is a graph output)
   // kArena: the operand whose buffer this value reuses in place (null if none).
   const ir::Value* in_place_of = nullptr;
+  // kArena: the operand whose buffer this reshape result views (null if none).
+  const ir::Value* view_of = nullptr;
   // kVariable: the variable's index.
   int variable = -1;
   bool graph_output = false;
@@ -151,6 +162,7 @@ struct MemoryPlan {
   // Number of arena values, and how many of them reuse an operand's buffer in place.
   int arena_values() const;
   int in_place_values() const;
+  int view_values() const;  // values with view_of set
   // "arena 1.2 MiB (lower bound 1.1 MiB, 1.05x), 37 buffers, 12 in place" (then, with
   // buckets, ", 2 gradient buckets (1 direct, 1 packed)").
   std::string to_string() const;

@@ -58,12 +58,15 @@ Array detach(const Array& a) {
 // variable's value, an argument): row i is contiguous, so the result is a view of it (the view
 // keeps params alive; arrays are immutable, and a view's owner counts as shared, so nothing
 // updates it in place). An empty Array when the step is not such a gather (or the index is
-// out of range: the kernel reports it; or rows are not 64-byte multiples). Params in an arena are
-// not viewed: a later step may reuse their bytes.
-Array row_view(const ExecutableStep& s, std::span<const Array> in) {
+// out of range: the kernel reports it; or rows are not 64-byte multiples). Params in this
+// call's arena are not viewed: a later step may reuse their bytes. Params that are an argument
+// of the call (`argument`: a while body's operand in its caller's arena, say) are viewed even
+// when they are views themselves: the caller keeps those bytes for the whole call, and no view
+// outlives it (results are detached).
+Array row_view(const ExecutableStep& s, std::span<const Array> in, bool argument) {
   if (s.op != OpKind::Gather || in.size() != 2 || in[1].shape.rank() != 0) return {};
   const Array& params = in[0];
-  if (!params.storage || params.storage->is_view() || params.shape.rank() == 0 ||
+  if (!params.storage || (params.storage->is_view() && !argument) || params.shape.rank() == 0 ||
       s.attrs.get_int("axis", "gather") != 0)
     return {};
   const int64_t i =
@@ -209,6 +212,8 @@ Executable::Executable(std::string name, std::vector<SlotStorage> slots, size_t 
       buckets_(std::move(buckets)) {
   pools_->pooled.resize(slot_storage_.size());
   variable_of_slot_.assign(slot_storage_.size(), -1);
+  argument_slot_.assign(slot_storage_.size(), false);
+  for (int p : parameter_slots_) argument_slot_[size_t(p)] = true;
   for (size_t i = 0; i < variable_slots_.size(); ++i)
     variable_of_slot_[size_t(variable_slots_[i])] = int(i);
   auto bytes_of = [&](int slot) {
@@ -396,7 +401,7 @@ std::vector<Array> Executable::run(std::span<const Array> args, std::vector<Arra
         }
         std::vector<Array> in = gather(s.inputs);
         Array& out = slots[size_t(s.output)];
-        if (Array row = row_view(s, in); row.storage)
+        if (Array row = row_view(s, in, argument_slot_[size_t(s.inputs[0])]); row.storage)
           out = std::move(row);
         else if (out.storage)
           kernel_for(s.op)(in, s.attrs, out);  // into its planned buffer
@@ -466,10 +471,20 @@ std::vector<Array> Executable::run(std::span<const Array> args, std::vector<Arra
         const size_t n_loop = s.stacked ? (s.outputs.size() - 1) / 2 : s.outputs.size();
         std::vector<Array> state = gather(s.inputs);
         std::vector<Array> no_vars;
-        WhileStacks stacks =
-            s.stacks_kept.size() == n_loop && s.stacked
-                ? WhileStacks(s.stacks_kept, s.stack_trips)
-                : WhileStacks(std::vector<bool>(s.stacked ? n_loop : 0, true), s.stack_trips);
+        std::vector<bool> kept = s.stacks_kept.size() == n_loop && s.stacked
+                                     ? s.stacks_kept
+                                     : std::vector<bool>(s.stacked ? n_loop : 0, true);
+        // Declared stacks come from the stack slots' pools: reused across calls.
+        std::vector<Array> stack_buffers;
+        if (s.stacked && s.stack_trips >= 0)
+          for (size_t i = 0; i < n_loop; ++i) {
+            const int slot = s.outputs[n_loop + i];
+            stack_buffers.push_back(kept[i] &&
+                                            slot_storage_[size_t(slot)].type.shape.is_fully_known()
+                                        ? acquire_pooled(size_t(slot))
+                                        : Array{});
+          }
+        WhileStacks stacks(std::move(kept), s.stack_trips, std::move(stack_buffers));
         const std::vector<Array> initial(state.begin(), state.begin() + long(n_loop));
         for (;;) {
           std::vector<Array> c = s.bodies[0]->run(state, no_vars);

@@ -166,6 +166,7 @@ class Executable {
   size_t arena_bytes_ = 0;
   std::unique_ptr<Pools> pools_;
   std::vector<int> parameter_slots_, variable_slots_;
+  std::vector<bool> argument_slot_;    // per slot: is it a parameter (the caller's array)
   std::vector<int> variable_of_slot_;  // per slot: the variable whose entry value it is, or -1
   std::vector<std::pair<int, Array>> constants_;
   std::vector<ExecutableStep> steps_;

@@ -7,9 +7,13 @@
 namespace kiln::runtime {
 namespace {
 
-Array stack_of(const Array& row, int64_t rows) {
+// A stack of `rows` rows shaped like `row`: buffers[i] when it has that type, else a new one.
+Array stack_of(const Array& row, int64_t rows, std::span<const Array> buffers = {}, size_t i = 0) {
   Shape shape{rows};
   for (int64_t d : row.shape) shape.push_back(d);
+  if (i < buffers.size() && buffers[i].storage && buffers[i].dtype == row.dtype &&
+      buffers[i].shape == shape)
+    return buffers[i];
   return Array::empty(row.dtype, shape);
 }
 
@@ -22,8 +26,11 @@ void check_row(size_t i, const TensorType& first, const Array& row) {
 
 }  // namespace
 
-WhileStacks::WhileStacks(std::vector<bool> kept, int64_t declared_trips)
-    : kept_(std::move(kept)), declared_(declared_trips), rows_(kept_.size()) {}
+WhileStacks::WhileStacks(std::vector<bool> kept, int64_t declared_trips, std::vector<Array> buffers)
+    : kept_(std::move(kept)),
+      declared_(declared_trips),
+      rows_(kept_.size()),
+      buffers_(std::move(buffers)) {}
 
 void WhileStacks::push(std::span<const Array> state) {
   KILN_ASSERT(state.size() >= kept_.size(), "WhileStacks::push: fewer arrays than loop variables");
@@ -33,7 +40,8 @@ void WhileStacks::push(std::span<const Array> state) {
   } else if (trips_ < declared_) {
     if (filled_.empty())
       for (size_t i = 0; i < kept_.size(); ++i) {
-        filled_.push_back(stack_of(state[i], kept_[i] ? declared_ : 0));
+        Array stack = stack_of(state[i], kept_[i] ? declared_ : 0, buffers_, i);
+        filled_.push_back(std::move(stack));
         state_types_.push_back(state[i].type());
       }
     for (size_t i = 0; i < kept_.size(); ++i) {

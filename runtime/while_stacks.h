@@ -10,7 +10,9 @@
 // runs another number of times leaves the extra rows out, and the executor refuses the result
 // (it compares the trip count). A stack nothing reads (`kept` false: the compiled executable
 // knows its graph's users) is neither kept nor copied; finish() returns it as a
-// [0, shape...] placeholder.
+// [0, shape...] placeholder. With a declared trip count the caller may hand in the stacks'
+// buffers (the compiled executable reuses them across calls from its pools, so no call pays
+// for fresh pages); a buffer of another type than [trips, row shape...] is not used.
 #pragma once
 
 #include <span>
@@ -24,7 +26,10 @@ class WhileStacks {
  public:
   // `kept`: per loop variable, whether its stack is built; `declared_trips` >= 0: the row
   // count the stacks are declared with (-1: unknown).
-  explicit WhileStacks(std::vector<bool> kept, int64_t declared_trips = -1);
+  // `buffers`: per loop variable, the stack's buffer or an empty Array (allocate one); used
+  // only with a declared trip count.
+  explicit WhileStacks(std::vector<bool> kept, int64_t declared_trips = -1,
+                       std::vector<Array> buffers = {});
   explicit WhileStacks(size_t loop_variables)
       : WhileStacks(std::vector<bool>(loop_variables, true)) {}
 
@@ -39,6 +44,7 @@ class WhileStacks {
   int64_t declared_ = -1;                 // the declared trip count (-1: unknown)
   std::vector<std::vector<Array>> rows_;  // unknown trip count: per loop variable, per iteration
   std::vector<Array> filled_;             // declared trip count: per loop variable, its stack
+  std::vector<Array> buffers_;            // declared trip count: buffers handed in (may be empty)
   std::vector<TensorType> state_types_;   // declared trip count: the loop variables' types
   int64_t trips_ = 0;
 };

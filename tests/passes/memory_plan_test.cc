@@ -10,6 +10,7 @@
 
 #include <cstdio>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "kiln/ir/parser.h"
@@ -33,6 +34,21 @@ ir::Value* op(ir::Graph& g, OpKind k, std::vector<ir::Value*> in, Attrs a = {}) 
 ir::Value* splat(ir::Graph& g, const Shape& s, float x) {
   std::vector<float> data(size_t(s.num_elements()), x);
   return g.add_constant(ir::Literal::copy_of(f32(s), data.data()))->output(0);
+}
+
+// The value whose buffer `p` views, through chains of views (p itself when it views none).
+const ir::Value* view_root(const MemoryPlan& plan, const ValuePlan& p) {
+  const ir::Value* v = p.value;
+  while (plan.of(v).view_of) v = plan.of(v).view_of;
+  return v;
+}
+
+// Every reshape node of `g`: plan_memory may make their results views.
+std::unordered_set<const ir::Node*> all_reshapes(const ir::Graph& g) {
+  std::unordered_set<const ir::Node*> out;
+  for (const auto& n : g.nodes())
+    if (n->is_op(OpKind::Reshape)) out.insert(n.get());
+  return out;
 }
 
 // Brute force: lifetimes cover every use, arena offsets are aligned and inside the arena, and
@@ -69,6 +85,14 @@ void check_plan(const ir::Graph& g, const MemoryPlan& plan) {
       const auto& inputs = p.value->producer()->inputs();
       EXPECT_NE(std::find(inputs.begin(), inputs.end(), p.in_place_of), inputs.end()) << name(p);
     }
+    if (p.view_of) {
+      const ValuePlan& q = plan.of(p.view_of);
+      EXPECT_TRUE(q.in_arena()) << name(p);
+      EXPECT_EQ(q.offset, p.offset) << name(p);
+      EXPECT_EQ(q.size, p.size) << name(p);
+      EXPECT_TRUE(p.value->producer()->is_op(OpKind::Reshape)) << name(p);
+      EXPECT_EQ(p.value->producer()->input(0), p.view_of) << name(p);
+    }
   }
   for (size_t i = 0; i < plan.values.size(); ++i)
     for (size_t j = i + 1; j < plan.values.size(); ++j) {
@@ -80,13 +104,15 @@ void check_plan(const ir::Graph& g, const MemoryPlan& plan) {
       if (!in_time || !in_memory) continue;
       bool in_place = (b.in_place_of == a.value && a.last_step == b.first_step) ||
                       (a.in_place_of == b.value && b.last_step == a.first_step);
+      // Views of one buffer (a reshape's result and its operand, chains of them) share it.
+      bool views = view_root(plan, a) == view_root(plan, b);
       // A direct bucket member: the all_reduce's operand and result share their bytes.
       const auto* pa = a.value->producer();
       const auto* pb = b.value->producer();
       bool bucket_member = a.bucket >= 0 && a.bucket == b.bucket && a.offset == b.offset &&
                            ((pb && pb->is_op(OpKind::AllReduce) && pb->input(0) == a.value) ||
                             (pa && pa->is_op(OpKind::AllReduce) && pa->input(0) == b.value));
-      EXPECT_TRUE(in_place || bucket_member)
+      EXPECT_TRUE(in_place || views || bucket_member)
           << name(a) << " [" << a.first_step << ", " << a.last_step << "] @ " << a.offset << " and "
           << name(b) << " [" << b.first_step << ", " << b.last_step << "] @ " << b.offset
           << " overlap";
@@ -152,6 +178,33 @@ TEST(MemoryPlanTest, ElementwiseChainRunsInOneBuffer) {
   check_plan(g, plain);
   EXPECT_EQ(plain.in_place_values(), 0);
   EXPECT_EQ(plain.arena_bytes, 2 * bytes);  // ping-pong between two buffers
+}
+
+TEST(MemoryPlanTest, AReshapeViewKeepsItsOperandsBufferAlive) {
+  ir::Graph g("view");
+  ir::Value* x = g.add_parameter(f32({4, 8}));
+  ir::Value* a = op(g, OpKind::Exp, {x});                                             // step 0
+  ir::Value* r = op(g, OpKind::Reshape, {a}, {{"shape", std::vector<int64_t>{32}}});  // 1
+  ir::Value* b = op(g, OpKind::Neg, {a});  // step 2: a's last use, but r still views it
+  ir::Value* c = op(g, OpKind::Exp, {r});  // step 3
+  ir::Value* d = op(g, OpKind::Reshape, {c}, {{"shape", std::vector<int64_t>{4, 8}}});
+  ir::Value* e = op(g, OpKind::Add, {b, d});
+  g.set_outputs({e});
+  MemoryPlanOptions options;
+  options.views = all_reshapes(g);
+  MemoryPlan plan = plan_memory(g, options);
+  check_plan(g, plan);
+  EXPECT_EQ(plan.of(r).view_of, a);
+  EXPECT_EQ(plan.of(r).offset, plan.of(a).offset);
+  EXPECT_EQ(plan.of(b).in_place_of, nullptr) << "a's bytes are still read through r";
+  EXPECT_NE(plan.of(b).offset, plan.of(a).offset);
+  EXPECT_EQ(plan.of(d).view_of, c);
+  EXPECT_EQ(plan.view_values(), 2);
+  EXPECT_THAT(plan.to_table(g), HasSubstr("view of"));
+  // Not listed: the reshape gets a buffer of its own.
+  MemoryPlan plain = plan_memory(g);
+  EXPECT_EQ(plain.view_values(), 0);
+  EXPECT_EQ(plain.of(r).view_of, nullptr);
 }
 
 TEST(MemoryPlanTest, DiamondKeepsTwoValuesAlive) {
@@ -256,7 +309,7 @@ TEST(MemoryPlanTest, CondOperandsAndResultsArePlannedAtTheNode) {
 }
 
 TEST(MemoryPlanTest, NoOverlapOnRandomGraphs) {
-  int arena_values = 0, in_place = 0;
+  int arena_values = 0, in_place = 0, views = 0;
   double worst = 1.0;
   size_t arena = 0, bound = 0;
   for (uint64_t seed = 1; seed <= 500; ++seed) {
@@ -273,6 +326,15 @@ TEST(MemoryPlanTest, NoOverlapOnRandomGraphs) {
     MemoryPlanOptions options;
     options.in_place = false;
     check_plan(*g, plan_memory(*g, options));
+    // Reshapes as views, with and without in-place reuse around them.
+    for (bool in_place : {false, true}) {
+      MemoryPlanOptions with_views;
+      with_views.in_place = in_place;
+      with_views.views = all_reshapes(*g);
+      MemoryPlan viewed = plan_memory(*g, with_views);
+      check_plan(*g, viewed);
+      views += viewed.view_values();
+    }
     // And after the default pipeline (fewer, differently shaped nodes).
     PipelineOptions pipeline_options;
     pipeline_options.verify = true;
@@ -286,6 +348,7 @@ TEST(MemoryPlanTest, NoOverlapOnRandomGraphs) {
       arena_values, in_place, double(arena) / double(bound), worst);
   EXPECT_GT(arena_values, 1000);
   EXPECT_GT(in_place, 100);
+  EXPECT_GT(views, 50) << "the random graphs should exercise reshape views";
 }
 
 // A traced-style MLP training step: dense + relu layers of `widths` (input first, classes
