@@ -118,6 +118,42 @@ TEST(Scan, StackedStatesEqualTheEagerLoopBitwise) {
   EXPECT_THAT(ir, ::testing::Not(HasSubstr("f32[?,3]")));
 }
 
+// The compiled while takes its stacks from pools reused across calls (runtime/executable.cc):
+// a stack the caller still holds is never written by a later call, and once released its
+// buffer serves a later call again.
+TEST(Scan, CompiledStacksAreReusedOnlyOnceReleased) {
+  auto run = [](const Tensor& h, const Tensor& xs) {
+    ScanResult r = scan(16,
+                        [xs](const Tensor& k, const std::vector<Tensor>& s) {
+                          return std::vector<Tensor>{s[0] * 2.0f + gather(xs, k, 0)};
+                        },
+                        {h});
+    return std::vector<Tensor>{r.stacked[0], r.final_state[0]};
+  };
+  auto f = function(run, {.name = "scan_pooled"});
+  Tensor h0 = zeros({64}), x1 = ones({16, 64}), x2 = full({16, 64}, 3.0f);
+  auto call = [&](const Tensor& x) {
+    return f.concrete(h0, x).run({h0, x}, ExecutionMode::kCompiled);
+  };
+  std::vector<Tensor> first = call(x1);
+  const std::vector<float> first_values = first[0].to_vector<float>();
+  std::vector<Tensor> second = call(x2);
+  EXPECT_EQ(first[0].to_vector<float>(), first_values) << "a held stack was overwritten";
+  EXPECT_NE(first[0].data<float>(), second[0].data<float>());
+  // By hand: row k of the stack is (2^(k+1) - 1) * x.
+  for (int k : {0, 5, 15}) {
+    EXPECT_EQ(first_values[size_t(k * 64)], float((2 << k) - 1));
+    EXPECT_EQ(second[0].to_vector<float>()[size_t(k * 64 + 7)], float((2 << k) - 1) * 3.0f);
+  }
+  const float* buffers[] = {first[0].data<float>(), second[0].data<float>()};
+  first.clear();
+  second.clear();
+  std::vector<Tensor> third = call(x1);
+  EXPECT_EQ(third[0].to_vector<float>(), first_values);
+  EXPECT_TRUE(third[0].data<float>() == buffers[0] || third[0].data<float>() == buffers[1])
+      << "the released stack buffers were not reused";
+}
+
 TEST(Scan, ZeroAndOneStep) {
   Tensor h0 = tensor({1.0f, 2.0f}, {2});
   auto run = [](int64_t steps) {
