@@ -28,6 +28,12 @@ struct Conv2DOptions {
   Regularizer kernel_regularizer{};
   Regularizer bias_regularizer{};
   Regularizer activity_regularizer{};
+  Constraint kernel_constraint{};  // applied after each optimizer update
+  Constraint bias_constraint{};
+  // "channels_last" ([batch, ..., channels]) or "channels_first" ([batch, channels, ...]): a
+  // channels-first input is transposed to channels-last, convolved, and the result transposed
+  // back (the kernel keeps Keras' layout in both).
+  std::string data_format = "channels_last";
   DType dtype = DType::f32;  // of the weights and the computation; inputs are cast to it
   std::string name{};        // empty: "conv2d", "conv2d_1", ...
 };
@@ -80,6 +86,12 @@ struct Conv1DOptions {
   Regularizer kernel_regularizer{};
   Regularizer bias_regularizer{};
   Regularizer activity_regularizer{};
+  Constraint kernel_constraint{};  // applied after each optimizer update
+  Constraint bias_constraint{};
+  // "channels_last" ([batch, ..., channels]) or "channels_first" ([batch, channels, ...]): a
+  // channels-first input is transposed to channels-last, convolved, and the result transposed
+  // back (the kernel keeps Keras' layout in both).
+  std::string data_format = "channels_last";
   DType dtype = DType::f32;  // of the weights and the computation; inputs are cast to it
   std::string name{};        // empty: "conv1d", "conv1d_1", ...
 };
