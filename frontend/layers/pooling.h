@@ -1,4 +1,4 @@
-// Pooling layers over channels-last inputs (data_format "channels_last"):
+// Pooling layers over channels-last inputs (data_format "channels_first": transposed around):
 //   2-D over NHWC: MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, GlobalMaxPooling2D
 //     (input_spec ndim 4);
 //   1-D over [batch, steps, channels]: MaxPooling1D, AveragePooling1D (the 2-D pooling ops on
