@@ -53,15 +53,19 @@ Constraint::Constraint(const std::string& name) { *this = with_defaults(kind_of(
 
 Constraint::Constraint(Kind kind, double max_value, double min_value, double rate,
                        std::vector<int64_t> axis)
-    : kind_(kind), max_value_(max_value), min_value_(min_value), rate_(rate), axis_(std::move(axis)) {
+    : kind_(kind),
+      max_value_(max_value),
+      min_value_(min_value),
+      rate_(rate),
+      axis_(std::move(axis)) {
   bool norm = kind == Kind::kMaxNorm || kind == Kind::kUnitNorm || kind == Kind::kMinMaxNorm;
   if (norm && axis_.empty())
     throw Error(fmt::format("{}: give the axis (or axes) to take the norm over", class_name()));
   if (kind == Kind::kMaxNorm && !(max_value >= 0))
     throw Error(fmt::format("MaxNorm: max_value must be >= 0, got {}", max_value));
   if (kind == Kind::kMinMaxNorm && !(min_value <= max_value))
-    throw Error(fmt::format("MinMaxNorm: min_value ({}) must be <= max_value ({})", min_value,
-                            max_value));
+    throw Error(
+        fmt::format("MinMaxNorm: min_value ({}) must be <= max_value ({})", min_value, max_value));
 }
 
 std::string Constraint::class_name() const {
@@ -94,12 +98,10 @@ Tensor Constraint::operator()(const Tensor& w) const {
   Tensor norms = sqrt(sum(square(w), axes, /*keepdims=*/true));
   Tensor denom = norms + scalar(kEpsilon, t);
   if (kind_ == Kind::kUnitNorm) return w / denom;
-  Tensor clipped =
-      minimum(maximum(norms, scalar(kind_ == Kind::kMaxNorm ? 0.0 : min_value_, t)),
-              scalar(max_value_, t));
-  Tensor desired = kind_ == Kind::kMaxNorm
-                       ? clipped
-                       : clipped * scalar(rate_, t) + norms * scalar(1 - rate_, t);
+  Tensor clipped = minimum(maximum(norms, scalar(kind_ == Kind::kMaxNorm ? 0.0 : min_value_, t)),
+                           scalar(max_value_, t));
+  Tensor desired =
+      kind_ == Kind::kMaxNorm ? clipped : clipped * scalar(rate_, t) + norms * scalar(1 - rate_, t);
   return w * (desired / denom);
 }
 
@@ -127,10 +129,10 @@ Constraint Constraint::from_config(const Json& v) {
   if (v.is_null()) return {};
   if (v.is_string()) return Constraint(v.get<std::string>());
   if (!v.is_object() || !v.contains("class_name") || !v["class_name"].is_string())
-    throw Error(fmt::format(
-        "a constraint should be null, a name such as \"non_neg\", or {{\"class_name\": "
-        "\"MaxNorm\", \"config\": {{...}}}}; got {:.200}",
-        v.dump()));
+    throw Error(
+        fmt::format("a constraint should be null, a name such as \"non_neg\", or {{\"class_name\": "
+                    "\"MaxNorm\", \"config\": {{...}}}}; got {:.200}",
+                    v.dump()));
   const std::string name = v["class_name"].get<std::string>();
   Constraint c = with_defaults(kind_of(name));
   const Json config = v.contains("config") && !v["config"].is_null() ? v["config"] : Json::object();
@@ -149,13 +151,15 @@ Constraint Constraint::from_config(const Json& v) {
     const Json& a = config["axis"];
     if (a.is_number_integer()) {
       axis = {a.get<int64_t>()};
-    } else if (a.is_array() && !a.empty() &&
-               std::all_of(a.begin(), a.end(), [](const Json& e) { return e.is_number_integer(); })) {
+    } else if (a.is_array() && !a.empty() && std::all_of(a.begin(), a.end(), [](const Json& e) {
+                 return e.is_number_integer();
+               })) {
       axis = a.get<std::vector<int64_t>>();
     } else {
-      throw Error(fmt::format("constraint {}: \"axis\" should be an integer or a list of them, "
-                              "got {}",
-                              name, a.dump()));
+      throw Error(
+          fmt::format("constraint {}: \"axis\" should be an integer or a list of them, "
+                      "got {}",
+                      name, a.dump()));
     }
   }
   std::vector<std::string> known;
@@ -167,7 +171,8 @@ Constraint Constraint::from_config(const Json& v) {
       throw Error(fmt::format("constraint {} has no argument \"{}\" (it takes: {})", name, key,
                               fmt::join(known, ", ")));
   return Constraint(c.kind_, number("max_value", c.max_value_), number("min_value", c.min_value_),
-                    number("rate", c.rate_), c.kind_ == Kind::kNonNeg ? std::vector<int64_t>{} : axis);
+                    number("rate", c.rate_),
+                    c.kind_ == Kind::kNonNeg ? std::vector<int64_t>{} : axis);
 }
 
 bool operator==(const Constraint& a, const Constraint& b) {

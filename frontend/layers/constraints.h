@@ -8,7 +8,7 @@
 //   NonNeg:      w * (w >= 0)
 //   MaxNorm:     w * clip(norms, 0, max_value) / (eps + norms)
 //   UnitNorm:    w / (eps + norms)
-//   MinMaxNorm:  w * (rate * clip(norms, min_value, max_value) + (1 - rate) * norms) / (eps + norms)
+//   MinMaxNorm:  w * (rate * clip(norms, min, max) + (1 - rate) * norms) / (eps + norms)
 // By name ("non_neg", "max_norm", "unit_norm", "min_max_norm", or the class names "NonNeg",
 // "MaxNorm", "UnitNorm", "MinMaxNorm") a constraint has Keras' default arguments.
 #pragma once

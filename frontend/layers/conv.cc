@@ -44,9 +44,9 @@ Conv2DImpl::Conv2DImpl(int64_t filters, Axes kernel_size, Conv2DOptions options)
         "layer \"{}\": `strides > 1` not supported in conjunction with "
         "`dilation_rate > 1`. Received: strides=({}) and dilation_rate=({})",
         name(), fmt::join(options_.strides, ", "), fmt::join(options_.dilation_rate, ", ")));
-  options_.data_format =
-      layer_util::channels_first_arg(name(), options_.data_format) ? "channels_first"
-                                                                   : "channels_last";
+  options_.data_format = layer_util::channels_first_arg(name(), options_.data_format)
+                             ? "channels_first"
+                             : "channels_last";
   activity_regularizer = options_.activity_regularizer;
   input_spec = {InputSpec{.ndim = 4}};
 }
@@ -69,8 +69,7 @@ Tensor Conv2DImpl::call(const Tensor& inputs, bool) {
   const bool first = options_.data_format == "channels_first";
   Tensor x = layer_util::cast_input(inputs, options_.dtype);
   if (first) x = layer_util::to_channels_last(x);
-  Tensor y =
-      conv2d(x, kernel.read(), options_.strides, options_.padding, options_.dilation_rate);
+  Tensor y = conv2d(x, kernel.read(), options_.strides, options_.padding, options_.dilation_rate);
   if (options_.use_bias) y = y + bias.read();
   y = activations::apply(options_.activation, y);
   return first ? layer_util::to_channels_first(y) : y;
@@ -136,9 +135,9 @@ Conv1DImpl::Conv1DImpl(int64_t filters, int64_t kernel_size, Conv1DOptions optio
         fmt::format("layer \"{}\": `strides > 1` not supported in conjunction with "
                     "`dilation_rate > 1`. Received: strides=({},) and dilation_rate=({},)",
                     name(), options_.strides, options_.dilation_rate));
-  options_.data_format =
-      layer_util::channels_first_arg(name(), options_.data_format) ? "channels_first"
-                                                                   : "channels_last";
+  options_.data_format = layer_util::channels_first_arg(name(), options_.data_format)
+                             ? "channels_first"
+                             : "channels_last";
   activity_regularizer = options_.activity_regularizer;
   input_spec = {InputSpec{.ndim = 3}};
 }
@@ -147,9 +146,9 @@ void Conv1DImpl::build(const Shape& input_shape) {
   const bool first = options_.data_format == "channels_first";
   const int64_t channels = layer_util::known_channels(
       name(), first ? layer_util::shape_to_channels_last(input_shape) : input_shape);
-  kernel = add_weight("kernel", {kernel_size_, channels, filters_}, options_.kernel_initializer,
-                      true, options_.dtype, options_.kernel_regularizer,
-                      options_.kernel_constraint);
+  kernel =
+      add_weight("kernel", {kernel_size_, channels, filters_}, options_.kernel_initializer, true,
+                 options_.dtype, options_.kernel_regularizer, options_.kernel_constraint);
   if (options_.use_bias)
     bias = add_weight("bias", {filters_}, options_.bias_initializer, true, options_.dtype,
                       options_.bias_regularizer, options_.bias_constraint);
@@ -192,10 +191,10 @@ std::vector<Shape> Conv1DImpl::compute_output_shape(const std::vector<Shape>& in
     if (steps != kUnknownDim) steps += (kernel_size_ - 1) * options_.dilation_rate;
     padding = "valid";
   }
-  Shape out{s[0],
-            conv_output_length(steps, kernel_size_, options_.strides, options_.dilation_rate,
-                               padding),
-            filters_};
+  Shape out{
+      s[0],
+      conv_output_length(steps, kernel_size_, options_.strides, options_.dilation_rate, padding),
+      filters_};
   return {first ? layer_util::shape_to_channels_first(out) : out};
 }
 

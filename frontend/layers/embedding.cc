@@ -24,8 +24,9 @@ EmbeddingImpl::EmbeddingImpl(int64_t input_dim, int64_t output_dim, EmbeddingOpt
 }
 
 void EmbeddingImpl::build(const Shape&) {
-  embeddings = add_weight("embeddings", {input_dim_, output_dim_}, options_.embeddings_initializer,
-                          true, options_.dtype, options_.embeddings_regularizer, options_.embeddings_constraint);
+  embeddings =
+      add_weight("embeddings", {input_dim_, output_dim_}, options_.embeddings_initializer, true,
+                 options_.dtype, options_.embeddings_regularizer, options_.embeddings_constraint);
 }
 
 Tensor EmbeddingImpl::call(const Tensor& indices, bool) {

@@ -215,7 +215,8 @@ Variable LayerImpl::add_weight(const std::string& name, const Shape& shape,
     initial_value = initializer(shape, dtype);
   }
   Variable v(name_ + "/" + name, initial_value, trainable);
-  if (constraint.defined()) v.set_constraint([constraint](const Tensor& w) { return constraint(w); });
+  if (constraint.defined())
+    v.set_constraint([constraint](const Tensor& w) { return constraint(w); });
   own_weights_.push_back(v);
   weight_regularizers_.push_back(regularizer);
   return v;

@@ -45,10 +45,10 @@ inline bool channels_first_arg(const std::string& layer, const std::string& data
   std::string f = data_format;
   for (char& ch : f) ch = char(std::tolower(static_cast<unsigned char>(ch)));
   if (f != "channels_last" && f != "channels_first")
-    throw Error(fmt::format(
-        "layer \"{}\": invalid data_format \"{}\"; expected \"channels_last\" or "
-        "\"channels_first\"",
-        layer, data_format));
+    throw Error(
+        fmt::format("layer \"{}\": invalid data_format \"{}\"; expected \"channels_last\" or "
+                    "\"channels_first\"",
+                    layer, data_format));
   return f == "channels_first";
 }
 

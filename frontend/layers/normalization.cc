@@ -55,12 +55,11 @@ void BatchNormalizationImpl::build(const Shape& input_shape) {
   int64_t dim = input_shape[axis_];
   DType t = options_.dtype;
   if (options_.scale)
-    gamma =
-        add_weight("gamma", {dim}, options_.gamma_initializer, true, t, options_.gamma_regularizer,
-                   options_.gamma_constraint);
+    gamma = add_weight("gamma", {dim}, options_.gamma_initializer, true, t,
+                       options_.gamma_regularizer, options_.gamma_constraint);
   if (options_.center)
     beta = add_weight("beta", {dim}, options_.beta_initializer, true, t, options_.beta_regularizer,
-                        options_.beta_constraint);
+                      options_.beta_constraint);
   moving_mean = add_weight("moving_mean", {dim}, options_.moving_mean_initializer, false, t);
   moving_variance =
       add_weight("moving_variance", {dim}, options_.moving_variance_initializer, false, t);
@@ -147,12 +146,11 @@ void LayerNormalizationImpl::build(const Shape& input_shape) {
   Shape ps(param_shape);
   DType t = options_.dtype;
   if (options_.scale)
-    gamma =
-        add_weight("gamma", ps, options_.gamma_initializer, true, t, options_.gamma_regularizer,
-                   options_.gamma_constraint);
+    gamma = add_weight("gamma", ps, options_.gamma_initializer, true, t, options_.gamma_regularizer,
+                       options_.gamma_constraint);
   if (options_.center)
     beta = add_weight("beta", ps, options_.beta_initializer, true, t, options_.beta_regularizer,
-                        options_.beta_constraint);
+                      options_.beta_constraint);
   input_spec = {spec};
 }
 

@@ -75,7 +75,8 @@ Tensor Pooling2DImpl::call(const Tensor& inputs, bool) {
 
 std::vector<Shape> Pooling2DImpl::compute_output_shape(const std::vector<Shape>& input_shapes) {
   require_rank4(name(), input_shapes);
-  Shape out = channels_first_ ? layer_util::shape_to_channels_last(input_shapes[0]) : input_shapes[0];
+  Shape out =
+      channels_first_ ? layer_util::shape_to_channels_last(input_shapes[0]) : input_shapes[0];
   for (int i = 0; i < 2; ++i)
     out[1 + i] =
         pool_output_length(out[1 + i], pool_size_[size_t(i)], strides_[size_t(i)], padding_);

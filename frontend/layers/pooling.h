@@ -22,7 +22,7 @@ struct Pooling2DOptions {
   // "channels_last" or "channels_first" (channels before the spatial axes: transposed to
   // channels-last around the same computation).
   std::string data_format = "channels_last";
-  std::string name{};             // empty: from the class ("max_pooling2d", ...)
+  std::string name{};  // empty: from the class ("max_pooling2d", ...)
 };
 
 // Windowed max or average; average pooling with "same" padding averages the in-bounds
@@ -73,7 +73,7 @@ struct GlobalPooling2DOptions {
   // "channels_last" or "channels_first" (channels before the spatial axes: transposed to
   // channels-last around the same computation).
   std::string data_format = "channels_last";
-  std::string name{};     // empty: from the class ("global_average_pooling2d", ...)
+  std::string name{};  // empty: from the class ("global_average_pooling2d", ...)
 };
 
 // Mean or max over the spatial axes (1 and 2).
@@ -121,7 +121,7 @@ struct Pooling1DOptions {
   // "channels_last" or "channels_first" (channels before the spatial axes: transposed to
   // channels-last around the same computation).
   std::string data_format = "channels_last";
-  std::string name{};                // empty: from the class ("max_pooling1d", ...)
+  std::string name{};  // empty: from the class ("max_pooling1d", ...)
 };
 
 // Windowed max or average over the steps axis; "same" averages in-bounds steps only.
@@ -171,7 +171,7 @@ struct GlobalPooling1DOptions {
   // "channels_last" or "channels_first" (channels before the spatial axes: transposed to
   // channels-last around the same computation).
   std::string data_format = "channels_last";
-  std::string name{};     // empty: from the class ("global_average_pooling1d", ...)
+  std::string name{};  // empty: from the class ("global_average_pooling1d", ...)
 };
 
 // Mean or max over the steps axis (1). With a mask [batch, steps] (Keras' keras_mask, e.g. from

@@ -116,10 +116,9 @@ void RecurrentImpl::build_many(const std::vector<Shape>& shapes) {
   const int64_t in = x[2];
   kernel = add_weight("kernel", {in, gates_ * units_}, options_.kernel_initializer, true,
                       options_.dtype, options_.kernel_regularizer, options_.kernel_constraint);
-  recurrent_kernel =
-      add_weight("recurrent_kernel", {units_, gates_ * units_}, options_.recurrent_initializer,
-                 true, options_.dtype, options_.recurrent_regularizer,
-                 options_.recurrent_constraint);
+  recurrent_kernel = add_weight("recurrent_kernel", {units_, gates_ * units_},
+                                options_.recurrent_initializer, true, options_.dtype,
+                                options_.recurrent_regularizer, options_.recurrent_constraint);
   if (options_.use_bias)
     bias = add_weight("bias", bias_shape(), bias_initializer(), true, options_.dtype,
                       options_.bias_regularizer, options_.bias_constraint);

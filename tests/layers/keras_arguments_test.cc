@@ -34,7 +34,7 @@ Tensor cf_from_cl(const Tensor& x) {
 struct Case {
   std::string what;
   std::function<Layer(const std::string& data_format)> make;
-  Shape input_cl;  // channels-last input shape
+  Shape input_cl;                 // channels-last input shape
   bool output_has_channels_axis;  // false: Flatten / global pooling without keepdims
 };
 
@@ -126,8 +126,8 @@ TEST(ChannelsFirst, Conv2DShapesAsKeras) {
       {{"class_name", "Conv2D"},
        {"config", {{"filters", 4}, {"kernel_size", {3, 3}}, {"data_format", "channels_first"}}}});
   EXPECT_EQ(loaded(random_input({2, 3, 8, 8}, 1)).shape(), Shape({2, 4, 6, 6}));
-  Layer pool = layer_from_config({{"class_name", "MaxPooling2D"},
-                                  {"config", {{"data_format", "channels_first"}}}});
+  Layer pool = layer_from_config(
+      {{"class_name", "MaxPooling2D"}, {"config", {{"data_format", "channels_first"}}}});
   EXPECT_EQ(pool(random_input({2, 3, 8, 6}, 1)).shape(), Shape({2, 3, 4, 3}));
   Layer conv1 = layer_from_config(
       {{"class_name", "Conv1D"},
@@ -443,8 +443,7 @@ Json other_value(const std::string& key, const Json& d) {
   }
   if (d.is_null() || d.is_object()) {
     if (ends_with("_constraint")) return constraints::max_norm(3).config();
-    if (ends_with("_regularizer"))
-      return Json{{"class_name", "L2"}, {"config", {{"l2", 0.25}}}};
+    if (ends_with("_regularizer")) return Json{{"class_name", "L2"}, {"config", {{"l2", 0.25}}}};
     if (key == "seed") return 7;
     if (key == "output_shape") return Json::array({5});
     if (key == "attention_axes") return Json::array({1});
@@ -458,12 +457,18 @@ TEST(ArgumentWalk, EveryConfigEntryIsHonouredOrRefused) {
   // What kiln refuses (each with a kiln::Error naming the layer and the argument); every other
   // entry of every built-in layer's config round-trips a non-default value.
   const std::set<std::string> expected_refused = {
-      "Conv1D.groups",          "Conv2D.groups",
-      "Dropout.noise_shape",    "GRU.stateful",
-      "GRU.unroll",             "InputLayer.sparse",
-      "LSTM.stateful",          "LSTM.unroll",
-      "LayerNormalization.rms_scaling", "MultiHeadAttention.attention_axes",
-      "SimpleRNN.stateful",     "SimpleRNN.unroll",
+      "Conv1D.groups",
+      "Conv2D.groups",
+      "Dropout.noise_shape",
+      "GRU.stateful",
+      "GRU.unroll",
+      "InputLayer.sparse",
+      "LSTM.stateful",
+      "LSTM.unroll",
+      "LayerNormalization.rms_scaling",
+      "MultiHeadAttention.attention_axes",
+      "SimpleRNN.stateful",
+      "SimpleRNN.unroll",
   };
   std::set<std::string> refused, walked;
   for (const auto& [cls, factory] : saving_detail::builtin_layer_factories()) {
@@ -499,11 +504,11 @@ TEST(ArgumentWalk, EveryConfigEntryIsHonouredOrRefused) {
   }
   EXPECT_EQ(refused, expected_refused);
   // The walk saw the entries this issue is about.
-  for (const char* id : {"Conv2D.data_format", "Conv1D.data_format", "MaxPooling2D.data_format",
-                         "GlobalAveragePooling1D.data_format", "Flatten.data_format",
-                         "Dense.kernel_constraint", "Embedding.embeddings_constraint",
-                         "LSTM.recurrent_constraint", "BatchNormalization.synchronized",
-                         "MultiHeadAttention.bias_constraint"})
+  for (const char* id :
+       {"Conv2D.data_format", "Conv1D.data_format", "MaxPooling2D.data_format",
+        "GlobalAveragePooling1D.data_format", "Flatten.data_format", "Dense.kernel_constraint",
+        "Embedding.embeddings_constraint", "LSTM.recurrent_constraint",
+        "BatchNormalization.synchronized", "MultiHeadAttention.bias_constraint"})
     EXPECT_TRUE(walked.count(id)) << id;
 }
 
