@@ -77,7 +77,7 @@ def _make_builtin(class_name):
             if k in config:
                 raise TypeError(f"{class_name}() got multiple values for argument {k!r}")
         input_shape = kwargs.pop("input_shape", None)
-        if "input_dim" in kwargs:
+        if "input_dim" in kwargs and "input_dim" not in positional:  # Embedding's is its own
             input_shape = (kwargs.pop("input_dim"),)
         config.update(kwargs)
         for k, v in config.items():
