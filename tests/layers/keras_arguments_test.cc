@@ -16,6 +16,7 @@
 
 #include "kiln/frontend/saving/from_config.h"
 #include "kiln/kiln.h"
+#include "tests/saving/saving_test_util.h"
 
 namespace kiln {
 namespace {
@@ -422,6 +423,35 @@ TEST(Constraints, EveryLayerKindProjectsItsWeights) {
     }
     EXPECT_TRUE(any_negative) << "the constraint never bound: the test would not see it missing";
   }
+}
+
+TEST(Constraints, SavedModelKeepsChannelsFirstAndConstraints) {
+  // The arguments come back from a saved model's config.json: the same predictions, and the
+  // constraint still projects after an update of the loaded (compiled) model.
+  test::TempDir dir;
+  clear_session();
+  set_random_seed(4);
+  Sequential m(
+      {Conv2D(3, {3, 3},
+              {.kernel_constraint = constraints::non_neg(), .data_format = "channels_first"}),
+       MaxPooling2D({2, 2}, {.data_format = "channels_first"}),
+       Flatten({.data_format = "channels_first"}), Dense(2)},
+      Shape{2, 8, 8});
+  m->compile({.optimizer = SGD({.learning_rate = 0.5}), .loss = losses::mean_squared_error()});
+  Tensor x = random_input({4, 2, 8, 8}, 1), y = random_input({4, 2}, 2);
+  m->train_on_batch(x, y);
+  m->save(dir.path("m"));
+  Model loaded = load_model(dir.path("m"));
+  EXPECT_EQ(loaded->get_config(), m->get_config());
+  EXPECT_EQ(loaded->predict(x).to_vector<float>(), m->predict(x).to_vector<float>());
+  Tensor y_big = y * 50.0;  // large updates: some kernel entries would go negative
+  for (int i = 0; i < 3; ++i) loaded->train_on_batch(x, y_big);
+  int zeros = 0;
+  for (float v : loaded->get_weights()[0].to_vector<float>()) {
+    EXPECT_GE(v, 0.0f);
+    zeros += v == 0 ? 1 : 0;
+  }
+  EXPECT_GT(zeros, 0) << "the projection never bound: the test would not see it missing";
 }
 
 // ---------------------------------------------------------------- the argument walk
