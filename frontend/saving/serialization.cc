@@ -38,15 +38,16 @@ struct RecordReads {
   ReadRecord& record() { return read_records().back(); }
 };
 
-// Entries Keras 3 writes that kiln's get_config leaves out, at the Keras default that kiln
-// computes: InputLayer's "ragged" and "optional" (kiln inputs are dense and required), and
-// LSTM/GRU's "use_cudnn" (a kernel choice, not a different result).
+// A dtype entry naming float32 ("float32", or Keras' DTypePolicy object for it).
 bool names_float32(const Json& v) {
   if (v.is_string()) return v.get<std::string>() == "float32";
   return v.is_object() && v.contains("config") && v["config"].is_object() &&
          v["config"].value("name", std::string()) == "float32";
 }
 
+// Entries Keras 3 writes that kiln's get_config leaves out, at the Keras default that kiln
+// computes: InputLayer's "ragged" and "optional" (kiln inputs are dense and required), and
+// LSTM/GRU's "use_cudnn" (a kernel choice, not a different result).
 bool keras_default_kiln_matches(const std::string& key, const Json& value) {
   static const std::map<std::string, Json> defaults = {
       {"ragged", false}, {"optional", false}, {"use_cudnn", "auto"}};
