@@ -12,6 +12,7 @@ struct Variable::Impl {
   std::string name;
   bool trainable;
   Tensor value;
+  ConstraintFn constraint;
 };
 
 Variable::Variable(std::string name, const Tensor& initial_value, bool trainable) {
@@ -27,7 +28,7 @@ Variable::Variable(std::string name, const Tensor& initial_value, bool trainable
         "create variables on the first call only (build layers and optimizers before, or in "
         "the first trace), or use a new kiln::function",
         ctx->owner().function_name, name));
-  impl_ = std::make_shared<Impl>(Impl{std::move(name), trainable, initial_value});
+  impl_ = std::make_shared<Impl>(Impl{std::move(name), trainable, initial_value, nullptr});
 }
 
 void Variable::require_defined(const char* what) const {
@@ -118,6 +119,16 @@ void Variable::assign_sub(const Tensor& delta) {
     return;
   }
   assign(sub(value(), cast(delta, dtype())));
+}
+
+void Variable::set_constraint(ConstraintFn constraint) {
+  require_defined("set_constraint");
+  impl_->constraint = std::move(constraint);
+}
+
+const Variable::ConstraintFn& Variable::constraint() const {
+  require_defined("constraint");
+  return impl_->constraint;
 }
 
 namespace detail {

@@ -3,6 +3,7 @@
 // watched automatically when the variable is trainable (TensorFlow's watch_accessed_variables).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -38,6 +39,13 @@ class Variable {
   void assign(const Tensor& value);
   void assign_add(const Tensor& delta);
   void assign_sub(const Tensor& delta);
+
+  // Keras' variable.constraint: a projection the optimizer applies after each update of this
+  // variable (variable.assign(constraint(variable)); see frontend/layers/constraints.h). Empty:
+  // none. Written with kiln ops, so a traced training step records it.
+  using ConstraintFn = std::function<Tensor(const Tensor&)>;
+  void set_constraint(ConstraintFn constraint);
+  const ConstraintFn& constraint() const;
 
   // Identity: two handles are equal when they share the variable.
   friend bool operator==(const Variable& a, const Variable& b) { return a.impl_ == b.impl_; }

@@ -118,10 +118,10 @@ void MultiHeadAttentionImpl::build_many(const std::vector<Shape>& shapes) {
   auto dense = [&](const std::string& prefix, const Shape& kernel_shape, const Shape& bias_shape,
                    Variable& kernel, Variable& bias) {
     kernel = add_weight(prefix + "/kernel", kernel_shape, o.kernel_initializer, true, o.dtype,
-                        o.kernel_regularizer);
+                        o.kernel_regularizer, o.kernel_constraint);
     if (o.use_bias)
       bias = add_weight(prefix + "/bias", bias_shape, o.bias_initializer, true, o.dtype,
-                        o.bias_regularizer);
+                        o.bias_regularizer, o.bias_constraint);
   };
   dense("query", {q[2], num_heads_, key_dim_}, {num_heads_, key_dim_}, query_kernel, query_bias);
   dense("key", {k[2], num_heads_, key_dim_}, {num_heads_, key_dim_}, key_kernel, key_bias);
@@ -330,8 +330,10 @@ Json MultiHeadAttentionImpl::get_config() const {
   c["use_bias"] = options_.use_bias;
   c["output_shape"] = options_.output_shape ? Json::array({*options_.output_shape}) : Json(nullptr);
   c["attention_axes"] = nullptr;
-  layer_util::weight_config(c, "kernel", options_.kernel_initializer, options_.kernel_regularizer);
-  layer_util::weight_config(c, "bias", options_.bias_initializer, options_.bias_regularizer);
+  layer_util::weight_config(c, "kernel", options_.kernel_initializer, options_.kernel_regularizer,
+                            options_.kernel_constraint);
+  layer_util::weight_config(c, "bias", options_.bias_initializer, options_.bias_regularizer,
+                            options_.bias_constraint);
   c["activity_regularizer"] = layer_util::regularizer_config(options_.activity_regularizer);
   c["seed"] = options_.seed ? Json(*options_.seed) : Json(nullptr);
   // kiln: Keras' call arguments held as layer options.

@@ -74,6 +74,8 @@ struct MultiHeadAttentionOptions {
   Initializer bias_initializer = "zeros";
   Regularizer kernel_regularizer{};
   Regularizer bias_regularizer{};
+  Constraint kernel_constraint{};  // applied after each optimizer update
+  Constraint bias_constraint{};
   // Applied to the outputs of the four projections, as Keras' sublayers do.
   Regularizer activity_regularizer{};
   // Of the dropout's SeedGenerator ("<name>/seed_generator_state", made when dropout > 0);

@@ -44,41 +44,52 @@ Conv2DImpl::Conv2DImpl(int64_t filters, Axes kernel_size, Conv2DOptions options)
         "layer \"{}\": `strides > 1` not supported in conjunction with "
         "`dilation_rate > 1`. Received: strides=({}) and dilation_rate=({})",
         name(), fmt::join(options_.strides, ", "), fmt::join(options_.dilation_rate, ", ")));
+  options_.data_format = layer_util::channels_first_arg(name(), options_.data_format)
+                             ? "channels_first"
+                             : "channels_last";
   activity_regularizer = options_.activity_regularizer;
   input_spec = {InputSpec{.ndim = 4}};
 }
 
 void Conv2DImpl::build(const Shape& input_shape) {
-  const int64_t channels = layer_util::known_channels(name(), input_shape);
-  kernel =
-      add_weight("kernel", {kernel_size_[0], kernel_size_[1], channels, filters_},
-                 options_.kernel_initializer, true, options_.dtype, options_.kernel_regularizer);
+  const bool first = options_.data_format == "channels_first";
+  const int64_t channels = layer_util::known_channels(
+      name(), first ? layer_util::shape_to_channels_last(input_shape) : input_shape);
+  kernel = add_weight("kernel", {kernel_size_[0], kernel_size_[1], channels, filters_},
+                      options_.kernel_initializer, true, options_.dtype,
+                      options_.kernel_regularizer, options_.kernel_constraint);
   if (options_.use_bias)
     bias = add_weight("bias", {filters_}, options_.bias_initializer, true, options_.dtype,
-                      options_.bias_regularizer);
-  input_spec = {InputSpec{.ndim = 4, .axes = {{-1, channels}}}};
+                      options_.bias_regularizer, options_.bias_constraint);
+  input_spec = {InputSpec{.ndim = 4, .axes = {{first ? 1 : -1, channels}}}};
 }
 
 Tensor Conv2DImpl::call(const Tensor& inputs, bool) {
-  Tensor y = conv2d(layer_util::cast_input(inputs, options_.dtype), kernel.read(), options_.strides,
-                    options_.padding, options_.dilation_rate);
+  // channels_first: the NHWC convolution between two transposes (Keras' kernel layout in both).
+  const bool first = options_.data_format == "channels_first";
+  Tensor x = layer_util::cast_input(inputs, options_.dtype);
+  if (first) x = layer_util::to_channels_last(x);
+  Tensor y = conv2d(x, kernel.read(), options_.strides, options_.padding, options_.dilation_rate);
   if (options_.use_bias) y = y + bias.read();
-  return activations::apply(options_.activation, y);
+  y = activations::apply(options_.activation, y);
+  return first ? layer_util::to_channels_first(y) : y;
 }
 
 std::vector<Shape> Conv2DImpl::compute_output_shape(const std::vector<Shape>& input_shapes) {
   if (input_shapes.size() != 1 || input_shapes[0].rank() != 4)
     throw Error(
         fmt::format("layer \"{}\": compute_output_shape expects one input shape of rank "
-                    "4 (batch, height, width, channels)",
+                    "4 (batch, height, width, channels; channels first with "
+                    "data_format \"channels_first\")",
                     name()));
-  const Shape& s = input_shapes[0];
+  const bool first = options_.data_format == "channels_first";
+  const Shape s = first ? layer_util::shape_to_channels_last(input_shapes[0]) : input_shapes[0];
   Shape out = s;
   for (int i = 0; i < 2; ++i)
     out[1 + i] = conv_output_length(s[1 + i], kernel_size_[size_t(i)], options_.strides[size_t(i)],
                                     options_.dilation_rate[size_t(i)], options_.padding);
   out[3] = filters_;
-  return {out};
+  return {first ? layer_util::shape_to_channels_first(out) : out};
 }
 
 Json Conv2DImpl::get_config() const {
@@ -87,13 +98,15 @@ Json Conv2DImpl::get_config() const {
   c["kernel_size"] = kernel_size_;
   c["strides"] = options_.strides;
   c["padding"] = options_.padding;
-  c["data_format"] = "channels_last";
+  c["data_format"] = options_.data_format;
   c["dilation_rate"] = options_.dilation_rate;
   c["groups"] = 1;
   c["activation"] = options_.activation;
   c["use_bias"] = options_.use_bias;
-  layer_util::weight_config(c, "kernel", options_.kernel_initializer, options_.kernel_regularizer);
-  layer_util::weight_config(c, "bias", options_.bias_initializer, options_.bias_regularizer);
+  layer_util::weight_config(c, "kernel", options_.kernel_initializer, options_.kernel_regularizer,
+                            options_.kernel_constraint);
+  layer_util::weight_config(c, "bias", options_.bias_initializer, options_.bias_regularizer,
+                            options_.bias_constraint);
   return c;
 }
 
@@ -122,25 +135,33 @@ Conv1DImpl::Conv1DImpl(int64_t filters, int64_t kernel_size, Conv1DOptions optio
         fmt::format("layer \"{}\": `strides > 1` not supported in conjunction with "
                     "`dilation_rate > 1`. Received: strides=({},) and dilation_rate=({},)",
                     name(), options_.strides, options_.dilation_rate));
+  options_.data_format = layer_util::channels_first_arg(name(), options_.data_format)
+                             ? "channels_first"
+                             : "channels_last";
   activity_regularizer = options_.activity_regularizer;
   input_spec = {InputSpec{.ndim = 3}};
 }
 
 void Conv1DImpl::build(const Shape& input_shape) {
-  const int64_t channels = layer_util::known_channels(name(), input_shape);
-  kernel = add_weight("kernel", {kernel_size_, channels, filters_}, options_.kernel_initializer,
-                      true, options_.dtype, options_.kernel_regularizer);
+  const bool first = options_.data_format == "channels_first";
+  const int64_t channels = layer_util::known_channels(
+      name(), first ? layer_util::shape_to_channels_last(input_shape) : input_shape);
+  kernel =
+      add_weight("kernel", {kernel_size_, channels, filters_}, options_.kernel_initializer, true,
+                 options_.dtype, options_.kernel_regularizer, options_.kernel_constraint);
   if (options_.use_bias)
     bias = add_weight("bias", {filters_}, options_.bias_initializer, true, options_.dtype,
-                      options_.bias_regularizer);
-  input_spec = {InputSpec{.ndim = 3, .axes = {{-1, channels}}}};
+                      options_.bias_regularizer, options_.bias_constraint);
+  input_spec = {InputSpec{.ndim = 3, .axes = {{first ? 1 : -1, channels}}}};
 }
 
 Tensor Conv1DImpl::call(const Tensor& inputs, bool) {
   if (inputs.is_placeholder())  // a functional model being built: types only
     return Tensor::symbolic({options_.dtype, compute_output_shape({inputs.shape()})[0]}, nullptr);
   layer_util::require_one_unknown_dim(*this, inputs);
+  const bool first = options_.data_format == "channels_first";
   Tensor x = layer_util::cast_input(inputs, options_.dtype);
+  if (first) x = layer_util::to_channels_last(x);  // [batch, channels, steps] -> channels last
   std::string padding = options_.padding;
   if (padding == "causal") {
     x = pad(x, {0, (kernel_size_ - 1) * options_.dilation_rate, 0}, {0, 0, 0});
@@ -151,26 +172,30 @@ Tensor Conv1DImpl::call(const Tensor& inputs, bool) {
                     padding, {1, options_.dilation_rate});
   y = squeeze(y, {1});
   if (options_.use_bias) y = y + bias.read();
-  return activations::apply(options_.activation, y);
+  y = activations::apply(options_.activation, y);
+  return first ? layer_util::to_channels_first(y) : y;
 }
 
 std::vector<Shape> Conv1DImpl::compute_output_shape(const std::vector<Shape>& input_shapes) {
   if (input_shapes.size() != 1 || input_shapes[0].rank() != 3)
     throw Error(
         fmt::format("layer \"{}\": compute_output_shape expects one input shape of rank "
-                    "3 (batch, steps, channels)",
+                    "3 (batch, steps, channels; channels first with data_format "
+                    "\"channels_first\")",
                     name()));
-  const Shape& s = input_shapes[0];
+  const bool first = options_.data_format == "channels_first";
+  const Shape s = first ? layer_util::shape_to_channels_last(input_shapes[0]) : input_shapes[0];
   int64_t steps = s[1];
   std::string padding = options_.padding;
   if (padding == "causal") {
     if (steps != kUnknownDim) steps += (kernel_size_ - 1) * options_.dilation_rate;
     padding = "valid";
   }
-  return {Shape{
+  Shape out{
       s[0],
       conv_output_length(steps, kernel_size_, options_.strides, options_.dilation_rate, padding),
-      filters_}};
+      filters_};
+  return {first ? layer_util::shape_to_channels_first(out) : out};
 }
 
 Json Conv1DImpl::get_config() const {
@@ -179,13 +204,15 @@ Json Conv1DImpl::get_config() const {
   c["kernel_size"] = Json::array({kernel_size_});
   c["strides"] = Json::array({options_.strides});
   c["padding"] = options_.padding;
-  c["data_format"] = "channels_last";
+  c["data_format"] = options_.data_format;
   c["dilation_rate"] = Json::array({options_.dilation_rate});
   c["groups"] = 1;
   c["activation"] = options_.activation;
   c["use_bias"] = options_.use_bias;
-  layer_util::weight_config(c, "kernel", options_.kernel_initializer, options_.kernel_regularizer);
-  layer_util::weight_config(c, "bias", options_.bias_initializer, options_.bias_regularizer);
+  layer_util::weight_config(c, "kernel", options_.kernel_initializer, options_.kernel_regularizer,
+                            options_.kernel_constraint);
+  layer_util::weight_config(c, "bias", options_.bias_initializer, options_.bias_regularizer,
+                            options_.bias_constraint);
   return c;
 }
 

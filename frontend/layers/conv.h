@@ -1,11 +1,11 @@
-// Conv2D and Conv1D: convolutions over channels-last inputs (Keras' Conv2D and Conv1D with
-// data_format "channels_last").
+// Conv2D and Conv1D (Keras'): channels-last inputs, or channels-first ones (data_format
+// "channels_first": transposed to channels-last around the same kernels, kernel layout kept).
 //
-// Conv2D: 2-D convolution over NHWC inputs.
+// Conv2D: 2-D convolution over NHWC inputs (NCHW with channels_first).
 // output = activation(conv2d(inputs, kernel) + bias). Weights, created at the first call from
 // the input's channel count `c`: "kernel" (kh, kw, c, filters) (HWIO) and, with use_bias,
-// "bias" (filters,). Padding "valid" or "same" follows TensorFlow.
-// input_spec: ndim 4, and after build axis -1 must be `c`.
+// "bias" (filters,). Padding "valid" or "same" follows TensorFlow. Constraints: constraints.h.
+// input_spec: ndim 4, and after build the channels axis (-1, or 1) must be `c`.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +28,12 @@ struct Conv2DOptions {
   Regularizer kernel_regularizer{};
   Regularizer bias_regularizer{};
   Regularizer activity_regularizer{};
+  Constraint kernel_constraint{};  // applied after each optimizer update
+  Constraint bias_constraint{};
+  // "channels_last" ([batch, ..., channels]) or "channels_first" ([batch, channels, ...]): a
+  // channels-first input is transposed to channels-last, convolved, and the result transposed
+  // back (the kernel keeps Keras' layout in both).
+  std::string data_format = "channels_last";
   DType dtype = DType::f32;  // of the weights and the computation; inputs are cast to it
   std::string name{};        // empty: "conv2d", "conv2d_1", ...
 };
@@ -80,6 +86,12 @@ struct Conv1DOptions {
   Regularizer kernel_regularizer{};
   Regularizer bias_regularizer{};
   Regularizer activity_regularizer{};
+  Constraint kernel_constraint{};  // applied after each optimizer update
+  Constraint bias_constraint{};
+  // "channels_last" ([batch, ..., channels]) or "channels_first" ([batch, channels, ...]): a
+  // channels-first input is transposed to channels-last, convolved, and the result transposed
+  // back (the kernel keeps Keras' layout in both).
+  std::string data_format = "channels_last";
   DType dtype = DType::f32;  // of the weights and the computation; inputs are cast to it
   std::string name{};        // empty: "conv1d", "conv1d_1", ...
 };

@@ -31,10 +31,10 @@ void DenseImpl::build(const Shape& input_shape) {
                     "should be defined. Found None. Full input shape received: {}",
                     name(), input_shape.to_string()));
   kernel = add_weight("kernel", {in, units_}, options_.kernel_initializer, true, options_.dtype,
-                      options_.kernel_regularizer);
+                      options_.kernel_regularizer, options_.kernel_constraint);
   if (options_.use_bias)
     bias = add_weight("bias", {units_}, options_.bias_initializer, true, options_.dtype,
-                      options_.bias_regularizer);
+                      options_.bias_regularizer, options_.bias_constraint);
   input_spec = {InputSpec{.min_ndim = 2, .axes = {{-1, in}}}};
 }
 
@@ -60,8 +60,10 @@ Json DenseImpl::get_config() const {
   c["units"] = units_;
   c["activation"] = options_.activation;
   c["use_bias"] = options_.use_bias;
-  layer_util::weight_config(c, "kernel", options_.kernel_initializer, options_.kernel_regularizer);
-  layer_util::weight_config(c, "bias", options_.bias_initializer, options_.bias_regularizer);
+  layer_util::weight_config(c, "kernel", options_.kernel_initializer, options_.kernel_regularizer,
+                            options_.kernel_constraint);
+  layer_util::weight_config(c, "bias", options_.bias_initializer, options_.bias_regularizer,
+                            options_.bias_constraint);
   return c;
 }
 

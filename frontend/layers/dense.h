@@ -22,6 +22,8 @@ struct DenseOptions {
   Regularizer kernel_regularizer{};
   Regularizer bias_regularizer{};
   Regularizer activity_regularizer{};
+  Constraint kernel_constraint{};  // applied after each optimizer update
+  Constraint bias_constraint{};
   DType dtype = DType::f32;  // of the weights and the computation; inputs are cast to it
   std::string name{};        // empty: "dense", "dense_1", ...
 };

@@ -24,8 +24,9 @@ EmbeddingImpl::EmbeddingImpl(int64_t input_dim, int64_t output_dim, EmbeddingOpt
 }
 
 void EmbeddingImpl::build(const Shape&) {
-  embeddings = add_weight("embeddings", {input_dim_, output_dim_}, options_.embeddings_initializer,
-                          true, options_.dtype, options_.embeddings_regularizer);
+  embeddings =
+      add_weight("embeddings", {input_dim_, output_dim_}, options_.embeddings_initializer, true,
+                 options_.dtype, options_.embeddings_regularizer, options_.embeddings_constraint);
 }
 
 Tensor EmbeddingImpl::call(const Tensor& indices, bool) {
@@ -62,7 +63,7 @@ Json EmbeddingImpl::get_config() const {
   c["input_dim"] = input_dim_;
   c["output_dim"] = output_dim_;
   layer_util::weight_config(c, "embeddings", options_.embeddings_initializer,
-                            options_.embeddings_regularizer);
+                            options_.embeddings_regularizer, options_.embeddings_constraint);
   c["mask_zero"] = options_.mask_zero;
   return c;
 }

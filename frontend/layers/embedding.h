@@ -18,6 +18,7 @@ struct EmbeddingOptions {
   // Keras' "uniform": uniform in [-0.05, 0.05].
   Initializer embeddings_initializer = initializers::random_uniform(-0.05, 0.05);
   Regularizer embeddings_regularizer{};
+  Constraint embeddings_constraint{};  // applied after each optimizer update
   Regularizer activity_regularizer{};
   // Keras' mask_zero: index 0 is padding; the output carries the mask `indices != 0`, which
   // recurrent layers, attention, pooling, losses and metrics then respect.

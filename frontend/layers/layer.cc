@@ -205,7 +205,7 @@ std::vector<Tensor> LayerImpl::call_symbolic(const std::vector<Tensor>& inputs, 
 
 Variable LayerImpl::add_weight(const std::string& name, const Shape& shape,
                                const Initializer& initializer, bool trainable, DType dtype,
-                               const Regularizer& regularizer) {
+                               const Regularizer& regularizer, const Constraint& constraint) {
   if (!shape.is_fully_known())
     throw Error(fmt::format("layer \"{}\": weight \"{}\" needs a fully known shape, got {}", name_,
                             name, shape.to_string()));
@@ -215,6 +215,8 @@ Variable LayerImpl::add_weight(const std::string& name, const Shape& shape,
     initial_value = initializer(shape, dtype);
   }
   Variable v(name_ + "/" + name, initial_value, trainable);
+  if (constraint.defined())
+    v.set_constraint([constraint](const Tensor& w) { return constraint(w); });
   own_weights_.push_back(v);
   weight_regularizers_.push_back(regularizer);
   return v;

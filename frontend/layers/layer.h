@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/frontend/layers/constraints.h"
 #include "kiln/frontend/layers/initializers.h"
 #include "kiln/frontend/layers/input_spec.h"
 #include "kiln/frontend/seed_generator.h"
@@ -92,10 +93,12 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   const std::vector<Shape>& build_input_shapes() const { return build_input_shapes_; }
 
   // ---- weights ----
+  // A defined `constraint` is set on the variable (Variable::set_constraint): the optimizer
+  // projects the variable with it after each update.
   Variable add_weight(const std::string& name, const Shape& shape,
                       const Initializer& initializer = initializers::glorot_uniform(),
                       bool trainable = true, DType dtype = DType::f32,
-                      const Regularizer& regularizer = {});
+                      const Regularizer& regularizer = {}, const Constraint& constraint = {});
   // This layer's and its sublayers' variables, in creation order, without duplicates.
   // A non-trainable layer reports all its weights as non-trainable (Keras).
   std::vector<Variable> weights() const;

@@ -31,12 +31,51 @@ inline Json regularizer_config(const Regularizer& r) {
 }
 
 // A weight's entries in a config: "<weight>_initializer", "<weight>_regularizer" and
-// "<weight>_constraint" (kiln has no constraints: null).
+// "<weight>_constraint" (Keras' serialized constraint, or null).
 inline void weight_config(Json& c, const std::string& weight, const Initializer& init,
-                          const Regularizer& regularizer) {
+                          const Regularizer& regularizer, const Constraint& constraint) {
   c[weight + "_initializer"] = initializer_config(init);
   c[weight + "_regularizer"] = regularizer_config(regularizer);
-  c[weight + "_constraint"] = nullptr;
+  c[weight + "_constraint"] = constraint.config();
+}
+
+// Keras' data_format argument: "channels_last" or "channels_first" (any case); true for
+// channels-first. kiln::Error naming the layer otherwise.
+inline bool channels_first_arg(const std::string& layer, const std::string& data_format) {
+  std::string f = data_format;
+  for (char& ch : f) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  if (f != "channels_last" && f != "channels_first")
+    throw Error(
+        fmt::format("layer \"{}\": invalid data_format \"{}\"; expected \"channels_last\" or "
+                    "\"channels_first\"",
+                    layer, data_format));
+  return f == "channels_first";
+}
+
+// [batch, channels, d1, ..., dn] -> [batch, d1, ..., dn, channels] (to_last) and back, with the
+// transpose op (traced like any op).
+inline Tensor to_channels_last(const Tensor& x) {
+  Axes perm{0};
+  for (int d = 2; d < x.rank(); ++d) perm.push_back(d);
+  perm.push_back(1);
+  return transpose(x, perm);
+}
+inline Tensor to_channels_first(const Tensor& x) {
+  Axes perm{0, x.rank() - 1};
+  for (int d = 1; d < x.rank() - 1; ++d) perm.push_back(d);
+  return transpose(x, perm);
+}
+// The same permutations of a shape.
+inline Shape shape_to_channels_last(const Shape& s) {
+  std::vector<int64_t> d{s[0]};
+  for (int i = 2; i < s.rank(); ++i) d.push_back(s[i]);
+  d.push_back(s[1]);
+  return Shape(d);
+}
+inline Shape shape_to_channels_first(const Shape& s) {
+  std::vector<int64_t> d{s[0], s[s.rank() - 1]};
+  for (int i = 1; i < s.rank() - 1; ++i) d.push_back(s[i]);
+  return Shape(d);
 }
 
 // The channel count (last axis) of a convolution's input shape; kiln::Error when unknown.

@@ -55,10 +55,11 @@ void BatchNormalizationImpl::build(const Shape& input_shape) {
   int64_t dim = input_shape[axis_];
   DType t = options_.dtype;
   if (options_.scale)
-    gamma =
-        add_weight("gamma", {dim}, options_.gamma_initializer, true, t, options_.gamma_regularizer);
+    gamma = add_weight("gamma", {dim}, options_.gamma_initializer, true, t,
+                       options_.gamma_regularizer, options_.gamma_constraint);
   if (options_.center)
-    beta = add_weight("beta", {dim}, options_.beta_initializer, true, t, options_.beta_regularizer);
+    beta = add_weight("beta", {dim}, options_.beta_initializer, true, t, options_.beta_regularizer,
+                      options_.beta_constraint);
   moving_mean = add_weight("moving_mean", {dim}, options_.moving_mean_initializer, false, t);
   moving_variance =
       add_weight("moving_variance", {dim}, options_.moving_variance_initializer, false, t);
@@ -110,9 +111,9 @@ Json BatchNormalizationImpl::get_config() const {
   c["moving_variance_initializer"] = initializer_config(options_.moving_variance_initializer);
   c["beta_regularizer"] = regularizer_config(options_.beta_regularizer);
   c["gamma_regularizer"] = regularizer_config(options_.gamma_regularizer);
-  c["beta_constraint"] = nullptr;
-  c["gamma_constraint"] = nullptr;
-  c["synchronized"] = false;
+  c["beta_constraint"] = options_.beta_constraint.config();
+  c["gamma_constraint"] = options_.gamma_constraint.config();
+  c["synchronized"] = options_.synchronized;
   return c;
 }
 
@@ -145,10 +146,11 @@ void LayerNormalizationImpl::build(const Shape& input_shape) {
   Shape ps(param_shape);
   DType t = options_.dtype;
   if (options_.scale)
-    gamma =
-        add_weight("gamma", ps, options_.gamma_initializer, true, t, options_.gamma_regularizer);
+    gamma = add_weight("gamma", ps, options_.gamma_initializer, true, t, options_.gamma_regularizer,
+                       options_.gamma_constraint);
   if (options_.center)
-    beta = add_weight("beta", ps, options_.beta_initializer, true, t, options_.beta_regularizer);
+    beta = add_weight("beta", ps, options_.beta_initializer, true, t, options_.beta_regularizer,
+                      options_.beta_constraint);
   input_spec = {spec};
 }
 
@@ -180,8 +182,8 @@ Json LayerNormalizationImpl::get_config() const {
   c["gamma_initializer"] = initializer_config(options_.gamma_initializer);
   c["beta_regularizer"] = regularizer_config(options_.beta_regularizer);
   c["gamma_regularizer"] = regularizer_config(options_.gamma_regularizer);
-  c["beta_constraint"] = nullptr;
-  c["gamma_constraint"] = nullptr;
+  c["beta_constraint"] = options_.beta_constraint.config();
+  c["gamma_constraint"] = options_.gamma_constraint.config();
   return c;
 }
 

@@ -33,6 +33,12 @@ struct BatchNormalizationOptions {
   Initializer moving_variance_initializer = "ones";
   Regularizer beta_regularizer{};
   Regularizer gamma_regularizer{};
+  Constraint beta_constraint{};  // applied after each optimizer update
+  Constraint gamma_constraint{};
+  // Keras' cross-replica statistics. In one process they are the batch statistics, so true
+  // computes what false does; under kiln's data-parallel fit (which does not all-reduce the
+  // statistics) a layer with synchronized=true is refused with a kiln::Error.
+  bool synchronized = false;
   DType dtype = DType::f32;  // of the weights and the computation; inputs are cast to it
   std::string name{};        // empty: "batch_normalization", ...
 };
@@ -69,6 +75,8 @@ struct LayerNormalizationOptions {
   Initializer gamma_initializer = "ones";
   Regularizer beta_regularizer{};
   Regularizer gamma_regularizer{};
+  Constraint beta_constraint{};  // applied after each optimizer update
+  Constraint gamma_constraint{};
   DType dtype = DType::f32;
   std::string name{};  // empty: "layer_normalization", ...
 };

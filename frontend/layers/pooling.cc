@@ -56,7 +56,8 @@ Pooling2DImpl::Pooling2DImpl(Kind kind, Axes pool_size, Pooling2DOptions options
     : LayerImpl(kind == Kind::kMax ? "MaxPooling2D" : "AveragePooling2D", options.name),
       kind_(kind),
       pool_size_(std::move(pool_size)),
-      strides_(std::move(options.strides)) {
+      strides_(std::move(options.strides)),
+      channels_first_(layer_util::channels_first_arg(name(), options.data_format)) {
   layer_util::pair_arg(name(), "pool_size", pool_size_);
   if (strides_.empty()) strides_ = pool_size_;
   layer_util::pair_arg(name(), "strides", strides_);
@@ -64,18 +65,22 @@ Pooling2DImpl::Pooling2DImpl(Kind kind, Axes pool_size, Pooling2DOptions options
   input_spec = {InputSpec{.ndim = 4}};
 }
 
-Tensor Pooling2DImpl::call(const Tensor& x, bool) {
-  return kind_ == Kind::kMax ? max_pool2d(x, pool_size_, strides_, padding_)
-                             : avg_pool2d(x, pool_size_, strides_, padding_);
+Tensor Pooling2DImpl::call(const Tensor& inputs, bool) {
+  // channels_first: the NHWC pooling between two transposes.
+  Tensor x = channels_first_ ? layer_util::to_channels_last(inputs) : inputs;
+  Tensor y = kind_ == Kind::kMax ? max_pool2d(x, pool_size_, strides_, padding_)
+                                 : avg_pool2d(x, pool_size_, strides_, padding_);
+  return channels_first_ ? layer_util::to_channels_first(y) : y;
 }
 
 std::vector<Shape> Pooling2DImpl::compute_output_shape(const std::vector<Shape>& input_shapes) {
   require_rank4(name(), input_shapes);
-  Shape out = input_shapes[0];
+  Shape out =
+      channels_first_ ? layer_util::shape_to_channels_last(input_shapes[0]) : input_shapes[0];
   for (int i = 0; i < 2; ++i)
     out[1 + i] =
         pool_output_length(out[1 + i], pool_size_[size_t(i)], strides_[size_t(i)], padding_);
-  return {out};
+  return {channels_first_ ? layer_util::shape_to_channels_first(out) : out};
 }
 
 Json Pooling2DImpl::get_config() const {
@@ -83,7 +88,7 @@ Json Pooling2DImpl::get_config() const {
   c["pool_size"] = pool_size_;
   c["padding"] = padding_;
   c["strides"] = strides_;
-  c["data_format"] = "channels_last";
+  c["data_format"] = channels_first_ ? "channels_first" : "channels_last";
   return c;
 }
 
@@ -103,24 +108,28 @@ GlobalPooling2DImpl::GlobalPooling2DImpl(Kind kind, GlobalPooling2DOptions optio
     : LayerImpl(kind == Kind::kMax ? "GlobalMaxPooling2D" : "GlobalAveragePooling2D",
                 std::move(options.name)),
       kind_(kind),
-      keepdims_(options.keepdims) {
+      keepdims_(options.keepdims),
+      channels_first_(layer_util::channels_first_arg(name(), options.data_format)) {
   input_spec = {InputSpec{.ndim = 4}};
 }
 
 Tensor GlobalPooling2DImpl::call(const Tensor& x, bool) {
-  return kind_ == Kind::kMax ? max(x, {1, 2}, keepdims_) : mean(x, {1, 2}, keepdims_);
+  // channels_first: the spatial axes are 2 and 3 (keepdims gives [batch, channels, 1, 1]).
+  Axes spatial = channels_first_ ? Axes{2, 3} : Axes{1, 2};
+  return kind_ == Kind::kMax ? max(x, spatial, keepdims_) : mean(x, spatial, keepdims_);
 }
 
 std::vector<Shape> GlobalPooling2DImpl::compute_output_shape(
     const std::vector<Shape>& input_shapes) {
   require_rank4(name(), input_shapes);
   const Shape& s = input_shapes[0];
+  if (channels_first_) return {keepdims_ ? Shape{s[0], s[1], 1, 1} : Shape{s[0], s[1]}};
   return {keepdims_ ? Shape{s[0], 1, 1, s[3]} : Shape{s[0], s[3]}};
 }
 
 Json GlobalPooling2DImpl::get_config() const {
   Json c = LayerImpl::get_config();
-  c["data_format"] = "channels_last";
+  c["data_format"] = channels_first_ ? "channels_first" : "channels_last";
   c["keepdims"] = keepdims_;
   return c;
 }
@@ -141,7 +150,8 @@ Pooling1DImpl::Pooling1DImpl(Kind kind, int64_t pool_size, Pooling1DOptions opti
     : LayerImpl(kind == Kind::kMax ? "MaxPooling1D" : "AveragePooling1D", options.name),
       kind_(kind),
       pool_size_(pool_size),
-      strides_(options.strides.value_or(pool_size)) {
+      strides_(options.strides.value_or(pool_size)),
+      channels_first_(layer_util::channels_first_arg(name(), options.data_format)) {
   layer_util::positive_arg(name(), "pool_size", pool_size_);
   layer_util::positive_arg(name(), "strides", strides_);
   padding_ = layer_util::padding_arg(name(), options.padding);
@@ -152,17 +162,20 @@ Tensor Pooling1DImpl::call(const Tensor& x, bool) {
   if (x.is_placeholder())  // a functional model being built: types only
     return Tensor::symbolic({x.dtype(), compute_output_shape({x.shape()})[0]}, nullptr);
   layer_util::require_one_unknown_dim(*this, x);
-  Tensor x4 = expand_dims(x, 1);
+  // channels_first ([batch, channels, steps]): pooled channels-last between two transposes.
+  Tensor x4 = expand_dims(channels_first_ ? layer_util::to_channels_last(x) : x, 1);
   Axes pool{1, pool_size_}, strides{1, strides_};
-  return squeeze(kind_ == Kind::kMax ? max_pool2d(x4, pool, strides, padding_)
-                                     : avg_pool2d(x4, pool, strides, padding_),
-                 {1});
+  Tensor y = squeeze(kind_ == Kind::kMax ? max_pool2d(x4, pool, strides, padding_)
+                                         : avg_pool2d(x4, pool, strides, padding_),
+                     {1});
+  return channels_first_ ? layer_util::to_channels_first(y) : y;
 }
 
 std::vector<Shape> Pooling1DImpl::compute_output_shape(const std::vector<Shape>& input_shapes) {
   require_rank3(name(), input_shapes);
   Shape out = input_shapes[0];
-  out[1] = pool_output_length(out[1], pool_size_, strides_, padding_);
+  const int steps = channels_first_ ? 2 : 1;
+  out[steps] = pool_output_length(out[steps], pool_size_, strides_, padding_);
   return {out};
 }
 
@@ -171,7 +184,7 @@ Json Pooling1DImpl::get_config() const {
   c["pool_size"] = Json::array({pool_size_});
   c["padding"] = padding_;
   c["strides"] = Json::array({strides_});
-  c["data_format"] = "channels_last";
+  c["data_format"] = channels_first_ ? "channels_first" : "channels_last";
   return c;
 }
 
@@ -191,13 +204,15 @@ GlobalPooling1DImpl::GlobalPooling1DImpl(Kind kind, GlobalPooling1DOptions optio
     : LayerImpl(kind == Kind::kMax ? "GlobalMaxPooling1D" : "GlobalAveragePooling1D",
                 std::move(options.name)),
       kind_(kind),
-      keepdims_(options.keepdims) {
+      keepdims_(options.keepdims),
+      channels_first_(layer_util::channels_first_arg(name(), options.data_format)) {
   supports_masking = true;
   input_spec = {InputSpec{.ndim = 3}};
 }
 
 Tensor GlobalPooling1DImpl::call(const Tensor& x, bool) {
-  return kind_ == Kind::kMax ? max(x, {1}, keepdims_) : mean(x, {1}, keepdims_);
+  const int64_t steps = channels_first_ ? 2 : 1;  // channels_first: [batch, channels, steps]
+  return kind_ == Kind::kMax ? max(x, {steps}, keepdims_) : mean(x, {steps}, keepdims_);
 }
 
 std::vector<Tensor> GlobalPooling1DImpl::call_masked(const std::vector<Tensor>& inputs,
@@ -206,17 +221,22 @@ std::vector<Tensor> GlobalPooling1DImpl::call_masked(const std::vector<Tensor>& 
   if (inputs.size() != 1)
     throw Error(fmt::format("layer \"{}\" ({}) takes one input, but it was called with {}", name(),
                             class_name(), inputs.size()));
-  const Tensor& x = inputs[0];
-  if (masks.empty() || !masks[0].defined()) return {call(x, training)};
+  if (masks.empty() || !masks[0].defined()) return {call(inputs[0], training)};
+  // The mask is [batch, steps]; a channels-first input is pooled channels-last (Keras expands
+  // the mask on the channels axis instead: the same sums).
+  const Tensor x = channels_first_ ? layer_util::to_channels_last(inputs[0]) : inputs[0];
   Tensor mask = layer_util::sequence_mask(name(), x, masks[0]);
-  if (x.is_placeholder()) return {call(x, training)};  // a functional model: types only
+  if (x.is_placeholder()) return {call(inputs[0], training)};  // a functional model: types only
   layer_util::require_one_unknown_dim(*this, x);
   Tensor keep = expand_dims(mask, 2);  // [batch, steps, 1]: broadcasts over the channels
+  Tensor y;
   if (kind_ == Kind::kMax) {
-    return {max(where(keep, x, scalar(lowest_value(x.dtype()), x.dtype())), {1}, keepdims_)};
+    y = max(where(keep, x, scalar(lowest_value(x.dtype()), x.dtype())), {1}, keepdims_);
+  } else {
+    Tensor weight = cast(keep, x.dtype());
+    y = sum(x * weight, {1}, keepdims_) / sum(weight, {1}, keepdims_);
   }
-  Tensor weight = cast(keep, x.dtype());
-  return {sum(x * weight, {1}, keepdims_) / sum(weight, {1}, keepdims_)};
+  return {channels_first_ && keepdims_ ? layer_util::to_channels_first(y) : y};
 }
 
 std::vector<Tensor> GlobalPooling1DImpl::compute_mask(const std::vector<Tensor>&,
@@ -228,12 +248,13 @@ std::vector<Shape> GlobalPooling1DImpl::compute_output_shape(
     const std::vector<Shape>& input_shapes) {
   require_rank3(name(), input_shapes);
   const Shape& s = input_shapes[0];
+  if (channels_first_) return {keepdims_ ? Shape{s[0], s[1], 1} : Shape{s[0], s[1]}};
   return {keepdims_ ? Shape{s[0], 1, s[2]} : Shape{s[0], s[2]}};
 }
 
 Json GlobalPooling1DImpl::get_config() const {
   Json c = LayerImpl::get_config();
-  c["data_format"] = "channels_last";
+  c["data_format"] = channels_first_ ? "channels_first" : "channels_last";
   c["keepdims"] = keepdims_;
   return c;
 }

@@ -1,4 +1,4 @@
-// Pooling layers over channels-last inputs (data_format "channels_last"):
+// Pooling layers over channels-last inputs (data_format "channels_first": transposed around):
 //   2-D over NHWC: MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, GlobalMaxPooling2D
 //     (input_spec ndim 4);
 //   1-D over [batch, steps, channels]: MaxPooling1D, AveragePooling1D (the 2-D pooling ops on
@@ -19,7 +19,10 @@ namespace kiln {
 struct Pooling2DOptions {
   Axes strides{};                 // empty: pool_size (Keras' strides=None)
   std::string padding = "valid";  // "valid" or "same" (any case)
-  std::string name{};             // empty: from the class ("max_pooling2d", ...)
+  // "channels_last" or "channels_first" (channels before the spatial axes: transposed to
+  // channels-last around the same computation).
+  std::string data_format = "channels_last";
+  std::string name{};  // empty: from the class ("max_pooling2d", ...)
 };
 
 // Windowed max or average; average pooling with "same" padding averages the in-bounds
@@ -36,11 +39,13 @@ class Pooling2DImpl : public LayerImpl {
   const Axes& pool_size() const { return pool_size_; }
   const Axes& strides() const { return strides_; }
   const std::string& padding() const { return padding_; }
+  bool channels_first() const { return channels_first_; }
 
  private:
   Kind kind_;
   Axes pool_size_, strides_;
   std::string padding_;
+  bool channels_first_;
 };
 
 class MaxPooling2DImpl : public Pooling2DImpl {
@@ -65,7 +70,10 @@ class AveragePooling2D : public Layer {
 
 struct GlobalPooling2DOptions {
   bool keepdims = false;  // true: (batch, 1, 1, channels); false: (batch, channels)
-  std::string name{};     // empty: from the class ("global_average_pooling2d", ...)
+  // "channels_last" or "channels_first" (channels before the spatial axes: transposed to
+  // channels-last around the same computation).
+  std::string data_format = "channels_last";
+  std::string name{};  // empty: from the class ("global_average_pooling2d", ...)
 };
 
 // Mean or max over the spatial axes (1 and 2).
@@ -77,10 +85,12 @@ class GlobalPooling2DImpl : public LayerImpl {
   std::vector<Shape> compute_output_shape(const std::vector<Shape>& input_shapes) override;
   Json get_config() const override;  // + "data_format", "keepdims"
   bool keepdims() const { return keepdims_; }
+  bool channels_first() const { return channels_first_; }
 
  private:
   Kind kind_;
   bool keepdims_;
+  bool channels_first_;
 };
 
 class GlobalAveragePooling2DImpl : public GlobalPooling2DImpl {
@@ -108,7 +118,10 @@ class GlobalMaxPooling2D : public Layer {
 struct Pooling1DOptions {
   std::optional<int64_t> strides{};  // none: pool_size (Keras' strides=None)
   std::string padding = "valid";     // "valid" or "same" (any case)
-  std::string name{};                // empty: from the class ("max_pooling1d", ...)
+  // "channels_last" or "channels_first" (channels before the spatial axes: transposed to
+  // channels-last around the same computation).
+  std::string data_format = "channels_last";
+  std::string name{};  // empty: from the class ("max_pooling1d", ...)
 };
 
 // Windowed max or average over the steps axis; "same" averages in-bounds steps only.
@@ -124,11 +137,13 @@ class Pooling1DImpl : public LayerImpl {
   int64_t pool_size() const { return pool_size_; }
   int64_t strides() const { return strides_; }
   const std::string& padding() const { return padding_; }
+  bool channels_first() const { return channels_first_; }
 
  private:
   Kind kind_;
   int64_t pool_size_, strides_;
   std::string padding_;
+  bool channels_first_;
 };
 
 class MaxPooling1DImpl : public Pooling1DImpl {
@@ -153,7 +168,10 @@ class AveragePooling1D : public Layer {
 
 struct GlobalPooling1DOptions {
   bool keepdims = false;  // true: (batch, 1, channels); false: (batch, channels)
-  std::string name{};     // empty: from the class ("global_average_pooling1d", ...)
+  // "channels_last" or "channels_first" (channels before the spatial axes: transposed to
+  // channels-last around the same computation).
+  std::string data_format = "channels_last";
+  std::string name{};  // empty: from the class ("global_average_pooling1d", ...)
 };
 
 // Mean or max over the steps axis (1). With a mask [batch, steps] (Keras' keras_mask, e.g. from
@@ -173,10 +191,12 @@ class GlobalPooling1DImpl : public LayerImpl {
   std::vector<Shape> compute_output_shape(const std::vector<Shape>& input_shapes) override;
   Json get_config() const override;  // + "data_format", "keepdims"
   bool keepdims() const { return keepdims_; }
+  bool channels_first() const { return channels_first_; }
 
  private:
   Kind kind_;
   bool keepdims_;
+  bool channels_first_;
 };
 
 class GlobalAveragePooling1DImpl : public GlobalPooling1DImpl {

@@ -115,13 +115,13 @@ void RecurrentImpl::build_many(const std::vector<Shape>& shapes) {
         name(), class_name(), x.to_string()));
   const int64_t in = x[2];
   kernel = add_weight("kernel", {in, gates_ * units_}, options_.kernel_initializer, true,
-                      options_.dtype, options_.kernel_regularizer);
-  recurrent_kernel =
-      add_weight("recurrent_kernel", {units_, gates_ * units_}, options_.recurrent_initializer,
-                 true, options_.dtype, options_.recurrent_regularizer);
+                      options_.dtype, options_.kernel_regularizer, options_.kernel_constraint);
+  recurrent_kernel = add_weight("recurrent_kernel", {units_, gates_ * units_},
+                                options_.recurrent_initializer, true, options_.dtype,
+                                options_.recurrent_regularizer, options_.recurrent_constraint);
   if (options_.use_bias)
     bias = add_weight("bias", bias_shape(), bias_initializer(), true, options_.dtype,
-                      options_.bias_regularizer);
+                      options_.bias_regularizer, options_.bias_constraint);
   input_spec = {InputSpec{.ndim = 3, .axes = {{-1, in}}}};
 }
 
@@ -341,10 +341,12 @@ Json RecurrentImpl::get_config() const {
   c["units"] = units_;
   c["activation"] = options_.activation;
   c["use_bias"] = options_.use_bias;
-  layer_util::weight_config(c, "kernel", options_.kernel_initializer, options_.kernel_regularizer);
+  layer_util::weight_config(c, "kernel", options_.kernel_initializer, options_.kernel_regularizer,
+                            options_.kernel_constraint);
   layer_util::weight_config(c, "recurrent", options_.recurrent_initializer,
-                            options_.recurrent_regularizer);
-  layer_util::weight_config(c, "bias", options_.bias_initializer, options_.bias_regularizer);
+                            options_.recurrent_regularizer, options_.recurrent_constraint);
+  layer_util::weight_config(c, "bias", options_.bias_initializer, options_.bias_regularizer,
+                            options_.bias_constraint);
   c["dropout"] = options_.dropout;
   c["recurrent_dropout"] = options_.recurrent_dropout;
   c["seed"] = options_.seed ? Json(*options_.seed) : Json(nullptr);

@@ -60,6 +60,9 @@ struct RecurrentOptions {
   Regularizer recurrent_regularizer{};
   Regularizer bias_regularizer{};
   Regularizer activity_regularizer{};
+  Constraint kernel_constraint{};  // applied after each optimizer update
+  Constraint recurrent_constraint{};
+  Constraint bias_constraint{};
   double dropout = 0;            // of the inputs, in [0, 1)
   double recurrent_dropout = 0;  // of the recurrent state, in [0, 1)
   std::optional<int64_t> seed{};

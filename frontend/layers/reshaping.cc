@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kiln/frontend/layers/layer_util.h"
+
 namespace kiln {
 namespace {
 
@@ -22,7 +24,9 @@ int64_t non_batch_size(const Shape& s) {
 
 // ---- Flatten ----
 
-FlattenImpl::FlattenImpl(FlattenOptions options) : LayerImpl("Flatten", std::move(options.name)) {
+FlattenImpl::FlattenImpl(FlattenOptions options)
+    : LayerImpl("Flatten", std::move(options.name)),
+      channels_first_(layer_util::channels_first_arg(name(), options.data_format)) {
   input_spec = {InputSpec{.min_ndim = 1}};
 }
 
@@ -32,7 +36,10 @@ std::vector<Shape> FlattenImpl::compute_output_shape(const std::vector<Shape>& i
   return {Shape{input_shapes[0][0], non_batch_size(input_shapes[0])}};
 }
 
-Tensor FlattenImpl::call(const Tensor& x, bool) {
+Tensor FlattenImpl::call(const Tensor& inputs, bool) {
+  // Keras: a channels-first input of rank >= 3 is made channels-last before flattening.
+  const Tensor x =
+      channels_first_ && inputs.rank() >= 3 ? layer_util::to_channels_last(inputs) : inputs;
   const Shape& s = x.shape();
   int64_t batch = s[0], rest = non_batch_size(s);
   if (batch == kUnknownDim && rest == kUnknownDim)
@@ -45,7 +52,7 @@ Tensor FlattenImpl::call(const Tensor& x, bool) {
 
 Json FlattenImpl::get_config() const {
   Json c = LayerImpl::get_config();
-  c["data_format"] = "channels_last";
+  c["data_format"] = channels_first_ ? "channels_first" : "channels_last";
   return c;
 }
 

@@ -11,6 +11,9 @@
 namespace kiln {
 
 struct FlattenOptions {
+  // "channels_first": an input of rank >= 3 is first transposed to channels-last (Keras), so
+  // the flattened order is that of the channels-last tensor.
+  std::string data_format = "channels_last";
   std::string name{};  // empty: "flatten", "flatten_1", ...
 };
 
@@ -20,7 +23,11 @@ class FlattenImpl : public LayerImpl {
   explicit FlattenImpl(FlattenOptions options = {});
   Tensor call(const Tensor& x, bool training) override;
   std::vector<Shape> compute_output_shape(const std::vector<Shape>& input_shapes) override;
-  Json get_config() const override;  // + "data_format" ("channels_last")
+  Json get_config() const override;  // + "data_format"
+  bool channels_first() const { return channels_first_; }
+
+ private:
+  bool channels_first_;
 };
 
 class Flatten : public Layer {

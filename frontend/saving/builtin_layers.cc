@@ -48,6 +48,15 @@ Regularizer regularizer_entry(const ConfigReader& c, const std::string& key) {
          fmt::format("has an unknown regularizer class \"{}\" (expected L1, L2 or L1L2)", kind));
 }
 
+Constraint constraint_entry(const ConfigReader& c, const std::string& key) {
+  if (!c.has(key)) return {};
+  try {
+    return Constraint::from_config(c.at(key));
+  } catch (const Error& e) {
+    c.fail(key, e.what());
+  }
+}
+
 DType dtype_entry(const ConfigReader& c, const std::string& key) {
   if (!c.has(key)) return DType::f32;
   const Json& v = c.at(key);
@@ -111,6 +120,14 @@ void common_weights(const ConfigReader& c, Options& o) {
   o.kernel_regularizer = regularizer_entry(c, "kernel_regularizer");
   o.bias_regularizer = regularizer_entry(c, "bias_regularizer");
   o.activity_regularizer = regularizer_entry(c, "activity_regularizer");
+  o.kernel_constraint = constraint_entry(c, "kernel_constraint");
+  o.bias_constraint = constraint_entry(c, "bias_constraint");
+}
+
+// Keras' data_format entry: "channels_last" or "channels_first"; absent or null: channels_last
+// (Keras' image_data_format() default).
+std::string data_format_entry(const ConfigReader& c) {
+  return c.get<std::string>("data_format", "channels_last");
 }
 
 Layer dense(const Json& config) {
@@ -131,6 +148,7 @@ Layer conv2d(const Json& config) {
   o.dilation_rate = pair(c, "dilation_rate", o.dilation_rate);
   o.activation = c.get<std::string>("activation", o.activation);
   o.use_bias = c.get<bool>("use_bias", o.use_bias);
+  o.data_format = data_format_entry(c);
   return Conv2D(c.get<int64_t>("filters"), pair(c, "kernel_size", {}), o);
 }
 
@@ -143,6 +161,7 @@ Layer conv1d(const Json& config) {
   o.dilation_rate = single(c, "dilation_rate", o.dilation_rate);
   o.activation = c.get<std::string>("activation", o.activation);
   o.use_bias = c.get<bool>("use_bias", o.use_bias);
+  o.data_format = data_format_entry(c);
   return Conv1D(c.get<int64_t>("filters"), single(c, "kernel_size", 0), o);
 }
 
@@ -154,6 +173,7 @@ Layer embedding(const Json& config) {
   o.embeddings_initializer =
       initializer_entry(c, "embeddings_initializer", o.embeddings_initializer);
   o.embeddings_regularizer = regularizer_entry(c, "embeddings_regularizer");
+  o.embeddings_constraint = constraint_entry(c, "embeddings_constraint");
   o.activity_regularizer = regularizer_entry(c, "activity_regularizer");
   o.mask_zero = c.get<bool>("mask_zero", o.mask_zero);
   return Embedding(c.get<int64_t>("input_dim"), c.get<int64_t>("output_dim"), o);
@@ -174,6 +194,7 @@ Layer recurrent(const Json& config, const std::string& class_name) {
   common_weights(c, o);
   o.recurrent_initializer = initializer_entry(c, "recurrent_initializer", o.recurrent_initializer);
   o.recurrent_regularizer = regularizer_entry(c, "recurrent_regularizer");
+  o.recurrent_constraint = constraint_entry(c, "recurrent_constraint");
   o.activation = c.get<std::string>("activation", o.activation);
   o.recurrent_activation = c.get<std::string>("recurrent_activation", o.recurrent_activation);
   o.use_bias = c.get<bool>("use_bias", o.use_bias);
@@ -227,6 +248,9 @@ Layer batch_normalization(const Json& config) {
       initializer_entry(c, "moving_variance_initializer", o.moving_variance_initializer);
   o.beta_regularizer = regularizer_entry(c, "beta_regularizer");
   o.gamma_regularizer = regularizer_entry(c, "gamma_regularizer");
+  o.beta_constraint = constraint_entry(c, "beta_constraint");
+  o.gamma_constraint = constraint_entry(c, "gamma_constraint");
+  o.synchronized = c.get<bool>("synchronized", o.synchronized);
   return BatchNormalization(o);
 }
 
@@ -245,6 +269,8 @@ Layer layer_normalization(const Json& config) {
   o.gamma_initializer = initializer_entry(c, "gamma_initializer", o.gamma_initializer);
   o.beta_regularizer = regularizer_entry(c, "beta_regularizer");
   o.gamma_regularizer = regularizer_entry(c, "gamma_regularizer");
+  o.beta_constraint = constraint_entry(c, "beta_constraint");
+  o.gamma_constraint = constraint_entry(c, "gamma_constraint");
   return LayerNormalization(o);
 }
 
@@ -254,6 +280,7 @@ Layer pooling2d(const Json& config, const std::string& class_name) {
   o.name = c.name();
   o.strides = pair(c, "strides", {});
   o.padding = c.get<std::string>("padding", o.padding);
+  o.data_format = data_format_entry(c);
   Axes pool = pair(c, "pool_size", {2, 2});
   if (class_name == "MaxPooling2D") return MaxPooling2D(pool, o);
   return AveragePooling2D(pool, o);
@@ -265,6 +292,7 @@ Layer pooling1d(const Json& config, const std::string& class_name) {
   o.name = c.name();
   if (c.has("strides")) o.strides = single(c, "strides", 0);
   o.padding = c.get<std::string>("padding", o.padding);
+  o.data_format = data_format_entry(c);
   int64_t pool = single(c, "pool_size", 2);
   if (class_name == "MaxPooling1D") return MaxPooling1D(pool, o);
   return AveragePooling1D(pool, o);
@@ -276,6 +304,7 @@ Layer global_pooling(const Json& config, const char* class_name) {
   Options o;
   o.name = c.name();
   o.keepdims = c.get<bool>("keepdims", o.keepdims);
+  o.data_format = data_format_entry(c);
   return L(o);
 }
 
@@ -309,7 +338,7 @@ Layer masking(const Json& config) {
 
 Layer flatten(const Json& config) {
   ConfigReader c(config, "Flatten");
-  return Flatten(FlattenOptions{.name = c.name()});
+  return Flatten(FlattenOptions{.data_format = data_format_entry(c), .name = c.name()});
 }
 
 Layer reshape(const Json& config) {

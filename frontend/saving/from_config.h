@@ -25,6 +25,9 @@ Initializer initializer_entry(const ConfigReader& c, const std::string& key,
                               const Initializer& fallback);
 // A regularizer entry: null, or {"class_name": "L1" | "L2" | "L1L2", "config": {...}}.
 Regularizer regularizer_entry(const ConfigReader& c, const std::string& key);
+// A constraint entry (Keras' "*_constraint"): null, a name ("non_neg", "max_norm", ...), or
+// {"class_name": "MaxNorm", "config": {...}}. kiln::Error naming the entry otherwise.
+Constraint constraint_entry(const ConfigReader& c, const std::string& key);
 // A dtype entry ("float32" or "f32"); absent or null: float32.
 DType dtype_entry(const ConfigReader& c, const std::string& key = "dtype");
 // A shape in a config: a list of integers and nulls (unknown dimensions).

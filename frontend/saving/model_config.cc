@@ -96,6 +96,8 @@ Layer functional_from_config(const Json& config) {
     if (spec.value("class_name", "") == "InputLayer") {
       Shape batch = shape_entry(lc, "batch_shape");
       if (batch.rank() == 0) lc.fail("batch_shape", "is empty");
+      if (lc.get<bool>("sparse", false))
+        lc.fail("sparse", "is true; kiln's inputs are dense tensors (use sparse=false)");
       Tensor x =
           Input(Shape(std::vector<int64_t>(batch.begin() + 1, batch.end())), dtype_entry(lc), name);
       e.outputs.push_back({x});

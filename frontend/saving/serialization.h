@@ -18,7 +18,16 @@
 //   });
 //
 // layer_from_config then sets the "trainable" flag and the activity regularizer a config holds,
-// for every class (factories need not). Only what a config holds comes back: initializers are
+// for every class (factories need not).
+//
+// No argument is dropped silently: every ConfigReader made on the very config object a factory
+// was given records the entries it is asked for (has, get, optional, at, name). After the
+// factory, layer_from_config checks each entry it did not read: a null value, or the value the
+// new layer's own get_config writes for that entry (what kiln computes, e.g. "groups": 1), is
+// accepted; anything else is a kiln::Error naming the layer, the argument and the value (kiln
+// would otherwise compute something other than what the config asks for). This covers C++
+// configs, loaded models and the Python keyword wrapper alike. A factory that reads its config
+// without a ConfigReader is not checked. Only what a config holds comes back: initializers are
 // restored by name (their seeds and a constant's value are not in configs), which matters only
 // before weights are loaded.
 #pragma once
@@ -27,8 +36,10 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -89,8 +100,10 @@ class ConfigReader {
     if (!has(key)) return std::nullopt;
     return convert<T>(key);
   }
-  // True when the entry is present and not null.
+  // True when the entry is present and not null. Marks the entry as read.
   bool has(const std::string& key) const;
+  // The entries asked for so far.
+  const std::set<std::string>& read_keys() const { return *read_; }
   const Json& at(const std::string& key) const;
   // The layer's name ("" when the config has none: a default name is then made).
   std::string name() const;
@@ -121,6 +134,8 @@ class ConfigReader {
 
   Json config_;  // a copy: a reader may outlive the JSON it was made from
   std::string class_name_;
+  // Shared with layer_from_config when this reader reads the config a factory was given.
+  std::shared_ptr<std::set<std::string>> read_;
 };
 
 }  // namespace kiln

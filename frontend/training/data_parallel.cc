@@ -6,9 +6,24 @@
 
 #include "kiln/distributed/distributed.h"
 #include "kiln/frontend/creation.h"
+#include "kiln/frontend/layers/normalization.h"
 #include "kiln/frontend/ops.h"
 
 namespace kiln::detail {
+
+namespace {
+void refuse_synchronized_batch_norm(const LayerImpl& layer) {
+  if (auto* bn = dynamic_cast<const BatchNormalizationImpl*>(&layer);
+      bn && bn->options().synchronized)
+    throw Error(fmt::format(
+        "layer \"{}\" (BatchNormalization): synchronized=true asks for the statistics of the "
+        "global batch over all {} processes, which kiln's data-parallel fit does not compute "
+        "(each process would use its own rows' statistics); set synchronized=false to normalize "
+        "per process, or train in one process",
+        bn->name(), distributed::size()));
+  for (const Layer& sub : layer.sublayers()) refuse_synchronized_batch_norm(sub.impl());
+}
+}  // namespace
 namespace {
 
 int64_t rows_of(const ModelSteps::Args& a) {
@@ -88,6 +103,11 @@ uint64_t checksum(const ModelSteps::Args& a) {
 DataParallel::DataParallel(ModelImpl& model, ModelSteps& steps, std::string run_description)
     : model_(model), steps_(steps), run_description_(std::move(run_description)) {
   distributed::initialize();
+  // BatchNormalization(synchronized=true) asks for statistics over the global batch (Keras'
+  // cross-replica mean and variance). This step does not all-reduce them: each rank would
+  // normalize with the statistics of its own rows, so with more than one process the layer is
+  // refused rather than computing something else. (With one process they are the same thing.)
+  if (distributed::size() > 1) refuse_synchronized_batch_norm(model_);
 }
 
 void DataParallel::start(const ModelSteps::Args& global, const ModelSteps::Args& local) {

@@ -302,6 +302,20 @@ void OptimizerImpl::apply_gradients(const std::vector<Tensor>& grads,
     Variable var = variables[i];
     update(var, clipped[i], lr, step);
   }
+  // Keras (BaseOptimizer.apply): after the updates, every updated variable with a constraint is
+  // projected, variable.assign(constraint(variable)); kiln ops, so a traced step records it.
+  for (size_t i = 0; i < clipped.size(); ++i) {
+    if (!clipped[i].defined() || !variables[i].constraint()) continue;
+    Variable var = variables[i];
+    Tensor projected = var.constraint()(var.value());
+    if (!(projected.type() == TensorType{var.dtype(), var.shape()}))
+      throw Error(fmt::format(
+          "{}.apply_gradients: the constraint of variable \"{}\" returned {} {} for a variable of "
+          "{} {}; a constraint must keep the dtype and shape",
+          name_, var.name(), dtype_name(projected.dtype()), projected.shape().to_string(),
+          dtype_name(var.dtype()), var.shape().to_string()));
+    var.assign(projected);
+  }
   iterations_.assign_add(scalar(1, DType::i64));
 }
 

@@ -242,5 +242,28 @@ TEST_F(DataParallel, ARankWithOtherDataIsNamedAtTheStart) {
   EXPECT_THAT(e, HasSubstr("5 batches per epoch"));
 }
 
+TEST_F(DataParallel, SynchronizedBatchNormalizationIsRefused) {
+  // The step does not all-reduce batch statistics: synchronized=true is refused, on every rank,
+  // instead of normalizing each rank's rows with their own statistics.
+  if (distributed::size() == 1) GTEST_SKIP() << "needs two ranks";
+  for (bool synchronized : {true, false}) {
+    clear_session();
+    set_random_seed(3);
+    Sequential m(
+        {Dense(8), BatchNormalization(BatchNormalizationOptions{.synchronized = synchronized}),
+         Dense(kClasses)},
+        Shape{kFeatures});
+    m->compile({.optimizer = SGD({.learning_rate = 0.1}),
+                .loss = losses::sparse_categorical_crossentropy(true)});
+    const std::string e = fit_error(m, make_data());
+    if (synchronized) {
+      EXPECT_THAT(e, HasSubstr("(BatchNormalization): synchronized=true"));
+      EXPECT_THAT(e, HasSubstr("set synchronized=false"));
+    } else {
+      EXPECT_EQ(e, "");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kiln

@@ -12,9 +12,9 @@ optimizers, metrics, callbacks (also written in Python), save and load_model.
                   metrics=["accuracy"])
     history = model.fit(x, y, epochs=5, batch_size=32)
 """
-from . import callbacks, datasets, layers, losses, metrics, models, optimizers, utils
+from . import callbacks, constraints, datasets, layers, losses, metrics, models, optimizers, utils
 from .layers import Input, Layer
 from .models import Model, Sequential, load_model
 
-__all__ = ["Input", "Layer", "Model", "Sequential", "callbacks", "datasets", "layers",
+__all__ = ["Input", "Layer", "Model", "Sequential", "callbacks", "constraints", "datasets", "layers",
            "load_model", "losses", "metrics", "models", "optimizers", "utils"]

@@ -2,7 +2,10 @@
 kiln's C++ registry (frontend/saving/builtin_layers.cc), generated at import: ``Dense(64,
 activation="relu")`` makes the layer from its Keras config (kiln::layer_from_config), so the
 arguments, their defaults and their checks are the C++ layer's. The first arguments may be
-given by position in Keras' order (``_POSITIONAL``); the others by keyword."""
+given by position in Keras' order (``_POSITIONAL``); the others by keyword. No keyword is
+dropped: one the C++ layer does not read must be null or the value kiln computes anyway
+(kiln::layer_from_config refuses anything else with kiln.Error), and one the layer does not
+have at all is a TypeError. Constraints are names or kiln.keras.constraints objects."""
 from .. import _kiln
 from . import _base
 
@@ -44,6 +47,8 @@ _ALWAYS_ACCEPTED = {"name", "trainable", "dtype"}
 
 
 def _config_value(v):
+    if hasattr(v, "_kiln_config"):  # a kiln.keras.constraints.Constraint
+        return v._kiln_config()
     if isinstance(v, _kiln._Layer):
         return _kiln._serialize_layer(v)
     if isinstance(v, tuple):
@@ -72,7 +77,7 @@ def _make_builtin(class_name):
             if k in config:
                 raise TypeError(f"{class_name}() got multiple values for argument {k!r}")
         input_shape = kwargs.pop("input_shape", None)
-        if "input_dim" in kwargs:
+        if "input_dim" in kwargs and "input_dim" not in positional:  # Embedding's is its own
             input_shape = (kwargs.pop("input_dim"),)
         config.update(kwargs)
         for k, v in config.items():
@@ -82,8 +87,15 @@ def _make_builtin(class_name):
                     f"layers take activations, initializers and regularizers by name (e.g. "
                     f"activation=\"relu\", kernel_initializer=\"glorot_uniform\"); for your own "
                     f"function write a Python layer (subclass kiln.keras.layers.Layer)")
-        layer = _kiln._layer_from_config(
-            class_name, {k: _config_value(v) for k, v in config.items()})
+        try:
+            layer = _kiln._layer_from_config(
+                class_name, {k: _config_value(v) for k, v in config.items()})
+        except _kiln.Error as e:
+            # An argument the layer does not have (kiln::layer_from_config refuses it rather
+            # than drop it): Python's usual TypeError for an unexpected keyword.
+            if "is not an argument kiln's" in str(e):
+                raise TypeError(f"{class_name}() got an unexpected keyword argument: {e}") from e
+            raise
         known = set(layer._base_get_config()) | _ALWAYS_ACCEPTED
         unknown = sorted(set(config) - known)
         if unknown:
