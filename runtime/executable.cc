@@ -285,13 +285,13 @@ void Executable::bind_in_place(const KernelCall& call, std::vector<Array>& slots
   }
 }
 
-Array Executable::acquire_pooled(size_t slot) const {
+Array Executable::acquire_pooled(size_t slot, bool spare) const {
   const TensorType& t = slot_storage_[slot].type;
   const size_t bytes = size_t(t.shape.num_elements()) * dtype_size(t.dtype);
   std::lock_guard<std::mutex> lock(pools_->mutex);
   auto& pool = pools_->pooled[slot];
   if (pool.empty())  // this call's buffer and the next call's (this one may be kept)
-    for (int i = 0; i < 2; ++i) pool.push_back(Storage::allocate(bytes));
+    for (int i = 0; i < (spare ? 2 : 1); ++i) pool.push_back(Storage::allocate(bytes));
   for (const auto& s : pool)
     if (s.use_count() == 1) return Array{t.dtype, t.shape, s};
   pool.push_back(Storage::allocate(bytes));
@@ -481,7 +481,7 @@ std::vector<Array> Executable::run(std::span<const Array> args, std::vector<Arra
             const int slot = s.outputs[n_loop + i];
             stack_buffers.push_back(kept[i] &&
                                             slot_storage_[size_t(slot)].type.shape.is_fully_known()
-                                        ? acquire_pooled(size_t(slot))
+                                        ? acquire_pooled(size_t(slot), /*spare=*/false)
                                         : Array{});
           }
         WhileStacks stacks(std::move(kept), s.stack_trips, std::move(stack_buffers));

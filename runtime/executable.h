@@ -157,7 +157,9 @@ class Executable {
   struct Pools;
   std::shared_ptr<Storage> acquire_arena() const;
   void release_arena(std::shared_ptr<Storage> arena) const;
-  Array acquire_pooled(size_t slot) const;
+  // `spare`: a pool's first use allocates the next call's buffer too (values the caller
+  // usually keeps: outputs, new variable values); else one buffer at a time (while stacks).
+  Array acquire_pooled(size_t slot, bool spare = true) const;
   void bind_in_place(const KernelCall& call, std::vector<Array>& slots,
                      const std::vector<long>& donated) const;
 
