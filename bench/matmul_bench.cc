@@ -13,8 +13,17 @@
 // The FMA peak is measured once per thread count, after half a second of load (a virtual CPU
 // may run slower for its first few hundred milliseconds). Machines shared with other tenants
 // swing by 2x between phases: compare kiln and oneDNN rows of one run, best of repetitions.
-// Arguments: m, k, n, threads (and ta, tb for KilnGemm and OneDnn).
-// Run: kiln_bench --benchmark_filter='MatMul_(KilnGemm|OneDnn)/' --benchmark_repetitions=3
+// Arguments: m, k, n, threads (and ta, tb for KilnGemm and OneDnn). Thread counts: 1, 2 and
+// every core of the machine when it has more than two.
+//
+// This file is its own program, kiln_gemm_bench, linking kiln's runtime alone (no LLVM), so it
+// runs on any x86-64 machine the runtime's shared libraries can be carried to. Its own flag:
+//   --kiln_tune   first tune the engine as `kiln tune` does (runtime/gemm_tuner.h), in this
+//                 process only (no table is read or written), and print what it chose; the
+//                 KilnGemm rows then run the tuned blocking. Without it, the blocking is the
+//                 machine's tuned table if `kiln tune` wrote one, else the derived one.
+// Run: kiln_gemm_bench --kiln_tune --benchmark_filter='MatMul_(KilnGemm|OneDnn)/'
+// --benchmark_repetitions=3
 #define EIGEN_USE_THREADS
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
@@ -25,9 +34,13 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
+#include <iostream>
 #include <map>
 #include <mutex>
+#include <thread>
 
+#include "kiln/runtime/cpu_info.h"
 #include "kiln/runtime/gemm.h"
 #include "kiln/runtime/gemm_engine.h"
 #include "kiln/runtime/gemm_tuner.h"
@@ -229,6 +242,14 @@ void Shapes(benchmark::internal::Benchmark* b, std::initializer_list<int64_t> th
   b->ArgNames({"m", "k", "n", "threads"})->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
 
+// 1, 2 and all of the machine's logical CPUs when there are more than two.
+std::vector<int64_t> thread_counts() {
+  std::vector<int64_t> counts = {1, 2};
+  const int64_t all = int64_t(std::thread::hardware_concurrency());
+  if (all > 2) counts.push_back(all);
+  return counts;
+}
+
 // Issue 35's table (1024^3, 512 x 1024 x 1024, 64 x 784 x 256, 2048 x 256 x 1024,
 // 1024 x 128 x 512), then every product `kiln tune` tunes for (runtime/gemm_tuner.h:
 // tuning_shapes, the MLP, transformer block, LSTM and CNN steps' GEMMs with the transposes
@@ -244,7 +265,7 @@ void GemmShapes(benchmark::internal::Benchmark* b) {
     const std::array<int64_t, 5> row = {s.m, s.k, s.n, s.ta, s.tb};
     if (std::find(shapes.begin(), shapes.end(), row) == shapes.end()) shapes.push_back(row);
   }
-  for (int64_t t : {1, 2})
+  for (int64_t t : thread_counts())
     for (const auto& s : shapes) b->Args({s[0], s[1], s[2], t, s[3], s[4]});
   b->ArgNames({"m", "k", "n", "threads", "ta", "tb"})->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
@@ -258,4 +279,50 @@ BENCHMARK(BM_GemmTuner_FromPoorPlan)->Iterations(1)->Unit(benchmark::kSecond)->U
 BENCHMARK(BM_MatMul_Eigen)->Apply([](auto* b) { Shapes(b, {1}); });
 BENCHMARK(BM_MatMul_EigenTensor)->Apply([](auto* b) { Shapes(b, {1, 2}); });
 
+// --kiln_tune: tunes every class of tuning_shapes() in this process and uses the result.
+void tune_in_process() {
+  namespace gd = kiln::runtime::gemm_detail;
+  const gd::MicroKernels* mk = gd::active_microkernels();
+  if (mk == nullptr) {
+    std::cerr << "kiln_gemm_bench --kiln_tune: the float32 GEMMs run on Eigen here "
+                 "(KILN_GEMM=eigen or a CPU without AVX2): nothing to tune\n";
+    return;
+  }
+  gd::TuneOptions o;
+  o.progress = [](const std::string& line) { std::cerr << "tune: " << line << "\n"; };
+  const gd::TuneResult r = gd::tune_gemm(*mk, o);
+  double start_s = 0, tuned_s = 0;
+  for (const gd::TunedClassReport& c : r.classes) {
+    start_s += c.start_seconds;
+    tuned_s += c.chosen_seconds;
+  }
+  std::cerr << fmt::format("tune: {} classes in {:.1f} s, {:.3f}x over the derived blocking\n",
+                           r.classes.size(), r.seconds, tuned_s > 0 ? start_s / tuned_s : 1.0);
+  gd::use_gemm_tuning(*mk, r.table);
+}
+
 }  // namespace
+
+int main(int argc, char** argv) {
+  bool tune = false;
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--kiln_tune") == 0)
+      tune = true;
+    else
+      argv[kept++] = argv[i];
+  }
+  argc = kept;
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::AddCustomContext("kiln_cpu", kiln::runtime::cpu_info().describe());
+  benchmark::AddCustomContext("kiln_gemm_kernels", kiln::runtime::gemm_kernels());
+  if (tune) tune_in_process();
+  if (const auto* mk = kiln::runtime::gemm_detail::active_microkernels())
+    benchmark::AddCustomContext("kiln_gemm_blocking",
+                                tune ? std::string("tuned in this process (--kiln_tune)")
+                                     : kiln::runtime::gemm_detail::gemm_tuning_status(*mk));
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
