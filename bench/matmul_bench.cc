@@ -153,6 +153,35 @@ void BM_MatMul_KilnGemm(benchmark::State& state) {
   state.SetLabel(label);
 }
 
+// The same products under plans whose tasks hold at least `panels` row panels where the rows
+// allow it (GemmParams::min_task_panels; 1: the thinnest row blocks), the rest of the plan
+// as kiln makes it: the grid rule's A/B in one process.
+void BM_MatMul_KilnTaskPanels(benchmark::State& state) {
+  namespace gd = kiln::runtime::gemm_detail;
+  const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  const bool ta = state.range(4) != 0, tb = state.range(5) != 0;
+  const gd::MicroKernels* mk = gd::active_microkernels();
+  if (mk == nullptr) return state.SkipWithError("Eigen's GEMM: no plans");
+  KilnThreads threads(int(state.range(3)));
+  const StoredOperands ops(m, k, n, ta, tb);
+  const gd::GemmShape shape{m, n, k, ta, tb, int(state.range(3))};
+  gd::GemmParams p = gd::gemm_params(*mk, shape);
+  p.min_task_panels = state.range(6);
+  const gd::GemmPlan plan = gd::make_gemm_plan(*mk, shape, p);
+  const gd::SgemmArgs args{ta,         tb,
+                           m,          n,
+                           k,          ops.a.data<float>(),
+                           ta ? m : k, ops.b.data<float>(),
+                           tb ? k : n, ops.c.data<float>(),
+                           n,          false};
+  for (auto _ : state) {
+    gd::run_gemm(*mk, plan, args);
+    benchmark::ClobberMemory();
+  }
+  set_flops(state, m, k, n, int(state.range(3)));
+  state.SetLabel(fmt::format("grid {}x{}", plan.row_blocks, plan.col_blocks));
+}
+
 #if KILN_BENCH_ONEDNN
 void BM_MatMul_OneDnn(benchmark::State& state) {
   const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
@@ -254,7 +283,7 @@ std::vector<int64_t> thread_counts() {
 // 1024 x 128 x 512), then every product `kiln tune` tunes for (runtime/gemm_tuner.h:
 // tuning_shapes, the MLP, transformer block, LSTM and CNN steps' GEMMs with the transposes
 // their gradients use: ta dW = X^T dY, tb dX = dY W^T), each once.
-void GemmShapes(benchmark::internal::Benchmark* b) {
+std::vector<std::array<int64_t, 6>> gemm_rows() {
   std::vector<std::array<int64_t, 5>> shapes = {{1024, 1024, 1024, 0, 0},
                                                 {512, 1024, 1024, 0, 0},
                                                 {64, 784, 256, 0, 0},
@@ -265,13 +294,30 @@ void GemmShapes(benchmark::internal::Benchmark* b) {
     const std::array<int64_t, 5> row = {s.m, s.k, s.n, s.ta, s.tb};
     if (std::find(shapes.begin(), shapes.end(), row) == shapes.end()) shapes.push_back(row);
   }
+  std::vector<std::array<int64_t, 6>> rows;
   for (int64_t t : thread_counts())
-    for (const auto& s : shapes) b->Args({s[0], s[1], s[2], t, s[3], s[4]});
+    for (const auto& s : shapes) rows.push_back({s[0], s[1], s[2], t, s[3], s[4]});
+  return rows;
+}
+
+void GemmShapes(benchmark::internal::Benchmark* b) {
+  for (const auto& r : gemm_rows()) b->Args({r[0], r[1], r[2], r[3], r[4], r[5]});
   b->ArgNames({"m", "k", "n", "threads", "ta", "tb"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+
+// Every GemmShapes row with tasks of at least 1 and of the default count of row panels.
+void TaskPanelShapes(benchmark::internal::Benchmark* b) {
+  for (const auto& r : gemm_rows())
+    for (int64_t panels : {int64_t(1), kiln::runtime::gemm_detail::GemmParams{}.min_task_panels})
+      b->Args({r[0], r[1], r[2], r[3], r[4], r[5], panels});
+  b->ArgNames({"m", "k", "n", "threads", "ta", "tb", "panels"})
+      ->UseRealTime()
+      ->Unit(benchmark::kMicrosecond);
 }
 
 BENCHMARK(BM_MatMul_KilnOp)->Apply([](auto* b) { Shapes(b, {1, 2}); });
 BENCHMARK(BM_MatMul_KilnGemm)->Apply(GemmShapes);
+BENCHMARK(BM_MatMul_KilnTaskPanels)->Apply(TaskPanelShapes);
 #if KILN_BENCH_ONEDNN
 BENCHMARK(BM_MatMul_OneDnn)->Apply(GemmShapes);
 #endif

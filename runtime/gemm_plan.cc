@@ -184,7 +184,12 @@ GemmGrid plan_grid(const MicroKernel& kernel, const GemmParams& p, int64_t m, in
   const int64_t max_tasks = std::max<int64_t>(
       1, std::min<int64_t>(4 * int64_t(threads), int64_t(flops / p.min_task_flops)));
   GemmGrid grid;
-  grid.row_blocks = std::max(cache_blocks, std::min(ceil_div(m, mr), max_tasks));
+  // Thin row blocks each stream the whole of B from L3: where the rows allow every thread
+  // min_task_panels panels, no block gets fewer (the columns are split instead, below).
+  const int64_t panels = ceil_div(m, mr);
+  const int64_t fat = std::max<int64_t>(1, p.min_task_panels);
+  const int64_t row_limit = panels >= fat * threads ? std::max<int64_t>(1, panels / fat) : panels;
+  grid.row_blocks = std::max(cache_blocks, std::min(row_limit, max_tasks));
   // Splitting columns re-packs A in every column block; do it only to occupy the threads.
   if (!whole_rows && grid.row_blocks < 2 * int64_t(threads))
     grid.col_blocks = std::min(ceil_div(n, nr), ceil_div(max_tasks, grid.row_blocks));

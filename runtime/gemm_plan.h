@@ -72,6 +72,10 @@ struct GemmParams {
   double parallel_min_flops = double(1 << 20);  // smaller products run as one task
   double min_task_flops = double(1 << 19);      // tasks carry at least this much work
   int64_t min_rounded_rows = 4;  // fewest rows a row block gets to even out the threads
+  // Row panels a task holds when the rows are enough for every thread to get this many: each
+  // task reads its B blocks from L3 once per k block and reuses them from L2 across its panels
+  // (1: as many row blocks as max_tasks allows, however thin).
+  int64_t min_task_panels = 4;
 
   // "derived", or "tuned CLASS" (a string that outlives every plan: a literal, or owned by the
   // tuning, which is never freed)

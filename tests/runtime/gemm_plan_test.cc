@@ -103,6 +103,28 @@ TEST(GemmPlanTest, GridsFollowTheThreadsAndTheEpilogue) {
   EXPECT_EQ(plan(16, 16, 16, false, false, 2).tasks(), 1);
 }
 
+TEST(GemmPlanTest, ManyThreadsGetTasksOfSeveralPanelsAndSplitTheColumns) {
+  // 512 rows of 12 = 43 panels on 8 threads (at most 32 tasks): rather than 32 row blocks of
+  // one or two panels, each streaming all of B, 10 row blocks of at least 4 panels, and the
+  // columns split to occupy the threads.
+  const GemmPlan p = plan(512, 1024, 1024, false, false, 8);
+  EXPECT_EQ(p.row_blocks, 10);
+  EXPECT_GE(p.m / p.row_blocks, 4 * 12);
+  EXPECT_GT(p.col_blocks, 1);
+  EXPECT_EQ(p.tasks() % 8, 0);
+  // With min_task_panels 1 the rows are cut as thin as the task count allows.
+  GemmParams thin = params();
+  thin.min_task_panels = 1;
+  const GemmPlan t =
+      make_gemm_plan(fake_kernels(), GemmShape{512, 1024, 1024, false, false, 8}, thin);
+  EXPECT_EQ(t.row_blocks, 32);
+  EXPECT_EQ(t.col_blocks, 1);
+  // Rows too few to give every thread 4 panels keep the thin blocks: 64 rows on 2 threads.
+  EXPECT_EQ(
+      plan(64, 1024, 1024, false, false, 2).row_blocks,
+      make_gemm_plan(fake_kernels(), GemmShape{64, 1024, 1024, false, false, 2}, thin).row_blocks);
+}
+
 TEST(GemmPlanTest, NarrowTasksReadAInPlace) {
   // 1024 x 512 x 128: one column block of 128 columns: A's rows read in place, 8 rows per tile.
   const GemmPlan p = plan(1024, 512, 128, false, false, 1);
