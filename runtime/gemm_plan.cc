@@ -185,10 +185,13 @@ GemmGrid plan_grid(const MicroKernel& kernel, const GemmParams& p, int64_t m, in
       1, std::min<int64_t>(4 * int64_t(threads), int64_t(flops / p.min_task_flops)));
   GemmGrid grid;
   // Thin row blocks each stream the whole of B from L3: where the rows allow every thread
-  // min_task_panels panels, no block gets fewer (the columns are split instead, below).
+  // min_task_panels panels, no block gets fewer (the columns are split instead, below), and
+  // the row blocks are a multiple of the thread count (so evening out the tasks never has to
+  // multiply the column blocks).
   const int64_t panels = ceil_div(m, mr);
   const int64_t fat = std::max<int64_t>(1, p.min_task_panels);
-  const int64_t row_limit = panels >= fat * threads ? std::max<int64_t>(1, panels / fat) : panels;
+  const int64_t t64 = threads;
+  const int64_t row_limit = panels >= fat * t64 ? std::max(t64, panels / fat / t64 * t64) : panels;
   grid.row_blocks = std::max(cache_blocks, std::min(row_limit, max_tasks));
   // Splitting columns re-packs A in every column block; do it only to occupy the threads.
   if (!whole_rows && grid.row_blocks < 2 * int64_t(threads))

@@ -105,10 +105,11 @@ TEST(GemmPlanTest, GridsFollowTheThreadsAndTheEpilogue) {
 
 TEST(GemmPlanTest, ManyThreadsGetTasksOfSeveralPanelsAndSplitTheColumns) {
   // 512 rows of 12 = 43 panels on 8 threads (at most 32 tasks): rather than 32 row blocks of
-  // one or two panels, each streaming all of B, 10 row blocks of at least 4 panels, and the
-  // columns split to occupy the threads.
+  // one or two panels, each streaming all of B, 8 row blocks (a multiple of the threads) of at
+  // least 4 panels, and the columns split to occupy the threads.
   const GemmPlan p = plan(512, 1024, 1024, false, false, 8);
-  EXPECT_EQ(p.row_blocks, 10);
+  EXPECT_EQ(p.row_blocks, 8);
+  EXPECT_EQ(p.col_blocks, 4);
   EXPECT_GE(p.m / p.row_blocks, 4 * 12);
   EXPECT_GT(p.col_blocks, 1);
   EXPECT_EQ(p.tasks() % 8, 0);
