@@ -1,5 +1,5 @@
 // The machine's float32 FMA peak, measured in this process: the yardstick `kiln bench` and the
-// GEMM benchmarks hold compute-bound work against (docs/benchmarks.md, "Honest limits").
+// GEMM benchmarks hold compute-bound work against (docs/benchmarks.md, first paragraph).
 #pragma once
 
 #include <string>
