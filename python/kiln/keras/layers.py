@@ -113,11 +113,16 @@ def _make_builtin(class_name):
     def from_config(cls, config):
         return cls(**config)
 
+    def build(self, input_shape):
+        """Creates the weights for inputs of this shape (a tuple, None for unknown sizes; a
+        list of them for several inputs), once, as the first call would."""
+        _kiln._build_layer(self, input_shape)
+
     doc = (f"kiln's {class_name} layer (made by the C++ registry from its Keras config); "
            f"positional arguments: {', '.join(positional) or 'none'}.")
     return type(class_name, (Layer,), {
         "__slots__": (), "_kiln_builtin": True, "__new__": __new__, "__init__": __init__,
-        "from_config": from_config, "__doc__": doc, "__module__": __name__})
+        "from_config": from_config, "build": build, "__doc__": doc, "__module__": __name__})
 
 
 for _name in _kiln._builtin_layer_classes():
