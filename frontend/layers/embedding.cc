@@ -32,11 +32,27 @@ void EmbeddingImpl::build(const Shape&) {
 Tensor EmbeddingImpl::call(const Tensor& indices, bool) {
   Tensor idx = indices;
   if (idx.dtype() == DType::u8) idx = cast(idx, DType::i32);
+  if (is_floating(idx.dtype())) {
+    // Keras casts float indices (Input(shape=(20,)) is float32) to int32. Concrete values
+    // must be whole numbers; traced ones are cast as Keras casts them (toward zero).
+    Tensor as_int = cast(idx, DType::i32);
+    if (!idx.is_symbolic()) {
+      Tensor off = sum(cast(not_equal(cast(as_int, idx.dtype()), idx), DType::f32));
+      if (off.item<float>() != 0)
+        throw Error(fmt::format(
+            "layer \"{}\": Embedding casts float indices to int32, but {} of the {} values "
+            "of its {} input of shape {} are not whole numbers (or do not fit in int32); pass "
+            "integer indices",
+            name(), int64_t(off.item<float>()), idx.size(), dtype_name(idx.dtype()),
+            idx.shape().to_string()));
+    }
+    idx = as_int;
+  }
   if (idx.dtype() != DType::i32 && idx.dtype() != DType::i64)
     throw Error(
-        fmt::format("layer \"{}\": Embedding expects integer indices (int32 or int64), "
-                    "but received a {} input of shape {}; cast the indices first, e.g. "
-                    "kiln::cast(x, kiln::DType::i32)",
+        fmt::format("layer \"{}\": Embedding expects integer indices (int32 or int64) or "
+                    "float indices holding whole numbers, but received a {} input of shape {}; "
+                    "cast the indices first, e.g. kiln::cast(x, kiln::DType::i32)",
                     name(), dtype_name(idx.dtype()), idx.shape().to_string()));
   return gather(embeddings.read(), idx, 0);
 }

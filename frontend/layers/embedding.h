@@ -2,8 +2,10 @@
 //
 // Weight "embeddings" (input_dim, output_dim), created at the first call. An input of integer
 // indices of shape (batch, ...) gives (batch, ..., output_dim): row `i` of the table for each
-// index `i`. Indices must be int32 or int64 (uint8 is widened) in [0, input_dim); floating or
-// bool inputs throw kiln::Error (Keras would cast them; kiln asks for an explicit cast).
+// index `i`. Indices must be int32 or int64 (uint8 is widened) in [0, input_dim). Floating
+// inputs (what Input(shape) gives) are cast to int32 as Keras casts them: concrete values must
+// be whole numbers (kiln::Error naming the layer otherwise); traced ones are cast toward zero,
+// as Keras does. Bool inputs throw kiln::Error.
 #pragma once
 
 #include <cstdint>

@@ -180,9 +180,9 @@ Initializer::Initializer(const char* name) {
     *this = zeros();
   else if (n == "ones")
     *this = ones();
-  else if (n == "random_normal")
+  else if (n == "random_normal" || n == "normal")  // "normal", "uniform": Keras' aliases
     *this = random_normal();
-  else if (n == "random_uniform")
+  else if (n == "random_uniform" || n == "uniform")
     *this = random_uniform();
   else if (n == "truncated_normal")
     *this = truncated_normal();
@@ -198,8 +198,8 @@ Initializer::Initializer(const char* name) {
     *this = orthogonal();
   else
     throw Error(
-        fmt::format("unknown initializer \"{}\": expected zeros, ones, random_normal, "
-                    "random_uniform, truncated_normal, glorot_uniform, glorot_normal, "
+        fmt::format("unknown initializer \"{}\": expected zeros, ones, random_normal (normal), "
+                    "random_uniform (uniform), truncated_normal, glorot_uniform, glorot_normal, "
                     "he_uniform, he_normal or orthogonal",
                     n));
 }

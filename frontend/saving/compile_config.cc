@@ -24,8 +24,10 @@ double number(const Json& c, const char* key, double fallback) {
 
 Json loss_config(const Loss& loss) {
   if (!loss.defined()) return nullptr;
-  if (!loss.from_logits()) return loss.name();
-  return Json{{"class_name", loss.name()}, {"config", {{"from_logits", true}}}};
+  if (!loss.from_logits() && !loss.ignore_class()) return loss.name();
+  Json config{{"from_logits", loss.from_logits()}};
+  if (loss.ignore_class()) config["ignore_class"] = *loss.ignore_class();
+  return Json{{"class_name", loss.name()}, {"config", config}};
 }
 
 Loss loss_from_config(const std::string& entry, const Json& j) {
@@ -36,8 +38,13 @@ Loss loss_from_config(const std::string& entry, const Json& j) {
       bool logits = j.contains("config") && j["config"].value("from_logits", false);
       if (name == "binary_crossentropy") return losses::binary_crossentropy(logits);
       if (name == "categorical_crossentropy") return losses::categorical_crossentropy(logits);
-      if (name == "sparse_categorical_crossentropy")
-        return losses::sparse_categorical_crossentropy(logits);
+      if (name == "sparse_categorical_crossentropy") {
+        std::optional<int64_t> ignore;
+        if (j.contains("config") && j["config"].contains("ignore_class") &&
+            !j["config"]["ignore_class"].is_null())
+          ignore = j["config"]["ignore_class"].get<int64_t>();
+        return losses::sparse_categorical_crossentropy(logits, ignore);
+      }
       return Loss(name);
     }
   } catch (const Error& e) {
@@ -132,12 +139,12 @@ Optimizer optimizer_from_config(const Json& j) {
   } else if (cls == "Adam") {
     AdamOptions o;
     opt = Adam({lr(o.learning_rate), number(c, "beta_1", o.beta_1), number(c, "beta_2", o.beta_2),
-                number(c, "epsilon", o.epsilon), clip});
+                number(c, "epsilon", o.epsilon), clip, flag("amsgrad")});
   } else if (cls == "AdamW") {
     AdamWOptions o;
     opt = AdamW({lr(o.learning_rate), number(c, "weight_decay", o.weight_decay),
                  number(c, "beta_1", o.beta_1), number(c, "beta_2", o.beta_2),
-                 number(c, "epsilon", o.epsilon), clip});
+                 number(c, "epsilon", o.epsilon), clip, flag("amsgrad")});
   } else if (cls == "RMSprop") {
     RMSpropOptions o;
     opt = RMSprop({lr(o.learning_rate), number(c, "rho", o.rho), number(c, "momentum", o.momentum),

@@ -87,6 +87,12 @@ Tensor reduce_samples(const std::string& loss, const Tensor& per_sample, const T
   if (sample_weight.defined())
     values = values * detail::aligned_sample_weights(loss, sample_weight, values);
   Tensor mask = y_pred.keras_mask();
+  // The loss's own mask (ignore_class), and-ed with y_pred's (Keras: in_mask & out_mask).
+  if (Tensor own = per_sample.keras_mask(); own.defined()) {
+    if (mask.defined() && mask.dtype() != DType::b8)
+      mask = not_equal(mask, scalar(0, mask.dtype()));
+    mask = mask.defined() && mask.shape() == own.shape() ? logical_and(mask, own) : own;
+  }
   if (!mask.defined()) {
     if (!sample_weight.defined()) return mean(values);
     return sum(values) / element_count(values, {}, values.dtype());
@@ -263,21 +269,33 @@ Loss categorical_crossentropy(bool from_logits) {
 }
 
 // As categorical_crossentropy with y_true = one_hot(labels, classes).
-Loss sparse_categorical_crossentropy(bool from_logits) {
-  return Loss::per_sample(
+Loss sparse_categorical_crossentropy(bool from_logits, std::optional<int64_t> ignore_class) {
+  Loss l = Loss::per_sample(
       "sparse_categorical_crossentropy",
-      [from_logits](const Tensor& t, const Tensor& p) {
+      [from_logits, ignore_class](const Tensor& t, const Tensor& p) {
         const char* name = "sparse_categorical_crossentropy";
         require_defined(name, t, p);
         require_floating_pred(name, p);
         require_rank_1(name, t, p);
-        Tensor labels = sparse_labels(name, t, p);
+        Tensor ids = t, valid;
+        if (ignore_class) {
+          // Keras: the ignored positions get label 0 for the computation, then loss 0.
+          if (ids.rank() == p.rank() && ids.rank() > 0 && ids.shape().dim(-1) == 1)
+            ids = squeeze(ids, {-1});
+          valid = not_equal(ids, scalar(double(*ignore_class), ids.dtype()));
+          ids = where(valid, ids, zeros_like(ids));
+        }
+        Tensor labels = sparse_labels(name, ids, p);
         Tensor log_prob =
             from_logits ? log_softmax(p, -1) : log(clip_probabilities(p / sum(p, {-1}, true)));
         Tensor y = one_hot(labels, p.shape().dim(-1), p.dtype());
-        return -sum(y * log_prob, {-1});
+        Tensor values = -sum(y * log_prob, {-1});
+        if (!ignore_class) return values;
+        return where(valid, values, zeros_like(values)).with_keras_mask(valid);
       },
       from_logits);
+  l.ignore_class_ = ignore_class;
+  return l;
 }
 
 }  // namespace losses

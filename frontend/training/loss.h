@@ -5,13 +5,20 @@
 // log_softmax / softplus; probability versions clip to [eps, 1 - eps] like Keras.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "kiln/frontend/tensor.h"
 
 namespace kiln {
+
+class Loss;
+namespace losses {
+Loss sparse_categorical_crossentropy(bool from_logits, std::optional<int64_t> ignore_class);
+}  // namespace losses
 
 class Loss {
  public:
@@ -48,12 +55,16 @@ class Loss {
   bool defined() const { return static_cast<bool>(fn_); }
   bool is_per_sample() const { return per_sample_; }
   bool from_logits() const { return from_logits_; }
+  // sparse_categorical_crossentropy's ignore_class (for saving the compile configuration).
+  const std::optional<int64_t>& ignore_class() const { return ignore_class_; }
 
  private:
+  friend Loss losses::sparse_categorical_crossentropy(bool, std::optional<int64_t>);
   std::string name_;
   Fn fn_;
   bool per_sample_ = false;
   bool from_logits_ = false;
+  std::optional<int64_t> ignore_class_{};
   std::shared_ptr<bool> mask_warned_;  // shared by copies: one warning per loss
 };
 
@@ -66,7 +77,10 @@ Loss binary_crossentropy(bool from_logits = false);
 Loss categorical_crossentropy(bool from_logits = false);
 // y_true integer class ids (int32/int64; floats are truncated) of shape y_pred.shape[:-1] or
 // with a trailing 1. Concrete labels outside [0, classes) throw kiln::Error.
-Loss sparse_categorical_crossentropy(bool from_logits = false);
+// ignore_class (Keras): positions whose label is that value contribute zero loss and are left
+// out of the mean (the per-sample values carry the mask of the others, and-ed with y_pred's).
+Loss sparse_categorical_crossentropy(bool from_logits = false,
+                                     std::optional<int64_t> ignore_class = std::nullopt);
 }  // namespace losses
 
 }  // namespace kiln

@@ -382,32 +382,50 @@ class SGDImpl : public OptimizerImpl {
 
 // Keras' Adam step (t = iterations + 1), shared by Adam and AdamW:
 //   m += (g - m)(1 - b1);  v += (g^2 - v)(1 - b2)
+//   amsgrad: v_hat = max(v_hat, v), and v_hat stands for v below
 //   alpha = lr sqrt(1 - b2^t) / (1 - b1^t);  w -= alpha m / (sqrt(v) + eps)
 // The hyperparameters are float64 scalars; 1 - b is formed in float64, then cast.
 struct AdamHyper {
   Tensor beta_1, beta_2, epsilon;
 };
 void adam_step(Variable& var, const Tensor& g, const Tensor& lr, const Tensor& t,
-               const AdamHyper& h, Variable& m, Variable& v) {
+               const AdamHyper& h, Variable& m, Variable& v, Variable* v_hat) {
   const DType dt = var.dtype();
   const Tensor alpha = cast(lr * sqrt(1.0 - pow(h.beta_2, t)) / (1.0 - pow(h.beta_1, t)), dt);
   m.assign_add((g - m.value()) * cast(1.0 - h.beta_1, dt));
   v.assign_add((square(g) - v.value()) * cast(1.0 - h.beta_2, dt));
-  var.assign_sub((m.value() * alpha) / (sqrt(v.value()) + cast(h.epsilon, dt)));
+  Tensor denominator = v.value();
+  if (v_hat != nullptr) {
+    v_hat->assign(maximum(v_hat->value(), v.value()));
+    denominator = v_hat->value();
+  }
+  var.assign_sub((m.value() * alpha) / (sqrt(denominator) + cast(h.epsilon, dt)));
+}
+
+std::vector<std::string> adam_slots(bool amsgrad) {
+  std::vector<std::string> names{"momentum", "velocity"};
+  if (amsgrad) names.push_back("velocity_hat");
+  return names;
 }
 
 class AdamImpl : public OptimizerImpl {
  public:
-  explicit AdamImpl(const AdamOptions& o) : OptimizerImpl("adam", o.learning_rate, o.clip) {
+  explicit AdamImpl(const AdamOptions& o)
+      : OptimizerImpl("adam", o.learning_rate, o.clip), amsgrad_(o.amsgrad) {
     add_hyperparameter("beta_1", o.beta_1);
     add_hyperparameter("beta_2", o.beta_2);
     add_hyperparameter("epsilon", o.epsilon);
   }
   std::string class_name() const override { return "Adam"; }
+  Json get_config() const override {
+    Json c = OptimizerImpl::get_config();
+    c["amsgrad"] = amsgrad_;
+    return c;
+  }
 
  protected:
   std::optional<std::vector<std::string>> slot_names() const override {
-    return std::vector<std::string>{"momentum", "velocity"};
+    return adam_slots(amsgrad_);
   }
   void update(Variable& var, const Tensor& g, const Tensor& lr, const Tensor& step) override {
     Variable& m = slot(var, "momentum");
@@ -415,8 +433,11 @@ class AdamImpl : public OptimizerImpl {
     adam_step(
         var, g, lr, step,
         {hyper("beta_1", DType::f64), hyper("beta_2", DType::f64), hyper("epsilon", DType::f64)}, m,
-        v);
+        v, amsgrad_ ? &slot(var, "velocity_hat") : nullptr);
   }
+
+ private:
+  bool amsgrad_;
 };
 
 // Decoupled weight decay first (base_optimizer._apply_weight_decay: w = w - w wd lr), then the
@@ -424,17 +445,23 @@ class AdamImpl : public OptimizerImpl {
 // lr = w), so setting it later takes effect.
 class AdamWImpl : public OptimizerImpl {
  public:
-  explicit AdamWImpl(const AdamWOptions& o) : OptimizerImpl("adamw", o.learning_rate, o.clip) {
+  explicit AdamWImpl(const AdamWOptions& o)
+      : OptimizerImpl("adamw", o.learning_rate, o.clip), amsgrad_(o.amsgrad) {
     add_hyperparameter("weight_decay", o.weight_decay);
     add_hyperparameter("beta_1", o.beta_1);
     add_hyperparameter("beta_2", o.beta_2);
     add_hyperparameter("epsilon", o.epsilon);
   }
   std::string class_name() const override { return "AdamW"; }
+  Json get_config() const override {
+    Json c = OptimizerImpl::get_config();
+    c["amsgrad"] = amsgrad_;
+    return c;
+  }
 
  protected:
   std::optional<std::vector<std::string>> slot_names() const override {
-    return std::vector<std::string>{"momentum", "velocity"};
+    return adam_slots(amsgrad_);
   }
   void update(Variable& var, const Tensor& g, const Tensor& lr, const Tensor& step) override {
     Variable& m = slot(var, "momentum");
@@ -444,8 +471,11 @@ class AdamWImpl : public OptimizerImpl {
     adam_step(
         var, g, lr, step,
         {hyper("beta_1", DType::f64), hyper("beta_2", DType::f64), hyper("epsilon", DType::f64)}, m,
-        v);
+        v, amsgrad_ ? &slot(var, "velocity_hat") : nullptr);
   }
+
+ private:
+  bool amsgrad_;
 };
 
 // v = rho v + (1 - rho) g^2

@@ -192,13 +192,17 @@ struct SGDOptions {
   bool nesterov = false;
   GradientClipping clip{};
 };
+// amsgrad (Keras 3): a third slot "velocity_hat" keeps the running maximum of the velocity,
+// and the step divides by its square root instead of the velocity's.
 struct AdamOptions {
   double learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7;
   GradientClipping clip{};
+  bool amsgrad = false;
 };
 struct AdamWOptions {
   double learning_rate = 0.001, weight_decay = 0.004, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7;
   GradientClipping clip{};
+  bool amsgrad = false;
 };
 struct RMSpropOptions {
   double learning_rate = 0.001, rho = 0.9, momentum = 0.0, epsilon = 1e-7;

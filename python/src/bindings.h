@@ -25,6 +25,7 @@ void bind_variable(py::module_& m);       // kiln.Variable (variable_py.cc)
 void bind_keras_layers(py::module_& m);
 void bind_keras_models(py::module_& m);
 void bind_keras_training(py::module_& m);
+void bind_keras_calls(py::module_& m);
 
 // A Tensor from a Python value: a Tensor, a numpy array, or anything numpy.asarray takes
 // (lists, scalars). `like` (optional) gives the dtype of a Python scalar.

@@ -34,6 +34,8 @@ Arrays to_arrays(const py::handle& value);
 // A Layer handle from a Python layer object (kiln.keras.layers.Layer or a model).
 Layer to_layer(const py::handle& value);
 
+inline py::object one_or_list(const std::vector<Tensor>& ts);
+
 // Python subclasses of kiln.keras.layers.Layer (Base = LayerImpl) and kiln.keras.Model
 // (Base = ModelImpl): build, call and get_config run the Python methods, under the GIL
 // (taken here: fit and the traced steps run with it released). The Python instance is held
@@ -69,15 +71,33 @@ class PyLayer : public Base {
   std::vector<Tensor> call_many(const std::vector<Tensor>& inputs, bool training) override {
     if (!self_) return Base::call_many(inputs, training);
     py::gil_scoped_acquire gil;
-    py::object arg;
-    if (inputs.size() == 1) {
-      arg = py::cast(inputs[0]);
+    return call_results(self_.attr("_kiln_call")(one_or_list(inputs), training, py::none()));
+  }
+  // The inputs' masks reach a Python call that takes `mask` (Keras 3 fills it in).
+  std::vector<Tensor> call_masked(const std::vector<Tensor>& inputs,
+                                  const std::vector<Tensor>& masks, bool training) override {
+    if (!self_) return Base::call_masked(inputs, masks, training);
+    py::gil_scoped_acquire gil;
+    return call_results(
+        self_.attr("_kiln_call")(one_or_list(inputs), training, one_or_list(masks)));
+  }
+  // A compute_mask written in Python (run when supports_masking is set, as Keras does).
+  std::vector<Tensor> compute_mask(const std::vector<Tensor>& inputs,
+                                   const std::vector<Tensor>& masks) override {
+    if (!self_) return Base::compute_mask(inputs, masks);
+    py::gil_scoped_acquire gil;
+    if (!py::getattr(self_, "_kiln_custom_compute_mask", py::bool_(false)).cast<bool>())
+      return Base::compute_mask(inputs, masks);
+    if (!this->supports_masking) return {};
+    py::object out = self_.attr("compute_mask")(one_or_list(inputs), one_or_list(masks));
+    std::vector<Tensor> result;
+    if (out.is_none()) return result;
+    if (py::isinstance<py::list>(out) || py::isinstance<py::tuple>(out)) {
+      for (const py::handle& m : out) result.push_back(m.is_none() ? Tensor() : to_tensor(m));
     } else {
-      py::list l;
-      for (const Tensor& t : inputs) l.append(py::cast(t));
-      arg = l;
+      result.push_back(to_tensor(out));
     }
-    return call_results(self_.attr("_kiln_call")(arg, training));
+    return result;
   }
   Json get_config() const override {
     if (!self_) return Base::get_config();
@@ -89,6 +109,15 @@ class PyLayer : public Base {
   std::vector<Tensor> call_results(const py::object& out) const;
   py::object self_;
 };
+
+// One tensor (or None for an undefined one) when there is one, else a list.
+inline py::object one_or_list(const std::vector<Tensor>& ts) {
+  auto one = [](const Tensor& t) { return t.defined() ? py::cast(t) : py::none(); };
+  if (ts.size() == 1) return one(ts[0]);
+  py::list l;
+  for (const Tensor& t : ts) l.append(one(t));
+  return l;
+}
 
 template <class Base>
 std::vector<Tensor> PyLayer<Base>::call_results(const py::object& out) const {

@@ -132,6 +132,8 @@ void bind_keras_layers(py::module_& m) {
       .def_property_readonly("name", &LayerImpl::name)
       .def_property_readonly("class_name", &LayerImpl::class_name)
       .def_property_readonly("built", &LayerImpl::built)
+      .def_readwrite("supports_masking", &LayerImpl::supports_masking,
+                     "Whether the layer passes its input's mask on (Keras' supports_masking).")
       .def_property("trainable", &LayerImpl::trainable, &LayerImpl::set_trainable)
       .def_property_readonly("weights",
                              [](const LayerImpl& l) { return variables_list(l.weights()); })

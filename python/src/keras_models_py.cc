@@ -206,14 +206,17 @@ void bind_keras_models(py::module_& m) {
       py::arg("callbacks") = py::none());
   model.def(
       "train_on_batch",
-      [](ModelImpl& self, const py::handle& x, const py::handle& y,
-         const py::handle& sample_weight) {
+      [](ModelImpl& self, const py::handle& x, const py::handle& y, const py::handle& sample_weight,
+         const py::handle& class_weight) {
         Arrays xs = to_arrays(x), ys = to_arrays(y), ws = to_arrays(sample_weight);
+        ClassWeight cw = class_weight_from_py(class_weight);
         py::gil_scoped_release release;
-        return self.train_on_batch(xs, ys, ws);
+        return self.train_on_batch(xs, ys, ws, cw);
       },
       py::arg("x"), py::arg("y") = py::none(), py::arg("sample_weight") = py::none(),
-      "One training step on one batch; returns the logs (a dict).");
+      py::arg("class_weight") = py::none(),
+      "One training step on one batch; returns the logs (a dict; kiln.keras.Model's "
+      "train_on_batch returns them as Keras does).");
   model.def(
       "test_on_batch",
       [](ModelImpl& self, const py::handle& x, const py::handle& y,

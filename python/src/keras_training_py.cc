@@ -200,7 +200,7 @@ void bind_keras_training(py::module_& m) {
   losses.def("categorical_crossentropy", &losses::categorical_crossentropy,
              py::arg("from_logits") = false);
   losses.def("sparse_categorical_crossentropy", &losses::sparse_categorical_crossentropy,
-             py::arg("from_logits") = false);
+             py::arg("from_logits") = false, py::arg("ignore_class") = py::none());
 
   // ---- optimizers ----
   py::class_<LearningRateSchedule>(m, "LearningRateSchedule",

@@ -19,4 +19,5 @@ PYBIND11_MODULE(_kiln, m) {
   kiln::python::bind_keras_layers(m);
   kiln::python::bind_keras_models(m);
   kiln::python::bind_keras_training(m);
+  kiln::python::bind_keras_calls(m);
 }

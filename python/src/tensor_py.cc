@@ -123,6 +123,18 @@ Convert with kiln.tensor(data) and back with .numpy() (a read-only view of kiln'
       .def_property_readonly("ndim", [](const Tensor& x) { return x.rank(); })
       .def_property_readonly("size", [](const Tensor& x) { return x.size(); })
       .def_property_readonly("is_traced", &Tensor::is_traced)
+      .def_property(
+          "_keras_mask",
+          [](const Tensor& x) -> py::object {
+            Tensor m = x.keras_mask();
+            return m.defined() ? py::cast(m) : py::none();
+          },
+          [](Tensor& x, const py::handle& mask) {
+            x = x.with_keras_mask(mask.is_none() ? Tensor() : to_tensor(mask));
+          },
+          "Keras' mask of this tensor (a bool tensor, True where a step is kept), set by the "
+          "layer that made it (Embedding(mask_zero=True), Masking, a layer called with "
+          "mask=...); None when it has none.")
       .def("numpy", &numpy_view, "The data as a read-only numpy array sharing kiln's buffer.")
       .def(
           "__array__",

@@ -48,15 +48,22 @@ TEST(EmbeddingTest, GradientWithRespectToTheTable) {
   test::expect_tensor(g, DType::f64, {5, 2}, {1, 1, 1, 1, 0, 0, 2, 2, 0, 0}, 0);
 }
 
-TEST(EmbeddingTest, FloatIndicesAreAnError) {
+TEST(EmbeddingTest, WholeFloatIndicesAreCastOthersAreAnError) {
   clear_session();
   Embedding e(4, 2);
+  // Keras casts float indices to int32: the same rows as the int32 indices.
+  Tensor ints = e(tensor<int32_t>({3, 0, 2, 1}, {4}));
+  Tensor floats = e(tensor<float>({3, 0, 2, 1}, {4}));
+  test::expect_tensor(floats, DType::f32, {4, 2}, ints.to_vector<double>(), 0);
   EXPECT_EQ(error_message([&] {
-              e(ones({2, 3}));
+              e(full({2, 3}, 1.5));
             }),
-            "layer \"embedding\": Embedding expects integer indices (int32 or int64), but "
-            "received a float32 input of shape (2, 3); cast the indices first, e.g. "
-            "kiln::cast(x, kiln::DType::i32)");
+            "layer \"embedding\": Embedding casts float indices to int32, but 6 of the 6 values "
+            "of its float32 input of shape (2, 3) are not whole numbers (or do not fit in "
+            "int32); pass integer indices");
+  EXPECT_THAT(error_message([&] { e(cast(ones({2}), DType::b8)); }),
+              HasSubstr("Embedding expects integer indices (int32 or int64) or float indices "
+                        "holding whole numbers, but received a bool input"));
   EXPECT_THAT(error_message([] { Embedding(0, 2); }),
               HasSubstr("Both `input_dim` and `output_dim` should be positive"));
 }

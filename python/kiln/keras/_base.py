@@ -5,9 +5,8 @@ the class every layer or model object coming back from C++ gets (``wrap``).
 The C++ objects are kiln::LayerImpl and kiln::ModelImpl (``kiln._kiln._Layer`` / ``_Model``);
 a Python subclass runs through the PyLayer trampoline (python/src/keras_bindings.h), which calls
 ``build``, ``_kiln_call`` and ``get_config`` below."""
-import inspect
-
 from .. import _kiln
+from . import _calls
 
 # class name -> Python class, for objects made in C++ (load_model, model.layers)
 _CLASSES = {}
@@ -50,15 +49,6 @@ def wrap(obj):
     return obj
 
 
-def _takes_training(fn):
-    try:
-        params = inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return False
-    return "training" in params or any(
-        p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-
-
 class LayerMixin:
     """Keras' Layer API in Python over kiln::LayerImpl. Subclass kiln.keras.layers.Layer:
 
@@ -88,6 +78,8 @@ class LayerMixin:
                             f"{sorted(kwargs)}")
         super().__init__(type(self).__name__, name or "")
         self._kiln_attach(self)
+        self.supports_masking = self.__dict__.pop(
+            "_kiln_supports_masking", type(self)._kiln_custom_compute_mask)
         if not trainable:
             self.trainable = False
 
@@ -121,16 +113,36 @@ class LayerMixin:
             name = f"variable_{len(self.weights)}"
         return self._add_weight(name, tuple(shape), initializer, trainable, dtype, regularizer)
 
-    def _kiln_call(self, inputs, training):
-        fn = self.call
-        if _takes_training(fn):
-            return fn(inputs, training=training)
-        return fn(inputs)
+    def __call__(self, *args, **kwargs):
+        """Keras' layer call: ``layer(inputs, training=None, mask=None)`` plus the call
+        arguments of the layer (initial_state, MultiHeadAttention's query/value/key/...,
+        a Python layer's own); see kiln/keras/_calls.py."""
+        return _calls.call(self, args, kwargs)
+
+    def compute_mask(self, inputs, previous_mask=None):
+        """Keras' compute_mask: the mask(s) the layer gives its outputs for these inputs and
+        input mask(s); None for none. Override it (with supports_masking) in Python layers."""
+        return _kiln._compute_mask(self, inputs, previous_mask)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # Keras 3: a layer overriding compute_mask supports masking.
+        cls._kiln_custom_compute_mask = cls.compute_mask is not LayerMixin.compute_mask
+
+    def _kiln_call(self, inputs, training, masks=None):
+        return _calls.run_python_call(self, inputs, training, masks)
 
     def __setattr__(self, name, value):
         # Keras tracks sublayers assigned as attributes.
         if isinstance(value, _kiln._Layer) and not name.startswith("_"):
             self._track_layer(value)
+        if name == "supports_masking":
+            try:
+                super().__setattr__(name, value)
+            except TypeError:
+                # set before super().__init__() (Keras 2 style): applied once the layer exists
+                self.__dict__["_kiln_supports_masking"] = bool(value)
+            return
         super().__setattr__(name, value)
 
     @property

@@ -6,6 +6,8 @@ given by position in Keras' order (``_POSITIONAL``); the others by keyword. No k
 dropped: one the C++ layer does not read must be null or the value kiln computes anyway
 (kiln::layer_from_config refuses anything else with kiln.Error), and one the layer does not
 have at all is a TypeError. Constraints are names or kiln.keras.constraints objects."""
+import warnings
+
 from .. import _kiln
 from . import _base
 
@@ -20,28 +22,76 @@ class Layer(_base.LayerMixin, _kiln._Layer, metaclass=_base.KerasMeta):
 
 _base.register_class(Layer)
 
-# Keras' leading positional arguments; everything else is by keyword.
+# Keras 3's constructor arguments in their order: any prefix may be given by position, as in
+# Keras (``Dense(64, "relu")``, ``Conv2D(32, 3, 1, "same")``); everything else by keyword.
+_POOLING = ("pool_size", "strides", "padding", "data_format")
+_CONV = ("filters", "kernel_size", "strides", "padding", "data_format", "dilation_rate", "groups",
+         "activation", "use_bias", "kernel_initializer", "bias_initializer",
+         "kernel_regularizer", "bias_regularizer", "activity_regularizer", "kernel_constraint",
+         "bias_constraint")
+_RNN_WEIGHTS = ("kernel_initializer", "recurrent_initializer", "bias_initializer")
+_RNN_REGULARIZERS = ("kernel_regularizer", "recurrent_regularizer", "bias_regularizer",
+                     "activity_regularizer", "kernel_constraint", "recurrent_constraint",
+                     "bias_constraint", "dropout", "recurrent_dropout")
+_RNN_FLAGS = ("return_sequences", "return_state", "go_backwards", "stateful", "unroll")
+_GLOBAL_POOLING = ("data_format", "keepdims")
 _POSITIONAL = {
     "Activation": ("activation",),
-    "AveragePooling1D": ("pool_size",),
-    "AveragePooling2D": ("pool_size",),
-    "Bidirectional": ("layer",),
+    "AveragePooling1D": _POOLING,
+    "AveragePooling2D": _POOLING,
+    "BatchNormalization": ("axis", "momentum", "epsilon", "center", "scale", "beta_initializer",
+                           "gamma_initializer", "moving_mean_initializer",
+                           "moving_variance_initializer", "beta_regularizer",
+                           "gamma_regularizer", "beta_constraint", "gamma_constraint",
+                           "synchronized"),
+    "Bidirectional": ("layer", "merge_mode", "weights", "backward_layer"),
     "Concatenate": ("axis",),
-    "Conv1D": ("filters", "kernel_size"),
-    "Conv2D": ("filters", "kernel_size"),
-    "Dense": ("units",),
-    "Dropout": ("rate",),
-    "Embedding": ("input_dim", "output_dim"),
-    "GRU": ("units",),
-    "LSTM": ("units",),
+    "Conv1D": _CONV,
+    "Conv2D": _CONV,
+    "Dense": ("units", "activation", "use_bias", "kernel_initializer", "bias_initializer",
+              "kernel_regularizer", "bias_regularizer", "activity_regularizer",
+              "kernel_constraint", "bias_constraint"),
+    "Dropout": ("rate", "noise_shape", "seed"),
+    "Embedding": ("input_dim", "output_dim", "embeddings_initializer", "embeddings_regularizer",
+                  "embeddings_constraint", "mask_zero", "weights"),
+    "Flatten": ("data_format",),
+    "GlobalAveragePooling1D": _GLOBAL_POOLING,
+    "GlobalAveragePooling2D": _GLOBAL_POOLING,
+    "GlobalMaxPooling1D": _GLOBAL_POOLING,
+    "GlobalMaxPooling2D": _GLOBAL_POOLING,
+    "GRU": ("units", "activation", "recurrent_activation", "use_bias") + _RNN_WEIGHTS
+    + _RNN_REGULARIZERS + ("seed",) + _RNN_FLAGS + ("reset_after", "use_cudnn"),
+    "InputLayer": ("shape", "batch_size", "dtype", "sparse", "batch_shape", "input_tensor",
+                   "optional"),
+    "LayerNormalization": ("axis", "epsilon", "center", "scale", "rms_scaling",
+                           "beta_initializer", "gamma_initializer", "beta_regularizer",
+                           "gamma_regularizer", "beta_constraint", "gamma_constraint"),
+    "LSTM": ("units", "activation", "recurrent_activation", "use_bias") + _RNN_WEIGHTS
+    + ("unit_forget_bias",) + _RNN_REGULARIZERS + ("seed",) + _RNN_FLAGS + ("use_cudnn",),
     "Masking": ("mask_value",),
-    "MaxPooling1D": ("pool_size",),
-    "MaxPooling2D": ("pool_size",),
-    "MultiHeadAttention": ("num_heads", "key_dim"),
-    "PositionEmbedding": ("sequence_length",),
+    "MaxPooling1D": _POOLING,
+    "MaxPooling2D": _POOLING,
+    "MultiHeadAttention": ("num_heads", "key_dim", "value_dim", "dropout", "use_bias",
+                           "output_shape", "attention_axes", "kernel_initializer",
+                           "bias_initializer", "kernel_regularizer", "bias_regularizer",
+                           "activity_regularizer", "kernel_constraint", "bias_constraint",
+                           "seed"),
+    "PositionEmbedding": ("sequence_length", "initializer"),
     "Reshape": ("target_shape",),
-    "SimpleRNN": ("units",),
+    "SimpleRNN": ("units", "activation", "use_bias") + _RNN_WEIGHTS + _RNN_REGULARIZERS
+    + _RNN_FLAGS + ("seed",),
     "TimeDistributed": ("layer",),
+}
+# Keras 3 constructor arguments that kiln's layers do not have, at the value that leaves Keras'
+# result unchanged (what kiln computes): accepted at that value only, anything else refused
+# with kiln.Error naming the layer, the argument and the value.
+_KERAS_DEFAULT_ONLY = {
+    "Dense": {"lora_rank": None, "lora_alpha": None, "quantization_config": None},
+    "Embedding": {"lora_rank": None, "lora_alpha": None, "quantization_config": None},
+    "Bidirectional": {"weights": None},
+    "LSTM": {"use_cudnn": "auto"},
+    "GRU": {"use_cudnn": "auto"},
+    "InputLayer": {"sparse": None, "input_tensor": None, "optional": False, "ragged": None},
 }
 _ALWAYS_ACCEPTED = {"name", "trainable", "dtype"}
 
@@ -60,6 +110,19 @@ def _config_value(v):
     return v
 
 
+def _input_layer_shape(config, kwargs):
+    """InputLayer(shape=(20,), batch_size=None): Keras 3's spelling of batch_shape."""
+    shape = config.pop("shape", kwargs.pop("shape", None))
+    batch_size = config.pop("batch_size", kwargs.pop("batch_size", None))
+    if shape is not None:
+        if "batch_shape" in config or "batch_shape" in kwargs:
+            raise TypeError("InputLayer(): give shape= or batch_shape=, not both")
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        config["batch_shape"] = (batch_size,) + shape
+    elif batch_size is not None:
+        raise TypeError("InputLayer(): batch_size= needs shape=")
+
+
 def _make_builtin(class_name):
     positional = _POSITIONAL.get(class_name, ())
 
@@ -76,6 +139,22 @@ def _make_builtin(class_name):
         for k in kwargs:
             if k in config:
                 raise TypeError(f"{class_name}() got multiple values for argument {k!r}")
+        for k, default in _KERAS_DEFAULT_ONLY.get(class_name, {}).items():
+            v = config.pop(k, kwargs.pop(k, default))
+            if not (v is default or (isinstance(v, (str, bool, int, float)) and v == default)
+                    or (default is None and v is False)):
+                raise _kiln.Error(
+                    f"{class_name}(): argument {k}={v!r} is not supported by kiln's "
+                    f"{class_name} (it computes {k}={default!r} only); remove the argument")
+        if class_name == "Embedding" and "input_length" in kwargs:
+            warnings.warn("Embedding: argument input_length is deprecated in Keras 3 and has "
+                          "no effect; remove it", stacklevel=2)
+            kwargs.pop("input_length")
+        if class_name == "InputLayer":
+            _input_layer_shape(config, kwargs)
+        initial_weights = None
+        if class_name == "Embedding":  # Keras 3: the initial embeddings matrix
+            initial_weights = config.pop("weights", kwargs.pop("weights", None))
         input_shape = kwargs.pop("input_shape", None)
         if "input_dim" in kwargs and "input_dim" not in positional:  # Embedding's is its own
             input_shape = (kwargs.pop("input_dim"),)
@@ -102,6 +181,11 @@ def _make_builtin(class_name):
             raise TypeError(f"{class_name}() got unexpected keyword argument(s) {unknown}; it "
                             f"takes {sorted(known - _ALWAYS_ACCEPTED)}")
         layer.__class__ = cls
+        if initial_weights is not None:
+            if not isinstance(initial_weights, (list, tuple)):
+                initial_weights = [initial_weights]
+            _kiln._build_layer(layer, (None,))
+            layer.set_weights(list(initial_weights))
         if input_shape is not None:
             layer._input_shape = tuple(input_shape)
         return layer
@@ -113,11 +197,16 @@ def _make_builtin(class_name):
     def from_config(cls, config):
         return cls(**config)
 
+    def build(self, input_shape):
+        """Creates the weights for inputs of this shape (a tuple, None for unknown sizes; a
+        list of them for several inputs), once, as the first call would."""
+        _kiln._build_layer(self, input_shape)
+
     doc = (f"kiln's {class_name} layer (made by the C++ registry from its Keras config); "
            f"positional arguments: {', '.join(positional) or 'none'}.")
     return type(class_name, (Layer,), {
         "__slots__": (), "_kiln_builtin": True, "__new__": __new__, "__init__": __init__,
-        "from_config": from_config, "__doc__": doc, "__module__": __name__})
+        "from_config": from_config, "build": build, "__doc__": doc, "__module__": __name__})
 
 
 for _name in _kiln._builtin_layer_classes():

@@ -25,8 +25,11 @@ def CategoricalCrossentropy(from_logits=False):
     return _kiln._losses.categorical_crossentropy(from_logits)
 
 
-def SparseCategoricalCrossentropy(from_logits=False):
-    return _kiln._losses.sparse_categorical_crossentropy(from_logits)
+def SparseCategoricalCrossentropy(from_logits=False, ignore_class=None):
+    """ignore_class: positions labelled with it contribute zero loss and are left out of the
+    mean (Keras)."""
+    return _kiln._losses.sparse_categorical_crossentropy(
+        from_logits, None if ignore_class is None else int(ignore_class))
 
 
 def get(identifier):

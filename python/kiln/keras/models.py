@@ -52,10 +52,33 @@ class ModelMixin(_base.LayerMixin):
             verbose=1 if verbose == "auto" else verbose, sample_weight=sample_weight,
             callbacks=callbacks, return_dict=return_dict)
 
+    def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None,
+                       return_dict=False):
+        """One training step on one batch (Keras): the loss as a float when the model has no
+        metrics, else [loss, metric, ...] (metrics by name); return_dict=True gives the dict."""
+        return _keras_results(_kiln._Model.train_on_batch(
+            self, x, y, sample_weight=sample_weight, class_weight=class_weight), return_dict)
+
+    def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
+        """The loss and metrics of one batch, in train_on_batch's form."""
+        return _keras_results(_kiln._Model.test_on_batch(
+            self, x, y, sample_weight=sample_weight), return_dict)
+
     def predict(self, x, batch_size=None, verbose=0, callbacks=None):
         return _kiln._Model.predict(self, x, batch_size=32 if batch_size is None else batch_size,
                                     verbose=0 if verbose == "auto" else verbose,
                                     callbacks=callbacks)
+
+
+def _keras_results(logs, return_dict):
+    """Keras' form of a batch's logs: the dict, or the loss alone (a float) when it is the only
+    entry, else [loss, the others by name]."""
+    logs = {k: float(v) for k, v in logs.items()}
+    if return_dict:
+        return logs
+    values = [logs["loss"]] if "loss" in logs else []
+    values += [v for k, v in sorted(logs.items()) if k != "loss"]
+    return values[0] if len(values) == 1 else values
 
 
 class Model(ModelMixin, _kiln._Model, metaclass=_base.KerasMeta):

@@ -31,17 +31,20 @@ def SGD(learning_rate=0.01, momentum=0.0, nesterov=False, clipnorm=None, clipval
                  momentum=float(momentum), nesterov=bool(nesterov))
 
 
-def Adam(learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, clipnorm=None,
-         clipvalue=None, global_clipnorm=None):
+def Adam(learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, amsgrad=False,
+         clipnorm=None, clipvalue=None, global_clipnorm=None):
+    """amsgrad: keep the running maximum of the second moment ("velocity_hat") and divide by
+    its square root (Keras 3)."""
     return _make("Adam", learning_rate, clipnorm, clipvalue, global_clipnorm,
-                 beta_1=float(beta_1), beta_2=float(beta_2), epsilon=float(epsilon))
+                 beta_1=float(beta_1), beta_2=float(beta_2), epsilon=float(epsilon),
+                 amsgrad=bool(amsgrad))
 
 
 def AdamW(learning_rate=0.001, weight_decay=0.004, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
-          clipnorm=None, clipvalue=None, global_clipnorm=None):
+          amsgrad=False, clipnorm=None, clipvalue=None, global_clipnorm=None):
     return _make("AdamW", learning_rate, clipnorm, clipvalue, global_clipnorm,
                  weight_decay=float(weight_decay), beta_1=float(beta_1), beta_2=float(beta_2),
-                 epsilon=float(epsilon))
+                 epsilon=float(epsilon), amsgrad=bool(amsgrad))
 
 
 def RMSprop(learning_rate=0.001, rho=0.9, momentum=0.0, epsilon=1e-7, centered=False,
