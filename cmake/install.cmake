@@ -5,16 +5,13 @@
 # frontend/data/data_dir.h). Consumers get kiln's include directory and libraries, none of its
 # build flags.
 
-# The file behind an include path "kiln/...": the generated version.h, kiln/kiln.h, or a
-# module's source ("kiln/<module>/<file>.h" -> <source>/<module>/<file>.h).
+# The file behind an include path "kiln/...": the generated version.h, else the source file
+# at that path (kiln/kiln.h, kiln/<module>/<file>.h).
 function(kiln_header_file header out_var)
   if(header STREQUAL "kiln/version.h")
     set(${out_var} ${KILN_BUILD_INCLUDE_DIR}/kiln/version.h PARENT_SCOPE)
-  elseif(header STREQUAL "kiln/kiln.h")
-    set(${out_var} ${PROJECT_SOURCE_DIR}/kiln/kiln.h PARENT_SCOPE)
   else()
-    string(REGEX REPLACE "^kiln/" "" relative ${header})
-    set(${out_var} ${PROJECT_SOURCE_DIR}/${relative} PARENT_SCOPE)
+    set(${out_var} ${PROJECT_SOURCE_DIR}/${header} PARENT_SCOPE)
   endif()
 endfunction()
 
