@@ -7,6 +7,7 @@
 #include <pybind11/iostream.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -175,11 +176,14 @@ void bind_keras_models(py::module_& m) {
           logs = self.evaluate(xs, ys, std::move(o));
         }
         if (return_dict) return py::cast(logs);
-        // Keras: the loss first, then the metrics (here by name), one number when alone.
+        // Keras: the values in the model's log order (loss, output losses, metrics in compile
+        // order), then any others by name; one number when alone.
+        const std::vector<std::string> order = self.log_keys();
         py::list values;
-        values.append(logs.count("loss") ? logs["loss"] : 0.0);
+        for (const std::string& k : order)
+          if (logs.count(k)) values.append(logs[k]);
         for (const auto& [k, v] : logs)
-          if (k != "loss") values.append(v);
+          if (std::find(order.begin(), order.end(), k) == order.end()) values.append(v);
         return values.size() == 1 ? py::object(values[0]) : py::object(values);
       },
       py::arg("x"), py::arg("y") = py::none(), py::arg("batch_size") = 32, py::arg("verbose") = 1,
@@ -226,6 +230,9 @@ void bind_keras_models(py::module_& m) {
         return self.test_on_batch(xs, ys, ws);
       },
       py::arg("x"), py::arg("y") = py::none(), py::arg("sample_weight") = py::none());
+  model.def("_log_keys", &ModelImpl::log_keys,
+            "The keys of the train/test logs in Keras' order (loss, output losses, metrics "
+            "in compile order).");
   model.def("summary_string", &ModelImpl::summary_string, py::arg("line_length") = 0);
   model.def_property_readonly("layers", [](const ModelImpl& self) {
     py::list out;

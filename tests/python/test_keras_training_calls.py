@@ -45,6 +45,24 @@ def test_train_and_test_on_batch_return_keras_forms():
     assert d == {"loss": out[0], "accuracy": out[1]}
 
 
+def test_batch_results_follow_the_compile_order_of_the_metrics():
+    # Keras lists the loss, then the metrics in the order compile was given them (not by name).
+    x, y = data()
+    model = keras.Sequential([keras.Input((3,)), layers.Dense(4)])
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    names = ["sparse_top_k_categorical_accuracy", "sparse_categorical_accuracy"]
+    for metrics in (names, names[::-1]):
+        model.compile(optimizer="sgd", loss=loss, metrics=metrics)
+        d = model.test_on_batch(x, y, return_dict=True)
+        assert d[names[0]] == 1.0 and d[names[1]] < 1.0  # top-5 of 4 classes; the order shows
+        want = [d["loss"]] + [d[m] for m in metrics]
+        assert model._log_keys() == ["loss"] + metrics
+        assert model.test_on_batch(x, y) == want
+        assert model.evaluate(x, y, verbose=0) == want
+        trained = model.train_on_batch(x, y)  # the metrics of the batch before the update
+        assert trained[1:] == pytest.approx(want[1:]) and trained[0] == pytest.approx(want[0])
+
+
 def numpy_amsgrad(w, grads, lr=0.01, b1=0.9, b2=0.999, eps=1e-7):
     m = np.zeros_like(w)
     v = np.zeros_like(w)

@@ -59,6 +59,11 @@ class ModelImpl : public LayerImpl {
   Logs train_on_batch(const Arrays& x, const Arrays& y, const Arrays& sample_weight = {},
                       const ClassWeight& class_weight = {});
   Logs test_on_batch(const Arrays& x, const Arrays& y, const Arrays& sample_weight = {});
+  // The keys of the train and test logs in Keras' order (its train_on_batch list): "loss",
+  // each output's loss (several outputs), then the compiled metrics: every output's metrics,
+  // then every output's weighted metrics, each in the order compile was given them. Only
+  // "loss" before the first step (the outputs are resolved by it).
+  std::vector<std::string> log_keys();
   // Set by a callback (EarlyStopping) to end fit after the current epoch.
   bool stop_training = false;
 

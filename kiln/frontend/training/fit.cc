@@ -301,6 +301,11 @@ Logs ModelImpl::train_on_batch(const Arrays& x, const Arrays& y, const Arrays& s
       [](int, const Logs&) {}, [](int, const Logs&) {});
 }
 
+std::vector<std::string> ModelImpl::log_keys() {
+  const ModelSteps& s = ModelSteps::of(*this);
+  return s.resolved ? s.resolved->log_keys() : std::vector<std::string>{"loss"};
+}
+
 Logs ModelImpl::test_on_batch(const Arrays& x, const Arrays& y, const Arrays& sample_weight) {
   ModelSteps& s = ModelSteps::of(*this);
   detail::ArrayData data(s, x, y, sample_weight, {}, "test_on_batch");

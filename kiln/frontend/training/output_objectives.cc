@@ -84,6 +84,18 @@ std::string OutputObjectives::loss_key(size_t o) const {
   return size() == 1 ? std::string() : names_[o] + "_loss";
 }
 
+std::vector<std::string> OutputObjectives::log_keys() const {
+  std::vector<std::string> keys = {"loss"};
+  if (size() > 1)
+    for (size_t o = 0; o < size(); ++o)
+      if (has_loss(o)) keys.push_back(loss_key(o));
+  for (size_t o = 0; o < size(); ++o)
+    for (const Metric& m : metrics_[o]) keys.push_back(metric_key(o, m, false));
+  for (size_t o = 0; o < size(); ++o)
+    for (const Metric& m : weighted_metrics_[o]) keys.push_back(metric_key(o, m, true));
+  return keys;
+}
+
 void OutputObjectives::write_metrics(Logs& logs, const std::string& prefix) const {
   for (size_t o = 0; o < size(); ++o) {
     for (const Metric& m : metrics_[o]) logs[prefix + metric_key(o, m, false)] = m->result();

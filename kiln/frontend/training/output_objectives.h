@@ -38,6 +38,8 @@ class OutputObjectives {
   void write_metrics(Logs& logs, const std::string& prefix = "") const;
   // The log key of output `o`'s loss: "<output>_loss" (several outputs only; empty for one).
   std::string loss_key(size_t o) const;
+  // Every log key in Keras' order (ModelImpl::log_keys).
+  std::vector<std::string> log_keys() const;
 
  private:
   std::string metric_key(size_t o, const Metric& m, bool weighted) const;

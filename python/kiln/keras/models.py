@@ -55,14 +55,16 @@ class ModelMixin(_base.LayerMixin):
     def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None,
                        return_dict=False):
         """One training step on one batch (Keras): the loss as a float when the model has no
-        metrics, else [loss, metric, ...] (metrics by name); return_dict=True gives the dict."""
-        return _keras_results(_kiln._Model.train_on_batch(
-            self, x, y, sample_weight=sample_weight, class_weight=class_weight), return_dict)
+        metrics, else [loss, metric, ...] (Keras' order: output losses, then the metrics in
+        compile order); return_dict=True gives the dict."""
+        logs = _kiln._Model.train_on_batch(
+            self, x, y, sample_weight=sample_weight, class_weight=class_weight)
+        return _keras_results(logs, return_dict, self._log_keys())
 
     def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
         """The loss and metrics of one batch, in train_on_batch's form."""
-        return _keras_results(_kiln._Model.test_on_batch(
-            self, x, y, sample_weight=sample_weight), return_dict)
+        logs = _kiln._Model.test_on_batch(self, x, y, sample_weight=sample_weight)
+        return _keras_results(logs, return_dict, self._log_keys())
 
     def predict(self, x, batch_size=None, verbose=0, callbacks=None):
         return _kiln._Model.predict(self, x, batch_size=32 if batch_size is None else batch_size,
@@ -70,14 +72,14 @@ class ModelMixin(_base.LayerMixin):
                                     callbacks=callbacks)
 
 
-def _keras_results(logs, return_dict):
+def _keras_results(logs, return_dict, order):
     """Keras' form of a batch's logs: the dict, or the loss alone (a float) when it is the only
-    entry, else [loss, the others by name]."""
+    entry, else the values in `order` (the model's log keys), then any others by name."""
     logs = {k: float(v) for k, v in logs.items()}
     if return_dict:
         return logs
-    values = [logs["loss"]] if "loss" in logs else []
-    values += [v for k, v in sorted(logs.items()) if k != "loss"]
+    values = [logs[k] for k in order if k in logs]
+    values += [v for k, v in sorted(logs.items()) if k not in order]
     return values[0] if len(values) == 1 else values
 
 
