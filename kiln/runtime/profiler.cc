@@ -33,7 +33,7 @@ int64_t now_ns() {
       .count();
 }
 
-// The session's state, guarded by `mutex`. Allocated once and never freed, so scopes closing
+// The running profile's state, guarded by `mutex`. Allocated once and never freed, so scopes closing
 // during static destruction (other libraries' destructors, TBB workers) still find it.
 struct ProfilerState {
   std::mutex mutex;
