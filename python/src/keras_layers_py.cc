@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "keras_bindings.h"
+#include "kiln/frontend/layers/rnn.h"
 #include "kiln/frontend/models/input_layer.h"
 #include "kiln/frontend/ops.h"
 #include "kiln/frontend/saving/from_config.h"
@@ -228,6 +229,31 @@ void bind_keras_layers(py::module_& m) {
       },
       py::arg("class_name"), py::arg("config"),
       "A built-in (or registered) layer from its Keras config (kiln::layer_from_config).");
+  m.def(
+      "_rnn_with_cell",
+      [](const py::handle& cell, const py::dict& config) {
+        // Keras' RNN(cell) keeps the cell object: the RNN factory with this cell, and the
+        // config checks of every layer_from_config.
+        const Layer given = to_layer(cell);
+        const CustomObjects with_cell{
+            {"RNN", [given](const Json& c) { return saving_detail::rnn_from_config(c, &given); }}};
+        return layer_from_config(Json{{"class_name", "RNN"}, {"config", to_json(config)}},
+                                 with_cell)
+            .ptr();
+      },
+      py::arg("cell"), py::arg("config"),
+      "layers.RNN(cell, ...) around the given cell (its config without \"cell\").");
+  m.def(
+      "_rnn_cell",
+      [](const py::handle& l) {
+        const Layer layer = to_layer(l);
+        const auto* rnn = dynamic_cast<const RNNImpl*>(&layer.impl());
+        if (rnn == nullptr)
+          throw Error("layer \"" + layer->name() + "\" (" + layer->class_name() +
+                      ") is not an RNN; only layers.RNN has a cell");
+        return rnn->cell().ptr();
+      },
+      py::arg("layer"));
   m.def(
       "_builtin_layer_classes",
       [] {

@@ -125,12 +125,13 @@ void bind_keras_models(py::module_& m) {
       [](ModelImpl& self, bool v) { self.stop_training = v; });
   model.def(
       "fit",
-      [](ModelImpl& self, const py::handle& x, const py::handle& y, int64_t batch_size, int epochs,
-         int verbose, const py::handle& callbacks, double validation_split,
-         const py::handle& validation_data, bool shuffle, const py::handle& sample_weight,
-         const py::handle& class_weight, int initial_epoch, uint64_t seed) {
+      [](ModelImpl& self, const py::handle& x, const py::handle& y,
+         std::optional<int64_t> batch_size, int epochs, int verbose, const py::handle& callbacks,
+         double validation_split, const py::handle& validation_data, bool shuffle,
+         const py::handle& sample_weight, const py::handle& class_weight, int initial_epoch,
+         uint64_t seed, std::optional<int64_t> steps_per_epoch) {
         FitOptions o;
-        o.batch_size = batch_size;
+        o.steps_per_epoch = steps_per_epoch.value_or(-1);
         o.epochs = epochs;
         o.verbose = verbose;
         o.callbacks = with_signal_checks(callbacks_from_py(callbacks));
@@ -149,15 +150,25 @@ void bind_keras_models(py::module_& m) {
         o.initial_epoch = initial_epoch;
         o.seed = seed;
         Arrays xs = to_arrays(x), ys = to_arrays(y);
+        // Keras: without batch_size, steps_per_epoch batches make one pass over the training
+        // examples (those validation_split leaves), else 32.
+        o.batch_size = batch_size.value_or(32);
+        if (!batch_size && o.steps_per_epoch >= 1 && !xs.empty()) {
+          const int64_t n = xs.num_examples("fit: x");
+          const int64_t n_train = n - int64_t(double(n) * validation_split);
+          o.batch_size =
+              std::max<int64_t>(1, (n_train + o.steps_per_epoch - 1) / o.steps_per_epoch);
+        }
         ToPythonStdout out;
         py::gil_scoped_release release;
         return self.fit(xs, ys, std::move(o));
       },
-      py::arg("x"), py::arg("y") = py::none(), py::arg("batch_size") = 32, py::arg("epochs") = 1,
-      py::arg("verbose") = 1, py::arg("callbacks") = py::none(), py::arg("validation_split") = 0.0,
-      py::arg("validation_data") = py::none(), py::arg("shuffle") = true,
-      py::arg("sample_weight") = py::none(), py::arg("class_weight") = py::none(),
-      py::arg("initial_epoch") = 0, py::arg("seed") = 0);
+      py::arg("x"), py::arg("y") = py::none(), py::arg("batch_size") = py::none(),
+      py::arg("epochs") = 1, py::arg("verbose") = 1, py::arg("callbacks") = py::none(),
+      py::arg("validation_split") = 0.0, py::arg("validation_data") = py::none(),
+      py::arg("shuffle") = true, py::arg("sample_weight") = py::none(),
+      py::arg("class_weight") = py::none(), py::arg("initial_epoch") = 0, py::arg("seed") = 0,
+      py::arg("steps_per_epoch") = py::none());
   model.def(
       "evaluate",
       [](ModelImpl& self, const py::handle& x, const py::handle& y, int64_t batch_size, int verbose,

@@ -61,7 +61,12 @@ reads and assignments are recorded in the graph.)");
          }),
          py::arg("initial_value"), py::arg("name") = "Variable", py::arg("trainable") = true,
          py::arg("dtype") = py::none())
-      .def_property_readonly("name", &Variable::name)
+      .def_property_readonly("name", &Variable::name,
+                             "The variable's name: a layer's weights are named by their place, "
+                             "\"<layer>/<weight>\" (\"dense_1/kernel\"), as Keras 3's path.")
+      .def_property_readonly("path", &Variable::name,
+                             "Keras 3's Variable.path: \"<layer>/<weight>\" for a layer's "
+                             "weights (kiln's name is this path; Keras' name is its last part).")
       .def_property("trainable", &Variable::trainable, &Variable::set_trainable)
       .def_property_readonly("shape", &variable_shape)
       .def_property_readonly("dtype",

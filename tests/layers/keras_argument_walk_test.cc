@@ -27,12 +27,16 @@ Json minimal_config(const std::string& cls) {
       {"Dropout", {{"rate", 0.5}}},
       {"Embedding", {{"input_dim", 5}, {"output_dim", 3}}},
       {"GRU", {{"units", 3}}},
+      {"GRUCell", {{"units", 3}}},
       {"InputLayer", {{"batch_shape", {nullptr, 3}}}},
       {"LSTM", {{"units", 3}}},
+      {"LSTMCell", {{"units", 3}}},
       {"MultiHeadAttention", {{"num_heads", 2}, {"key_dim", 3}}},
       {"PositionEmbedding", {{"sequence_length", 4}}},
       {"Reshape", {{"target_shape", {2, 2}}}},
+      {"RNN", {{"cell", {{"class_name", "GRUCell"}, {"config", {{"units", 2}}}}}}},
       {"SimpleRNN", {{"units", 3}}},
+      {"SimpleRNNCell", {{"units", 3}}},
       {"TimeDistributed", {{"layer", {{"class_name", "Dense"}, {"config", {{"units", 2}}}}}}},
   };
   auto it = required.find(cls);
@@ -45,7 +49,7 @@ Json other_value(const std::string& key, const Json& d) {
   auto ends_with = [&](const std::string& s) {
     return key.size() >= s.size() && key.compare(key.size() - s.size(), s.size(), s) == 0;
   };
-  if (key == "name" || key == "layer" || key == "backward_layer") return nullptr;
+  if (key == "name" || key == "layer" || key == "backward_layer" || key == "cell") return nullptr;
   if (d.is_boolean()) return !d.get<bool>();
   if (d.is_number_integer()) return d.get<int64_t>() + 1;
   if (d.is_number_float()) return d.get<double>() == 0 ? 0.25 : d.get<double>() / 2;
@@ -84,14 +88,13 @@ TEST(ArgumentWalk, EveryConfigEntryIsHonouredOrRefused) {
       "Conv2D.groups",
       "Dropout.noise_shape",
       "GRU.stateful",
-      "GRU.unroll",
       "InputLayer.sparse",
       "LSTM.stateful",
-      "LSTM.unroll",
       "LayerNormalization.rms_scaling",
       "MultiHeadAttention.attention_axes",
+      "RNN.dtype",
+      "RNN.stateful",
       "SimpleRNN.stateful",
-      "SimpleRNN.unroll",
   };
   std::set<std::string> refused, walked;
   for (const auto& [cls, factory] : saving_detail::builtin_layer_factories()) {

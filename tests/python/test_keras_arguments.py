@@ -88,8 +88,9 @@ def test_unknown_and_unhonoured_keywords_are_errors():
         layers.Dense(4, no_such_argument=1)
     with pytest.raises(kiln.Error, match="groups"):
         layers.Conv2D(4, (3, 3), groups=2)
-    with pytest.raises(kiln.Error, match="unroll"):
-        layers.LSTM(3, unroll=True)
+    with pytest.raises(kiln.Error, match="stateful"):
+        layers.LSTM(3, stateful=True)
+    assert layers.LSTM(3, unroll=True).get_config()["unroll"] is True  # a speed hint
     # Keras' defaults are accepted.
     layers.Conv2D(4, (3, 3), groups=1, data_format="channels_last")
     bn = layers.BatchNormalization(synchronized=True)
@@ -104,17 +105,21 @@ _REQUIRED = {
     "Dropout": {"rate": 0.5},
     "Embedding": {"input_dim": 5, "output_dim": 3},
     "GRU": {"units": 3},
+    "GRUCell": {"units": 3},
     "LSTM": {"units": 3},
+    "LSTMCell": {"units": 3},
+    "RNN": {"cell": layers.GRUCell(2)},
     "MultiHeadAttention": {"num_heads": 2, "key_dim": 3},
     "PositionEmbedding": {"sequence_length": 4},
     "Reshape": {"target_shape": (2, 2)},
     "SimpleRNN": {"units": 3},
+    "SimpleRNNCell": {"units": 3},
 }
 _SKIPPED = {"Sequential", "Functional", "InputLayer", "Bidirectional", "TimeDistributed"}
 
 
 def _other_value(key, d):
-    if key in ("name", "layer", "backward_layer"):
+    if key in ("name", "layer", "backward_layer", "cell"):
         return None
     if isinstance(d, bool):
         return not d
@@ -166,6 +171,6 @@ def test_every_keyword_is_honoured_or_refused():
             want = constraints.serialize(v) if isinstance(v, constraints.Constraint) else v
             assert layer.get_config()[key] == want, f"{cls}.{key} accepted but not honoured"
     assert refused == {"Conv1D.groups", "Conv2D.groups", "Dropout.noise_shape", "GRU.stateful",
-                       "GRU.unroll", "LSTM.stateful", "LSTM.unroll",
-                       "LayerNormalization.rms_scaling", "MultiHeadAttention.attention_axes",
-                       "SimpleRNN.stateful", "SimpleRNN.unroll"}
+                       "LSTM.stateful", "LayerNormalization.rms_scaling",
+                       "MultiHeadAttention.attention_axes", "RNN.dtype", "RNN.stateful",
+                       "SimpleRNN.stateful"}

@@ -160,8 +160,6 @@ TEST(DatasetFit, BadOptionsAreClearErrors) {
               HasSubstr("validation_split (0.2) needs tensors"));
   EXPECT_THAT(error_of([&] { m->fit(ds, {.verbose = 0, .sample_weight = d.w}); }),
               HasSubstr("put the weights in its elements"));
-  EXPECT_THAT(error_of([&] { m->fit(d.x, d.y, {.verbose = 0, .steps_per_epoch = 3}); }),
-              HasSubstr("steps_per_epoch (3) applies to Dataset input"));
   EXPECT_THAT(error_of([&] { m->fit(ds, {.verbose = 0, .steps_per_epoch = 0}); }),
               HasSubstr("at least 1"));
   data::Dataset no_targets = data::Dataset::from_tensor_slices(d.x).batch(5);

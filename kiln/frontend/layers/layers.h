@@ -16,4 +16,5 @@
 #include "kiln/frontend/layers/position_embedding.h"
 #include "kiln/frontend/layers/recurrent.h"
 #include "kiln/frontend/layers/reshaping.h"
+#include "kiln/frontend/layers/rnn.h"
 #include "kiln/frontend/layers/wrappers.h"

@@ -314,6 +314,47 @@ std::vector<Tensor> RecurrentImpl::run(const Tensor& x, const Tensor& mask,
   return result;
 }
 
+class RecurrentImpl::FlagsScope {
+ public:
+  FlagsScope(RecurrentOptions& o, const SequenceFlags& f)
+      : o_(o), saved_{o.return_sequences, o.return_state, o.go_backwards, o.zero_output_for_mask} {
+    set(f);
+  }
+  ~FlagsScope() { set(saved_); }
+  FlagsScope(const FlagsScope&) = delete;
+  FlagsScope& operator=(const FlagsScope&) = delete;
+
+ private:
+  void set(const SequenceFlags& f) {
+    o_.return_sequences = f.return_sequences;
+    o_.return_state = f.return_state;
+    o_.go_backwards = f.go_backwards;
+    o_.zero_output_for_mask = f.zero_output_for_mask;
+  }
+  RecurrentOptions& o_;
+  SequenceFlags saved_;
+};
+
+std::vector<Tensor> RecurrentImpl::call_with(const SequenceFlags& flags,
+                                             const std::vector<Tensor>& inputs,
+                                             const std::vector<Tensor>& masks, bool training) {
+  FlagsScope scope(options_, flags);
+  return call_masked(inputs, masks, training);
+}
+
+std::vector<Tensor> RecurrentImpl::compute_mask_with(const SequenceFlags& flags,
+                                                     const std::vector<Tensor>& inputs,
+                                                     const std::vector<Tensor>& masks) {
+  FlagsScope scope(options_, flags);
+  return compute_mask(inputs, masks);
+}
+
+std::vector<Shape> RecurrentImpl::compute_output_shape_with(const SequenceFlags& flags,
+                                                            const std::vector<Shape>& shapes) {
+  FlagsScope scope(options_, flags);
+  return compute_output_shape(shapes);
+}
+
 std::vector<Tensor> RecurrentImpl::compute_mask(const std::vector<Tensor>&,
                                                 const std::vector<Tensor>& masks) {
   Tensor seq = options_.return_sequences && !masks.empty() ? masks[0] : Tensor();
@@ -354,7 +395,7 @@ Json RecurrentImpl::get_config() const {
   c["return_state"] = options_.return_state;
   c["go_backwards"] = options_.go_backwards;
   c["stateful"] = false;
-  c["unroll"] = false;
+  c["unroll"] = options_.unroll;
   c["zero_output_for_mask"] = options_.zero_output_for_mask;
   add_config(c);
   return c;

@@ -70,6 +70,7 @@ struct RecurrentOptions {
   bool return_state = false;
   bool go_backwards = false;
   bool zero_output_for_mask = false;
+  bool unroll = false;  // Keras' speed hint: accepted either way, the results are the same
   DType dtype = DType::f32;
   std::string name{};  // empty: "lstm", "lstm_1", ...
 };
@@ -92,6 +93,20 @@ class RecurrentImpl : public LayerImpl {
   int num_states() const { return num_states_; }
   // Bidirectional sets it to return_sequences on both its layers (Keras).
   void set_zero_output_for_mask(bool zero) { options_.zero_output_for_mask = zero; }
+
+  // The options that shape a call's outputs. layers.RNN (rnn.h) runs its cell's loop with its
+  // own: call_masked, compute_mask and compute_output_shape as if the layer had `flags`.
+  struct SequenceFlags {
+    bool return_sequences = false, return_state = false, go_backwards = false,
+         zero_output_for_mask = false;
+  };
+  std::vector<Tensor> call_with(const SequenceFlags& flags, const std::vector<Tensor>& inputs,
+                                const std::vector<Tensor>& masks, bool training);
+  std::vector<Tensor> compute_mask_with(const SequenceFlags& flags,
+                                        const std::vector<Tensor>& inputs,
+                                        const std::vector<Tensor>& masks);
+  std::vector<Shape> compute_output_shape_with(const SequenceFlags& flags,
+                                               const std::vector<Shape>& input_shapes);
   Variable kernel, recurrent_kernel, bias;  // undefined until built (bias: without use_bias)
 
  protected:
@@ -132,6 +147,8 @@ class RecurrentImpl : public LayerImpl {
  private:
   std::vector<Tensor> run(const Tensor& x, const Tensor& mask, std::vector<Tensor> states,
                           bool training);
+  // Sets `flags` in options_ until destroyed (the *_with functions).
+  class FlagsScope;
   SeedGenerator seed_generator_;  // the dropout masks' (Keras' cell seed_generator)
 };
 

@@ -188,8 +188,8 @@ Layer position_embedding(const Json& config) {
   return PositionEmbedding(c.get<int64_t>("sequence_length"), o);
 }
 
-Layer recurrent(const Json& config, const std::string& class_name) {
-  ConfigReader c(config, class_name);
+// The arguments of a recurrent step (a cell's config; a recurrent layer's config has them too).
+RecurrentOptions cell_options(const ConfigReader& c) {
   RecurrentOptions o;
   common_weights(c, o);
   o.recurrent_initializer = initializer_entry(c, "recurrent_initializer", o.recurrent_initializer);
@@ -203,15 +203,36 @@ Layer recurrent(const Json& config, const std::string& class_name) {
   o.dropout = c.get<double>("dropout", o.dropout);
   o.recurrent_dropout = c.get<double>("recurrent_dropout", o.recurrent_dropout);
   o.seed = c.optional<int64_t>("seed");
+  return o;
+}
+
+void refuse_stateful(const ConfigReader& c) {
+  if (c.get<bool>("stateful", false)) c.fail("stateful", "is true; kiln has no stateful RNNs");
+}
+
+Layer recurrent(const Json& config, const std::string& class_name) {
+  ConfigReader c(config, class_name);
+  RecurrentOptions o = cell_options(c);
   o.return_sequences = c.get<bool>("return_sequences", o.return_sequences);
   o.return_state = c.get<bool>("return_state", o.return_state);
   o.go_backwards = c.get<bool>("go_backwards", o.go_backwards);
   o.zero_output_for_mask = c.get<bool>("zero_output_for_mask", o.zero_output_for_mask);
-  if (c.get<bool>("stateful", false)) c.fail("stateful", "is true; kiln has no stateful RNNs");
+  o.unroll = c.get<bool>("unroll", o.unroll);
+  refuse_stateful(c);
   const int64_t units = c.get<int64_t>("units");
   if (class_name == "LSTM") return LSTM(units, o);
   if (class_name == "GRU") return GRU(units, o);
   return SimpleRNN(units, o);
+}
+
+// SimpleRNNCell / LSTMCell / GRUCell: `kind` is the layer of the same step.
+Layer recurrent_cell(const Json& config, const std::string& kind) {
+  ConfigReader c(config, kind + "Cell");
+  RecurrentOptions o = cell_options(c);
+  const int64_t units = c.get<int64_t>("units");
+  if (kind == "LSTM") return LSTMCell(units, o);
+  if (kind == "GRU") return GRUCell(units, o);
+  return SimpleRNNCell(units, o);
 }
 
 Layer multi_head_attention(const Json& config) {
@@ -377,6 +398,33 @@ Layer bidirectional(const Json& config) {
   return Bidirectional(inner_layer(f, "layer"), o);
 }
 
+}  // namespace
+
+Layer rnn_from_config(const Json& config, const Layer* given_cell) {
+  ConfigReader c(config, "RNN");
+  RNNOptions o;
+  o.name = c.name();
+  o.return_sequences = c.get<bool>("return_sequences", o.return_sequences);
+  o.return_state = c.get<bool>("return_state", o.return_state);
+  o.go_backwards = c.get<bool>("go_backwards", o.go_backwards);
+  o.zero_output_for_mask = c.get<bool>("zero_output_for_mask", o.zero_output_for_mask);
+  o.unroll = c.get<bool>("unroll", o.unroll);
+  refuse_stateful(c);
+  if (given_cell == nullptr && c.at("cell").is_array())
+    c.fail("cell",
+           "is a list of cells (StackedRNNCells); kiln's RNN runs one cell: stack RNN "
+           "layers with return_sequences=True instead");
+  RNN rnn(given_cell != nullptr ? *given_cell : inner_layer(c, "cell"), o);
+  // The RNN computes in its cell's dtype.
+  const DType cell_dtype =
+      static_cast<const RecurrentCellImpl&>(rnn->cell().impl()).loop().options().dtype;
+  if (c.has("dtype") && !c.at("dtype").is_null() && dtype_entry(c) != cell_dtype)
+    c.fail("dtype", "differs from its cell's; give the dtype to the cell (LSTMCell(..., dtype=))");
+  return rnn;
+}
+
+namespace {
+
 Layer input_layer(const Json& config) {
   ConfigReader c(config, "InputLayer");
   Shape batch = shape_entry(c, "batch_shape");
@@ -424,6 +472,10 @@ const std::map<std::string, LayerFactory>& builtin_layer_factories() {
        }},
       {"InputLayer", input_layer},
       {"LSTM", [](const Json& j) { return recurrent(j, "LSTM"); }},
+      {"LSTMCell", [](const Json& j) { return recurrent_cell(j, "LSTM"); }},
+      {"GRUCell", [](const Json& j) { return recurrent_cell(j, "GRU"); }},
+      {"RNN", [](const Json& j) { return rnn_from_config(j); }},
+      {"SimpleRNNCell", [](const Json& j) { return recurrent_cell(j, "SimpleRNN"); }},
       {"LayerNormalization", layer_normalization},
       {"Masking", masking},
       {"MaxPooling1D", [](const Json& j) { return pooling1d(j, "MaxPooling1D"); }},

@@ -16,6 +16,9 @@ namespace kiln::saving_detail {
 const std::map<std::string, LayerFactory>& builtin_layer_factories();
 
 Layer sequential_from_config(const Json& config);
+// layers.RNN from its config; with `given_cell` that cell (Python's RNN(cell) keeps the cell
+// object it is given), else the one config["cell"] describes.
+Layer rnn_from_config(const Json& config, const Layer* given_cell = nullptr);
 Layer functional_from_config(const Json& config);
 
 // An initializer entry: a Keras name ("glorot_uniform") or {"class_name": name, ...}; absent or

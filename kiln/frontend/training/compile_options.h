@@ -159,9 +159,10 @@ struct FitOptions {
   int initial_epoch = 0;
   Arrays sample_weight{};  // per example: one tensor (every output), a list or by output name
   ClassWeight class_weight{};
-  // Dataset input only: batches per epoch (-1: one whole pass per epoch; needed for an endless
-  // Dataset). With it, epochs continue one pass; if the data runs out, training stops with a
-  // warning (Keras 3).
+  // Batches per epoch (-1: one whole pass per epoch; needed for an endless Dataset). With it,
+  // epochs continue one pass (Keras 3). A Dataset that runs out stops training with a warning;
+  // tensors start a new (reshuffled) pass at the next epoch, after a short epoch and a warning
+  // when steps_per_epoch does not divide the batches of a pass.
   int64_t steps_per_epoch = -1;
   int64_t validation_steps = -1;  // batches of a validation Dataset per evaluation (-1: a pass)
   // Data-parallel training over the ranks of kiln::distributed (docs/distributed.md): every

@@ -7,6 +7,7 @@
 // per batch.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "kiln/distributed/distributed.h"
@@ -17,6 +18,7 @@
 #include "kiln/frontend/training/data_parallel.h"
 #include "kiln/frontend/training/fit_loops.h"
 #include "kiln/frontend/training/sample_weights.h"
+#include "kiln/runtime/log.h"
 
 namespace kiln {
 namespace detail {
@@ -91,6 +93,30 @@ Logs run_batches(ModelSteps& s, bool training, const NextBatch& next, Begin&& on
   return logs;
 }
 
+// Which batches of which pass each epoch of an array fit takes (Keras 3's EpochIterator on
+// arrays). Without steps_per_epoch an epoch is pass `epoch`, whole. With it, epochs take
+// steps_per_epoch batches each from a pass that continues across epochs; an epoch that reaches
+// the end of the pass stops there (short, with a warning), and the next epoch starts the next
+// pass. Computed from the epoch number alone, so fit(initial_epoch=e) resumes exactly where
+// an uninterrupted fit would be.
+struct ArrayPasses {
+  int64_t per_pass = 0;          // batches in one pass over the data
+  int64_t steps_per_epoch = -1;  // -1: an epoch is one pass
+  struct Epoch {
+    int64_t pass = 0, first = 0, count = 0;  // batches [first, first + count) of `pass`
+  };
+  Epoch epoch(int epoch) const {
+    if (steps_per_epoch < 1) return {epoch, 0, per_pass};
+    Epoch e;
+    for (int k = 0;; ++k) {
+      e.count = std::min(steps_per_epoch, per_pass - e.first);
+      if (k == epoch) return e;
+      e.first += e.count;
+      if (e.first >= per_pass) ++e.pass, e.first = 0;
+    }
+  }
+};
+
 // All examples as lists in the model's order, with the class weights to apply.
 struct ArrayData {
   ModelSteps::Args lists;
@@ -118,17 +144,35 @@ struct ArrayData {
     if (!cw.empty()) class_weights = cw.for_outputs(s.output_names(lists.ys.size()), caller);
   }
 
-  // Batches of `batch_size`, shuffled per epoch with seed + epoch when `shuffle`.
-  BatchSource batches(int64_t batch_size, bool shuffle, uint64_t seed, std::string caller) const {
+  // Batches of `batch_size`, shuffled per pass with seed + pass when `shuffle`. An epoch is
+  // one pass (pass = epoch), or with `steps_per_epoch` >= 1 that many batches of a pass that
+  // continues across epochs (ArrayPasses).
+  BatchSource batches(int64_t batch_size, bool shuffle, uint64_t seed, std::string caller,
+                      int64_t steps_per_epoch = -1) const {
     BatchSource src;
-    src.steps = int((size + batch_size - 1) / batch_size);
-    src.epoch = [this, batch_size, shuffle, seed, caller](int epoch) -> NextBatch {
+    const int64_t per_pass = (size + batch_size - 1) / batch_size;
+    src.steps = int(steps_per_epoch >= 1 ? steps_per_epoch : per_pass);
+    const ArrayPasses passes{per_pass, steps_per_epoch};
+    src.epoch = [this, batch_size, shuffle, seed, caller, passes](int epoch) -> NextBatch {
+      const ArrayPasses::Epoch e = passes.epoch(epoch);
       auto order = std::make_shared<std::vector<std::vector<int64_t>>>(
-          data::batch_indices(size, batch_size, shuffle, seed + uint64_t(epoch)));
-      auto i = std::make_shared<size_t>(0);
-      return [this, order, i, caller]() -> std::optional<ModelSteps::Args> {
-        if (*i >= order->size()) return std::nullopt;
-        return batch((*order)[(*i)++], caller);
+          data::batch_indices(size, batch_size, shuffle, seed + uint64_t(e.pass)));
+      auto i = std::make_shared<int64_t>(e.first);
+      const int64_t end = e.first + e.count;
+      return [this, order, i, end, e, epoch, passes, caller]() -> std::optional<ModelSteps::Args> {
+        if (*i >= end) {
+          if (e.count < passes.steps_per_epoch && *i == end) {
+            log_warning(fmt::format(
+                "{}: the data ran out after {} of steps_per_epoch={} batches of epoch {} ({} "
+                "batches per pass); the epoch ends early and the next one starts a new pass, as "
+                "in Keras 3. Give steps_per_epoch dividing the {} batches to avoid short epochs",
+                caller, e.count, passes.steps_per_epoch, epoch + 1, passes.per_pass,
+                passes.per_pass));
+            ++*i;  // warn once
+          }
+          return std::nullopt;
+        }
+        return batch((*order)[size_t((*i)++)], caller);
       };
     };
     return src;
@@ -325,7 +369,10 @@ std::shared_ptr<History> ModelImpl::fit(const Arrays& x_all, const Arrays& y_all
   if (o.epochs < 1 || o.batch_size < 1)
     throw Error(fmt::format("fit: epochs ({}) and batch_size ({}) must be at least 1", o.epochs,
                             o.batch_size));
-  detail::require_arrays_options(o.steps_per_epoch, "steps_per_epoch", "fit");
+  if (o.steps_per_epoch < -1 || o.steps_per_epoch == 0)
+    throw Error(fmt::format(
+        "fit: steps_per_epoch must be at least 1 (or -1 for one pass per epoch), got {}",
+        o.steps_per_epoch));
   detail::require_arrays_options(o.validation_steps, "validation_steps", "fit");
   Arrays x = x_all, y = y_all, w = o.sample_weight;
   std::optional<ValidationData> val = o.validation_data;
@@ -351,8 +398,9 @@ std::shared_ptr<History> ModelImpl::fit(const Arrays& x_all, const Arrays& y_all
   }
   detail::ArrayData data(s, x, y, w, o.class_weight, "fit");
   std::function<Logs()> validate = detail::validation(*this, s, val, o);
-  return detail::fit_loop(*this, s, data.batches(o.batch_size, o.shuffle, o.seed, "fit"), validate,
-                          o);
+  return detail::fit_loop(*this, s,
+                          data.batches(o.batch_size, o.shuffle, o.seed, "fit", o.steps_per_epoch),
+                          validate, o);
 }
 
 Logs ModelImpl::evaluate(const Arrays& x, const Arrays& y, EvaluateOptions o) {

@@ -4,8 +4,10 @@
   of the enclosing layer call (False at the top), as in Keras; an explicit ``mask`` (a boolean
   tensor, or a list with one per input) is the inputs' mask for this call, and the outputs
   carry the mask the layer propagates in ``._keras_mask``;
-- SimpleRNN, LSTM, GRU, Bidirectional: ``initial_state=[h]`` / ``[h, c]`` (also the second
-  positional argument);
+- SimpleRNN, LSTM, GRU, Bidirectional, RNN: ``initial_state=[h]`` / ``[h, c]`` (also the
+  second positional argument);
+- SimpleRNNCell, LSTMCell, GRUCell: ``cell(inputs, states, training=None)`` gives
+  ``(output, new_states)``;
 - MultiHeadAttention: ``(query, value, key=None, query_mask=None, value_mask=None,
   key_mask=None, attention_mask=None, return_attention_scores=None, training=None,
   use_causal_mask=None)``; the output, or ``(output, scores)`` with return_attention_scores
@@ -18,7 +20,8 @@ import inspect
 
 from .. import _kiln
 
-_RECURRENT = ("SimpleRNN", "LSTM", "GRU", "Bidirectional")
+_RECURRENT = ("SimpleRNN", "LSTM", "GRU", "Bidirectional", "RNN")
+_CELLS = ("SimpleRNNCell", "LSTMCell", "GRUCell")
 # The training flag of the layer calls in progress (innermost last).
 _TRAINING = []
 _PARAMS = {}
@@ -78,6 +81,8 @@ def call(layer, args, kwargs):
     inputs, rest = args[0], list(args[1:])
     training = kwargs.pop("training", None)
     mask = kwargs.pop("mask", None)
+    if name in _CELLS:
+        return _call_cell(layer, inputs, rest, kwargs, training, mask)
     if name in _RECURRENT:
         initial_state = kwargs.pop("initial_state", None)
         if rest and initial_state is None:
@@ -104,6 +109,23 @@ def call(layer, args, kwargs):
         if kwargs:
             _unexpected(layer, kwargs, "(inputs, training=None, mask=None)")
     return _kiln._layer_invoke(layer, inputs, mask, _training(training))
+
+
+def _call_cell(layer, inputs, rest, kwargs, training, mask):
+    """Keras' cell call: ``cell(inputs, states, training=None)`` -> ``(output, new_states)``,
+    the new states a list when `states` is one (LSTMCell's always is: [h, c])."""
+    states = kwargs.pop("states", None)
+    if rest and states is None:
+        states = rest.pop(0)
+    if rest or kwargs or mask is not None or states is None:
+        _unexpected(layer, list(kwargs) + [f"positional {len(rest)}"] * bool(rest)
+                    + ["mask"] * (mask is not None) + ["(no states)"] * (states is None),
+                    "(inputs, states, training=None)")
+    nested = isinstance(states, (list, tuple))
+    outs = _kiln._layer_invoke(layer, [inputs] + (list(states) if nested else [states]), None,
+                               _training(training))
+    new_states = list(outs[1:])
+    return outs[0], (new_states if nested or len(new_states) > 1 else new_states[0])
 
 
 def _base_call():

@@ -35,6 +35,9 @@ _RNN_REGULARIZERS = ("kernel_regularizer", "recurrent_regularizer", "bias_regula
                      "bias_constraint", "dropout", "recurrent_dropout")
 _RNN_FLAGS = ("return_sequences", "return_state", "go_backwards", "stateful", "unroll")
 _GLOBAL_POOLING = ("data_format", "keepdims")
+_CELL_WEIGHTS = ("kernel_regularizer", "recurrent_regularizer", "bias_regularizer",
+                 "kernel_constraint", "recurrent_constraint", "bias_constraint", "dropout",
+                 "recurrent_dropout")
 _POSITIONAL = {
     "Activation": ("activation",),
     "AveragePooling1D": _POOLING,
@@ -68,6 +71,13 @@ _POSITIONAL = {
                            "gamma_regularizer", "beta_constraint", "gamma_constraint"),
     "LSTM": ("units", "activation", "recurrent_activation", "use_bias") + _RNN_WEIGHTS
     + ("unit_forget_bias",) + _RNN_REGULARIZERS + ("seed",) + _RNN_FLAGS + ("use_cudnn",),
+    "LSTMCell": ("units", "activation", "recurrent_activation", "use_bias") + _RNN_WEIGHTS
+    + ("unit_forget_bias",) + _CELL_WEIGHTS + ("seed",),
+    "GRUCell": ("units", "activation", "recurrent_activation", "use_bias") + _RNN_WEIGHTS
+    + _CELL_WEIGHTS + ("reset_after", "seed"),
+    "SimpleRNNCell": ("units", "activation", "use_bias") + _RNN_WEIGHTS + _CELL_WEIGHTS
+    + ("seed",),
+    "RNN": ("cell",) + _RNN_FLAGS + ("zero_output_for_mask",),
     "Masking": ("mask_value",),
     "MaxPooling1D": _POOLING,
     "MaxPooling2D": _POOLING,
@@ -166,9 +176,20 @@ def _make_builtin(class_name):
                     f"layers take activations, initializers and regularizers by name (e.g. "
                     f"activation=\"relu\", kernel_initializer=\"glorot_uniform\"); for your own "
                     f"function write a Python layer (subclass kiln.keras.layers.Layer)")
+        cell = config.pop("cell", None) if class_name == "RNN" else None
+        if isinstance(cell, (list, tuple)):
+            raise _kiln.Error(
+                "RNN(): argument cell is a list of cells (Keras' StackedRNNCells); kiln's RNN "
+                "runs one cell: stack RNN layers with return_sequences=True instead")
         try:
-            layer = _kiln._layer_from_config(
-                class_name, {k: _config_value(v) for k, v in config.items()})
+            if isinstance(cell, _kiln._Layer):  # Keras keeps the cell object: rnn.cell is cell
+                layer = _kiln._rnn_with_cell(
+                    cell, {k: _config_value(v) for k, v in config.items()})
+            else:
+                if cell is not None:
+                    config["cell"] = cell
+                layer = _kiln._layer_from_config(
+                    class_name, {k: _config_value(v) for k, v in config.items()})
         except _kiln.Error as e:
             # An argument the layer does not have (kiln::layer_from_config refuses it rather
             # than drop it): Python's usual TypeError for an unexpected keyword.
@@ -176,6 +197,8 @@ def _make_builtin(class_name):
                 raise TypeError(f"{class_name}() got an unexpected keyword argument: {e}") from e
             raise
         known = set(layer._base_get_config()) | _ALWAYS_ACCEPTED
+        if cell is not None:
+            config["cell"] = cell
         unknown = sorted(set(config) - known)
         if unknown:
             raise TypeError(f"{class_name}() got unexpected keyword argument(s) {unknown}; it "
@@ -214,6 +237,28 @@ for _name in _kiln._builtin_layer_classes():
         continue  # kiln.keras.Sequential / kiln.keras.Model
     globals()[_name] = _base.register_class(_make_builtin(_name))
     __all__.append(_name)
+del _name
+
+
+def _cell_state_size(self):
+    """Keras: [units, units] for an LSTMCell, units for the others."""
+    units = self._base_get_config()["units"]
+    return [units, units] if self.class_name == "LSTMCell" else units
+
+
+def _cell_output_size(self):
+    return self._base_get_config()["units"]
+
+
+def _rnn_cell(self):
+    """The cell this RNN runs (the object it was given)."""
+    return _base.wrap(_kiln._rnn_cell(self))
+
+
+for _name in ("LSTMCell", "GRUCell", "SimpleRNNCell"):
+    globals()[_name].state_size = property(_cell_state_size)
+    globals()[_name].output_size = property(_cell_output_size)
+RNN.cell = property(_rnn_cell)  # noqa: F821  (generated above)
 del _name
 
 

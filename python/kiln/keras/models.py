@@ -34,15 +34,17 @@ class ModelMixin(_base.LayerMixin):
 
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
             validation_split=0.0, validation_data=None, shuffle=True, class_weight=None,
-            sample_weight=None, initial_epoch=0, seed=0):
+            sample_weight=None, initial_epoch=0, steps_per_epoch=None, seed=0):
         """Keras' fit on numpy arrays (or kiln Tensors); returns a History whose .history maps
-        each log ("loss", "accuracy", "val_loss", ...) to its per-epoch values."""
+        each log ("loss", "accuracy", "val_loss", ...) to its per-epoch values.
+        steps_per_epoch: batches per epoch, taken from a pass over the data that continues
+        across epochs (Keras 3); without batch_size they make one pass."""
         history = _kiln._Model.fit(
-            self, x, y, batch_size=32 if batch_size is None else batch_size, epochs=epochs,
+            self, x, y, batch_size=batch_size, epochs=epochs,
             verbose=1 if verbose == "auto" else verbose, callbacks=callbacks,
             validation_split=validation_split, validation_data=validation_data,
             shuffle=shuffle, sample_weight=sample_weight, class_weight=class_weight,
-            initial_epoch=initial_epoch, seed=seed)
+            initial_epoch=initial_epoch, seed=seed, steps_per_epoch=steps_per_epoch)
         return history
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None,
