@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "kiln/frontend/io/file_util.h"
 #include "kiln/frontend/io/hdf5_file.h"
 #include "kiln/frontend/io/zip_archive.h"
 #include "kiln/kiln.h"
@@ -58,6 +59,14 @@ std::vector<Tensor> fixture_inputs(const Fixture& f) {
 
 std::vector<float> as_floats(const Tensor& t) { return cast(t, DType::f32).to_vector<float>(); }
 
+// The weights bit for bit (seed-generator states are not in Keras' files: Keras leaves them out).
+void expect_same_weights(const Model& a, const Model& b) {
+  auto wa = a->weights(), wb = b->weights();
+  ASSERT_EQ(wa.size(), wb.size());
+  for (size_t i = 0; i < wa.size(); ++i)
+    test::expect_bitwise_equal(wa[i].value(), wb[i].value(), wa[i].name());
+}
+
 class KerasFixture : public ::testing::TestWithParam<Fixture> {};
 
 TEST_P(KerasFixture, LoadsAndPredictsWhatKerasPredicted) {
@@ -69,11 +78,11 @@ TEST_P(KerasFixture, LoadsAndPredictsWhatKerasPredicted) {
   std::vector<float> g = as_floats(got), e = as_floats(expected);
   double magnitude = 1;
   for (float v : e) magnitude = std::max(magnitude, double(std::fabs(v)));
-  const double bound =
-      2 * double(std::numeric_limits<float>::epsilon()) * f.chain * magnitude;
+  const double bound = 2 * double(std::numeric_limits<float>::epsilon()) * f.chain * magnitude;
   double worst = 0;
   for (size_t i = 0; i < g.size(); ++i) worst = std::max(worst, std::fabs(double(g[i]) - e[i]));
   EXPECT_LE(worst, bound) << f.name << ": worst difference " << worst;
+  RecordProperty("worst_difference", fmt::format("{:.3g} (bound {:.3g})", worst, bound));
   // Compiled with the saved configuration, the optimizer after Keras' one training step.
   ASSERT_TRUE(model->compiled());
   EXPECT_EQ(model->compile_options().optimizer->iterations(), 1);
@@ -87,7 +96,7 @@ TEST_P(KerasFixture, SavedByKilnReloadsBitForBit) {
   const std::string path = dir.path("again.keras");
   model->save(path);
   Model again = load_model(path);
-  test::expect_same_variables(model, again);
+  expect_same_weights(model, again);
   const auto& a = model->compile_options().optimizer->slots();
   const auto& b = again->compile_options().optimizer->slots();
   ASSERT_EQ(a.size(), b.size());
@@ -103,11 +112,11 @@ INSTANTIATE_TEST_SUITE_P(KerasFiles, KerasFixture, ::testing::ValuesIn(kFixtures
 
 TEST(KerasFile, ModelBuiltInKilnRoundTripsAndKeepsTraining) {
   set_random_seed(3);
-  Model model = Sequential({Input({4}), Dense(6, {.activation = "relu"}),
-                            BatchNormalization(), Dense(2)});
+  Model model =
+      Sequential({Dense(6, {.activation = "relu"}), BatchNormalization(), Dense(2)}, Shape{4});
   model->compile({.optimizer = Adam({.learning_rate = 0.01, .amsgrad = true}),
                   .loss = losses::sparse_categorical_crossentropy(true)});
-  Tensor x = random_normal({16, 4}, 0, 1, 7);
+  Tensor x = random_normal({16, 4}, 7);
   Tensor y = cast(greater(sum(x, {1}), zeros({16})), DType::i64);
   model->fit(x, y, {.batch_size = 8, .epochs = 1, .verbose = 0});
   test::TempDir dir;
@@ -177,8 +186,8 @@ TEST(KerasFileErrors, EachNamesWhatIsWrong) {
   io::write_file_atomically(dir.path("crc.keras"), flipped);
   EXPECT_THAT(error_of(dir.path("crc.keras")), ::testing::HasSubstr("damaged"));
 
-  auto no_weights = rewritten(dir, "no_weights.keras",
-                              [](auto& e) { e.erase("model.weights.h5"); });
+  auto no_weights =
+      rewritten(dir, "no_weights.keras", [](auto& e) { e.erase("model.weights.h5"); });
   EXPECT_THAT(error_of(no_weights), ::testing::HasSubstr("has no \"model.weights.h5\""));
 
   auto bad_h5 = rewritten(dir, "bad_h5.keras",
@@ -249,11 +258,10 @@ TEST(KerasFileErrors, EachNamesWhatIsWrong) {
                                  w.dataset("layers/dense_1/vars/2", zeros({4}));
                                })),
               ::testing::HasSubstr("layers/dense_1/vars/2"));
-  EXPECT_THAT(error_of(weights("shape.keras",
-                               [](io::Hdf5Writer& w) {
-                                 w.dataset("layers/dense_1/vars/1", zeros({5}));
-                               })),
-              ::testing::HasSubstr("\"layers/dense_1/vars/1\" is f32[5]"));
+  EXPECT_THAT(
+      error_of(weights("shape.keras",
+                       [](io::Hdf5Writer& w) { w.dataset("layers/dense_1/vars/1", zeros({5})); })),
+      ::testing::HasSubstr("\"layers/dense_1/vars/1\" is f32[5]"));
   EXPECT_THAT(error_of(weights("dtype.keras",
                                [](io::Hdf5Writer& w) {
                                  w.dataset("layers/dense_1/vars/1", zeros({4}, DType::f64));

@@ -51,12 +51,18 @@ struct Handle {
 
 hid_t memory_type(DType t) {
   switch (t) {
-    case DType::f32: return H5T_NATIVE_FLOAT;
-    case DType::f64: return H5T_NATIVE_DOUBLE;
-    case DType::i32: return H5T_NATIVE_INT32;
-    case DType::i64: return H5T_NATIVE_INT64;
-    case DType::u8: return H5T_NATIVE_UINT8;
-    case DType::b8: break;
+    case DType::f32:
+      return H5T_NATIVE_FLOAT;
+    case DType::f64:
+      return H5T_NATIVE_DOUBLE;
+    case DType::i32:
+      return H5T_NATIVE_INT32;
+    case DType::i64:
+      return H5T_NATIVE_INT64;
+    case DType::u8:
+      return H5T_NATIVE_UINT8;
+    case DType::b8:
+      break;
   }
   return -1;
 }
@@ -79,7 +85,7 @@ bool stored_dtype(hid_t type, DType& out, std::string& described) {
     described = fmt::format("a {}-bit {} integer", size * 8, is_signed ? "signed" : "unsigned");
     return false;
   }
-  static const char* names[] = {"integer", "float",    "time", "string", "bitfield", "opaque",
+  static const char* names[] = {"integer",  "float",     "time", "string", "bitfield", "opaque",
                                 "compound", "reference", "enum", "vlen",   "array"};
   described = cls >= 0 && size_t(cls) < std::size(names) ? names[cls] : "unknown";
   described += " (HDF5 type class)";
@@ -116,6 +122,7 @@ Hdf5Reader::~Hdf5Reader() {
 }
 
 Hdf5Reader::Kind Hdf5Reader::kind(const std::string& path) const {
+  if (path == "/") return Kind::group;
   std::lock_guard lock(hdf5_mutex());
   quiet();
   // Each prefix must exist before the next is asked for (H5Lexists' rule).
@@ -151,11 +158,11 @@ std::vector<std::string> Hdf5Reader::children(const std::string& path) const {
     throw Error(fmt::format("\"{}\": cannot read group \"{}\": {}", what_, path, hdf5_error()));
   std::vector<std::string> names;
   for (hsize_t i = 0; i < info.nlinks; ++i) {
-    ssize_t n = H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0,
-                                   H5P_DEFAULT);
+    ssize_t n =
+        H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
     if (n < 0 || n > 65535)
-      throw Error(fmt::format("\"{}\": cannot read the members of \"{}\": {}", what_, path,
-                              hdf5_error()));
+      throw Error(
+          fmt::format("\"{}\": cannot read the members of \"{}\": {}", what_, path, hdf5_error()));
     std::string name(size_t(n) + 1, '\0');
     H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(), name.size(),
                        H5P_DEFAULT);
@@ -175,14 +182,12 @@ Tensor Hdf5Reader::read(const std::string& path) const {
   if (dset < 0) throw Error(fmt::format("{} cannot be opened: {}", where, hdf5_error()));
   Handle type(H5Dget_type(dset), H5Tclose);
   Handle space(H5Dget_space(dset), H5Sclose);
-  if (type < 0 || space < 0)
-    throw Error(fmt::format("{} cannot be read: {}", where, hdf5_error()));
+  if (type < 0 || space < 0) throw Error(fmt::format("{} cannot be read: {}", where, hdf5_error()));
   DType dtype = DType::f32;
   std::string described;
   if (!stored_dtype(type, dtype, described))
-    throw Error(fmt::format(
-        "{} holds {}; kiln reads float32, float64, int32, int64 and uint8 data", where,
-        described));
+    throw Error(fmt::format("{} holds {}; kiln reads float32, float64, int32, int64 and uint8 data",
+                            where, described));
   const H5S_class_t space_class = H5Sget_simple_extent_type(space);
   if (space_class != H5S_SCALAR && space_class != H5S_SIMPLE)
     throw Error(fmt::format("{} has no data (an HDF5 null dataspace)", where));
@@ -201,9 +206,10 @@ Tensor Hdf5Reader::read(const std::string& path) const {
   Handle plist(H5Dget_create_plist(dset), H5Pclose);
   const bool contiguous = plist >= 0 && H5Pget_layout(plist) != H5D_CHUNKED;
   if (bytes > (contiguous ? image_size_ : image_size_ * 1100 + 4096))
-    throw Error(fmt::format("{} declares {} bytes of data, more than the {}-byte file can hold; "
-                            "the file is damaged",
-                            where, bytes, image_size_));
+    throw Error(
+        fmt::format("{} declares {} bytes of data, more than the {}-byte file can hold; "
+                    "the file is damaged",
+                    where, bytes, image_size_));
   runtime::Array a = runtime::Array::empty(dtype, Shape(shape));
   if (bytes > 0 && H5Dread(dset, memory_type(dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, a.raw()) < 0)
     throw Error(fmt::format("{} cannot be read: {}", where, hdf5_error()));
@@ -275,8 +281,7 @@ void Hdf5Writer::group(const std::string& path, const std::string& name) {
     std::string prefix = path.substr(0, slash);
     if (H5Lexists(file_, prefix.c_str(), H5P_DEFAULT) <= 0) {
       H5Eclear2(H5E_DEFAULT);
-      Handle g(H5Gcreate2(file_, prefix.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-               H5Gclose);
+      Handle g(H5Gcreate2(file_, prefix.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
       if (g < 0)
         throw Error(fmt::format("HDF5: cannot create group \"{}\": {}", prefix, hdf5_error()));
     }

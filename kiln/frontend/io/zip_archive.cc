@@ -95,8 +95,8 @@ std::string ZipReader::read(const std::string& name) const {
         "\"{}\": entry \"{}\" uses zip compression method {}; kiln reads stored and deflated "
         "entries",
         what_, name, st.comp_method));
-  const uint64_t limit = std::min<uint64_t>(
-      kMaxZipEntryBytes, std::max<uint64_t>(st.comp_size, 1) * kMaxExpansion);
+  const uint64_t limit =
+      std::min<uint64_t>(kMaxZipEntryBytes, std::max<uint64_t>(st.comp_size, 1) * kMaxExpansion);
   if (st.size > limit || st.comp_size > bytes_.size())
     throw Error(fmt::format(
         "\"{}\": entry \"{}\" claims {} bytes ({} compressed, archive {} bytes), more than it "
@@ -119,12 +119,11 @@ std::string ZipReader::read(const std::string& name) const {
   // Reading once more at the end makes libzip check the CRC.
   char extra;
   if (got != st.size || zip_fread(f.get(), &extra, 1) != 0)
-    throw Error(fmt::format("\"{}\": entry \"{}\" is damaged: {} of {} bytes readable ({})",
-                            what_, name, got, st.size, zip_file_strerror(f.get())));
+    throw Error(fmt::format("\"{}\": entry \"{}\" is damaged: {} of {} bytes readable ({})", what_,
+                            name, got, st.size, zip_file_strerror(f.get())));
   int rc = zip_fclose(f.release());
   if (rc != 0)
-    throw Error(
-        fmt::format("\"{}\": entry \"{}\" is damaged: {}", what_, name, code_text(rc)));
+    throw Error(fmt::format("\"{}\": entry \"{}\" is damaged: {}", what_, name, code_text(rc)));
   return out;
 }
 

@@ -37,8 +37,7 @@ Json endpoint_list(const Json& j) {
 
 Json convert_functional(const Json& config, const CustomObjects& custom, const std::string& where) {
   Json out = config;
-  if (!out.contains("layers") || !out["layers"].is_array())
-    refuse(where, "has no \"layers\" list");
+  if (!out.contains("layers") || !out["layers"].is_array()) refuse(where, "has no \"layers\" list");
   for (size_t i = 0; i < out["layers"].size(); ++i) {
     Json& layer = out["layers"][i];
     const std::string lw = fmt::format("{}.layers[{}]", where, i);
@@ -71,8 +70,9 @@ Json convert_functional(const Json& config, const CustomObjects& custom, const s
 Json kiln_layer_spec_from_keras(const Json& spec, const CustomObjects& custom) {
   if (!spec.is_object() || !spec.contains("class_name") || !spec["class_name"].is_string() ||
       !spec.contains("config") || !spec["config"].is_object())
-    throw Error(fmt::format(
-        "a layer should be {{\"class_name\": ..., \"config\": {{...}}}}; got {:.200}", spec.dump()));
+    throw Error(
+        fmt::format("a layer should be {{\"class_name\": ..., \"config\": {{...}}}}; got {:.200}",
+                    spec.dump()));
   const std::string cls = spec["class_name"].get<std::string>();
   const std::string name = spec["config"].value("name", std::string("?"));
   const std::string where = fmt::format("layer \"{}\" ({})", name, cls);
@@ -94,6 +94,16 @@ Json kiln_layer_spec_from_keras(const Json& spec, const CustomObjects& custom) {
     return out;
   }
   Json& c = out["config"];
+  // Keras' initializer objects ({"class_name": "GlorotUniform", "config": {"seed": ...}}) by the
+  // names kiln's initializer entries read ("glorot_uniform"); their arguments only shape the
+  // values a variable starts from, which the weights file replaces.
+  for (auto& [key, value] : c.items()) {
+    const bool initializer =
+        key.size() >= 11 && key.compare(key.size() - 11, 11, "initializer") == 0;
+    if (initializer && value.is_object() && value.contains("class_name") &&
+        value["class_name"].is_string())
+      value = keras_snake_case(value["class_name"].get<std::string>());
+  }
   if (cls == "Sequential") {
     if (!c.contains("layers") || !c["layers"].is_array()) refuse(where, "has no \"layers\" list");
     for (size_t i = 0; i < c["layers"].size(); ++i) {
@@ -114,7 +124,8 @@ Json kiln_layer_spec_from_keras(const Json& spec, const CustomObjects& custom) {
     if (c.contains("use_gate") && c["use_gate"] == false) c.erase("use_gate");
   } else if (cls == "Bidirectional" || cls == "TimeDistributed") {
     for (const char* key : {"layer", "backward_layer"})
-      if (c.contains(key) && c[key].is_object()) c[key] = kiln_layer_spec_from_keras(c[key], custom);
+      if (c.contains(key) && c[key].is_object())
+        c[key] = kiln_layer_spec_from_keras(c[key], custom);
   }
   return out;
 }
@@ -142,8 +153,8 @@ Json keras_layer_spec_from_kiln(const Json& spec) {
     for (Json& l : c["layers"]) l = keras_layer_spec_from_kiln(l);
   } else if (cls == "Functional" && c.contains("layers") && c["layers"].is_array()) {
     for (Json& l : c["layers"]) {
-      Json converted = keras_layer_spec_from_kiln(Json{{"class_name", l["class_name"]},
-                                                       {"config", l["config"]}});
+      Json converted = keras_layer_spec_from_kiln(
+          Json{{"class_name", l["class_name"]}, {"config", l["config"]}});
       l["config"] = converted["config"];
       l["module"] = converted["module"];
       l["registered_name"] = converted["registered_name"];
@@ -176,7 +187,8 @@ constexpr KerasLoss kLosses[] = {
 Json loss_from_keras(const Json& j, const std::string& where) {
   if (j.is_null() || j.is_string()) return j;
   if (!j.is_object() || !j.contains("class_name") || !j["class_name"].is_string())
-    refuse(where, fmt::format("should be a loss name or a Keras loss object, got {:.200}", j.dump()));
+    refuse(where,
+           fmt::format("should be a loss name or a Keras loss object, got {:.200}", j.dump()));
   if (!keras_module(j))
     refuse(where, fmt::format("is a custom loss ({:.200}); load the model with compile = false and "
                               "compile it with your loss",

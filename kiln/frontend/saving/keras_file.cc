@@ -35,8 +35,8 @@ Json parse_entry(const io::ZipReader& zip, const std::string& entry) {
   try {
     return Json::parse(text);
   } catch (const Json::parse_error& e) {
-    throw Error(fmt::format("\"{}\": entry \"{}\" is not valid JSON ({})", zip.what(), entry,
-                            e.what()));
+    throw Error(
+        fmt::format("\"{}\": entry \"{}\" is not valid JSON ({})", zip.what(), entry, e.what()));
   }
 }
 
@@ -55,10 +55,15 @@ void datasets_under(const io::Hdf5Reader& h5, const std::string& group,
   for (const std::string& child : h5.children(group)) {
     const std::string path = group + "/" + child;
     switch (h5.kind(path)) {
-      case io::Hdf5Reader::Kind::group: datasets_under(h5, path, out); break;
-      case io::Hdf5Reader::Kind::dataset: out.push_back(path); break;
+      case io::Hdf5Reader::Kind::group:
+        datasets_under(h5, path, out);
+        break;
+      case io::Hdf5Reader::Kind::dataset:
+        out.push_back(path);
+        break;
       default:
-        throw Error(fmt::format("\"{}\": \"{}\" is neither a group nor a dataset", h5.what(), path));
+        throw Error(
+            fmt::format("\"{}\": \"{}\" is neither a group nor a dataset", h5.what(), path));
     }
   }
 }
@@ -125,9 +130,10 @@ void load_optimizer_variables(OptimizerImpl& opt, const io::Hdf5Reader& h5,
   const size_t n = names.size();
   for (size_t i = 0; i < n; ++i)
     if (h5.kind(fmt::format("optimizer/vars/{}", i)) != io::Hdf5Reader::Kind::dataset)
-      throw Error(fmt::format("\"{}\": \"optimizer/vars\" should hold datasets 0 to {}, but has "
-                              "no \"{}\" (it holds: {})",
-                              file, n - 1, i, fmt::join(names, ", ")));
+      throw Error(
+          fmt::format("\"{}\": \"optimizer/vars\" should hold datasets 0 to {}, but has "
+                      "no \"{}\" (it holds: {})",
+                      file, n - 1, i, fmt::join(names, ", ")));
   // An optimizer Keras never built (no training step) holds its scalars only.
   size_t scalars = 0;
   while (scalars < layout.size() && layout[scalars].kind != KerasOptimizerEntry::Kind::slot)
@@ -155,10 +161,10 @@ void load_optimizer_variables(OptimizerImpl& opt, const io::Hdf5Reader& h5,
                          : e.kind == KerasOptimizerEntry::Kind::iterations
                              ? opt.variables().front().value()
                              : opt.hyperparameters().front().value();
-    const bool scalar_ok = e.kind != KerasOptimizerEntry::Kind::slot && t.shape().rank() == 0 &&
-                           (e.kind == KerasOptimizerEntry::Kind::iterations
-                                ? is_integer(t.dtype())
-                                : is_floating(t.dtype()));
+    const bool scalar_ok =
+        e.kind != KerasOptimizerEntry::Kind::slot && t.shape().rank() == 0 &&
+        (e.kind == KerasOptimizerEntry::Kind::iterations ? is_integer(t.dtype())
+                                                         : is_floating(t.dtype()));
     if (!scalar_ok && !(t.type() == like.type()))
       throw Error(fmt::format("\"{}\": dataset \"{}\" ({}) is {}, but kiln's is {}", file, path,
                               e.describe(), type_text(t), like.type().to_string()));
@@ -205,8 +211,8 @@ void build_from_keras_config(ModelImpl& model, const Json& build, const std::str
     }
     model.invoke(inputs, false);
   } catch (const Error& e) {
-    throw Error(fmt::format("{}: the model could not be built from \"build_config\": {}", where,
-                            e.what()));
+    throw Error(
+        fmt::format("{}: the model could not be built from \"build_config\": {}", where, e.what()));
   }
 }
 
@@ -269,9 +275,10 @@ Model load_keras_file(const std::string& path, const LoadOptions& options) {
   if (!std::filesystem::exists(path, ec))
     throw Error(fmt::format("load_model: \"{}\" does not exist", path));
   if (!std::filesystem::is_regular_file(path, ec))
-    throw Error(fmt::format("load_model: \"{}\" is not a file; a .keras file is the zip archive "
-                            "Keras' model.save writes",
-                            path));
+    throw Error(
+        fmt::format("load_model: \"{}\" is not a file; a .keras file is the zip archive "
+                    "Keras' model.save writes",
+                    path));
   io::ZipReader zip(io::read_file(path), path);
   for (const std::string& name : zip.names())
     if (name != kKerasMetadata && name != kKerasConfig && name != kKerasWeights)
@@ -282,9 +289,10 @@ Model load_keras_file(const std::string& path, const LoadOptions& options) {
           path, name));
   for (const char* needed : {kKerasConfig, kKerasWeights})
     if (!zip.contains(needed))
-      throw Error(fmt::format("\"{}\" has no \"{}\"; it is not a complete .keras file (it holds: "
-                              "{})",
-                              path, needed, fmt::join(zip.names(), ", ")));
+      throw Error(
+          fmt::format("\"{}\" has no \"{}\"; it is not a complete .keras file (it holds: "
+                      "{})",
+                      path, needed, fmt::join(zip.names(), ", ")));
   const std::string config_where = fmt::format("\"{}\": {}", path, kKerasConfig);
   const Json keras_config = parse_entry(zip, kKerasConfig);
   Layer layer;
@@ -297,16 +305,16 @@ Model load_keras_file(const std::string& path, const LoadOptions& options) {
   }
   auto* impl = dynamic_cast<ModelImpl*>(layer.ptr().get());
   if (!impl)
-    throw Error(fmt::format("{}: class \"{}\" is a layer, not a model", config_where,
-                            layer->class_name()));
+    throw Error(
+        fmt::format("{}: class \"{}\" is a layer, not a model", config_where, layer->class_name()));
   Model model(std::static_pointer_cast<ModelImpl>(layer.ptr()));
   build_from_keras_config(*impl, keras_config.value("build_config", Json(nullptr)), config_where);
 
   io::Hdf5Reader h5(zip.read(kKerasWeights), path + "/" + kKerasWeights);
   for (const std::string& top : h5.children("/"))
     if (top != "layers" && top != "vars" && top != "optimizer")
-      throw Error(fmt::format("\"{}\": group \"{}\" is not one kiln reads (layers, vars, optimizer)",
-                              h5.what(), top));
+      throw Error(fmt::format(
+          "\"{}\": group \"{}\" is not one kiln reads (layers, vars, optimizer)", h5.what(), top));
   const KerasWeightLayout layout = keras_weight_layout(*impl);
   load_weights(*impl, h5, layout);
 
@@ -319,7 +327,8 @@ Model load_keras_file(const std::string& path, const LoadOptions& options) {
     }
     if (h5.kind("optimizer/vars") == io::Hdf5Reader::Kind::group) {
       OptimizerImpl& opt = impl->compile_options().optimizer.impl();
-      load_optimizer_variables(opt, h5, keras_optimizer_layout(opt, trainable_variables(*impl, layout)));
+      load_optimizer_variables(opt, h5,
+                               keras_optimizer_layout(opt, trainable_variables(*impl, layout)));
     }
   }
   return model;
@@ -330,13 +339,15 @@ void save_keras_file(const Model& model, const std::string& path, const SaveOpti
   std::error_code ec;
   if (std::filesystem::exists(std::filesystem::symlink_status(path, ec))) {
     if (!std::filesystem::is_regular_file(path, ec))
-      throw Error(fmt::format("save_model: \"{}\" exists and is not a file; kiln does not replace "
-                              "it: choose another path or remove it",
-                              path));
+      throw Error(
+          fmt::format("save_model: \"{}\" exists and is not a file; kiln does not replace "
+                      "it: choose another path or remove it",
+                      path));
     if (!options.overwrite)
-      throw Error(fmt::format("save_model: \"{}\" exists and overwrite is off; choose another path "
-                              "or save with overwrite = true",
-                              path));
+      throw Error(
+          fmt::format("save_model: \"{}\" exists and overwrite is off; choose another path "
+                      "or save with overwrite = true",
+                      path));
   }
   Json config = keras_layer_spec_from_kiln(serialize_layer(model));
   config["build_config"] = keras_build_config(m);

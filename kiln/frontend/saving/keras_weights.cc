@@ -139,9 +139,12 @@ KerasWeightLayout keras_weight_layout(const ModelImpl& model) {
 
 std::string KerasOptimizerEntry::describe() const {
   switch (kind) {
-    case Kind::iterations: return "iterations";
-    case Kind::learning_rate: return "learning_rate";
-    case Kind::slot: break;
+    case Kind::iterations:
+      return "iterations";
+    case Kind::learning_rate:
+      return "learning_rate";
+    case Kind::slot:
+      break;
   }
   return fmt::format("{} of {}", slot, owner.name());
 }
