@@ -15,6 +15,9 @@ namespace {
   throw Error(fmt::format("{} {}", where, what));
 }
 
+const std::set<std::string> kMergeLayers = {"Add",     "Subtract", "Multiply",    "Average",
+                                            "Maximum", "Minimum",  "Concatenate", "Dot"};
+
 bool keras_module(const Json& spec) {
   if (!spec.contains("module") || spec["module"].is_null()) return true;
   if (!spec["module"].is_string()) return false;
@@ -48,6 +51,19 @@ Json convert_functional(const Json& config, const CustomObjects& custom, const s
         if (!node.is_object() || !node.contains("kwargs")) continue;
         for (const auto& [key, value] : node["kwargs"].items()) {
           if (value.is_null()) continue;
+          if (converted["class_name"] == "MultiHeadAttention" && value.is_boolean() &&
+              (key == "use_causal_mask" || key == "return_attention_scores")) {
+            // Call-time flags of Keras, construction-time options of kiln's layer: every node
+            // must agree (kiln's layer computes one way).
+            Json& option = converted["config"][key];
+            if (n > 0 && option.is_boolean() && option != value)
+              refuse(fmt::format("{} inbound_nodes[{}]", lw, n),
+                     fmt::format("calls the layer with {}={} where an earlier call used {}; "
+                                 "kiln's MultiHeadAttention computes one of them",
+                                 key, value.dump(), option.dump()));
+            option = value;
+            continue;
+          }
           refuse(fmt::format("{} (layer \"{}\") inbound_nodes[{}]", lw,
                              layer["config"].value("name", "?"), n),
                  fmt::format("calls the layer with {}={:.200}; kiln replays a node from its input "
@@ -153,6 +169,23 @@ Json keras_layer_spec_from_kiln(const Json& spec) {
     for (Json& l : c["layers"]) l = keras_layer_spec_from_kiln(l);
   } else if (cls == "Functional" && c.contains("layers") && c["layers"].is_array()) {
     for (Json& l : c["layers"]) {
+      const std::string lc = l.value("class_name", "");
+      if (l.contains("inbound_nodes") && l["inbound_nodes"].is_array()) {
+        for (Json& node : l["inbound_nodes"]) {
+          if (!node.is_object() || !node.contains("args") || !node["args"].is_array()) continue;
+          // Keras' merge layers take their inputs as one list argument.
+          if (kMergeLayers.count(lc) && node["args"].size() > 1)
+            node["args"] = Json::array({node["args"]});
+          // Keras passes MultiHeadAttention's causal mask and score output at call time.
+          if (lc == "MultiHeadAttention" && l["config"].is_object())
+            for (const char* key : {"use_causal_mask", "return_attention_scores"})
+              if (l["config"].value(key, false)) node["kwargs"][key] = true;
+        }
+      }
+      if (lc == "MultiHeadAttention" && l["config"].is_object()) {
+        l["config"].erase("use_causal_mask");
+        l["config"].erase("return_attention_scores");
+      }
       Json converted = keras_layer_spec_from_kiln(
           Json{{"class_name", l["class_name"]}, {"config", l["config"]}});
       l["config"] = converted["config"];
