@@ -268,6 +268,26 @@ TEST(KerasFileErrors, EachNamesWhatIsWrong) {
                                })),
               ::testing::HasSubstr("is f64[4]"));
 
+  // An optimizer Keras never stepped holds iterations and the learning rate only: it loads so.
+  auto unstepped = rewritten(dir, "unstepped.keras", [](auto& e) {
+    io::Hdf5Reader in(e["model.weights.h5"], "in");
+    io::Hdf5Writer out;
+    for (const char* layer : {"dense", "dense_1", "dense_2"}) {
+      out.group(fmt::format("layers/{}/vars", layer), layer);
+      for (int i = 0; i < 2; ++i) {
+        const std::string p = fmt::format("layers/{}/vars/{}", layer, i);
+        out.dataset(p, in.read(p));
+      }
+    }
+    out.group("optimizer/vars", "adam");
+    out.dataset("optimizer/vars/0", in.read("optimizer/vars/0"));
+    out.dataset("optimizer/vars/1", in.read("optimizer/vars/1"));
+    e["model.weights.h5"] = out.image();
+  });
+  Model fresh = load_model(unstepped);
+  EXPECT_EQ(fresh->compile_options().optimizer->iterations(), 1);
+  EXPECT_TRUE(fresh->compile_options().optimizer->slots().empty());
+
   // The optimizer's variables must be Keras' count for its settings.
   auto optimizer = rewritten(dir, "optimizer.keras", [](auto& e) {
     Json c = Json::parse(e["config.json"]);
