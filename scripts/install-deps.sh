@@ -3,6 +3,7 @@
 # (clang-19 + libclang-rt-19-dev: libFuzzer and the sanitizer runtimes for scripts/fuzz.sh;
 # libopenmpi-dev + openmpi-bin: kiln::distributed and `mpirun -np N kiln train`;
 # pybind11-dev + python3-dev + python3-pytest: the kiln Python module and its tests;
+# libhdf5-dev + libzip-dev: Keras 3's .keras files (model.weights.h5 inside a zip);
 # libdnnl-dev: oneDNN's sgemm, timed beside kiln's GEMMs by kiln_bench only).
 # Skips packages that are already installed; needs root (or sudo) and Debian's mirror.
 set -euo pipefail
@@ -13,6 +14,7 @@ packages=(
   libeigen3-dev libtbb-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   zlib1g-dev libfmt-dev nlohmann-json3-dev libcli11-dev
+  libhdf5-dev libzip-dev
   python3 python3-numpy python3-dev python3-pytest pybind11-dev clang-format
   clang-19 libclang-rt-19-dev
   libopenmpi-dev openmpi-bin

@@ -15,6 +15,10 @@ namespace kiln::saving_detail {
 // Every built-in class name -> its factory (Sequential and Functional included).
 const std::map<std::string, LayerFactory>& builtin_layer_factories();
 
+// True when custom objects of an enclosing CustomObjectScope or the registry have a factory for
+// `class_name` (built-in classes are not looked at).
+bool has_custom_layer_factory(const std::string& class_name);
+
 Layer sequential_from_config(const Json& config);
 // layers.RNN from its config; with `given_cell` that cell (Python's RNN(cell) keeps the cell
 // object it is given), else the one config["cell"] describes.

@@ -11,6 +11,7 @@
 #include "kiln/frontend/io/file_util.h"
 #include "kiln/frontend/io/safetensors.h"
 #include "kiln/frontend/saving/from_config.h"
+#include "kiln/frontend/saving/keras_file.h"
 #include "kiln/frontend/saving/model_directory.h"
 #include "kiln/version.h"
 
@@ -200,6 +201,8 @@ void build_from_config(ModelImpl& model, const Json& build_config, const std::st
 }  // namespace
 
 void save_model(const Model& model, const std::string& path, const SaveOptions& options) {
+  if (saving_detail::is_keras_file_path(path))
+    return saving_detail::save_keras_file(model, path, options);
   ModelImpl& m = model.get();
   Json config = serialize_layer(model);
   config["build_config"] = m.built() && !m.build_input_shapes().empty()
@@ -235,6 +238,7 @@ void ModelImpl::save(const std::string& path, const SaveOptions& options) const 
 }
 
 Model load_model(const std::string& path, const LoadOptions& options) {
+  if (saving_detail::is_keras_file_path(path)) return saving_detail::load_keras_file(path, options);
   std::error_code ec;
   if (!std::filesystem::is_directory(path, ec))
     throw Error(fmt::format(

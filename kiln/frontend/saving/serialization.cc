@@ -117,6 +117,13 @@ std::vector<std::string> known_class_names() {
 
 }  // namespace
 
+bool saving_detail::has_custom_layer_factory(const std::string& class_name) {
+  for (auto it = scopes().rbegin(); it != scopes().rend(); ++it)
+    if ((*it)->count(class_name)) return true;
+  std::lock_guard<std::mutex> lock(registry().mutex);
+  return registry().factories.count(class_name) > 0;
+}
+
 void register_layer_class(const std::string& class_name, LayerFactory factory) {
   if (class_name.empty() || !factory)
     throw Error("register_layer_class: give a class name and a factory");

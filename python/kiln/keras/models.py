@@ -142,8 +142,9 @@ del _cls
 
 
 def load_model(filepath, custom_objects=None, compile=True):
-    """A model saved by model.save(dir): architecture, weights and (unless compile=False) the
-    compile configuration and optimizer state. Layers written in Python are rebuilt by the
+    """A model saved by model.save(path): kiln's directory, or a Keras 3 ".keras" file (written
+    by Keras or by kiln); architecture, weights and (unless compile=False) the compile
+    configuration and optimizer state. Layers written in Python are rebuilt by the
     classes in `custom_objects` ({"ClassName": cls}; cls.from_config(config))."""
     model = _kiln._load_model(str(filepath), custom_objects, compile)
     model = _base.wrap(model)
