@@ -42,12 +42,16 @@ struct Fixture {
 //   + gelu, mean over 6, Dense 8: 8 + 4 + 10 + 6 + 8 + 1 + 20 + 12 + 6 + 8.
 // cnn: Conv 3x3x2 (18) relu, max pool, Conv 3x3x4 (36) relu, Dense 12 -> 5, softmax over 5:
 //   18 + 36 + 12 + 5 + 8.
+// rnn_cells: RNN(GRUCell(4)) over 5 steps (gates of 3 + 4 terms + 2 biases, 2 sigmoids and a
+//   tanh: 9 + 12 per step), then RNN(LSTMCell(3)) backwards over 5 steps (3 + 3 terms + bias, 5
+//   functions: 7 + 20 per step), Dense 3 -> 2: 5 * (9 + 12) + 5 * (7 + 20) + 3 + 1.
 const Fixture kFixtures[] = {
     {"mlp", 1, 6 + 8 + 4 + 4},
     {"two_inputs", 2, 4 + 4 + 1 + 15 + 2 + 8},
     {"lstm_masked", 1, 7 * (12 + 20) + 5 + 4},
     {"attention", 1, 8 + 4 + 10 + 6 + 8 + 1 + 20 + 12 + 6 + 8},
     {"cnn", 1, 18 + 36 + 12 + 5 + 8},
+    {"rnn_cells", 1, 5 * (9 + 12) + 5 * (7 + 20) + 3 + 1},
 };
 
 std::vector<Tensor> fixture_inputs(const Fixture& f) {

@@ -138,8 +138,8 @@ Json kiln_layer_spec_from_keras(const Json& spec, const CustomObjects& custom) {
         (c["attention_axes"] == Json::array({1}) || c["attention_axes"] == Json::array({-2})))
       c["attention_axes"] = nullptr;
     if (c.contains("use_gate") && c["use_gate"] == false) c.erase("use_gate");
-  } else if (cls == "Bidirectional" || cls == "TimeDistributed") {
-    for (const char* key : {"layer", "backward_layer"})
+  } else if (cls == "Bidirectional" || cls == "TimeDistributed" || cls == "RNN") {
+    for (const char* key : {"layer", "backward_layer", "cell"})
       if (c.contains(key) && c[key].is_object())
         c[key] = kiln_layer_spec_from_keras(c[key], custom);
   }
@@ -192,8 +192,8 @@ Json keras_layer_spec_from_kiln(const Json& spec) {
       l["module"] = converted["module"];
       l["registered_name"] = converted["registered_name"];
     }
-  } else if (cls == "Bidirectional" || cls == "TimeDistributed") {
-    for (const char* key : {"layer", "backward_layer"})
+  } else if (cls == "Bidirectional" || cls == "TimeDistributed" || cls == "RNN") {
+    for (const char* key : {"layer", "backward_layer", "cell"})
       if (c.contains(key) && c[key].is_object()) c[key] = keras_layer_spec_from_kiln(c[key]);
   }
   return out;

@@ -319,7 +319,8 @@ Model load_keras_file(const std::string& path, const LoadOptions& options) {
   load_weights(*impl, h5, layout);
 
   const Json compile = keras_config.value("compile_config", Json(nullptr));
-  if (options.compile && !compile.is_null()) {
+  // An uncompiled Keras model writes null or {} (Keras 3).
+  if (options.compile && !compile.is_null() && !(compile.is_object() && compile.empty())) {
     try {
       impl->compile(compile_options_from_config(kiln_compile_config_from_keras(compile)));
     } catch (const Error& e) {

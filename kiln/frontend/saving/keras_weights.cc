@@ -42,6 +42,13 @@ class Walker {
       group(path, l->name());
       return vars(own_weights(l), join(path, "cell"), l->name() + "_cell");
     }
+    if (cls == "RNN" && l->sublayers().size() == 1) {  // layers.RNN: its cell's, under cell/
+      group(path, l->name());
+      const Layer& cell = l->sublayers()[0];
+      return vars(cell->weights(), join(path, "cell"), cell->name());
+    }
+    if (cls == "LSTMCell" || cls == "GRUCell" || cls == "SimpleRNNCell")
+      return vars(l->weights(), path, l->name());  // a cell alone: its loop's weights
     if (cls == "MultiHeadAttention") {
       group(path, l->name());
       std::vector<Variable> w = own_weights(l);

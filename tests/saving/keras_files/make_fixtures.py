@@ -1,9 +1,9 @@
 """Makes the Keras 3 fixtures of tests/saving/keras_file_test.cc and
-tests/python/test_keras_files.py: five small models saved by Keras as .keras files, each with
+tests/python/test_keras_files.py: six small models saved by Keras as .keras files, each with
 an input (<name>.x*.npy) and Keras' predictions for it (<name>.y.npy).
 
 Run with Keras 3 on JAX (scripts/make-keras-venv.sh builds the environment):
-    KERAS_BACKEND=jax ../kerasvenv/bin/python tests/saving/keras_files/make_fixtures.py
+    KERAS_BACKEND=jax ../kerasvenv/bin/python tests/saving/keras_files/make_fixtures.py [NAME...]
 The tests themselves never import Keras. Every model is compiled and trained one step, so its
 file holds the optimizer's variables too.
 """
@@ -95,12 +95,26 @@ def cnn(rng):
     save("cnn", model, [x], y)
 
 
-def main():
+def rnn_cells(rng):
+    keras.utils.set_random_seed(41)  # its own seeds: made alone, the others stay as they are
+    rng = np.random.default_rng(41)
+    model = keras.Sequential([keras.Input((5, 3)),
+                              layers.RNN(layers.GRUCell(4), return_sequences=True),
+                              layers.RNN(layers.LSTMCell(3), go_backwards=True),
+                              layers.Dense(2)], name="rnn_cells")
+    model.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse")
+    x = rng.standard_normal((2, 5, 3)).astype(np.float32)
+    save("rnn_cells", model, [x], rng.standard_normal((2, 2)).astype(np.float32))
+
+
+def main(names=()):
     keras.utils.set_random_seed(37)
     rng = np.random.default_rng(37)
-    for make in (mlp, two_inputs, lstm_masked, attention, cnn):
-        make(rng)
+    for make in (mlp, two_inputs, lstm_masked, attention, cnn, rnn_cells):
+        if not names or make.__name__ in names:
+            make(rng)
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+    main(sys.argv[1:])  # names of the fixtures to make (all when none)
