@@ -8,14 +8,13 @@ ops differ in a corner this module does not cover, the call is a kiln.Error: ``c
 pools take channels-last 4-D inputs only, ``one_hot(sparse=True)``, ``where`` with one
 argument and ``while_loop(maximum_iterations=)`` are refused. Dtypes are never promoted:
 mixing float32 and float64 is a kiln.DTypeError (Keras would promote)."""
-import numpy as np
+import numpy as _np
 
 import kiln as _k
 
 from .. import _kiln
-from .._numpy_api import ArgumentError
 
-Error = _kiln.Error
+_Error = _kiln.Error
 
 # ---- the numpy-style functions Keras names the same (same arguments, same defaults)
 abs = _k.abs  # noqa: A001
@@ -144,7 +143,7 @@ def all(x, axis=None, keepdims=False):  # noqa: A001
 
 def _zero_like(x):
     x = convert_to_tensor(x)
-    return _kiln.tensor(np.zeros((), dtype=x.dtype))
+    return _kiln.tensor(_np.zeros((), dtype=x.dtype))
 
 
 def clip(x, x_min, x_max):
@@ -155,7 +154,7 @@ def clip(x, x_min, x_max):
 def where(condition, x1=None, x2=None):
     """x1 where condition, x2 elsewhere (broadcast). The one-argument form is not supported."""
     if x1 is None or x2 is None:
-        raise Error("keras.ops.where: kiln needs both x1 and x2 (the one-argument form, "
+        raise _Error("keras.ops.where: kiln needs both x1 and x2 (the one-argument form, "
                     "numpy.nonzero, has a data-dependent shape)")
     return _k.where(condition, x1, x2)
 
@@ -164,13 +163,13 @@ def one_hot(x, num_classes, axis=-1, dtype=None, sparse=False):
     """One-hot vectors of `num_classes` along `axis` (dtype None: float32); an index outside
     [0, num_classes) gives a row of zeros."""
     if sparse:
-        raise Error("keras.ops.one_hot: sparse=True is not supported (kiln has no sparse "
+        raise _Error("keras.ops.one_hot: sparse=True is not supported (kiln has no sparse "
                     "tensors)")
     out = _k.one_hot(x, num_classes, dtype=dtype or "float32")
     rank = out.ndim
     a = axis + rank if axis < 0 else axis
     if not 0 <= a < rank:
-        raise Error(f"keras.ops.one_hot: axis {axis} is out of range for a result of rank {rank}")
+        raise _Error(f"keras.ops.one_hot: axis {axis} is out of range for a result of rank {rank}")
     return out if a == rank - 1 else moveaxis(out, -1, a)
 
 
@@ -189,7 +188,7 @@ def moveaxis(x, source, destination):
     src = [source] if isinstance(source, int) else list(source)
     dst = [destination] if isinstance(destination, int) else list(destination)
     if len(src) != len(dst):
-        raise Error(f"keras.ops.moveaxis: source {source} and destination {destination} differ "
+        raise _Error(f"keras.ops.moveaxis: source {source} and destination {destination} differ "
                     "in length")
     src = [s + n if s < 0 else s for s in src]
     dst = [d + n if d < 0 else d for d in dst]
@@ -211,9 +210,9 @@ def convert_to_tensor(x, dtype=None, sparse=None):
     """A kiln.Tensor of `x` (a Tensor, Variable, numpy array, list or scalar), cast to `dtype`
     when given. Python floats become float32 (Keras' floatx)."""
     if sparse:
-        raise Error("keras.ops.convert_to_tensor: sparse=True is not supported")
+        raise _Error("keras.ops.convert_to_tensor: sparse=True is not supported")
     if isinstance(x, _kiln.Tensor):
-        return x if dtype is None or x.dtype == np.dtype(dtype).name else _k.cast(x, dtype)
+        return x if dtype is None or x.dtype == _np.dtype(dtype).name else _k.cast(x, dtype)
     if isinstance(x, _kiln.Variable):
         t = _k.copy(x)
         return t if dtype is None else _k.cast(t, dtype)
@@ -232,32 +231,32 @@ def ndim(x):
 
 def size(x):
     """The number of elements."""
-    return int(np.prod(shape(x), dtype=np.int64))
+    return int(_np.prod(shape(x), dtype=_np.int64))
 
 
 def zeros(shape, dtype=None):
     """A tensor of zeros (dtype None: float32)."""
-    return _kiln.tensor(np.zeros(shape, dtype=dtype or "float32"))
+    return _kiln.tensor(_np.zeros(shape, dtype=dtype or "float32"))
 
 
 def ones(shape, dtype=None):
     """A tensor of ones (dtype None: float32)."""
-    return _kiln.tensor(np.ones(shape, dtype=dtype or "float32"))
+    return _kiln.tensor(_np.ones(shape, dtype=dtype or "float32"))
 
 
 def full(shape, fill_value, dtype=None):
     """A tensor of `fill_value` (dtype None: float32)."""
-    return _kiln.tensor(np.full(shape, fill_value, dtype=dtype or "float32"))
+    return _kiln.tensor(_np.full(shape, fill_value, dtype=dtype or "float32"))
 
 
 def _known_shape(x, fn):
     s = shape(x)
-    if builtins_any(d is None for d in s):
-        raise Error(f"keras.ops.{fn}: the shape {s} has unknown dimensions")
+    if _builtins_any(d is None for d in s):
+        raise _Error(f"keras.ops.{fn}: the shape {s} has unknown dimensions")
     return s
 
 
-def builtins_any(it):
+def _builtins_any(it):
     for v in it:
         if v:
             return True
@@ -282,13 +281,13 @@ def full_like(x, fill_value, dtype=None):
 def arange(start, stop=None, step=1, dtype=None):
     """numpy.arange; dtype None: int32 for int arguments, float32 otherwise (Keras)."""
     if dtype is None:
-        ints = builtins_all(isinstance(v, (int, np.integer)) for v in (start, stop, step)
+        ints = _builtins_all(isinstance(v, (int, _np.integer)) for v in (start, stop, step)
                             if v is not None)
         dtype = "int32" if ints else "float32"
-    return _kiln.tensor(np.arange(start, stop, step, dtype=dtype))
+    return _kiln.tensor(_np.arange(start, stop, step, dtype=dtype))
 
 
-def builtins_all(it):
+def _builtins_all(it):
     for v in it:
         if not v:
             return False
@@ -304,15 +303,15 @@ def slice(inputs, start_indices, shape):  # noqa: A001
 
 def _four_d(fn, inputs, data_format):
     if data_format not in (None, "channels_last"):
-        raise Error(f"keras.ops.{fn}: data_format {data_format!r} is not supported here "
+        raise _Error(f"keras.ops.{fn}: data_format {data_format!r} is not supported here "
                     "(channels_last only)")
     if convert_to_tensor(inputs).ndim != 4:
-        raise Error(f"keras.ops.{fn}: kiln supports 4-D (2-D spatial) inputs only, got rank "
+        raise _Error(f"keras.ops.{fn}: kiln supports 4-D (2-D spatial) inputs only, got rank "
                     f"{convert_to_tensor(inputs).ndim}")
 
 
 def _pair(v):
-    return [int(v), int(v)] if isinstance(v, (int, np.integer)) else [int(i) for i in v]
+    return [int(v), int(v)] if isinstance(v, (int, _np.integer)) else [int(i) for i in v]
 
 
 def conv(inputs, kernel, strides=1, padding="valid", data_format=None, dilation_rate=1):
@@ -344,6 +343,6 @@ def cond(pred, true_fn, false_fn):
 def while_loop(cond, body, loop_vars, maximum_iterations=None):
     """Runs body(*loop_vars) while cond(*loop_vars) (one variable: not unpacked)."""
     if maximum_iterations is not None:
-        raise Error("keras.ops.while_loop: maximum_iterations is not supported; put the bound "
+        raise _Error("keras.ops.while_loop: maximum_iterations is not supported; put the bound "
                     "into cond")
     return _k.while_loop(cond, body, loop_vars)

@@ -18,7 +18,7 @@ machine and thread count).
 
 Keras' functions kiln cannot compute faithfully (truncated_normal, shuffle, categorical, gamma,
 beta, binomial) are absent."""
-import numpy as np
+import numpy as _np
 
 from .. import _kiln
 from .._numpy_api import ArgumentError
@@ -59,8 +59,8 @@ def _seed(seed, fn):
     if isinstance(seed, _kiln.SeedGenerator):
         return seed.next()
     if seed is None:
-        return _kiln.tensor(np.int64(_kiln._next_global_seed()))
-    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+        return _kiln.tensor(_np.int64(_kiln._next_global_seed()))
+    if isinstance(seed, (int, _np.integer)) and not isinstance(seed, bool):
         return _kiln._fixed_seed(int(seed))
     if isinstance(seed, _kiln.Tensor) and seed.dtype == "int64" and seed.ndim == 0:
         return seed
@@ -69,7 +69,7 @@ def _seed(seed, fn):
 
 
 def _shape(shape, fn):
-    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+    if isinstance(shape, (int, _np.integer)) and not isinstance(shape, bool):
         return [int(shape)]
     try:
         dims = [int(d) for d in shape]
@@ -82,7 +82,7 @@ def _shape(shape, fn):
 
 
 def _number(v, name, fn):
-    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+    if isinstance(v, bool) or not isinstance(v, (int, float, _np.integer, _np.floating)):
         raise ArgumentError(f"keras.random.{fn}: {name} must be a number, got {v!r}")
     return float(v)
 
@@ -104,7 +104,7 @@ def uniform(shape, minval=0.0, maxval=1.0, dtype=None, seed=None):
 def randint(shape, minval, maxval, dtype="int32", seed=None):
     """Integers uniformly in [minval, maxval)."""
     for name, v in (("minval", minval), ("maxval", maxval)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        if isinstance(v, bool) or not isinstance(v, (int, _np.integer)):
             raise ArgumentError(f"keras.random.randint: {name} must be an int, got {v!r}")
     return _kiln.ops.random_int(_seed(seed, "randint"), shape=_shape(shape, "randint"),
                                 dtype=dtype, minval=int(minval), maxval=int(maxval))
