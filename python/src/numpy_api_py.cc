@@ -192,11 +192,6 @@ void bind_numpy_api(py::module_& m) {
         return init(Shape(dims), t);
       },
       py::arg("name"), py::arg("args"), py::arg("seed"), py::arg("shape"), py::arg("dtype"));
-  m.def(
-      "_check_initializer",
-      [](const std::string& name, const std::map<std::string, double>& args,
-         std::optional<int64_t> seed) { initializer_from_keras(name, args, seed); },
-      "Throws kiln.Error when kiln's layers cannot build this initializer.");
 
   py::class_<SeedGenerator>(m, "SeedGenerator",
                             "Keras 3's SeedGenerator over kiln::SeedGenerator: an int64 state "
