@@ -1,5 +1,5 @@
 // `kiln ops`: prints the op table (name, arity, dtypes, traits, fusion role, codegen,
-// attributes) as a Markdown table; docs/ops.md embeds its output.
+// attributes with the C++ API's defaults) as a Markdown table; docs/ops.md embeds its output.
 #include <iostream>
 #include <string>
 
@@ -10,15 +10,8 @@ namespace kiln::tools {
 namespace {
 
 std::string traits_text(const OpInfo& op) {
-  static const std::pair<OpTrait, const char*> names[] = {
-      {kElementwise, "elementwise"}, {kReduction, "reduction"},
-      {kCommutative, "commutative"}, {kSideEffecting, "side-effecting"},
-      {kRandom, "random"},           {kLayout, "layout"},
-      {kContraction, "contraction"}, {kTranscendental, "transcendental"},
-      {kWindow, "window"},           {kNoGradient, "no-gradient"}};
   std::string s;
-  for (const auto& [t, n] : names)
-    if (op.has(t)) s += (s.empty() ? "" : ", ") + std::string(n);
+  for (std::string_view n : trait_names(op.traits)) s += (s.empty() ? "" : ", ") + std::string(n);
   return s;
 }
 
@@ -43,8 +36,10 @@ void print_op_table() {
                "|---|---|---|---|---|---|---|\n";
   for (const OpInfo& op : all_ops()) {
     std::string attrs;
-    for (const AttrSpec& a : op.attrs)
+    for (const AttrSpec& a : op.attrs) {
       attrs += (attrs.empty() ? "" : ", ") + a.name + ": " + std::string(attr_kind_name(a.kind));
+      if (a.default_value) attrs += " = " + attr_value_to_string(*a.default_value);
+    }
     std::cout << "| `" << op.name << "` | " << (op.arity < 0 ? "1+" : std::to_string(op.arity))
               << " | " << dtypes_text(op.dtypes) << " | " << traits_text(op) << " | "
               << fusion_role_name(op.fusion) << " | "

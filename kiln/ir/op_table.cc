@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+#include <cstdlib>
 #include <string>
 #include <unordered_map>
 
@@ -12,15 +14,100 @@ namespace {
 
 using enum DTypeClass;
 
+[[noreturn]] void bad_schema(const char* op, std::string_view item, std::string_view why) {
+  internal_error(
+      __FILE__, __LINE__,
+      fmt::format("bad attribute schema of {} in ir/ops.def at \"{}\": {}", op, item, why));
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  return s;
+}
+
+int64_t parse_int(const char* op, std::string_view item, std::string_view text) {
+  text = trim(text);
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty())
+    bad_schema(op, item, fmt::format("\"{}\" is not an int", text));
+  return v;
+}
+
+// A default in the IR's text form of its kind: -1, 0.2, true, "valid", [1, 1], f32.
+AttrValue parse_default(const char* op, std::string_view item, AttrKind kind,
+                        std::string_view text) {
+  switch (kind) {
+    case AttrKind::i64:
+      return parse_int(op, item, text);
+    case AttrKind::f64: {
+      std::string t(text);
+      char* end = nullptr;
+      double v = std::strtod(t.c_str(), &end);
+      if (t.empty() || end != t.c_str() + t.size())
+        bad_schema(op, item, fmt::format("\"{}\" is not a float", text));
+      return v;
+    }
+    case AttrKind::boolean:
+      if (text == "true") return true;
+      if (text == "false") return false;
+      bad_schema(op, item, fmt::format("\"{}\" is not true or false", text));
+    case AttrKind::str:
+      if (text.size() < 2 || text.front() != '"' || text.back() != '"' ||
+          text.substr(1, text.size() - 2).find('"') != std::string_view::npos)
+        bad_schema(op, item, fmt::format("{} is not a quoted string", text));
+      return std::string(text.substr(1, text.size() - 2));
+    case AttrKind::i64s: {
+      if (text.size() < 2 || text.front() != '[' || text.back() != ']')
+        bad_schema(op, item, fmt::format("{} is not a list [a, b, ...]", text));
+      std::vector<int64_t> v;
+      std::string_view body = trim(text.substr(1, text.size() - 2));
+      while (!body.empty()) {
+        size_t comma = body.find(',');
+        v.push_back(parse_int(op, item, body.substr(0, comma)));
+        if (comma == std::string_view::npos) break;
+        body = body.substr(comma + 1);
+      }
+      return v;
+    }
+    case AttrKind::dtype:
+      for (DType t : {DType::f32, DType::f64, DType::i32, DType::i64, DType::b8, DType::u8})
+        if (text == dtype_short_name(t)) return t;
+      bad_schema(op, item, fmt::format("\"{}\" is not a dtype's short name (f32, i64, ...)", text));
+  }
+  bad_schema(op, item, "unknown kind");
+}
+
+// Splits "a:int=1,b:ints=[1, 2],c:str=\"x,y\"" at the commas outside brackets and quotes.
+std::vector<std::string_view> split_schema(std::string_view schema) {
+  std::vector<std::string_view> items;
+  int depth = 0;
+  bool quoted = false;
+  size_t begin = 0;
+  for (size_t i = 0; i <= schema.size(); ++i) {
+    char c = i < schema.size() ? schema[i] : ',';
+    if (c == '"') quoted = !quoted;
+    if (quoted) continue;
+    if (c == '[') ++depth;
+    if (c == ']') --depth;
+    if (c == ',' && depth == 0) {
+      items.push_back(schema.substr(begin, i - begin));
+      begin = i + 1;
+    }
+  }
+  return items;
+}
+
 std::vector<AttrSpec> parse_schema(const char* op, std::string_view schema) {
   std::vector<AttrSpec> specs;
-  while (!schema.empty()) {
-    size_t comma = schema.find(',');
-    std::string_view item = schema.substr(0, comma);
-    schema = comma == std::string_view::npos ? std::string_view{} : schema.substr(comma + 1);
+  if (schema.empty()) return specs;
+  for (std::string_view item : split_schema(schema)) {
     size_t colon = item.find(':');
-    KILN_ASSERT(colon != std::string_view::npos, std::string("bad attribute schema for ") + op);
-    std::string_view kind = item.substr(colon + 1);
+    if (colon == std::string_view::npos) bad_schema(op, item, "expected name:kind");
+    size_t eq = item.find('=', colon);
+    std::string_view kind =
+        item.substr(colon + 1, eq == std::string_view::npos ? eq : eq - colon - 1);
     AttrKind k;
     if (kind == "int")
       k = AttrKind::i64;
@@ -35,8 +122,11 @@ std::vector<AttrSpec> parse_schema(const char* op, std::string_view schema) {
     else if (kind == "dtype")
       k = AttrKind::dtype;
     else
-      internal_error(__FILE__, __LINE__, std::string("bad attribute kind in schema of ") + op);
-    specs.push_back({std::string(item.substr(0, colon)), k});
+      bad_schema(op, item, fmt::format("unknown kind \"{}\"", kind));
+    AttrSpec spec{std::string(item.substr(0, colon)), k, std::nullopt};
+    if (eq != std::string_view::npos)
+      spec.default_value = parse_default(op, item, k, item.substr(eq + 1));
+    specs.push_back(std::move(spec));
   }
   return specs;
 }
@@ -99,6 +189,21 @@ std::string_view fusion_role_name(FusionRole r) {
       return "contraction";
   }
   return "?";
+}
+
+std::vector<std::string_view> trait_names(uint32_t traits) {
+  static constexpr std::pair<OpTrait, std::string_view> kNames[] = {
+      {kElementwise, "elementwise"}, {kReduction, "reduction"},
+      {kCommutative, "commutative"}, {kSideEffecting, "side-effecting"},
+      {kRandom, "random"},           {kLayout, "layout"},
+      {kContraction, "contraction"}, {kTranscendental, "transcendental"},
+      {kNoGradient, "no-gradient"},  {kWindow, "window"},
+      {kInternal, "internal"},
+  };
+  std::vector<std::string_view> names;
+  for (const auto& [bit, name] : kNames)
+    if (traits & bit) names.push_back(name);
+  return names;
 }
 
 const OpInfo& op_info(OpKind kind) { return table()[size_t(kind)]; }

@@ -40,7 +40,12 @@ enum OpTrait : uint32_t {
   kNoGradient = 1u << 8,      // not differentiable (comparisons, argmax, random, one_hot)
   kWindow = 1u << 9,          // an output element reads a window of its input (max-pool):
                               // fuses as a loop op, never duplicated, never run flat
+  kInternal = 1u << 10,       // emitted by the library itself (gradients, bookkeeping), not
+                              // a user-facing op: the numpy-style Python API leaves it out
 };
+// The trait names of a `traits` bit set, in bit order ("elementwise", "reduction", ...,
+// "side-effecting", "no-gradient", "internal"): `kiln ops` and Python's kiln.op_table() print them.
+std::vector<std::string_view> trait_names(uint32_t traits);
 
 // Which input dtypes an op accepts.
 enum class DTypeClass : uint8_t { Float, Numeric, Bool, Any };
@@ -64,6 +69,9 @@ std::string_view fusion_role_name(FusionRole r);
 struct AttrSpec {
   std::string name;
   AttrKind kind;
+  // The C++ op API's default ("name:kind=default" in ir/ops.def); nullopt: required there.
+  // The IR always spells every attribute out: a default never fills in a missing one.
+  std::optional<AttrValue> default_value;
 };
 
 struct OpInfo;

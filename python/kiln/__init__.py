@@ -1,12 +1,14 @@
-"""kiln from Python: tensors and numpy, the op table's ops, gradient tapes, and traced,
+"""kiln from Python: tensors and numpy, numpy-style functions (kiln.sum, kiln.matmul, ...)
+generated from the op table, the raw op table (kiln.ops), gradient tapes, and traced,
 JIT-compiled functions (kiln.function, like tf.function).
 
     import numpy as np, kiln
     x = kiln.tensor(np.ones((2, 3), np.float32))
     with kiln.GradientTape() as tape:
         tape.watch(x)
-        y = kiln.ops.sum(x * x, axes=[0, 1], keepdims=False)
+        y = kiln.sum(kiln.tanh(x) * x)          # numpy-style: axis=None, keepdims=False
     print(tape.gradient(y, x).numpy())
+    kiln.ops.sum(x, axes=[0], keepdims=True)   # the raw table: every attribute by keyword
 """
 from . import _kiln
 from ._kiln import (  # noqa: F401
@@ -36,6 +38,23 @@ __all__ = [
     "tensor", "tensor_shares_memory", "while_loop", "__version__",
 ]
 __all__ += ["Variable"]
+
+# The numpy-style API (kiln/_numpy_api.py): one function per user-facing op of the table.
+from . import _numpy_api  # noqa: E402
+from ._numpy_api import ArgumentError, op_table  # noqa: E402
+
+
+def _export_numpy_api():
+    functions = _numpy_api.generate()
+    for name, fn in functions.items():
+        if name in globals():
+            raise ImportError(f"kiln.{name}: a numpy-style function would replace kiln.{name}")
+        globals()[name] = fn
+    return sorted(functions)
+
+
+numpy_api = _export_numpy_api()  # the names of the numpy-style functions
+__all__ += ["ArgumentError", "op_table", "numpy_api"] + numpy_api
 
 
 def function(fn=None, *, input_signature=None, reduce_retracing=False, name=None, mode=None):

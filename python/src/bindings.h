@@ -21,6 +21,8 @@ void bind_control_flow(py::module_& m);   // kiln.cond, kiln.while_loop, kiln.sc
 void bind_compare_modes(py::module_& m);  // kiln.compare_modes
 void bind_logging(py::module_& m);        // kiln's warnings as Python warnings
 void bind_variable(py::module_& m);       // kiln.Variable (variable_py.cc)
+// the op table as data and the helpers of kiln's numpy-style API and keras.ops / keras.random
+void bind_numpy_api(py::module_& m);
 // kiln.keras (keras_bindings.h): layers, models, training
 void bind_keras_layers(py::module_& m);
 void bind_keras_models(py::module_& m);

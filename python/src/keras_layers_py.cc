@@ -6,6 +6,8 @@
 // conversions the other keras_*.cc files share.
 #include <pybind11/stl.h>
 
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -101,9 +103,33 @@ Initializer initializer_from_py(const py::handle& value) {
   if (py::isinstance<py::str>(value)) return Initializer(value.cast<std::string>());
   if (py::isinstance<py::float_>(value) || py::isinstance<py::int_>(value))
     return initializers::constant(value.cast<double>());
+  // A kiln.keras.initializers object, or Keras' serialized form {"class_name", "config"}.
+  py::object serialized = py::hasattr(value, "_kiln_config")
+                              ? value.attr("_kiln_config")()
+                              : py::reinterpret_borrow<py::object>(value);
+  if (py::isinstance<py::dict>(serialized) && serialized.contains("class_name")) {
+    std::map<std::string, double> args;
+    std::optional<int64_t> seed;
+    py::dict config = serialized.contains("config") && !serialized["config"].is_none()
+                          ? serialized["config"].cast<py::dict>()
+                          : py::dict();
+    for (const auto& [k, v] : config) {
+      const std::string key = k.cast<std::string>();
+      if (key == "seed") {
+        if (!v.is_none()) seed = v.cast<int64_t>();
+      } else if (py::isinstance<py::float_>(v) ||
+                 (py::isinstance<py::int_>(v) && !py::isinstance<py::bool_>(v))) {
+        args[key] = v.cast<double>();
+      } else {
+        throw Error("add_weight: initializer argument \"" + key + "\" must be a number, got " +
+                    std::string(py::repr(v)));
+      }
+    }
+    return initializer_from_keras(serialized["class_name"].cast<std::string>(), args, seed);
+  }
   throw py::type_error(
-      "add_weight: initializer must be a name such as \"glorot_uniform\" or \"zeros\", or a "
-      "number (a constant), got " +
+      "add_weight: initializer must be a name such as \"glorot_uniform\" or \"zeros\", a "
+      "kiln.keras.initializers object, or a number (a constant), got " +
       std::string(py::str(py::type::of(value).attr("__name__"))));
 }
 

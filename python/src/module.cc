@@ -10,6 +10,7 @@ PYBIND11_MODULE(_kiln, m) {
   kiln::python::bind_errors(m);
   kiln::python::bind_tensor(m);
   kiln::python::bind_ops(m);
+  kiln::python::bind_numpy_api(m);
   kiln::python::bind_tape(m);
   kiln::python::bind_function(m);
   kiln::python::bind_variable(m);

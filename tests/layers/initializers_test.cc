@@ -85,5 +85,47 @@ TEST(Initializers, UnknownNameIsAnError) {
   }
 }
 
+// Keras' serialized form: class names and aliases, every config argument honoured or refused,
+// and a layer's config writing arguments and seeds back so that loading it makes the same
+// initializer.
+TEST(Initializers, FromKerasConfigHonoursEveryArgument) {
+  Tensor a =
+      initializer_from_keras("RandomNormal", {{"stddev", 2.0}, {"mean", 1.0}}, 3)(Shape{4, 5});
+  Tensor b = initializers::random_normal(1.0, 2.0, 3)(Shape{4, 5});
+  EXPECT_EQ(a.to_vector<float>(), b.to_vector<float>());
+  EXPECT_EQ(initializer_from_keras("Constant", {{"value", 2.5}}, std::nullopt)(Shape{2})
+                .to_vector<float>(),
+            (std::vector<float>{2.5f, 2.5f}));
+  EXPECT_EQ(initializer_from_keras("glorot_uniform", {}, 7)(Shape{3, 3}).to_vector<float>(),
+            initializers::glorot_uniform(7)(Shape{3, 3}).to_vector<float>());
+  EXPECT_EQ(initializer_from_keras("Orthogonal", {{"gain", 2.0}}, 1).class_name(), "Orthogonal");
+  auto error = [](auto f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("<no error>");
+  };
+  EXPECT_THAT(error([] {
+                initializer_from_keras("GlorotUniform", {{"gain", 2.0}}, {});
+              }),
+              ::testing::HasSubstr("unknown argument \"gain\""));
+  EXPECT_THAT(error([] { initializer_from_keras("Zeros", {}, 3); }),
+              ::testing::HasSubstr("takes no seed"));
+  EXPECT_THAT(error([] { initializer_from_keras("Xavier", {}, {}); }),
+              ::testing::HasSubstr("unknown initializer \"Xavier\""));
+}
+
+TEST(Initializers, ArgumentsAndSeedsRecordedForConfigs) {
+  EXPECT_TRUE(initializers::random_normal().args().empty());
+  EXPECT_TRUE(initializers::glorot_uniform().args().empty());
+  EXPECT_EQ(initializers::random_normal(0, 0.5).args(),
+            (std::map<std::string, double>{{"stddev", 0.5}}));
+  EXPECT_EQ(initializers::constant(3).args(), (std::map<std::string, double>{{"value", 3.0}}));
+  EXPECT_EQ(initializers::he_normal(4).seed(), std::optional<int64_t>(4));
+  EXPECT_EQ(initializers::he_normal(4).class_name(), "HeNormal");
+}
+
 }  // namespace
 }  // namespace kiln

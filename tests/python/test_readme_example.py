@@ -20,3 +20,4 @@ def test_readme_python_example_runs():
     assert "[[ 4.]\n [13.]]" in printed
     assert "graph @step" in printed
     assert np.array2string(2 * np.arange(6, dtype=np.float32).reshape(2, 3)) in printed
+    assert "[[ 3.]\n [12.]]" in printed  # kiln.ops.sum over axis 1, kept

@@ -1,10 +1,13 @@
 #include "kiln/frontend/layers/initializers.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <mutex>
+#include <tuple>
 #include <vector>
 
 #include "kiln/frontend/creation.h"
@@ -59,22 +62,36 @@ Initializer zeros() {
 Initializer ones() {
   return {"ones", [](const Shape& s, DType t, int64_t) { return kiln::ones(s, t); }};
 }
+namespace {
+// The arguments that differ from Keras' defaults (Initializer::args).
+std::map<std::string, double> non_default(
+    std::initializer_list<std::tuple<const char*, double, double>> args) {
+  std::map<std::string, double> out;
+  for (const auto& [name, value, keras_default] : args)
+    if (value != keras_default) out[name] = value;
+  return out;
+}
+}  // namespace
+
 Initializer constant(double v) {
-  return {"constant", [v](const Shape& s, DType t, int64_t) { return full(s, v, t); }};
+  Initializer init{"constant", [v](const Shape& s, DType t, int64_t) { return full(s, v, t); }};
+  return init.set_args(non_default({{"value", v, 0.0}}));
 }
 Initializer random_normal(double mean, double stddev, std::optional<int64_t> seed) {
-  return {"random_normal",
-          [=](const Shape& s, DType t, int64_t sd) {
-            return kiln::random_normal(s, sd, mean, stddev, t);
-          },
-          seed};
+  Initializer init{"random_normal",
+                   [=](const Shape& s, DType t, int64_t sd) {
+                     return kiln::random_normal(s, sd, mean, stddev, t);
+                   },
+                   seed};
+  return init.set_args(non_default({{"mean", mean, 0.0}, {"stddev", stddev, 0.05}}));
 }
 Initializer random_uniform(double minval, double maxval, std::optional<int64_t> seed) {
-  return {"random_uniform",
-          [=](const Shape& s, DType t, int64_t sd) {
-            return kiln::random_uniform(s, sd, minval, maxval, t);
-          },
-          seed};
+  Initializer init{"random_uniform",
+                   [=](const Shape& s, DType t, int64_t sd) {
+                     return kiln::random_uniform(s, sd, minval, maxval, t);
+                   },
+                   seed};
+  return init.set_args(non_default({{"minval", minval, -0.05}, {"maxval", maxval, 0.05}}));
 }
 
 namespace {
@@ -94,9 +111,10 @@ Tensor truncated(const Shape& s, DType t, int64_t seed, double mean, double stdd
 }  // namespace
 
 Initializer truncated_normal(double mean, double stddev, std::optional<int64_t> seed) {
-  return {"truncated_normal",
-          [=](const Shape& s, DType t, int64_t sd) { return truncated(s, t, sd, mean, stddev); },
-          seed};
+  Initializer init{
+      "truncated_normal",
+      [=](const Shape& s, DType t, int64_t sd) { return truncated(s, t, sd, mean, stddev); }, seed};
+  return init.set_args(non_default({{"mean", mean, 0.0}, {"stddev", stddev, 0.05}}));
 }
 
 // Keras' VarianceScaling: scale / fan, with fan = fan_in, fan_out or their average.
@@ -133,7 +151,7 @@ Initializer he_normal(std::optional<int64_t> seed) {
 }
 
 Initializer orthogonal(double gain, std::optional<int64_t> seed) {
-  return {
+  Initializer init{
       "orthogonal",
       [gain](const Shape& s, DType t, int64_t sd) {
         if (s.rank() < 2)
@@ -169,6 +187,7 @@ Initializer orthogonal(double gain, std::optional<int64_t> seed) {
         return tensor(w, s, t);
       },
       seed};
+  return init.set_args(non_default({{"gain", gain, 1.0}}));
 }
 
 }  // namespace initializers
@@ -202,6 +221,84 @@ Initializer::Initializer(const char* name) {
                     "random_uniform (uniform), truncated_normal, glorot_uniform, glorot_normal, "
                     "he_uniform, he_normal or orthogonal",
                     n));
+}
+
+namespace {
+// Keras' initializer classes: class name, kiln's name, the config numbers each takes (besides
+// its seed), and whether it takes a seed.
+struct KerasInitializer {
+  const char* class_name;
+  const char* alias;
+  std::vector<const char*> args;
+  bool seeded;
+};
+const std::vector<KerasInitializer>& keras_initializers() {
+  static const std::vector<KerasInitializer> kinds = {
+      {"Zeros", "zeros", {}, false},
+      {"Ones", "ones", {}, false},
+      {"Constant", "constant", {"value"}, false},
+      {"RandomNormal", "random_normal", {"mean", "stddev"}, true},
+      {"RandomUniform", "random_uniform", {"minval", "maxval"}, true},
+      {"TruncatedNormal", "truncated_normal", {"mean", "stddev"}, true},
+      {"GlorotUniform", "glorot_uniform", {}, true},
+      {"GlorotNormal", "glorot_normal", {}, true},
+      {"HeUniform", "he_uniform", {}, true},
+      {"HeNormal", "he_normal", {}, true},
+      {"Orthogonal", "orthogonal", {"gain"}, true},
+  };
+  return kinds;
+}
+}  // namespace
+
+std::string Initializer::class_name() const {
+  for (const KerasInitializer& k : keras_initializers())
+    if (name_ == k.alias) return k.class_name;
+  return name_;
+}
+
+Initializer initializer_from_keras(std::string_view name, const std::map<std::string, double>& args,
+                                   std::optional<int64_t> seed) {
+  using namespace initializers;
+  std::string_view n = name == "normal"    ? "random_normal"
+                       : name == "uniform" ? "random_uniform"
+                                           : name;
+  const KerasInitializer* kind = nullptr;
+  for (const KerasInitializer& k : keras_initializers())
+    if (n == k.class_name || n == k.alias) kind = &k;
+  if (kind == nullptr)
+    throw Error(fmt::format(
+        "unknown initializer \"{}\": expected one of Zeros, Ones, Constant, RandomNormal, "
+        "RandomUniform, TruncatedNormal, GlorotUniform, GlorotNormal, HeUniform, HeNormal, "
+        "Orthogonal (or their names zeros, ..., glorot_uniform, ...)",
+        name));
+  for (const auto& [key, value] : args) {
+    bool known = false;
+    for (const char* a : kind->args) known = known || key == a;
+    if (!known)
+      throw Error(fmt::format(
+          "initializer {}: unknown argument \"{}\" ({}); it takes {}", kind->class_name, key, value,
+          kind->args.empty()
+              ? std::string(kind->seeded ? "seed" : "none")
+              : fmt::format("{}{}", fmt::join(kind->args, ", "), kind->seeded ? ", seed" : "")));
+  }
+  if (seed && !kind->seeded)
+    throw Error(fmt::format("initializer {} takes no seed, got {}", kind->class_name, *seed));
+  auto arg = [&](const char* key, double fallback) {
+    auto it = args.find(key);
+    return it == args.end() ? fallback : it->second;
+  };
+  const std::string_view c = kind->class_name;
+  if (c == "Zeros") return zeros();
+  if (c == "Ones") return ones();
+  if (c == "Constant") return constant(arg("value", 0.0));
+  if (c == "RandomNormal") return random_normal(arg("mean", 0.0), arg("stddev", 0.05), seed);
+  if (c == "RandomUniform") return random_uniform(arg("minval", -0.05), arg("maxval", 0.05), seed);
+  if (c == "TruncatedNormal") return truncated_normal(arg("mean", 0.0), arg("stddev", 0.05), seed);
+  if (c == "GlorotUniform") return glorot_uniform(seed);
+  if (c == "GlorotNormal") return glorot_normal(seed);
+  if (c == "HeUniform") return he_uniform(seed);
+  if (c == "HeNormal") return he_normal(seed);
+  return orthogonal(arg("gain", 1.0), seed);
 }
 
 }  // namespace kiln

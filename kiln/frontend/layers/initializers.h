@@ -5,8 +5,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "kiln/frontend/tensor.h"
 
@@ -31,12 +33,32 @@ class Initializer {
   Tensor operator()(const Shape& shape, DType dtype = DType::f32) const;
   const std::string& name() const { return name_; }
   bool defined() const { return static_cast<bool>(fn_); }
+  // Keras' class name of this initializer ("GlorotUniform" for "glorot_uniform").
+  std::string class_name() const;
+  // The arguments it was made with that differ from Keras' defaults ({"stddev": 0.5}), and its
+  // seed: a layer's config writes Keras' {"class_name", "config"} form when there are any, so
+  // that loading the config makes the same initializer (layer_util::initializer_config).
+  const std::map<std::string, double>& args() const { return args_; }
+  const std::optional<int64_t>& seed() const { return seed_; }
+  Initializer& set_args(std::map<std::string, double> args) {
+    args_ = std::move(args);
+    return *this;
+  }
 
  private:
   std::string name_;
   Fn fn_;
   std::optional<int64_t> seed_;
+  std::map<std::string, double> args_;
 };
+
+// Keras' serialized initializer {"class_name": name, "config": {...}}: `name` is a class name
+// ("GlorotUniform", "RandomNormal", "Constant", ...) or a name of Initializer(const char*)
+// ("glorot_uniform", "constant"), `args` the config's numbers (value, mean, stddev, minval,
+// maxval, gain; absent: Keras' default) and `seed` its seed (nullopt: null). An argument the
+// initializer does not take, or an unknown name, is a kiln::Error naming it.
+Initializer initializer_from_keras(std::string_view name, const std::map<std::string, double>& args,
+                                   std::optional<int64_t> seed);
 
 namespace initializers {
 Initializer zeros();

@@ -17,9 +17,17 @@
 
 namespace kiln::layer_util {
 
-// An initializer in a config: its Keras name ("glorot_uniform"); null when undefined.
+// An initializer in a config: its Keras name ("glorot_uniform"), or Keras' serialized form
+// {"class_name": "RandomNormal", "config": {"stddev": 0.5, "seed": 3}} when it was made with
+// arguments other than Keras' defaults or a seed (read back by saving's initializer_entry);
+// null when undefined.
 inline Json initializer_config(const Initializer& init) {
-  return init.defined() ? Json(init.name()) : Json(nullptr);
+  if (!init.defined()) return nullptr;
+  if (init.args().empty() && !init.seed()) return init.name();
+  Json config = Json::object();
+  for (const auto& [name, value] : init.args()) config[name] = value;
+  config["seed"] = init.seed() ? Json(*init.seed()) : Json(nullptr);
+  return Json{{"class_name", init.class_name()}, {"config", config}};
 }
 
 // A regularizer in a config: null when inactive, else Keras' L1 / L2 / L1L2 form.

@@ -15,16 +15,36 @@ Initializer initializer_entry(const ConfigReader& c, const std::string& key,
   if (!c.has(key)) return fallback;
   const Json& v = c.at(key);
   std::string name;
-  if (v.is_string())
+  std::map<std::string, double> args;
+  std::optional<int64_t> seed;
+  if (v.is_string()) {
     name = v.get<std::string>();
-  else if (v.is_object() && v.contains("class_name") && v["class_name"].is_string())
+  } else if (v.is_object() && v.contains("class_name") && v["class_name"].is_string()) {
+    // Keras' serialized form: every entry of its config is honoured or refused.
     name = v["class_name"].get<std::string>();
-  else
+    if (v.contains("config") && !v["config"].is_null()) {
+      if (!v["config"].is_object())
+        c.fail(key, fmt::format("has a config that is not an object: {}", v["config"].dump()));
+      for (const auto& [k, x] : v["config"].items()) {
+        if (k == "seed") {
+          if (x.is_number_integer())
+            seed = x.get<int64_t>();
+          else if (!x.is_null())
+            c.fail(key, fmt::format("has a seed that is not an integer or null: {}", x.dump()));
+        } else if (x.is_number()) {
+          args[k] = x.get<double>();
+        } else {
+          c.fail(key, fmt::format("has an argument \"{}\" kiln's initializers cannot take: {}", k,
+                                  x.dump()));
+        }
+      }
+    }
+  } else {
     c.fail(key, fmt::format("should be an initializer name such as \"glorot_uniform\", got {}",
                             v.dump()));
-  if (name == "constant" || name == "Constant") return initializers::constant(0);
+  }
   try {
-    return Initializer(name);
+    return initializer_from_keras(name, args, seed);
   } catch (const Error& e) {
     c.fail(key, e.what());
   }

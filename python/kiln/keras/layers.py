@@ -107,7 +107,7 @@ _ALWAYS_ACCEPTED = {"name", "trainable", "dtype"}
 
 
 def _config_value(v):
-    if hasattr(v, "_kiln_config"):  # a kiln.keras.constraints.Constraint
+    if hasattr(v, "_kiln_config"):  # a keras.constraints / keras.initializers object
         return v._kiln_config()
     if isinstance(v, _kiln._Layer):
         return _kiln._serialize_layer(v)
@@ -170,12 +170,14 @@ def _make_builtin(class_name):
             input_shape = (kwargs.pop("input_dim"),)
         config.update(kwargs)
         for k, v in config.items():
-            if callable(v) and not isinstance(v, (_kiln._Layer, type)):
+            if callable(v) and not isinstance(v, (_kiln._Layer, type)) and not hasattr(
+                    v, "_kiln_config"):  # keras.initializers objects are callable
                 raise TypeError(
                     f"{class_name}(): argument {k!r} is a Python callable; kiln's built-in "
-                    f"layers take activations, initializers and regularizers by name (e.g. "
-                    f"activation=\"relu\", kernel_initializer=\"glorot_uniform\"); for your own "
-                    f"function write a Python layer (subclass kiln.keras.layers.Layer)")
+                    f"layers take activations and regularizers by name and initializers by name "
+                    f"or as keras.initializers objects (e.g. activation=\"relu\", "
+                    f"kernel_initializer=\"glorot_uniform\"); for your own function write a "
+                    f"Python layer (subclass kiln.keras.layers.Layer)")
         cell = config.pop("cell", None) if class_name == "RNN" else None
         if isinstance(cell, (list, tuple)):
             raise _kiln.Error(
