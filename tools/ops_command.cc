@@ -15,20 +15,6 @@ std::string traits_text(const OpInfo& op) {
   return s;
 }
 
-std::string dtypes_text(DTypeClass c) {
-  switch (c) {
-    case DTypeClass::Float:
-      return "float";
-    case DTypeClass::Numeric:
-      return "numeric";
-    case DTypeClass::Bool:
-      return "bool";
-    case DTypeClass::Any:
-      return "any";
-  }
-  return "?";
-}
-
 }  // namespace
 
 void print_op_table() {
@@ -41,7 +27,7 @@ void print_op_table() {
       if (a.default_value) attrs += " = " + attr_value_to_string(*a.default_value);
     }
     std::cout << "| `" << op.name << "` | " << (op.arity < 0 ? "1+" : std::to_string(op.arity))
-              << " | " << dtypes_text(op.dtypes) << " | " << traits_text(op) << " | "
+              << " | " << dtype_class_word(op.dtypes) << " | " << traits_text(op) << " | "
               << fusion_role_name(op.fusion) << " | "
               << (op.generated() ? "generated" : "runtime kernel") << " | " << attrs << " |\n";
   }

@@ -108,21 +108,9 @@ std::vector<AttrSpec> parse_schema(const char* op, std::string_view schema) {
     size_t eq = item.find('=', colon);
     std::string_view kind =
         item.substr(colon + 1, eq == std::string_view::npos ? eq : eq - colon - 1);
-    AttrKind k;
-    if (kind == "int")
-      k = AttrKind::i64;
-    else if (kind == "float")
-      k = AttrKind::f64;
-    else if (kind == "bool")
-      k = AttrKind::boolean;
-    else if (kind == "str")
-      k = AttrKind::str;
-    else if (kind == "ints")
-      k = AttrKind::i64s;
-    else if (kind == "dtype")
-      k = AttrKind::dtype;
-    else
-      bad_schema(op, item, fmt::format("unknown kind \"{}\"", kind));
+    const std::optional<AttrKind> parsed = schema_kind_of(kind);
+    if (!parsed) bad_schema(op, item, fmt::format("unknown kind \"{}\"", kind));
+    const AttrKind k = *parsed;
     AttrSpec spec{std::string(item.substr(0, colon)), k, std::nullopt};
     if (eq != std::string_view::npos)
       spec.default_value = parse_default(op, item, k, item.substr(eq + 1));
@@ -161,6 +149,45 @@ bool dtype_in_class(DType t, DTypeClass c) {
       return true;
   }
   return false;
+}
+
+std::string_view schema_kind_word(AttrKind k) {
+  switch (k) {
+    case AttrKind::i64:
+      return "int";
+    case AttrKind::f64:
+      return "float";
+    case AttrKind::boolean:
+      return "bool";
+    case AttrKind::str:
+      return "str";
+    case AttrKind::i64s:
+      return "ints";
+    case AttrKind::dtype:
+      return "dtype";
+  }
+  return "?";
+}
+
+std::optional<AttrKind> schema_kind_of(std::string_view word) {
+  for (AttrKind k : {AttrKind::i64, AttrKind::f64, AttrKind::boolean, AttrKind::str, AttrKind::i64s,
+                     AttrKind::dtype})
+    if (schema_kind_word(k) == word) return k;
+  return std::nullopt;
+}
+
+std::string_view dtype_class_word(DTypeClass c) {
+  switch (c) {
+    case Float:
+      return "float";
+    case Numeric:
+      return "numeric";
+    case Bool:
+      return "bool";
+    case Any:
+      return "any";
+  }
+  return "?";
 }
 
 std::string_view dtype_class_description(DTypeClass c) {

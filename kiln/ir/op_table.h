@@ -51,6 +51,12 @@ std::vector<std::string_view> trait_names(uint32_t traits);
 enum class DTypeClass : uint8_t { Float, Numeric, Bool, Any };
 bool dtype_in_class(DType t, DTypeClass c);
 std::string_view dtype_class_description(DTypeClass c);
+// The ops.def column's word for a dtype class: "float", "numeric", "bool", "any".
+std::string_view dtype_class_word(DTypeClass c);
+// The attribute schema's word for a kind (ir/ops.def): "int", "float", "bool", "str", "ints",
+// "dtype"; schema_kind_of is its inverse (nullopt for another word).
+std::string_view schema_kind_word(AttrKind k);
+std::optional<AttrKind> schema_kind_of(std::string_view word);
 
 // An op's role in a fusion group (the `fusion` column of ir/ops.def).
 enum class FusionRole : uint8_t {

@@ -46,39 +46,6 @@ py::object attr_to_python(const AttrValue& v) {
   return py::none();
 }
 
-// The schema's word for a kind (int, float, bool, str, ints, dtype).
-const char* schema_kind(AttrKind k) {
-  switch (k) {
-    case AttrKind::i64:
-      return "int";
-    case AttrKind::f64:
-      return "float";
-    case AttrKind::boolean:
-      return "bool";
-    case AttrKind::str:
-      return "str";
-    case AttrKind::i64s:
-      return "ints";
-    case AttrKind::dtype:
-      return "dtype";
-  }
-  return "?";
-}
-
-const char* dtype_class_word(DTypeClass c) {
-  switch (c) {
-    case DTypeClass::Float:
-      return "float";
-    case DTypeClass::Numeric:
-      return "numeric";
-    case DTypeClass::Bool:
-      return "bool";
-    case DTypeClass::Any:
-      return "any";
-  }
-  return "?";
-}
-
 py::list op_table() {
   py::list rows;
   for (const OpInfo& op : all_ops()) {
@@ -86,7 +53,7 @@ py::list op_table() {
     for (const AttrSpec& a : op.attrs) {
       py::dict d;
       d["name"] = a.name;
-      d["kind"] = schema_kind(a.kind);
+      d["kind"] = schema_kind_word(a.kind);
       d["has_default"] = a.default_value.has_value();
       d["default"] = a.default_value ? attr_to_python(*a.default_value) : py::none();
       attrs.append(d);

@@ -214,25 +214,6 @@ struct Row {
   const char* name;
   const char* schema;
 };
-// The kind as the schema spells it.
-std::string schema_kind(AttrKind k) {
-  switch (k) {
-    case AttrKind::i64:
-      return "int";
-    case AttrKind::f64:
-      return "float";
-    case AttrKind::boolean:
-      return "bool";
-    case AttrKind::str:
-      return "str";
-    case AttrKind::i64s:
-      return "ints";
-    case AttrKind::dtype:
-      return "dtype";
-  }
-  return "?";
-}
-
 constexpr Row kRows[] = {
 #define KILN_OP(e, name, arity, traits, dtypes, fusion, codegen, attrs, rule) {name, attrs},
 #include "kiln/ir/ops.def"
@@ -255,7 +236,7 @@ TEST(OpDefaults, EveryDefaultIsTheCppDefaultAndWrittenInItsKind) {
       EXPECT_EQ(attr_kind_of(*spec.default_value), spec.kind) << row.name << "." << spec.name;
       // Written as the IR writes a value of its kind: the schema holds "name:kind=<text>".
       EXPECT_THAT(std::string(row.schema),
-                  HasSubstr(spec.name + ":" + schema_kind(spec.kind) + "=" +
+                  HasSubstr(spec.name + ":" + std::string(schema_kind_word(spec.kind)) + "=" +
                             attr_value_to_string(*spec.default_value)))
           << row.name << "." << spec.name << " is not written in the IR text form of its kind";
       EXPECT_TRUE(covered().count({op.kind, spec.name}))

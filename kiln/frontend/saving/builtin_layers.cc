@@ -226,19 +226,22 @@ RecurrentOptions cell_options(const ConfigReader& c) {
   return o;
 }
 
-void refuse_stateful(const ConfigReader& c) {
+// The sequence options of a recurrent layer or an RNN (RecurrentOptions or RNNOptions);
+// stateful is refused.
+template <typename Options>
+void read_sequence_options(const ConfigReader& c, Options& o) {
+  o.return_sequences = c.get<bool>("return_sequences", o.return_sequences);
+  o.return_state = c.get<bool>("return_state", o.return_state);
+  o.go_backwards = c.get<bool>("go_backwards", o.go_backwards);
+  o.zero_output_for_mask = c.get<bool>("zero_output_for_mask", o.zero_output_for_mask);
+  o.unroll = c.get<bool>("unroll", o.unroll);
   if (c.get<bool>("stateful", false)) c.fail("stateful", "is true; kiln has no stateful RNNs");
 }
 
 Layer recurrent(const Json& config, const std::string& class_name) {
   ConfigReader c(config, class_name);
   RecurrentOptions o = cell_options(c);
-  o.return_sequences = c.get<bool>("return_sequences", o.return_sequences);
-  o.return_state = c.get<bool>("return_state", o.return_state);
-  o.go_backwards = c.get<bool>("go_backwards", o.go_backwards);
-  o.zero_output_for_mask = c.get<bool>("zero_output_for_mask", o.zero_output_for_mask);
-  o.unroll = c.get<bool>("unroll", o.unroll);
-  refuse_stateful(c);
+  read_sequence_options(c, o);
   const int64_t units = c.get<int64_t>("units");
   if (class_name == "LSTM") return LSTM(units, o);
   if (class_name == "GRU") return GRU(units, o);
@@ -424,12 +427,7 @@ Layer rnn_from_config(const Json& config, const Layer* given_cell) {
   ConfigReader c(config, "RNN");
   RNNOptions o;
   o.name = c.name();
-  o.return_sequences = c.get<bool>("return_sequences", o.return_sequences);
-  o.return_state = c.get<bool>("return_state", o.return_state);
-  o.go_backwards = c.get<bool>("go_backwards", o.go_backwards);
-  o.zero_output_for_mask = c.get<bool>("zero_output_for_mask", o.zero_output_for_mask);
-  o.unroll = c.get<bool>("unroll", o.unroll);
-  refuse_stateful(c);
+  read_sequence_options(c, o);
   if (given_cell == nullptr && c.at("cell").is_array())
     c.fail("cell",
            "is a list of cells (StackedRNNCells); kiln's RNN runs one cell: stack RNN "
