@@ -68,6 +68,10 @@ std::vector<Layer> one_of_each() {
       Activation("gelu"),
       TimeDistributed(Dense(2)),
       Bidirectional(LSTM(3, {.return_sequences = true}), {.merge_mode = "sum"}),
+      SimpleRNNCell(3),
+      LSTMCell(2, {.unit_forget_bias = false}),
+      GRUCell(2, {.reset_after = false}),
+      RNN(LSTMCell(2), {.return_sequences = true, .go_backwards = true}),
       Sequential({Dense(2), Dense(1)}, Shape{3}),
   };
 }
