@@ -8,7 +8,8 @@
 #   bash scripts/dump-steps.sh /tmp/after             # at the new one
 #   diff -r /tmp/before /tmp/after && echo identical
 #
-# Timing lines (the pass timings, compile times) are dropped, as they differ run to run.
+# Timing lines (the pass timings, compile times) are dropped, as they differ run to run; each
+# run starts from an empty kernel cache (KILN_CACHE_DIR), so every kernel is compiled anew.
 # KILN (default build/tools/kiln) names the program. One thread, one short sample each: the
 # dumps are made by the first compilation, not by the timing.
 set -euo pipefail
@@ -20,10 +21,11 @@ rm -rf "$out"
 mkdir -p "$out"
 for step in mlp_784_256_256_10_b64 cnn_b64 lstm_2x256_seq64_b32 transformer_block_d128_h4_seq64_b16; do
   raw=$(mktemp -d)
-  KILN_DUMP_IR="$raw" "$kiln" bench --filter "^${step}\$" --repetitions 1 --min-sample-ms 1 \
+  KILN_CACHE_DIR="$raw/cache" KILN_DUMP_IR="$raw" "$kiln" bench --filter "^${step}\$" \
+    --repetitions 1 --min-sample-ms 1 \
     --threads 1 >/dev/null
   for dir in "$raw"/*.compiled.*; do
-    [[ -d $dir ]] || continue
+    [[ -d $dir && $dir != */cache ]] || continue
     dest="$out/$step/$(basename "$dir")"
     mkdir -p "$dest/kernels"
     cp "$dir"/kernels/*.ll "$dest/kernels/"
