@@ -2,7 +2,7 @@
 # the generated kiln/version.h, the CMake package (kilnConfig.cmake, kilnConfigVersion.cmake,
 # kilnTargets.cmake: target kiln::kiln), kiln.pc, the `kiln` and `kiln-opt` programs and the
 # data files (share/kiln/data, found at run time relative to the installed library or program:
-# frontend/data/data_dir.h). Consumers get kiln's include directory and libraries, none of its
+# keras/data/data_dir.h). Consumers get kiln's include directory and libraries, none of its
 # build flags.
 
 # The file behind an include path "kiln/...": the generated version.h, else the source file
@@ -44,7 +44,7 @@ foreach(_header IN LISTS KILN_PUBLIC_HEADERS)
   install(FILES ${_file} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/${_dir} COMPONENT kiln_dev)
 endforeach()
 
-set(KILN_LIBRARIES kiln_frontend kiln_codegen kiln_passes kiln_distributed kiln_runtime kiln_ir)
+set(KILN_LIBRARIES kiln_keras kiln_frontend kiln_codegen kiln_passes kiln_distributed kiln_runtime kiln_ir)
 # No <target>_EXPORTS definition in shared builds (kiln's headers do not use one), so static
 # and shared builds compile identical objects and share the compiler cache.
 set_target_properties(${KILN_LIBRARIES} PROPERTIES DEFINE_SYMBOL "")

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "fuzz/fuzz_util.h"
-#include "kiln/frontend/data/digits.h"
+#include "kiln/keras/data/digits.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string bytes(reinterpret_cast<const char*>(data), size);

@@ -15,8 +15,8 @@
 #include <string>
 
 #include "fuzz/fuzz_util.h"
-#include "kiln/frontend/data/idx_stream.h"
-#include "kiln/frontend/data/mnist.h"
+#include "kiln/keras/data/idx_stream.h"
+#include "kiln/keras/data/mnist.h"
 
 namespace {
 

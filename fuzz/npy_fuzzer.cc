@@ -5,7 +5,7 @@
 #include <string>
 
 #include "fuzz/fuzz_util.h"
-#include "kiln/frontend/io/npy.h"
+#include "kiln/keras/io/npy.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string bytes(reinterpret_cast<const char*>(data), size);

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "fuzz/fuzz_util.h"
-#include "kiln/frontend/io/safetensors.h"
+#include "kiln/keras/io/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string bytes(reinterpret_cast<const char*>(data), size);

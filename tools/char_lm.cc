@@ -5,7 +5,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "kiln/frontend/io/file_util.h"
+#include "kiln/keras/io/file_util.h"
 #include "kiln/kiln.h"
 
 namespace kiln::tools {

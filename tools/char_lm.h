@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <string>
 
-#include "kiln/frontend/data/text.h"
-#include "kiln/frontend/models/model.h"
+#include "kiln/keras/data/text.h"
+#include "kiln/keras/models/model.h"
 #include "tools/train_options.h"
 
 namespace kiln::tools {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "kiln/frontend/models/sequential.h"
+#include "kiln/keras/models/sequential.h"
 
 namespace kiln::tools {
 

@@ -2,7 +2,7 @@
 // writes the logits as .npy.
 #include <iostream>
 
-#include "kiln/frontend/io/npy.h"
+#include "kiln/keras/io/npy.h"
 #include "kiln/kiln.h"
 #include "tools/commands.h"
 #include "tools/model_zoo.h"

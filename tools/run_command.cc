@@ -17,7 +17,7 @@
 #include "kiln/codegen/compile_graph.h"
 #include "kiln/codegen/object_cache.h"
 #include "kiln/codegen/target.h"
-#include "kiln/frontend/io/npy.h"
+#include "kiln/keras/io/npy.h"
 #include "kiln/ir/parser.h"
 #include "kiln/ir/verifier.h"
 #include "kiln/kiln.h"

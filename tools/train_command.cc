@@ -15,8 +15,8 @@
 #include <iostream>
 #include <optional>
 
-#include "kiln/frontend/data/digits.h"
-#include "kiln/frontend/data/mnist.h"
+#include "kiln/keras/data/digits.h"
+#include "kiln/keras/data/mnist.h"
 #include "kiln/kiln.h"
 #include "tools/char_lm.h"
 #include "tools/cli_conventions.h"

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <iostream>
 
-#include "kiln/frontend/io/file_util.h"
+#include "kiln/keras/io/file_util.h"
 
 namespace kiln::tools {
 

@@ -1,4 +1,4 @@
-// `kiln train --load-model DIR` / `--save-model DIR`: whole saved models (frontend/saving/
+// `kiln train --load-model DIR` / `--save-model DIR`: whole saved models (keras/saving/
 // saving.h) in the training command. A loaded model keeps its architecture, weights, optimizer
 // state and compile configuration; training resumes with fit's initial_epoch (--initial-epoch,
 // Keras' meaning: the epochs already done), so `train --epochs 2 --save-model M` then

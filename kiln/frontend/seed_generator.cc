@@ -1,10 +1,33 @@
 #include "kiln/frontend/seed_generator.h"
 
+#include <mutex>
+
 #include "kiln/frontend/creation.h"
 #include "kiln/frontend/function/trace_context.h"
-#include "kiln/frontend/layers/initializers.h"
 
 namespace kiln {
+namespace {
+
+struct GlobalSeeds {
+  std::mutex mutex;
+  Generator gen{1337};
+};
+GlobalSeeds& global() {
+  static GlobalSeeds g;
+  return g;
+}
+
+}  // namespace
+
+void set_random_seed(uint64_t seed) {
+  std::lock_guard<std::mutex> lock(global().mutex);
+  global().gen = Generator(seed);
+}
+
+int64_t next_global_seed() {
+  std::lock_guard<std::mutex> lock(global().mutex);
+  return global().gen.next_seed();
+}
 
 namespace {
 Tensor i64_scalar(int64_t v) { return tensor(std::vector<int64_t>{v}, Shape{}); }

@@ -23,6 +23,14 @@
 
 namespace kiln {
 
+// The global seed sequence, which every draw without an explicit seed uses (an initializer, a
+// SeedGenerator made without a seed, a traced function's rng_state): the same program gets the
+// same numbers after the same reset.
+// Resets the global seed generator (Keras' keras.utils.set_random_seed; starts at 1337).
+void set_random_seed(uint64_t seed);
+// The next seed of the global sequence (thread-safe).
+int64_t next_global_seed();
+
 // Contract:
 //  - A handle with reference semantics (copies share the state), like Variable and Layer. A
 //    default-constructed handle is empty (defined() == false); next() on it throws kiln::Error.

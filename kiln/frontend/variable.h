@@ -41,7 +41,7 @@ class Variable {
   void assign_sub(const Tensor& delta);
 
   // Keras' variable.constraint: a projection the optimizer applies after each update of this
-  // variable (variable.assign(constraint(variable)); see frontend/layers/constraints.h). Empty:
+  // variable (variable.assign(constraint(variable)); see keras/layers/constraints.h). Empty:
   // none. Written with kiln ops, so a traced training step records it.
   using ConstraintFn = std::function<Tensor(const Tensor&)>;
   void set_constraint(ConstraintFn constraint);

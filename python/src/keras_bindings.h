@@ -1,7 +1,7 @@
 // The Keras-style part of `kiln._kiln` (issue 19): layers (keras_layers_py.cc), models and
 // their training entry points (keras_models_py.cc), losses, optimizers, metrics and callbacks
-// (keras_training_py.cc). Each binds the C++ API of frontend/layers, frontend/models,
-// frontend/training and frontend/saving; python/kiln/keras/ adds the Keras spellings.
+// (keras_training_py.cc). Each binds the C++ API of keras/layers, keras/models,
+// keras/training and keras/saving; python/kiln/keras/ adds the Keras spellings.
 #pragma once
 
 #include <pybind11/pybind11.h>
@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "bindings.h"
-#include "kiln/frontend/data/arrays.h"
-#include "kiln/frontend/layers/layer.h"
-#include "kiln/frontend/models/model.h"
+#include "kiln/keras/data/arrays.h"
+#include "kiln/keras/layers/layer.h"
+#include "kiln/keras/models/model.h"
 
 namespace kiln::python {
 

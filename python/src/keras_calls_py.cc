@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "keras_bindings.h"
-#include "kiln/frontend/layers/attention.h"
+#include "kiln/keras/layers/attention.h"
 #include "numpy_interop.h"
 
 namespace kiln::python {

@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "keras_bindings.h"
-#include "kiln/frontend/layers/rnn.h"
-#include "kiln/frontend/models/input_layer.h"
+#include "kiln/keras/layers/rnn.h"
+#include "kiln/keras/models/input_layer.h"
 #include "kiln/frontend/ops.h"
-#include "kiln/frontend/saving/from_config.h"
-#include "kiln/frontend/saving/serialization.h"
+#include "kiln/keras/saving/from_config.h"
+#include "kiln/keras/saving/serialization.h"
 #include "numpy_interop.h"
 
 namespace kiln::python {
@@ -288,7 +288,7 @@ void bind_keras_layers(py::module_& m) {
           names.append(name);
         return names;
       },
-      "The class names of C++ layer registry (frontend/saving/builtin_layers.cc).");
+      "The class names of C++ layer registry (keras/saving/builtin_layers.cc).");
   m.def(
       "_serialize_layer",
       [](const py::handle& l) { return from_json(serialize_layer(to_layer(l))); },

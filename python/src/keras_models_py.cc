@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "keras_bindings.h"
-#include "kiln/frontend/models/functional.h"
-#include "kiln/frontend/models/sequential.h"
-#include "kiln/frontend/saving/saving.h"
-#include "kiln/frontend/training/callback.h"
-#include "kiln/frontend/training/compile_options.h"
+#include "kiln/keras/models/functional.h"
+#include "kiln/keras/models/sequential.h"
+#include "kiln/keras/saving/saving.h"
+#include "kiln/keras/training/callback.h"
+#include "kiln/keras/training/compile_options.h"
 #include "numpy_interop.h"
 
 namespace kiln::python {

@@ -10,12 +10,12 @@
 #include <vector>
 
 #include "keras_bindings.h"
-#include "kiln/frontend/data/dataset.h"
-#include "kiln/frontend/data/digits.h"
-#include "kiln/frontend/saving/from_config.h"
-#include "kiln/frontend/training/callbacks.h"
-#include "kiln/frontend/training/compile_options.h"
-#include "kiln/frontend/training/lr_callbacks.h"
+#include "kiln/keras/data/dataset.h"
+#include "kiln/keras/data/digits.h"
+#include "kiln/keras/saving/from_config.h"
+#include "kiln/keras/training/callbacks.h"
+#include "kiln/keras/training/compile_options.h"
+#include "kiln/keras/training/lr_callbacks.h"
 #include "numpy_interop.h"
 
 namespace kiln::python {

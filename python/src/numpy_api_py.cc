@@ -16,7 +16,7 @@
 #include "bindings.h"
 #include "kiln/frontend/creation.h"
 #include "kiln/frontend/function/trace_context.h"
-#include "kiln/frontend/layers/initializers.h"
+#include "kiln/keras/layers/initializers.h"
 #include "kiln/frontend/ops.h"
 #include "kiln/frontend/seed_generator.h"
 #include "kiln/ir/op_table.h"

@@ -18,7 +18,7 @@
 #include <string>
 #include <thread>
 
-#include "kiln/frontend/io/safetensors.h"
+#include "kiln/keras/io/safetensors.h"
 #include "tests/crash/child_process.h"
 
 namespace kiln {

@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "kiln/frontend/io/npy.h"
-#include "kiln/frontend/io/safetensors.h"
+#include "kiln/keras/io/npy.h"
+#include "kiln/keras/io/safetensors.h"
 #include "kiln/kiln.h"
 
 namespace kiln {

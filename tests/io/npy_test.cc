@@ -2,7 +2,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "kiln/frontend/io/npy.h"
+#include "kiln/keras/io/npy.h"
 #include "kiln/kiln.h"
 #include "tests/support/error_of.h"
 

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "kiln/frontend/io/safetensors.h"
+#include "kiln/keras/io/safetensors.h"
 #include "kiln/kiln.h"
 #include "tests/support/error_of.h"
 

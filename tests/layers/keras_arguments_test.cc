@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "kiln/frontend/saving/from_config.h"
+#include "kiln/keras/saving/from_config.h"
 #include "kiln/kiln.h"
 #include "tests/saving/saving_test_util.h"
 

@@ -1,4 +1,4 @@
-// layers.RNN and its cells (frontend/layers/rnn.h): a cell stepped by hand over a sequence
+// layers.RNN and its cells (keras/layers/rnn.h): a cell stepped by hand over a sequence
 // against the naive loop (tests/layers/recurrent_reference.h), RNN(cell) against the layer of
 // its kind with the same weights (bitwise: the same loop runs), shared weights, configs and
 // their round trip, and bad use.

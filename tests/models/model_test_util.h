@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "kiln/frontend/layers/layer.h"
+#include "kiln/keras/layers/layer.h"
 #include "kiln/frontend/ops.h"
 #include "tests/frontend/op_test_util.h"
 

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <string>
 
-#include "kiln/frontend/data/data_dir.h"
+#include "kiln/keras/data/data_dir.h"
 #include "kiln/kiln.h"
 
 int main(int argc, char** argv) {

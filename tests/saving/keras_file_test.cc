@@ -8,9 +8,9 @@
 #include <filesystem>
 #include <limits>
 
-#include "kiln/frontend/io/file_util.h"
-#include "kiln/frontend/io/hdf5_file.h"
-#include "kiln/frontend/io/zip_archive.h"
+#include "kiln/keras/io/file_util.h"
+#include "kiln/keras/io/hdf5_file.h"
+#include "kiln/keras/io/zip_archive.h"
 #include "kiln/kiln.h"
 #include "tests/saving/saving_test_util.h"
 

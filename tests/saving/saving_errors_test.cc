@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "kiln/frontend/io/file_util.h"
+#include "kiln/keras/io/file_util.h"
 #include "kiln/kiln.h"
 #include "tests/saving/saving_test_util.h"
 #include "tests/support/error_of.h"

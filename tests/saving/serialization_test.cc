@@ -5,7 +5,7 @@
 
 #include <set>
 
-#include "kiln/frontend/saving/from_config.h"
+#include "kiln/keras/saving/from_config.h"
 #include "kiln/kiln.h"
 #include "tests/saving/saving_test_util.h"
 #include "tests/support/error_of.h"

@@ -8,7 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "kiln/frontend/io/file_util.h"
+#include "kiln/keras/io/file_util.h"
 #include "kiln/kiln.h"
 
 namespace kiln {

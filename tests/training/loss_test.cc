@@ -1,7 +1,7 @@
 // Losses against hand-computed values (the arithmetic is in the comments), stability at
 // extreme logits, probability clipping, shape/dtype errors, and gradients against central
 // finite differences in float64.
-#include "kiln/frontend/training/loss.h"
+#include "kiln/keras/training/loss.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // Metrics on small hand-made batches: accumulation over batches, reset, label shapes, the
 // by-name constructor, Keras' shape-based and loss-based choice of "accuracy", and errors.
-#include "kiln/frontend/training/metric.h"
+#include "kiln/keras/training/metric.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 
 #include "kiln/frontend/creation.h"
 #include "kiln/frontend/ops.h"
-#include "kiln/frontend/training/loss.h"
+#include "kiln/keras/training/loss.h"
 #include "tests/support/expect_error.h"
 
 namespace kiln {

@@ -1,7 +1,7 @@
 // Optimizers: the first steps of every update rule against numbers worked out by hand (in the
 // comments), slot variables (names, count, shapes), iterations, learning-rate schedules and
 // the errors of apply_gradients and the by-name constructor.
-#include "kiln/frontend/training/optimizer.h"
+#include "kiln/keras/training/optimizer.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include "kiln/frontend/creation.h"
 #include "kiln/frontend/gradient_tape.h"
 #include "kiln/frontend/ops.h"
-#include "kiln/frontend/training/loss.h"
+#include "kiln/keras/training/loss.h"
 #include "tests/support/expect_error.h"
 
 namespace kiln {

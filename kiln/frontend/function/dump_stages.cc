@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <set>
 
-#include "kiln/frontend/io/file_util.h"
+#include "kiln/runtime/file_io.h"
 #include "kiln/ir/printer.h"
 #include "kiln/runtime/knobs.h"
 #include "kiln/runtime/log.h"
@@ -36,7 +36,7 @@ void dump_trace_stages(const ir::Graph& traced) {
   try {
     std::error_code ec;
     std::filesystem::create_directories(out, ec);
-    io::write_file_atomically((out / "traced.kir").string(), ir::print_graph(traced));
+    runtime::write_file_atomically((out / "traced.kir").string(), ir::print_graph(traced));
   } catch (const Error& e) {
     log_warning(fmt::format("KILN_DUMP_IR: dumping the traced graph @{} to {} failed: {}",
                             traced.name(), out.string(), e.what()));
@@ -57,23 +57,23 @@ void dump_compiled_form(const CompiledForm& form, const std::string& dir) {
   try {
     std::error_code ec;
     std::filesystem::create_directories(out / "kernels", ec);
-    io::write_file_atomically((out / "optimized.kir").string(), form.ir_text(Stage::kOptimized));
-    io::write_file_atomically((out / "memory_plan.txt").string(), form.memory_plan_text());
-    io::write_file_atomically((out / "kernels.txt").string(),
+    runtime::write_file_atomically((out / "optimized.kir").string(), form.ir_text(Stage::kOptimized));
+    runtime::write_file_atomically((out / "memory_plan.txt").string(), form.memory_plan_text());
+    runtime::write_file_atomically((out / "kernels.txt").string(),
                               form.summary() + form.kernels_table());
     std::string timings;
     for (const passes::PassTiming& t : form.pass_timings())
       timings += fmt::format("{:<24} runs {:>3} changed {:>3} {:>8} us\n", t.name, t.runs,
                              t.changed, t.total_us);
-    io::write_file_atomically((out / "passes.txt").string(), timings);
+    runtime::write_file_atomically((out / "passes.txt").string(), timings);
     std::set<std::string> used;
     for (size_t i = 0; i < form.kernels().size(); ++i) {
       std::string base = file_name_for(form.kernels()[i].name);
       for (int n = 1; !used.insert(base).second; ++n)
         base = fmt::format("{}.{}", file_name_for(form.kernels()[i].name), n);
       std::filesystem::path path = out / "kernels" / base;
-      io::write_file_atomically(path.string() + ".ll", form.kernel_llvm_ir(i));
-      io::write_file_atomically(path.string() + ".s", form.kernel_assembly(i));
+      runtime::write_file_atomically(path.string() + ".ll", form.kernel_llvm_ir(i));
+      runtime::write_file_atomically(path.string() + ".s", form.kernel_assembly(i));
     }
   } catch (const Error& e) {
     log_warning(fmt::format("KILN_DUMP_IR: dumping the compiled form of @{} to {} failed: {}",

@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include "kiln/frontend/creation.h"
-#include "kiln/frontend/layers/initializers.h"
 #include "kiln/frontend/ops.h"
+#include "kiln/frontend/seed_generator.h"
 #include "kiln/runtime/log.h"
 
 namespace kiln::detail {

@@ -3,7 +3,7 @@
 A constraint is given to a layer's ``*_constraint`` argument by name (``"non_neg"``,
 ``"max_norm"``, ``"unit_norm"``, ``"min_max_norm"``) or as one of these objects
 (``Dense(4, kernel_constraint=MaxNorm(3.0))``). The layer hands it to the C++ layer as Keras'
-serialized form; the optimizer projects the weight after each update (frontend/layers/
+serialized form; the optimizer projects the weight after each update (keras/layers/
 constraints.h), eagerly and inside compiled training steps."""
 
 __all__ = ["Constraint", "MaxNorm", "MinMaxNorm", "NonNeg", "UnitNorm", "max_norm",

@@ -1,5 +1,5 @@
 """kiln.keras.initializers: Keras 3's initializers over kiln's C++ ones
-(kiln/frontend/layers/initializers.h): the same formulas the built-in layers use.
+(kiln/keras/layers/initializers.h): the same formulas the built-in layers use.
 
     init = keras.initializers.GlorotUniform(seed=1)
     w = init((64, 32))                       # a kiln.Tensor, float32

@@ -1,5 +1,5 @@
 """kiln.keras.layers: the Layer base for layers written in Python, and one class per layer of
-kiln's C++ registry (frontend/saving/builtin_layers.cc), generated at import: ``Dense(64,
+kiln's C++ registry (keras/saving/builtin_layers.cc), generated at import: ``Dense(64,
 activation="relu")`` makes the layer from its Keras config (kiln::layer_from_config), so the
 arguments, their defaults and their checks are the C++ layer's. The first arguments may be
 given by position in Keras' order (``_POSITIONAL``); the others by keyword. No keyword is

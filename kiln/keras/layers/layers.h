@@ -1,0 +1,20 @@
+// All of kiln's built-in Keras layers (one include for users; kiln/kiln.h includes it).
+#pragma once
+
+#include "kiln/keras/layers/activations.h"
+#include "kiln/keras/layers/attention.h"
+#include "kiln/keras/layers/conv.h"
+#include "kiln/keras/layers/dense.h"
+#include "kiln/keras/layers/dropout.h"
+#include "kiln/keras/layers/embedding.h"
+#include "kiln/keras/layers/initializers.h"
+#include "kiln/keras/layers/layer.h"
+#include "kiln/keras/layers/masking.h"
+#include "kiln/keras/layers/merging.h"
+#include "kiln/keras/layers/normalization.h"
+#include "kiln/keras/layers/pooling.h"
+#include "kiln/keras/layers/position_embedding.h"
+#include "kiln/keras/layers/recurrent.h"
+#include "kiln/keras/layers/reshaping.h"
+#include "kiln/keras/layers/rnn.h"
+#include "kiln/keras/layers/wrappers.h"
