@@ -23,7 +23,7 @@
 #include <random>
 
 #include "bench/bench_util.h"
-#include "kiln/codegen/compile_graph.h"
+#include "kiln/codegen/compile_driver.h"
 #include "kiln/codegen/object_cache.h"
 #include "kiln/kiln.h"
 #include "tools/bench_suite.h"

@@ -93,7 +93,10 @@ void run(const Args& a) {
   } else {
     kiln::runtime::write_file_atomically(a.output, text);
   }
-  if (a.timings) std::fputs(pipeline.timings_table().c_str(), stderr);
+  if (a.timings) {
+    std::fputs(pipeline.timings_table().c_str(), stderr);
+    std::fputs(("\nstatistics\n" + pipeline.statistics_table()).c_str(), stderr);
+  }
 }
 
 }  // namespace
@@ -123,7 +126,7 @@ int main(int argc, char** argv) {
       ->excludes(passes_opt);
   app.add_flag("--verify", a.verify,
                "verify the graph after every pass that changes it (KILN_VERIFY=1 does too)");
-  app.add_flag("--timings", a.timings, "print per-pass timings to stderr");
+  app.add_flag("--timings", a.timings, "print per-pass timings and statistics to stderr");
   app.add_flag_callback(
          "--list-passes",
          [] {

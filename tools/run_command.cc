@@ -14,7 +14,7 @@
 #include <iostream>
 #include <map>
 
-#include "kiln/codegen/compile_graph.h"
+#include "kiln/codegen/compile_driver.h"
 #include "kiln/codegen/object_cache.h"
 #include "kiln/codegen/target.h"
 #include "kiln/keras/io/npy.h"

@@ -126,14 +126,49 @@ class AlgebraicSimplify final : public Pass {
       for (const auto& sub : n->subgraphs()) changed |= simplify_graph(*sub);
       if (n->kind() != NodeKind::kOp) continue;
       bool edited = false;
+      const OpKind op = n->op();
+      const std::vector<Value*> inputs = n->inputs();
       Value* to = simplify(g, rewrite, *n, usable, edited);
       changed |= edited;
+      if (to != nullptr || edited) statistics().add(rule_name(op, inputs, to));
       if (to == nullptr) continue;
       KILN_ASSERT(to->type() == n->output(0)->type(), "algebraic-simplify changed a type");
       rewrite.replace(n->output(0), to);
       rewrite.erase(n);
     }
     return rewrite.finish() || changed;
+  }
+
+  // The rule that rewrote a node of `op` reading `in` (its inputs before the rewrite) into
+  // `to` (null: the node was edited in place), as the statistics name it.
+  static const char* rule_name(OpKind op, const std::vector<Value*>& in, const Value* to) {
+    const bool to_input = std::find(in.begin(), in.end(), to) != in.end();
+    switch (op) {
+      case OpKind::Mul:
+        return to_input ? "x*1 -> x" : "x*1 -> broadcast_to(x)";
+      case OpKind::Div:
+        return "x/1 -> x";
+      case OpKind::Add:
+        return to_input ? "x+0 -> x" : "pad(a)+pad(b) -> pad(concat(a, b))";
+      case OpKind::Sub:
+        return "x-0 -> x";
+      case OpKind::Pad:
+        return "pad without padding -> x";
+      case OpKind::Neg:
+        return "neg(neg x) -> x";
+      case OpKind::Transpose:
+        if (to == nullptr) return "transpose(transpose x) composed";
+        return to_input ? "identity transpose -> x" : "transpose(transpose x) -> x";
+      case OpKind::Reshape:
+        return to_input ? "reshape to x's layout -> x" : "reshape(reshape x) -> reshape x";
+      case OpKind::BroadcastTo:
+      case OpKind::BroadcastLike:
+        return "broadcast to x's type -> x";
+      case OpKind::Cast:
+        return "cast to x's type -> x";
+      default:
+        return "other";
+    }
   }
 
   // The value replacing `n`'s output, or null; sets `edited` when `n` was rewritten in place.

@@ -36,7 +36,7 @@ class ConstantFold final : public Pass {
   bool run(Graph& g) override { return fold_graph(g); }
 
  private:
-  bool fold_graph(Graph& g) const {
+  bool fold_graph(Graph& g) {
     bool changed = false;
     ir::GraphRewrite rewrite(g);  // folding adds nodes; visit only the original ones
     for (Node* n : rewrite.original_nodes()) {
@@ -51,6 +51,7 @@ class ConstantFold final : public Pass {
       rewrite.insert_before(c, n);
       rewrite.replace(n->output(0), c->output(0));
       rewrite.erase(n);
+      statistics().add("nodes folded");
     }
     return rewrite.finish() || changed;
   }

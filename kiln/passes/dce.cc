@@ -27,7 +27,7 @@ bool has_side_effects(const Graph& g) {
 }
 
 // Removes the dead nodes of `g` and of its live nodes' sub-graphs; returns whether any went.
-bool eliminate(Graph& g) {
+bool eliminate(Graph& g, PassStatistics& stats) {
   std::unordered_set<const Value*> live(g.outputs().begin(), g.outputs().end());
   std::unordered_set<const Node*> dead;
   bool changed = false;
@@ -41,9 +41,10 @@ bool eliminate(Graph& g) {
       continue;
     }
     live.insert(n.inputs().begin(), n.inputs().end());
-    for (const auto& sub : n.subgraphs()) changed |= eliminate(*sub);
+    for (const auto& sub : n.subgraphs()) changed |= eliminate(*sub, stats);
   }
   if (!dead.empty()) {
+    stats.add("nodes removed", int64_t(dead.size()));
     g.erase_nodes_if([&](const Node& n) { return dead.contains(&n); });
     changed = true;
   }
@@ -53,7 +54,7 @@ bool eliminate(Graph& g) {
 class Dce final : public Pass {
  public:
   std::string_view name() const override { return "dce"; }
-  bool run(Graph& g) override { return eliminate(g); }
+  bool run(Graph& g) override { return eliminate(g, statistics()); }
 };
 
 }  // namespace

@@ -154,8 +154,11 @@ std::vector<Node*> program_order(const Graph& g) {
 
 class Planner {
  public:
-  Planner(Graph& g, int& counter)
-      : g_(g), counter_(counter), units_(program_order(g), order_edges(g, program_order(g))) {
+  Planner(Graph& g, int& counter, PassStatistics& stats)
+      : g_(g),
+        counter_(counter),
+        stats_(stats),
+        units_(program_order(g), order_edges(g, program_order(g))) {
     for (const Value* v : g_.outputs()) graph_outputs_.insert(v);
   }
 
@@ -176,8 +179,9 @@ class Planner {
     return id;
   }
 
-  // May node `p` join the groups `gids` (merged into one)? Kind rules only (rule 5).
-  bool kinds_allow(int p, const std::vector<int>& gids) {
+  // May node `p` join the groups `gids` (merged into one)? Kind rules only (rule 5): null if it
+  // may, else the rule that refuses it.
+  const char* kinds_refusal(int p, const std::vector<int>& gids) {
     Node& n = *units_.node(p);
     GroupKind merged;
     merged.add(n);
@@ -187,8 +191,9 @@ class Planner {
       if (k.contraction) ++contractions;
       merged.add(k);
     }
-    if (contractions > 1 || (contractions == 1 && merged.has_reduction)) return false;
-    if (merged.along_rows && merged.across_rows) return false;
+    if (contractions > 1) return "rule 5: two contractions";
+    if (contractions == 1 && merged.has_reduction) return "rule 5: a contraction and a reduction";
+    if (merged.along_rows && merged.across_rows) return "rule 5b: reductions along and across rows";
     if (const Node* contraction = merged.contraction; contraction != nullptr) {
       // Nothing that feeds the contraction may be in its group: neither `n` nor a member of
       // a group being merged (a path from such a producer to the contraction through nodes
@@ -196,14 +201,30 @@ class Planner {
       for (const Value* v : contraction->inputs()) {
         const Node* producer = v->producer();
         if (producer == nullptr) continue;
-        if (producer == &n) return false;
+        if (producer == &n) return kFeedsContraction;
         int q = units_.position(producer);
         if (q < 0) continue;
         for (int gid : gids)
-          if (units_.in_group(q, units_.find(gid))) return false;
+          if (units_.in_group(q, units_.find(gid))) return kFeedsContraction;
       }
     }
-    return true;
+    return nullptr;
+  }
+  static constexpr const char* kFeedsContraction = "rule 5: a producer of the contraction";
+
+  // May node `p` join the groups `gids` (merged into one; with `copy`, the one group `gids[0]`
+  // as a copy)? Null if it may, else the rule that refuses it, counted in the statistics.
+  // The checks run in the order of the rules' cost: kinds, cycles, serial groups.
+  const char* refusal(int p, const std::vector<int>& gids, bool keep_out, bool copy = false) {
+    const char* why = kinds_refusal(p, gids);
+    if (why == nullptr &&
+        (copy ? units_.copy_would_cycle(gids[0], p) : units_.would_cycle(gids, p)))
+      why = "rule 6: a cycle";
+    if (why == nullptr &&
+        std::any_of(gids.begin(), gids.end(), [&](int gid) { return serializes(gid, keep_out); }))
+      why = "rule 5c: a large stored value kept out of a serial group";
+    if (why != nullptr) stats_.add(fmt::format("refused by {}", why));
+    return why;
   }
 
   // ---- planning (rules 1-6)
@@ -240,16 +261,15 @@ class Planner {
       if (consumers.empty()) {
         new_group(p);
       } else if (consumers.size() == 1) {
-        if (kinds_allow(p, consumers) && !units_.would_cycle(consumers, p) &&
-            !serializes(consumers[0], keep_out))
+        if (refusal(p, consumers, keep_out) == nullptr)
           join(p, consumers[0]);
         else
           new_group(p);
       } else if (duplicable(n)) {
         bool covered = !outside_user;
         for (int gid : consumers) {
-          if (kinds_allow(p, {gid}) && !units_.copy_would_cycle(gid, p) &&
-              !serializes(gid, keep_out)) {
+          if (refusal(p, {gid}, keep_out, /*copy=*/true) == nullptr) {
+            stats_.add("ops copied into a group (rule 3)");
             units_.copy(p, gid);
             kind_of(gid).add(n);
           } else {
@@ -257,9 +277,7 @@ class Planner {
           }
         }
         if (!covered) new_group(p);
-      } else if (all_originals && kinds_allow(p, consumers) && !units_.would_cycle(consumers, p) &&
-                 !std::any_of(consumers.begin(), consumers.end(),
-                              [&](int gid) { return serializes(gid, keep_out); })) {
+      } else if (all_originals && refusal(p, consumers, keep_out) == nullptr) {
         GroupKind merged;
         for (int gid : consumers) merged.add(kind_of(gid));
         int root = units_.merge_with(consumers, p);
@@ -293,8 +311,7 @@ class Planner {
     }
     std::sort(by_position.begin(), by_position.end());
     for (const auto& [first, gid] : by_position)
-      if (kinds_allow(p, {gid}) && !units_.would_cycle({gid}, p) && !serializes(gid, keep_out))
-        return gid;
+      if (refusal(p, {gid}, keep_out) == nullptr) return gid;
     return -1;
   }
 
@@ -317,19 +334,28 @@ class Planner {
     std::sort(order.begin(), order.end());
     std::vector<bool> fused(units_.group_count(), false);
     for (const auto& [last, gid] : order) fused[size_t(gid)] = true;
+    int64_t lone = 0;
+    for (size_t gid = 0; gid < units_.group_count(); ++gid)
+      if (units_.find(int(gid)) == int(gid) && units_.group(int(gid)).members.size() == 1) ++lone;
 
     std::unordered_map<const Value*, Value*> replacement;
     std::unordered_map<const Node*, int> key;
     std::unordered_set<const Node*> inlined_constants;
+    PassStatistics formed;  // counted once the fusions replace their nodes
     for (const auto& [last, gid] : order) {
       Node* f = build(gid, fused, replacement, inlined_constants);
-      if (f != nullptr) key[f] = last;
+      if (f == nullptr) continue;
+      key[f] = last;
+      formed.add(fmt::format("{} groups formed", f->fusion_kind()));
+      formed.add("ops fused", int64_t(units_.group(gid).members.size()));
     }
     // Erase the originals of fused nodes and the nodes that live on only as copies.
     std::unordered_set<const Node*> erase;
     for (int p = 0; p < int(units_.size()); ++p)
       if (erased(p, fused)) erase.insert(units_.node(p));
+    if (lone > 0) stats_.add("groups of one op left plain (rule 7)", lone);
     if (erase.empty()) return false;
+    stats_.merge(formed);
     ir::GraphRewrite uses(g_);
     for (const auto& [from, to] : replacement) uses.replace(const_cast<Value*>(from), to);
     uses.finish();
@@ -478,17 +504,18 @@ class Planner {
 
   Graph& g_;
   int& counter_;
+  PassStatistics& stats_;
   FusionUnits units_;
   std::vector<GroupKind> kinds_;  // by group id (valid at roots)
   std::unordered_set<const Value*> graph_outputs_;
 };
 
-bool fuse_graph(Graph& g, int& counter) {
+bool fuse_graph(Graph& g, int& counter, PassStatistics& stats) {
   bool changed = false;
   for (const auto& n : g.nodes())
     if (n->kind() == NodeKind::kCond || n->kind() == NodeKind::kWhile)
-      for (const auto& sub : n->subgraphs()) changed |= fuse_graph(*sub, counter);
-  changed |= Planner(g, counter).run();
+      for (const auto& sub : n->subgraphs()) changed |= fuse_graph(*sub, counter, stats);
+  changed |= Planner(g, counter, stats).run();
   return changed;
 }
 
@@ -497,7 +524,7 @@ class Fusion final : public Pass {
   std::string_view name() const override { return "fusion"; }
   bool run(Graph& g) override {
     int counter = 0;
-    return fuse_graph(g, counter);
+    return fuse_graph(g, counter, statistics());
   }
 };
 

@@ -19,7 +19,7 @@ bool is_variable_value(const Value* v) {
          (v->producer() != nullptr && v->producer()->is_assignment());
 }
 
-bool lower(Graph& g) {
+bool lower(Graph& g, PassStatistics& stats) {
   // The values read anywhere (node inputs, graph outputs): redirecting an unread value is
   // no change.
   std::unordered_set<const Value*> read(g.outputs().begin(), g.outputs().end());
@@ -38,7 +38,10 @@ bool lower(Graph& g) {
       if (is_variable_value(n->input(0))) {
         current[v] = n->output(0);
       } else {
-        if (read.contains(n->output(0))) rewrite.replace(n->output(0), n->input(0));
+        if (read.contains(n->output(0))) {
+          rewrite.replace(n->output(0), n->input(0));
+          stats.add("assign results read from the stored value");
+        }
         current[v] = n->input(0);
       }
     } else {
@@ -54,6 +57,7 @@ bool lower(Graph& g) {
       rewrite.replace(n->output(0), value->output(0));
       rewrite.erase(n);
       current[v] = value->output(0);
+      stats.add(op == OpKind::Add ? "assign_add lowered" : "assign_sub lowered");
     }
   }
   return rewrite.finish();
@@ -62,7 +66,7 @@ bool lower(Graph& g) {
 class LowerAssignments final : public Pass {
  public:
   std::string_view name() const override { return "lower-assignments"; }
-  bool run(Graph& g) override { return lower(g); }
+  bool run(Graph& g) override { return lower(g, statistics()); }
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Node and kernel counts of a graph, for the summaries of optimized graphs (`kiln dump-ir
 // --stage optimized`, KILN_DUMP_IR, kiln::CompiledForm::summary). The optimization itself is
-// done once per compilation (codegen::compile_function); its stages are kept there.
+// done once per compilation (codegen::compile_function, codegen/compile_driver.h); its stages
+// are kept there.
 #pragma once
 
 #include <cstddef>

@@ -103,7 +103,7 @@ void PassPipeline::check_disabled_names() const {
 PassTiming& PassPipeline::timing_of(std::string_view name) {
   for (PassTiming& t : timings_)
     if (t.name == name) return t;
-  timings_.push_back(PassTiming{std::string(name)});
+  timings_.emplace_back().name = std::string(name);
   return timings_.back();
 }
 
@@ -147,6 +147,7 @@ bool PassPipeline::run_pass(Pass& pass, RunState& state) {
   if (options_.disabled.contains(name)) return false;
   auto start = std::chrono::steady_clock::now();
   bool changed;
+  pass.statistics().clear();
   try {
     changed = pass.run(state.graph);
   } catch (const Error& e) {
@@ -158,6 +159,8 @@ bool PassPipeline::run_pass(Pass& pass, RunState& state) {
   t.runs += 1;
   t.changed += changed ? 1 : 0;
   t.total_us += us.count();
+  t.statistics.merge(pass.statistics());
+  pass.statistics().clear();
   if (!changed) return false;
   if (options_.verify) {
     try {
@@ -194,7 +197,8 @@ std::string PassPipeline::timings_table() const {
   for (const PassTiming& t : timings_) width = std::max(width, t.name.size());
   std::string out =
       fmt::format("{:<{}}  {:>6}  {:>7}  {:>10}\n", "pass", width, "runs", "changed", "time (us)");
-  PassTiming total{"total"};
+  PassTiming total;
+  total.name = "total";
   for (const PassTiming& t : timings_) {
     out +=
         fmt::format("{:<{}}  {:>6}  {:>7}  {:>10}\n", t.name, width, t.runs, t.changed, t.total_us);
@@ -204,6 +208,22 @@ std::string PassPipeline::timings_table() const {
   }
   out += fmt::format("{:<{}}  {:>6}  {:>7}  {:>10}\n", total.name, width, total.runs, total.changed,
                      total.total_us);
+  return out;
+}
+
+std::string PassPipeline::statistics_table() const { return passes::statistics_table(timings_); }
+
+std::string statistics_table(const std::vector<PassTiming>& timings) {
+  size_t width = 24;
+  for (const PassTiming& t : timings)
+    for (const auto& [name, value] : t.statistics.counters()) width = std::max(width, name.size());
+  std::string out;
+  for (const PassTiming& t : timings) {
+    out += t.name + "\n";
+    if (t.statistics.empty()) out += "  (nothing counted)\n";
+    for (const auto& [name, value] : t.statistics.counters())
+      out += fmt::format("  {:<{}}  {:>8}\n", name, width, value);
+  }
   return out;
 }
 

@@ -19,7 +19,8 @@
 //     matches the dump filter; NNN counts up from 000 in each run() (files of an earlier run
 //     with the same numbers are replaced). An unchanged run writes nothing: its graph is the
 //     previous file's. Files are written to a temporary name and renamed into place.
-//   - timings() accumulate over every run() of this pipeline.
+//   - timings() accumulate over every run() of this pipeline, and so do the passes' statistics
+//     (Pass::statistics(): each run's counters are added to PassTiming::statistics).
 #pragma once
 
 #include <cstdint>
@@ -51,12 +52,13 @@ struct PipelineOptions {
   static bool verify_by_default();
 };
 
-// What one pass cost over every run() of a pipeline.
+// What one pass cost, and what it did, over every run() of a pipeline.
 struct PassTiming {
   std::string name;
   int64_t runs = 0;     // times the pass ran
   int64_t changed = 0;  // runs that changed the graph
   int64_t total_us = 0;
+  PassStatistics statistics;  // the pass's counters, summed over its runs
 };
 
 class PassPipeline {
@@ -81,6 +83,11 @@ class PassPipeline {
   const std::vector<PassTiming>& timings() const { return timings_; }
   // timings() as an aligned text table with a total row, ending in a newline.
   std::string timings_table() const;
+  // Every pass's statistics, one line per counter under the pass's name, in timings() order:
+  //   cse
+  //     nodes merged                3
+  // A pass that counted nothing reads "  (nothing counted)". Ends in a newline.
+  std::string statistics_table() const;
   // The names of the pipeline's passes in stage order (a pass in several stages once).
   std::vector<std::string> pass_names() const;
   const PipelineOptions& options() const { return options_; }
@@ -122,5 +129,8 @@ PassPipeline default_pipeline(const PipelineOptions& options);
 // what codegen compiles; it is not a fixed point of simplify any more (fusion bodies are not
 // simplified again).
 PassPipeline optimize_pipeline(const PipelineOptions& options);
+
+// statistics_table() of any list of timings (those a compilation kept, say).
+std::string statistics_table(const std::vector<PassTiming>& timings);
 
 }  // namespace kiln::passes

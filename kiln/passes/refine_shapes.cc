@@ -39,6 +39,7 @@ class RefineShapes final : public Pass {
       const TensorType& declared = n->output()->type();
       if (refines(declared, inferred)) {
         n->output()->set_type(inferred);
+        statistics().add("types refined");
         changed = true;
       } else if (!(inferred == declared) && !refines(inferred, declared)) {
         ir::ValueNumbering numbering(g);
@@ -53,6 +54,7 @@ class RefineShapes final : public Pass {
         b->set_location(n->location());
         rewrite.insert_before(b, n);
         rewrite.replace(n->output(), b->output());
+        statistics().add("broadcast_like -> broadcast_to");
       }
     }
     return rewrite.finish() ||

@@ -1,6 +1,7 @@
 #include "kiln/passes/schedule_collectives.h"
 
 #include <deque>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -41,6 +42,11 @@ class ScheduleCollectives : public Pass {
       emit_ready();
     }
     // (Every all_reduce's input is defined before it in program order, so none is left.)
+    std::unordered_map<const Node*, size_t> old_position;
+    for (size_t i = 0; i < g.nodes().size(); ++i) old_position[g.nodes()[i].get()] = i;
+    for (size_t i = 0; i < order.size(); ++i)
+      if (order[i]->is_op(OpKind::AllReduce) && i < old_position.at(order[i]))
+        statistics().add("all_reduce nodes moved earlier");
     bool changed = false;
     for (size_t i = 0; i < order.size(); ++i) {
       const Node* at = g.nodes()[i].get();

@@ -46,6 +46,8 @@ class TransposeFolding final : public Pass {
         bool was = mm.attrs().get_bool(flag, "matmul");
         mm.mutable_attrs().set(flag, !was);
         mm.set_input(operand, source);
+        statistics().add(operand == 0 ? "transposes folded into transpose_a"
+                                      : "transposes folded into transpose_b");
         changed = true;
       }
     }

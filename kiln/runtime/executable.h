@@ -23,7 +23,7 @@
 // the kernels' documented tolerances (fusion, vector math, reassociated reductions).
 //
 // Memory: every slot has a SlotStorage. Intermediate values, kernel temporaries and
-// contraction products live in an arena laid out by the memory plan (passes/memory_plan.h,
+// contraction products live in an arena laid out by the memory plan (codegen/memory_plan.h,
 // without in-place reuse, so kernel buffers never alias). Arenas are pooled: a call takes a
 // free arena (allocating one only when every arena is in use by a concurrent call) and gives
 // it back, so repeated calls allocate nothing and concurrent calls never share one. Values
@@ -105,7 +105,7 @@ struct ExecutableStep {
   double flops = 0, bytes = 0;
 };
 
-// A gradient bucket (passes/memory_plan.h, CollectiveBucket): the results of several
+// A gradient bucket (codegen/memory_plan.h, CollectiveBucket): the results of several
 // all_reduce steps next to each other in one region of the arena, summed by one collective
 // when its last all_reduce step runs; a step that reads any of them waits for that sum.
 struct CollectiveBucketLayout {

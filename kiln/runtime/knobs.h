@@ -54,7 +54,7 @@ std::optional<std::string> profile_path();
 std::optional<double> distributed_timeout();
 
 // KILN_BUCKET_BYTES=N: the most bytes of gradients one all_reduce sum covers in a compiled
-// step (gradient buckets, passes/memory_plan.h; API: codegen::set_bucket_bytes); 0: every
+// step (gradient buckets, codegen/memory_plan.h; API: codegen::set_bucket_bytes); 0: every
 // all_reduce sums alone. nullopt when unset (then 1 MiB); kiln::Error on a value that is not a
 // non-negative integer.
 std::optional<int64_t> bucket_bytes();

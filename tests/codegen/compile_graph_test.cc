@@ -163,7 +163,7 @@ TEST(CompileGraph, ConvolutionEpiloguesRunImageByImage) {
   }
 }
 
-// A reshape of an arena value is a view of its bytes (passes/memory_plan.h): no step runs for
+// A reshape of an arena value is a view of its bytes (codegen/memory_plan.h): no step runs for
 // it, and the operand's buffer stays alive while the view is read, even where the operand
 // itself is read for the last time (%6 below could otherwise be written over %4). A reshape
 // of a parameter into a graph output still copies (neither is in the arena). Results equal the

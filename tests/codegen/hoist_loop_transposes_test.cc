@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "codegen_test_util.h"
-#include "kiln/codegen/compile_graph.h"
+#include "kiln/codegen/compile_driver.h"
 #include "kiln/ir/parser.h"
 #include "kiln/ir/printer.h"
 #include "kiln/ir/verifier.h"

@@ -73,7 +73,7 @@ TEST(CompiledForm, ArenaIsWhatTheExecutableAllocates) {
   EXPECT_LE(a.plan.lower_bound_bytes, a.plan.arena_bytes);
   EXPECT_LE(a.plan.arena_bytes, a.scratch_offset);
   EXPECT_FALSE(a.scratch.empty());  // the matmuls' products
-  for (const passes::ValuePlan& v : a.plan.values) {
+  for (const codegen::ValuePlan& v : a.plan.values) {
     EXPECT_EQ(v.in_place_of, nullptr);  // kernel buffers never alias
     if (v.in_arena()) {
       EXPECT_LE(v.offset + v.size, a.scratch_offset);
@@ -83,7 +83,7 @@ TEST(CompiledForm, ArenaIsWhatTheExecutableAllocates) {
     EXPECT_LE(b.offset + size_t(b.type.shape.num_elements()) * dtype_size(b.type.dtype),
               a.arena_bytes);
   std::string text = form.memory_plan_text();
-  EXPECT_NE(text.find(fmt::format("# arena {}", passes::format_bytes(a.arena_bytes))),
+  EXPECT_NE(text.find(fmt::format("# arena {}", codegen::format_bytes(a.arena_bytes))),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("scratch contraction product of fused_matmul"), std::string::npos) << text;

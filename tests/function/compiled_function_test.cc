@@ -7,7 +7,7 @@
 #include <set>
 #include <thread>
 
-#include "kiln/codegen/compile_graph.h"
+#include "kiln/codegen/compile_driver.h"
 #include "kiln/kiln.h"
 #include "tests/support/error_of.h"
 

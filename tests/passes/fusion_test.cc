@@ -13,7 +13,6 @@
 #include "kiln/ir/parser.h"
 #include "kiln/ir/printer.h"
 #include "kiln/ir/verifier.h"
-#include "kiln/passes/memory_plan.h"
 #include "kiln/passes/passes.h"
 #include "kiln/passes/pipeline.h"
 #include "kiln/runtime/reference_executor.h"
@@ -234,10 +233,7 @@ TEST(FusionTest, MlpTrainingStepKeepsOutputsAndVariablesBitwise) {
   }
   // 13: rule 5b keeps the batch-mean loss apart from the row-parallel softmax group.
   EXPECT_LE(count_kernels(*g), 13u);
-  // The memory plan of the optimized step stays within 1.1x of its lower bound.
-  MemoryPlan plan = plan_memory(*g);
-  EXPECT_LE(double(plan.arena_bytes), 1.1 * double(plan.lower_bound_bytes)) << plan.to_string();
-  EXPECT_GT(plan.lower_bound_bytes, 0u);
+  // Its memory plan: tests/codegen/memory_plan_test.cc (FusedMlpTrainingStep...).
 }
 
 TEST(FusionTest, AssignmentsStayOutsideAndInOrder) {

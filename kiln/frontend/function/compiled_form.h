@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "kiln/codegen/compile_graph.h"
+#include "kiln/codegen/compile_driver.h"
+#include "kiln/codegen/memory_plan.h"
 #include "kiln/ir/graph.h"
-#include "kiln/passes/memory_plan.h"
 #include "kiln/passes/pipeline.h"
 #include "kiln/runtime/executable.h"
 
@@ -60,7 +60,7 @@ class CompiledForm {
   // The executable's arena layout (codegen::ArenaLayout): the plan of the optimized graph's
   // values and the scratch area. arena_bytes() == executable()->arena_bytes().
   const codegen::ArenaLayout& arena_layout() const;
-  const passes::MemoryPlan& memory_plan() const { return arena_layout().plan; }
+  const codegen::MemoryPlan& memory_plan() const { return arena_layout().plan; }
   size_t arena_bytes() const { return arena_layout().arena_bytes; }
   // arena_layout().to_text(graph(kOptimized)).
   std::string memory_plan_text() const;

@@ -65,6 +65,7 @@ void dump_compiled_form(const CompiledForm& form, const std::string& dir) {
     for (const passes::PassTiming& t : form.pass_timings())
       timings += fmt::format("{:<24} runs {:>3} changed {:>3} {:>8} us\n", t.name, t.runs,
                              t.changed, t.total_us);
+    timings += "\nstatistics\n" + passes::statistics_table(form.pass_timings());
     runtime::write_file_atomically((out / "passes.txt").string(), timings);
     std::set<std::string> used;
     for (size_t i = 0; i < form.kernels().size(); ++i) {

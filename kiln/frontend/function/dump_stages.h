@@ -4,7 +4,8 @@
 // (kiln::CompiledForm): the optimize pipeline's 000.input.kir (the specialised graph) and
 // NNN.after.<pass>.kir (filtered by KILN_DUMP_PASSES), optimized.kir, memory_plan.txt (the
 // executable's arena layout), kernels.txt (per-kernel compile statistics), passes.txt (pass
-// timings) and kernels/<group>.ll (O3 LLVM IR) and kernels/<group>.s (assembly).
+// timings, then each pass's statistics) and kernels/<group>.ll (O3 LLVM IR) and kernels/<group>.s
+// (assembly).
 #pragma once
 
 #include <optional>

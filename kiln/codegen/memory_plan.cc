@@ -1,4 +1,4 @@
-#include "kiln/passes/memory_plan.h"
+#include "kiln/codegen/memory_plan.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 
 #include "kiln/ir/value_numbering.h"
 
-namespace kiln::passes {
+namespace kiln::codegen {
 namespace {
 
 size_t align_up(size_t n, size_t alignment) { return (n + alignment - 1) / alignment * alignment; }
@@ -408,4 +408,4 @@ MemoryPlan plan_memory(const ir::Graph& g, const MemoryPlanOptions& options) {
   return plan;
 }
 
-}  // namespace kiln::passes
+}  // namespace kiln::codegen

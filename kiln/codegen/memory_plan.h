@@ -1,6 +1,6 @@
 // Memory planning: where every value of a graph lives while it runs, with one arena of
-// scratch memory per executable. A function rather than a Pass: it produces a plan and leaves
-// the graph alone.
+// scratch memory per executable. Part of codegen, not a pass: it produces a plan and leaves
+// the graph alone; codegen/arena_layout.h lays an executable's arena out from it.
 //
 // Contract of plan_memory(g):
 //   - Every dimension of every top-level value must be known; otherwise a kiln::Error naming
@@ -65,7 +65,7 @@
 
 #include "kiln/ir/graph.h"
 
-namespace kiln::passes {
+namespace kiln::codegen {
 
 struct MemoryPlanOptions {
   // Arena offsets and the sizes used for packing are multiples of this (a power of two).
@@ -182,4 +182,4 @@ MemoryPlan plan_memory(const ir::Graph& g, const MemoryPlanOptions& options = {}
 // "512 B", "3.0 KiB", "1.2 MiB", "2.0 GiB".
 std::string format_bytes(size_t bytes);
 
-}  // namespace kiln::passes
+}  // namespace kiln::codegen

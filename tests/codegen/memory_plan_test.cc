@@ -2,7 +2,7 @@
 // outside the arena, the unknown-shape error, a brute-force overlap check on random graphs,
 // the arena against its lower bound on an MLP training step, and gradient buckets (regions of
 // all_reduce results, their direct and packed members).
-#include "kiln/passes/memory_plan.h"
+#include "kiln/codegen/memory_plan.h"
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
@@ -20,7 +20,7 @@
 #include "tests/passes/random_graph.h"
 #include "tests/support/error_of.h"
 
-namespace kiln::passes {
+namespace kiln::codegen {
 namespace {
 
 using ::testing::HasSubstr;
@@ -336,9 +336,9 @@ TEST(MemoryPlanTest, NoOverlapOnRandomGraphs) {
       views += viewed.view_values();
     }
     // And after the default pipeline (fewer, differently shaped nodes).
-    PipelineOptions pipeline_options;
+    passes::PipelineOptions pipeline_options;
     pipeline_options.verify = true;
-    default_pipeline(pipeline_options).run(*g);
+    passes::default_pipeline(pipeline_options).run(*g);
     check_plan(*g, plan_memory(*g));
     if (testing::Test::HasFailure()) break;
   }
@@ -434,6 +434,19 @@ TEST(MemoryPlanTest, MlpTrainingStepsAreCloseToTheLowerBound) {
     EXPECT_GT(plan.in_place_values(), 0);
     EXPECT_LT(plan.arena_bytes, plain.arena_bytes);
   }
+}
+
+// The traced MLP training step of tests/passes/fusion_mlp_train_step.kir, optimized as for
+// compilation (fusion included): its plan stays within 1.1x of its lower bound.
+TEST(MemoryPlanTest, FusedMlpTrainingStepIsCloseToTheLowerBound) {
+  auto g = ir::parse_graph_file(KILN_SOURCE_DIR "/tests/passes/fusion_mlp_train_step.kir");
+  passes::PipelineOptions options;
+  options.verify = true;
+  passes::optimize_pipeline(options).run(*g);
+  MemoryPlan plan = plan_memory(*g);
+  check_plan(*g, plan);
+  EXPECT_LE(double(plan.arena_bytes), 1.1 * double(plan.lower_bound_bytes)) << plan.to_string();
+  EXPECT_GT(plan.lower_bound_bytes, 0u);
 }
 
 // Gradient buckets on a data-parallel MLP step: every gradient is an arena result whose one
@@ -533,4 +546,4 @@ TEST(MemoryPlanTest, GradientBucketsPackOnlyWhatCannotBeComputedInPlace) {
 }
 
 }  // namespace
-}  // namespace kiln::passes
+}  // namespace kiln::codegen
