@@ -26,7 +26,7 @@
 #include "kiln/codegen/compile_driver.h"
 #include "kiln/codegen/object_cache.h"
 #include "kiln/kiln.h"
-#include "tools/bench_suite.h"
+#include "bench/suite/suite.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// The `kiln bench` workloads (tools/bench_suite.h) as Google Benchmark cases, one per workload
+// The `kiln bench` workloads (bench/suite/suite.h) as Google Benchmark cases, one per workload
 // and variant:
 //   Suite/<workload>/Eager        kiln ops one by one
 //   Suite/<workload>/Compiled     the traced, JIT-compiled function (compiled before timing)
@@ -15,7 +15,7 @@
 #include <string>
 
 #include "kiln/kiln.h"
-#include "tools/bench_suite.h"
+#include "bench/suite/suite.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // `kiln bench [--json FILE] [--filter REGEX] [--repetitions N] [--threads N]`: runs the
-// tools/bench_suite.h workloads in this process, each eagerly, compiled and hand-written, and
+// bench/suite/suite.h workloads in this process, each eagerly, compiled and hand-written, and
 // prints medians, ratios and the limits that apply: the time of the work's GEMMs with Eigen
 // (or of a copy of its bytes), and its hardware limit: its flops at the machine's FMA peak
 // (runtime/machine_peak.h, measured in this process at the same thread count) or its bytes at
@@ -29,7 +29,7 @@
 #include "kiln/kiln.h"
 #include "kiln/runtime/array.h"
 #include "kiln/runtime/machine_peak.h"
-#include "tools/bench_suite.h"
+#include "bench/suite/suite.h"
 #include "tools/commands.h"
 #include "tools/json_report.h"
 

@@ -8,7 +8,7 @@
 
 namespace kiln::tools {
 
-// `kiln demo`: a short eager session (ops, broadcasting, a gradient tape), printed.
+// `kiln demo`: a short eager demo (ops, broadcasting, a gradient tape), printed.
 void add_demo_command(CLI::App& app);
 void run_demo();
 
@@ -22,7 +22,7 @@ void add_train_command(CLI::App& app);
 void add_dump_ir_command(CLI::App& app);
 // `kiln run`: run an IR file on .npy inputs, write the outputs as .npy.
 void add_run_command(CLI::App& app);
-// `kiln bench`: eager vs compiled vs hand-written C++ on the tools/bench_suite.h workloads.
+// `kiln bench`: eager vs compiled vs hand-written C++ on the bench/suite/suite.h workloads.
 void add_bench_command(CLI::App& app);
 // `kiln predict`: logits of a trained model for an .npy input.
 void add_predict_command(CLI::App& app);

@@ -22,7 +22,7 @@
 namespace kiln::runtime {
 
 namespace detail {
-constinit std::atomic<uint64_t> g_profile_session{0};
+constinit std::atomic<uint64_t> g_profile_id{0};
 }  // namespace detail
 
 namespace {
@@ -37,8 +37,8 @@ int64_t now_ns() {
 // during static destruction (other libraries' destructors, TBB workers) still find it.
 struct ProfilerState {
   std::mutex mutex;
-  uint64_t next_session = 1;
-  int64_t origin_ns = 0;  // steady clock at the session's start
+  uint64_t next_profile = 1;
+  int64_t origin_ns = 0;  // steady clock at the profile's start
   std::vector<ProfileEvent> events;
   int64_t dropped = 0;
 };
@@ -64,14 +64,14 @@ void sort_events(std::vector<ProfileEvent>& events) {
   });
 }
 
-// Ends the running session: its events (sorted) and how many were dropped.
-std::pair<std::vector<ProfileEvent>, int64_t> end_session() {
+// Ends the running profile: its events (sorted) and how many were dropped.
+std::pair<std::vector<ProfileEvent>, int64_t> end_profile() {
   ProfilerState& s = state();
   std::vector<ProfileEvent> events;
   int64_t dropped = 0;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
-    detail::g_profile_session.store(0, std::memory_order_relaxed);
+    detail::g_profile_id.store(0, std::memory_order_relaxed);
     events.swap(s.events);
     dropped = std::exchange(s.dropped, 0);
   }
@@ -81,7 +81,7 @@ std::pair<std::vector<ProfileEvent>, int64_t> end_session() {
 
 std::string dropped_message(int64_t dropped) {
   return fmt::format(
-      "profiler: {} events were dropped after the first {} of the session; profile fewer steps",
+      "profiler: {} events were dropped after the first {} of the profile; profile fewer steps",
       dropped, kMaxProfileEvents);
 }
 
@@ -170,7 +170,7 @@ std::string rate(double amount, int64_t ns) {
 
 // ---------------------------------------------------------------- KILN_PROFILE
 
-// Starts a session at program start when KILN_PROFILE is set; at exit writes the trace there and
+// Starts a profile at program start when KILN_PROFILE is set; at exit writes the trace there and
 // prints the table to stderr. Written straight to stderr (not through kiln::log) because other
 // translation units' statics may already be destroyed when this destructor runs.
 class EnvironmentProfile {
@@ -182,7 +182,7 @@ class EnvironmentProfile {
   ~EnvironmentProfile() {
     if (!path_) return;
     try {
-      auto [events, dropped] = end_session();
+      auto [events, dropped] = end_profile();
       if (dropped > 0)
         std::fprintf(stderr, "kiln: warning: %s\n", dropped_message(dropped).c_str());
       std::string table = profile_table(events);
@@ -205,20 +205,20 @@ EnvironmentProfile g_environment_profile;
 
 }  // namespace
 
-// ---------------------------------------------------------------- sessions and scopes
+// ---------------------------------------------------------------- profiles and scopes
 
 void start_profiling() {
   ProfilerState& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
-  if (detail::g_profile_session.load(std::memory_order_relaxed) != 0) return;
+  if (detail::g_profile_id.load(std::memory_order_relaxed) != 0) return;
   s.events.clear();
   s.dropped = 0;
   s.origin_ns = now_ns();
-  detail::g_profile_session.store(s.next_session++, std::memory_order_relaxed);
+  detail::g_profile_id.store(s.next_profile++, std::memory_order_relaxed);
 }
 
 std::vector<ProfileEvent> stop_profiling() {
-  auto [events, dropped] = end_session();
+  auto [events, dropped] = end_profile();
   if (dropped > 0) log_warning(dropped_message(dropped));
   return std::move(events);
 }
@@ -234,9 +234,9 @@ std::vector<ProfileEvent> profile_events() {
   return events;
 }
 
-void ProfileScope::begin(uint64_t session, std::string_view name, const char* category,
+void ProfileScope::begin(uint64_t profile, std::string_view name, const char* category,
                          double flops, double bytes) {
-  session_ = session;
+  profile_ = profile;
   category_ = category;
   flops_ = flops;
   bytes_ = bytes;
@@ -249,7 +249,7 @@ void ProfileScope::end() {
   int thread = this_thread_number();
   ProfilerState& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
-  if (detail::g_profile_session.load(std::memory_order_relaxed) != session_) return;
+  if (detail::g_profile_id.load(std::memory_order_relaxed) != profile_) return;
   if (s.events.size() >= kMaxProfileEvents) {
     ++s.dropped;
     return;

@@ -3,18 +3,18 @@
 // trace event JSON file that opens in Perfetto (ui.perfetto.dev) or chrome://tracing.
 //
 // Contract:
-//  - One process-wide profiler. start_profiling() begins a session; stop_profiling() ends it and
+//  - One process-wide profiler. start_profiling() begins a profile; stop_profiling() ends it and
 //    returns its events (and forgets them). Every function here is thread-safe.
 //  - A ProfileScope records one event (name, category, start, duration, thread, flops, bytes)
-//    when it closes, if it opened while profiling was on and the same session is still running.
+//    when it closes, if it opened while profiling was on and the same profile is still running.
 //    When profiling is off, opening a scope is one relaxed atomic load: no clock read, no
 //    allocation, no lock.
-//  - Times are steady-clock nanoseconds; an event's start is relative to its session's start.
+//  - Times are steady-clock nanoseconds; an event's start is relative to its profile's start.
 //    Threads are numbered 0, 1, 2, ... in the order they first record an event (for the
 //    process's life); nested scopes on one thread nest in time.
-//  - At most kMaxProfileEvents events are kept per session; later ones are counted and dropped
+//  - At most kMaxProfileEvents events are kept per profile; later ones are counted and dropped
 //    (stop_profiling logs a warning with the count).
-//  - KILN_PROFILE=trace.json (runtime/knobs.h): a session starts when the program starts (static
+//  - KILN_PROFILE=trace.json (runtime/knobs.h): a profile starts when the program starts (static
 //    initialization of kiln's runtime) and, at normal exit (return from main or std::exit), its
 //    events are written to that path as a Chrome trace and the table is printed to stderr.
 //    A failure to write is a warning on stderr, never a crash. Abnormal exits write nothing.
@@ -31,7 +31,7 @@ namespace kiln::runtime {
 struct ProfileEvent {
   std::string name;      // kernel group / op name (as in the IR dump), or a function name
   std::string category;  // "kernel", "contraction", "op", "assign", "control", "call", ...
-  int64_t start_ns = 0;  // since the session started
+  int64_t start_ns = 0;  // since the profile started
   int64_t duration_ns = 0;
   int thread = 0;      // small per-thread number (0, 1, 2, ... in order of first use)
   double flops = 0;    // floating-point operations done, 0 when unknown
@@ -42,20 +42,20 @@ struct ProfileEvent {
 inline constexpr size_t kMaxProfileEvents = size_t(1) << 22;
 
 namespace detail {
-// The running session's id, 0 when profiling is off. Read it through profiling_enabled().
-extern std::atomic<uint64_t> g_profile_session;
+// The running profile's id, 0 when profiling is off. Read it through profiling_enabled().
+extern std::atomic<uint64_t> g_profile_id;
 }  // namespace detail
 
 inline bool profiling_enabled() {
-  return detail::g_profile_session.load(std::memory_order_relaxed) != 0;
+  return detail::g_profile_id.load(std::memory_order_relaxed) != 0;
 }
 
-// Starts a session (clock origin: now) unless one is running, in which case it does nothing
-// (the running session and its events go on).
+// Starts a profile (clock origin: now) unless one is running, in which case it does nothing
+// (the running profile and its events go on).
 void start_profiling();
-// Ends the running session and returns its events, ordered by start time; empty when none ran.
+// Ends the running profile and returns its events, ordered by start time; empty when none ran.
 std::vector<ProfileEvent> stop_profiling();
-// The running session's events so far (a copy, ordered by start time); empty when off.
+// The running profile's events so far (a copy, ordered by start time); empty when off.
 std::vector<ProfileEvent> profile_events();
 
 // Records [construction, destruction) as one event when profiling is on. `category` must
@@ -64,11 +64,11 @@ std::vector<ProfileEvent> profile_events();
 class ProfileScope {
  public:
   ProfileScope(std::string_view name, const char* category, double flops = 0, double bytes = 0) {
-    uint64_t session = detail::g_profile_session.load(std::memory_order_relaxed);
-    if (session != 0) begin(session, name, category, flops, bytes);
+    uint64_t profile = detail::g_profile_id.load(std::memory_order_relaxed);
+    if (profile != 0) begin(profile, name, category, flops, bytes);
   }
   ~ProfileScope() {
-    if (session_ != 0) end();
+    if (profile_ != 0) end();
   }
   ProfileScope(const ProfileScope&) = delete;
   ProfileScope& operator=(const ProfileScope&) = delete;
@@ -77,15 +77,15 @@ class ProfileScope {
   void set_bytes(double bytes) { bytes_ = bytes; }
   // Whether this scope records an event (profiling was on when it opened): set_detail is then
   // worth building a string for.
-  bool recording() const { return session_ != 0; }
+  bool recording() const { return profile_ != 0; }
   void set_detail(std::string detail) { detail_ = std::move(detail); }
 
  private:
-  void begin(uint64_t session, std::string_view name, const char* category, double flops,
+  void begin(uint64_t profile, std::string_view name, const char* category, double flops,
              double bytes);
   void end();
 
-  uint64_t session_ = 0;
+  uint64_t profile_ = 0;
   int64_t start_ns_ = 0;
   const char* category_ = nullptr;
   double flops_ = 0, bytes_ = 0;

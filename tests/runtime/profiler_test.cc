@@ -1,4 +1,4 @@
-// The profiler (runtime/profiler.h): sessions record scopes only while on; nesting and thread
+// The profiler (runtime/profiler.h): profiles record scopes only while on; nesting and thread
 // numbers; the summary table's numbers against hand-computed synthetic events; the Chrome trace
 // parsed with nlohmann::json (escaping, units, metadata); write_chrome_trace; and KILN_PROFILE
 // end to end by running this binary again as a child process with the knob set.
@@ -27,7 +27,7 @@ namespace {
 
 using nlohmann::json;
 
-// Sessions are process-wide: these tests cannot run under KILN_PROFILE (they stop its session).
+// Profiles are process-wide: these tests cannot run under KILN_PROFILE (they stop its profile).
 class ProfilerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -93,7 +93,7 @@ ProfileEvent event(std::string name, std::string category, double start_ms, doub
                       {}};
 }
 
-// ---------------------------------------------------------------- sessions and scopes
+// ---------------------------------------------------------------- profiles and scopes
 
 TEST_F(ProfilerTest, RecordsOnlyWhileEnabled) {
   EXPECT_FALSE(profiling_enabled());
@@ -117,7 +117,7 @@ TEST_F(ProfilerTest, RecordsOnlyWhileEnabled) {
   EXPECT_GE(snapshot[0].start_ns, 0);
   EXPECT_GE(snapshot[0].duration_ns, 0);
 
-  start_profiling();  // already on: keeps the session
+  start_profiling();  // already on: keeps the profile
   {
     ProfileScope scope("matmul.1", "contraction");
     scope.set_flops(7);
@@ -137,13 +137,13 @@ TEST_F(ProfilerTest, RecordsOnlyWhileEnabled) {
   EXPECT_TRUE(profile_events().empty());
 }
 
-TEST_F(ProfilerTest, ScopeSpanningSessionsIsDropped) {
+TEST_F(ProfilerTest, ScopeSpanningProfilesIsDropped) {
   start_profiling();
   {
-    ProfileScope old_session("old", "call");
+    ProfileScope old_profile("old", "call");
     stop_profiling();
     start_profiling();
-    { ProfileScope new_session("new", "call"); }
+    { ProfileScope new_profile("new", "call"); }
   }
   std::vector<ProfileEvent> events = stop_profiling();
   ASSERT_EQ(events.size(), 1u);

@@ -1,4 +1,4 @@
-// The hand-written LSTM training step of `kiln bench` (tools/bench_rnn_baselines.h): its
+// The hand-written LSTM training step of `kiln bench` (bench/suite/rnn_baselines.h): its
 // gradients against finite differences (float64), the float32 step against the float64 one on
 // sizes where the GEMMs and row passes split over two threads, and training lowers its loss.
 #include <gtest/gtest.h>
@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "tests/tools/gradient_check.h"
-#include "tools/bench_baselines.h"
-#include "tools/bench_rnn_baselines.h"
+#include "bench/suite/baselines.h"
+#include "bench/suite/rnn_baselines.h"
 
 namespace kiln::bench {
 namespace {

@@ -1,5 +1,5 @@
 // The hand-written transformer-block training step of `kiln bench`
-// (tools/bench_rnn_baselines.h): gradients against finite differences (float64), the float32
+// (bench/suite/rnn_baselines.h): gradients against finite differences (float64), the float32
 // step against the float64 one on two threads, and training lowers its loss.
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "tests/tools/gradient_check.h"
-#include "tools/bench_baselines.h"
-#include "tools/bench_rnn_baselines.h"
+#include "bench/suite/baselines.h"
+#include "bench/suite/rnn_baselines.h"
 
 namespace kiln::bench {
 namespace {

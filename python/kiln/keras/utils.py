@@ -1,4 +1,4 @@
-"""kiln.keras.utils: seeding and session helpers (Keras' names)."""
+"""kiln.keras.utils: seeding and backend-state helpers (Keras' names)."""
 from .. import _kiln
 
 set_random_seed = _kiln.set_random_seed

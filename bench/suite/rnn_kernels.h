@@ -1,5 +1,5 @@
-// Shared pieces of the hand-written sequence-model baselines (bench_lstm_baseline.cc,
-// bench_transformer_baseline.cc): Eigen map aliases, row-parallel passes, bias and column-sum
+// Shared pieces of the hand-written sequence-model baselines (bench/suite/lstm_baseline.cc,
+// bench/suite/transformer_baseline.cc): Eigen map aliases, row-parallel passes, bias and column-sum
 // epilogues, softmax cross-entropy, initializers and Adam slots. Eigen + oneTBB only, no kiln;
 // internal to those two files.
 #pragma once
@@ -13,7 +13,7 @@
 #include <unsupported/Eigen/SpecialFunctions>
 #include <utility>
 
-#include "tools/bench_rnn_baselines.h"
+#include "bench/suite/rnn_baselines.h"
 
 namespace kiln::bench::rnn_detail {
 

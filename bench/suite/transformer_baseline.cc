@@ -1,7 +1,7 @@
-// Hand-written causal transformer block training step (see bench_rnn_baselines.h): Eigen +
+// Hand-written causal transformer block training step (see bench/suite/rnn_baselines.h): Eigen +
 // oneTBB only, no kiln.
-#include "tools/bench_rnn_baselines.h"
-#include "tools/bench_rnn_kernels.h"
+#include "bench/suite/rnn_baselines.h"
+#include "bench/suite/rnn_kernels.h"
 
 namespace kiln::bench {
 

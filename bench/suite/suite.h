@@ -1,6 +1,6 @@
 // The workloads of `kiln bench` and bench/suite_bench.cc: each one runs eagerly (kiln ops one
 // by one), compiled (a kiln::function / the model's traced train step, ExecutionMode::kCompiled)
-// and hand-written (tools/bench_baselines.h: Eigen + fused loops, no kiln), plus the limit
+// and hand-written (bench/suite/baselines.h: Eigen + fused loops, no kiln), plus the limit
 // that applies to it (the time of just its GEMMs with Eigen, or the time to move the bytes it
 // must move at the bandwidth of a copy with the same footprint).
 //
@@ -9,7 +9,7 @@
 //   cnn_b64                    tools/model_zoo "cnn" training step on 28x28x1 images, batch 64
 //                              (hand-written: im2col + Eigen GEMMs; limit: those GEMMs)
 //   lstm_2x256_seq64_b32       LSTM 256 (return_sequences) -> LSTM 256 -> Dense 10 training step
-//                              on x [32, 64, 64] (hand-written: tools/bench_rnn_baselines.h,
+//                              on x [32, 64, 64] (hand-written: bench/suite/rnn_baselines.h,
 //                              per-step GEMMs + fused gate passes + BPTT; limit: those GEMMs)
 //   transformer_block_d128_h4_seq64_b16
 //                              pre-norm causal transformer block (MultiHeadAttention 4x32,

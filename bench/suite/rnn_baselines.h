@@ -1,10 +1,10 @@
 // Hand-written sequence-model baselines for `kiln bench`: a stacked-LSTM training step and a
-// causal transformer-block training step, under the contract of tools/bench_baselines.h (only
+// causal transformer-block training step, under the contract of bench/suite/baselines.h (only
 // Eigen, oneTBB and the standard library, no kiln; the same Pool, sliced GEMM and Adam).
 //
 // Both are templated on the scalar type so that tests/tools/ can check their gradients in
 // float64 against finite differences and the float32 step against the float64 one: float runs
-// the Pool's sliced GEMM (bench_baselines.h's gemm, Adam and softmax cross-entropy), double one
+// the Pool's sliced GEMM (bench/suite/baselines.h's gemm, Adam and softmax cross-entropy), double one
 // single-threaded Eigen product per GEMM and plain loops for Adam and the loss. Weights are
 // drawn in double from the seed and rounded to the scalar type, so a float and a double step
 // with the same seed start from the same weights (up to rounding).
@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "tools/bench_baselines.h"
+#include "bench/suite/baselines.h"
 
 namespace kiln::bench {
 

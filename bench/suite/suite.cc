@@ -1,13 +1,13 @@
-// The `kiln bench` workloads (see bench_suite.h).
-#include "tools/bench_suite.h"
+// The `kiln bench` workloads (see bench/suite/suite.h).
+#include "bench/suite/suite.h"
 
 #include <fmt/format.h>
 
 #include <cstring>
 
 #include "kiln/kiln.h"
-#include "tools/bench_baselines.h"
-#include "tools/bench_rnn_baselines.h"
+#include "bench/suite/baselines.h"
+#include "bench/suite/rnn_baselines.h"
 #include "tools/model_zoo.h"
 
 namespace kiln::bench {

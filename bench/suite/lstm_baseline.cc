@@ -1,6 +1,6 @@
-// Hand-written LSTM training step (see bench_rnn_baselines.h): Eigen + oneTBB only, no kiln.
-#include "tools/bench_rnn_baselines.h"
-#include "tools/bench_rnn_kernels.h"
+// Hand-written LSTM training step (see bench/suite/rnn_baselines.h): Eigen + oneTBB only, no kiln.
+#include "bench/suite/rnn_baselines.h"
+#include "bench/suite/rnn_kernels.h"
 
 namespace kiln::bench {
 

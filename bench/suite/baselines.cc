@@ -1,5 +1,5 @@
-// Hand-written baselines (see bench_baselines.h): Eigen + oneTBB only, no kiln.
-#include "tools/bench_baselines.h"
+// Hand-written baselines (see bench/suite/baselines.h): Eigen + oneTBB only, no kiln.
+#include "bench/suite/baselines.h"
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
