@@ -71,16 +71,11 @@ std::vector<std::string> missing_pieces(const OpInfo& op) {
       row = &r;
       break;
     }
-  const FallbackRow* fallback = nullptr;
-  std::unique_ptr<ir::Graph> fallback_graph;
+  bool fallback = false;
   for (const FallbackRow& f : kFallbackRows) {
     try {
       auto g = ir::parse_graph(f.ir, f.name);
-      if (!g->nodes().empty() && g->nodes().back()->op() == op.kind) {
-        fallback = &f;
-        fallback_graph = std::move(g);
-        break;
-      }
+      fallback = fallback || (!g->nodes().empty() && g->nodes().back()->op() == op.kind);
     } catch (const std::exception&) {
     }
   }
@@ -129,7 +124,7 @@ std::vector<std::string> missing_pieces(const OpInfo& op) {
   }
 
   // consistency row
-  if (op.generated() ? row == nullptr : fallback == nullptr)
+  if (op.generated() ? row == nullptr : !fallback)
     lacks.push_back(op.generated() ? "consistency row (op_rows())"
                                    : "consistency row (kFallbackRows)");
 

@@ -49,14 +49,12 @@ class RandomGraphBuilder {
         OpKind::LogicalNot, OpKind::Cast,        OpKind::Select,       OpKind::Sum,
         OpKind::Mean,       OpKind::Max,         OpKind::Min,          OpKind::Softmax,
         OpKind::LogSoftmax, OpKind::MatMul,      OpKind::Attention,    OpKind::Reshape,
-        OpKind::Transpose,  OpKind::BroadcastTo, OpKind::Slice,        OpKind::Concat};
+        OpKind::Transpose,  OpKind::BroadcastTo, OpKind::Slice,        OpKind::Concat,
+        OpKind::NotEqual,   OpKind::LessEqual,   OpKind::Gelu};
     return k;
   }
   static const std::vector<std::pair<OpKind, const char*>>& left_out() {
-    static const std::vector<std::pair<OpKind, const char*>> k = {
-        {OpKind::NotEqual, "less, greater, equal and greater_equal stand for the comparisons"},
-        {OpKind::LessEqual, "less, greater, equal and greater_equal stand for the comparisons"},
-        {OpKind::Gelu, "a transcendental unary op with an attribute, as leaky_relu covers"}};
+    static const std::vector<std::pair<OpKind, const char*>> k = {};
     return k;
   }
 
@@ -204,10 +202,14 @@ class RandomGraphBuilder {
     if (x->dtype() == DType::b8) {
       op(OpKind::LogicalNot, {x});
     } else if (is_floating(x->dtype())) {
-      if (chance(0.1))
-        op(OpKind::LeakyRelu, {x}, {{"alpha", 0.1}});
-      else
+      if (chance(0.1)) {
+        if (chance(0.5))
+          op(OpKind::LeakyRelu, {x}, {{"alpha", 0.1}});
+        else
+          op(OpKind::Gelu, {x}, {{"approximate", chance(0.5)}});
+      } else {
         op(one_of(kFloat), {x});
+      }
     } else {
       op(one_of(kInt), {x});
     }
@@ -224,8 +226,9 @@ class RandomGraphBuilder {
                                                OpKind::Pow};
     static const std::vector<OpKind> kInt = {OpKind::Add, OpKind::Sub, OpKind::Maximum,
                                              OpKind::Minimum};
-    static const std::vector<OpKind> kCompare = {OpKind::Less, OpKind::Greater, OpKind::Equal,
-                                                 OpKind::GreaterEqual};
+    static const std::vector<OpKind> kCompare = {OpKind::Less,    OpKind::LessEqual,
+                                                 OpKind::Greater, OpKind::GreaterEqual,
+                                                 OpKind::Equal,   OpKind::NotEqual};
     ir::Value* y = partner(x);
     bool swap = chance(0.3);
     if (chance(0.15)) {
