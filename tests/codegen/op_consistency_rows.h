@@ -273,7 +273,7 @@ struct OpRow {
   // The sign of a zero result may differ (documented in the row); else it must match.
   bool any_zero_sign = false;
 };
-void PrintTo(const OpRow& row, std::ostream* os) { *os << row.name; }
+[[maybe_unused]] void PrintTo(const OpRow& row, std::ostream* os) { *os << row.name; }
 
 // Builders of rows (the reasons for each row's settings are in the table below).
 OpRow unary(std::string name, OpKind op, std::vector<DType> dtypes, Attrs attrs = {}) {

@@ -188,9 +188,11 @@ TEST(RandomFusedGraphs, PassRandomGraphsMatchReference) {
 // test reads) is what its graphs hold, no more and no less.
 TEST(RandomFusedGraphs, GeneratorEmitsExactlyItsListedOps) {
   std::set<OpKind> seen;
-  for (uint64_t seed = 0; seed < 3000; ++seed)
-    for (const auto& n : testing::random_fused_graph(seed)->nodes())
+  for (uint64_t seed = 0; seed < 3000; ++seed) {
+    std::unique_ptr<ir::Graph> g = testing::random_fused_graph(seed);
+    for (const auto& n : g->nodes())
       if (n->kind() == ir::NodeKind::kOp) seen.insert(n->op());
+  }
   const std::vector<OpKind>& listed = testing::RandomFusedGraphBuilder::ops();
   for (OpKind k : listed) EXPECT_TRUE(seen.count(k)) << op_name(k) << " is listed but never made";
   for (OpKind k : seen)

@@ -246,9 +246,11 @@ TEST(PassPropertyTest, GeneratorIsDeterministic) {
 // reads) is what its graphs hold, no more and no less.
 TEST(PassPropertyTest, GeneratorEmitsExactlyItsListedOps) {
   std::set<OpKind> seen;
-  for (uint64_t seed = 0; seed < 3000; ++seed)
-    for (const auto& n : test::random_graph(seed)->nodes())
+  for (uint64_t seed = 0; seed < 3000; ++seed) {
+    std::unique_ptr<ir::Graph> g = test::random_graph(seed);
+    for (const auto& n : g->nodes())
       if (n->kind() == ir::NodeKind::kOp) seen.insert(n->op());
+  }
   const std::vector<OpKind>& listed = test::RandomGraphBuilder::ops();
   for (OpKind k : listed) EXPECT_TRUE(seen.count(k)) << op_name(k) << " is listed but never made";
   for (OpKind k : seen)
