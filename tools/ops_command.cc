@@ -1,5 +1,6 @@
-// `kiln ops`: prints the op table (name, arity, dtypes, traits, fusion role, codegen,
-// attributes with the C++ API's defaults) as a Markdown table; docs/ops.md embeds its output.
+// `kiln ops`: prints the op table (name, arity, dtypes, traits, fusion role, codegen, rounding
+// class, attributes with the C++ API's defaults) as a Markdown table; docs/ops.md embeds its
+// output.
 #include <iostream>
 #include <string>
 
@@ -18,8 +19,8 @@ std::string traits_text(const OpInfo& op) {
 }  // namespace
 
 void print_op_table() {
-  std::cout << "| op | inputs | dtypes | traits | fuses as | codegen | attributes |\n"
-               "|---|---|---|---|---|---|---|\n";
+  std::cout << "| op | inputs | dtypes | traits | fuses as | codegen | rounding | attributes |\n"
+               "|---|---|---|---|---|---|---|---|\n";
   for (const OpInfo& op : all_ops()) {
     std::string attrs;
     for (const AttrSpec& a : op.attrs) {
@@ -29,7 +30,8 @@ void print_op_table() {
     std::cout << "| `" << op.name << "` | " << (op.arity < 0 ? "1+" : std::to_string(op.arity))
               << " | " << dtype_class_word(op.dtypes) << " | " << traits_text(op) << " | "
               << fusion_role_name(op.fusion) << " | "
-              << (op.generated() ? "generated" : "runtime kernel") << " | " << attrs << " |\n";
+              << (op.generated() ? "generated" : "runtime kernel") << " | "
+              << rounding_class_word(op.rounding) << " | " << attrs << " |\n";
   }
 }
 

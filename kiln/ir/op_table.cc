@@ -122,9 +122,10 @@ std::vector<AttrSpec> parse_schema(const char* op, std::string_view schema) {
 std::vector<OpInfo> build_table() {
   using namespace rules;
   std::vector<OpInfo> t;
-#define KILN_OP(e, name, arity, traits, dtypes, fusion, codegen, attrs, rule)    \
-  t.push_back(OpInfo{OpKind::e, name, arity, traits, dtypes, FusionRole::fusion, \
-                     Lowering::codegen, parse_schema(name, attrs), &rule});
+#define KILN_OP(e, name, arity, traits, dtypes, fusion, codegen, rounding, attrs, rule)     \
+  t.push_back(OpInfo{OpKind::e, name, arity, traits, dtypes, FusionRole::fusion,            \
+                     Lowering::codegen, RoundingClass::rounding, parse_schema(name, attrs), \
+                     &rule});
 #include "kiln/ir/ops.def"
 #undef KILN_OP
   return t;
@@ -214,6 +215,32 @@ std::string_view fusion_role_name(FusionRole r) {
       return "reduction";
     case FusionRole::Contraction:
       return "contraction";
+  }
+  return "?";
+}
+
+std::string_view rounding_class_word(RoundingClass r) {
+  switch (r) {
+    case RoundingClass::Exact:
+      return "exact";
+    case RoundingClass::Rounded:
+      return "rounded";
+    case RoundingClass::Addition:
+      return "addition";
+    case RoundingClass::TwoRoundings:
+      return "two-roundings";
+    case RoundingClass::VectorMath:
+      return "vector-math";
+    case RoundingClass::VectorMathOperand:
+      return "vector-math-operand";
+    case RoundingClass::Product:
+      return "product";
+    case RoundingClass::Accumulation:
+      return "accumulation";
+    case RoundingClass::Normalization:
+      return "normalization";
+    case RoundingClass::Decomposed:
+      return "decomposed";
   }
   return "?";
 }

@@ -15,13 +15,13 @@
 namespace kiln {
 
 enum class OpKind : uint16_t {
-#define KILN_OP(e, name, arity, traits, dtypes, fusion, codegen, attrs, rule) e,
+#define KILN_OP(e, name, arity, traits, dtypes, fusion, codegen, rounding, attrs, rule) e,
 #include "kiln/ir/ops.def"
 #undef KILN_OP
 };
 
 inline constexpr int kNumOps = 0
-#define KILN_OP(e, name, arity, traits, dtypes, fusion, codegen, attrs, rule) +1
+#define KILN_OP(e, name, arity, traits, dtypes, fusion, codegen, rounding, attrs, rule) +1
 #include "kiln/ir/ops.def"
 #undef KILN_OP
     ;
@@ -72,6 +72,26 @@ enum class Lowering : uint8_t {
 };
 std::string_view fusion_role_name(FusionRole r);
 
+// How far a correct float implementation of an op may be off (the `rounding` column of
+// ir/ops.def, with u the unit roundoff and y the result); tests/support/rounding_model.h turns
+// it into the error bounds the tests derive. Every row names one: there is no default.
+enum class RoundingClass : uint8_t {
+  Exact,              // no rounding: selections, comparisons, layout, max / min, random numbers
+  Rounded,            // one correct rounding: u |y| (mul, sqrt, a cast to a narrower float)
+  Addition,           // u (|y| + |a| + |b|): an operand may be an unrounded product (FMA)
+  TwoRoundings,       // 2u |y| (div computed as x * (1 / y), rsqrt)
+  VectorMath,         // the vector-math allowance (docs/codegen.md): 6u |y| (exp, log, tanh ...)
+  VectorMathOperand,  // 6u (|y| + |x|): an absolute floor where the formula cancels (gelu)
+  Product,            // n u |y| for a product of n factors
+  Accumulation,       // sums of n terms in any order: (1 + sqrt(n)) u op(|inputs|)
+  Normalization,      // softmax, log_softmax, logsumexp: an exp or log plus a sum
+  Decomposed,         // what its unfused decomposition may be off by (fused attention)
+};
+// The ops.def column's word for a rounding class, in kebab case: "exact", "rounded",
+// "addition", "two-roundings", "vector-math", "vector-math-operand", "product", "accumulation",
+// "normalization", "decomposed".
+std::string_view rounding_class_word(RoundingClass r);
+
 struct AttrSpec {
   std::string name;
   AttrKind kind;
@@ -94,6 +114,7 @@ struct OpInfo {
   DTypeClass dtypes;
   FusionRole fusion;
   Lowering codegen;
+  RoundingClass rounding;
   std::vector<AttrSpec> attrs;
   ShapeRule rule;
 

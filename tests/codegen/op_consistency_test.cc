@@ -110,22 +110,6 @@ ir::Value* negate(ir::Graph& g, ir::Value* v) {
 
 // ---- graphs
 
-std::vector<TensorType> operand_types(const OpRow& row, DType dt, const Case& c) {
-  std::vector<TensorType> t;
-  for (size_t i = 0; i < c.shapes.size(); ++i)
-    t.push_back({row.op == OpKind::Select && i == 0 ? b8 : dt, c.shapes[i]});
-  return t;
-}
-
-std::unique_ptr<ir::Graph> alone_graph(const OpRow& row, const std::vector<TensorType>& types,
-                                       const Attrs& attrs) {
-  auto g = std::make_unique<ir::Graph>("alone_" + row.name);
-  std::vector<ir::Value*> in;
-  for (const TensorType& t : types) in.push_back(g->add_parameter(t));
-  g->set_outputs({g->add_op(row.op, in, attrs)->output()});
-  return g;
-}
-
 // neg(op(neg(p0), neg(p1), ...)) with op(...) as a second output (a multi-output group).
 // The neg row (neg(neg(x)) folds to x) is square(neg(abs(p))) instead, on its raw inputs.
 bool negates_inputs(const OpRow& row) { return row.op != OpKind::Neg; }
@@ -298,80 +282,7 @@ INSTANTIATE_TEST_SUITE_P(OpConsistency, OpConsistency, ::testing::ValuesIn(op_ro
 
 // ---- ops without generated code: compile_graph runs their eager kernels (bitwise equal)
 
-struct FallbackRow {
-  const char* name;
-  const char* ir;
-};
-
-const FallbackRow kFallbackRows[] = {
-    {"gather", R"(graph @f(%0: f32[5,3], %1: i32[4]) -> (f32[4,3]) {
-  %2 = gather(%0, %1) {axis=0} : f32[4,3]
-  return %2
-})"},
-    {"avg_pool2d", R"(graph @f(%0: f32[1,5,5,2]) -> (f32[1,5,5,2]) {
-  %1 = avg_pool2d(%0) {pool_size=[3, 3], strides=[1, 1], padding="same"} : f32[1,5,5,2]
-  return %1
-})"},
-    {"conv2d", R"(graph @f(%0: f32[1,5,5,2], %1: f32[3,3,2,4]) -> (f32[1,5,5,4]) {
-  %2 = conv2d(%0, %1) {strides=[1, 1], dilations=[1, 1], padding="same"} : f32[1,5,5,4]
-  return %2
-})"},
-    {"concat", R"(graph @f(%0: f32[2,3], %1: f32[4,3]) -> (f32[6,3]) {
-  %2 = concat(%0, %1) {axis=0} : f32[6,3]
-  return %2
-})"},
-    {"pad", R"(graph @f(%0: f32[2,3]) -> (f32[5,6]) {
-  %1 = pad(%0) {low=[1, 0], high=[1, 1], interior=[1, 1]} : f32[5,6]
-  return %1
-})"},
-    {"scatter_add", R"(graph @f(%0: f32[4,3], %1: i32[4]) -> (f32[5,3]) {
-  %2 = scatter_add(%0, %1) {axis=0, dim_size=5} : f32[5,3]
-  return %2
-})"},
-    {"random_uniform", R"(graph @f(%0: i64[]) -> (f32[17]) {
-  %1 = random_uniform(%0) {shape=[17], dtype=f32, minval=-1.0, maxval=1.0} : f32[17]
-  return %1
-})"},
-    {"random_normal", R"(graph @f(%0: i64[]) -> (f64[3,5]) {
-  %1 = random_normal(%0) {shape=[3, 5], dtype=f64, mean=0.0, stddev=2.0} : f64[3,5]
-  return %1
-})"},
-    {"conv2d_backprop_input", R"(graph @f(%0: f32[3,3,2,4], %1: f32[1,5,5,4]) -> (f32[1,5,5,2]) {
-  %2 = conv2d_backprop_input(%0, %1) {input_shape=[1, 5, 5, 2], strides=[1, 1], dilations=[1, 1], padding="same"} : f32[1,5,5,2]
-  return %2
-})"},
-    {"conv2d_backprop_filter", R"(graph @f(%0: f32[1,5,5,2], %1: f32[1,5,5,4]) -> (f32[3,3,2,4]) {
-  %2 = conv2d_backprop_filter(%0, %1) {filter_shape=[3, 3, 2, 4], strides=[1, 1], dilations=[1, 1], padding="same"} : f32[3,3,2,4]
-  return %2
-})"},
-    {"avg_pool2d_grad", R"(graph @f(%0: f32[1,2,2,2]) -> (f32[1,4,4,2]) {
-  %1 = avg_pool2d_grad(%0) {input_shape=[1, 4, 4, 2], pool_size=[2, 2], strides=[2, 2], padding="valid"} : f32[1,4,4,2]
-  return %1
-})"},
-    {"random_int", R"(graph @f(%0: i64[]) -> (i32[9]) {
-  %1 = random_int(%0) {shape=[9], dtype=i32, minval=-5, maxval=5} : i32[9]
-  return %1
-})"},
-    {"attention",
-     R"(graph @f(%0: f32[2,5,3], %1: f32[2,7,3], %2: f32[2,7,4], %3: bool[2,1,7]) -> (f32[2,5,4]) {
-  %4 = attention(%0, %1, %2, %3) {scale=0.5, causal=true} : f32[2,5,4]
-  return %4
-})"},
-    {"attention_grad",
-     R"(graph @f(%0: f64[3,6,2], %1: f64[3,4,2], %2: f64[3,4,3], %3: f64[3,6,3]) -> (f64[3,14,3]) {
-  %4 = attention_grad(%0, %1, %2, %3) {scale=0.75, causal=false} : f64[3,14,3]
-  return %4
-})"},
-    // (one process: the sum over one rank; tests/distributed/ runs it across ranks)
-    {"all_reduce", R"(graph @f(%0: f32[7,3]) -> (f32[7,3]) {
-  %1 = all_reduce(%0) : f32[7,3]
-  return %1
-})"},
-    {"matmul", R"(graph @f(%0: f32[5,3], %1: f32[4,3]) -> (f32[5,4]) {
-  %2 = matmul(%0, %1) {transpose_a=false, transpose_b=true} : f32[5,4]
-  return %2
-})"},
-};
+// kFallbackRows (tests/codegen/op_consistency_rows.h): one graph per op codegen does not lower.
 
 Array fallback_input(const TensorType& t, std::mt19937& rng) {
   Array a = Array::empty(t);

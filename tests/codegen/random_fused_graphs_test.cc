@@ -9,9 +9,11 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 #include <string>
 
 #include "kiln/codegen/object_cache.h"
@@ -180,6 +182,22 @@ TEST(RandomFusedGraphs, PassRandomGraphsMatchReference) {
       ASSERT_LT(++failures, 5) << "stopping after 5 failing graphs";
     }
   }
+}
+
+// The generator's list of ops (RandomFusedGraphBuilder::ops(), which the op row completeness
+// test reads) is what its graphs hold, no more and no less.
+TEST(RandomFusedGraphs, GeneratorEmitsExactlyItsListedOps) {
+  std::set<OpKind> seen;
+  for (uint64_t seed = 0; seed < 3000; ++seed) {
+    std::unique_ptr<ir::Graph> g = testing::random_fused_graph(seed);
+    for (const auto& n : g->nodes())
+      if (n->kind() == ir::NodeKind::kOp) seen.insert(n->op());
+  }
+  const std::vector<OpKind>& listed = testing::RandomFusedGraphBuilder::ops();
+  for (OpKind k : listed) EXPECT_TRUE(seen.count(k)) << op_name(k) << " is listed but never made";
+  for (OpKind k : seen)
+    EXPECT_NE(std::find(listed.begin(), listed.end(), k), listed.end())
+        << op_name(k) << " is made but not in RandomFusedGraphBuilder::ops()";
 }
 
 }  // namespace

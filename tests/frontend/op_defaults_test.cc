@@ -215,7 +215,8 @@ struct Row {
   const char* schema;
 };
 constexpr Row kRows[] = {
-#define KILN_OP(e, name, arity, traits, dtypes, fusion, codegen, attrs, rule) {name, attrs},
+#define KILN_OP(e, name, arity, traits, dtypes, fusion, codegen, rounding, attrs, rule) \
+  {name, attrs},
 #include "kiln/ir/ops.def"
 #undef KILN_OP
 };

@@ -5,12 +5,14 @@
 // original graph's IR.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -238,6 +240,22 @@ TEST(PassPropertyTest, GeneratorIsDeterministic) {
   for (uint64_t seed : {1ull, 2ull, 99ull})
     EXPECT_EQ(ir::print_graph(*test::random_graph(seed)),
               ir::print_graph(*test::random_graph(seed)));
+}
+
+// The generator's list of ops (RandomGraphBuilder::ops(), which the op row completeness test
+// reads) is what its graphs hold, no more and no less.
+TEST(PassPropertyTest, GeneratorEmitsExactlyItsListedOps) {
+  std::set<OpKind> seen;
+  for (uint64_t seed = 0; seed < 3000; ++seed) {
+    std::unique_ptr<ir::Graph> g = test::random_graph(seed);
+    for (const auto& n : g->nodes())
+      if (n->kind() == ir::NodeKind::kOp) seen.insert(n->op());
+  }
+  const std::vector<OpKind>& listed = test::RandomGraphBuilder::ops();
+  for (OpKind k : listed) EXPECT_TRUE(seen.count(k)) << op_name(k) << " is listed but never made";
+  for (OpKind k : seen)
+    EXPECT_NE(std::find(listed.begin(), listed.end(), k), listed.end())
+        << op_name(k) << " is made but not in RandomGraphBuilder::ops()";
 }
 
 }  // namespace

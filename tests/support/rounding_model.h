@@ -17,6 +17,10 @@
 //   attention, attention_grad   their unfused decomposition (attention_decomposed.h), every
 //                               op of it rounded by this model
 //
+// The rows above are the rounding classes of ir/ops.def (its `rounding` column, RoundingClass):
+// the model switches on an op's class, never on a default, so an op added without a class does
+// not compile and one of a class that needs its own case here throws.
+//
 // Runs of the reference executor with this hook are samples of "some correct rounding", so the
 // spread of their results around the float64 value measures how much the rounding of each
 // intermediate value can move each result: cancellation, a badly conditioned layer norm or a
@@ -27,6 +31,8 @@
 #include <cstdint>
 #include <random>
 #include <span>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "kiln/ir/op_table.h"
@@ -60,9 +66,13 @@ class RoundingModel {
     if (size == 0) return;
     std::vector<double> y = values(out);
     std::vector<double> scale(size_t(size), 0.0);  // the error bound of each element
-    switch (op) {
-      case OpKind::Add:
-      case OpKind::Sub: {
+    // The op's rounding class (the `rounding` column of ir/ops.def): no default, so a class
+    // added there fails to compile here (-Wswitch) until it is modelled, and an op of a class
+    // that needs the op's own case (accumulation, normalization, decomposed) throws below.
+    switch (op_info(op).rounding) {
+      case RoundingClass::Exact:
+        return;
+      case RoundingClass::Addition: {
         // FMA contraction: an operand that is a product may be used unrounded (fma(a, b, c)
         // for a * b + c), so the result may be off by an operand's rounding as well.
         std::vector<double> a = values(in[0]), b = values(in[1]);
@@ -71,100 +81,40 @@ class RoundingModel {
                           std::abs(b[broadcast_index(in[1], out, i)]));
         break;
       }
-      case OpKind::Mul:
-      case OpKind::Square:
-      case OpKind::Sqrt:
-      case OpKind::LeakyRelu:
-      case OpKind::Cast:
+      case RoundingClass::Rounded:
         for (int64_t i = 0; i < size; ++i) scale[i] = u * std::abs(y[i]);
         break;
-      case OpKind::Div:
-      case OpKind::Rsqrt:
+      case RoundingClass::TwoRoundings:
         for (int64_t i = 0; i < size; ++i) scale[i] = 2 * u * std::abs(y[i]);
         break;
-      case OpKind::Exp:
-      case OpKind::Log:
-      case OpKind::Log1p:
-      case OpKind::Tanh:
-      case OpKind::Sigmoid:
-      case OpKind::Erf:
-      case OpKind::Softplus:
-      case OpKind::Pow:
+      case RoundingClass::VectorMath:
         for (int64_t i = 0; i < size; ++i) scale[i] = kMath * u * std::abs(y[i]);
         break;
-      case OpKind::Gelu: {
+      case RoundingClass::VectorMathOperand: {
         std::vector<double> x = values(in[0]);
         for (int64_t i = 0; i < size; ++i)
           scale[i] = kMath * u * (std::abs(y[i]) + std::abs(x[size_t(i)]));
         break;
       }
-      case OpKind::Prod: {
+      case RoundingClass::Product: {
         double n = double(in[0].size()) / double(size);
         for (int64_t i = 0; i < size; ++i) scale[i] = n * u * std::abs(y[i]);
         break;
       }
-      case OpKind::Softmax: {
-        // y = exp(x - max) / sum: the exp and the division, the sum of n positive terms, and
-        // the rounding of x - max (|x - max| <= |log y| + log n) amplified by exp.
-        double n = double(in[0].shape[axis(attrs, in[0])]);
-        for (int64_t i = 0; i < size; ++i)
-          if (y[i] != 0 && std::isfinite(y[i]))
-            scale[i] =
-                u * std::abs(y[i]) *
-                (kMath + 1 + std::sqrt(n) + std::abs(std::log(std::abs(y[i]))) + std::log(n));
+      case RoundingClass::Normalization:
+        normalization(op, attrs, in, y, u, scale);
         break;
-      }
-      case OpKind::LogSoftmax: {
-        // y = x - (max + log sum): the subtraction of terms up to |x| + |y|, and log's and the
-        // sum's relative errors as absolute ones.
-        double n = double(in[0].shape[axis(attrs, in[0])]);
-        std::vector<double> x = values(in[0]);
-        for (int64_t i = 0; i < size; ++i)
-          scale[i] = u * (2 * std::abs(x[size_t(i)]) + std::abs(y[i]) + kMath + std::sqrt(n));
+      case RoundingClass::Accumulation:
+        accumulated(op, attrs, in, terms(op, attrs, in, size), u, scale);
         break;
-      }
-      case OpKind::LogSumExp: {
-        // y = max + log sum with max <= y <= max + log n.
-        double n = double(in[0].size()) / double(size);
-        for (int64_t i = 0; i < size; ++i)
-          scale[i] = u * (2 * std::abs(y[i]) + std::log(n) + kMath + std::sqrt(n));
-        break;
-      }
-      case OpKind::Sum:
-      case OpKind::Mean:
-        accumulated(op, attrs, in, double(in[0].size()) / double(size), u, scale);
-        break;
-      case OpKind::MatMul: {
-        const Shape& a = in[0].shape;
-        bool ta = attrs.get_bool("transpose_a", "matmul");
-        double k = double(a[ta ? a.rank() - 2 : a.rank() - 1]);
-        accumulated(op, attrs, in, k, u, scale);
-        break;
-      }
-      case OpKind::Conv2D:
-      case OpKind::Conv2DBackpropInput:
-      case OpKind::Conv2DBackpropFilter:
-      case OpKind::ScatterAdd:  // at most every input element lands on one result
-        accumulated(op, attrs, in, double(std::max(in[0].size(), in[1].size())), u, scale);
-        break;
-      case OpKind::AvgPool2D:
-      case OpKind::AvgPool2DGrad:
-      case OpKind::MaxPool2DGrad: {
-        double n = 1;
-        for (int64_t p : attrs.get_ints("pool_size", "pool")) n *= double(p);
-        accumulated(op, attrs, in, n, u, scale);
-        break;
-      }
-      case OpKind::Attention:
-      case OpKind::AttentionGrad:
+      case RoundingClass::Decomposed:
+        if (op != OpKind::Attention && op != OpKind::AttentionGrad) unmodelled(op);
         // A fused op may be off by what its unfused ops may be off by: the same value computed
         // by them, each of their results moved by this model.
         out =
             attention_decomposed(op, attrs, in,
                                  [&](OpKind o, const Attrs& a, std::span<const runtime::Array> args,
                                      runtime::Array& r) { (*this)(o, a, args, r, declared); });
-        return;
-      default:  // exact: selections, comparisons, layout, max / min, one_hot, random numbers
         return;
     }
     std::uniform_real_distribution<double> r(-1.0, 1.0);
@@ -176,7 +126,121 @@ class RoundingModel {
   // The vector-math allowance in units of u (docs/codegen.md: <= 2.2 ulp = 4.4 u).
   static constexpr double kMath = 6;
 
+  // Whether the model has the op's own case where its rounding class needs one (accumulation:
+  // its number of terms; normalization and decomposed: their formulas). The op row
+  // completeness test (tests/ops/op_row_completeness_test.cc) asks this of every op.
+  static bool models(OpKind op) {
+    switch (op_info(op).rounding) {
+      case RoundingClass::Accumulation:
+        return has_term_count(op);
+      case RoundingClass::Normalization:
+        return op == OpKind::Softmax || op == OpKind::LogSoftmax || op == OpKind::LogSumExp;
+      case RoundingClass::Decomposed:
+        return op == OpKind::Attention || op == OpKind::AttentionGrad;
+      case RoundingClass::Exact:
+      case RoundingClass::Rounded:
+      case RoundingClass::Addition:
+      case RoundingClass::TwoRoundings:
+      case RoundingClass::VectorMath:
+      case RoundingClass::VectorMathOperand:
+      case RoundingClass::Product:
+        return true;
+    }
+    return false;
+  }
+
  private:
+  // Whether terms() knows the op (keep the two in step).
+  static bool has_term_count(OpKind op) {
+    switch (op) {
+      case OpKind::Sum:
+      case OpKind::Mean:
+      case OpKind::MatMul:
+      case OpKind::Conv2D:
+      case OpKind::Conv2DBackpropInput:
+      case OpKind::Conv2DBackpropFilter:
+      case OpKind::ScatterAdd:
+      case OpKind::AvgPool2D:
+      case OpKind::AvgPool2DGrad:
+      case OpKind::MaxPool2DGrad:
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  [[noreturn]] static void unmodelled(OpKind op) {
+    throw std::logic_error(std::string("tests/support/rounding_model.h has no case for op \"") +
+                           op_name(op) + "\" of rounding class " +
+                           std::string(rounding_class_word(op_info(op).rounding)));
+  }
+
+  // The number of terms summed into each result of an accumulation op.
+  static double terms(OpKind op, const Attrs& attrs, std::span<const runtime::Array> in,
+                      int64_t size) {
+    switch (op) {
+      case OpKind::Sum:
+      case OpKind::Mean:
+        return double(in[0].size()) / double(size);
+      case OpKind::MatMul: {
+        const Shape& a = in[0].shape;
+        bool ta = attrs.get_bool("transpose_a", "matmul");
+        return double(a[ta ? a.rank() - 2 : a.rank() - 1]);
+      }
+      case OpKind::Conv2D:
+      case OpKind::Conv2DBackpropInput:
+      case OpKind::Conv2DBackpropFilter:
+      case OpKind::ScatterAdd:  // at most every input element lands on one result
+        return double(std::max(in[0].size(), in[1].size()));
+      case OpKind::AvgPool2D:
+      case OpKind::AvgPool2DGrad:
+      case OpKind::MaxPool2DGrad: {
+        double n = 1;
+        for (int64_t p : attrs.get_ints("pool_size", "pool")) n *= double(p);
+        return n;
+      }
+      default:
+        unmodelled(op);
+    }
+  }
+
+  // softmax, log_softmax, logsumexp: the exp / log error plus the sum's.
+  static void normalization(OpKind op, const Attrs& attrs, std::span<const runtime::Array> in,
+                            const std::vector<double>& y, double u, std::vector<double>& scale) {
+    const size_t size = y.size();
+    switch (op) {
+      case OpKind::Softmax: {
+        // y = exp(x - max) / sum: the exp and the division, the sum of n positive terms, and
+        // the rounding of x - max (|x - max| <= |log y| + log n) amplified by exp.
+        double n = double(in[0].shape[axis(attrs, in[0])]);
+        for (size_t i = 0; i < size; ++i)
+          if (y[i] != 0 && std::isfinite(y[i]))
+            scale[i] =
+                u * std::abs(y[i]) *
+                (kMath + 1 + std::sqrt(n) + std::abs(std::log(std::abs(y[i]))) + std::log(n));
+        return;
+      }
+      case OpKind::LogSoftmax: {
+        // y = x - (max + log sum): the subtraction of terms up to |x| + |y|, and log's and the
+        // sum's relative errors as absolute ones.
+        double n = double(in[0].shape[axis(attrs, in[0])]);
+        std::vector<double> x = values(in[0]);
+        for (size_t i = 0; i < size; ++i)
+          scale[i] = u * (2 * std::abs(x[i]) + std::abs(y[i]) + kMath + std::sqrt(n));
+        return;
+      }
+      case OpKind::LogSumExp: {
+        // y = max + log sum with max <= y <= max + log n.
+        double n = double(in[0].size()) / double(size);
+        for (size_t i = 0; i < size; ++i)
+          scale[i] = u * (2 * std::abs(y[i]) + std::log(n) + kMath + std::sqrt(n));
+        return;
+      }
+      default:
+        unmodelled(op);
+    }
+  }
+
   // The element of `in` (broadcast numpy-style to out's shape) that out's element i reads.
   static size_t broadcast_index(const runtime::Array& in, const runtime::Array& out, int64_t i) {
     if (in.size() == out.size()) return size_t(i);
