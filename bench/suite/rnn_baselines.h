@@ -26,7 +26,7 @@ namespace kiln::bench {
 //
 // Forward, per layer: one [T*B, in] x [in, 4U] GEMM projects every step's input (+ bias, fused);
 // then per step one [B, U] x [U, 4U] GEMM and one fused pass over the gates that writes the
-// activations in place and c, tanh(c), h (all kept for the backward pass; time-major).
+// activations overwritten and c, tanh(c), h (all kept for the backward pass; time-major).
 // Backward (BPTT), per layer from the last step: one fused pass per step for dc and the four
 // gate gradients, one [B, 4U] x [4U, U] GEMM for the recurrent part of dh_{t-1}; then dU, dW,
 // db and the layer below's output gradient as whole-sequence GEMMs / a column sum.

@@ -70,7 +70,7 @@ void set_bucket_bytes(std::optional<size_t> bytes) {
 
 MemoryPlan plan_arena_values(const Graph& g) {
   MemoryPlanOptions options;
-  options.in_place = false;
+  options.reuse_buffers = false;
   options.unknown_parameters = true;            // a sub-graph's parameters may receive stacks
   options.control_flow_results_outside = true;  // the cond / while steps return them
   options.bucket_bytes = bucket_bytes();

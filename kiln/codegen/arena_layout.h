@@ -1,6 +1,6 @@
 // The arena of one executable: where every slot the step builder (compile_graph.cc) made
 // lives. The graph's values sit at the offsets of the memory plan (codegen/memory_plan.h)
-// made without in-place reuse (kernel buffers never alias; a reshape whose operand and result
+// made without buffer reuse (kernel buffers never alias; a reshape whose operand and result
 // both stay in the arena is a view: no step, its slot is the operand's bytes); values that
 // outlive the call are pooled (a variable's new value) or kept outside (constants, cond /
 // while results); gradient buckets become the executable's collective regions; contraction
@@ -31,7 +31,7 @@ struct ScratchBuffer {
 };
 
 // The arena of one executable exactly as compile_graph lays it out: the graph's values at the
-// offsets of plan_memory without in-place reuse (kernel buffers never alias), then a
+// offsets of plan_memory without buffer reuse (kernel buffers never alias), then a
 // scratch area from `scratch_offset` that every step reuses for its contraction product and
 // kernel temporaries. arena_bytes == Executable::arena_bytes(), the bytes each call's arena
 // has. Some values the plan places in the arena are kept elsewhere by the executable (a
@@ -40,7 +40,7 @@ struct ScratchBuffer {
 // bodies are nested executables with arenas of their own (not counted here). Points at the
 // optimized graph's values: valid while that graph lives unchanged.
 struct ArenaLayout {
-  // plan_memory(graph, {.in_place = false, .views = the reshapes that stay in the arena})
+  // plan_memory(graph, {.reuse_buffers = false, .views = the reshapes that stay in the arena})
   MemoryPlan plan;
   std::vector<std::pair<const ir::Value*, std::string>> elsewhere;  // value, "pooled" | "external"
   size_t scratch_offset = 0;
@@ -63,7 +63,7 @@ size_t bucket_bytes();
 void set_bucket_bytes(std::optional<size_t> bytes);
 inline constexpr size_t kDefaultBucketBytes = size_t(1) << 20;
 
-// The memory plan codegen compiles `g` (top level) with: no in-place reuse, sub-graph
+// The memory plan codegen compiles `g` (top level) with: no buffer reuse, sub-graph
 // parameters of unknown shape accepted (they may receive stacks), cond / while results
 // outside the arena, gradient buckets of bucket_bytes(), and as views every reshape whose
 // operand and result are not read by an assignment (those leave the arena for a pool or the

@@ -63,7 +63,7 @@ class GraphCompiler {
       runtime::KernelCall& call = *calls_[i];
       call.layout = compiled[i].layout;
       call.entry = compiled[i].entry;
-      for (const auto& [o, in] : call.layout.in_place)
+      for (const auto& [o, in] : call.layout.overwrites)
         updated_in_variables_.insert(call.outputs[o]);
       out.kernels.push_back({requests_[i], std::move(compiled[i])});
     }
@@ -267,14 +267,14 @@ class GraphCompiler {
     epilogue->set_outputs(std::move(kept));
     size_t c_index = 0;
     while (body.nodes()[c_index].get() != c) ++c_index;
-    std::vector<std::pair<size_t, size_t>> in_place;
+    std::vector<std::pair<size_t, size_t>> overwrites;
     for (auto [o, i] : updates_.pairs(n, c))
-      if (o != product_output) in_place.emplace_back(o > product_output ? o - 1 : o, i);
+      if (o != product_output) overwrites.emplace_back(o > product_output ? o - 1 : o, i);
     bodies_.push_back(std::move(epilogue));
     std::vector<int> in = input_slots(n);
     in.push_back(s.output);
     s.kernel = request(
-        {bodies_.back().get(), name, bodies_.back()->nodes()[c_index].get(), std::move(in_place)},
+        {bodies_.back().get(), name, bodies_.back()->nodes()[c_index].get(), std::move(overwrites)},
         std::move(in), kept_outputs);
     steps_.push_back(std::move(s));
   }

@@ -37,7 +37,7 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 // The request as its kernel's code depends on it: the body's canonical text without node
 // names and source locations (which lowering never reads), the contraction passed as an
-// input, and the in-place pairs asked for.
+// input, and the overwrite pairs asked for.
 std::string request_fingerprint(const KernelRequest& r) {
   std::unique_ptr<ir::Graph> body = r.body->clone();
   body->set_name("k");
@@ -49,14 +49,14 @@ std::string request_fingerprint(const KernelRequest& r) {
     if (r.as_parameter == r.body->nodes()[i].get()) as_parameter = int(i);
   }
   std::string text = ir::print_graph(*body);
-  text += fmt::format("as_parameter {}\nin_place", as_parameter);
-  for (auto [o, i] : r.in_place) text += fmt::format(" {}:{}", o, i);
+  text += fmt::format("as_parameter {}\noverwrites", as_parameter);
+  for (auto [o, i] : r.overwrites) text += fmt::format(" {}:{}", o, i);
   return text;
 }
 
 Keyed lower_and_key(const KernelRequest& r) {
   auto start = std::chrono::steady_clock::now();
-  Keyed k{lower_kernel(*r.body, kPlaceholder, r.as_parameter, r.in_place), {}, {}, 0};
+  Keyed k{lower_kernel(*r.body, kPlaceholder, r.as_parameter, r.overwrites), {}, {}, 0};
   // The module's own target (current_target() may change meanwhile in another thread).
   k.key = cache_key(module_text(*k.lowered.module.module),
                     target_description(*k.lowered.module.target));

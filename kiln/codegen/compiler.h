@@ -27,8 +27,8 @@ struct KernelRequest {
   const ir::Node* as_parameter = nullptr;
   // Outputs the kernel may write into an input's buffer, as (output index, input index) of
   // the body (a variable's new value into its old one). Lowering keeps the pairs it can honour
-  // (codegen/in_place.h; runtime::KernelLayout::in_place).
-  std::vector<std::pair<size_t, size_t>> in_place;
+  // (codegen/overwrites.h; runtime::KernelLayout::overwrites).
+  std::vector<std::pair<size_t, size_t>> overwrites;
 };
 
 // Where a kernel's machine code came from.

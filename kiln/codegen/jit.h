@@ -33,7 +33,7 @@ struct KernelModule {
 // context. kiln::Error if KILN_TARGET_CPU names a target this host cannot run.
 KernelModule new_kernel_module(const std::string& module_name, const std::string& symbol);
 
-// Runs the O3 pipeline for the kernel's target on its module (in place). Verifies the module
+// Runs the O3 pipeline for the kernel's target on its module (rewriting it). Verifies the module
 // first; an invalid module is an internal error naming the kernel. Then every vector store
 // tagged with streaming_store_tag whose alignment is at least its size becomes non-temporal
 // (the loop vectorizer refuses to widen a store already marked non-temporal, because the

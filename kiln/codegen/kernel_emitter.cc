@@ -43,8 +43,8 @@ llvm::Function* KernelEmitter::emit_body_function() {
   f->addFnAttr(llvm::Attribute::NoUnwind);
   apply_target_attributes(*f, *km_.target);
   size_t np = g_.parameters().size(), no = g_.outputs().size();
-  std::vector<int> store_into(no, -1);  // in-place outputs: the input they are stored in
-  for (const auto& [o, i] : in_place_) store_into[o] = int(i);
+  std::vector<int> store_into(no, -1);  // overwriting outputs: the input they are stored in
+  for (const auto& [o, i] : overwrites_) store_into[o] = int(i);
   for (size_t i = 0; i <= buffer_count(); ++i) {
     if (i >= np && i < np + no && store_into[i - np] >= 0) continue;  // unused buffer
     f->addParamAttr(unsigned(i), llvm::Attribute::NoAlias);
@@ -99,10 +99,10 @@ llvm::Function* KernelEmitter::emit_body_function() {
   } else {
     for_range(begin, end, [&](llvm::Value* r) {
       row_ = r;
-      // Flat: in-place inputs are read (and cached for this element) before anything is
-      // stored (codegen/in_place.h).
+      // Flat: overwritten inputs are read (and cached for this element) before anything is
+      // stored (codegen/overwrites.h).
       if (plan_.mode == IterationMode::kFlat)
-        for (const auto& [o, i] : in_place_) elem(g_.parameter(i), Index{row_});
+        for (const auto& [o, i] : overwrites_) elem(g_.parameter(i), Index{row_});
       emit_materialized();
       stored_.clear();
     });

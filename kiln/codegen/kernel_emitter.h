@@ -33,13 +33,13 @@ class KernelEmitter {
  public:
   using Node = ir::Node;
   using Value = ir::Value;
-  using InPlace = std::vector<std::pair<size_t, size_t>>;
+  using Overwrites = std::vector<std::pair<size_t, size_t>>;
   KernelEmitter(const ir::Graph& body, const KernelPlan& plan, const RowPlan& rows,
-                const InPlace& in_place, KernelModule& km)
+                const Overwrites& overwrites, KernelModule& km)
       : g_(body),
         plan_(plan),
         rows_(rows),
-        in_place_(in_place),
+        overwrites_(overwrites),
         km_(km),
         ctx_(*km.context),
         m_(*km.module),
@@ -123,7 +123,7 @@ class KernelEmitter {
   const ir::Graph& g_;
   const KernelPlan& plan_;
   const RowPlan& rows_;
-  const InPlace& in_place_;
+  const Overwrites& overwrites_;
   KernelModule& km_;
   llvm::LLVMContext& ctx_;
   llvm::Module& m_;

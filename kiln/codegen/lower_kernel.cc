@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "kiln/codegen/decompose.h"
-#include "kiln/codegen/in_place.h"
+#include "kiln/codegen/overwrites.h"
 #include "kiln/codegen/kernel_emitter.h"
 #include "kiln/codegen/kernel_plan.h"
 #include "kiln/codegen/row_passes.h"
@@ -19,7 +19,7 @@ bool can_lower(const Node& n) { return n.kind() == NodeKind::kOp && op_info(n.op
 
 LoweredKernel lower_kernel(const ir::Graph& body, const std::string& symbol,
                            const ir::Node* as_parameter,
-                           const std::vector<std::pair<size_t, size_t>>& in_place) {
+                           const std::vector<std::pair<size_t, size_t>>& overwrites) {
   std::unique_ptr<ir::Graph> g = decompose_for_codegen(body, as_parameter);
   for (const auto& n : g->nodes())
     if (n->kind() == NodeKind::kOp && !can_lower(*n))
@@ -28,11 +28,11 @@ LoweredKernel lower_kernel(const ir::Graph& body, const std::string& symbol,
   KernelPlan plan = plan_kernel(*g);
   LoweredKernel out;
   runtime::KernelLayout& l = out.layout;
-  l.in_place = honoured_in_place(*g, plan, in_place);
+  l.overwrites = honoured_overwrites(*g, plan, overwrites);
   out.module = new_kernel_module(symbol, symbol);
   RowPlan rows;
-  if (plan.mode == IterationMode::kRows) rows = plan_row_passes(*g, plan, l.in_place);
-  KernelEmitter(*g, plan, rows, l.in_place, out.module).emit();
+  if (plan.mode == IterationMode::kRows) rows = plan_row_passes(*g, plan, l.overwrites);
+  KernelEmitter(*g, plan, rows, l.overwrites, out.module).emit();
   l.symbol = symbol;
   l.num_inputs = g->parameters().size();
   l.num_outputs = g->outputs().size();

@@ -42,11 +42,11 @@ bool can_lower(const ir::Node& node);
 
 // Lowers `body` into a kernel named `symbol`. With `as_parameter`, that node of the body (a
 // contraction) is not computed: its result is an extra input after the body's parameters.
-// `in_place` asks for outputs written into input buffers, as (output index, input index);
-// the pairs honoured (codegen/in_place.h says which are safe) are in the layout: each such
+// `overwrites` asks for outputs written into input buffers, as (output index, input index);
+// the pairs honoured (codegen/overwrites.h says which are safe) are in the layout: each such
 // output is stored through the input's pointer (one noalias pointer reads and writes it).
 LoweredKernel lower_kernel(const ir::Graph& body, const std::string& symbol,
                            const ir::Node* as_parameter = nullptr,
-                           const std::vector<std::pair<size_t, size_t>>& in_place = {});
+                           const std::vector<std::pair<size_t, size_t>>& overwrites = {});
 
 }  // namespace kiln::codegen

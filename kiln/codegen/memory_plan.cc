@@ -14,12 +14,12 @@ size_t align_up(size_t n, size_t alignment) { return (n + alignment - 1) / align
 
 // Elementwise ops (and reshape, which copies bytes unchanged) may write their result over an
 // operand with the same number of elements and the same element size.
-bool may_run_in_place(const ir::Node& n) {
+bool may_reuse_operand_buffer(const ir::Node& n) {
   if (n.kind() != ir::NodeKind::kOp || n.num_outputs() != 1) return false;
   return op_info(n.op()).has(kElementwise) || n.op() == OpKind::Reshape;
 }
 
-// An arena buffer: one value, or a chain of values sharing memory in place.
+// An arena buffer: one value, or a chain of values each reusing the buffer of the one before.
 struct Buffer {
   size_t size = 0;  // aligned
   int first = 0;
@@ -161,9 +161,9 @@ int MemoryPlan::arena_values() const {
       std::count_if(values.begin(), values.end(), [](const ValuePlan& p) { return p.in_arena(); }));
 }
 
-int MemoryPlan::in_place_values() const {
+int MemoryPlan::reusing_values() const {
   return int(std::count_if(values.begin(), values.end(),
-                           [](const ValuePlan& p) { return p.in_place_of != nullptr; }));
+                           [](const ValuePlan& p) { return p.reuses_buffer_of != nullptr; }));
 }
 
 int MemoryPlan::view_values() const {
@@ -173,9 +173,9 @@ int MemoryPlan::view_values() const {
 
 std::string MemoryPlan::to_string() const {
   double ratio = lower_bound_bytes == 0 ? 1.0 : double(arena_bytes) / double(lower_bound_bytes);
-  std::string s = fmt::format("arena {} (lower bound {}, {:.2f}x), {} buffers, {} in place",
+  std::string s = fmt::format("arena {} (lower bound {}, {:.2f}x), {} buffers, {} reusing an operand's",
                               format_bytes(arena_bytes), format_bytes(lower_bound_bytes), ratio,
-                              arena_values(), in_place_values());
+                              arena_values(), reusing_values());
   if (const int v = view_values(); v > 0) s += fmt::format(", {} view(s)", v);
   if (!buckets.empty()) {
     const auto direct = std::count_if(buckets.begin(), buckets.end(),
@@ -193,7 +193,7 @@ std::string MemoryPlan::to_table(const ir::Graph& g) const {
     out += fmt::format("{} {} [{}, {}] {} B", numbering.ref(p.value), buffer_kind_name(p.kind),
                        p.first_step, p.last_step, p.size);
     if (p.in_arena()) out += fmt::format(" @ {}", p.offset);
-    if (p.in_place_of) out += fmt::format(" in place of {}", numbering.ref(p.in_place_of));
+    if (p.reuses_buffer_of) out += fmt::format(" reuses {}", numbering.ref(p.reuses_buffer_of));
     if (p.view_of) out += fmt::format(" view of {}", numbering.ref(p.view_of));
     if (p.variable >= 0) out += fmt::format(" ${}", p.variable);
     if (p.graph_output && !p.in_arena() && p.kind != BufferKind::kOutput) out += " (output)";
@@ -296,7 +296,7 @@ MemoryPlan plan_memory(const ir::Graph& g, const MemoryPlanOptions& options) {
   }
 
   // Buffers: one per bucket region (made first), one per other arena value, except values
-  // that reuse a dying operand's buffer in place or view their operand's buffer.
+  // that reuse a dying operand's buffer or view their operand's buffer.
   std::vector<Buffer> buffers;
   std::vector<int> buffer_of(plan.values.size(), -1);
   if (options.bucket_bytes > 0) plan_buckets(g, options, plan, plan.index_, buffers, buffer_of);
@@ -323,7 +323,7 @@ MemoryPlan plan_memory(const ir::Graph& g, const MemoryPlanOptions& options) {
           continue;
         }
       }
-      if (options.in_place && may_run_in_place(n)) {
+      if (options.reuse_buffers && may_reuse_operand_buffer(n)) {
         for (const ir::Value* in : n.inputs()) {
           size_t ii = plan.index_.at(in);
           const ValuePlan& q = plan.values[ii];
@@ -332,14 +332,14 @@ MemoryPlan plan_memory(const ir::Graph& g, const MemoryPlanOptions& options) {
               dtype_size(in->dtype()) == dtype_size(n.output(o)->dtype()) &&
               buffers[size_t(buffer_of[ii])].last < int(s) + 1 &&
               !other_input_in_buffer(n, in, buffer_of[ii])) {
-            p.in_place_of = in;
+            p.reuses_buffer_of = in;
             buffer_of[vi] = buffer_of[ii];
             Buffer& b = buffers[size_t(buffer_of[vi])];
             b.last = std::max(b.last, p.last_step);
             break;
           }
         }
-        if (p.in_place_of) continue;
+        if (p.reuses_buffer_of) continue;
       }
       buffer_of[vi] = int(buffers.size());
       buffers.push_back(Buffer{align_up(p.size, align), p.first_step, p.last_step, vi, 0});

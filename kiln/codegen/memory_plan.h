@@ -13,22 +13,22 @@
 //   - Nodes with sub-graphs (cond, while, fusion) are planned as one step (v1): their operands
 //     are used and their outputs defined at the node's step; values inside sub-graphs are not
 //     planned (the executor gives them their own memory). Their results never reuse an
-//     operand's buffer in place.
+//     operand's buffer.
 //   - Values outside the arena: parameters (the caller's buffers), variable entry values and
-//     assignment results (the new value of a variable is written in place into the variable's
+//     assignment results (the new value of a variable is written into the variable's
 //     buffer), constants (their literal data) and graph outputs (returned to the caller; a
 //     value that is both a graph output and one of the kinds before keeps that kind and has
 //     `graph_output` set).
 //   - Everything else (op results, cond / while results) lives in the arena at a 64-byte
-//     aligned offset. In place: the result of an elementwise op (or a reshape) takes the buffer
+//     aligned offset. Reuse: the result of an elementwise op (or a reshape) takes the buffer
 //     of an operand that is an arena value, dies at this node and has the same number of
 //     elements and element size (so no operand that is broadcast, no dtype size change); the
-//     first such operand wins and `in_place_of` records it. Values sharing a buffer this way
+//     first such operand wins and `reuses_buffer_of` records it. Values sharing a buffer this way
 //     form one buffer whose lifetime is the union of theirs.
 //   - Views (options.views): the result of a listed reshape node takes its operand's buffer
 //     whenever both are arena values of the same size, whether or not the operand dies there:
 //     no byte moves (the executable runs no step for it) and `view_of` records the operand.
-//     The buffer lives until the last use of any of its values, and nothing reuses it in place
+//     The buffer lives until the last use of any of its values, and nothing reuses it
 //     before then.
 //   - Offsets: greedy by size (as TFLite / XLA): buffers sorted by aligned size, largest first
 //     (ties: earlier start, then value order); each goes into the smallest gap (best fit, ties:
@@ -48,9 +48,9 @@
 //     operand keeps its own buffer and is copied into the region at the all_reduce's step. The
 //     region lives from its first direct operand's (or packed all_reduce's) step to its last
 //     result's last use, and to the end when a result is never read (its sum may still run).
-//     No value reuses a bucket's bytes in place, nor a member another's.
+//     No value reuses a bucket's bytes, nor a member another's.
 //   - lower_bound_bytes: max over steps of the sum of the aligned sizes of the arena buffers
-//     alive at that step (a buffer shared in place counts once). No offset assignment for the
+//     alive at that step (a reused buffer counts once). No offset assignment for the
 //     same buffers does better, so arena_bytes >= lower_bound_bytes.
 // The plan points at the graph's values: it is valid while the graph is unchanged.
 #pragma once
@@ -71,7 +71,7 @@ struct MemoryPlanOptions {
   // Arena offsets and the sizes used for packing are multiples of this (a power of two).
   size_t alignment = 64;
   // Let elementwise results reuse the buffer of an operand that dies at their node.
-  bool in_place = true;
+  bool reuse_buffers = true;
   // Gradient buckets (see the contract above): at most this many bytes each; 0: no buckets.
   size_t bucket_bytes = 0;
   // Accept parameters of unknown shape (planned with no bytes): the sub-graphs of a while that
@@ -104,8 +104,8 @@ struct ValuePlan {
   size_t offset = 0;   // arena offset (kArena only; 0 otherwise)
   int first_step = 0;  // defining step (-1: parameters and variable entries)
   int last_step = 0;   // last use (num_steps when it is a graph output)
-  // kArena: the operand whose buffer this value reuses in place (null if none).
-  const ir::Value* in_place_of = nullptr;
+  // kArena: the operand whose buffer this value reuses (null if none).
+  const ir::Value* reuses_buffer_of = nullptr;
   // kArena: the operand whose buffer this reshape result views (null if none).
   const ir::Value* view_of = nullptr;
   // kVariable: the variable's index.
@@ -159,14 +159,14 @@ struct MemoryPlan {
 
   // The plan of `v` (a top-level value of the planned graph); kiln::Error otherwise.
   const ValuePlan& of(const ir::Value* v) const;
-  // Number of arena values, and how many of them reuse an operand's buffer in place.
+  // Number of arena values, and how many of them reuse an operand's buffer.
   int arena_values() const;
-  int in_place_values() const;
+  int reusing_values() const;
   int view_values() const;  // values with view_of set
-  // "arena 1.2 MiB (lower bound 1.1 MiB, 1.05x), 37 buffers, 12 in place" (then, with
+  // "arena 1.2 MiB (lower bound 1.1 MiB, 1.05x), 37 buffers, 12 reusing an operand's" (then, with
   // buckets, ", 2 gradient buckets (1 direct, 1 packed)").
   std::string to_string() const;
-  // to_string() then one line per value: `%7 arena [3, 5] 32768 B @ 65536 in place of %6`
+  // to_string() then one line per value: `%7 arena [3, 5] 32768 B @ 65536 reuses %6`
   // (a bucket's value: `... @ 4160 bucket 0 +64`), then one line per bucket:
   // `bucket 0 f32 @ 4096 1088 B (padding 48 B) [2, 9], sum at step 6, direct: %5 @ +0 1000 B
   // direct, %8 @ +1024 40 B direct` (a packed member: `packed (while result) from %7`).

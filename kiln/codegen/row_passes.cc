@@ -80,9 +80,9 @@ Reads reads_of(const Value* root, const std::unordered_set<const Value*>& materi
 }  // namespace
 
 RowPlan plan_row_passes(const ir::Graph& body, const KernelPlan& plan,
-                        const std::vector<std::pair<size_t, size_t>>& in_place) {
+                        const std::vector<std::pair<size_t, size_t>>& overwrites) {
   std::unordered_set<const Value*> alone;
-  for (const auto& [o, i] : in_place) alone.insert(body.outputs()[o]);
+  for (const auto& [o, i] : overwrites) alone.insert(body.outputs()[o]);
   const std::unordered_set<const Value*> materialized(plan.materialized.begin(),
                                                       plan.materialized.end());
   RowPlan out;

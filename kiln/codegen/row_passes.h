@@ -17,7 +17,7 @@
 // exponentials of a softmax are evaluated once per element.
 //
 // Kept alone in a pass of their own (their own loop nests): reductions that keep inner axes,
-// arg reductions, outputs written in place over an input (codegen/in_place.h: nothing may
+// arg reductions, outputs written over an input (codegen/overwrites.h: nothing may
 // read the input after it is overwritten, which a shared pass could reorder), and outputs
 // that are parameters or constants.
 #pragma once
@@ -47,8 +47,8 @@ struct RowPlan {
   std::vector<const ir::Value*> row_buffers;
 };
 
-// `plan` must be a rows plan of `body`; `in_place` are the honoured (output, input) pairs.
+// `plan` must be a rows plan of `body`; `overwrites` are the honoured (output, input) pairs.
 RowPlan plan_row_passes(const ir::Graph& body, const KernelPlan& plan,
-                        const std::vector<std::pair<size_t, size_t>>& in_place);
+                        const std::vector<std::pair<size_t, size_t>>& overwrites);
 
 }  // namespace kiln::codegen

@@ -1,7 +1,7 @@
 // Variables a kernel may update in their own buffers (the kernel writes the new value over the
-// entry value it reads, runtime::KernelLayout::in_place): which (output, input) pairs of a
+// entry value it reads, runtime::KernelLayout::overwrites): which (output, input) pairs of a
 // node's kernel codegen asks for. compile_graph.cc builds one per graph it compiles; whether the
-// kernel can honour a pair is codegen/in_place.h's question.
+// kernel can honour a pair is codegen/overwrites.h's question.
 //
 // Contract: an output of node n is updated in its variable's buffer when
 //   - it is assigned to a variable (an `assign` node) that has no other assignment in the graph,

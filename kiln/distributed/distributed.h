@@ -47,7 +47,7 @@ double timeout_seconds();
 // errors). Identity / copies in a world of one.
 // Copies root's `bytes` at `data` to every rank.
 void broadcast(void* data, size_t bytes, const std::string& what, int root = 0);
-// The sum over ranks, added in rank order (bitwise equal everywhere), in place.
+// The sum over ranks, added in rank order (bitwise equal everywhere), written over `data`.
 void all_reduce_sum(double* data, size_t count, const std::string& what);
 // Every rank's `mine` (of any length), in rank order.
 std::vector<std::string> all_gather(const std::string& mine, const std::string& what);

@@ -140,7 +140,7 @@ class AlgebraicSimplify final : public Pass {
   }
 
   // The rule that rewrote a node of `op` reading `in` (its inputs before the rewrite) into
-  // `to` (null: the node was edited in place), as the statistics name it.
+  // `to` (null: the node itself was edited), as the statistics name it.
   static const char* rule_name(OpKind op, const std::vector<Value*>& in, const Value* to) {
     const bool to_input = std::find(in.begin(), in.end(), to) != in.end();
     switch (op) {
@@ -171,7 +171,7 @@ class AlgebraicSimplify final : public Pass {
     }
   }
 
-  // The value replacing `n`'s output, or null; sets `edited` when `n` was rewritten in place.
+  // The value replacing `n`'s output, or null; sets `edited` when `n` itself was rewritten.
   // Only values for which usable(v) holds become results or new inputs.
   template <typename Usable>
   static Value* simplify(Graph& g, ir::GraphRewrite& rewrite, Node& n, const Usable& usable,

@@ -30,7 +30,7 @@
 // type does not fire. Never introduces a use of a variable value (entry value or assignment
 // result) that a later assignment supersedes: such a use could land after the assignment
 // (the verifier's stale-value rule), so x*1 with x = such a value stays. Edited nodes
-// (transpose / reshape chains) are rewritten in place; replaced nodes are removed, their
+// (transpose / reshape chains) are rewritten where they stand; replaced nodes are removed, their
 // inputs are left for dce. Runs in every sub-graph too.
 #pragma once
 

@@ -1,7 +1,7 @@
 // Pass: one graph-to-graph rewrite of the kiln IR (ir/graph.h).
 //
 // Contract every pass follows (the pipeline relies on it):
-//   - `run(g)` rewrites `g` in place and returns true exactly when it changed something
+//   - `run(g)` edits `g` itself and returns true exactly when it changed something
 //     (a node added, removed, moved or edited; a use or a graph output redirected). A pass
 //     that returns false left the graph untouched, so its printed text is identical.
 //   - A valid graph in gives a valid graph out (ir::verify_graph passes) with the same

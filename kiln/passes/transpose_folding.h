@@ -1,7 +1,7 @@
 // Transposes folded into matmul flags: the pass "transpose-folding".
 //
 // matmul(transpose(a, perm), b) {transpose_a=t} -> matmul(a, b) {transpose_a=!t} when perm
-// keeps the batch axes in place and swaps the last two (likewise for b). The matmul then
+// keeps the batch axes where they are and swaps the last two (likewise for b). The matmul then
 // reads a in its own layout (the GEMM takes the flag), and the transpose, if nothing else
 // uses it, is left to dce. The output type is unchanged. The GEMM reads the operand in
 // the other layout, which can change its summation order: results may differ in the last bit

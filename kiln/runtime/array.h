@@ -20,7 +20,7 @@ class Storage {
   static std::shared_ptr<Storage> view(void* data, size_t bytes, std::shared_ptr<Storage> owner);
   // Memory owned outside kiln (a numpy array's buffer), kept alive by `keeper` until the last
   // Array using it is gone. Borrowed memory is only read: no kernel or executable writes into
-  // it in place, even when the storage looks unshared.
+  // it (no output overwrites it), even when the storage looks unshared.
   static std::shared_ptr<Storage> borrow(void* data, size_t bytes, std::shared_ptr<void> keeper);
   ~Storage();
   Storage(const Storage&) = delete;

@@ -32,7 +32,7 @@ class Communicator {
   virtual int rank() const = 0;
   virtual int size() const = 0;
   // Sums `count` elements of `dtype` (f32 or f64; kiln::Error naming `what` otherwise) at
-  // `data` over every rank, in place. `what` names the value in errors and profiles.
+  // `data` over every rank, written over `data`. `what` names the value in errors and profiles.
   virtual void all_reduce_sum(void* data, int64_t count, DType dtype, std::string_view what) = 0;
   // The same sum, run beside the caller (a communication thread) so that it overlaps the
   // caller's computation: returns at once; `data` must stay alive and untouched until wait()
@@ -51,7 +51,7 @@ Communicator* communicator();
 // end), and seconds the computing thread was blocked waiting for them. In a compiled step the
 // sums overlap the rest of the step: 1 - waited / seconds of their time is hidden. `packed`:
 // bytes a compiled step copied into a gradient bucket before its sum (runtime/executable.h;
-// 0 when every bucket is direct: the gradients were computed in place).
+// 0 when every bucket is direct: the gradients were computed in their buckets).
 struct CollectiveStats {
   int64_t calls = 0;
   int64_t bytes = 0;

@@ -33,15 +33,15 @@ int64_t grain_rows(const KernelLayout& l) {
 }
 
 // The frame buffers of a kernel call: inputs, outputs (slots already hold their arrays),
-// temporaries (in the arena). An in-place output and its input both get the output's buffer
-// (Executable::bind_in_place put the input's contents there).
+// temporaries (in the arena). An overwriting output and its input both get the output's buffer
+// (Executable::bind_overwrites put the input's contents there).
 std::vector<void*> kernel_buffers(const KernelCall& call, std::vector<Array>& slots, char* arena) {
   std::vector<void*> buffers;
   buffers.reserve(call.inputs.size() + call.outputs.size() + call.temporary_offsets.size());
   for (int s : call.inputs) buffers.push_back(slots[size_t(s)].raw());
   for (int s : call.outputs) buffers.push_back(slots[size_t(s)].raw());
   for (size_t off : call.temporary_offsets) buffers.push_back(arena + off);
-  for (const auto& [o, i] : call.layout.in_place) buffers[i] = buffers[call.inputs.size() + o];
+  for (const auto& [o, i] : call.layout.overwrites) buffers[i] = buffers[call.inputs.size() + o];
   return buffers;
 }
 
@@ -266,9 +266,9 @@ void Executable::release_arena(std::shared_ptr<Storage> arena) const {
   pools_->free_arenas.push_back(std::move(arena));
 }
 
-void Executable::bind_in_place(const KernelCall& call, std::vector<Array>& slots,
+void Executable::bind_overwrites(const KernelCall& call, std::vector<Array>& slots,
                                const std::vector<long>& donated) const {
-  for (const auto& [o, i] : call.layout.in_place) {
+  for (const auto& [o, i] : call.layout.overwrites) {
     const int in = call.inputs[i], out = call.outputs[o];
     Array& old_value = slots[size_t(in)];
     // Held by the donating caller and by this slot only: nobody else can observe the
@@ -410,14 +410,14 @@ std::vector<Array> Executable::run(std::span<const Array> args, std::vector<Arra
         break;
       }
       case ExecutableStep::Kind::kKernel: {
-        bind_in_place(*s.kernel, slots, donated);
+        bind_overwrites(*s.kernel, slots, donated);
         std::vector<void*> buffers = kernel_buffers(*s.kernel, slots, base);
         run_kernel_call(*s.kernel, buffers);
         break;
       }
       case ExecutableStep::Kind::kContraction: {
         std::vector<Array> in = gather(s.inputs);
-        if (s.kernel) bind_in_place(*s.kernel, slots, donated);
+        if (s.kernel) bind_overwrites(*s.kernel, slots, donated);
         if (blockable(s, in)) {
           std::vector<void*> buffers = kernel_buffers(*s.kernel, slots, base);
           if (s.type.dtype == DType::f32)

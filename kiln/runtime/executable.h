@@ -24,7 +24,7 @@
 //
 // Memory: every slot has a SlotStorage. Intermediate values, kernel temporaries and
 // contraction products live in an arena laid out by the memory plan (codegen/memory_plan.h,
-// without in-place reuse, so kernel buffers never alias). Arenas are pooled: a call takes a
+// without buffer reuse, so kernel buffers never alias). Arenas are pooled: a call takes a
 // free arena (allocating one only when every arena is in use by a concurrent call) and gives
 // it back, so repeated calls allocate nothing and concurrent calls never share one. Values
 // that outlive the call (graph outputs, new variable values) are "pooled": each such slot
@@ -34,7 +34,7 @@
 //
 // Variables are updated in place where the compiler found a kernel that reads a variable and
 // computes its new value with the variable's last read (codegen/compile_graph.cc; the kernel
-// writes that output into the input's buffer, KernelLayout::in_place): when the caller donated
+// writes that output into the input's buffer, KernelLayout::overwrites): when the caller donated
 // the variable's array and nothing took hold of it during the call, the kernel overwrites it;
 // otherwise the kernel works on a pooled copy (as TensorFlow copies a shared buffer).
 #pragma once
@@ -160,7 +160,7 @@ class Executable {
   // `spare`: a pool's first use allocates the next call's buffer too (values the caller
   // usually keeps: outputs, new variable values); else one buffer at a time (while stacks).
   Array acquire_pooled(size_t slot, bool spare = true) const;
-  void bind_in_place(const KernelCall& call, std::vector<Array>& slots,
+  void bind_overwrites(const KernelCall& call, std::vector<Array>& slots,
                      const std::vector<long>& donated) const;
 
   std::string name_;

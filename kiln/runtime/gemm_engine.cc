@@ -173,8 +173,8 @@ void run_block(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& g,
   };
   MicroTile t;
   t.ldc = g.ldc;
-  t.lda = plan.a == AMode::kRowsInPlace ? g.lda : 0;
-  t.lda_t = plan.a == AMode::kColumnsInPlace ? g.lda : 0;
+  t.lda = plan.a == AMode::kRowsDirect ? g.lda : 0;
+  t.lda_t = plan.a == AMode::kColumnsDirect ? g.lda : 0;
   t.b_ahead = plan.b_ahead;
   t.b_copy_ld = nr;
   for (int64_t q = 0; q < kb.count; ++q) {
@@ -209,7 +209,7 @@ void run_block(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& g,
         t.a = pack_a ? a_panel(i, kc) : g.ta ? g.a + k0 * g.lda + row : g.a + row * g.lda + k0;
         for (int64_t j = jc; j < jc_end; j += nr) {
           t.cols = int32_t(std::min<int64_t>(nr, g.n - j));
-          // A copied block: the first panel's tiles read B in place and copy it, the later
+          // A copied block: the first panel's tiles read B directly and copy it, the later
           // panels read the copy.
           const bool copying = copied_blocks && i == 0;
           t.b = packed_b                    ? packed_b + k0 * n_pad + (j / nr) * kc * nr

@@ -5,7 +5,7 @@
 // Execution (BLIS, transposed so that vectors run along C's rows): each task owns a block of C
 // (rows x columns); per k block it runs every A panel (at most panel_rows rows, in L1) against
 // every nr-column tile of a block of nc columns of B (in L2), B packed into panels of nr columns
-// ([k block][panel][kc][nr], zero-padded), or read in place, or copied block by block into an
+// ([k block][panel][kc][nr], zero-padded), or read directly, or copied block by block into an
 // L2 buffer by the first row panel's tiles, as the plan says. Every element of C is one FMA
 // chain over k (the microkernel continues the chain from C in later k blocks), so results are
 // bitwise identical for any plan, split, thread count or microkernel ISA.

@@ -8,9 +8,9 @@
 //                                for p < t.kc: acc = fma(a(i, p), b[p][j], acc)
 //                                C[i][j] = acc
 // with a(i, p) = t.a[p * rows + i] (a packed A panel: kc steps of `rows` floats), or, if
-// t.lda > 0, t.a[i * t.lda + p] (A's rows read in place), or, if t.lda_t > 0,
-// t.a[p * t.lda_t + i] (a stored A^T's rows read in place), and b[p] = t.b + p * t.ldb. With
-// t.seg_len > 0 A's k steps come in runs (a direct convolution reads its window's rows in place,
+// t.lda > 0, t.a[i * t.lda + p] (A's rows read directly), or, if t.lda_t > 0,
+// t.a[p * t.lda_t + i] (a stored A^T's rows read directly), and b[p] = t.b + p * t.ldb. With
+// t.seg_len > 0 A's k steps come in runs (a direct convolution reads its window's rows directly,
 // runtime/kernels/conv_direct.h): the first run is t.seg_first steps, every later one t.seg_len,
 // and after each run A's position moves t.seg_jump floats beyond where the run's steps took it
 // (a(i, p) above then holds within a run, from the run's start).
@@ -42,7 +42,7 @@ struct MicroTile {
   int64_t kc = 0;            // depth of the k block (>= 1)
   const float* a = nullptr;  // packed panel a[p * rows + i], or rows a[i * lda + p]
   int64_t lda = 0;           // 0: packed (or lda_t)
-  int64_t lda_t = 0;         // > 0: A^T's rows in place, a(i, p) = a[p * lda_t + i]
+  int64_t lda_t = 0;         // > 0: A^T's rows read directly, a(i, p) = a[p * lda_t + i]
   const float* b = nullptr;  // row p of the k block at b + p * ldb
   int64_t ldb = 0;
   float* c = nullptr;  // row i at c + i * ldc

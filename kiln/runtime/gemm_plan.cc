@@ -17,11 +17,11 @@ int64_t round_down(int64_t x, int64_t multiple) {
 // Two products are computed as their transpose C^T = op(B)^T op(A)^T:
 //  - at most one column tile of rows against a transposed B of many columns (an RNN step's
 //    input gradient dz U^T, 32 x 1024 x 256): B's stored rows are then the left operand, read
-//    in place (one column tile), and the right operand is A, m x k, small to pack, instead of
+//    directly (one column tile), and the right operand is A, m x k, small to pack, instead of
 //    all of B transposed into panels for a few rows;
 //  - a narrow C = A^T B of many rows (a classifier's kernel gradient, n = 10 classes): its
 //    tiles would be nr columns wide for n of them; transposed, the n rows fill one row panel
-//    and A's stored rows are read in place as the right operand.
+//    and A's stored rows are read directly as the right operand.
 // Neither transposed problem is one of these again.
 bool compute_transposed(const MicroKernel& t, const GemmShape& s) {
   if (s.tb && s.m <= t.nr && s.n >= 4 * t.nr && s.k >= t.nr) return true;
@@ -53,13 +53,13 @@ void plan_product(GemmPlan& plan, const GemmParams& p, int64_t m, int64_t n, int
   // The widest task (column blocks of near-equal whole tiles) and the shortest one.
   const int64_t width = std::min(n, ceil_div(panels_n, grid.col_blocks) * nr);
   const int64_t rows = std::max<int64_t>(1, m / grid.row_blocks);
-  // A task at most in_place_a_max_cols wide reads each row of A a few times, from L1: the
-  // tiles read A in place instead of packing it (a transposed A too: its values for one k are
-  // contiguous, as in a packed panel). Rows read in place are streams of their own: at most
-  // mr_in_place of them per tile.
-  const bool pack_a = width > p.in_place_a_max_cols;
-  plan.panel_rows = int32_t(!pack_a && !ta ? std::min<int64_t>(mr, p.mr_in_place) : mr);
-  // B read in place but too large to stay in cache (a weight gradient's k x n activations):
+  // A task at most direct_a_max_cols wide reads each row of A a few times, from L1: the
+  // tiles read A directly instead of packing it (a transposed A too: its values for one k are
+  // contiguous, as in a packed panel). Rows read directly are streams of their own: at most
+  // mr_direct of them per tile.
+  const bool pack_a = width > p.direct_a_max_cols;
+  plan.panel_rows = int32_t(!pack_a && !ta ? std::min<int64_t>(mr, p.mr_direct) : mr);
+  // B read directly but too large to stay in cache (a weight gradient's k x n activations):
   // each kc x nc/2 block is copied into an L2 buffer by the first row panel's tiles (half-width
   // blocks, so that the block, the next one and the A panels fit L2 together).
   const bool copied = !pack_b && !tb && large_b && ceil_div(rows, plan.panel_rows) > 1;
@@ -69,13 +69,13 @@ void plan_product(GemmPlan& plan, const GemmParams& p, int64_t m, int64_t n, int
   plan.nc = copied ? round_down(nc / 2, nr) : round_down(nc, nr);
   plan.b = pack_b   ? (tasks_pack_b ? BMode::kPackedPerTask : BMode::kPacked)
            : copied ? BMode::kCopiedBlocks
-                    : BMode::kInPlace;
+                    : BMode::kDirect;
   // Packed A: with one column block, each panel right before its tiles into one panel's buffer
   // (it stays in L1); with several, every panel of the k block at its start (each column block
   // reuses them).
   plan.a = pack_a ? (width <= plan.nc ? AMode::kPackedPerPanel : AMode::kPackedAll)
-           : ta   ? AMode::kColumnsInPlace
-                  : AMode::kRowsInPlace;
+           : ta   ? AMode::kColumnsDirect
+                  : AMode::kRowsDirect;
 }
 
 }  // namespace
@@ -100,9 +100,9 @@ GemmParams derive_gemm_params(const MicroKernels& mk, int32_t kernel, const CpuI
   // A tile consumes a row of B every mr * nr / lanes FMAs; prefetching 1 KiB ahead covers the
   // L2 latency (about 15-20 cycles) at up to two vector FMAs per cycle.
   p.b_ahead = std::max<int32_t>(2, 1024 / (4 * t.nr));
-  // Rows read in place are streams of their own, a row's lines in one L1 set when rows are a
+  // Rows read directly are streams of their own, a row's lines in one L1 set when rows are a
   // power of two apart: no more rows than the L1 has ways.
-  p.mr_in_place = std::clamp<int32_t>(cpu.l1d.ways > 0 ? cpu.l1d.ways : 8, 1, t.mr);
+  p.mr_direct = std::clamp<int32_t>(cpu.l1d.ways > 0 ? cpu.l1d.ways : 8, 1, t.mr);
   p.large_b_bytes = 4 * l2;
   p.epilogue_block_bytes = l2 / 4;
   // A oneTBB task costs about a microsecond to start and join: the smallest task runs about
@@ -120,10 +120,10 @@ const char* name(AMode mode) {
       return "packed";
     case AMode::kPackedPerPanel:
       return "packed-per-panel";
-    case AMode::kRowsInPlace:
-      return "rows-in-place";
-    case AMode::kColumnsInPlace:
-      return "columns-in-place";
+    case AMode::kRowsDirect:
+      return "rows-direct";
+    case AMode::kColumnsDirect:
+      return "columns-direct";
   }
   return "?";
 }
@@ -134,8 +134,8 @@ const char* name(BMode mode) {
       return "packed";
     case BMode::kPackedPerTask:
       return "packed-by-tasks";
-    case BMode::kInPlace:
-      return "in-place";
+    case BMode::kDirect:
+      return "direct";
     case BMode::kCopiedBlocks:
       return "copied-blocks";
   }

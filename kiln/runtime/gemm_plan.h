@@ -2,7 +2,7 @@
 //
 // A GemmPlan records every decision the engine follows (runtime/gemm_engine.cc only executes
 // it): the microkernel tile shape, whether the product runs as its transpose, the task grid,
-// how A and B are read (packed, in place, copied into L2 blocks), the k and column blocking and
+// how A and B are read (packed, directly, copied into L2 blocks), the k and column blocking and
 // the prefetch distance. make_gemm_plan() derives it from the product's shape and a GemmParams:
 // the machine's blocking (cache sizes and FMA throughput: derive_gemm_params), or the tuned
 // table's entry for the product's class (runtime/gemm_tuning.h). `kiln gemm-plan M K N`,
@@ -64,10 +64,10 @@ struct GemmParams {
   int64_t nc = 256;     // columns of B per block: the B block (kc x nc) stays in L2
   int32_t b_ahead = 8;  // rows of B a tile prefetches into L1 ahead of the one it reads
 
-  int32_t mr_in_place = 8;            // most rows of a tile reading A's rows in place (L1 ways)
-  int64_t pack_b_min_rows = 192;      // B packed when at least this many rows of C reuse it
-  int64_t in_place_a_max_cols = 128;  // tasks at most this wide read A in place
-  int64_t large_b_bytes = 4 << 20;    // B read in place beyond this is copied into L2 blocks
+  int32_t mr_direct = 8;            // most rows of a tile reading A's rows directly (L1 ways)
+  int64_t pack_b_min_rows = 192;    // B packed when at least this many rows of C reuse it
+  int64_t direct_a_max_cols = 128;  // tasks at most this wide read A directly
+  int64_t large_b_bytes = 4 << 20;  // B read directly beyond this is copied into L2 blocks
   int64_t epilogue_block_bytes = 256 << 10;     // row blocks of an epilogue hold at most this of C
   double parallel_min_flops = double(1 << 20);  // smaller products run as one task
   double min_task_flops = double(1 << 19);      // tasks carry at least this much work
@@ -83,7 +83,7 @@ struct GemmParams {
 };
 
 // The machine's GemmParams for tile shape `kernel` of `mk`: kc so that the A panel takes half
-// of L1d, nc so that the B block takes half of L2 (a multiple of nr), mr_in_place = L1d's
+// of L1d, nc so that the B block takes half of L2 (a multiple of nr), mr_direct = L1d's
 // ways, the large-B and epilogue thresholds from L2, the task sizes from the FMA throughput of
 // one core (`core_gflops`: the smallest task lasts about 4 us, as a oneTBB task costs about a
 // microsecond). The prefetch distance covers the L2 latency.
@@ -94,19 +94,19 @@ GemmParams derive_gemm_params(const MicroKernels& mk, int32_t kernel, const CpuI
 enum class AMode {
   kPackedAll,       // every row panel of a k block packed at the block's start (col blocks)
   kPackedPerPanel,  // each panel packed right before its tiles into one panel's buffer (L1)
-  kRowsInPlace,     // A's rows read in place (tiles of at most mr_in_place rows)
-  kColumnsInPlace,  // a stored A^T's rows read in place (one k's values are contiguous)
+  kRowsDirect,      // A's rows read directly (tiles of at most mr_direct rows)
+  kColumnsDirect,   // a stored A^T's rows read directly (one k's values are contiguous)
 };
 enum class BMode {
   kPacked,         // op(B) packed into nr-column panels before the tasks, in parallel
   kPackedPerTask,  // each task packs its own column panels (few rows, no packing phase)
-  kInPlace,        // B's rows read in place
-  kCopiedBlocks,   // read in place by the first row panel's tiles, which copy each kc x nc/2
+  kDirect,         // B's rows read directly
+  kCopiedBlocks,   // read directly by the first row panel's tiles, which copy each kc x nc/2
                    // block into an L2 buffer for the later panels
 };
 // A product computed as its transpose C^T = op(B)^T op(A)^T, then C = (C^T)^T:
 enum class BackTranspose {
-  kNone,     // computed directly
+  kNone,     // computed as it is, not transposed
   kPerTask,  // each task transposes its rows of C^T into C right after computing them
   kAfter,    // in a phase of its own after the product (back_blocks tasks)
 };
@@ -126,7 +126,7 @@ struct GemmPlan {
   bool ta = false, tb = false;
   int64_t row_blocks = 1, col_blocks = 1;  // tasks: row blocks x column blocks of C
   AMode a = AMode::kPackedPerPanel;
-  BMode b = BMode::kInPlace;
+  BMode b = BMode::kDirect;
   int64_t kc = 0, k_blocks = 1;  // k blocks of kc (the last may be shorter)
   int64_t nc = 0;                // columns of B per block in a task
   int32_t panel_rows = 0;        // rows per tile

@@ -15,9 +15,9 @@ namespace {
 
 // R rows, NV vectors of columns; Masked: the last columns are partial (masked loads and stores
 // of C, masked loads of B unless it is padded); PackedA: A is a packed panel (or A^T's rows
-// read in place, lda_t), else rows at lda; CopyB: the B rows read are also stored at t.b_copy,
+// read directly, lda_t), else rows at lda; CopyB: the B rows read are also stored at t.b_copy,
 // t.b_copy_ld floats apart. Every step prefetches the B row t.b_ahead rows ahead into L1: B streams
-// through L1 from L2 (or from memory, one row per 4 KiB page for a wide B read in place, where
+// through L1 from L2 (or from memory, one row per 4 KiB page for a wide B read directly, where
 // the hardware prefetchers restart), and at two vector FMAs per cycle the hardware
 // prefetchers alone leave the FMAs waiting. The next tile's C rows (t.c_next) are prefetched
 // at the start, so that their loads (the chain continues from C) find them in cache.
@@ -34,9 +34,9 @@ __attribute__((always_inline)) inline void k_steps(typename Isa::Vec (&acc)[R][N
   float* b_copy = t.b_copy;
   const int64_t ldb = t.ldb, ahead = int64_t(t.b_ahead) * t.ldb;
   // Unpacked A: row i at a + i * lda (a advances along k); packed: a advances by R per step
-  // (by lda_t: a stored A^T read in place).
+  // (by lda_t: a stored A^T read directly).
   const int64_t lda = PackedA ? 1 : t.lda, a_step = PackedA ? (t.lda_t > 0 ? t.lda_t : R) : 1;
-  // Rows of A read in place: the next panel's rows (R rows on, lda apart, contiguous when
+  // Rows of A read directly: the next panel's rows (R rows on, lda apart, contiguous when
   // lda is the row length) stream in a line per step while this panel's tile runs.
   const float* a_next = PackedA ? nullptr : t.a + R * lda;
   int64_t left = t.kc, run = t.seg_len > 0 ? t.seg_first : t.kc;

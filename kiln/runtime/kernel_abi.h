@@ -14,7 +14,7 @@ struct KernelFrame {
   // The kernel's operands, then its outputs, then its temporaries (codegen/ says how many
   // of each). Every buffer is 64-byte aligned, at least as large as its tensor, and no two
   // buffers overlap (the generated code marks them noalias, aligned and dereferenceable),
-  // except that the buffer of an in-place output (KernelLayout::in_place) is unused and may
+  // except that the buffer of an overwriting output (KernelLayout::overwrites) is unused and may
   // be anything, e.g. its input's buffer.
   void* const* buffers = nullptr;
   // Set to a nonzero KernelStatus by a kernel that meets bad data it cannot compute
@@ -52,11 +52,11 @@ struct KernelLayout {
   // Per input: true if computing row r (element r of a flat kernel) reads the input only at
   // its row r, so a producer may fill the input block by block (matmul epilogues).
   std::vector<bool> inputs_by_row;
-  // In-place outputs, as (output index, input index): the kernel writes that output into the
+  // Overwriting outputs, as (output index, input index): the kernel writes that output into the
   // input's buffer (element i of a flat kernel is read before element i is written, and no
   // other element of the input is read) and never touches the output's own frame buffer.
   // The executable updates variables in place this way (runtime/executable.h).
-  std::vector<std::pair<size_t, size_t>> in_place;
+  std::vector<std::pair<size_t, size_t>> overwrites;
 };
 
 }  // namespace kiln::runtime

@@ -63,7 +63,7 @@ std::vector<Array> WhileStacks::finish(std::span<const Array> initial) {
   out.reserve(kept_.size() + 1);
   for (size_t i = 0; i < kept_.size(); ++i) {
     const Array& first = initial[i];
-    if (!filled_.empty()) {  // declared and pushed to: the rows are in place
+    if (!filled_.empty()) {  // declared and pushed to: the rows are there
       out.push_back(std::move(filled_[i]));
       continue;
     }

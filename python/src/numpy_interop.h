@@ -1,7 +1,7 @@
 // numpy <-> kiln tensors for the Python module.
 //
 // tensor_from_numpy: a C-contiguous array whose data is 64-byte aligned (kiln's alignment) and
-// whose dtype kiln has (float32, float64, int32, int64, bool, uint8) is used in place: the
+// whose dtype kiln has (float32, float64, int32, int64, bool, uint8) is used without a copy: the
 // tensor borrows numpy's buffer and keeps the array alive (like torch.from_numpy; kiln never
 // writes into borrowed memory, but writing into the numpy array afterwards changes the
 // tensor). Anything else (non-contiguous, misaligned, another dtype, zero-sized) is copied.

@@ -114,7 +114,7 @@ void expect_near(const testing::RunResult& got, const testing::RunResult& want) 
 // and used once) share one bucket: one sum over 2048 + 64 bytes, no packing copy. A gradient
 // that another step reads too must be copied into its bucket; with buckets off each gradient
 // is summed alone (and copied into the all_reduce's buffer, as before buckets).
-TEST(CollectiveOverlap, ABucketIsSummedInPlaceWithoutPacking) {
+TEST(CollectiveOverlap, ABucketIsSummedInItsOwnBufferWithoutPacking) {
   testing::ScopedCacheDir cache;
   const char* text =
       R"(graph @step(%x: f32[64,32], %dy: f32[64,16], %w: f32[32,16], %b: f32[16]) -> (f32[32,16], f32[16], f32[64,32]) {

@@ -13,10 +13,10 @@ namespace {
 
 using testing::all_close;
 
-size_t in_place_pairs(const runtime::Executable& exe) {
+size_t overwrite_pairs(const runtime::Executable& exe) {
   size_t n = 0;
   for (const auto& s : exe.steps())
-    if (s.kernel) n += s.kernel->layout.in_place.size();
+    if (s.kernel) n += s.kernel->layout.overwrites.size();
   return n;
 }
 
@@ -37,7 +37,7 @@ TEST(InPlaceUpdate, DonatedVariableKeepsItsBufferAndMatchesReference) {
   testing::ScopedCacheDir cache;
   auto g = testing::optimized_graph(kStoreBeforeRead);
   auto exe = codegen::compile_graph(*g);
-  EXPECT_EQ(in_place_pairs(*exe), 1u);
+  EXPECT_EQ(overwrite_pairs(*exe), 1u);
   std::mt19937 rng(3);
   std::vector<runtime::Array> args = {testing::random_array(g->parameter(0)->type(), rng)};
   runtime::Array w = testing::random_array(g->variable(0).type, rng);
@@ -95,7 +95,7 @@ TEST(InPlaceUpdate, RowKernelsInPlaceOnlyWhereSafe) {
   return %5, %11
 })");
   auto exe = codegen::compile_graph(*g);
-  EXPECT_EQ(in_place_pairs(*exe), 2u);
+  EXPECT_EQ(overwrite_pairs(*exe), 2u);
   std::mt19937 rng(5);
   std::vector<runtime::Array> args = {testing::random_array(g->parameter(0)->type(), rng)};
   std::vector<runtime::Array> vars;
@@ -122,7 +122,7 @@ TEST(InPlaceUpdate, KernelRefusesAnInputReadAtOtherIndices) {
       body.add_op(OpKind::Transpose, {p}, {{"perm", std::vector<int64_t>{1, 0}}})->output();
   body.set_outputs({body.add_op(OpKind::Add, {p, t})->output()});
   codegen::LoweredKernel k = codegen::lower_kernel(body, "k", nullptr, {{0, 0}});
-  EXPECT_TRUE(k.layout.in_place.empty()) << k.layout.iteration;
+  EXPECT_TRUE(k.layout.overwrites.empty()) << k.layout.iteration;
 }
 
 // A serial kernel (a full sum) with two outputs: p * 2 written over p, and sum(p). Only when
@@ -145,7 +145,7 @@ TEST(InPlaceUpdate, SerialKernelRefusesWhenALaterValueReadsTheInput) {
     body.set_outputs({doubled, s});
     codegen::LoweredKernel k = codegen::lower_kernel(body, "k", nullptr, {{0, 0}});
     EXPECT_EQ(k.layout.iteration, "serial");
-    EXPECT_EQ(k.layout.in_place.size(), sum_first ? 1u : 0u) << "sum first: " << sum_first;
+    EXPECT_EQ(k.layout.overwrites.size(), sum_first ? 1u : 0u) << "sum first: " << sum_first;
   }
 }
 
@@ -157,7 +157,7 @@ namespace {
 
 // w <- w + x @ w: the matmul's epilogue computes w's new value, but the product reads all of w,
 // block by block alongside the epilogue (runtime/executable.cc), so the update is not in place
-// (codegen/compile_graph.cc, in_place_pairs): in place, the epilogue of the first row blocks
+// (codegen/compile_graph.cc, overwrite_pairs): in place, the epilogue of the first row blocks
 // would overwrite rows of w that later blocks still multiply by.
 TEST(InPlaceUpdate, NotInPlaceOverAVariableTheContractionReads) {
   testing::ScopedCacheDir cache;
@@ -172,7 +172,7 @@ TEST(InPlaceUpdate, NotInPlaceOverAVariableTheContractionReads) {
   return %5
 })");
   auto exe = codegen::compile_graph(*g);
-  EXPECT_EQ(in_place_pairs(*exe), 0u);
+  EXPECT_EQ(overwrite_pairs(*exe), 0u);
   std::mt19937 rng(9);
   std::vector<runtime::Array> args = {testing::random_array(g->parameter(0)->type(), rng)};
   runtime::Array w = testing::random_array(g->variable(0).type, rng);

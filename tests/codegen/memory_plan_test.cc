@@ -1,4 +1,4 @@
-// Memory planning: in-place reuse on elementwise chains, values alive together, what stays
+// Memory planning: buffer reuse on elementwise chains, values alive together, what stays
 // outside the arena, the unknown-shape error, a brute-force overlap check on random graphs,
 // the arena against its lower bound on an MLP training step, and gradient buckets (regions of
 // all_reduce results, their direct and packed members).
@@ -52,7 +52,7 @@ std::unordered_set<const ir::Node*> all_reshapes(const ir::Graph& g) {
 }
 
 // Brute force: lifetimes cover every use, arena offsets are aligned and inside the arena, and
-// two arena values alive at the same step never share bytes, except a value written in place
+// two arena values alive at the same step never share bytes, except a value reusing the buffer
 // over an operand that dies at that very step.
 void check_plan(const ir::Graph& g, const MemoryPlan& plan) {
   ir::ValueNumbering numbering(g);
@@ -72,18 +72,18 @@ void check_plan(const ir::Graph& g, const MemoryPlan& plan) {
   }
   for (const ValuePlan& p : plan.values) {
     if (!p.in_arena()) {
-      EXPECT_EQ(p.in_place_of, nullptr) << name(p);
+      EXPECT_EQ(p.reuses_buffer_of, nullptr) << name(p);
       continue;
     }
     EXPECT_EQ(p.offset % plan.alignment, 0u) << name(p);
     EXPECT_LE(p.offset + p.size, plan.arena_bytes) << name(p);
-    if (p.in_place_of) {
-      const ValuePlan& q = plan.of(p.in_place_of);
+    if (p.reuses_buffer_of) {
+      const ValuePlan& q = plan.of(p.reuses_buffer_of);
       EXPECT_TRUE(q.in_arena()) << name(p);
       EXPECT_EQ(q.offset, p.offset) << name(p);
       EXPECT_EQ(q.last_step, p.first_step) << name(p) << " reuses a value that is still alive";
       const auto& inputs = p.value->producer()->inputs();
-      EXPECT_NE(std::find(inputs.begin(), inputs.end(), p.in_place_of), inputs.end()) << name(p);
+      EXPECT_NE(std::find(inputs.begin(), inputs.end(), p.reuses_buffer_of), inputs.end()) << name(p);
     }
     if (p.view_of) {
       const ValuePlan& q = plan.of(p.view_of);
@@ -102,8 +102,8 @@ void check_plan(const ir::Graph& g, const MemoryPlan& plan) {
       bool in_time = a.first_step <= b.last_step && b.first_step <= a.last_step;
       bool in_memory = a.offset < b.offset + b.size && b.offset < a.offset + a.size;
       if (!in_time || !in_memory) continue;
-      bool in_place = (b.in_place_of == a.value && a.last_step == b.first_step) ||
-                      (a.in_place_of == b.value && b.last_step == a.first_step);
+      bool reused = (b.reuses_buffer_of == a.value && a.last_step == b.first_step) ||
+                      (a.reuses_buffer_of == b.value && b.last_step == a.first_step);
       // Views of one buffer (a reshape's result and its operand, chains of them) share it.
       bool views = view_root(plan, a) == view_root(plan, b);
       // A direct bucket member: the all_reduce's operand and result share their bytes.
@@ -112,7 +112,7 @@ void check_plan(const ir::Graph& g, const MemoryPlan& plan) {
       bool bucket_member = a.bucket >= 0 && a.bucket == b.bucket && a.offset == b.offset &&
                            ((pb && pb->is_op(OpKind::AllReduce) && pb->input(0) == a.value) ||
                             (pa && pa->is_op(OpKind::AllReduce) && pa->input(0) == b.value));
-      EXPECT_TRUE(in_place || views || bucket_member)
+      EXPECT_TRUE(reused || views || bucket_member)
           << name(a) << " [" << a.first_step << ", " << a.last_step << "] @ " << a.offset << " and "
           << name(b) << " [" << b.first_step << ", " << b.last_step << "] @ " << b.offset
           << " overlap";
@@ -161,22 +161,22 @@ TEST(MemoryPlanTest, ElementwiseChainRunsInOneBuffer) {
   const size_t bytes = 256 * 256 * 4;
   EXPECT_EQ(plan.arena_bytes, bytes);
   EXPECT_EQ(plan.lower_bound_bytes, bytes);
-  EXPECT_EQ(plan.of(a).in_place_of, nullptr);  // x is the caller's
-  EXPECT_EQ(plan.of(b).in_place_of, a);
-  EXPECT_EQ(plan.of(c).in_place_of, b);
-  EXPECT_EQ(plan.of(d).in_place_of, c);
+  EXPECT_EQ(plan.of(a).reuses_buffer_of, nullptr);  // x is the caller's
+  EXPECT_EQ(plan.of(b).reuses_buffer_of, a);
+  EXPECT_EQ(plan.of(c).reuses_buffer_of, b);
+  EXPECT_EQ(plan.of(d).reuses_buffer_of, c);
   EXPECT_EQ(plan.of(e).kind, BufferKind::kOutput);
   EXPECT_EQ(plan.of(x).kind, BufferKind::kParameter);
   EXPECT_EQ(plan.of(d).first_step, 3);
   EXPECT_EQ(plan.of(d).last_step, 4);
   EXPECT_EQ(plan.to_string(),
-            "arena 256.0 KiB (lower bound 256.0 KiB, 1.00x), 4 buffers, 3 in place");
+            "arena 256.0 KiB (lower bound 256.0 KiB, 1.00x), 4 buffers, 3 reusing an operand's");
 
   MemoryPlanOptions no_reuse;
-  no_reuse.in_place = false;
+  no_reuse.reuse_buffers = false;
   MemoryPlan plain = plan_memory(g, no_reuse);
   check_plan(g, plain);
-  EXPECT_EQ(plain.in_place_values(), 0);
+  EXPECT_EQ(plain.reusing_values(), 0);
   EXPECT_EQ(plain.arena_bytes, 2 * bytes);  // ping-pong between two buffers
 }
 
@@ -196,7 +196,7 @@ TEST(MemoryPlanTest, AReshapeViewKeepsItsOperandsBufferAlive) {
   check_plan(g, plan);
   EXPECT_EQ(plan.of(r).view_of, a);
   EXPECT_EQ(plan.of(r).offset, plan.of(a).offset);
-  EXPECT_EQ(plan.of(b).in_place_of, nullptr) << "a's bytes are still read through r";
+  EXPECT_EQ(plan.of(b).reuses_buffer_of, nullptr) << "a's bytes are still read through r";
   EXPECT_NE(plan.of(b).offset, plan.of(a).offset);
   EXPECT_EQ(plan.of(d).view_of, c);
   EXPECT_EQ(plan.view_values(), 2);
@@ -211,7 +211,7 @@ TEST(MemoryPlanTest, DiamondKeepsTwoValuesAlive) {
   ir::Graph g("diamond");
   ir::Value* x = g.add_parameter(f32({100}));  // 400 B, 448 aligned
   ir::Value* a = op(g, OpKind::Exp, {x});
-  ir::Value* b = op(g, OpKind::Neg, {a});   // a still alive: not in place
+  ir::Value* b = op(g, OpKind::Neg, {a});   // a still alive: no reuse
   ir::Value* c = op(g, OpKind::Tanh, {a});  // a dies here: c takes its buffer
   ir::Value* d = op(g, OpKind::Add, {b, c});
   ir::Value* e = op(g, OpKind::Exp, {d});
@@ -219,16 +219,16 @@ TEST(MemoryPlanTest, DiamondKeepsTwoValuesAlive) {
   ir::verify_graph(g);
   MemoryPlan plan = plan_memory(g);
   check_plan(g, plan);
-  EXPECT_EQ(plan.of(b).in_place_of, nullptr);
-  EXPECT_EQ(plan.of(c).in_place_of, a);
-  EXPECT_EQ(plan.of(d).in_place_of, b);
+  EXPECT_EQ(plan.of(b).reuses_buffer_of, nullptr);
+  EXPECT_EQ(plan.of(c).reuses_buffer_of, a);
+  EXPECT_EQ(plan.of(d).reuses_buffer_of, b);
   EXPECT_NE(plan.of(b).offset, plan.of(c).offset);
   EXPECT_EQ(plan.arena_bytes, 2 * 448u);
   EXPECT_EQ(plan.lower_bound_bytes, 2 * 448u);
   EXPECT_EQ(plan.of(e).kind, BufferKind::kOutput);
 }
 
-TEST(MemoryPlanTest, BroadcastOperandsAreNotReusedInPlace) {
+TEST(MemoryPlanTest, BroadcastOperandsBuffersAreNotReused) {
   ir::Graph g("broadcast");
   ir::Value* x = g.add_parameter(f32({8}));
   ir::Value* y = g.add_parameter(f32({4, 8}));
@@ -239,7 +239,7 @@ TEST(MemoryPlanTest, BroadcastOperandsAreNotReusedInPlace) {
   g.set_outputs({d});
   MemoryPlan plan = plan_memory(g);
   check_plan(g, plan);
-  EXPECT_EQ(plan.in_place_values(), 0);
+  EXPECT_EQ(plan.reusing_values(), 0);
   EXPECT_EQ(plan.of(c).size, 32u);
 }
 
@@ -266,11 +266,11 @@ TEST(MemoryPlanTest, ParametersVariablesConstantsAndOutputsStayOutside) {
   EXPECT_EQ(plan.of(assign->output(0)).variable, 0);
   EXPECT_EQ(plan.of(r).kind, BufferKind::kOutput);
   EXPECT_EQ(plan.of(m).kind, BufferKind::kArena);
-  EXPECT_EQ(plan.of(d).in_place_of, m);
+  EXPECT_EQ(plan.of(d).reuses_buffer_of, m);
   EXPECT_EQ(plan.arena_values(), 2);
   EXPECT_EQ(plan.arena_bytes, 64u);
   EXPECT_THAT(plan.to_table(g), HasSubstr("%3 arena [1, 2] 64 B @ 0"));
-  EXPECT_THAT(plan.to_table(g), HasSubstr("%4 arena [2, 3] 64 B @ 0 in place of %3"));
+  EXPECT_THAT(plan.to_table(g), HasSubstr("%4 arena [2, 3] 64 B @ 0 reuses %3"));
   EXPECT_THAT(plan.to_table(g), HasSubstr("%5 variable [3, 4] 64 B $0"));
 }
 
@@ -304,12 +304,12 @@ TEST(MemoryPlanTest, CondOperandsAndResultsArePlannedAtTheNode) {
   check_plan(*g, plan);
   EXPECT_EQ(plan.num_steps, 3);
   EXPECT_EQ(plan.arena_values(), 2);
-  EXPECT_EQ(plan.in_place_values(), 0);  // cond is not elementwise
+  EXPECT_EQ(plan.reusing_values(), 0);  // cond is not elementwise
   EXPECT_EQ(plan.arena_bytes, 256u);
 }
 
 TEST(MemoryPlanTest, NoOverlapOnRandomGraphs) {
-  int arena_values = 0, in_place = 0, views = 0;
+  int arena_values = 0, reused = 0, views = 0;
   double worst = 1.0;
   size_t arena = 0, bound = 0;
   for (uint64_t seed = 1; seed <= 500; ++seed) {
@@ -318,18 +318,18 @@ TEST(MemoryPlanTest, NoOverlapOnRandomGraphs) {
     MemoryPlan plan = plan_memory(*g);
     check_plan(*g, plan);
     arena_values += plan.arena_values();
-    in_place += plan.in_place_values();
+    reused += plan.reusing_values();
     arena += plan.arena_bytes;
     bound += plan.lower_bound_bytes;
     if (plan.lower_bound_bytes > 0)
       worst = std::max(worst, double(plan.arena_bytes) / double(plan.lower_bound_bytes));
     MemoryPlanOptions options;
-    options.in_place = false;
+    options.reuse_buffers = false;
     check_plan(*g, plan_memory(*g, options));
-    // Reshapes as views, with and without in-place reuse around them.
-    for (bool in_place : {false, true}) {
+    // Reshapes as views, with and without buffer reuse around them.
+    for (bool reuse : {false, true}) {
       MemoryPlanOptions with_views;
-      with_views.in_place = in_place;
+      with_views.reuse_buffers = reuse;
       with_views.views = all_reshapes(*g);
       MemoryPlan viewed = plan_memory(*g, with_views);
       check_plan(*g, viewed);
@@ -343,11 +343,11 @@ TEST(MemoryPlanTest, NoOverlapOnRandomGraphs) {
     if (testing::Test::HasFailure()) break;
   }
   std::printf(
-      "[ random plans ] %d arena values, %d in place; arena / lower bound: %.3f overall, "
+      "[ random plans ] %d arena values, %d reusing; arena / lower bound: %.3f overall, "
       "%.2f worst\n",
-      arena_values, in_place, double(arena) / double(bound), worst);
+      arena_values, reused, double(arena) / double(bound), worst);
   EXPECT_GT(arena_values, 1000);
-  EXPECT_GT(in_place, 100);
+  EXPECT_GT(reused, 100);
   EXPECT_GT(views, 50) << "the random graphs should exercise reshape views";
 }
 
@@ -421,17 +421,17 @@ TEST(MemoryPlanTest, MlpTrainingStepsAreCloseToTheLowerBound) {
     MemoryPlan plan = plan_memory(*g);
     check_plan(*g, plan);
     MemoryPlanOptions no_reuse;
-    no_reuse.in_place = false;
+    no_reuse.reuse_buffers = false;
     MemoryPlan plain = plan_memory(*g, no_reuse);
     check_plan(*g, plain);
-    std::printf("[ mlp plan ] batch %lld, widths [%s]: %s; without in-place reuse: %s\n",
+    std::printf("[ mlp plan ] batch %lld, widths [%s]: %s; without buffer reuse: %s\n",
                 (long long)c.batch, fmt::format("{}", fmt::join(c.widths, ", ")).c_str(),
                 plan.to_string().c_str(), plain.to_string().c_str());
     double ratio = double(plan.arena_bytes) / double(plan.lower_bound_bytes);
     std::printf("[ mlp plan ]   arena %zu B / lower bound %zu B = %.4f\n", plan.arena_bytes,
                 plan.lower_bound_bytes, ratio);
     EXPECT_LE(ratio, 1.1) << plan.to_table(*g);
-    EXPECT_GT(plan.in_place_values(), 0);
+    EXPECT_GT(plan.reusing_values(), 0);
     EXPECT_LT(plan.arena_bytes, plain.arena_bytes);
   }
 }
@@ -450,13 +450,13 @@ TEST(MemoryPlanTest, FusedMlpTrainingStepIsCloseToTheLowerBound) {
 }
 
 // Gradient buckets on a data-parallel MLP step: every gradient is an arena result whose one
-// use is its all_reduce, so every bucket is direct (no packing copy), with and without in-place
+// use is its all_reduce, so every bucket is direct (no packing copy), with and without buffer
 // reuse; the buckets follow the all_reduce order and the byte cap.
 TEST(MemoryPlanTest, DataParallelMlpGradientsAreComputedInTheirBuckets) {
   auto g = mlp_training_step(64, {784, 512, 256, 10}, /*all_reduce=*/true);
-  for (bool in_place : {true, false}) {
+  for (bool reuse : {true, false}) {
     MemoryPlanOptions options;
-    options.in_place = in_place;
+    options.reuse_buffers = reuse;
     options.bucket_bytes = 1 << 20;
     MemoryPlan plan = plan_memory(*g, options);
     check_plan(*g, plan);

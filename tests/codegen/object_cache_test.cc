@@ -290,7 +290,7 @@ TEST_F(ObjectCache, ConcurrentThreadsNeverReadATornFile) {
     });
   for (auto& t : threads) t.join();
   EXPECT_EQ(bad, 0);
-  EXPECT_EQ(found, kThreads * kIterations);  // a file is always in place once written
+  EXPECT_EQ(found, kThreads * kIterations);  // a file is always there once written
   EXPECT_EQ(cache_stats().corrupt, 0);
   EXPECT_EQ(cache_stats().disk_writes, kThreads * kIterations);
   EXPECT_TRUE(warnings().empty());

@@ -1,7 +1,7 @@
-// prefetch: the same elements as without it, upstream errors rethrown in place with their own
-// type, pulling ahead on a background thread, and iterators destroyed mid-pass (queue full,
-// upstream busy, endless upstream) stopping the thread without hanging. The suite's name
-// contains "Thread" so that the ThreadSanitizer preset runs it (CMakePresets.json).
+// prefetch: the same elements as without it, upstream errors rethrown where the element is
+// taken, with their own type, pulling ahead on a background thread, and iterators destroyed
+// mid-pass (queue full, upstream busy, endless upstream) stopping the thread without hanging. The
+// suite's name contains "Thread" so that the ThreadSanitizer preset runs it (CMakePresets.json).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

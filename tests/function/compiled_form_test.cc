@@ -74,7 +74,7 @@ TEST(CompiledForm, ArenaIsWhatTheExecutableAllocates) {
   EXPECT_LE(a.plan.arena_bytes, a.scratch_offset);
   EXPECT_FALSE(a.scratch.empty());  // the matmuls' products
   for (const codegen::ValuePlan& v : a.plan.values) {
-    EXPECT_EQ(v.in_place_of, nullptr);  // kernel buffers never alias
+    EXPECT_EQ(v.reuses_buffer_of, nullptr);  // kernel buffers never alias
     if (v.in_arena()) {
       EXPECT_LE(v.offset + v.size, a.scratch_offset);
     }

@@ -62,7 +62,7 @@ TEST(Safetensors, LayoutFollowsTheFormat) {
 TEST(Safetensors, FileRoundTripIsAtomic) {
   auto path = (std::filesystem::temp_directory_path() / "kiln_st_test.safetensors").string();
   save_safetensors(path, {{"x", ones({3})}});
-  save_safetensors(path, {{"x", full({3}, 2)}});  // overwrite in place
+  save_safetensors(path, {{"x", full({3}, 2)}});  // overwrite the file
   NamedTensors t = load_safetensors(path);
   EXPECT_EQ(t[0].second.to_vector<float>(), (std::vector<float>{2, 2, 2}));
   for (const auto& e : std::filesystem::directory_iterator(std::filesystem::temp_directory_path()))

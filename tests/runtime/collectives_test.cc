@@ -56,7 +56,7 @@ TEST(Collectives, TheKernelAndTheReferenceExecutorCallTheCommunicator) {
   Array y = run_op(OpKind::AllReduce, std::span<const Array>(&x, 1), {});
   EXPECT_EQ(y.data<float>()[0], 3.0f);
   EXPECT_EQ(y.data<float>()[1], 6.0f);
-  EXPECT_EQ(x.data<float>()[1], 2.0f) << "the input is not summed in place";
+  EXPECT_EQ(x.data<float>()[1], 2.0f) << "the input is not summed over itself";
 
   ir::Graph g("grads");
   ir::Value* p = g.add_parameter({DType::f32, Shape{2}});

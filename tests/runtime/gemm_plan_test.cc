@@ -51,8 +51,8 @@ TEST(GemmPlanTest, BlockingIsDerivedFromTheCaches) {
   EXPECT_EQ(p.kc, 336);
   // B block in half of L2: 524288 / (4 * 336) = 390 -> 384 (a multiple of 32).
   EXPECT_EQ(p.nc, 384);
-  EXPECT_EQ(p.b_ahead, 8);      // 1 KiB ahead: 1024 / 128 bytes per row
-  EXPECT_EQ(p.mr_in_place, 8);  // L1's ways
+  EXPECT_EQ(p.b_ahead, 8);    // 1 KiB ahead: 1024 / 128 bytes per row
+  EXPECT_EQ(p.mr_direct, 8);  // L1's ways
   EXPECT_EQ(p.large_b_bytes, 4 << 20);
   EXPECT_EQ(p.epilogue_block_bytes, 256 << 10);
   EXPECT_DOUBLE_EQ(p.min_task_flops, 100e9 * 4e-6);
@@ -126,24 +126,24 @@ TEST(GemmPlanTest, ManyThreadsGetTasksOfSeveralPanelsAndSplitTheColumns) {
       make_gemm_plan(fake_kernels(), GemmShape{64, 1024, 1024, false, false, 2}, thin).row_blocks);
 }
 
-TEST(GemmPlanTest, NarrowTasksReadAInPlace) {
-  // 1024 x 512 x 128: one column block of 128 columns: A's rows read in place, 8 rows per tile.
+TEST(GemmPlanTest, NarrowTasksReadADirectly) {
+  // 1024 x 512 x 128: one column block of 128 columns: A's rows read directly, 8 rows per tile.
   const GemmPlan p = plan(1024, 512, 128, false, false, 1);
-  EXPECT_EQ(p.a, AMode::kRowsInPlace);
+  EXPECT_EQ(p.a, AMode::kRowsDirect);
   EXPECT_EQ(p.panel_rows, 8);
-  // The same with A stored transposed: its rows read in place, whole panels.
+  // The same with A stored transposed: its rows read directly, whole panels.
   const GemmPlan t = plan(1024, 512, 128, true, false, 1);
-  EXPECT_EQ(t.a, AMode::kColumnsInPlace);
+  EXPECT_EQ(t.a, AMode::kColumnsDirect);
   EXPECT_EQ(t.panel_rows, 12);
-  // 64 x 784 x 256: few rows, B read in place, each A panel packed before its tiles.
+  // 64 x 784 x 256: few rows, B read directly, each A panel packed before its tiles.
   const GemmPlan f = plan(64, 784, 256, false, false, 1);
-  EXPECT_EQ(f.b, BMode::kInPlace);
+  EXPECT_EQ(f.b, BMode::kDirect);
   EXPECT_EQ(f.a, AMode::kPackedPerPanel);
 }
 
 TEST(GemmPlanTest, FewRowsAgainstATransposedBRunAsTheTranspose) {
   // 32 x 1024 x 256 tb (an RNN step's input gradient): C^T = 256 x 1024 x 32 with A' = B's
-  // stored rows (in place) and B' = A (k x m stored, so transposed: packed), C^T's rows back
+  // stored rows (read directly) and B' = A (k x m stored, so transposed: packed), C^T's rows back
   // per task.
   const GemmPlan p = plan(32, 1024, 256, false, true, 1);
   EXPECT_EQ(p.back, BackTranspose::kPerTask);
@@ -151,7 +151,7 @@ TEST(GemmPlanTest, FewRowsAgainstATransposedBRunAsTheTranspose) {
   EXPECT_EQ(p.n, 32);
   EXPECT_FALSE(p.ta);
   EXPECT_TRUE(p.tb);
-  EXPECT_EQ(p.a, AMode::kRowsInPlace);
+  EXPECT_EQ(p.a, AMode::kRowsDirect);
   EXPECT_EQ(p.b, BMode::kPacked);
   EXPECT_NE(p.describe().find("as C^T = 256x1024x32 nt (back-transposed per-task)"),
             std::string::npos)

@@ -180,7 +180,7 @@ TEST(GemmEngineTest, BitwiseIdenticalAcrossGridsThreadsEntryPointsAndIsas) {
   for (const std::string& set : kernel_sets())
     if (set != "eigen") engines.push_back(set);
   if (engines.empty()) GTEST_SKIP() << "this CPU runs only Eigen's GEMM";
-  // {150, 30, 700}: one AVX-512 column tile, so a transposed A is read in place there and
+  // {150, 30, 700}: one AVX-512 column tile, so a transposed A is read directly there and
   // packed by the AVX2 kernels (two tiles of 16 columns) and by grids that split the columns.
   // {40, 70, 16000}: B (16000 x 70) over 4 MiB, packed block by block; {200, 70, 16000}: the
   // same on one thread, packed whole on two or three.

@@ -318,7 +318,7 @@ std::vector<Tensor> call_recorded(const ConcreteFunction& f, const std::vector<T
   if (!pair) return f(args);
 
   // The variables' values at the call (references: the forward variant then cannot update
-  // them in place, so they stay as they were) for a higher-order gradient.
+  // them, so they stay as they were) for a higher-order gradient.
   std::vector<Tensor> entries;
   {
     InitScope eager;

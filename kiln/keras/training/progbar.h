@@ -1,5 +1,5 @@
 // Keras 3's progress bar: "22/22 ━━━━━━━━━━━━━━━━━━━━ 0s 3ms/step - accuracy: 0.8812 -
-// loss: 0.4101". On a terminal it redraws in place with an ETA; otherwise it prints only the
+// loss: 0.4101". On a terminal it redraws its line with an ETA; otherwise it prints only the
 // final line. verbose 2 prints one plain line per epoch ("22/22 - 0s - 3ms/step - ...").
 #pragma once
 
@@ -14,7 +14,7 @@ namespace kiln {
 class Progbar {
  public:
   // `target`: number of steps (0: unknown, shown as "12/Unknown" as Keras does, without an
-  // ETA); `interactive`: redraw in place (a terminal).
+  // ETA); `interactive`: redraw the line (a terminal).
   Progbar(int64_t target, std::ostream& os, int verbose, bool interactive);
   // Shows step `current` (1-based) with the metric values; `finalize` ends the line.
   void update(int64_t current, const Logs& values, bool finalize);
@@ -34,7 +34,7 @@ class Progbar {
   size_t last_width_ = 0;
 };
 
-// Whether stdout is a terminal (progress bars redraw in place only then).
+// Whether stdout is a terminal (progress bars redraw their line only then).
 bool stdout_is_terminal();
 
 }  // namespace kiln

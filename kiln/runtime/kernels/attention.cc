@@ -25,7 +25,7 @@
 // kept from the forward pass), then dv += P^T dout, dP = dout v^T, dS = P (dP - rowsum(P dP))
 // (zero where masked: `where` passes no gradient to a masked score), dq = scale dS k,
 // dk += dS^T (scale q). The [query block, Tv] tiles of P and dP are the only scratch. A task is
-// one batch entry (its query blocks in order, accumulating dk and dv in place); when there are
+// one batch entry (its query blocks in order, accumulating into dk and dv); when there are
 // few entries, each entry's query blocks are split into groups whose partial dk, dv are added
 // in group order afterwards.
 //

@@ -1,4 +1,4 @@
-// The all_reduce kernel: the input copied to the output, then summed in place over the ranks of
+// The all_reduce kernel: the input copied to the output, then summed over the ranks of
 // the process-wide communicator (runtime/collectives.h); a copy in a world of one process.
 #include <chrono>
 #include <cstring>

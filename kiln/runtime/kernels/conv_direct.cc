@@ -49,7 +49,7 @@ struct Direct {
 
 // The microkernel tile shape, k blocking and prefetch distance a convolution runs with: the
 // engine's blocking (derived or tuned, runtime/gemm_tuning.h) for the product it computes,
-// `rows` x `cols` x `depth` with A read in place.
+// `rows` x `cols` x `depth` with A read directly.
 struct Tiles {
   const MicroKernel* kernel;
   int64_t kc;

@@ -4,10 +4,10 @@
 //
 // A band of output lines of one image copies the input rows it reads once into a zero-padded
 // buffer (padding columns and rows outside the image are zeros). A tile of up to mr pixels of
-// one output line is then the GEMM tile whose A row i is pixel i's window, read in place: the
+// one output line is then the GEMM tile whose A row i is pixel i's window, read directly: the
 // window's kernel rows are runs of kw * C consecutive floats of the buffer, one kernel row of
 // the buffer apart (MicroTile's segmented k), and pixel i + 1's window starts sw * C floats after
-// pixel i's. B is the filter as its K x O matrix (HWIO: rows in (kh, kw, c) order), read in place.
+// pixel i's. B is the filter as its K x O matrix (HWIO: rows in (kh, kw, c) order), read directly.
 //
 // The input gradient of a stride-1 convolution is such a forward convolution too: of dy, padded
 // by (kh-1)*dh - ph rows and (kw-1)*dw - pw columns before, with the filter turned by 180
@@ -15,7 +15,7 @@
 // That replaces the product with W^T and the col2im sum of its kh * kw overlapping terms per
 // input value by one FMA chain.
 //
-// The filter gradient dW = window^T dy is a product whose A is read transposed in place
+// The filter gradient dW = window^T dy is a product whose A is read transposed, directly
 // (MicroTile::lda_t): a tile's rows are up to mr consecutive (kw, c) taps of one kernel row, its
 // k steps the band's pixels (a run per line, sw * C floats apart), B the band's dy rows.
 //

@@ -1,4 +1,4 @@
-#include "kiln/codegen/in_place.h"
+#include "kiln/codegen/overwrites.h"
 
 #include <algorithm>
 #include <set>
@@ -68,7 +68,7 @@ bool safe_by_nests(const ir::Graph& g, const KernelPlan& plan, size_t o, size_t 
 
 }  // namespace
 
-std::vector<std::pair<size_t, size_t>> honoured_in_place(
+std::vector<std::pair<size_t, size_t>> honoured_overwrites(
     const ir::Graph& g, const KernelPlan& plan,
     const std::vector<std::pair<size_t, size_t>>& requested) {
   std::vector<std::pair<size_t, size_t>> out;

@@ -1,6 +1,6 @@
-// Which in-place outputs a kernel can honour (codegen/lower_kernel.h): an output written into
+// Which overwriting outputs a kernel can honour (codegen/lower_kernel.h): an output written into
 // the buffer of one of the kernel's inputs, as a variable's new value into its old one
-// (runtime::KernelLayout::in_place). Overwriting the input is safe when no element of it is
+// (runtime::KernelLayout::overwrites). Overwriting the input is safe when no element of it is
 // read after it was overwritten:
 //   flat    an input of the output's element count is read only at the element being
 //           computed (the emitter loads it before storing anything for that element);
@@ -20,7 +20,7 @@ namespace kiln::codegen {
 
 // The pairs of `requested` (output index, input index) that `body` (decomposed, planned as
 // `plan`) can honour; each input and each output takes part in one pair at most.
-std::vector<std::pair<size_t, size_t>> honoured_in_place(
+std::vector<std::pair<size_t, size_t>> honoured_overwrites(
     const ir::Graph& body, const KernelPlan& plan,
     const std::vector<std::pair<size_t, size_t>>& requested);
 
