@@ -23,10 +23,10 @@
 #include <random>
 
 #include "bench/bench_util.h"
+#include "bench/suite/suite.h"
 #include "kiln/codegen/compile_driver.h"
 #include "kiln/codegen/object_cache.h"
 #include "kiln/kiln.h"
-#include "bench/suite/suite.h"
 
 namespace {
 

@@ -14,8 +14,8 @@
 
 #include <string>
 
-#include "kiln/kiln.h"
 #include "bench/suite/suite.h"
+#include "kiln/kiln.h"
 
 namespace {
 

@@ -24,12 +24,12 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "bench/suite/suite.h"
 #include "kiln/codegen/host_target.h"
 #include "kiln/codegen/object_cache.h"
 #include "kiln/kiln.h"
 #include "kiln/runtime/array.h"
 #include "kiln/runtime/machine_peak.h"
-#include "bench/suite/suite.h"
 #include "tools/commands.h"
 #include "tools/json_report.h"
 

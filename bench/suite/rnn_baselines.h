@@ -4,8 +4,8 @@
 //
 // Both are templated on the scalar type so that tests/tools/ can check their gradients in
 // float64 against finite differences and the float32 step against the float64 one: float runs
-// the Pool's sliced GEMM (bench/suite/baselines.h's gemm, Adam and softmax cross-entropy), double one
-// single-threaded Eigen product per GEMM and plain loops for Adam and the loss. Weights are
+// the Pool's sliced GEMM (bench/suite/baselines.h's gemm, Adam and softmax cross-entropy), double
+// one single-threaded Eigen product per GEMM and plain loops for Adam and the loss. Weights are
 // drawn in double from the seed and rounded to the scalar type, so a float and a double step
 // with the same seed start from the same weights (up to rounding).
 #pragma once

@@ -5,9 +5,9 @@
 
 #include <cstring>
 
-#include "kiln/kiln.h"
 #include "bench/suite/baselines.h"
 #include "bench/suite/rnn_baselines.h"
+#include "kiln/kiln.h"
 #include "tools/model_zoo.h"
 
 namespace kiln::bench {

@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include "kiln/codegen/decompose.h"
-#include "kiln/codegen/overwrites.h"
 #include "kiln/codegen/kernel_emitter.h"
 #include "kiln/codegen/kernel_plan.h"
+#include "kiln/codegen/overwrites.h"
 #include "kiln/codegen/row_passes.h"
 #include "kiln/codegen/target_machine.h"
 #include "kiln/ir/error.h"

@@ -173,9 +173,10 @@ int MemoryPlan::view_values() const {
 
 std::string MemoryPlan::to_string() const {
   double ratio = lower_bound_bytes == 0 ? 1.0 : double(arena_bytes) / double(lower_bound_bytes);
-  std::string s = fmt::format("arena {} (lower bound {}, {:.2f}x), {} buffers, {} reusing an operand's",
-                              format_bytes(arena_bytes), format_bytes(lower_bound_bytes), ratio,
-                              arena_values(), reusing_values());
+  std::string s =
+      fmt::format("arena {} (lower bound {}, {:.2f}x), {} buffers, {} reusing an operand's",
+                  format_bytes(arena_bytes), format_bytes(lower_bound_bytes), ratio, arena_values(),
+                  reusing_values());
   if (const int v = view_values(); v > 0) s += fmt::format(", {} view(s)", v);
   if (!buckets.empty()) {
     const auto direct = std::count_if(buckets.begin(), buckets.end(),

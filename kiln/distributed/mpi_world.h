@@ -33,9 +33,9 @@ void wait(MPI_Request& request, const std::string& what);
 // and stops every rank (MPI_Abort): the other ranks would wait for this one otherwise.
 void check(int rc, const std::string& what);
 
-// The deterministic sum over the ranks of `comm`, written over the data: a reduce-scatter (each rank sums
-// one chunk, adding the ranks' contributions in rank order; float32 accumulated in float64)
-// then an all-gather of the chunks. Bytes each rank sends and receives: 2 (N-1)/N of the
+// The deterministic sum over the ranks of `comm`, written over the data: a reduce-scatter (each
+// rank sums one chunk, adding the ranks' contributions in rank order; float32 accumulated in
+// float64) then an all-gather of the chunks. Bytes each rank sends and receives: 2 (N-1)/N of the
 // buffer, as a ring all-reduce. MPI_FLOAT or MPI_DOUBLE. Before the data moves, one small
 // all-reduce checks that every rank runs the same sum (its number on `comm`, size, dtype and
 // `what`); when they differ, every rank throws a kiln::Error naming rank 0's sum and the first

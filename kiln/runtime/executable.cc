@@ -267,7 +267,7 @@ void Executable::release_arena(std::shared_ptr<Storage> arena) const {
 }
 
 void Executable::bind_overwrites(const KernelCall& call, std::vector<Array>& slots,
-                               const std::vector<long>& donated) const {
+                                 const std::vector<long>& donated) const {
   for (const auto& [o, i] : call.layout.overwrites) {
     const int in = call.inputs[i], out = call.outputs[o];
     Array& old_value = slots[size_t(in)];

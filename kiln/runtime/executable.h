@@ -161,7 +161,7 @@ class Executable {
   // usually keeps: outputs, new variable values); else one buffer at a time (while stacks).
   Array acquire_pooled(size_t slot, bool spare = true) const;
   void bind_overwrites(const KernelCall& call, std::vector<Array>& slots,
-                     const std::vector<long>& donated) const;
+                       const std::vector<long>& donated) const;
 
   std::string name_;
   std::vector<SlotStorage> slot_storage_;

@@ -33,8 +33,8 @@ int64_t now_ns() {
       .count();
 }
 
-// The running profile's state, guarded by `mutex`. Allocated once and never freed, so scopes closing
-// during static destruction (other libraries' destructors, TBB workers) still find it.
+// The running profile's state, guarded by `mutex`. Allocated once and never freed, so scopes
+// closing during static destruction (other libraries' destructors, TBB workers) still find it.
 struct ProfilerState {
   std::mutex mutex;
   uint64_t next_profile = 1;

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "keras_bindings.h"
+#include "kiln/frontend/ops.h"
 #include "kiln/keras/layers/rnn.h"
 #include "kiln/keras/models/input_layer.h"
-#include "kiln/frontend/ops.h"
 #include "kiln/keras/saving/from_config.h"
 #include "kiln/keras/saving/serialization.h"
 #include "numpy_interop.h"

@@ -16,10 +16,10 @@
 #include "bindings.h"
 #include "kiln/frontend/creation.h"
 #include "kiln/frontend/function/trace_context.h"
-#include "kiln/keras/layers/initializers.h"
 #include "kiln/frontend/ops.h"
 #include "kiln/frontend/seed_generator.h"
 #include "kiln/ir/op_table.h"
+#include "kiln/keras/layers/initializers.h"
 #include "numpy_interop.h"
 
 namespace kiln::python {

@@ -83,7 +83,8 @@ void check_plan(const ir::Graph& g, const MemoryPlan& plan) {
       EXPECT_EQ(q.offset, p.offset) << name(p);
       EXPECT_EQ(q.last_step, p.first_step) << name(p) << " reuses a value that is still alive";
       const auto& inputs = p.value->producer()->inputs();
-      EXPECT_NE(std::find(inputs.begin(), inputs.end(), p.reuses_buffer_of), inputs.end()) << name(p);
+      EXPECT_NE(std::find(inputs.begin(), inputs.end(), p.reuses_buffer_of), inputs.end())
+          << name(p);
     }
     if (p.view_of) {
       const ValuePlan& q = plan.of(p.view_of);
@@ -103,7 +104,7 @@ void check_plan(const ir::Graph& g, const MemoryPlan& plan) {
       bool in_memory = a.offset < b.offset + b.size && b.offset < a.offset + a.size;
       if (!in_time || !in_memory) continue;
       bool reused = (b.reuses_buffer_of == a.value && a.last_step == b.first_step) ||
-                      (a.reuses_buffer_of == b.value && b.last_step == a.first_step);
+                    (a.reuses_buffer_of == b.value && b.last_step == a.first_step);
       // Views of one buffer (a reshape's result and its operand, chains of them) share it.
       bool views = view_root(plan, a) == view_root(plan, b);
       // A direct bucket member: the all_reduce's operand and result share their bytes.

@@ -23,6 +23,7 @@
 #include "tests/codegen/random_fused_graph.h"
 #include "tests/passes/random_graph.h"
 #include "tests/support/error_bound.h"
+#include "tests/support/generator_ops.h"
 
 namespace kiln {
 namespace {
@@ -187,17 +188,9 @@ TEST(RandomFusedGraphs, PassRandomGraphsMatchReference) {
 // The generator's list of ops (RandomFusedGraphBuilder::ops(), which the op row completeness
 // test reads) is what its graphs hold, no more and no less.
 TEST(RandomFusedGraphs, GeneratorEmitsExactlyItsListedOps) {
-  std::set<OpKind> seen;
-  for (uint64_t seed = 0; seed < 3000; ++seed) {
-    std::unique_ptr<ir::Graph> g = testing::random_fused_graph(seed);
-    for (const auto& n : g->nodes())
-      if (n->kind() == ir::NodeKind::kOp) seen.insert(n->op());
-  }
-  const std::vector<OpKind>& listed = testing::RandomFusedGraphBuilder::ops();
-  for (OpKind k : listed) EXPECT_TRUE(seen.count(k)) << op_name(k) << " is listed but never made";
-  for (OpKind k : seen)
-    EXPECT_NE(std::find(listed.begin(), listed.end(), k), listed.end())
-        << op_name(k) << " is made but not in RandomFusedGraphBuilder::ops()";
+  test::expect_generator_makes_exactly(
+      [](uint64_t seed) { return testing::random_fused_graph(seed); },
+      testing::RandomFusedGraphBuilder::ops(), "RandomFusedGraphBuilder::ops()");
 }
 
 }  // namespace

@@ -33,8 +33,8 @@
 
 #include "kiln/codegen/compile_graph.h"
 #include "kiln/codegen/object_cache.h"
-#include "kiln/keras/io/safetensors.h"
 #include "kiln/ir/parser.h"
+#include "kiln/keras/io/safetensors.h"
 #include "kiln/kiln.h"
 #include "kiln/passes/pipeline.h"
 

@@ -106,7 +106,8 @@ void expect_equal_to_one_process(DType dtype, bool eager) {
   runtime::reset_collective_stats();
   Run parallel = train(dtype, eager, true);
   // Every step summed every gradient (a kernel and a bias per layer) across the ranks: eager
-  // one by one, compiled in one bucket (the four gradients: 240 B at most) computed in their bucket.
+  // one by one, compiled in one bucket (the four gradients: 240 B at most) computed in their
+  // bucket.
   const int steps = kEpochs * int((kExamples + kBatch - 1) / kBatch);
   if (distributed::size() > 1) {
     EXPECT_EQ(runtime::collective_stats().calls, steps * (eager ? 4 : 1));

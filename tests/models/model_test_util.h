@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "kiln/keras/layers/layer.h"
 #include "kiln/frontend/ops.h"
+#include "kiln/keras/layers/layer.h"
 #include "tests/frontend/op_test_util.h"
 
 namespace kiln::test {

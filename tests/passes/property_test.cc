@@ -22,6 +22,7 @@
 #include "kiln/passes/pipeline.h"
 #include "kiln/runtime/reference_executor.h"
 #include "tests/passes/random_graph.h"
+#include "tests/support/generator_ops.h"
 
 namespace kiln::passes {
 namespace {
@@ -245,17 +246,9 @@ TEST(PassPropertyTest, GeneratorIsDeterministic) {
 // The generator's list of ops (RandomGraphBuilder::ops(), which the op row completeness test
 // reads) is what its graphs hold, no more and no less.
 TEST(PassPropertyTest, GeneratorEmitsExactlyItsListedOps) {
-  std::set<OpKind> seen;
-  for (uint64_t seed = 0; seed < 3000; ++seed) {
-    std::unique_ptr<ir::Graph> g = test::random_graph(seed);
-    for (const auto& n : g->nodes())
-      if (n->kind() == ir::NodeKind::kOp) seen.insert(n->op());
-  }
-  const std::vector<OpKind>& listed = test::RandomGraphBuilder::ops();
-  for (OpKind k : listed) EXPECT_TRUE(seen.count(k)) << op_name(k) << " is listed but never made";
-  for (OpKind k : seen)
-    EXPECT_NE(std::find(listed.begin(), listed.end(), k), listed.end())
-        << op_name(k) << " is made but not in RandomGraphBuilder::ops()";
+  test::expect_generator_makes_exactly([](uint64_t seed) { return test::random_graph(seed); },
+                                       test::RandomGraphBuilder::ops(),
+                                       "RandomGraphBuilder::ops()");
 }
 
 }  // namespace

@@ -197,8 +197,11 @@ graph @f(%x: f32[4], %y: f32[4]) -> (f32[4]) {
 }
 )");
   p.run(*again);
-  for (const PassTiming& t : p.timings())
-    if (t.name == "cse") EXPECT_EQ(t.statistics.get("nodes merged"), 2);
+  for (const PassTiming& t : p.timings()) {
+    if (t.name == "cse") {
+      EXPECT_EQ(t.statistics.get("nodes merged"), 2);
+    }
+  }
 }
 
 }  // namespace

@@ -8,9 +8,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "tests/tools/gradient_check.h"
 #include "bench/suite/baselines.h"
 #include "bench/suite/rnn_baselines.h"
+#include "tests/tools/gradient_check.h"
 
 namespace kiln::bench {
 namespace {

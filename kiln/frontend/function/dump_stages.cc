@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <set>
 
-#include "kiln/runtime/file_io.h"
 #include "kiln/ir/printer.h"
+#include "kiln/runtime/file_io.h"
 #include "kiln/runtime/knobs.h"
 #include "kiln/runtime/log.h"
 
@@ -57,10 +57,11 @@ void dump_compiled_form(const CompiledForm& form, const std::string& dir) {
   try {
     std::error_code ec;
     std::filesystem::create_directories(out / "kernels", ec);
-    runtime::write_file_atomically((out / "optimized.kir").string(), form.ir_text(Stage::kOptimized));
+    runtime::write_file_atomically((out / "optimized.kir").string(),
+                                   form.ir_text(Stage::kOptimized));
     runtime::write_file_atomically((out / "memory_plan.txt").string(), form.memory_plan_text());
     runtime::write_file_atomically((out / "kernels.txt").string(),
-                              form.summary() + form.kernels_table());
+                                   form.summary() + form.kernels_table());
     std::string timings;
     for (const passes::PassTiming& t : form.pass_timings())
       timings += fmt::format("{:<24} runs {:>3} changed {:>3} {:>8} us\n", t.name, t.runs,

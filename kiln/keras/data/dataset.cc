@@ -7,9 +7,9 @@
 #include <cstring>
 
 #include "kiln/frontend/creation.h"
+#include "kiln/frontend/ops.h"
 #include "kiln/keras/data/shuffle_buffer.h"
 #include "kiln/keras/io/file_util.h"
-#include "kiln/frontend/ops.h"
 
 namespace kiln::data {
 

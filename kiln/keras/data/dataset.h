@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "kiln/keras/io/read_limits.h"
 #include "kiln/frontend/tensor.h"
+#include "kiln/keras/io/read_limits.h"
 
 namespace kiln::data {
 

@@ -9,9 +9,9 @@
 #include <filesystem>
 #include <span>
 
-#include "kiln/keras/io/read_limits.h"
 #include "kiln/ir/error.h"
 #include "kiln/ir/shape.h"
+#include "kiln/keras/io/read_limits.h"
 
 namespace kiln::data {
 namespace {

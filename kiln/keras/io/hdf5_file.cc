@@ -7,8 +7,8 @@
 #include <cstring>
 #include <mutex>
 
-#include "kiln/keras/io/read_limits.h"
 #include "kiln/ir/error.h"
+#include "kiln/keras/io/read_limits.h"
 #include "kiln/runtime/array.h"
 
 namespace kiln::io {

@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/frontend/function/trace_context.h"
-#include "kiln/keras/layers/layer_util.h"
 #include "kiln/frontend/ops.h"
+#include "kiln/keras/layers/layer_util.h"
 
 namespace kiln {
 namespace {

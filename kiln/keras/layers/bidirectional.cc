@@ -5,10 +5,10 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/frontend/creation.h"
+#include "kiln/frontend/ops.h"
 #include "kiln/keras/layers/layer_util.h"
 #include "kiln/keras/layers/recurrent.h"
 #include "kiln/keras/layers/wrappers.h"
-#include "kiln/frontend/ops.h"
 
 namespace kiln {
 namespace {

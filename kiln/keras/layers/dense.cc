@@ -4,9 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kiln/frontend/ops.h"
 #include "kiln/keras/layers/activations.h"
 #include "kiln/keras/layers/layer_util.h"
-#include "kiln/frontend/ops.h"
 
 namespace kiln {
 

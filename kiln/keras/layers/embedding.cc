@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/frontend/creation.h"
-#include "kiln/keras/layers/layer_util.h"
 #include "kiln/frontend/ops.h"
+#include "kiln/keras/layers/layer_util.h"
 
 namespace kiln {
 

@@ -10,8 +10,8 @@
 
 #include "kiln/frontend/creation.h"
 #include "kiln/frontend/function/trace_context.h"
-#include "kiln/keras/layers/node.h"
 #include "kiln/frontend/ops.h"
+#include "kiln/keras/layers/node.h"
 
 namespace kiln {
 namespace {

@@ -20,12 +20,12 @@
 #include <string>
 #include <vector>
 
-#include "kiln/keras/layers/constraints.h"
-#include "kiln/keras/layers/initializers.h"
-#include "kiln/keras/layers/input_spec.h"
 #include "kiln/frontend/seed_generator.h"
 #include "kiln/frontend/tensor.h"
 #include "kiln/frontend/variable.h"
+#include "kiln/keras/layers/constraints.h"
+#include "kiln/keras/layers/initializers.h"
+#include "kiln/keras/layers/input_spec.h"
 
 namespace kiln {
 

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "kiln/frontend/creation.h"
-#include "kiln/keras/layers/layer.h"
 #include "kiln/frontend/ops.h"
+#include "kiln/keras/layers/layer.h"
 
 namespace kiln::layer_util {
 

@@ -10,11 +10,11 @@
 
 #include "kiln/frontend/function/control_flow.h"
 #include "kiln/frontend/function/trace_context.h"
+#include "kiln/frontend/ops.h"
+#include "kiln/frontend/tape_recorder.h"
 #include "kiln/keras/layers/activations.h"
 #include "kiln/keras/layers/initializers.h"
 #include "kiln/keras/layers/layer_util.h"
-#include "kiln/frontend/ops.h"
-#include "kiln/frontend/tape_recorder.h"
 
 namespace kiln {
 namespace {

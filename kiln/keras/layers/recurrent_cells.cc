@@ -5,10 +5,10 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "kiln/frontend/ops.h"
 #include "kiln/keras/layers/activations.h"
 #include "kiln/keras/layers/layer_util.h"
 #include "kiln/keras/layers/recurrent.h"
-#include "kiln/frontend/ops.h"
 
 namespace kiln {
 namespace {

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "kiln/keras/layers/layer.h"
 #include "kiln/frontend/ops.h"
+#include "kiln/keras/layers/layer.h"
 
 namespace kiln {
 

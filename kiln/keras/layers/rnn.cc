@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kiln/keras/layers/layer_util.h"
 #include "kiln/frontend/ops.h"
+#include "kiln/keras/layers/layer_util.h"
 
 namespace kiln {
 namespace {

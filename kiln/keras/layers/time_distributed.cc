@@ -3,9 +3,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kiln/frontend/ops.h"
 #include "kiln/keras/layers/layer_util.h"
 #include "kiln/keras/layers/wrappers.h"
-#include "kiln/frontend/ops.h"
 
 namespace kiln {
 namespace {

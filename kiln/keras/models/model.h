@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "kiln/keras/data/arrays.h"
 #include "kiln/frontend/function/concrete_function.h"
+#include "kiln/keras/data/arrays.h"
 #include "kiln/keras/layers/layer.h"
 #include "kiln/keras/training/callback.h"
 #include "kiln/keras/training/compile_options.h"

@@ -12,10 +12,10 @@
 #include <set>
 
 #include "kiln/frontend/function/trace_context.h"
+#include "kiln/frontend/ops.h"
 #include "kiln/keras/io/file_util.h"
 #include "kiln/keras/io/hdf5_file.h"
 #include "kiln/keras/io/zip_archive.h"
-#include "kiln/frontend/ops.h"
 #include "kiln/keras/saving/from_config.h"
 #include "kiln/keras/saving/keras_config.h"
 #include "kiln/keras/saving/keras_weights.h"

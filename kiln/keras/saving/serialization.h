@@ -43,8 +43,8 @@
 #include <string>
 #include <vector>
 
-#include "kiln/keras/layers/layer.h"
 #include "kiln/ir/error.h"
+#include "kiln/keras/layers/layer.h"
 
 namespace kiln {
 

@@ -6,8 +6,8 @@
 
 #include "kiln/distributed/distributed.h"
 #include "kiln/frontend/creation.h"
-#include "kiln/keras/layers/normalization.h"
 #include "kiln/frontend/ops.h"
+#include "kiln/keras/layers/normalization.h"
 
 namespace kiln::detail {
 

@@ -12,9 +12,9 @@
 
 #include "kiln/distributed/distributed.h"
 #include "kiln/frontend/creation.h"
+#include "kiln/frontend/ops.h"
 #include "kiln/keras/data/dataset.h"
 #include "kiln/keras/models/model.h"
-#include "kiln/frontend/ops.h"
 #include "kiln/keras/training/data_parallel.h"
 #include "kiln/keras/training/fit_loops.h"
 #include "kiln/keras/training/sample_weights.h"

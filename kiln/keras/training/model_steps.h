@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "kiln/frontend/function/function.h"
+#include "kiln/frontend/variable.h"
 #include "kiln/keras/models/model.h"
 #include "kiln/keras/training/output_objectives.h"
-#include "kiln/frontend/variable.h"
 
 namespace kiln {
 

@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "kiln/frontend/tensor.h"
-#include "kiln/keras/training/gradient_clipping.h"
 #include "kiln/frontend/variable.h"
+#include "kiln/keras/training/gradient_clipping.h"
 
 namespace kiln {
 
