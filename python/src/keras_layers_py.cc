@@ -262,7 +262,7 @@ void bind_keras_layers(py::module_& m) {
         // config checks of every layer_from_config.
         const Layer given = to_layer(cell);
         const CustomObjects with_cell{
-            {"RNN", [given](const Json& c) { return saving_detail::rnn_from_config(c, &given); }}};
+            {"RNN", [given](const Json& c) { return rnn_from_config(c, given); }}};
         return layer_from_config(Json{{"class_name", "RNN"}, {"config", to_json(config)}},
                                  with_cell)
             .ptr();

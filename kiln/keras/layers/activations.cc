@@ -10,6 +10,7 @@
 
 #include "kiln/frontend/creation.h"
 #include "kiln/frontend/ops.h"
+#include "kiln/keras/layers/layer_config.h"
 
 namespace kiln {
 namespace activations {
@@ -86,6 +87,11 @@ Json ActivationImpl::get_config() const {
   Json c = LayerImpl::get_config();
   c["activation"] = activation_;
   return c;
+}
+
+Layer activation_from_config(const Json& config) {
+  ConfigReader c(config, "Activation");
+  return Activation(c.get<std::string>("activation"), ActivationOptions{.name = c.name()});
 }
 
 Activation::Activation(const std::string& activation, ActivationOptions options)

@@ -47,4 +47,9 @@ class Activation : public Layer {
   explicit Activation(const std::string& activation, ActivationOptions options = {});
 };
 
+// Keras' Activation.from_config: the layer get_config's config describes (kiln::Error naming
+// the layer and the entry for a bad config). Every built-in layer has such a function
+// (keras/layers/layer_config.h reads the entries; keras/saving/ maps class names to them).
+Layer activation_from_config(const Json& config);
+
 }  // namespace kiln

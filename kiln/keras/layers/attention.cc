@@ -10,6 +10,7 @@
 
 #include "kiln/frontend/function/trace_context.h"
 #include "kiln/frontend/ops.h"
+#include "kiln/keras/layers/layer_config.h"
 #include "kiln/keras/layers/layer_util.h"
 
 namespace kiln {
@@ -340,6 +341,23 @@ Json MultiHeadAttentionImpl::get_config() const {
   c["use_causal_mask"] = options_.use_causal_mask;
   c["return_attention_scores"] = options_.return_attention_scores;
   return c;
+}
+
+Layer multi_head_attention_from_config(const Json& config) {
+  using namespace layer_config;
+  ConfigReader c(config, "MultiHeadAttention");
+  MultiHeadAttentionOptions o;
+  common_weights(c, o);
+  o.value_dim = c.optional<int64_t>("value_dim");
+  o.dropout = c.get<double>("dropout", o.dropout);
+  o.use_bias = c.get<bool>("use_bias", o.use_bias);
+  if (c.has("output_shape")) o.output_shape = single(c, "output_shape", 0);
+  if (c.has("attention_axes"))
+    c.fail("attention_axes", "is set; kiln attends over the sequence axis only (use null)");
+  o.seed = c.optional<int64_t>("seed");
+  o.use_causal_mask = c.get<bool>("use_causal_mask", o.use_causal_mask);
+  o.return_attention_scores = c.get<bool>("return_attention_scores", o.return_attention_scores);
+  return MultiHeadAttention(c.get<int64_t>("num_heads"), c.get<int64_t>("key_dim"), o);
 }
 
 MultiHeadAttention::MultiHeadAttention(int64_t num_heads, int64_t key_dim,

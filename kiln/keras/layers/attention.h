@@ -155,4 +155,8 @@ class MultiHeadAttention : public Layer {
   MultiHeadAttention(int64_t num_heads, int64_t key_dim, MultiHeadAttentionOptions options = {});
 };
 
+// Keras' MultiHeadAttention.from_config: the layer get_config's config describes
+// (kiln::Error naming the layer and the entry for a bad config; attention_axes is refused).
+Layer multi_head_attention_from_config(const Json& config);
+
 }  // namespace kiln

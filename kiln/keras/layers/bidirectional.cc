@@ -6,6 +6,7 @@
 
 #include "kiln/frontend/creation.h"
 #include "kiln/frontend/ops.h"
+#include "kiln/keras/layers/layer_config.h"
 #include "kiln/keras/layers/layer_util.h"
 #include "kiln/keras/layers/recurrent.h"
 #include "kiln/keras/layers/wrappers.h"
@@ -164,6 +165,25 @@ Json BidirectionalImpl::get_config() const {
   c["backward_layer"] = {{"class_name", backward_->class_name()},
                          {"config", backward_->get_config()}};
   return c;
+}
+
+Layer bidirectional_from_config(const Json& config, const LayerSpecReader& inner_from_config) {
+  using layer_config::inner_layer;
+  ConfigReader c(config, "Bidirectional");
+  BidirectionalOptions o;
+  o.name = c.name();
+  o.merge_mode = c.get<std::string>("merge_mode", o.merge_mode);
+  if (c.has("backward_layer"))
+    o.backward_layer = inner_layer(c, "backward_layer", inner_from_config);
+  // The constructor names its copy of the layer "forward_<name>": give it back the name the
+  // layer had before, so the rebuilt forward layer has the saved name.
+  Json forward = c.at("layer");
+  if (forward.is_object() && forward.contains("config") && forward["config"].is_object()) {
+    std::string name = forward["config"].value("name", "");
+    if (name.rfind("forward_", 0) == 0) forward["config"]["name"] = name.substr(8);
+  }
+  ConfigReader f(Json{{"name", c.name()}, {"layer", forward}}, "Bidirectional");
+  return Bidirectional(inner_layer(f, "layer", inner_from_config), o);
 }
 
 Bidirectional::Bidirectional(const Layer& layer, BidirectionalOptions options)

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/keras/layers/activations.h"
+#include "kiln/keras/layers/layer_config.h"
 #include "kiln/keras/layers/layer_util.h"
 
 namespace kiln {
@@ -108,6 +109,20 @@ Json Conv2DImpl::get_config() const {
   layer_util::weight_config(c, "bias", options_.bias_initializer, options_.bias_regularizer,
                             options_.bias_constraint);
   return c;
+}
+
+Layer conv2d_from_config(const Json& config) {
+  using namespace layer_config;
+  ConfigReader c(config, "Conv2D");
+  Conv2DOptions o;
+  common_weights(c, o);
+  o.strides = pair(c, "strides", o.strides);
+  o.padding = c.get<std::string>("padding", o.padding);
+  o.dilation_rate = pair(c, "dilation_rate", o.dilation_rate);
+  o.activation = c.get<std::string>("activation", o.activation);
+  o.use_bias = c.get<bool>("use_bias", o.use_bias);
+  o.data_format = data_format_entry(c);
+  return Conv2D(c.get<int64_t>("filters"), pair(c, "kernel_size", {}), o);
 }
 
 Conv2D::Conv2D(int64_t filters, Axes kernel_size, Conv2DOptions options)
@@ -214,6 +229,20 @@ Json Conv1DImpl::get_config() const {
   layer_util::weight_config(c, "bias", options_.bias_initializer, options_.bias_regularizer,
                             options_.bias_constraint);
   return c;
+}
+
+Layer conv1d_from_config(const Json& config) {
+  using namespace layer_config;
+  ConfigReader c(config, "Conv1D");
+  Conv1DOptions o;
+  common_weights(c, o);
+  o.strides = single(c, "strides", o.strides);
+  o.padding = c.get<std::string>("padding", o.padding);
+  o.dilation_rate = single(c, "dilation_rate", o.dilation_rate);
+  o.activation = c.get<std::string>("activation", o.activation);
+  o.use_bias = c.get<bool>("use_bias", o.use_bias);
+  o.data_format = data_format_entry(c);
+  return Conv1D(c.get<int64_t>("filters"), single(c, "kernel_size", 0), o);
 }
 
 Conv1D::Conv1D(int64_t filters, int64_t kernel_size, Conv1DOptions options)

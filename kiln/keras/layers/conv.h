@@ -122,4 +122,9 @@ class Conv1D : public Layer {
   Conv1D(int64_t filters, int64_t kernel_size, Conv1DOptions options = {});
 };
 
+// Keras' Conv2D.from_config and Conv1D.from_config: the layer get_config's config describes
+// (kiln::Error naming the layer and the entry for a bad config).
+Layer conv2d_from_config(const Json& config);
+Layer conv1d_from_config(const Json& config);
+
 }  // namespace kiln

@@ -6,6 +6,7 @@
 
 #include "kiln/frontend/ops.h"
 #include "kiln/keras/layers/activations.h"
+#include "kiln/keras/layers/layer_config.h"
 #include "kiln/keras/layers/layer_util.h"
 
 namespace kiln {
@@ -65,6 +66,16 @@ Json DenseImpl::get_config() const {
   layer_util::weight_config(c, "bias", options_.bias_initializer, options_.bias_regularizer,
                             options_.bias_constraint);
   return c;
+}
+
+Layer dense_from_config(const Json& config) {
+  using namespace layer_config;
+  ConfigReader c(config, "Dense");
+  DenseOptions o;
+  common_weights(c, o);
+  o.activation = c.get<std::string>("activation", o.activation);
+  o.use_bias = c.get<bool>("use_bias", o.use_bias);
+  return Dense(c.get<int64_t>("units"), o);
 }
 
 Dense::Dense(int64_t units, DenseOptions options)

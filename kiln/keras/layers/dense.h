@@ -53,4 +53,8 @@ class Dense : public Layer {
   explicit Dense(int64_t units, DenseOptions options = {});
 };
 
+// Keras' Dense.from_config: the layer get_config's config describes (kiln::Error naming the
+// layer and the entry for a bad config).
+Layer dense_from_config(const Json& config);
+
 }  // namespace kiln

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/frontend/ops.h"
+#include "kiln/keras/layers/layer_config.h"
 
 namespace kiln {
 
@@ -38,6 +39,13 @@ Json DropoutImpl::get_config() const {
   c["seed"] = seed_ ? Json(*seed_) : Json(nullptr);
   c["noise_shape"] = nullptr;
   return c;
+}
+
+Layer dropout_from_config(const Json& config) {
+  ConfigReader c(config, "Dropout");
+  if (c.has("noise_shape")) c.fail("noise_shape", "is set; kiln's Dropout has no noise_shape");
+  return Dropout(c.get<double>("rate"),
+                 DropoutOptions{.seed = c.optional<int64_t>("seed"), .name = c.name()});
 }
 
 Dropout::Dropout(double rate, DropoutOptions options)

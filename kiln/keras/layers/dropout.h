@@ -43,4 +43,8 @@ class Dropout : public Layer {
   explicit Dropout(double rate, DropoutOptions options = {});
 };
 
+// Keras' Dropout.from_config: the layer get_config's config describes (kiln::Error naming the
+// layer and the entry for a bad config; noise_shape is refused).
+Layer dropout_from_config(const Json& config);
+
 }  // namespace kiln

@@ -6,6 +6,7 @@
 
 #include "kiln/frontend/creation.h"
 #include "kiln/frontend/ops.h"
+#include "kiln/keras/layers/layer_config.h"
 #include "kiln/keras/layers/layer_util.h"
 
 namespace kiln {
@@ -82,6 +83,21 @@ Json EmbeddingImpl::get_config() const {
                             options_.embeddings_regularizer, options_.embeddings_constraint);
   c["mask_zero"] = options_.mask_zero;
   return c;
+}
+
+Layer embedding_from_config(const Json& config) {
+  using namespace layer_config;
+  ConfigReader c(config, "Embedding");
+  EmbeddingOptions o;
+  o.name = c.name();
+  o.dtype = dtype_entry(c);
+  o.embeddings_initializer =
+      initializer_entry(c, "embeddings_initializer", o.embeddings_initializer);
+  o.embeddings_regularizer = regularizer_entry(c, "embeddings_regularizer");
+  o.embeddings_constraint = constraint_entry(c, "embeddings_constraint");
+  o.activity_regularizer = regularizer_entry(c, "activity_regularizer");
+  o.mask_zero = c.get<bool>("mask_zero", o.mask_zero);
+  return Embedding(c.get<int64_t>("input_dim"), c.get<int64_t>("output_dim"), o);
 }
 
 Embedding::Embedding(int64_t input_dim, int64_t output_dim, EmbeddingOptions options)

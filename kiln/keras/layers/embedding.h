@@ -56,4 +56,8 @@ class Embedding : public Layer {
   Embedding(int64_t input_dim, int64_t output_dim, EmbeddingOptions options = {});
 };
 
+// Keras' Embedding.from_config: the layer get_config's config describes (kiln::Error naming
+// the layer and the entry for a bad config).
+Layer embedding_from_config(const Json& config);
+
 }  // namespace kiln

@@ -6,6 +6,7 @@
 
 #include "kiln/frontend/creation.h"
 #include "kiln/frontend/ops.h"
+#include "kiln/keras/layers/layer_config.h"
 
 namespace kiln {
 
@@ -40,6 +41,11 @@ Json MaskingImpl::get_config() const {
   Json c = LayerImpl::get_config();
   c["mask_value"] = options_.mask_value;
   return c;
+}
+
+Layer masking_from_config(const Json& config) {
+  ConfigReader c(config, "Masking");
+  return Masking(MaskingOptions{.mask_value = c.get<double>("mask_value", 0.0), .name = c.name()});
 }
 
 Masking::Masking(MaskingOptions options)

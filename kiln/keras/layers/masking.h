@@ -37,4 +37,8 @@ class Masking : public Layer {
   explicit Masking(MaskingOptions options = {});
 };
 
+// Keras' Masking.from_config: the layer get_config's config describes (kiln::Error naming the
+// layer and the entry for a bad config).
+Layer masking_from_config(const Json& config);
+
 }  // namespace kiln

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/frontend/ops.h"
+#include "kiln/keras/layers/layer_config.h"
 
 namespace kiln {
 namespace {
@@ -126,6 +127,21 @@ std::vector<Shape> MergeImpl::compute_output_shape(const std::vector<Shape>& inp
   return {check_shapes(input_shapes)};
 }
 
+Layer merge_from_config(const Json& config, const std::string& class_name) {
+  ConfigReader c(config, class_name);
+  MergeOptions o{.name = c.name()};
+  if (class_name == "Add") return Add(o);
+  if (class_name == "Subtract") return Subtract(o);
+  if (class_name == "Multiply") return Multiply(o);
+  if (class_name == "Average") return Average(o);
+  if (class_name == "Maximum") return Maximum(o);
+  if (class_name == "Minimum") return Minimum(o);
+  throw Error(fmt::format(
+      "merge_from_config: \"{}\" is not a merge layer class (Add, Subtract, Multiply, Average, "
+      "Maximum or Minimum)",
+      class_name));
+}
+
 // ---- Concatenate ----
 
 ConcatenateImpl::ConcatenateImpl(ConcatenateOptions options)
@@ -171,6 +187,11 @@ Json ConcatenateImpl::get_config() const {
   Json c = LayerImpl::get_config();
   c["axis"] = axis_;
   return c;
+}
+
+Layer concatenate_from_config(const Json& config) {
+  ConfigReader c(config, "Concatenate");
+  return Concatenate(ConcatenateOptions{.axis = c.get<int>("axis", -1), .name = c.name()});
 }
 
 Concatenate::Concatenate(ConcatenateOptions options)

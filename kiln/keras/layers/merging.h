@@ -91,4 +91,11 @@ class Concatenate : public Layer {
   }
 };
 
+// Keras' from_config of the merge layers: `class_name` is "Add", "Subtract", "Multiply",
+// "Average", "Maximum" or "Minimum" (kiln::Error otherwise, or naming the layer and the entry
+// for a bad config).
+Layer merge_from_config(const Json& config, const std::string& class_name);
+// Keras' Concatenate.from_config.
+Layer concatenate_from_config(const Json& config);
+
 }  // namespace kiln

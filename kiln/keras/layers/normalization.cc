@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "kiln/keras/layers/layer_config.h"
 #include "kiln/keras/layers/layer_util.h"
 
 namespace kiln {
@@ -117,6 +118,31 @@ Json BatchNormalizationImpl::get_config() const {
   return c;
 }
 
+Layer batch_normalization_from_config(const Json& config) {
+  using namespace layer_config;
+  ConfigReader c(config, "BatchNormalization");
+  BatchNormalizationOptions o;
+  o.name = c.name();
+  o.dtype = dtype_entry(c);
+  o.axis = c.get<int>("axis", o.axis);
+  o.momentum = c.get<double>("momentum", o.momentum);
+  o.epsilon = c.get<double>("epsilon", o.epsilon);
+  o.center = c.get<bool>("center", o.center);
+  o.scale = c.get<bool>("scale", o.scale);
+  o.beta_initializer = initializer_entry(c, "beta_initializer", o.beta_initializer);
+  o.gamma_initializer = initializer_entry(c, "gamma_initializer", o.gamma_initializer);
+  o.moving_mean_initializer =
+      initializer_entry(c, "moving_mean_initializer", o.moving_mean_initializer);
+  o.moving_variance_initializer =
+      initializer_entry(c, "moving_variance_initializer", o.moving_variance_initializer);
+  o.beta_regularizer = regularizer_entry(c, "beta_regularizer");
+  o.gamma_regularizer = regularizer_entry(c, "gamma_regularizer");
+  o.beta_constraint = constraint_entry(c, "beta_constraint");
+  o.gamma_constraint = constraint_entry(c, "gamma_constraint");
+  o.synchronized = c.get<bool>("synchronized", o.synchronized);
+  return BatchNormalization(o);
+}
+
 BatchNormalization::BatchNormalization(BatchNormalizationOptions options)
     : Layer(std::make_shared<BatchNormalizationImpl>(std::move(options))) {}
 
@@ -185,6 +211,27 @@ Json LayerNormalizationImpl::get_config() const {
   c["beta_constraint"] = options_.beta_constraint.config();
   c["gamma_constraint"] = options_.gamma_constraint.config();
   return c;
+}
+
+Layer layer_normalization_from_config(const Json& config) {
+  using namespace layer_config;
+  ConfigReader c(config, "LayerNormalization");
+  LayerNormalizationOptions o;
+  o.name = c.name();
+  o.dtype = dtype_entry(c);
+  if (c.has("axis"))
+    o.axis = c.at("axis").is_array() ? c.get<Axes>("axis") : Axes{c.get<int64_t>("axis")};
+  o.epsilon = c.get<double>("epsilon", o.epsilon);
+  o.center = c.get<bool>("center", o.center);
+  o.scale = c.get<bool>("scale", o.scale);
+  if (c.get<bool>("rms_scaling", false)) c.fail("rms_scaling", "is true; kiln has no RMS scaling");
+  o.beta_initializer = initializer_entry(c, "beta_initializer", o.beta_initializer);
+  o.gamma_initializer = initializer_entry(c, "gamma_initializer", o.gamma_initializer);
+  o.beta_regularizer = regularizer_entry(c, "beta_regularizer");
+  o.gamma_regularizer = regularizer_entry(c, "gamma_regularizer");
+  o.beta_constraint = constraint_entry(c, "beta_constraint");
+  o.gamma_constraint = constraint_entry(c, "gamma_constraint");
+  return LayerNormalization(o);
 }
 
 LayerNormalization::LayerNormalization(LayerNormalizationOptions options)

@@ -103,4 +103,10 @@ class LayerNormalization : public Layer {
   explicit LayerNormalization(LayerNormalizationOptions options = {});
 };
 
+// Keras' BatchNormalization.from_config and LayerNormalization.from_config: the layer
+// get_config's config describes (kiln::Error naming the layer and the entry for a bad config;
+// rms_scaling is refused).
+Layer batch_normalization_from_config(const Json& config);
+Layer layer_normalization_from_config(const Json& config);
+
 }  // namespace kiln

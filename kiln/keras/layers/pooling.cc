@@ -6,6 +6,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "kiln/keras/layers/layer_config.h"
 #include "kiln/keras/layers/layer_util.h"
 
 namespace kiln {
@@ -92,6 +93,19 @@ Json Pooling2DImpl::get_config() const {
   return c;
 }
 
+Layer pooling2d_from_config(const Json& config, const std::string& class_name) {
+  using namespace layer_config;
+  ConfigReader c(config, class_name);
+  Pooling2DOptions o;
+  o.name = c.name();
+  o.strides = pair(c, "strides", {});
+  o.padding = c.get<std::string>("padding", o.padding);
+  o.data_format = data_format_entry(c);
+  Axes pool = pair(c, "pool_size", {2, 2});
+  if (class_name == "MaxPooling2D") return MaxPooling2D(pool, o);
+  return AveragePooling2D(pool, o);
+}
+
 MaxPooling2DImpl::MaxPooling2DImpl(Axes pool_size, Pooling2DOptions options)
     : Pooling2DImpl(Kind::kMax, std::move(pool_size), std::move(options)) {}
 MaxPooling2D::MaxPooling2D(Axes pool_size, Pooling2DOptions options)
@@ -132,6 +146,16 @@ Json GlobalPooling2DImpl::get_config() const {
   c["data_format"] = channels_first_ ? "channels_first" : "channels_last";
   c["keepdims"] = keepdims_;
   return c;
+}
+
+Layer global_pooling2d_from_config(const Json& config, const std::string& class_name) {
+  ConfigReader c(config, class_name);
+  GlobalPooling2DOptions o;
+  o.name = c.name();
+  o.keepdims = c.get<bool>("keepdims", o.keepdims);
+  o.data_format = layer_config::data_format_entry(c);
+  if (class_name == "GlobalMaxPooling2D") return GlobalMaxPooling2D(o);
+  return GlobalAveragePooling2D(o);
 }
 
 GlobalAveragePooling2DImpl::GlobalAveragePooling2DImpl(GlobalPooling2DOptions options)
@@ -186,6 +210,19 @@ Json Pooling1DImpl::get_config() const {
   c["strides"] = Json::array({strides_});
   c["data_format"] = channels_first_ ? "channels_first" : "channels_last";
   return c;
+}
+
+Layer pooling1d_from_config(const Json& config, const std::string& class_name) {
+  using namespace layer_config;
+  ConfigReader c(config, class_name);
+  Pooling1DOptions o;
+  o.name = c.name();
+  if (c.has("strides")) o.strides = single(c, "strides", 0);
+  o.padding = c.get<std::string>("padding", o.padding);
+  o.data_format = data_format_entry(c);
+  int64_t pool = single(c, "pool_size", 2);
+  if (class_name == "MaxPooling1D") return MaxPooling1D(pool, o);
+  return AveragePooling1D(pool, o);
 }
 
 MaxPooling1DImpl::MaxPooling1DImpl(int64_t pool_size, Pooling1DOptions options)
@@ -257,6 +294,16 @@ Json GlobalPooling1DImpl::get_config() const {
   c["data_format"] = channels_first_ ? "channels_first" : "channels_last";
   c["keepdims"] = keepdims_;
   return c;
+}
+
+Layer global_pooling1d_from_config(const Json& config, const std::string& class_name) {
+  ConfigReader c(config, class_name);
+  GlobalPooling1DOptions o;
+  o.name = c.name();
+  o.keepdims = c.get<bool>("keepdims", o.keepdims);
+  o.data_format = layer_config::data_format_entry(c);
+  if (class_name == "GlobalMaxPooling1D") return GlobalMaxPooling1D(o);
+  return GlobalAveragePooling1D(o);
 }
 
 GlobalAveragePooling1DImpl::GlobalAveragePooling1DImpl(GlobalPooling1DOptions options)

@@ -219,4 +219,14 @@ class GlobalMaxPooling1D : public Layer {
   explicit GlobalMaxPooling1D(GlobalPooling1DOptions options = {});
 };
 
+// Keras' from_config of the pooling layers: the layer get_config's config describes
+// (kiln::Error naming the layer and the entry for a bad config). `class_name`:
+// "MaxPooling2D" or "AveragePooling2D", "MaxPooling1D" or "AveragePooling1D",
+// "GlobalMaxPooling2D" or "GlobalAveragePooling2D", "GlobalMaxPooling1D" or
+// "GlobalAveragePooling1D".
+Layer pooling2d_from_config(const Json& config, const std::string& class_name);
+Layer pooling1d_from_config(const Json& config, const std::string& class_name);
+Layer global_pooling2d_from_config(const Json& config, const std::string& class_name);
+Layer global_pooling1d_from_config(const Json& config, const std::string& class_name);
+
 }  // namespace kiln

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/frontend/ops.h"
+#include "kiln/keras/layers/layer_config.h"
 #include "kiln/keras/layers/layer_util.h"
 
 namespace kiln {
@@ -69,6 +70,16 @@ Json PositionEmbeddingImpl::get_config() const {
   c["sequence_length"] = sequence_length_;
   c["initializer"] = layer_util::initializer_config(options_.initializer);
   return c;
+}
+
+Layer position_embedding_from_config(const Json& config) {
+  using namespace layer_config;
+  ConfigReader c(config, "PositionEmbedding");
+  PositionEmbeddingOptions o;
+  o.name = c.name();
+  o.dtype = dtype_entry(c);
+  o.initializer = initializer_entry(c, "initializer", o.initializer);
+  return PositionEmbedding(c.get<int64_t>("sequence_length"), o);
 }
 
 PositionEmbedding::PositionEmbedding(int64_t sequence_length, PositionEmbeddingOptions options)

@@ -43,4 +43,8 @@ class PositionEmbedding : public Layer {
   explicit PositionEmbedding(int64_t sequence_length, PositionEmbeddingOptions options = {});
 };
 
+// keras_hub's PositionEmbedding.from_config: the layer get_config's config describes
+// (kiln::Error naming the layer and the entry for a bad config).
+Layer position_embedding_from_config(const Json& config);
+
 }  // namespace kiln

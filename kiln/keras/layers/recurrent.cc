@@ -14,6 +14,7 @@
 #include "kiln/frontend/tape_recorder.h"
 #include "kiln/keras/layers/activations.h"
 #include "kiln/keras/layers/initializers.h"
+#include "kiln/keras/layers/layer_config.h"
 #include "kiln/keras/layers/layer_util.h"
 
 namespace kiln {
@@ -399,6 +400,17 @@ Json RecurrentImpl::get_config() const {
   c["zero_output_for_mask"] = options_.zero_output_for_mask;
   add_config(c);
   return c;
+}
+
+Layer recurrent_from_config(const Json& config, const std::string& class_name) {
+  ConfigReader c(config, class_name);
+  RecurrentOptions o;
+  layer_config::recurrent_step_entries(c, o);
+  layer_config::sequence_entries(c, o);
+  const int64_t units = c.get<int64_t>("units");
+  if (class_name == "LSTM") return LSTM(units, o);
+  if (class_name == "GRU") return GRU(units, o);
+  return SimpleRNN(units, o);
 }
 
 }  // namespace kiln

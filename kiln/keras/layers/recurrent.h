@@ -212,4 +212,9 @@ class GRU : public Layer {
   GRU(int64_t units, RecurrentOptions options = {});
 };
 
+// Keras' from_config of `class_name` ("SimpleRNN", "LSTM" or "GRU"): the layer get_config's
+// config describes (kiln::Error naming the layer and the entry for a bad config; stateful is
+// refused).
+Layer recurrent_from_config(const Json& config, const std::string& class_name);
+
 }  // namespace kiln

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kiln/keras/layers/layer_config.h"
 #include "kiln/keras/layers/layer_util.h"
 
 namespace kiln {
@@ -54,6 +55,12 @@ Json FlattenImpl::get_config() const {
   Json c = LayerImpl::get_config();
   c["data_format"] = channels_first_ ? "channels_first" : "channels_last";
   return c;
+}
+
+Layer flatten_from_config(const Json& config) {
+  ConfigReader c(config, "Flatten");
+  return Flatten(
+      FlattenOptions{.data_format = layer_config::data_format_entry(c), .name = c.name()});
 }
 
 Flatten::Flatten(FlattenOptions options)
@@ -133,6 +140,11 @@ Json ReshapeImpl::get_config() const {
   Json c = LayerImpl::get_config();
   c["target_shape"] = target_shape_;
   return c;
+}
+
+Layer reshape_from_config(const Json& config) {
+  ConfigReader c(config, "Reshape");
+  return Reshape(c.get<Axes>("target_shape"), ReshapeOptions{.name = c.name()});
 }
 
 Reshape::Reshape(Axes target_shape, ReshapeOptions options)

@@ -62,4 +62,9 @@ class Reshape : public Layer {
   explicit Reshape(Axes target_shape, ReshapeOptions options = {});
 };
 
+// Keras' Flatten.from_config and Reshape.from_config: the layer get_config's config describes
+// (kiln::Error naming the layer and the entry for a bad config).
+Layer flatten_from_config(const Json& config);
+Layer reshape_from_config(const Json& config);
+
 }  // namespace kiln

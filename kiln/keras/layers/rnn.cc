@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/frontend/ops.h"
+#include "kiln/keras/layers/layer_config.h"
 #include "kiln/keras/layers/layer_util.h"
 
 namespace kiln {
@@ -86,6 +87,16 @@ Json RecurrentCellImpl::get_config() const {
   return c;
 }
 
+Layer recurrent_cell_from_config(const Json& config, const std::string& kind) {
+  ConfigReader c(config, kind + "Cell");
+  RecurrentOptions o;
+  layer_config::recurrent_step_entries(c, o);
+  const int64_t units = c.get<int64_t>("units");
+  if (kind == "LSTM") return LSTMCell(units, o);
+  if (kind == "GRU") return GRUCell(units, o);
+  return SimpleRNNCell(units, o);
+}
+
 SimpleRNNCell::SimpleRNNCell(int64_t units, RecurrentOptions options)
     : RecurrentCell(std::make_shared<RecurrentCellImpl>("SimpleRNN", units, std::move(options))) {}
 LSTMCell::LSTMCell(int64_t units, RecurrentOptions options)
@@ -152,6 +163,40 @@ Json RNNImpl::get_config() const {
   c["zero_output_for_mask"] = options_.zero_output_for_mask;
   c["cell"] = {{"class_name", cell_->class_name()}, {"config", cell_->get_config()}};
   return c;
+}
+
+namespace {
+
+// RNN from its config, with `given_cell` when not null, else the cell config["cell"] describes.
+Layer rnn_with_cell(const Json& config, const Layer* given_cell,
+                    const LayerSpecReader& inner_from_config) {
+  ConfigReader c(config, "RNN");
+  RNNOptions o;
+  o.name = c.name();
+  layer_config::sequence_entries(c, o);
+  if (given_cell == nullptr && c.at("cell").is_array())
+    c.fail("cell",
+           "is a list of cells (StackedRNNCells); kiln's RNN runs one cell: stack RNN "
+           "layers with return_sequences=True instead");
+  RNN rnn(
+      given_cell != nullptr ? *given_cell : layer_config::inner_layer(c, "cell", inner_from_config),
+      o);
+  // The RNN computes in its cell's dtype.
+  const DType cell_dtype =
+      static_cast<const RecurrentCellImpl&>(rnn->cell().impl()).loop().options().dtype;
+  if (c.has("dtype") && !c.at("dtype").is_null() && layer_config::dtype_entry(c) != cell_dtype)
+    c.fail("dtype", "differs from its cell's; give the dtype to the cell (LSTMCell(..., dtype=))");
+  return rnn;
+}
+
+}  // namespace
+
+Layer rnn_from_config(const Json& config, const LayerSpecReader& inner_from_config) {
+  return rnn_with_cell(config, nullptr, inner_from_config);
+}
+
+Layer rnn_from_config(const Json& config, const Layer& cell) {
+  return rnn_with_cell(config, &cell, nullptr);
 }
 
 RNN::RNN(const Layer& cell, RNNOptions options)

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -106,5 +107,18 @@ class RNN : public Layer {
  public:
   explicit RNN(const Layer& cell, RNNOptions options = {});
 };
+
+// Keras' from_config of the cells: `kind` is "SimpleRNN", "LSTM" or "GRU" (the class name is
+// kind + "Cell"). kiln::Error naming the layer and the entry for a bad config.
+Layer recurrent_cell_from_config(const Json& config, const std::string& kind);
+// Keras' RNN.from_config: the RNN get_config's config describes, its cell made from
+// config["cell"] by `inner_from_config` (keras/saving/ passes layer_from_config). A list of
+// cells (StackedRNNCells), stateful, and a dtype other than the cell's are kiln::Errors naming
+// the entry.
+Layer rnn_from_config(const Json& config,
+                      const std::function<Layer(const Json& spec)>& inner_from_config);
+// The same with `cell` as its cell, config["cell"] not read (Python's RNN(cell) keeps the cell
+// object it is given).
+Layer rnn_from_config(const Json& config, const Layer& cell);
 
 }  // namespace kiln

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/frontend/ops.h"
+#include "kiln/keras/layers/layer_config.h"
 #include "kiln/keras/layers/layer_util.h"
 #include "kiln/keras/layers/wrappers.h"
 
@@ -123,6 +124,12 @@ Json TimeDistributedImpl::get_config() const {
   Json c = LayerImpl::get_config();
   c["layer"] = {{"class_name", layer_->class_name()}, {"config", layer_->get_config()}};
   return c;
+}
+
+Layer time_distributed_from_config(const Json& config, const LayerSpecReader& inner_from_config) {
+  ConfigReader c(config, "TimeDistributed");
+  return TimeDistributed(layer_config::inner_layer(c, "layer", inner_from_config),
+                         TimeDistributedOptions{.name = c.name()});
 }
 
 TimeDistributed::TimeDistributed(Layer layer, TimeDistributedOptions options)

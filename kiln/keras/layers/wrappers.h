@@ -19,6 +19,7 @@
 // backward layer's.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -88,5 +89,14 @@ class Bidirectional : public Layer {
  public:
   explicit Bidirectional(const Layer& layer, BidirectionalOptions options = {});
 };
+
+// Keras' TimeDistributed.from_config and Bidirectional.from_config: the wrapper get_config's
+// config describes; `inner_from_config` makes the layers it holds from their specs
+// {"class_name", "config"} (keras/saving/ passes layer_from_config). kiln::Error naming the
+// layer and the entry for a bad config, or for an inner layer `inner_from_config` refuses.
+Layer time_distributed_from_config(const Json& config,
+                                   const std::function<Layer(const Json& spec)>& inner_from_config);
+Layer bidirectional_from_config(const Json& config,
+                                const std::function<Layer(const Json& spec)>& inner_from_config);
 
 }  // namespace kiln

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kiln/keras/layers/layer_config.h"
 #include "kiln/keras/layers/node.h"
 
 namespace kiln {
@@ -20,6 +21,13 @@ Json InputLayerImpl::get_config() const {
               {"batch_shape", batch},
               {"dtype", std::string(dtype_name(dtype_))},
               {"sparse", false}};
+}
+
+Layer input_layer_from_config(const Json& config) {
+  ConfigReader c(config, "InputLayer");
+  Shape batch = layer_config::shape_entry(c, "batch_shape");
+  if (batch.rank() == 0) c.fail("batch_shape", "is empty; it should start with the batch axis");
+  return Layer(std::make_shared<InputLayerImpl>(batch, layer_config::dtype_entry(c), c.name()));
 }
 
 Tensor Input(const Shape& shape, DType dtype, const std::string& name) {

@@ -24,6 +24,10 @@ class InputLayerImpl : public LayerImpl {
   DType dtype_;
 };
 
+// Keras' InputLayer.from_config: {"name", "batch_shape", "dtype"} (kiln::Error naming the layer
+// and the entry for a bad config).
+Layer input_layer_from_config(const Json& config);
+
 // `shape` excludes the batch dimension: Input({28, 28, 1}) is (None, 28, 28, 1). Inner
 // dimensions may be kUnknownDim. Default names: "input_layer", "input_layer_1", ...
 Tensor Input(const Shape& shape, DType dtype = DType::f32, const std::string& name = "");

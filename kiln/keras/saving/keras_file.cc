@@ -204,7 +204,7 @@ void build_from_keras_config(ModelImpl& model, const Json& build, const std::str
     for (const Json& s : shapes) {
       const Json entry{{"shape", s}};
       ConfigReader one(entry, "build_config");
-      Shape batch = shape_entry(one, "shape");
+      Shape batch = layer_config::shape_entry(one, "shape");
       if (batch.rank() == 0) one.fail("shape", "is empty; it should start with the batch axis");
       inputs.push_back(Tensor::symbolic(
           {DType::f32, Shape(std::vector<int64_t>(batch.begin() + 1, batch.end()))}, nullptr));

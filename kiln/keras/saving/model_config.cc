@@ -26,7 +26,7 @@ Layer sequential_from_config(const Json& config) {
   }
   std::optional<Shape> input_shape;
   if (c.has("build_input_shape")) {
-    Shape batch = shape_entry(c, "build_input_shape");
+    Shape batch = layer_config::shape_entry(c, "build_input_shape");
     if (batch.rank() == 0)
       c.fail("build_input_shape", "is empty; it should start with the batch axis");
     input_shape = Shape(std::vector<int64_t>(batch.begin() + 1, batch.end()));
@@ -94,12 +94,12 @@ Layer functional_from_config(const Json& config) {
                                 name.empty() ? "an empty" : "a repeated", name));
     LayerEntry e;
     if (spec.value("class_name", "") == "InputLayer") {
-      Shape batch = shape_entry(lc, "batch_shape");
+      Shape batch = layer_config::shape_entry(lc, "batch_shape");
       if (batch.rank() == 0) lc.fail("batch_shape", "is empty");
       if (lc.get<bool>("sparse", false))
         lc.fail("sparse", "is true; kiln's inputs are dense tensors (use sparse=false)");
-      Tensor x =
-          Input(Shape(std::vector<int64_t>(batch.begin() + 1, batch.end())), dtype_entry(lc), name);
+      Tensor x = Input(Shape(std::vector<int64_t>(batch.begin() + 1, batch.end())),
+                       layer_config::dtype_entry(lc), name);
       e.outputs.push_back({x});
     } else {
       try {

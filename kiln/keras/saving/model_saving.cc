@@ -189,7 +189,7 @@ void build_from_config(ModelImpl& model, const Json& build_config, const std::st
       const Json entry{{"shape", s}};
       ConfigReader one(entry, "build_config");
       inputs.push_back(
-          Tensor::symbolic({DType::f32, saving_detail::shape_entry(one, "shape")}, nullptr));
+          Tensor::symbolic({DType::f32, layer_config::shape_entry(one, "shape")}, nullptr));
     }
     model.invoke(inputs, false);
   } catch (const Error& e) {

@@ -1,4 +1,4 @@
-// The layer registry, custom-object scopes, layer_from_config and ConfigReader.
+// The layer registry, custom-object scopes and layer_from_config.
 #include "kiln/keras/saving/serialization.h"
 
 #include <fmt/ranges.h>
@@ -18,25 +18,6 @@ Registry& registry() {
   static Registry r;
   return r;
 }
-
-// The configs whose reads layer_from_config is recording on this thread, innermost last: a
-// ConfigReader made on one of these very objects shares its read set.
-struct ReadRecord {
-  const Json* config;
-  std::shared_ptr<std::set<std::string>> keys;
-  bool attached = false;  // a ConfigReader read this config
-};
-std::vector<ReadRecord>& read_records() {
-  thread_local std::vector<ReadRecord> r;
-  return r;
-}
-struct RecordReads {
-  explicit RecordReads(const Json& config) {
-    read_records().push_back({&config, std::make_shared<std::set<std::string>>()});
-  }
-  ~RecordReads() { read_records().pop_back(); }
-  ReadRecord& record() { return read_records().back(); }
-};
 
 // A dtype entry naming float32 ("float32", or Keras' DTypePolicy object for it).
 bool names_float32(const Json& v) {
@@ -169,55 +150,18 @@ Layer layer_from_config(const Json& spec, const CustomObjects& custom_objects) {
         "factory}}}}}})) or call kiln::register_layer_class(\"{}\", factory)",
         class_name, config.value("name", std::string("?")), fmt::join(known_class_names(), ", "),
         class_name, class_name));
-  RecordReads reads(config);
+  ConfigReadRecord reads(config);
   Layer layer = factory(config);
   if (!layer.defined())
     throw Error(fmt::format("the factory for layer class \"{}\" returned an empty layer handle",
                             class_name));
-  const bool checked = reads.record().attached;  // the factory read with a ConfigReader
+  const bool checked = reads.attached();  // the factory read with a ConfigReader
   ConfigReader c(config, class_name);
   if (c.has("trainable")) layer->set_trainable(c.get<bool>("trainable"));
   if (c.has("activity_regularizer"))
-    layer->activity_regularizer = saving_detail::regularizer_entry(c, "activity_regularizer");
+    layer->activity_regularizer = layer_config::regularizer_entry(c, "activity_regularizer");
   if (checked) refuse_unread_entries(config, c.read_keys(), layer, class_name);
   return layer;
-}
-
-// ---------------------------------------------------------------- ConfigReader
-
-ConfigReader::ConfigReader(const Json& config, std::string class_name)
-    : config_(config), class_name_(std::move(class_name)) {
-  if (!config_.is_object())
-    throw Error(fmt::format("the config of a {} layer should be a JSON object; got {:.200}",
-                            class_name_, config_.dump()));
-  // Reading the config layer_from_config handed to a factory: share its read set.
-  for (auto it = read_records().rbegin(); it != read_records().rend(); ++it)
-    if (it->config == &config) {
-      it->attached = true;
-      read_ = it->keys;
-      break;
-    }
-  if (!read_) read_ = std::make_shared<std::set<std::string>>();
-}
-
-bool ConfigReader::has(const std::string& key) const {
-  read_->insert(key);
-  auto it = config_.find(key);
-  return it != config_.end() && !it->is_null();
-}
-
-const Json& ConfigReader::at(const std::string& key) const {
-  if (!has(key)) fail(key, "is missing");
-  return config_.at(key);
-}
-
-std::string ConfigReader::name() const { return get<std::string>("name", std::string()); }
-
-void ConfigReader::fail(const std::string& key, const std::string& what) const {
-  auto it = config_.find("name");
-  std::string layer = it != config_.end() && it->is_string() ? it->get<std::string>() : "?";
-  throw Error(
-      fmt::format("layer \"{}\" ({}): config entry \"{}\" {}", layer, class_name_, key, what));
 }
 
 }  // namespace kiln

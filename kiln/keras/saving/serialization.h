@@ -10,7 +10,8 @@
 //   3. kiln's built-in layers and models (every class in keras/layers/layers.h, InputLayer,
 //      Sequential and Functional).
 // An unknown class name is a kiln::Error naming it and the known ones, and saying to pass or
-// register a factory. A custom layer's factory reads its config with ConfigReader:
+// register a factory. A custom layer's factory reads its config with ConfigReader
+// (keras/layers/layer_config.h, which this header includes):
 //
 //   kiln::register_layer_class("MyScale", [](const kiln::Json& config) {
 //     kiln::ConfigReader c(config, "MyScale");
@@ -45,6 +46,7 @@
 
 #include "kiln/ir/error.h"
 #include "kiln/keras/layers/layer.h"
+#include "kiln/keras/layers/layer_config.h"
 
 namespace kiln {
 
@@ -78,64 +80,5 @@ Json serialize_layer(const Layer& layer);
 // another form, an unknown class name, or a config its factory rejects (the error names the
 // class, the layer and the entry).
 Layer layer_from_config(const Json& spec, const CustomObjects& custom_objects = {});
-
-// Reads a layer's config with errors that name the class, the layer and the entry:
-// `layer "dense_1" (Dense): config entry "units" should be an integer, got "ten"`.
-class ConfigReader {
- public:
-  ConfigReader(const Json& config, std::string class_name);
-  // A required entry.
-  template <typename T>
-  T get(const std::string& key) const {
-    if (!has(key)) fail(key, "is missing");
-    return convert<T>(key);
-  }
-  // An optional entry: `fallback` when it is absent or null.
-  template <typename T>
-  T get(const std::string& key, T fallback) const {
-    return has(key) ? convert<T>(key) : fallback;
-  }
-  template <typename T>
-  std::optional<T> optional(const std::string& key) const {
-    if (!has(key)) return std::nullopt;
-    return convert<T>(key);
-  }
-  // True when the entry is present and not null. Marks the entry as read.
-  bool has(const std::string& key) const;
-  // The entries asked for so far.
-  const std::set<std::string>& read_keys() const { return *read_; }
-  const Json& at(const std::string& key) const;
-  // The layer's name ("" when the config has none: a default name is then made).
-  std::string name() const;
-  const std::string& class_name() const { return class_name_; }
-  // Throws kiln::Error "layer "<name>" (<class>): config entry "<key>" <what>".
-  [[noreturn]] void fail(const std::string& key, const std::string& what) const;
-
- private:
-  template <typename T>
-  T convert(const std::string& key) const {
-    const Json& v = config_.at(key);
-    try {
-      if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-        if (!v.is_number_integer())
-          fail(key, fmt::format("should be an integer, got {}", v.dump()));
-      } else if constexpr (std::is_floating_point_v<T>) {
-        if (!v.is_number()) fail(key, fmt::format("should be a number, got {}", v.dump()));
-      } else if constexpr (std::is_same_v<T, bool>) {
-        if (!v.is_boolean()) fail(key, fmt::format("should be true or false, got {}", v.dump()));
-      } else if constexpr (std::is_same_v<T, std::string>) {
-        if (!v.is_string()) fail(key, fmt::format("should be a string, got {}", v.dump()));
-      }
-      return v.get<T>();
-    } catch (const nlohmann::json::exception&) {
-      fail(key, fmt::format("has the wrong type: {}", v.dump()));
-    }
-  }
-
-  Json config_;  // a copy: a reader may outlive the JSON it was made from
-  std::string class_name_;
-  // Shared with layer_from_config when this reader reads the config a factory was given.
-  std::shared_ptr<std::set<std::string>> read_;
-};
 
 }  // namespace kiln
