@@ -19,7 +19,7 @@ namespace kiln::layer_util {
 
 // An initializer in a config: its Keras name ("glorot_uniform"), or Keras' serialized form
 // {"class_name": "RandomNormal", "config": {"stddev": 0.5, "seed": 3}} when it was made with
-// arguments other than Keras' defaults or a seed (read back by saving's initializer_entry);
+// arguments other than Keras' defaults or a seed (read back by layer_config's initializer_entry);
 // null when undefined.
 inline Json initializer_config(const Initializer& init) {
   if (!init.defined()) return nullptr;
