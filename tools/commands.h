@@ -15,6 +15,8 @@ void run_demo();
 // `kiln ops`: the op table as a Markdown table.
 void add_ops_command(CLI::App& app);
 void print_op_table();
+// `kiln op-api header|source|list`: the C++ op API generated from the op table (tools/op_api.h).
+void add_op_api_command(CLI::App& app);
 
 // `kiln train`: train the MLP or CNN on digits or MNIST, or a character language model.
 void add_train_command(CLI::App& app);

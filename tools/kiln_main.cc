@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
   kiln::tools::add_gemm_plan_command(app);
   kiln::tools::add_tune_command(app);
   kiln::tools::add_ops_command(app);
+  kiln::tools::add_op_api_command(app);
   kiln::tools::add_demo_command(app);
   return kiln::tools::run_cli(app, "kiln", argc, argv, [&app] {
     if (app.get_subcommands().empty()) std::cout << app.help();  // `kiln` alone: the help

@@ -1,11 +1,12 @@
 // `kiln ops`: prints the op table (name, arity, dtypes, traits, fusion role, codegen, rounding
 // class, attributes with the C++ API's defaults) as a Markdown table; docs/ops.md embeds its
-// output.
+// output. `kiln op-api`: the C++ op API generated from the same table (tools/op_api.h).
 #include <iostream>
 #include <string>
 
 #include "kiln/ir/op_table.h"
 #include "tools/commands.h"
+#include "tools/op_api.h"
 
 namespace kiln::tools {
 namespace {
@@ -37,6 +38,25 @@ void print_op_table() {
 
 void add_ops_command(CLI::App& app) {
   app.add_subcommand("ops", "print the op table as Markdown")->callback([] { print_op_table(); });
+}
+
+void add_op_api_command(CLI::App& app) {
+  CLI::App* cmd = app.add_subcommand(
+      "op-api",
+      "print the C++ op API generated from the op table (kiln/frontend/ops_generated.h or .cc; "
+      "scripts/gen-op-api.sh writes them), or the list of ops whose C++ API is written by hand");
+  static std::string part = "list";
+  cmd->add_option("part", part, "header, source or list")
+      ->check(CLI::IsMember({"header", "source", "list"}))
+      ->capture_default_str();
+  cmd->callback([] {
+    if (part == "header")
+      std::cout << op_api_header();
+    else if (part == "source")
+      std::cout << op_api_source();
+    else
+      std::cout << op_api_list();
+  });
 }
 
 }  // namespace kiln::tools

@@ -1,4 +1,5 @@
-// Contractions, convolutions, pooling and dropout.
+// Convolutions, pooling, attention and dropout (matmul is generated from the op table:
+// ops_generated.cc).
 #include <fmt/format.h>
 
 #include <cmath>
@@ -10,11 +11,6 @@
 namespace kiln {
 
 using detail::apply;
-
-Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
-  return apply(OpKind::MatMul, {a, b},
-               Attrs{{"transpose_a", transpose_a}, {"transpose_b", transpose_b}});
-}
 
 namespace {
 Attrs conv_attrs(const Axes& strides, const std::string& padding, const Axes& dilations) {

@@ -1,4 +1,6 @@
-// Shape and data-movement ops. squeeze, expand_dims and stack are compositions of table ops.
+// Shape and data-movement ops written by hand (ops.h says why; the others are generated from
+// the op table: ops_generated.cc). squeeze, expand_dims and stack are compositions of table
+// ops.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,10 +11,6 @@
 namespace kiln {
 
 using detail::apply;
-
-Tensor reshape(const Tensor& x, const Axes& shape) {
-  return apply(OpKind::Reshape, {x}, Attrs{{"shape", shape}});
-}
 
 Tensor transpose(const Tensor& x, const Axes& perm) {
   Axes p = perm;
@@ -26,17 +24,9 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) {
   return apply(OpKind::BroadcastTo, {x}, Attrs{{"shape", shape.to_vector()}});
 }
 
-Tensor copy(const Tensor& x) { return apply(OpKind::Copy, {x}); }
-
-Tensor all_reduce(const Tensor& x) { return apply(OpKind::AllReduce, {x}); }
-
 Tensor broadcast_like(const Tensor& x, const Tensor& like) {
   if (x.shape() == like.shape() && x.shape().is_fully_known()) return x;
   return apply(OpKind::BroadcastLike, {x, like});
-}
-
-Tensor element_count(const Tensor& x, const Axes& axes, DType dtype) {
-  return apply(OpKind::ElementCount, {x}, Attrs{{"axes", axes}, {"dtype", dtype}});
 }
 
 Tensor squeeze(const Tensor& x, const Axes& axes) {
@@ -96,19 +86,6 @@ Tensor slice(const Tensor& x, const Axes& start, const Axes& stop, const Axes& s
 Tensor pad(const Tensor& x, const Axes& low, const Axes& high, const Axes& interior) {
   Axes in = interior.empty() ? Axes(low.size(), 0) : interior;
   return apply(OpKind::Pad, {x}, Attrs{{"low", low}, {"high", high}, {"interior", in}});
-}
-
-Tensor gather(const Tensor& params, const Tensor& indices, int64_t axis) {
-  return apply(OpKind::Gather, {params, indices}, Attrs{{"axis", axis}});
-}
-
-Tensor scatter_add(const Tensor& updates, const Tensor& indices, int64_t axis, int64_t dim_size) {
-  return apply(OpKind::ScatterAdd, {updates, indices},
-               Attrs{{"axis", axis}, {"dim_size", dim_size}});
-}
-
-Tensor one_hot(const Tensor& indices, int64_t depth, DType dtype) {
-  return apply(OpKind::OneHot, {indices}, Attrs{{"depth", depth}, {"dtype", dtype}});
 }
 
 }  // namespace kiln

@@ -4,6 +4,9 @@
 // numpy-style API (kiln.sum, kiln.softmax, ...) reads its defaults from the table, so the two
 // APIs cannot drift apart. Every default in the table is covered by one of these calls, and each
 // is written in the IR's text form of its kind.
+// Most C++ functions are generated from the table (frontend/ops_generated.h, tools/op_api.cc) and
+// take its defaults by construction; the calls check those too, and the hand-written ones of
+// ops.h (conv2d, the pools, concat, ...), whose defaults only this test ties to the table.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -16,7 +16,12 @@
 //                     or its left_out() (tests/codegen/random_fused_graph.h: Loop and
 //                     Reduction ops codegen generates; tests/passes/random_graph.h: elementwise
 //                     ops that are not internal). Each generator's own test checks that its
-//                     graphs hold exactly its ops().
+//                     graphs hold exactly its ops();
+//   C++ API           tools/op_api.cc generates its wrapper from the row (frontend/
+//                     ops_generated.h; tools.op_api_is_current checks the file is current), or
+//                     lists it as written by hand (frontend/ops.h) or without a C++ function,
+//                     with why. A row it can do neither for (variadic, unnamed inputs, a
+//                     required attribute after a defaulted one) is undecided.
 // Exemptions: max_pool2d_grad is differentiable but has no gradient rule (a second derivative
 // of max pooling; tests/autodiff/op_gradients_shape_test.cc documents it). Internal ops
 // (kInternal: gradient ops, bookkeeping) are out of the passes generator's reach by its
@@ -24,6 +29,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +43,7 @@
 #include "tests/codegen/random_fused_graph.h"
 #include "tests/passes/random_graph.h"
 #include "tests/support/rounding_model.h"
+#include "tools/op_api.h"
 
 namespace kiln {
 namespace {
@@ -141,6 +148,11 @@ std::vector<std::string> missing_pieces(const OpInfo& op) {
   if (passes_generator_eligible(op) && !lists(test::RandomGraphBuilder::ops(), op.kind) &&
       !lists_left_out(test::RandomGraphBuilder::left_out(), op.kind))
     lacks.push_back("random graph entry (tests/passes/random_graph.h)");
+
+  // C++ API
+  const tools::OpApiDecision api = tools::op_api_decision(op);
+  if (api.choice == tools::OpApiChoice::Undecided)
+    lacks.push_back("C++ API (tools/op_api.cc: " + api.why + ")");
   return lacks;
 }
 
@@ -170,6 +182,37 @@ TEST(OpRowCompleteness, GeneratorListsAreConsistent) {
         fused_generator_eligible, "random_fused_graph.h");
   check(test::RandomGraphBuilder::ops(), test::RandomGraphBuilder::left_out(),
         passes_generator_eligible, "random_graph.h");
+}
+
+// The list of ops whose C++ API is written by hand (tools/op_api.cc) names ops of the table,
+// each once, in table order, each with why.
+TEST(OpRowCompleteness, HandWrittenOpApiListIsConsistent) {
+  size_t last = 0;
+  for (const tools::HandWrittenOp& h : tools::hand_written_ops()) {
+    std::optional<OpKind> k = find_op(h.op);
+    ASSERT_TRUE(k.has_value()) << h.op << " is listed as hand-written but is not an op";
+    EXPECT_GE(size_t(*k), last) << h.op << " is listed twice or out of table order";
+    last = size_t(*k) + 1;
+    EXPECT_GT(h.why.size(), 0u) << h.op;
+  }
+}
+
+// Generated wrappers take the row's inputs and attributes in order, with its defaults: spot
+// checks of the signatures the generator writes (the ctest tools.op_api_is_current checks the
+// committed files are its output; the frontend tests call them).
+TEST(OpRowCompleteness, GeneratedOpApiSignatures) {
+  EXPECT_EQ(tools::op_api_signature(op_info(OpKind::Sum), true),
+            "Tensor sum(const Tensor& x, const Axes& axes = {}, bool keepdims = false)");
+  EXPECT_EQ(tools::op_api_signature(op_info(OpKind::OneHot), true),
+            "Tensor one_hot(const Tensor& indices, int64_t depth, DType dtype = DType::f32)");
+  EXPECT_EQ(tools::op_api_signature(op_info(OpKind::LeakyRelu), true),
+            "Tensor leaky_relu(const Tensor& x, double alpha = 0.2)");
+  EXPECT_EQ(tools::op_api_signature(op_info(OpKind::MatMul), false),
+            "Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b)");
+  EXPECT_EQ(tools::op_api_decision(op_info(OpKind::Add)).choice, tools::OpApiChoice::Generated);
+  EXPECT_EQ(tools::op_api_decision(op_info(OpKind::Cast)).choice, tools::OpApiChoice::HandWritten);
+  EXPECT_EQ(tools::op_api_decision(op_info(OpKind::AttentionGrad)).choice,
+            tools::OpApiChoice::NoFunction);
 }
 
 }  // namespace

@@ -1,0 +1,17 @@
+# Fails unless kiln/frontend/ops_generated.h and ops_generated.cc are the current output of
+# `kiln op-api header` and `kiln op-api source` (the C++ op API generated from ir/ops.def).
+foreach(part header source)
+  if(part STREQUAL "header")
+    set(file "${SOURCE_DIR}/kiln/frontend/ops_generated.h")
+  else()
+    set(file "${SOURCE_DIR}/kiln/frontend/ops_generated.cc")
+  endif()
+  execute_process(COMMAND ${KILN} op-api ${part} OUTPUT_VARIABLE generated RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "`kiln op-api ${part}` failed")
+  endif()
+  file(READ "${file}" committed)
+  if(NOT committed STREQUAL generated)
+    message(FATAL_ERROR "${file} is out of date: run scripts/gen-op-api.sh")
+  endif()
+endforeach()
