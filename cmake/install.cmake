@@ -93,9 +93,9 @@ install(FILES ${PROJECT_BINARY_DIR}/kiln.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/
 # Shared libraries find each other, and the programs find them, through relative RPATHs.
 if(BUILD_SHARED_LIBS)
   set_target_properties(${KILN_LIBRARIES} PROPERTIES INSTALL_RPATH "$ORIGIN")
-  set_target_properties(kiln_cli kiln_opt PROPERTIES INSTALL_RPATH
+  set_target_properties(kiln_cli kiln_bench_program kiln_opt PROPERTIES INSTALL_RPATH
                         "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
 endif()
-install(TARGETS kiln_cli kiln_opt RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS kiln_cli kiln_bench_program kiln_opt RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/data/digits.csv.gz
         DESTINATION ${CMAKE_INSTALL_DATADIR}/kiln/data)

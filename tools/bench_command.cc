@@ -312,20 +312,18 @@ void run_bench(const BenchArgs& a) {
 
 }  // namespace
 
-void add_bench_command(CLI::App& app) {
+void add_bench_options(CLI::App& cmd) {
   auto args = std::make_shared<BenchArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "bench", "eager vs compiled vs hand-written C++ on training steps and fused kernels");
-  cmd->add_option("--json", args->json, "write every number to this JSON file (atomically)");
-  cmd->add_option("--filter", args->filter, "run the workloads whose name matches this regex");
-  cmd->add_option("--repetitions", args->repetitions, "timed samples per variant")
+  cmd.add_option("--json", args->json, "write every number to this JSON file (atomically)");
+  cmd.add_option("--filter", args->filter, "run the workloads whose name matches this regex");
+  cmd.add_option("--repetitions", args->repetitions, "timed samples per variant")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--min-sample-ms", args->min_sample_ms, "calls per sample last about this long")
+  cmd.add_option("--min-sample-ms", args->min_sample_ms, "calls per sample last about this long")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--threads", args->threads, "kiln's (and the baselines') thread count")
+  cmd.add_option("--threads", args->threads, "kiln's (and the baselines') thread count")
       ->check(CLI::PositiveNumber)
       ->default_str("KILN_NUM_THREADS, else the hardware threads");
-  cmd->callback([args] { run_bench(*args); });
+  cmd.callback([args] { run_bench(*args); });
 }
 
 }  // namespace kiln::tools

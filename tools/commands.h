@@ -24,8 +24,12 @@ void add_train_command(CLI::App& app);
 void add_dump_ir_command(CLI::App& app);
 // `kiln run`: run an IR file on .npy inputs, write the outputs as .npy.
 void add_run_command(CLI::App& app);
-// `kiln bench`: eager vs compiled vs hand-written C++ on the bench/suite/suite.h workloads.
+// `kiln bench`: runs the `kiln-bench` program beside `kiln` with the arguments that follow
+// (tools/bench_forward.cc), so that building `kiln` does not build the benchmark workloads.
 void add_bench_command(CLI::App& app);
+// The options and the run of `kiln-bench` (tools/bench_main.cc): eager vs compiled vs
+// hand-written C++ on the bench/suite/suite.h workloads, on `cmd` itself.
+void add_bench_options(CLI::App& cmd);
 // `kiln predict`: logits of a trained model for an .npy input.
 void add_predict_command(CLI::App& app);
 // `kiln generate`: text sampled from a trained character language model.

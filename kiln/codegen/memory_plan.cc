@@ -28,7 +28,7 @@ struct Buffer {
   size_t offset = 0;
 };
 
-using Index = std::unordered_map<const ir::Value*, size_t>;
+using ValueIndex = std::unordered_map<const ir::Value*, size_t>;
 
 // Why an all_reduce's operand cannot be computed at its result's place in a bucket region
 // (empty: it can).
@@ -47,7 +47,8 @@ std::string packed_because(const ValuePlan& p, int uses) {
 // Groups the top-level all_reduce nodes into buckets (memory_plan.h) and makes one buffer per
 // bucket region, buffers[0..buckets), with buffer_of set for the values that live in it.
 void plan_buckets(const ir::Graph& g, const MemoryPlanOptions& options, MemoryPlan& plan,
-                  const Index& index, std::vector<Buffer>& buffers, std::vector<int>& buffer_of) {
+                  const ValueIndex& index, std::vector<Buffer>& buffers,
+                  std::vector<int>& buffer_of) {
   const size_t align = options.alignment;
   const int end_step = plan.num_steps;
   std::vector<int> uses(plan.values.size(), 0);

@@ -10,40 +10,42 @@
 namespace kiln::codegen {
 namespace {
 
-using llvm::Value;
-
 bool is_unsigned(DType t) { return t == DType::u8 || t == DType::b8; }
 
-Value* call_intrinsic(llvm::IRBuilder<>& b, llvm::Intrinsic::ID id, std::span<Value* const> args) {
+llvm::Value* call_intrinsic(llvm::IRBuilder<>& b, llvm::Intrinsic::ID id,
+                            std::span<llvm::Value* const> args) {
   return b.CreateIntrinsic(id, {args[0]->getType()},
-                           llvm::ArrayRef<Value*>(args.data(), args.size()));
+                           llvm::ArrayRef<llvm::Value*>(args.data(), args.size()));
 }
 
-Value* fconst(llvm::IRBuilder<>& b, Value* like, double v) {
+llvm::Value* fconst(llvm::IRBuilder<>& b, llvm::Value* like, double v) {
   return llvm::ConstantFP::get(like->getType(), v);
 }
-Value* iconst(Value* like, int64_t v) { return llvm::ConstantInt::get(like->getType(), v, true); }
+llvm::Value* iconst(llvm::Value* like, int64_t v) {
+  return llvm::ConstantInt::get(like->getType(), v, true);
+}
 
-Value* math(ScalarOpContext& c, MathFunction f, Value* x) {
+llvm::Value* math(ScalarOpContext& c, MathFunction f, llvm::Value* x) {
   return c.b.CreateCall(get_math_function(c.module, f, x->getType()), {x});
 }
 
-Value* integer_div(ScalarOpContext& c, Value* x, Value* y, bool is_unsigned_type) {
+llvm::Value* integer_div(ScalarOpContext& c, llvm::Value* x, llvm::Value* y,
+                         bool is_unsigned_type) {
   llvm::IRBuilder<>& b = c.b;
-  Value* zero = b.CreateICmpEQ(y, iconst(y, 0));
+  llvm::Value* zero = b.CreateICmpEQ(y, iconst(y, 0));
   if (c.division_by_zero_flag != nullptr) {
-    Value* seen = b.CreateLoad(b.getInt1Ty(), c.division_by_zero_flag);
+    llvm::Value* seen = b.CreateLoad(b.getInt1Ty(), c.division_by_zero_flag);
     b.CreateStore(b.CreateOr(seen, zero), c.division_by_zero_flag);
   }
   if (is_unsigned_type) return b.CreateUDiv(x, b.CreateSelect(zero, iconst(y, 1), y));
   // x / -1 is a wrapping negation (INT_MIN / -1 = INT_MIN, as numpy); the divisor of the
   // sdiv is never 0 or -1, so the division never traps.
-  Value* minus_one = b.CreateICmpEQ(y, iconst(y, -1));
-  Value* safe = b.CreateSelect(b.CreateOr(zero, minus_one), iconst(y, 1), y);
+  llvm::Value* minus_one = b.CreateICmpEQ(y, iconst(y, -1));
+  llvm::Value* safe = b.CreateSelect(b.CreateOr(zero, minus_one), iconst(y, 1), y);
   return b.CreateSelect(minus_one, b.CreateSub(iconst(x, 0), x), b.CreateSDiv(x, safe));
 }
 
-Value* cast(llvm::IRBuilder<>& b, Value* x, DType from, DType to) {
+llvm::Value* cast(llvm::IRBuilder<>& b, llvm::Value* x, DType from, DType to) {
   llvm::LLVMContext& ctx = b.getContext();
   llvm::Type* t = register_type(ctx, to);
   if (from == to) return x;
@@ -62,7 +64,7 @@ Value* cast(llvm::IRBuilder<>& b, Value* x, DType from, DType to) {
   return b.CreateIntCast(x, t, !is_unsigned(from));
 }
 
-Value* float_unary(ScalarOpContext& c, OpKind op, Value* x, const Attrs& attrs) {
+llvm::Value* float_unary(ScalarOpContext& c, OpKind op, llvm::Value* x, const Attrs& attrs) {
   llvm::IRBuilder<>& b = c.b;
   switch (op) {
     case OpKind::Neg:
@@ -70,9 +72,9 @@ Value* float_unary(ScalarOpContext& c, OpKind op, Value* x, const Attrs& attrs) 
     case OpKind::Abs:
       return call_intrinsic(b, llvm::Intrinsic::fabs, {&x, 1});
     case OpKind::Sign: {  // as eager (Eigen): NaN stays NaN, -0.0 and +0.0 give +0.0
-      Value* pos = b.CreateFCmpOGT(x, fconst(b, x, 0.0));
-      Value* neg = b.CreateFCmpOLT(x, fconst(b, x, 0.0));
-      Value* zero_or_nan = b.CreateSelect(b.CreateFCmpUNO(x, x), x, fconst(b, x, 0.0));
+      llvm::Value* pos = b.CreateFCmpOGT(x, fconst(b, x, 0.0));
+      llvm::Value* neg = b.CreateFCmpOLT(x, fconst(b, x, 0.0));
+      llvm::Value* zero_or_nan = b.CreateSelect(b.CreateFCmpUNO(x, x), x, fconst(b, x, 0.0));
       return b.CreateSelect(pos, fconst(b, x, 1.0),
                             b.CreateSelect(neg, fconst(b, x, -1.0), zero_or_nan));
     }
@@ -104,7 +106,7 @@ Value* float_unary(ScalarOpContext& c, OpKind op, Value* x, const Attrs& attrs) 
     case OpKind::Relu:  // NaN stays NaN, -0 stays -0
       return b.CreateSelect(b.CreateFCmpOLT(x, fconst(b, x, 0.0)), fconst(b, x, 0.0), x);
     case OpKind::LeakyRelu: {
-      Value* alpha = fconst(b, x, attrs.get_double("alpha", "leaky_relu"));
+      llvm::Value* alpha = fconst(b, x, attrs.get_double("alpha", "leaky_relu"));
       return b.CreateSelect(b.CreateFCmpOGT(x, fconst(b, x, 0.0)), x, b.CreateFMul(x, alpha));
     }
     default:
@@ -113,7 +115,7 @@ Value* float_unary(ScalarOpContext& c, OpKind op, Value* x, const Attrs& attrs) 
   internal_error(__FILE__, __LINE__, std::string("no float lowering for ") + op_info(op).name);
 }
 
-Value* int_unary(llvm::IRBuilder<>& b, OpKind op, Value* x, DType t) {
+llvm::Value* int_unary(llvm::IRBuilder<>& b, OpKind op, llvm::Value* x, DType t) {
   const bool u = is_unsigned(t);
   switch (op) {
     case OpKind::Neg:
@@ -121,9 +123,9 @@ Value* int_unary(llvm::IRBuilder<>& b, OpKind op, Value* x, DType t) {
     case OpKind::Abs:
       return u ? x : b.CreateIntrinsic(llvm::Intrinsic::abs, {x->getType()}, {x, b.getFalse()});
     case OpKind::Sign: {
-      Value* pos = b.CreateZExt(b.CreateICmpSGT(x, iconst(x, 0)), x->getType());
+      llvm::Value* pos = b.CreateZExt(b.CreateICmpSGT(x, iconst(x, 0)), x->getType());
       if (u) return b.CreateZExt(b.CreateICmpNE(x, iconst(x, 0)), x->getType());
-      Value* neg = b.CreateZExt(b.CreateICmpSLT(x, iconst(x, 0)), x->getType());
+      llvm::Value* neg = b.CreateZExt(b.CreateICmpSLT(x, iconst(x, 0)), x->getType());
       return b.CreateSub(pos, neg);
     }
     case OpKind::Square:
@@ -136,7 +138,7 @@ Value* int_unary(llvm::IRBuilder<>& b, OpKind op, Value* x, DType t) {
   internal_error(__FILE__, __LINE__, std::string("no integer lowering for ") + op_info(op).name);
 }
 
-Value* compare(llvm::IRBuilder<>& b, OpKind op, Value* x, Value* y, DType t) {
+llvm::Value* compare(llvm::IRBuilder<>& b, OpKind op, llvm::Value* x, llvm::Value* y, DType t) {
   if (is_floating(t)) {
     switch (op) {
       case OpKind::Equal:
@@ -170,7 +172,7 @@ Value* compare(llvm::IRBuilder<>& b, OpKind op, Value* x, Value* y, DType t) {
   }
 }
 
-Value* binary(ScalarOpContext& c, OpKind op, Value* x, Value* y, DType t) {
+llvm::Value* binary(ScalarOpContext& c, OpKind op, llvm::Value* x, llvm::Value* y, DType t) {
   llvm::IRBuilder<>& b = c.b;
   const bool f = is_floating(t), u = is_unsigned(t);
   switch (op) {
@@ -183,18 +185,18 @@ Value* binary(ScalarOpContext& c, OpKind op, Value* x, Value* y, DType t) {
     case OpKind::Div:
       return f ? b.CreateFDiv(x, y) : integer_div(c, x, y, u);
     case OpKind::Pow: {
-      Value* args[] = {x, y};
+      llvm::Value* args[] = {x, y};
       return call_intrinsic(b, llvm::Intrinsic::pow, args);
     }
     case OpKind::Maximum:
     case OpKind::Minimum: {
       const bool max = op == OpKind::Maximum;
       if (f) {
-        Value* args[] = {x, y};
+        llvm::Value* args[] = {x, y};
         return call_intrinsic(b, max ? llvm::Intrinsic::maximum : llvm::Intrinsic::minimum, args);
       }
-      Value* pick = max ? (u ? b.CreateICmpUGE(x, y) : b.CreateICmpSGE(x, y))
-                        : (u ? b.CreateICmpULE(x, y) : b.CreateICmpSLE(x, y));
+      llvm::Value* pick = max ? (u ? b.CreateICmpUGE(x, y) : b.CreateICmpSGE(x, y))
+                              : (u ? b.CreateICmpULE(x, y) : b.CreateICmpSLE(x, y));
       return b.CreateSelect(pick, x, y);
     }
     case OpKind::LogicalAnd:
@@ -230,8 +232,8 @@ llvm::Type* storage_type(llvm::LLVMContext& c, DType t) {
   return t == DType::b8 ? llvm::Type::getInt8Ty(c) : register_type(c, t);
 }
 
-Value* emit_scalar_op(ScalarOpContext& c, OpKind op, std::span<Value* const> args, DType in,
-                      DType out, const Attrs& attrs) {
+llvm::Value* emit_scalar_op(ScalarOpContext& c, OpKind op, std::span<llvm::Value* const> args,
+                            DType in, DType out, const Attrs& attrs) {
   const OpInfo& info = op_info(op);
   if (op == OpKind::Cast) return cast(c.b, args[0], in, out);
   if (op == OpKind::Copy) return args[0];

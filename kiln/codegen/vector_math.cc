@@ -27,8 +27,6 @@
 namespace kiln::codegen {
 namespace {
 
-using llvm::Value;
-
 // erfc_tail's range: erfc(t) is below half the smallest denormal beyond it.
 constexpr double kErfcTailEnd = 10.5;
 
@@ -39,7 +37,7 @@ class MathEmitter {
   MathEmitter(llvm::IRBuilder<>& b, llvm::Module& module, llvm::Type* type)
       : b_(b), module_(module), type_(type), i32_(b.getInt32Ty()) {}
 
-  Value* emit(MathFunction fn, Value* x) {
+  llvm::Value* emit(MathFunction fn, llvm::Value* x) {
     switch (fn) {
       case MathFunction::kExp:
         return exp(x);
@@ -67,45 +65,45 @@ class MathEmitter {
   bool is_f64() const { return type_->isDoubleTy(); }
 
   // ---- primitives: f32 approximations or f64 libm calls.
-  Value* exp(Value* x) { return is_f64() ? libm("exp", x) : exp_f32(x); }
-  Value* log(Value* x) { return is_f64() ? libm("log", x) : log_f32(x); }
-  Value* log1p(Value* x) { return is_f64() ? libm("log1p", x) : log1p_f32(x); }
-  Value* tanh(Value* x) { return is_f64() ? libm("tanh", x) : tanh_f32(x); }
-  Value* erf(Value* x) { return is_f64() ? libm("erf", x) : erf_f32(x); }
+  llvm::Value* exp(llvm::Value* x) { return is_f64() ? libm("exp", x) : exp_f32(x); }
+  llvm::Value* log(llvm::Value* x) { return is_f64() ? libm("log", x) : log_f32(x); }
+  llvm::Value* log1p(llvm::Value* x) { return is_f64() ? libm("log1p", x) : log1p_f32(x); }
+  llvm::Value* tanh(llvm::Value* x) { return is_f64() ? libm("tanh", x) : tanh_f32(x); }
+  llvm::Value* erf(llvm::Value* x) { return is_f64() ? libm("erf", x) : erf_f32(x); }
 
   // ---- composites (both types).
 
   // 1 / (1 + e^-x), computed as e / (1 + e) for x < 0 with e = exp(-|x|): no overflow, no
   // NaN for large |x|, and results down in the denormal range for very negative x.
-  Value* sigmoid(Value* x) {
-    Value* e = exp(neg(abs(x)));
-    Value* num = select(lt(x, c(0)), e, c(1));
+  llvm::Value* sigmoid(llvm::Value* x) {
+    llvm::Value* e = exp(neg(abs(x)));
+    llvm::Value* num = select(lt(x, c(0)), e, c(1));
     return div(num, add(c(1), e));
   }
 
   // 0.5 x (1 + tanh(u)) with u = sqrt(2/pi) (x + 0.044715 x^3), evaluated through the exact
   // identity 0.5 (1 + tanh(u)) = sigmoid(2u), which has no cancellation for negative x.
-  Value* gelu_tanh(Value* x) {
+  llvm::Value* gelu_tanh(llvm::Value* x) {
     const double k = 2 * 0.7978845608028654;
-    Value* two_u = mul(x, fma(mul(x, x), c(k * 0.044715), c(k)));
+    llvm::Value* two_u = mul(x, fma(mul(x, x), c(k * 0.044715), c(k)));
     return negative_inf_to_zero(x, mul(x, sigmoid(two_u)));
   }
 
   // 0.5 x (1 + erf(x / sqrt 2)); f64 as 0.5 x erfc(-x / sqrt 2) (no cancellation for x < 0).
-  Value* gelu_erf(Value* x) {
+  llvm::Value* gelu_erf(llvm::Value* x) {
     if (!is_f64()) return gelu_erf_f32(x);
-    Value* h = libm("erfc", mul(neg(x), c(0.7071067811865476)));
+    llvm::Value* h = libm("erfc", mul(neg(x), c(0.7071067811865476)));
     return negative_inf_to_zero(x, mul(mul(c(0.5), x), h));
   }
 
   // max(x, 0) + log1p(exp(-|x|)); NaN stays NaN (the select keeps NaN out of max).
-  Value* softplus(Value* x) {
-    Value* pos = select(gt(x, c(0)), x, c(0));
+  llvm::Value* softplus(llvm::Value* x) {
+    llvm::Value* pos = select(gt(x, c(0)), x, c(0));
     return add(pos, log1p(exp(neg(abs(x)))));
   }
 
   // gelu(-inf) is -0 (the limit), not -inf * 0 = NaN.
-  Value* negative_inf_to_zero(Value* x, Value* r) {
+  llvm::Value* negative_inf_to_zero(llvm::Value* x, llvm::Value* r) {
     return select(eq(x, c(-INFINITY)), c(-0.0), r);
   }
 
@@ -125,47 +123,47 @@ class MathEmitter {
   //   bits, once shifted by 23, are the biased exponents 127 + floor(n/2) and
   //   127 + ceil(n/2)), applied as fma(t, s1, s1) * s2: the first product is exact (a normal
   //   result), so denormal results are rounded once and 2^128 overflows to inf.
-  Value* exp_f32(Value* x) {
-    Value* xc = select(lt(c(88.8), x), c(88.8), x);  // NaN stays NaN
-    xc = select(lt(xc, c(-104.0)), c(-104.0), xc);   // NaN stays NaN
+  llvm::Value* exp_f32(llvm::Value* x) {
+    llvm::Value* xc = select(lt(c(88.8), x), c(88.8), x);  // NaN stays NaN
+    xc = select(lt(xc, c(-104.0)), c(-104.0), xc);         // NaN stays NaN
     const double shifter = 0x1.8p23 + 254;
-    Value* z = fma(xc, c(1.44269504088896341), c(shifter));
-    Value* n = sub(z, c(shifter));
-    Value* r = fma(n, c(-0.693359375), xc);
+    llvm::Value* z = fma(xc, c(1.44269504088896341), c(shifter));
+    llvm::Value* n = sub(z, c(shifter));
+    llvm::Value* r = fma(n, c(-0.693359375), xc);
     r = fma(n, c(2.12194440e-4), r);
-    Value* p = horner(
+    llvm::Value* p = horner(
         r, {1.3814583654e-3, 8.3687240258e-3, 4.1668388993e-2, 1.6666521132e-1, 4.9999994040e-1});
-    Value* t = fma(p, mul(r, r), r);  // exp(r) - 1
-    Value* bits = b_.CreateBitCast(z, i32_);
-    Value* half = b_.CreateAShr(bits, 1);
-    Value* s1 = b_.CreateBitCast(b_.CreateShl(half, 23), type_);
-    Value* s2 = b_.CreateBitCast(b_.CreateShl(b_.CreateSub(bits, half), 23), type_);
+    llvm::Value* t = fma(p, mul(r, r), r);  // exp(r) - 1
+    llvm::Value* bits = b_.CreateBitCast(z, i32_);
+    llvm::Value* half = b_.CreateAShr(bits, 1);
+    llvm::Value* s1 = b_.CreateBitCast(b_.CreateShl(half, 23), type_);
+    llvm::Value* s2 = b_.CreateBitCast(b_.CreateShl(b_.CreateSub(bits, half), 23), type_);
     return mul(fma(t, s1, s1), s2);
   }
 
   // Cephes logf: x = m 2^e with m in [sqrt(1/2), sqrt(2)), log(x) = e ln2 + log(m) with
   // log(1 + f) = f - f^2/2 + f^3 P(f). Denormal inputs are scaled by 2^23 first.
   // log(+-0) = -inf, log(x < 0) = NaN, log(inf) = inf, NaN -> NaN.
-  Value* log_f32(Value* x) {
-    Value* denormal = lt(x, c(FLT_MIN));
-    Value* xs = select(denormal, mul(x, c(0x1p23)), x);
-    Value* bits = b_.CreateBitCast(xs, i32_);
-    Value* e_bits = b_.CreateSub(b_.CreateLShr(bits, 23), i32c(126));  // m in [0.5, 1)
-    Value* m_bits = b_.CreateOr(b_.CreateAnd(bits, i32c(0x007fffff)), i32c(0x3f000000));
-    Value* m = b_.CreateBitCast(m_bits, type_);
-    Value* e = add(b_.CreateSIToFP(e_bits, type_), select(denormal, c(-23), c(0)));
+  llvm::Value* log_f32(llvm::Value* x) {
+    llvm::Value* denormal = lt(x, c(FLT_MIN));
+    llvm::Value* xs = select(denormal, mul(x, c(0x1p23)), x);
+    llvm::Value* bits = b_.CreateBitCast(xs, i32_);
+    llvm::Value* e_bits = b_.CreateSub(b_.CreateLShr(bits, 23), i32c(126));  // m in [0.5, 1)
+    llvm::Value* m_bits = b_.CreateOr(b_.CreateAnd(bits, i32c(0x007fffff)), i32c(0x3f000000));
+    llvm::Value* m = b_.CreateBitCast(m_bits, type_);
+    llvm::Value* e = add(b_.CreateSIToFP(e_bits, type_), select(denormal, c(-23), c(0)));
     // m < sqrt(1/2): use 2m (exact) and e - 1. f = m - 1 (or 2m - 1) is exact.
-    Value* below = lt(m, c(0.707106781186547524));
+    llvm::Value* below = lt(m, c(0.707106781186547524));
     e = sub(e, select(below, c(1), c(0)));
-    Value* f = add(sub(m, c(1)), select(below, m, c(0)));
-    Value* z = mul(f, f);
-    Value* p = horner(
+    llvm::Value* f = add(sub(m, c(1)), select(below, m, c(0)));
+    llvm::Value* z = mul(f, f);
+    llvm::Value* p = horner(
         f, {7.0376836292E-2, -1.1514610310E-1, 1.1676998740E-1, -1.2420140846E-1, 1.4249322787E-1,
             -1.6668057665E-1, 2.0000714765E-1, -2.4999993993E-1, 3.3333331174E-1});
-    Value* y = mul(mul(f, z), p);
+    llvm::Value* y = mul(mul(f, z), p);
     y = fma(e, c(-2.12194440e-4), y);
     y = fma(z, c(-0.5), y);
-    Value* r = fma(e, c(0.693359375), add(f, y));
+    llvm::Value* r = fma(e, c(0.693359375), add(f, y));
     r = select(eq(x, c(INFINITY)), c(INFINITY), r);
     r = select(eq(x, c(0)), c(-INFINITY), r);
     return select(b_.CreateFCmpULT(x, c(0)), c(NAN), r);  // negative or NaN
@@ -174,10 +172,10 @@ class MathEmitter {
   // log1p(x) = log(u) + (x - (u - 1)) / u with u = 1 + x rounded: the second term corrects
   // the rounding of u. x itself when u == 1 (tiny x; keeps -0); log(u) when it is infinite
   // (x = -1 or inf); x < -1 and NaN -> NaN.
-  Value* log1p_f32(Value* x) {
-    Value* u = add(x, c(1));
-    Value* lu = log_f32(u);
-    Value* r = add(lu, div(sub(x, sub(u, c(1))), u));
+  llvm::Value* log1p_f32(llvm::Value* x) {
+    llvm::Value* u = add(x, c(1));
+    llvm::Value* lu = log_f32(u);
+    llvm::Value* r = add(lu, div(sub(x, sub(u, c(1))), u));
     r = select(eq(abs(lu), c(INFINITY)), lu, r);
     return select(eq(u, c(1)), x, r);
   }
@@ -185,33 +183,34 @@ class MathEmitter {
   // |x| < 0.625: Cephes tanhf polynomial x + x^3 P(x^2); otherwise 1 - 2 / (exp(2|x|) + 1),
   // which saturates to 1 (exp overflows to inf: 2 / inf = 0). The sign is copied from x
   // (tanh(-0) = -0); NaN -> NaN.
-  Value* tanh_f32(Value* x) {
-    Value* ax = abs(x);
-    Value* z = mul(ax, ax);
-    Value* p = horner(z, {-5.70498872745E-3, 2.06390887954E-2, -5.37397155531E-2, 1.33314422036E-1,
-                          -3.33332819422E-1});
-    Value* small = fma(mul(ax, z), p, ax);
-    Value* large = sub(c(1), div(c(2), add(exp_f32(add(ax, ax)), c(1))));
+  llvm::Value* tanh_f32(llvm::Value* x) {
+    llvm::Value* ax = abs(x);
+    llvm::Value* z = mul(ax, ax);
+    llvm::Value* p = horner(z, {-5.70498872745E-3, 2.06390887954E-2, -5.37397155531E-2,
+                                1.33314422036E-1, -3.33332819422E-1});
+    llvm::Value* small = fma(mul(ax, z), p, ax);
+    llvm::Value* large = sub(c(1), div(c(2), add(exp_f32(add(ax, ax)), c(1))));
     return copysign(select(lt(ax, c(0.625)), small, large), x);
   }
 
   // erf: |x| < 1: x P(x^2) (P: degree-6 mpmath.chebyfit of erf(x)/x, relative error 1.2e-9);
   // otherwise 1 - erfc(|x|) from erfc_tail. Sign copied from x (erf(-0) = -0); NaN -> NaN.
-  Value* erf_f32(Value* x) {
-    Value* ax = abs(x);
-    Value* t = select(gt(ax, c(kErfcTailEnd)), c(kErfcTailEnd), ax);
-    Value* t2 = mul(t, t);
-    Value* large = sub(c(1), erfc_tail(t, t2, square_error(t, t2)));
+  llvm::Value* erf_f32(llvm::Value* x) {
+    llvm::Value* ax = abs(x);
+    llvm::Value* t = select(gt(ax, c(kErfcTailEnd)), c(kErfcTailEnd), ax);
+    llvm::Value* t2 = mul(t, t);
+    llvm::Value* large = sub(c(1), erfc_tail(t, t2, square_error(t, t2)));
     return copysign(select(lt(ax, c(1)), erf_small(ax), large), x);
   }
 
   // erf(t) = t P(t^2) for |t| <= 1, evaluated as t + t (P(t^2) - 1) so that the rounding
   // errors only touch the small correction term.
-  Value* erf_small(Value* t) {
-    Value* y = mul(t, t);
-    Value* q = horner(y, {7.8758750626854883e-5, -0.00080168642871658695, 0.005189087423433974,
-                          -0.026854212010626412, 0.11283594715160218, -0.37612626666720331});
-    Value* p_minus_1 = fma(q, y, c(1.1283791658483509 - 1));
+  llvm::Value* erf_small(llvm::Value* t) {
+    llvm::Value* y = mul(t, t);
+    llvm::Value* q =
+        horner(y, {7.8758750626854883e-5, -0.00080168642871658695, 0.005189087423433974,
+                   -0.026854212010626412, 0.11283594715160218, -0.37612626666720331});
+    llvm::Value* p_minus_1 = fma(q, y, c(1.1283791658483509 - 1));
     return fma(t, p_minus_1, t);
   }
 
@@ -219,13 +218,13 @@ class MathEmitter {
   // erfc(t) = exp(-t^2) s K(s - s0) with s = 1 / (1 + 0.4 t) and K a degree-8 mpmath.chebyfit of
   // erfc(t) exp(t^2) / s (relative error 1.5e-8). exp(-t^2) = exp(-t2_hi) (1 - t2_lo) keeps
   // the relative error small in the far tail; past t ~ 10.2 the result underflows to 0.
-  Value* erfc_tail(Value* t, Value* t2_hi, Value* t2_lo) {
-    Value* s = div(c(1), fma(c(0.4), t, c(1)));
-    Value* k = horner(sub(s, c(0.5128205418586731)),
-                      {0.061051599912778256, 0.026317884077208289, -0.12032655068227538,
-                       -0.11658111232053369, 0.17430558599196899, 0.55712327855651445,
-                       0.7475165418630913, 0.6626154284572132, 0.42998611904070038});
-    Value* e = exp_f32(neg(t2_hi));
+  llvm::Value* erfc_tail(llvm::Value* t, llvm::Value* t2_hi, llvm::Value* t2_lo) {
+    llvm::Value* s = div(c(1), fma(c(0.4), t, c(1)));
+    llvm::Value* k = horner(sub(s, c(0.5128205418586731)),
+                            {0.061051599912778256, 0.026317884077208289, -0.12032655068227538,
+                             -0.11658111232053369, 0.17430558599196899, 0.55712327855651445,
+                             0.7475165418630913, 0.6626154284572132, 0.42998611904070038});
+    llvm::Value* e = exp_f32(neg(t2_hi));
     e = fma(neg(e), t2_lo, e);
     return mul(e, mul(s, k));
   }
@@ -234,19 +233,19 @@ class MathEmitter {
   // 1 +- erf_small(|t|) for |t| below 0.5 (x < 0) or 1 (x >= 0); beyond, erfc(|t|) (x < 0: no
   // cancellation in the tail) or 2 - erfc(t) from erfc_tail, with t^2 = x^2 / 2 split exactly.
   // gelu_erf(-inf) = -0.
-  Value* gelu_erf_f32(Value* x) {
+  llvm::Value* gelu_erf_f32(llvm::Value* x) {
     const double x_end = kErfcTailEnd * 1.4142135623730951;
-    Value* ax = abs(x);
-    Value* xc = select(gt(ax, c(x_end)), c(x_end), ax);  // keeps x^2 finite; NaN stays
-    Value* t = mul(xc, c(0.7071067811865476));
-    Value* x2 = mul(xc, xc);
-    Value* x2_lo = square_error(xc, x2);
-    Value* tail = erfc_tail(t, mul(c(0.5), x2), mul(c(0.5), x2_lo));
-    Value* small = erf_small(t);
-    Value* negative = lt(x, c(0));
-    Value* use_tail = b_.CreateNot(lt(t, select(negative, c(0.5), c(1))));  // NaN: small
-    Value* factor = select(negative, select(use_tail, tail, sub(c(1), small)),
-                           select(use_tail, sub(c(2), tail), add(c(1), small)));
+    llvm::Value* ax = abs(x);
+    llvm::Value* xc = select(gt(ax, c(x_end)), c(x_end), ax);  // keeps x^2 finite; NaN stays
+    llvm::Value* t = mul(xc, c(0.7071067811865476));
+    llvm::Value* x2 = mul(xc, xc);
+    llvm::Value* x2_lo = square_error(xc, x2);
+    llvm::Value* tail = erfc_tail(t, mul(c(0.5), x2), mul(c(0.5), x2_lo));
+    llvm::Value* small = erf_small(t);
+    llvm::Value* negative = lt(x, c(0));
+    llvm::Value* use_tail = b_.CreateNot(lt(t, select(negative, c(0.5), c(1))));  // NaN: small
+    llvm::Value* factor = select(negative, select(use_tail, tail, sub(c(1), small)),
+                                 select(use_tail, sub(c(2), tail), add(c(1), small)));
     return negative_inf_to_zero(x, mul(mul(c(0.5), x), factor));
   }
 
@@ -255,15 +254,15 @@ class MathEmitter {
   // product instead, x split into hi + lo of at most 12 significant bits each by clearing the
   // low 12 bits of its significand (integer operations, which cannot be contracted). Every
   // partial product and sum is exact, fused or not, so every target gets the same value.
-  Value* square_error(Value* x, Value* x2) {
-    Value* bits = b_.CreateAnd(b_.CreateBitCast(x, i32_), i32c(0xFFFFF000u));
-    Value* hi = b_.CreateBitCast(bits, type_);
-    Value* lo = sub(x, hi);
+  llvm::Value* square_error(llvm::Value* x, llvm::Value* x2) {
+    llvm::Value* bits = b_.CreateAnd(b_.CreateBitCast(x, i32_), i32c(0xFFFFF000u));
+    llvm::Value* hi = b_.CreateBitCast(bits, type_);
+    llvm::Value* lo = sub(x, hi);
     return add(add(fma(hi, hi, neg(x2)), mul(c(2), mul(hi, lo))), mul(lo, lo));
   }
 
   // ---- f64: the C library.
-  Value* libm(const char* name, Value* x) {
+  llvm::Value* libm(const char* name, llvm::Value* x) {
     llvm::FunctionCallee callee =
         module_.getOrInsertFunction(name, llvm::FunctionType::get(type_, {type_}, false));
     if (auto* f = llvm::dyn_cast<llvm::Function>(callee.getCallee())) {
@@ -276,30 +275,34 @@ class MathEmitter {
   }
 
   // ---- IR helpers.
-  Value* c(double v) { return llvm::ConstantFP::get(type_, v); }
-  Value* i32c(uint32_t v) { return b_.getInt32(v); }
-  Value* add(Value* a, Value* b) { return b_.CreateFAdd(a, b); }
-  Value* sub(Value* a, Value* b) { return b_.CreateFSub(a, b); }
-  Value* mul(Value* a, Value* b) { return b_.CreateFMul(a, b); }
-  Value* div(Value* a, Value* b) { return b_.CreateFDiv(a, b); }
-  Value* neg(Value* a) { return b_.CreateFNeg(a); }
+  llvm::Value* c(double v) { return llvm::ConstantFP::get(type_, v); }
+  llvm::Value* i32c(uint32_t v) { return b_.getInt32(v); }
+  llvm::Value* add(llvm::Value* a, llvm::Value* b) { return b_.CreateFAdd(a, b); }
+  llvm::Value* sub(llvm::Value* a, llvm::Value* b) { return b_.CreateFSub(a, b); }
+  llvm::Value* mul(llvm::Value* a, llvm::Value* b) { return b_.CreateFMul(a, b); }
+  llvm::Value* div(llvm::Value* a, llvm::Value* b) { return b_.CreateFDiv(a, b); }
+  llvm::Value* neg(llvm::Value* a) { return b_.CreateFNeg(a); }
   // a * b + addend, fused when the target has FMA (llvm.fmuladd never becomes a libm call).
-  Value* fma(Value* a, Value* b, Value* addend) {
+  llvm::Value* fma(llvm::Value* a, llvm::Value* b, llvm::Value* addend) {
     return b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {type_}, {a, b, addend});
   }
-  Value* unary(llvm::Intrinsic::ID id, Value* a) { return b_.CreateIntrinsic(id, {type_}, {a}); }
-  Value* abs(Value* a) { return unary(llvm::Intrinsic::fabs, a); }
-  Value* copysign(Value* magnitude, Value* sign) {
+  llvm::Value* unary(llvm::Intrinsic::ID id, llvm::Value* a) {
+    return b_.CreateIntrinsic(id, {type_}, {a});
+  }
+  llvm::Value* abs(llvm::Value* a) { return unary(llvm::Intrinsic::fabs, a); }
+  llvm::Value* copysign(llvm::Value* magnitude, llvm::Value* sign) {
     return b_.CreateIntrinsic(llvm::Intrinsic::copysign, {type_}, {magnitude, sign});
   }
-  Value* lt(Value* a, Value* b) { return b_.CreateFCmpOLT(a, b); }
-  Value* gt(Value* a, Value* b) { return b_.CreateFCmpOGT(a, b); }
-  Value* eq(Value* a, Value* b) { return b_.CreateFCmpOEQ(a, b); }
-  Value* is_nan(Value* a) { return b_.CreateFCmpUNO(a, a); }
-  Value* select(Value* cond, Value* a, Value* b) { return b_.CreateSelect(cond, a, b); }
+  llvm::Value* lt(llvm::Value* a, llvm::Value* b) { return b_.CreateFCmpOLT(a, b); }
+  llvm::Value* gt(llvm::Value* a, llvm::Value* b) { return b_.CreateFCmpOGT(a, b); }
+  llvm::Value* eq(llvm::Value* a, llvm::Value* b) { return b_.CreateFCmpOEQ(a, b); }
+  llvm::Value* is_nan(llvm::Value* a) { return b_.CreateFCmpUNO(a, a); }
+  llvm::Value* select(llvm::Value* cond, llvm::Value* a, llvm::Value* b) {
+    return b_.CreateSelect(cond, a, b);
+  }
   // Horner's scheme; coefficients from the highest degree down.
-  Value* horner(Value* x, std::initializer_list<double> coefficients) {
-    Value* acc = nullptr;
+  llvm::Value* horner(llvm::Value* x, std::initializer_list<double> coefficients) {
+    llvm::Value* acc = nullptr;
     for (double k : coefficients) acc = acc ? fma(acc, x, c(k)) : c(k);
     return acc;
   }

@@ -86,7 +86,7 @@ bool identical(const Node& a, const Node& b) {
   return a.inputs() == b.inputs();
 }
 
-bool eliminate(Graph& g, PassStatistics& stats) {
+bool eliminate_common_subexpressions(Graph& g, PassStatistics& stats) {
   bool changed = false;
   std::unordered_map<size_t, std::vector<const Node*>> seen;  // hash -> kept nodes
   std::unordered_map<const Value*, Value*> replaced;          // removed value -> kept value
@@ -96,7 +96,7 @@ bool eliminate(Graph& g, PassStatistics& stats) {
     // Uses of removed values move to the kept ones as the sweep reaches them.
     for (size_t i = 0; i < n.inputs().size(); ++i)
       if (auto it = replaced.find(n.input(i)); it != replaced.end()) n.set_input(i, it->second);
-    for (const auto& sub : n.subgraphs()) changed |= eliminate(*sub, stats);
+    for (const auto& sub : n.subgraphs()) changed |= eliminate_common_subexpressions(*sub, stats);
     if (!is_candidate(n)) continue;
     std::vector<const Node*>& bucket = seen[hash_node(n)];
     auto match = std::find_if(bucket.begin(), bucket.end(),
@@ -121,7 +121,7 @@ bool eliminate(Graph& g, PassStatistics& stats) {
 class Cse final : public Pass {
  public:
   std::string_view name() const override { return "cse"; }
-  bool run(Graph& g) override { return eliminate(g, statistics()); }
+  bool run(Graph& g) override { return eliminate_common_subexpressions(g, statistics()); }
 };
 
 }  // namespace

@@ -27,7 +27,7 @@ bool has_side_effects(const Graph& g) {
 }
 
 // Removes the dead nodes of `g` and of its live nodes' sub-graphs; returns whether any went.
-bool eliminate(Graph& g, PassStatistics& stats) {
+bool eliminate_dead_nodes(Graph& g, PassStatistics& stats) {
   std::unordered_set<const Value*> live(g.outputs().begin(), g.outputs().end());
   std::unordered_set<const Node*> dead;
   bool changed = false;
@@ -41,7 +41,7 @@ bool eliminate(Graph& g, PassStatistics& stats) {
       continue;
     }
     live.insert(n.inputs().begin(), n.inputs().end());
-    for (const auto& sub : n.subgraphs()) changed |= eliminate(*sub, stats);
+    for (const auto& sub : n.subgraphs()) changed |= eliminate_dead_nodes(*sub, stats);
   }
   if (!dead.empty()) {
     stats.add("nodes removed", int64_t(dead.size()));
@@ -54,7 +54,7 @@ bool eliminate(Graph& g, PassStatistics& stats) {
 class Dce final : public Pass {
  public:
   std::string_view name() const override { return "dce"; }
-  bool run(Graph& g) override { return eliminate(g, statistics()); }
+  bool run(Graph& g) override { return eliminate_dead_nodes(g, statistics()); }
 };
 
 }  // namespace

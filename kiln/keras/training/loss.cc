@@ -7,6 +7,7 @@
 // (keras/src/losses/loss.py squeeze_or_expand_to_same_rank), and y_true is cast to y_pred's
 // dtype. Everything is built from kiln ops, so gradients flow through GradientTape.
 #include "kiln/keras/training/loss.h"
+#include "kiln/keras/training/keras_names.h"
 
 #include <fmt/format.h>
 
@@ -26,14 +27,8 @@ namespace {
 // Keras' backend.epsilon().
 constexpr double kEpsilon = 1e-7;
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
-[[noreturn]] void shape_error(const std::string& loss, const Tensor& y_true, const Tensor& y_pred,
-                              const std::string& expected) {
+[[noreturn]] void loss_shape_error(const std::string& loss, const Tensor& y_true,
+                                   const Tensor& y_pred, const std::string& expected) {
   throw Error(fmt::format("{}: y_true has shape {} and y_pred has shape {}; {}", loss,
                           y_true.shape().to_string(), y_pred.shape().to_string(), expected));
 }
@@ -71,8 +66,8 @@ std::pair<Tensor, Tensor> align_dense(const std::string& loss, const Tensor& y_t
       y_pred = squeeze(y_pred, {-1});
   }
   if (!(y_true.shape() == y_pred.shape()))
-    shape_error(loss, y_true_in, y_pred_in,
-                "they must be equal (or differ only by a trailing dimension of 1)");
+    loss_shape_error(loss, y_true_in, y_pred_in,
+                     "they must be equal (or differ only by a trailing dimension of 1)");
   if (y_true.dtype() != y_pred.dtype()) y_true = cast(y_true, y_pred.dtype());
   return {y_true, y_pred};
 }
@@ -119,7 +114,7 @@ Tensor clip_probabilities(const Tensor& p) {
 
 void require_rank_1(const std::string& loss, const Tensor& y_true, const Tensor& y_pred) {
   if (y_pred.rank() < 1)
-    shape_error(loss, y_true, y_pred, "y_pred must have at least one axis (the classes)");
+    loss_shape_error(loss, y_true, y_pred, "y_pred must have at least one axis (the classes)");
 }
 
 // Integer class ids of shape y_pred.shape[:-1] (a trailing 1 is squeezed), as int64. Floating
@@ -133,10 +128,10 @@ Tensor sparse_labels(const std::string& loss, const Tensor& y_true_in, const Ten
     y_true = squeeze(y_true, {-1});
   Shape expected(std::vector<int64_t>(y_pred.shape().begin(), y_pred.shape().end() - 1));
   if (!(y_true.shape() == expected))
-    shape_error(loss, y_true_in, y_pred,
-                fmt::format("y_true must hold one class id per row, with shape {} (or with a "
-                            "trailing 1)",
-                            expected.to_string()));
+    loss_shape_error(loss, y_true_in, y_pred,
+                     fmt::format("y_true must hold one class id per row, with shape {} (or with a "
+                                 "trailing 1)",
+                                 expected.to_string()));
   if (y_true.dtype() != DType::i64) y_true = cast(y_true, DType::i64);
   if (!y_true.is_symbolic()) {
     const int64_t classes = y_pred.shape().dim(-1);
@@ -156,7 +151,7 @@ Tensor sparse_labels(const std::string& loss, const Tensor& y_true_in, const Ten
 // ---------------------------------------------------------------- Loss
 
 Loss::Loss(const char* name) {
-  const std::string key = lower(name ? name : "");
+  const std::string key = training_detail::lower_ascii(name ? name : "");
   if (key == "mean_squared_error" || key == "mse") {
     *this = losses::mean_squared_error();
   } else if (key == "mean_absolute_error" || key == "mae") {
@@ -258,7 +253,7 @@ Loss categorical_crossentropy(bool from_logits) {
         require_defined(name, t, p);
         require_floating_pred(name, p);
         if (!(t.shape() == p.shape()))
-          shape_error(name, t, p, "y_true must be one-hot with y_pred's shape");
+          loss_shape_error(name, t, p, "y_true must be one-hot with y_pred's shape");
         require_rank_1(name, t, p);
         Tensor y = t.dtype() == p.dtype() ? t : cast(t, p.dtype());
         Tensor log_prob =

@@ -2,6 +2,7 @@
 // each batch contributes per-element match values (1 or 0) to a running total and count, kept
 // in double; result() is total / count (0 before the first batch, like divide_no_nan).
 #include "kiln/keras/training/metric.h"
+#include "kiln/keras/training/keras_names.h"
 
 #include <fmt/format.h>
 
@@ -17,19 +18,13 @@
 namespace kiln {
 namespace {
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
 bool is_accuracy_alias(const std::string& name) {
-  const std::string n = lower(name);
+  const std::string n = training_detail::lower_ascii(name);
   return n == "accuracy" || n == "acc";
 }
 
-[[noreturn]] void shape_error(const std::string& metric, const Tensor& y_true, const Tensor& y_pred,
-                              const std::string& expected) {
+[[noreturn]] void metric_shape_error(const std::string& metric, const Tensor& y_true,
+                                     const Tensor& y_pred, const std::string& expected) {
   throw Error(fmt::format("metric \"{}\": y_true has shape {} and y_pred has shape {}; {}", metric,
                           y_true.shape().to_string(), y_pred.shape().to_string(), expected));
 }
@@ -87,13 +82,14 @@ class SparseCategoricalAccuracyImpl : public MeanMetricImpl {
  protected:
   Tensor matches(const Tensor& y_true_in, const Tensor& y_pred) override {
     require_inputs(name(), y_true_in, y_pred);
-    if (y_pred.rank() < 1) shape_error(name(), y_true_in, y_pred, "y_pred needs a class axis");
+    if (y_pred.rank() < 1)
+      metric_shape_error(name(), y_true_in, y_pred, "y_pred needs a class axis");
     Tensor y_true = y_true_in;
     if (y_true.rank() == y_pred.rank() && y_true.shape().dim(-1) == 1)
       y_true = squeeze(y_true, {-1});
     Shape expected(std::vector<int64_t>(y_pred.shape().begin(), y_pred.shape().end() - 1));
     if (!(y_true.shape() == expected))
-      shape_error(
+      metric_shape_error(
           name(), y_true_in, y_pred,
           fmt::format("integer labels must have shape {} (or a trailing 1)", expected.to_string()));
     Tensor predicted = argmax(y_pred, -1);  // int64
@@ -115,7 +111,7 @@ class CategoricalAccuracyImpl : public MeanMetricImpl {
   Tensor matches(const Tensor& y_true, const Tensor& y_pred) override {
     require_inputs(name(), y_true, y_pred);
     if (!(y_true.shape() == y_pred.shape()) || y_pred.rank() < 1)
-      shape_error(name(), y_true, y_pred, "one-hot labels must have y_pred's shape");
+      metric_shape_error(name(), y_true, y_pred, "one-hot labels must have y_pred's shape");
     return equal(argmax(y_true, -1), argmax(y_pred, -1));
   }
 };
@@ -140,8 +136,8 @@ class BinaryAccuracyImpl : public MeanMetricImpl {
     else if (rp == rt + 1 && y_pred.shape().dim(-1) == 1)
       y_pred = squeeze(y_pred, {-1});
     if (!(y_true.shape() == y_pred.shape()))
-      shape_error(name(), y_true_in, y_pred_in,
-                  "they must be equal (or differ only by a trailing dimension of 1)");
+      metric_shape_error(name(), y_true_in, y_pred_in,
+                         "they must be equal (or differ only by a trailing dimension of 1)");
     if (!is_floating(y_pred.dtype())) y_pred = cast(y_pred, DType::f64);
     Tensor predicted = greater(y_pred, scalar(threshold_, y_pred.dtype()));
     Tensor actual = greater(cast(y_true, DType::f64), scalar(0.5, DType::f64));
@@ -166,7 +162,8 @@ class TopKImpl : public MeanMetricImpl {
  protected:
   Tensor matches(const Tensor& y_true_in, const Tensor& y_pred) override {
     require_inputs(name(), y_true_in, y_pred);
-    if (y_pred.rank() < 1) shape_error(name(), y_true_in, y_pred, "y_pred needs a class axis");
+    if (y_pred.rank() < 1)
+      metric_shape_error(name(), y_true_in, y_pred, "y_pred needs a class axis");
     Tensor labels;
     if (sparse_) {
       labels = y_true_in;
@@ -174,13 +171,13 @@ class TopKImpl : public MeanMetricImpl {
         labels = squeeze(labels, {-1});
       Shape expected(std::vector<int64_t>(y_pred.shape().begin(), y_pred.shape().end() - 1));
       if (!(labels.shape() == expected))
-        shape_error(name(), y_true_in, y_pred,
-                    fmt::format("integer labels must have shape {} (or a trailing 1)",
-                                expected.to_string()));
+        metric_shape_error(name(), y_true_in, y_pred,
+                           fmt::format("integer labels must have shape {} (or a trailing 1)",
+                                       expected.to_string()));
       labels = cast(labels, DType::i64);
     } else {
       if (!(y_true_in.shape() == y_pred.shape()))
-        shape_error(name(), y_true_in, y_pred, "one-hot labels must have y_pred's shape");
+        metric_shape_error(name(), y_true_in, y_pred, "one-hot labels must have y_pred's shape");
       labels = argmax(y_true_in, -1);
     }
     const int64_t classes = y_pred.shape().dim(-1);
@@ -206,7 +203,7 @@ class MeanAbsoluteErrorImpl : public MeanMetricImpl {
   Tensor matches(const Tensor& y_true, const Tensor& y_pred) override {
     require_inputs(name(), y_true, y_pred);
     if (!(y_true.shape() == y_pred.shape()) || y_pred.rank() < 1)
-      shape_error(name(), y_true, y_pred, "they must have the same shape (rank >= 1)");
+      metric_shape_error(name(), y_true, y_pred, "they must have the same shape (rank >= 1)");
     Tensor p = cast(y_pred, DType::f64), t = cast(y_true, DType::f64);
     return mean(abs(p - t), {-1});
   }
@@ -265,7 +262,7 @@ class AutoAccuracyImpl : public MetricImpl {
 }  // namespace
 
 Metric::Metric(const char* name_in) : requested_(name_in ? name_in : "") {
-  const std::string key = lower(requested_);
+  const std::string key = training_detail::lower_ascii(requested_);
   if (key == "accuracy" || key == "acc")
     impl_ = std::make_shared<AutoAccuracyImpl>(requested_);
   else if (key == "sparse_categorical_accuracy")

@@ -6,6 +6,7 @@
 // trace into kiln::function graphs. The step-dependent scalars (learning rate, Adam's alpha) are
 // float64 tensors computed from the iterations variable, then cast to the variable's dtype.
 #include "kiln/keras/training/optimizer.h"
+#include "kiln/keras/training/keras_names.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -323,12 +324,6 @@ void OptimizerImpl::apply_gradients(const std::vector<Tensor>& grads,
 
 namespace {
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
 void check_momentum_in_unit_interval(double m) {
   if (!(m >= 0 && m <= 1)) throw Error(fmt::format("SGD: momentum must be in [0, 1], got {}", m));
 }
@@ -546,7 +541,7 @@ class RMSpropImpl : public OptimizerImpl {
 // ---------------------------------------------------------------- Optimizer handle
 
 Optimizer::Optimizer(const char* name) {
-  const std::string key = lower(name ? name : "");
+  const std::string key = training_detail::lower_ascii(name ? name : "");
   if (key == "sgd")
     *this = SGD();
   else if (key == "adam")

@@ -26,6 +26,7 @@
 #include "kiln/runtime/kernels/conv_shallow.h"
 #include "kiln/runtime/kernels/register.h"
 #include "kiln/runtime/kernels/vector_block.h"
+#include "kiln/runtime/kernels/visit_float.h"
 #include "kiln/runtime/scratch.h"
 #include "kiln/runtime/threading.h"
 
@@ -367,13 +368,6 @@ void conv_backprop_filter(const T* x, const T* dy, T* dw, const ConvGeom& g) {
 }
 
 // ---------------------------------------------------------------- kernels
-
-template <typename F>
-void visit_float(DType t, const char* op, F&& fn) {
-  if (t == DType::f32) return fn(TypeTag<float>{});
-  if (t == DType::f64) return fn(TypeTag<double>{});
-  throw Error(fmt::format("{}: only float32 and float64 are supported, got {}", op, dtype_name(t)));
-}
 
 void conv2d_kernel(std::span<const Array> in, const Attrs& attrs, Array& out) {
   const ConvGeom g = conv_geom(in[0].shape, in[1].shape, attrs, "conv2d");

@@ -13,6 +13,7 @@
 
 #include "kiln/ir/shape_rules.h"
 #include "kiln/runtime/kernels/register.h"
+#include "kiln/runtime/kernels/visit_float.h"
 #include "kiln/runtime/threading.h"
 
 namespace kiln::runtime {
@@ -243,13 +244,6 @@ void avg_pool_grad(const T* dy, T* dx, const PoolGeom& g) {
           }
       }
   });
-}
-
-template <typename F>
-void visit_float(DType t, const char* op, F&& fn) {
-  if (t == DType::f32) return fn(TypeTag<float>{});
-  if (t == DType::f64) return fn(TypeTag<double>{});
-  throw Error(fmt::format("{}: only float32 and float64 are supported, got {}", op, dtype_name(t)));
 }
 
 void max_pool2d_kernel(std::span<const Array> in, const Attrs& attrs, Array& out) {

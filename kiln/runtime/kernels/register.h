@@ -9,8 +9,12 @@ namespace kiln::runtime {
 
 using KernelTable = std::array<KernelFn, kNumOps>;
 
-void register_elementwise_kernels(KernelTable& t);
+void register_arithmetic_kernels(KernelTable& t);
+void register_comparison_kernels(KernelTable& t);
+void register_unary_kernels(KernelTable& t);
+void register_cast_kernels(KernelTable& t);
 void register_reduce_kernels(KernelTable& t);
+void register_extremum_kernels(KernelTable& t);
 void register_softmax_kernels(KernelTable& t);
 void register_matmul_kernels(KernelTable& t);
 void register_conv_kernels(KernelTable& t);

@@ -7,8 +7,12 @@ namespace {
 
 KernelTable build() {
   KernelTable t{};
-  register_elementwise_kernels(t);
+  register_arithmetic_kernels(t);
+  register_comparison_kernels(t);
+  register_unary_kernels(t);
+  register_cast_kernels(t);
   register_reduce_kernels(t);
+  register_extremum_kernels(t);
   register_softmax_kernels(t);
   register_matmul_kernels(t);
   register_conv_kernels(t);
