@@ -8,11 +8,19 @@
 # core still has a couple of batches to work on. Sources with their own compile options (the
 # Eigen kernels, the ISA-specific GEMM microkernels) compile alone, as CMake excludes them.
 # -DKILN_UNITY_BUILD=OFF compiles file by file (quicker rebuilds after editing one file).
+#
+# Files of a batch share one translation unit, so their file-local names (anonymous namespaces,
+# `static`) must differ: scripts/check-unity-names.py lists any two that do not (ctest
+# build.unity_batches_share_no_names), including pairs that compile but would change which
+# overload a call picks. The tests (tests/) are built file by file: many of their files define
+# helpers of the same names.
 option(KILN_UNITY_BUILD "Compile each target's sources in batches (faster cold builds)" ON)
 set(KILN_UNITY_MAX_BATCH 16 CACHE STRING "Most source files in one unity batch")
 
-# Applies the unity plan to every C++ target defined in `dir` and the directories below it.
+# Applies the unity plan to every C++ target defined in `dir` and the directories below it,
+# except those below the directories named after EXCLUDE.
 function(kiln_apply_unity_builds dir)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "EXCLUDE")
   if(NOT KILN_UNITY_BUILD)
     return()
   endif()
@@ -24,6 +32,9 @@ function(kiln_apply_unity_builds dir)
   set(plan "")
   while(dirs)
     list(POP_FRONT dirs d)
+    if(d IN_LIST arg_EXCLUDE)
+      continue()
+    endif()
     get_property(subdirs DIRECTORY ${d} PROPERTY SUBDIRECTORIES)
     list(APPEND dirs ${subdirs})
     get_property(targets DIRECTORY ${d} PROPERTY BUILDSYSTEM_TARGETS)

@@ -5,9 +5,15 @@
 # a character language model on text, by default /usr/share/common-licenses/GPL-3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/build-progress.sh
+# ccache keys on paths relative to the checkout, so clones in other directories share objects.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
+kiln_step "Installing the Debian packages kiln needs (scripts/install-deps.sh)"
 bash scripts/install-deps.sh
+kiln_step "Configuring (cmake --preset default)"
 cmake --preset default
-cmake --build --preset default --target kiln_cli
+kiln_build default KILN_MAIN_CORE_MINUTES kiln_cli
+kiln_step "Running kiln"
 ./build/tools/kiln --version
 case " $* " in
   *" --model "* | *" --model="*) ./build/tools/kiln train --mode both "$@" ;;

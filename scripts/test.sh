@@ -9,10 +9,15 @@ cd "$(dirname "$0")/.."
 preset="${1:-default}"
 # ccache keys on paths relative to the checkout, so clones in other directories share objects.
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
+source scripts/build-progress.sh
+kiln_step "Installing the Debian packages kiln needs (scripts/install-deps.sh)"
 bash scripts/install-deps.sh
 if [ "$preset" = default ] && [ "${KILN_SKIP_FUZZ:-0}" != 1 ]; then
+  kiln_step "Building the fuzz harnesses (clang) and running each briefly (scripts/fuzz.sh)"
   KILN_FUZZ_SKIP_DEPS=1 bash scripts/fuzz.sh "${KILN_FUZZ_SECONDS:-10}"
 fi
+kiln_step "Configuring (cmake --preset $preset)"
 cmake --preset "$preset"
-cmake --build --preset "$preset"
+kiln_build "$preset" KILN_ALL_CORE_MINUTES
+kiln_step "Running the tests (ctest --preset $preset -j 2)"
 ctest --preset "$preset" -j 2

@@ -134,22 +134,9 @@ std::string cpp_type(AttrKind k) {
   return "?";
 }
 
+// The DType enumerator's name: the IR's short name, but for bool (b8).
 std::string dtype_enumerator(DType t) {
-  switch (t) {
-    case DType::f32:
-      return "f32";
-    case DType::f64:
-      return "f64";
-    case DType::i32:
-      return "i32";
-    case DType::i64:
-      return "i64";
-    case DType::b8:
-      return "b8";
-    case DType::u8:
-      return "u8";
-  }
-  return "?";
+  return t == DType::b8 ? "b8" : std::string(dtype_short_name(t));
 }
 
 // A schema default as a C++ expression: [] -> {}, [1, 1] -> {1, 1}, f32 -> DType::f32.

@@ -68,7 +68,7 @@ Shape input_shape_attr(const Attrs& attrs, const TensorType& grad, const char* o
   return s;
 }
 
-void require_same_dtype(const TensorType& a, const TensorType& b, const char* op) {
+void require_operand_dtypes_match(const TensorType& a, const TensorType& b, const char* op) {
   if (a.dtype != b.dtype)
     throw Error(fmt::format("{}: dtypes differ: {} and {}; use kiln::cast on one operand", op,
                             dtype_name(a.dtype), dtype_name(b.dtype)));
@@ -114,7 +114,7 @@ TensorType rule_matmul(const OpInfo& op, std::span<const TensorType> in, const A
         fmt::format("matmul: both operands need rank >= 2, got a {} and b {}; reshape a "
                     "vector to (1, n) or (n, 1) first",
                     a.to_string(), b.to_string()));
-  require_same_dtype(in[0], in[1], op.name);
+  require_operand_dtypes_match(in[0], in[1], op.name);
   bool ta = attrs.get_bool("transpose_a", op.name), tb = attrs.get_bool("transpose_b", op.name);
   int64_t m = ta ? a.dim(-1) : a.dim(-2), ka = ta ? a.dim(-2) : a.dim(-1);
   int64_t kb = tb ? b.dim(-1) : b.dim(-2), n = tb ? b.dim(-2) : b.dim(-1);
@@ -132,7 +132,7 @@ TensorType rule_matmul(const OpInfo& op, std::span<const TensorType> in, const A
 TensorType rule_conv2d(const OpInfo& op, std::span<const TensorType> in, const Attrs& attrs) {
   check_rank4(in[0], "input", "NHWC", op.name);
   check_rank4(in[1], "filter", "HWIO", op.name);
-  require_same_dtype(in[0], in[1], op.name);
+  require_operand_dtypes_match(in[0], in[1], op.name);
   return {in[0].dtype, conv_output(in[0].shape, in[1].shape, attrs, op.name)};
 }
 
@@ -140,7 +140,7 @@ TensorType rule_conv2d_backprop_input(const OpInfo& op, std::span<const TensorTy
                                       const Attrs& attrs) {
   check_rank4(in[0], "filter", "HWIO", op.name);
   check_rank4(in[1], "output gradient", "NHWC", op.name);
-  require_same_dtype(in[0], in[1], op.name);
+  require_operand_dtypes_match(in[0], in[1], op.name);
   Shape input = input_shape_attr(attrs, in[1], op.name);
   require_shape(in[1].shape, conv_output(input, in[0].shape, attrs, op.name), "output gradient",
                 op.name);
@@ -151,7 +151,7 @@ TensorType rule_conv2d_backprop_filter(const OpInfo& op, std::span<const TensorT
                                        const Attrs& attrs) {
   check_rank4(in[0], "input", "NHWC", op.name);
   check_rank4(in[1], "output gradient", "NHWC", op.name);
-  require_same_dtype(in[0], in[1], op.name);
+  require_operand_dtypes_match(in[0], in[1], op.name);
   Shape filter = shape_attr(attrs, "filter_shape", op.name);
   require_shape(in[1].shape, conv_output(in[0].shape, filter, attrs, op.name), "output gradient",
                 op.name);
@@ -166,7 +166,7 @@ TensorType rule_pool2d(const OpInfo& op, std::span<const TensorType> in, const A
 TensorType rule_max_pool2d_grad(const OpInfo& op, std::span<const TensorType> in,
                                 const Attrs& attrs) {
   check_rank4(in[0], "input", "NHWC", op.name);
-  require_same_dtype(in[0], in[1], op.name);
+  require_operand_dtypes_match(in[0], in[1], op.name);
   require_shape(in[1].shape, pool_output(in[0].shape, attrs, op.name), "output gradient", op.name);
   return in[0];
 }
