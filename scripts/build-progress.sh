@@ -10,6 +10,11 @@
 
 kiln_step() { printf '\n==> %s\n' "$*"; }
 
+# CPU seconds (user + system) of this shell's finished children: fields cutime and cstime.
+kiln_children_cpu_seconds() {
+  awk -v tck="$(getconf CLK_TCK)" '{print int(($16 + $17) / tck)}' "/proc/$$/stat"
+}
+
 kiln_build() {
   local preset="$1" core_minutes="$2"
   shift 2
@@ -17,7 +22,7 @@ kiln_build() {
   [ "$preset" = default ] || dir="build-$preset"
   local cores steps what="${*:-every target}"
   cores=$(nproc)
-  steps=$(ninja -C "$dir" -n "$@" 2>/dev/null | grep -c '^\[' || true)
+  steps=$(ninja -C "$dir" -n "$@" 2>/dev/null | grep -cE '^\[[0-9]+/[0-9]+\] (Building|Linking)' || true)
   if [ "$steps" -eq 0 ]; then
     kiln_step "Building $what: up to date"
     return 0
@@ -36,11 +41,13 @@ kiln_build() {
       "$(((core_minutes + cores - 1) / cores)) min ($core_minutes minutes of compiler time" \
       "on a 2-core Intel Cascade Lake server, fewer with a warm ccache)"
   fi
-  local start=$SECONDS
+  local start=$SECONDS cpu_start
+  cpu_start=$(kiln_children_cpu_seconds)
   local args=(--build --preset "$preset")
   [ $# -eq 0 ] || args+=(--target "$@")
   NINJA_STATUS="[%f/%t, %e s] " cmake "${args[@]}"
-  local took=$((SECONDS - start))
+  local took=$((SECONDS - start)) cpu=$(($(kiln_children_cpu_seconds) - cpu_start))
   [ "$steps" -lt 20 ] || echo "$took $steps $cores" >>"$dir/.kiln-build-times"
-  echo "built $what in $((took / 60)) min $((took % 60)) s ($steps steps)"
+  echo "built $what in $((took / 60)) min $((took % 60)) s ($steps steps, $((cpu / 60)) min" \
+    "$((cpu % 60)) s of compiler time)"
 }
