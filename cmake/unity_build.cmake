@@ -16,6 +16,7 @@
 # helpers of the same names.
 option(KILN_UNITY_BUILD "Compile each target's sources in batches (faster cold builds)" ON)
 set(KILN_UNITY_MAX_BATCH 16 CACHE STRING "Most source files in one unity batch")
+option(KILN_UNITY_TESTS "Unity batches for the test programs (tests/) too" OFF)
 
 # Applies the unity plan to every C++ target defined in `dir` and the directories below it,
 # except those below the directories named after EXCLUDE.

@@ -3,10 +3,10 @@
 #       prints "==> TEXT" (what the script is doing now)
 #   kiln_build PRESET CORE_MINUTES [TARGET...]
 #       builds the preset's folder (every target, or the ones named), first saying how many
-#       steps are left and how long that should take, then "[done/total, seconds]" per step.
+#       compile and link steps the targets have and how long a cold build of them takes, then
+#       "[done/total, seconds]" per step (total: what is left to do).
 #       CORE_MINUTES is the compiler time a cold build of those targets took where it was
-#       measured (docs/building.md); once a build of at least that size has run on this
-#       machine, its own time (kept in BUILD_DIR/.kiln-build-times) is quoted instead.
+#       measured (docs/building.md); afterwards the build's own wall and CPU time are printed.
 
 kiln_step() { printf '\n==> %s\n' "$*"; }
 
@@ -22,32 +22,18 @@ kiln_build() {
   [ "$preset" = default ] || dir="build-$preset"
   local cores steps what="${*:-every target}"
   cores=$(nproc)
-  steps=$(ninja -C "$dir" -n "$@" 2>/dev/null | grep -cE '^\[[0-9]+/[0-9]+\] (Building|Linking)' || true)
-  if [ "$steps" -eq 0 ]; then
-    kiln_step "Building $what: up to date"
-    return 0
-  fi
-  local before=""
-  if [ -f "$dir/.kiln-build-times" ]; then
-    # The last build here with at least as many steps on as many cores: "seconds steps cores".
-    before=$(awk -v s="$steps" -v c="$cores" '$2 >= s && $3 == c {t = $1} END {if (t) print t}' \
-      "$dir/.kiln-build-times")
-  fi
-  if [ -n "$before" ]; then
-    kiln_step "Building $what: $steps steps on $cores cores; a build this size took" \
-      "$((before / 60)) min $((before % 60)) s on this machine"
-  else
-    kiln_step "Building $what: $steps steps on $cores cores; cold, about" \
-      "$(((core_minutes + cores - 1) / cores)) min ($core_minutes minutes of compiler time" \
-      "on a 2-core Intel Cascade Lake server, fewer with a warm ccache)"
-  fi
+  # Every compile and link step of the targets (what a cold build runs; ninja's dry run cannot
+  # count what is left: it stops at the glob check's re-run of cmake).
+  steps=$(ninja -C "$dir" -t commands "$@" 2>/dev/null | grep -cE ' -c | -o ' || true)
+  kiln_step "Building $what: $steps compile and link steps on $cores cores; cold, about" \
+    "$(((core_minutes + cores - 1) / cores)) min ($core_minutes minutes of compiler time on a" \
+    "2-core Intel Cascade Lake server; less with a warm ccache)"
   local start=$SECONDS cpu_start
   cpu_start=$(kiln_children_cpu_seconds)
   local args=(--build --preset "$preset")
   [ $# -eq 0 ] || args+=(--target "$@")
   NINJA_STATUS="[%f/%t, %e s] " cmake "${args[@]}"
   local took=$((SECONDS - start)) cpu=$(($(kiln_children_cpu_seconds) - cpu_start))
-  [ "$steps" -lt 20 ] || echo "$took $steps $cores" >>"$dir/.kiln-build-times"
   echo "built $what in $((took / 60)) min $((took % 60)) s ($steps steps, $((cpu / 60)) min" \
     "$((cpu % 60)) s of compiler time)"
 }

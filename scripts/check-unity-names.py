@@ -65,7 +65,7 @@ def declared_name(head):
         return m.group(1) + " = " + m.group(2)
     m = re.match(r"using\s+([\w:]*::(\w+))$", head)
     if m:  # a using-declaration: two of the same entity are harmless, so name the entity
-        return m.group(2) + " = " + m.group(1).lstrip(":")
+        return m.group(2) + " = " + re.sub(r"^(::)?(kiln::)?", "", m.group(1))
     # A function: the identifier before the first '(' at the top level of the head.
     depth = 0
     for k, c in enumerate(head):
