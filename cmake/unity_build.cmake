@@ -12,16 +12,21 @@
 # Files of a batch share one translation unit, so their file-local names (anonymous namespaces,
 # `static`) must differ: scripts/check-unity-names.py lists any two that do not (ctest
 # build.unity_batches_share_no_names), including pairs that compile but would change which
-# overload a call picks. The tests (tests/) are built file by file: many of their files define
-# helpers of the same names.
+# overload a call picks; a file that must keep such a name is listed SKIP_UNITY_BUILD_INCLUSION
+# and compiles alone (tests/CMakeLists.txt lists some test files).
 option(KILN_UNITY_BUILD "Compile each target's sources in batches (faster cold builds)" ON)
 set(KILN_UNITY_MAX_BATCH 16 CACHE STRING "Most source files in one unity batch")
-option(KILN_UNITY_TESTS "Unity batches for the test programs (tests/) too" OFF)
 
-# Applies the unity plan to every C++ target defined in `dir` and the directories below it,
-# except those below the directories named after EXCLUDE.
+# GCC warns when a class of a file a translation unit includes (not its main file) has a member
+# of a type from an anonymous namespace (-Wsubobject-linkage), as it would in a header. A batch
+# includes its .cc files, where such members are fine (GradientTape::State in
+# gradient_tape.cc), so the warning is off when batches are on.
+if(KILN_UNITY_BUILD AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  target_compile_options(kiln_flags INTERFACE -Wno-subobject-linkage)
+endif()
+
+# Applies the unity plan to every C++ target defined in `dir` and the directories below it.
 function(kiln_apply_unity_builds dir)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "EXCLUDE")
   if(NOT KILN_UNITY_BUILD)
     return()
   endif()
@@ -33,9 +38,6 @@ function(kiln_apply_unity_builds dir)
   set(plan "")
   while(dirs)
     list(POP_FRONT dirs d)
-    if(d IN_LIST arg_EXCLUDE)
-      continue()
-    endif()
     get_property(subdirs DIRECTORY ${d} PROPERTY SUBDIRECTORIES)
     list(APPEND dirs ${subdirs})
     get_property(targets DIRECTORY ${d} PROPERTY BUILDSYSTEM_TARGETS)

@@ -160,10 +160,10 @@ def main():
         by_name = {}
         for key, where in seen.items():
             by_name.setdefault(key.split(" = ")[0], set()).add(key)
-        for name, where in sorted(seen.items()):
-            aliases = by_name[name.split(" = ")[0]]
-            if (" = " in name and len(aliases) > 1) or (" = " not in name and len(where) > 1):
-                clashes.append(f"{batch.relative_to(build)}: {name}: " + ", ".join(where))
+        for base, keys in sorted(by_name.items()):
+            where = [w for k in sorted(keys) for w in seen[k]]
+            if len(keys) > 1 or (" = " not in next(iter(keys)) and len(where) > 1):
+                clashes.append(f"{batch.relative_to(build)}: {base}: " + ", ".join(where))
     for c in clashes:
         print(c)
     print(f"check-unity-names: {len(batches)} batches, {len(clashes)} shared file-local names")
