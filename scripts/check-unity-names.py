@@ -80,7 +80,7 @@ def declared_name(head):
                     return None  # a macro's use (TEST(...) {), not a declaration
                 return m.group(1)
             break
-    m = re.search(r"([A-Za-z_]\w*)\s*(?:=|\[|$)", head.split("=")[0] + ("=" if "=" in head else ""))
+    m = re.search(r"([A-Za-z_]\w*)\s*(?:\[\s*\w*\s*\]\s*)?(?:=|$)", head.split("=")[0] + ("=" if "=" in head else ""))
     if m and m.group(1) not in KEYWORDS and " " in head.split("=")[0].strip():
         return m.group(1)
     return None
@@ -124,7 +124,7 @@ def file_local_names(path):
                 if ns is not None and at_namespace_scope:
                     stack.append(ns.group(1) or "anon")
                 else:
-                    if local and not re.search(r"=\s*$", head):
+                    if local:  # a definition, or a variable's brace initializer (= {...})
                         name = declared_name(head)
                         if name:
                             names.setdefault(scope(stack) + name, line)

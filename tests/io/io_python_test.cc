@@ -15,7 +15,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string script() { return std::string(KILN_SOURCE_DIR) + "/tests/io/python_check.py"; }
+std::string script() { return (fs::path(KILN_SOURCE_DIR) / "tests/io/python_check.py").string(); }
 
 TEST(IoPython, NumpyReadsKilnFiles) {
   fs::path dir = fs::temp_directory_path() / "kiln_io_python_read";

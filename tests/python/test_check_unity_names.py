@@ -73,3 +73,9 @@ def test_test_macros_and_comments_are_not_declarations(tmp_path):
             "TEST(Suite, Name) { EXPECT_EQ(1, 1); }\n}\n")
     other = "namespace {\nTEST(Suite, Other) { EXPECT_EQ(2, 2); }\nint helper(int x);\n}\n"
     assert check(tmp_path, body, other)[0] == 0
+
+
+def test_arrays_with_brace_initializers_are_declarations(tmp_path):
+    code, out = check(tmp_path, "namespace {\nconstexpr int kModes[] = {1, 2};\n}\n",
+                      "namespace {\nconst char* kModes[] = {\"a\"};\n}\n")
+    assert code == 1 and "kModes" in out
