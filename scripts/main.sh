@@ -12,7 +12,7 @@ kiln_step "Installing the Debian packages kiln needs (scripts/install-deps.sh)"
 bash scripts/install-deps.sh
 kiln_step "Configuring (cmake --preset default)"
 cmake --preset default
-kiln_build default 16 kiln_cli
+kiln_build default 12 kiln_cli
 kiln_step "Running kiln"
 ./build/tools/kiln --version
 case " $* " in

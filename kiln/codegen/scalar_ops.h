@@ -2,7 +2,7 @@
 // each operand (the kernel emitter calls this inside its loops; the loop vectorizer widens
 // it). Values are in register types: float, double, i32, i64, i8 (uint8) and i1 (bool).
 //
-// The semantics follow the eager kernels (runtime/kernels/elementwise.cc): maximum/minimum
+// The semantics follow the eager kernels (runtime/kernels/elementwise_*.cc): maximum/minimum
 // and relu propagate NaN, integer division truncates (x / -1 wraps), casts from floats to
 // integers saturate (eager: undefined out of range), transcendental functions come from
 // codegen/vector_math.h for float32 (documented errors) and the C library for float64.
