@@ -8,6 +8,7 @@
 #   KILN_FUZZ_HARNESSES="npy_fuzzer idx_fuzzer"  run only these harnesses
 #   KILN_FUZZ_DIR=DIR                            scratch directory (default: a new /tmp/kiln-fuzz.*)
 #   KILN_FUZZ_SKIP_DEPS=1                        do not run scripts/install-deps.sh
+#   KILN_FUZZ_JOBS=N                             harnesses run at once (default: the cores)
 #
 # Crash inputs are written to DIR/<harness>/artifacts/; reproduce one with
 #   build-fuzz/fuzz/<harness> DIR/<harness>/artifacts/crash-...
@@ -29,30 +30,45 @@ mkdir -p "$scratch"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:detect_stack_use_after_return=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 
-failed=0
-summary=()
-for h in "${harnesses[@]}"; do
-  dir="$scratch/$h"
+# One harness: runs it, then writes its summary line to DIR/summary and its exit to DIR/rc.
+run_harness() {
+  local h="$1" dir="$scratch/$1" rc=0 dict=()
   mkdir -p "$dir/corpus" "$dir/artifacts"
   cp -r "fuzz/corpus/$h/." "$dir/corpus/"
-  dict=()
   if [ -f "fuzz/$h.dict" ]; then dict=("-dict=fuzz/$h.dict"); fi
   echo "fuzz.sh: running $h for ${seconds}s (log: $dir/log)"
-  rc=0
   "build-fuzz/fuzz/$h" "$dir/corpus" "${dict[@]}" -max_total_time="$seconds" -max_len=4096 \
     -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$dir/artifacts/" \
     > "$dir/log" 2>&1 || rc=$?
+  local execs rate result
   execs="$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$dir/log" | grep -o '[0-9]*$' || true)"
   rate="$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$dir/log" | grep -o '[0-9]*$' || true)"
   if [ "$rc" -eq 0 ]; then
     result="ok"
   else
-    failed=1
     result="FAILED (exit $rc): $(grep -m1 -E 'ERROR: |kiln fuzz:|runtime error|Test unit written' \
       "$dir/log" || echo 'see the log')"
-    tail -n 40 "$dir/log"
   fi
-  summary+=("$(printf '%-20s %12s execs %8s exec/s  %s' "$h" "${execs:-?}" "${rate:-?}" "$result")")
+  printf '%-20s %12s execs %8s exec/s  %s\n' "$h" "${execs:-?}" "${rate:-?}" "$result" > "$dir/summary"
+  echo "$rc" > "$dir/rc"
+}
+
+# The harnesses are single-threaded: as many run at once as the machine has cores.
+jobs="${KILN_FUZZ_JOBS:-$(nproc)}"
+for h in "${harnesses[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+  run_harness "$h" &
+done
+wait
+
+failed=0
+summary=()
+for h in "${harnesses[@]}"; do
+  summary+=("$(cat "$scratch/$h/summary")")
+  if [ "$(cat "$scratch/$h/rc")" != 0 ]; then
+    failed=1
+    tail -n 40 "$scratch/$h/log"
+  fi
 done
 
 echo

@@ -57,10 +57,11 @@ int this_thread_number() {
 }
 
 void sort_events(std::vector<ProfileEvent>& events) {
-  // Parents before the events nested in them (same start: longer first).
-  std::stable_sort(events.begin(), events.end(), [](const ProfileEvent& a, const ProfileEvent& b) {
-    return std::tuple(a.start_ns, -a.duration_ns, a.thread) <
-           std::tuple(b.start_ns, -b.duration_ns, b.thread);
+  // Parents before the events nested in them (same start: longer first); the names break the
+  // remaining ties, so the order does not depend on which thread recorded first.
+  std::sort(events.begin(), events.end(), [](const ProfileEvent& a, const ProfileEvent& b) {
+    return std::tie(a.start_ns, b.duration_ns, a.thread, a.name, a.category, a.detail) <
+           std::tie(b.start_ns, a.duration_ns, b.thread, b.name, b.category, b.detail);
   });
 }
 
@@ -311,8 +312,9 @@ std::vector<ProfileRow> profile_summary(const std::vector<ProfileEvent>& events)
     row.category = key.second;
     result.push_back(std::move(row));
   }
-  std::stable_sort(result.begin(), result.end(), [](const ProfileRow& a, const ProfileRow& b) {
-    return a.total_ns > b.total_ns;
+  // Longest first; rows of equal time by name and category (each pair is one row).
+  std::sort(result.begin(), result.end(), [](const ProfileRow& a, const ProfileRow& b) {
+    return std::tie(b.total_ns, a.name, a.category) < std::tie(a.total_ns, b.name, b.category);
   });
   return result;
 }
