@@ -8,6 +8,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 namespace kiln {
 
@@ -32,6 +33,10 @@ struct bfloat16 {
   // exponent, denormals included).
   static bfloat16 from_double(double d) {
     if (std::isnan(d)) return from_bits(uint16_t((std::signbit(d) ? 0x8000u : 0u) | 0x7FC0u));
+    constexpr float kMax = std::numeric_limits<float>::max();  // 0x7F7FFFFF: odd, rounds to inf
+    if (std::fabs(d) > double(kMax))  // beyond float32 (no out-of-range conversion): inf
+      return from_float(std::isinf(d) ? float(d)
+                                      : std::copysign(kMax, float(std::signbit(d) ? -1 : 1)));
     float f = static_cast<float>(d);
     if (static_cast<double>(f) != d) {
       if (std::fabs(static_cast<double>(f)) > std::fabs(d))
