@@ -56,7 +56,8 @@ std::string unique_layer_name(const std::string& base) {
 LayerImpl::LayerImpl(std::string class_name, std::string name)
     : class_name_(std::move(class_name)),
       name_(name.empty() ? unique_layer_name(snake_case(class_name_)) : std::move(name)),
-      dtype_policy_(mixed_precision::global_policy()) {}
+      dtype_policy_(mixed_precision::global_policy()),
+      policy_explicit_(!(dtype_policy_ == DTypePolicy())) {}
 
 void LayerImpl::set_dtype_policy(const DTypePolicy& policy) {
   if (built_ && !(policy == dtype_policy_))
@@ -65,6 +66,7 @@ void LayerImpl::set_dtype_policy(const DTypePolicy& policy) {
         "{}); set the policy before the first call",
         name_, policy.repr(), dtype_name(variable_dtype())));
   dtype_policy_ = policy;
+  policy_explicit_ = true;
 }
 
 Tensor LayerImpl::read_weight(const Variable& v) const {
@@ -77,7 +79,7 @@ Tensor LayerImpl::read_weight(const Variable& v) const {
 
 std::vector<Tensor> LayerImpl::autocast_inputs(const std::vector<Tensor>& inputs) const {
   const DType t = compute_dtype();
-  if (!autocast || !is_floating(t)) return inputs;
+  if (!autocast || !policy_explicit_ || !is_floating(t)) return inputs;
   std::vector<Tensor> out = inputs;
   for (Tensor& x : out)
     if (x.defined() && is_floating(x.dtype()) && x.dtype() != t)

@@ -106,8 +106,14 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   DType dtype() const { return variable_dtype(); }
   // Keras' autocast: floating inputs are cast to the compute dtype before call, and
   // read_weight casts floating variables to it. Normalization layers turn it off (they
-  // compute in float32 themselves).
+  // compute in float32 themselves). One difference from Keras: a layer whose policy is the
+  // implicit default (no dtype given, the global policy float32) does not cast its inputs in
+  // invoke, so a layer without weights computes in its input's dtype (float64 stays float64);
+  // layers with weights cast to their weights' dtype in call either way.
   bool autocast = true;
+  // The policy was given (dtype option, set_dtype_policy, a config) or the global policy was
+  // not float32 when the layer was made.
+  bool dtype_policy_explicit() const { return policy_explicit_; }
   // `v` read for the computation: cast to the compute dtype when autocast is on, v is floating
   // and of another dtype (Keras' AutocastScope); the cast is an op, so the gradient reaches v
   // in v's dtype.
@@ -187,6 +193,7 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
 
   std::string class_name_, name_;
   DTypePolicy dtype_policy_;
+  bool policy_explicit_ = false;
   bool trainable_ = true;
   std::vector<Variable> own_weights_;
   std::vector<Regularizer> weight_regularizers_;  // parallel to own_weights_
