@@ -14,7 +14,7 @@ std::mutex& policy_mutex() {
   static std::mutex m;
   return m;
 }
-DTypePolicy& global() {
+DTypePolicy& global_policy_storage() {
   static DTypePolicy p;
   return p;
 }
@@ -86,12 +86,12 @@ namespace mixed_precision {
 
 void set_global_policy(const DTypePolicy& policy) {
   std::lock_guard lock(policy_mutex());
-  global() = policy;
+  global_policy_storage() = policy;
 }
 
 DTypePolicy global_policy() {
   std::lock_guard lock(policy_mutex());
-  return global();
+  return global_policy_storage();
 }
 
 PolicyScope::PolicyScope(const DTypePolicy& policy) : previous_(global_policy()) {
