@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/layers/layer_test_util.h"
+#include "tests/saving/saving_test_util.h"
 #include "tests/support/error_of.h"
 
 namespace kiln {
@@ -23,18 +24,20 @@ namespace {
 using test::error_of;
 using ::testing::HasSubstr;
 
-constexpr double kU = 0x1p-8;     // bfloat16 unit roundoff
-constexpr double kU32 = 0x1p-24;  // float32 unit roundoff
+constexpr double kPolicyU = 0x1p-8;     // bfloat16 unit roundoff
+constexpr double kPolicyU32 = 0x1p-24;  // float32 unit roundoff
 
 // x rounded to bfloat16 and widened back to float32 (exact).
-Tensor bf16_rounded(const Tensor& x) { return cast(cast(x, DType::bf16), DType::f32); }
+Tensor policy_bf16_rounded(const Tensor& x) { return cast(cast(x, DType::bf16), DType::f32); }
 
-std::vector<double> values(const Tensor& t) { return cast(t, DType::f64).to_vector<double>(); }
+std::vector<double> policy_values(const Tensor& t) {
+  return cast(t, DType::f64).to_vector<double>();
+}
 
-void expect_bitwise(const Tensor& a, const Tensor& b, const std::string& what) {
+void policy_expect_bitwise(const Tensor& a, const Tensor& b, const std::string& what) {
   ASSERT_EQ(a.dtype(), b.dtype()) << what;
   ASSERT_EQ(a.shape(), b.shape()) << what;
-  std::vector<double> va = values(a), vb = values(b);
+  std::vector<double> va = policy_values(a), vb = policy_values(b);
   for (size_t i = 0; i < va.size(); ++i) ASSERT_EQ(va[i], vb[i]) << what << " element " << i;
 }
 
@@ -110,13 +113,14 @@ TEST(MixedBfloat16Test, DenseMatchesFloat32OnRoundedOperandsBitForBit) {
   EXPECT_EQ(d->dtype(), DType::f32);
   EXPECT_EQ(d->compute_dtype(), DType::bf16);
   // The same ops in float32 on the rounded operands, each result rounded once.
-  Tensor xr = bf16_rounded(x), kr = bf16_rounded(d->kernel.value()),
-         br = bf16_rounded(d->bias.value());
-  Tensor expected = cast(bf16_rounded(matmul(xr, kr)) + br, DType::bf16);
-  expect_bitwise(y, expected, "mixed Dense");
+  Tensor xr = policy_bf16_rounded(x), kr = policy_bf16_rounded(d->kernel.value()),
+         br = policy_bf16_rounded(d->bias.value());
+  Tensor expected = cast(policy_bf16_rounded(matmul(xr, kr)) + br, DType::bf16);
+  policy_expect_bitwise(y, expected, "mixed Dense");
   // Against exact math on the rounded operands: the product's float32 accumulation (7 terms)
   // and two bfloat16 roundings (product, sum), each relative to the magnitudes involved.
-  std::vector<double> xv = values(xr), kv = values(kr), bv = values(br), yv = values(y);
+  std::vector<double> xv = policy_values(xr), kv = policy_values(kr), bv = policy_values(br),
+                      yv = policy_values(y);
   for (int r = 0; r < 4; ++r)
     for (int u = 0; u < 5; ++u) {
       double exact = 0, mag = 0;
@@ -124,7 +128,8 @@ TEST(MixedBfloat16Test, DenseMatchesFloat32OnRoundedOperandsBitForBit) {
         exact += xv[size_t(r * 7 + i)] * kv[size_t(i * 5 + u)];
         mag += std::abs(xv[size_t(r * 7 + i)] * kv[size_t(i * 5 + u)]);
       }
-      const double bound = (7 * kU32 + kU) * mag + kU * (mag + std::abs(bv[size_t(u)])) * (1 + kU);
+      const double bound = (7 * kPolicyU32 + kPolicyU) * mag +
+                           kPolicyU * (mag + std::abs(bv[size_t(u)])) * (1 + kPolicyU);
       EXPECT_LE(std::abs(yv[size_t(r * 5 + u)] - (exact + bv[size_t(u)])), bound);
     }
 }
@@ -142,13 +147,15 @@ TEST(MixedBfloat16Test, GradientsReachTheFloat32Variables) {
   EXPECT_EQ(g[1].dtype(), DType::f32);
   // d loss / d kernel[i, u] = sum_r x[r, i] (the bfloat16 x; the product's gradient is one
   // bfloat16 op: a float32 sum of 6 terms rounded once); d loss / d bias = 6 (exact).
-  std::vector<double> xv = values(bf16_rounded(x)), gk = values(g[0]), gb = values(g[1]);
+  std::vector<double> xv = policy_values(policy_bf16_rounded(x)), gk = policy_values(g[0]),
+                      gb = policy_values(g[1]);
   for (int i = 0; i < 4; ++i) {
     double exact = 0, mag = 0;
     for (int r = 0; r < 6; ++r)
       exact += xv[size_t(r * 4 + i)], mag += std::abs(xv[size_t(r * 4 + i)]);
     for (int u = 0; u < 3; ++u)
-      EXPECT_LE(std::abs(gk[size_t(i * 3 + u)] - exact), (6 * kU32 + kU) * mag * (1 + kU));
+      EXPECT_LE(std::abs(gk[size_t(i * 3 + u)] - exact),
+                (6 * kPolicyU32 + kPolicyU) * mag * (1 + kPolicyU));
   }
   for (double v : gb) EXPECT_EQ(v, 6.0);
   // An optimizer step updates the float32 variables.
@@ -156,7 +163,7 @@ TEST(MixedBfloat16Test, GradientsReachTheFloat32Variables) {
   SGD sgd({.learning_rate = 0.1});
   sgd->apply_gradients(g, {d->kernel, d->bias});
   EXPECT_EQ(d->kernel.dtype(), DType::f32);
-  EXPECT_NE(values(before), values(d->kernel.value()));
+  EXPECT_NE(policy_values(before), policy_values(d->kernel.value()));
 }
 
 TEST(MixedBfloat16Test, Conv2DWithinTheRoundingBound) {
@@ -168,16 +175,19 @@ TEST(MixedBfloat16Test, Conv2DWithinTheRoundingBound) {
   EXPECT_EQ(c->kernel.dtype(), DType::f32);
   // The float32 convolution on the rounded operands: each output is a sum of 2*2*2 = 8
   // products rounded to bfloat16, plus the rounded bias rounded again.
-  Tensor xr = bf16_rounded(x), kr = bf16_rounded(c->kernel.value()),
-         br = bf16_rounded(c->bias.value());
+  Tensor xr = policy_bf16_rounded(x), kr = policy_bf16_rounded(c->kernel.value()),
+         br = policy_bf16_rounded(c->bias.value());
   Tensor ref = conv2d(cast(xr, DType::f64), cast(kr, DType::f64), {1, 1}, "valid", {1, 1});
   Tensor mag =
       conv2d(abs(cast(xr, DType::f64)), abs(cast(kr, DType::f64)), {1, 1}, "valid", {1, 1});
-  std::vector<double> rv = values(ref + cast(br, DType::f64)), mv = values(mag), yv = values(y);
-  std::vector<double> bv = values(br);
+  std::vector<double> rv = policy_values(ref + cast(br, DType::f64)), mv = policy_values(mag),
+                      yv = policy_values(y);
+  std::vector<double> bv = policy_values(br);
   for (size_t i = 0; i < yv.size(); ++i) {
     const double b = std::abs(bv[i % 3]);
-    EXPECT_LE(std::abs(yv[i] - rv[i]), (8 * kU32 + kU) * mv[i] + kU * (mv[i] + b) * (1 + kU)) << i;
+    EXPECT_LE(std::abs(yv[i] - rv[i]),
+              (8 * kPolicyU32 + kPolicyU) * mv[i] + kPolicyU * (mv[i] + b) * (1 + kPolicyU))
+        << i;
   }
 }
 
@@ -188,10 +198,10 @@ TEST(MixedBfloat16Test, EmbeddingRowsAreTheRoundedTable) {
   Tensor y = e(ids);
   EXPECT_EQ(y.dtype(), DType::bf16);
   EXPECT_EQ(e->embeddings.dtype(), DType::f32);
-  expect_bitwise(y, cast(gather(e->embeddings.value(), ids, 0), DType::bf16), "embedding");
+  policy_expect_bitwise(y, cast(gather(e->embeddings.value(), ids, 0), DType::bf16), "embedding");
   // Floating indices are not autocast (Keras' Embedding has autocast off): 9.0 stays 9.
   Tensor fy = e(cast(ids, DType::f32));
-  expect_bitwise(fy, y, "float indices");
+  policy_expect_bitwise(fy, y, "float indices");
 }
 
 TEST(MixedBfloat16Test, LayerNormalizationComputesInFloat32) {
@@ -204,10 +214,10 @@ TEST(MixedBfloat16Test, LayerNormalizationComputesInFloat32) {
   // The float32 layer on the widened input, rounded once at the end.
   LayerNormalization ref;
   Tensor expected = cast(ref(cast(x, DType::f32)), DType::bf16);
-  expect_bitwise(y, expected, "LayerNormalization");
+  policy_expect_bitwise(y, expected, "LayerNormalization");
   // A float32 input is not cast to bfloat16 first (autocast off), as in Keras.
   Tensor x32 = gradcheck::uniform({3, 8}, 32, -3, 3, DType::f32);
-  expect_bitwise(ln(x32), cast(ref(x32), DType::bf16), "float32 input");
+  policy_expect_bitwise(ln(x32), cast(ref(x32), DType::bf16), "float32 input");
 }
 
 TEST(MixedBfloat16Test, BatchNormalizationStatisticsInFloat32) {
@@ -218,9 +228,10 @@ TEST(MixedBfloat16Test, BatchNormalizationStatisticsInFloat32) {
   EXPECT_EQ(y.dtype(), DType::bf16);
   EXPECT_EQ(bn->moving_mean.dtype(), DType::f32);
   BatchNormalization ref;
-  expect_bitwise(y, cast(ref(bf16_rounded(x), true), DType::bf16), "BatchNormalization");
-  expect_bitwise(cast(bn->moving_mean.value(), DType::f64),
-                 cast(ref->moving_mean.value(), DType::f64), "moving mean");
+  policy_expect_bitwise(y, cast(ref(policy_bf16_rounded(x), true), DType::bf16),
+                        "BatchNormalization");
+  policy_expect_bitwise(cast(bn->moving_mean.value(), DType::f64),
+                        cast(ref->moving_mean.value(), DType::f64), "moving mean");
 }
 
 TEST(MixedBfloat16Test, LstmWithinTheRoundingBound) {
@@ -235,9 +246,11 @@ TEST(MixedBfloat16Test, LstmWithinTheRoundingBound) {
   LSTM ref(units, {.dtype = "float64"});
   ref->maybe_build({x.shape()});
   std::vector<Tensor> w;
-  for (const Tensor& t : mixed->get_weights()) w.push_back(cast(bf16_rounded(t), DType::f64));
+  for (const Tensor& t : mixed->get_weights())
+    w.push_back(cast(policy_bf16_rounded(t), DType::f64));
   ref->set_weights(w);
-  std::vector<double> rv = values(ref(cast(bf16_rounded(x), DType::f64))), yv = values(y);
+  std::vector<double> rv = policy_values(ref(cast(policy_bf16_rounded(x), DType::f64))),
+                      yv = policy_values(y);
   // Per step about 8 bfloat16 roundings (the two products, their sum, the bias add, the gate
   // activation, c = f c + i g, tanh c and h = o tanh c), each off by u of a magnitude below
   // M = 5 max|W| + 3 max|U| + max|b| + 1 + steps (|x| <= 1, |h| < 1, |c| <= steps). An error of
@@ -245,13 +258,13 @@ TEST(MixedBfloat16Test, LstmWithinTheRoundingBound) {
   // 1-Lipschitz, c is carried); the steps' errors add up.
   auto max_abs = [](const Tensor& t) {
     double m = 0;
-    for (double v : values(t)) m = std::max(m, std::abs(v));
+    for (double v : policy_values(t)) m = std::max(m, std::abs(v));
     return m;
   };
   const double wk = max_abs(w[0]), uk = max_abs(w[1]), bk = max_abs(w[2]);
   const double m = 5 * wk + units * uk + bk + 1 + steps, a = 1 + units * uk;
   double bound = 0;
-  for (int t = 0; t < steps; ++t) bound += 8 * kU * m * std::pow(a, t);
+  for (int t = 0; t < steps; ++t) bound += 8 * kPolicyU * m * std::pow(a, t);
   for (size_t i = 0; i < yv.size(); ++i) EXPECT_LE(std::abs(yv[i] - rv[i]), bound) << i;
 }
 
@@ -262,7 +275,8 @@ TEST(Float64PolicyTest, DenseAndLayerNormalizationComputeInFloat64) {
   Tensor y = d(x);  // the float32 input is autocast to float64
   EXPECT_EQ(y.dtype(), DType::f64);
   EXPECT_EQ(d->kernel.dtype(), DType::f64);
-  std::vector<double> xv = values(x), kv = values(d->kernel.value()), yv = values(y), ref;
+  std::vector<double> xv = policy_values(x), kv = policy_values(d->kernel.value()),
+                      yv = policy_values(y), ref;
   for (int r = 0; r < 2; ++r)
     for (int u = 0; u < 3; ++u) {
       double acc = 0;
@@ -304,6 +318,33 @@ TEST(DTypePolicyConfigTest, DtypeEntryAsKeras3WritesIt) {
                 layer_from_config(Json{{"class_name", "Dense"}, {"config", f16}});
               }),
               HasSubstr("no float16"));
+}
+
+// A .keras file Keras 3 saved under the global "mixed_bfloat16" policy (its values against
+// Keras' predictions are checked in tests/python/test_mixed_precision.py): the policies load,
+// the model computes in bfloat16 eagerly, and kiln's own file of it reloads bit for bit with
+// the policies written as Keras writes them.
+TEST(DTypePolicyConfigTest, KerasMixedBfloat16FileLoadsAndRoundTrips) {
+  const std::string dir = std::string(KILN_SOURCE_DIR) + "/tests/saving/keras_files/";
+  Model model = load_model(dir + "mlp_mixed_bf16.keras");
+  Tensor x = load_npy(dir + "mlp_mixed_bf16.x0.npy");
+  int dense = 0;
+  for (const Layer& l : model->layers())
+    if (l->class_name() == "Dense") {
+      ++dense;
+      EXPECT_EQ(l->dtype_policy().name(), "mixed_bfloat16");
+      for (const Variable& v : l->weights()) EXPECT_EQ(v.dtype(), DType::f32);
+    }
+  EXPECT_EQ(dense, 2);
+  Tensor y = model(x);
+  EXPECT_EQ(y.dtype(), DType::bf16);
+  test::TempDir tmp;
+  model->save(tmp.path("again.keras"));
+  Model again = load_model(tmp.path("again.keras"));
+  policy_expect_bitwise(again(x), y, "reloaded");
+  for (const Layer& l : again->layers())
+    if (l->class_name() == "Dense")
+      EXPECT_EQ(l->get_config()["dtype"], DTypePolicy("mixed_bfloat16").serialize());
 }
 
 TEST(DTypePolicyLossTest, LossesComputeInFloat32) {
