@@ -160,7 +160,7 @@ TEST(MixedBfloat16Test, GradientsReachTheFloat32Variables) {
   for (double v : gb) EXPECT_EQ(v, 6.0);
   // An optimizer step updates the float32 variables.
   Tensor before = copy(d->kernel.value());
-  SGD sgd({.learning_rate = 0.1});
+  Optimizer sgd = SGD({.learning_rate = 0.1});
   sgd->apply_gradients(g, {d->kernel, d->bias});
   EXPECT_EQ(d->kernel.dtype(), DType::f32);
   EXPECT_NE(policy_values(before), policy_values(d->kernel.value()));
@@ -342,9 +342,11 @@ TEST(DTypePolicyConfigTest, KerasMixedBfloat16FileLoadsAndRoundTrips) {
   model->save(tmp.path("again.keras"));
   Model again = load_model(tmp.path("again.keras"));
   policy_expect_bitwise(again(x), y, "reloaded");
-  for (const Layer& l : again->layers())
-    if (l->class_name() == "Dense")
+  for (const Layer& l : again->layers()) {
+    if (l->class_name() == "Dense") {
       EXPECT_EQ(l->get_config()["dtype"], DTypePolicy("mixed_bfloat16").serialize());
+    }
+  }
 }
 
 TEST(DTypePolicyLossTest, LossesComputeInFloat32) {

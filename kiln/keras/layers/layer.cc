@@ -60,7 +60,9 @@ LayerImpl::LayerImpl(std::string class_name, std::string name)
       policy_explicit_(!(dtype_policy_ == DTypePolicy())) {}
 
 void LayerImpl::set_dtype_policy(const DTypePolicy& policy) {
-  if (built_ && !(policy == dtype_policy_))
+  // Weights exist in the old variable dtype once built; a layer without weights of its own
+  // (a model rebuilt from its config, an activation) may still change.
+  if (built_ && !own_weights_.empty() && !(policy == dtype_policy_))
     throw Error(fmt::format(
         "layer \"{}\": its dtype policy cannot change to {} after it was built (its weights are "
         "{}); set the policy before the first call",

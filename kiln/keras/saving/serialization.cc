@@ -150,8 +150,10 @@ Layer layer_from_config(const Json& spec, const CustomObjects& custom_objects) {
   if (c.has("trainable")) layer->set_trainable(c.get<bool>("trainable"));
   // Keras writes a dtype policy for every layer: the layers whose factory does not read it
   // (layers without weights) take it here; it decides their autocast and compute dtype.
-  if (std::optional<DTypePolicy> policy = layer_config::policy_entry(c))
-    layer->set_dtype_policy(*policy);
+  // (An InputLayer's "dtype" is its tensor's dtype, not a policy.)
+  if (class_name != "InputLayer")
+    if (std::optional<DTypePolicy> policy = layer_config::policy_entry(c))
+      layer->set_dtype_policy(*policy);
   if (c.has("activity_regularizer"))
     layer->activity_regularizer = layer_config::regularizer_entry(c, "activity_regularizer");
   if (checked) refuse_unread_entries(config, c.read_keys(), layer, class_name);
