@@ -98,7 +98,7 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   // ---- dtype policy (kiln/keras/layers/dtype_policy.h) ----
   // The layer's policy: its `dtype` argument, else the global policy when it was constructed.
   const DTypePolicy& dtype_policy() const { return dtype_policy_; }
-  // Sets the policy; only before the layer is built (kiln::Error after).
+  // Sets the policy; kiln::Error once the layer is built with weights of its own.
   void set_dtype_policy(const DTypePolicy& policy);
   DType compute_dtype() const { return dtype_policy_.compute_dtype(); }
   DType variable_dtype() const { return dtype_policy_.variable_dtype(); }
