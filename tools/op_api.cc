@@ -234,7 +234,8 @@ std::string kind_name(const OpInfo& op) {
   // OpKind has no name table of its own: the enumerator is the row's first column, which the
   // generated code needs. Rebuild it from ops.def.
   static const std::map<std::string_view, std::string_view> m{
-#define KILN_OP(e, name, arity, traits, dtypes, fusion, codegen, rounding, attrs, rule) {name, #e},
+#define KILN_OP(e, name, arity, traits, dtypes, bf16, fusion, codegen, rounding, attrs, rule) \
+  {name, #e},
 #include "kiln/ir/ops.def"
 #undef KILN_OP
   };

@@ -1,6 +1,6 @@
-// `kiln ops`: prints the op table (name, arity, dtypes, traits, fusion role, codegen, rounding
-// class, attributes with the C++ API's defaults) as a Markdown table; docs/ops.md embeds its
-// output. `kiln op-api`: the C++ op API generated from the same table (tools/op_api.h).
+// `kiln ops`: prints the op table (name, arity, dtypes, bf16 rule, traits, fusion role, codegen,
+// rounding class, attributes with the C++ API's defaults) as a Markdown table; docs/ops.md embeds
+// its output. `kiln op-api`: the C++ op API generated from the same table (tools/op_api.h).
 #include <iostream>
 #include <string>
 
@@ -20,8 +20,9 @@ std::string traits_text(const OpInfo& op) {
 }  // namespace
 
 void print_op_table() {
-  std::cout << "| op | inputs | dtypes | traits | fuses as | codegen | rounding | attributes |\n"
-               "|---|---|---|---|---|---|---|---|\n";
+  std::cout << "| op | inputs | dtypes | bf16 | traits | fuses as | codegen | rounding | "
+               "attributes |\n"
+               "|---|---|---|---|---|---|---|---|---|\n";
   for (const OpInfo& op : all_ops()) {
     std::string attrs;
     for (const AttrSpec& a : op.attrs) {
@@ -29,8 +30,8 @@ void print_op_table() {
       if (a.default_value) attrs += " = " + attr_value_to_string(*a.default_value);
     }
     std::cout << "| `" << op.name << "` | " << (op.arity < 0 ? "1+" : std::to_string(op.arity))
-              << " | " << dtype_class_word(op.dtypes) << " | " << traits_text(op) << " | "
-              << fusion_role_name(op.fusion) << " | "
+              << " | " << dtype_class_word(op.dtypes) << " | " << bf16_rule_word(op.bf16) << " | "
+              << traits_text(op) << " | " << fusion_role_name(op.fusion) << " | "
               << (op.generated() ? "generated" : "runtime kernel") << " | "
               << rounding_class_word(op.rounding) << " | " << attrs << " |\n";
   }

@@ -224,6 +224,8 @@ llvm::Type* register_type(llvm::LLVMContext& c, DType t) {
       return llvm::Type::getInt8Ty(c);
     case DType::b8:
       return llvm::Type::getInt1Ty(c);
+    case DType::bf16:  // compile_graph refuses bf16 graphs before codegen (refuse_bf16_graph)
+      internal_error(__FILE__, __LINE__, "bfloat16 reached the code generator");
   }
   return nullptr;
 }

@@ -12,9 +12,9 @@ namespace kiln {
 
 Tensor full(const Shape& shape, double value, DType dtype) {
   runtime::Array a = runtime::Array::empty(dtype, shape);
-  visit_dtype(dtype, [&](auto tag) {
+  visit_storage(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    T v = static_cast<T>(value);
+    T v = storage_from_double<T>(value);
     T* p = a.data<T>();
     std::fill(p, p + a.size(), v);
   });
@@ -42,10 +42,10 @@ Tensor arange(double start, double stop, double step, DType dtype) {
                     start, stop, step));
   int64_t n = std::max<int64_t>(0, int64_t(std::ceil((stop - start) / step)));
   runtime::Array a = runtime::Array::empty(dtype, Shape{n});
-  visit_dtype(dtype, [&](auto tag) {
+  visit_storage(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = a.data<T>();
-    for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(start + double(i) * step);
+    for (int64_t i = 0; i < n; ++i) p[i] = storage_from_double<T>(start + double(i) * step);
   });
   return Tensor(std::move(a));
 }
@@ -66,10 +66,10 @@ Tensor tensor(const std::vector<double>& data, const Shape& shape, DType dtype) 
     throw Error(fmt::format("tensor: got {} values for shape {}, which holds {}", data.size(),
                             shape.to_string(), shape.num_elements()));
   runtime::Array a = runtime::Array::empty(dtype, shape);
-  visit_dtype(dtype, [&](auto tag) {
+  visit_storage(dtype, [&](auto tag) {  // bfloat16: each value rounded once (nearest even)
     using T = typename decltype(tag)::type;
     T* p = a.data<T>();
-    for (size_t i = 0; i < data.size(); ++i) p[i] = static_cast<T>(data[i]);
+    for (size_t i = 0; i < data.size(); ++i) p[i] = storage_from_double<T>(data[i]);
   });
   return Tensor(std::move(a));
 }

@@ -103,19 +103,19 @@ template <typename T>
 T Tensor::item() const {
   // (array() throws for symbolic tensors)
   if (size() != 1) detail::throw_item_size(*this);
-  return visit_dtype(dtype(), [&](auto tag) -> T {
+  return visit_storage(dtype(), [&](auto tag) -> T {
     using S = typename decltype(tag)::type;
-    return static_cast<T>(static_cast<const S*>(array().raw())[0]);
+    return static_cast<T>(storage_value(static_cast<const S*>(array().raw())[0]));
   });
 }
 
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
   std::vector<T> out(static_cast<size_t>(size()));
-  visit_dtype(dtype(), [&](auto tag) {
+  visit_storage(dtype(), [&](auto tag) {  // bfloat16: its exact float value, then T
     using S = typename decltype(tag)::type;
     const S* p = static_cast<const S*>(array().raw());
-    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(p[i]);
+    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(storage_value(p[i]));
   });
   return out;
 }

@@ -71,13 +71,14 @@ std::string Tensor::to_string() const {
   collect(0, 0);
 
   std::vector<std::string> text(offsets.size());
-  visit_dtype(dtype(), [&](auto tag) {
+  visit_storage(dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* p = static_cast<const T*>(array().raw());
-    if constexpr (std::is_floating_point_v<T>) {
-      FloatStyle style;
-      for (int64_t o : offsets) style.observe(double(p[o]));
-      for (size_t i = 0; i < offsets.size(); ++i) text[i] = style.format(double(p[offsets[i]]));
+    if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, bfloat16>) {
+      FloatStyle style;  // bfloat16: its exact float value
+      for (int64_t o : offsets) style.observe(double(storage_value(p[o])));
+      for (size_t i = 0; i < offsets.size(); ++i)
+        text[i] = style.format(double(storage_value(p[offsets[i]])));
       // Like numpy, pad trimmed decimals on the right so the decimal points line up.
       size_t frac = 0;
       for (const auto& t : text)

@@ -18,6 +18,8 @@ std::string_view dtype_name(DType t) {
       return "bool";
     case DType::u8:
       return "uint8";
+    case DType::bf16:
+      return "bfloat16";
   }
   return "?";
 }
@@ -36,6 +38,8 @@ std::string_view dtype_short_name(DType t) {
       return "bool";
     case DType::u8:
       return "u8";
+    case DType::bf16:
+      return "bf16";
   }
   return "?";
 }
@@ -46,7 +50,7 @@ DType parse_dtype(std::string_view name) {
   }
   throw Error(fmt::format(
       "unknown dtype \"{}\": expected one of float32 (f32), float64 (f64), int32 (i32), "
-      "int64 (i64), bool, uint8 (u8)",
+      "int64 (i64), bool, uint8 (u8), bfloat16 (bf16)",
       name));
 }
 
@@ -64,8 +68,16 @@ size_t dtype_size(DType t) {
       return 1;
     case DType::u8:
       return 1;
+    case DType::bf16:
+      return 2;
   }
   return 0;
+}
+
+void bf16_reached_visit_dtype() {
+  throw Error(
+      "internal error: a bfloat16 value reached a kernel that computes per dtype (visit_dtype); "
+      "the op table's bf16 column should have widened it to float32 first (ir/ops.def)");
 }
 
 }  // namespace kiln

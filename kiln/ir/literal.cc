@@ -30,9 +30,12 @@ bool Literal::is_splat() const {
 }
 
 double Literal::as_double(int64_t i) const {
-  return visit_dtype(type_.dtype, [&](auto tag) {
+  return visit_storage(type_.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    return double(static_cast<const T*>(data_)[i]);
+    if constexpr (std::is_same_v<T, bfloat16>)
+      return double(static_cast<const T*>(data_)[i].to_float());
+    else
+      return double(static_cast<const T*>(data_)[i]);
   });
 }
 

@@ -72,7 +72,7 @@ AttrValue parse_default(const char* op, std::string_view item, AttrKind kind,
       return v;
     }
     case AttrKind::dtype:
-      for (DType t : {DType::f32, DType::f64, DType::i32, DType::i64, DType::b8, DType::u8})
+      for (DType t : kAllDTypes)
         if (text == dtype_short_name(t)) return t;
       bad_schema(op, item, fmt::format("\"{}\" is not a dtype's short name (f32, i64, ...)", text));
   }
@@ -122,9 +122,9 @@ std::vector<AttrSpec> parse_schema(const char* op, std::string_view schema) {
 std::vector<OpInfo> build_table() {
   using namespace rules;
   std::vector<OpInfo> t;
-#define KILN_OP(e, name, arity, traits, dtypes, fusion, codegen, rounding, attrs, rule)     \
-  t.push_back(OpInfo{OpKind::e, name, arity, traits, dtypes, FusionRole::fusion,            \
-                     Lowering::codegen, RoundingClass::rounding, parse_schema(name, attrs), \
+#define KILN_OP(e, name, arity, traits, dtypes, bf16, fusion, codegen, rounding, attrs, rule)    \
+  t.push_back(OpInfo{OpKind::e, name, arity, traits, dtypes, Bf16Rule::bf16, FusionRole::fusion, \
+                     Lowering::codegen, RoundingClass::rounding, parse_schema(name, attrs),      \
                      &rule});
 #include "kiln/ir/ops.def"
 #undef KILN_OP
@@ -134,6 +134,30 @@ std::vector<OpInfo> build_table() {
 const std::vector<OpInfo>& table() {
   static const std::vector<OpInfo> t = build_table();
   return t;
+}
+
+}  // namespace
+
+namespace {
+
+[[noreturn]] void refuse_bf16(const OpInfo& op, std::string_view where) {
+  std::string what;
+  switch (op.kind) {
+    case OpKind::RandomUniform:
+      what =
+          "a float32 draw rounded to bfloat16 can round up to maxval; draw float32 "
+          "(random_uniform with dtype float32) and cast the result to bfloat16";
+      break;
+    case OpKind::RandomInt:
+      what = "random_int makes integers; cast its result to bfloat16";
+      break;
+    default:
+      what = fmt::format("cast the {} to a dtype {} takes", where, op.name);
+  }
+  throw DTypeError(
+      fmt::format("{}: does not support bfloat16 (its {} is bfloat16; the bf16 "
+                  "column of ir/ops.def says no): {}",
+                  op.name, where, what));
 }
 
 }  // namespace
@@ -194,13 +218,27 @@ std::string_view dtype_class_word(DTypeClass c) {
 std::string_view dtype_class_description(DTypeClass c) {
   switch (c) {
     case Float:
-      return "a floating dtype (float32 or float64)";
+      return "a floating dtype (float32, float64 or bfloat16)";
     case Numeric:
       return "a numeric dtype (not bool)";
     case Bool:
       return "bool";
     case Any:
       return "any dtype";
+  }
+  return "?";
+}
+
+std::string_view bf16_rule_word(Bf16Rule r) {
+  switch (r) {
+    case Bf16Rule::Bytes:
+      return "bytes";
+    case Bf16Rule::ViaF32:
+      return "via-f32";
+    case Bf16Rule::Convert:
+      return "convert";
+    case Bf16Rule::No:
+      return "no";
   }
   return "?";
 }
@@ -283,6 +321,7 @@ TensorType infer_type(OpKind kind, std::span<const TensorType> inputs, const Att
   if (op.arity < 0 && inputs.empty())
     throw Error(fmt::format("{}: expected at least one input, got none", op.name));
   for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].dtype == DType::bf16 && op.bf16 == Bf16Rule::No) refuse_bf16(op, "input");
     if (!dtype_in_class(inputs[i].dtype, op.dtypes))
       throw DTypeError(fmt::format("{}: input {} has dtype {}, but {} needs {}", op.name, i,
                                    dtype_name(inputs[i].dtype), op.name,
@@ -310,7 +349,9 @@ TensorType infer_type(OpKind kind, std::span<const TensorType> inputs, const Att
       }
     }
   }
-  return op.rule(op, inputs, attrs);
+  TensorType out = op.rule(op, inputs, attrs);
+  if (out.dtype == DType::bf16 && op.bf16 == Bf16Rule::No) refuse_bf16(op, "output");
+  return out;
 }
 
 }  // namespace kiln

@@ -15,13 +15,13 @@
 namespace kiln {
 
 enum class OpKind : uint16_t {
-#define KILN_OP(e, name, arity, traits, dtypes, fusion, codegen, rounding, attrs, rule) e,
+#define KILN_OP(e, name, arity, traits, dtypes, bf16, fusion, codegen, rounding, attrs, rule) e,
 #include "kiln/ir/ops.def"
 #undef KILN_OP
 };
 
 inline constexpr int kNumOps = 0
-#define KILN_OP(e, name, arity, traits, dtypes, fusion, codegen, rounding, attrs, rule) +1
+#define KILN_OP(e, name, arity, traits, dtypes, bf16, fusion, codegen, rounding, attrs, rule) +1
 #include "kiln/ir/ops.def"
 #undef KILN_OP
     ;
@@ -57,6 +57,16 @@ std::string_view dtype_class_word(DTypeClass c);
 // "dtype"; schema_kind_of is its inverse (nullopt for another word).
 std::string_view schema_kind_word(AttrKind k);
 std::optional<AttrKind> schema_kind_of(std::string_view word);
+
+// What an op does with bfloat16 (the `bf16` column of ir/ops.def; the rule is in its header).
+enum class Bf16Rule : uint8_t {
+  Bytes,    // moves or selects bf16 values unchanged; the kernel handles 2-byte elements
+  ViaF32,   // widened to float32, computed by the float32 kernel, each bf16 output rounded once
+  Convert,  // the kernel converts to and from bf16 itself, one correct rounding (cast)
+  No,       // refused: infer_type throws kiln::Error naming the op and bfloat16
+};
+// The column's word: "bytes", "via-f32", "convert", "no".
+std::string_view bf16_rule_word(Bf16Rule r);
 
 // An op's role in a fusion group (the `fusion` column of ir/ops.def).
 enum class FusionRole : uint8_t {
@@ -112,6 +122,7 @@ struct OpInfo {
   int arity;  // -1: variadic (one or more)
   uint32_t traits;
   DTypeClass dtypes;
+  Bf16Rule bf16;
   FusionRole fusion;
   Lowering codegen;
   RoundingClass rounding;

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <cmath>
 #include <limits>
 
 #include "kiln/ir/parser.h"
@@ -45,7 +46,13 @@ T Parser::float_value(const Token& t, DType dtype, std::string_view expected) co
 template <typename T>
 T Parser::element(const Token& e, DType dtype) const {
   std::string expected = fmt::format("a value of type {}", dtype_short_name(dtype));
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (std::is_same_v<T, bfloat16>) {  // the decimal's nearest bf16 (one rounding)
+    const double d = float_value<double>(e, dtype, expected);
+    const bfloat16 v = bfloat16::from_double(d);
+    if (std::isfinite(d) && std::isinf(v.to_float()))
+      fail(e, fmt::format("value {} is out of range of {}", e.text, dtype_short_name(dtype)));
+    return v;
+  } else if constexpr (std::is_floating_point_v<T>) {
     return float_value<T>(e, dtype, expected);
   } else if constexpr (std::is_same_v<T, bool>) {
     if (e.is_ident("true")) return true;
@@ -219,7 +226,7 @@ Node* Parser::constant(Scope& s) {
     fail(list_at, fmt::format("expected {} for {}, got {}", plural(size_t(n), "element"),
                               t.to_string(), elements.size()));
   std::vector<unsigned char> bytes(size_t(n) * dtype_size(t.dtype));
-  visit_dtype(t.dtype, [&](auto tag) {
+  visit_storage(t.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* out = reinterpret_cast<T*>(bytes.data());
     if (list) {

@@ -32,11 +32,31 @@ std::string format_float(T v) {
   return s;
 }
 
+}  // namespace
+
+std::string format_bf16(bfloat16 v) {
+  const float f = v.to_float();
+  if (std::isnan(f) || std::isinf(f)) return format_float(f);
+  for (int digits = 1;; ++digits) {  // at most 9 (float32's round-trip digits)
+    std::string s = fmt::format("{:.{}g}", double(f), digits);
+    double back = 0;
+    std::from_chars(s.data(), s.data() + s.size(), back);
+    if (bfloat16::from_double(back).bits == v.bits || digits >= 9) {
+      if (s.find_first_of(".e") == std::string::npos) s += ".0";
+      return s;
+    }
+  }
+}
+
+namespace {
+
 std::string element_to_string(const Literal& lit, int64_t i) {
-  return visit_dtype(lit.type().dtype, [&](auto tag) -> std::string {
+  return visit_storage(lit.type().dtype, [&](auto tag) -> std::string {
     using T = typename decltype(tag)::type;
     T v = lit.data_as<T>()[i];
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (std::is_same_v<T, bfloat16>) {
+      return format_bf16(v);
+    } else if constexpr (std::is_floating_point_v<T>) {
       return format_float(v);
     } else if constexpr (std::is_same_v<T, bool>) {
       return v ? "true" : "false";

@@ -57,5 +57,8 @@ std::string quote_ir_string(std::string_view s);
 
 // The `dense<...>` text of a constant (format above); shared with DOT export.
 std::string literal_to_string(const Literal& literal);
+// The shortest decimal (at most 9 significant digits) that the parser reads back (one rounding
+// from the decimal) to exactly `v`; always has a "." or an "e"; nan, inf, -inf.
+std::string format_bf16(bfloat16 v);
 
 }  // namespace kiln::ir

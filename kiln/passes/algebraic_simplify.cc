@@ -24,9 +24,10 @@ bool is_splat(const Value* v, Splat want) {
   if (p == nullptr || p->kind() != NodeKind::kConstant || p->literal() == nullptr) return false;
   const Literal& lit = *p->literal();
   if (lit.num_elements() == 0 || !lit.is_splat()) return false;
-  return visit_dtype(lit.type().dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    T x = lit.data_as<T>()[0];
+  return visit_storage(lit.type().dtype, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    const auto x = storage_value(lit.data_as<S>()[0]);  // bfloat16: its float value
+    using T = std::remove_const_t<decltype(x)>;
     switch (want) {
       case Splat::kOne:
         return x == T(1);

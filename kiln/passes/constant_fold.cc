@@ -91,9 +91,12 @@ class ConstantFold final : public Pass {
       count *= s[a];
     }
     Array out = Array::empty(n.output(0)->type());
-    visit_dtype(out.dtype, [&](auto tag) {
+    visit_storage(out.dtype, [&](auto tag) {  // bfloat16: as the eager kernel (via float32)
       using T = typename decltype(tag)::type;
-      *static_cast<T*>(out.raw()) = static_cast<T>(count);
+      if constexpr (std::is_same_v<T, bfloat16>)
+        *static_cast<T*>(out.raw()) = bfloat16::from_float(static_cast<float>(count));
+      else
+        *static_cast<T*>(out.raw()) = static_cast<T>(count);
     });
     return literal_of(out);
   }

@@ -39,6 +39,11 @@ __all__ = [
 ]
 __all__ += ["Variable"]
 
+# The bfloat16 dtype's name, accepted wherever a dtype is (as "float32" is). Tensor.numpy() of
+# a bfloat16 tensor is an ml_dtypes.bfloat16 array where ml_dtypes is installed, else float32.
+bfloat16 = "bfloat16"
+__all__ += ["bfloat16"]
+
 # The numpy-style API (kiln/_numpy_api.py): one function per user-facing op of the table.
 from . import _numpy_api  # noqa: E402
 from ._numpy_api import ArgumentError, op_table  # noqa: E402

@@ -378,7 +378,8 @@ def _doc(row, name, params, sig):
 
 def op_table():
     """The op table (ir/ops.def) as a list of dicts: name, arity (-1: one or more), traits,
-    dtypes, dtypes_description, attrs (each: name, kind, has_default, default)."""
+    dtypes, dtypes_description, bf16 (what it does with bfloat16: "bytes", "via-f32",
+    "convert" or "no"; ir/ops.def), attrs (each: name, kind, has_default, default)."""
     return _kiln._op_table()
 
 

@@ -142,7 +142,62 @@ Regularizer regularizer_from_py(const py::handle& value) {
 
 }  // namespace
 
+namespace {
+
+// A policy from Python: a name ("mixed_bfloat16"), a DTypePolicy, a kiln/numpy dtype, or a
+// serialized policy (a dict).
+DTypePolicy policy_from_py(const py::handle& value) {
+  if (py::isinstance<DTypePolicy>(value)) return value.cast<DTypePolicy>();
+  if (py::isinstance<py::str>(value)) return DTypePolicy(value.cast<std::string>());
+  if (py::isinstance<py::dict>(value)) return DTypePolicy::deserialize(to_json(value));
+  return DTypePolicy(dtype_from_python(value));
+}
+
+void bind_dtype_policy(py::module_& m) {
+  py::class_<DTypePolicy>(m, "DTypePolicy",
+                          R"(Keras 3's DTypePolicy: a layer's variable and compute dtypes.
+
+DTypePolicy("mixed_bfloat16"): variables float32, computation bfloat16; "float32", "float64",
+"bfloat16" (or any kiln dtype): both. float16 policies are refused (kiln has no float16).
+No name: the global policy (kiln.keras.mixed_precision.global_policy()).)")
+      .def(py::init([](const py::object& name) {
+             return name.is_none() ? mixed_precision::global_policy() : policy_from_py(name);
+           }),
+           py::arg("name") = py::none())
+      .def_property_readonly("name", &DTypePolicy::name)
+      .def_property_readonly(
+          "compute_dtype",
+          [](const DTypePolicy& p) { return std::string(dtype_name(p.compute_dtype())); })
+      .def_property_readonly(
+          "variable_dtype",
+          [](const DTypePolicy& p) { return std::string(dtype_name(p.variable_dtype())); })
+      .def_property_readonly("quantization_mode", [](const DTypePolicy&) { return py::none(); })
+      .def("get_config", [](const DTypePolicy& p) { return from_json(p.get_config()); })
+      .def_static(
+          "from_config",
+          [](const py::dict& config) { return DTypePolicy(config["name"].cast<std::string>()); },
+          py::arg("config"))
+      .def("_kiln_config", [](const DTypePolicy& p) { return from_json(p.serialize()); })
+      .def("__repr__", &DTypePolicy::repr)
+      .def("__eq__",
+           [](const DTypePolicy& a, const py::object& b) {
+             return py::isinstance<DTypePolicy>(b) && a == b.cast<DTypePolicy>();
+           })
+      .def("__hash__", [](const DTypePolicy& p) { return py::hash(py::str(p.name())); });
+  m.def(
+      "_set_global_policy",
+      [](const py::object& policy) {
+        mixed_precision::set_global_policy(policy.is_none() ? DTypePolicy()
+                                                            : policy_from_py(policy));
+      },
+      py::arg("policy"));
+  m.def("_global_policy", &mixed_precision::global_policy);
+}
+
+}  // namespace
+
 void bind_keras_layers(py::module_& m) {
+  bind_dtype_policy(m);
   py::class_<LayerImpl, PyLayerImpl, std::shared_ptr<LayerImpl>> layer(
       m, "_Layer", py::dynamic_attr(),
       "kiln::LayerImpl: the base of kiln.keras.layers.Layer (python/kiln/keras/layers.py).");
@@ -162,6 +217,18 @@ void bind_keras_layers(py::module_& m) {
       .def_readwrite("supports_masking", &LayerImpl::supports_masking,
                      "Whether the layer passes its input's mask on (Keras' supports_masking).")
       .def_property("trainable", &LayerImpl::trainable, &LayerImpl::set_trainable)
+      .def_property(
+          "dtype_policy", [](const LayerImpl& l) { return l.dtype_policy(); },
+          [](LayerImpl& l, const py::handle& p) { l.set_dtype_policy(policy_from_py(p)); },
+          "The layer's DTypePolicy (Keras' layer.dtype_policy); settable before the build.")
+      .def_property_readonly(
+          "compute_dtype",
+          [](const LayerImpl& l) { return std::string(dtype_name(l.compute_dtype())); })
+      .def_property_readonly(
+          "variable_dtype",
+          [](const LayerImpl& l) { return std::string(dtype_name(l.variable_dtype())); })
+      .def_readwrite("autocast", &LayerImpl::autocast,
+                     "Keras' autocast: cast floating inputs and variables to the compute dtype.")
       .def_property_readonly("weights",
                              [](const LayerImpl& l) { return variables_list(l.weights()); })
       .def_property_readonly(
@@ -204,9 +271,10 @@ void bind_keras_layers(py::module_& m) {
           [](LayerImpl& l, const std::string& name, const py::handle& shape,
              const py::handle& initializer, bool trainable, const py::handle& dtype,
              const py::handle& regularizer) {
-            return l.add_weight(name, shape_from_py(shape), initializer_from_py(initializer),
-                                trainable, dtype.is_none() ? DType::f32 : dtype_from_python(dtype),
-                                regularizer_from_py(regularizer));
+            return l.add_weight(
+                name, shape_from_py(shape), initializer_from_py(initializer), trainable,
+                dtype.is_none() ? std::nullopt : std::optional<DType>(dtype_from_python(dtype)),
+                regularizer_from_py(regularizer));
           },
           py::arg("name"), py::arg("shape"), py::arg("initializer"), py::arg("trainable"),
           py::arg("dtype"), py::arg("regularizer"))

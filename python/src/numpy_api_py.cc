@@ -66,6 +66,7 @@ py::list op_table() {
     row["traits"] = py::tuple(traits);
     row["dtypes"] = dtype_class_word(op.dtypes);
     row["dtypes_description"] = std::string(dtype_class_description(op.dtypes));
+    row["bf16"] = bf16_rule_word(op.bf16);
     row["attrs"] = attrs;
     rows.append(row);
   }

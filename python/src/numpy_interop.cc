@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kiln/frontend/creation.h"
+#include "kiln/frontend/ops.h"
 #include "kiln/runtime/array.h"
 
 namespace kiln::python {
@@ -27,9 +28,24 @@ Shape shape_of(const py::array& a) {
   return s;
 }
 
+// ml_dtypes.bfloat16's numpy dtype, or None where ml_dtypes is not installed (it is optional).
+py::object ml_dtypes_bfloat16() {
+  try {
+    return py::module_::import("ml_dtypes").attr("bfloat16");
+  } catch (const py::error_already_set&) {
+    return py::none();
+  }
+}
+
+bool is_ml_dtypes_bfloat16(const py::dtype& dt) {
+  return dt.kind() == 'V' && dt.itemsize() == 2 &&
+         dt.attr("name").cast<std::string>() == "bfloat16";
+}
+
 }  // namespace
 
 DType dtype_from_numpy(const py::dtype& dt) {
+  if (is_ml_dtypes_bfloat16(dt)) return DType::bf16;
   switch (dt.kind()) {
     case 'f':
       if (dt.itemsize() == 4) return DType::f32;
@@ -49,7 +65,7 @@ DType dtype_from_numpy(const py::dtype& dt) {
   }
   throw py::type_error(fmt::format(
       "kiln has no dtype for numpy dtype {}; kiln's dtypes are float32, float64, int32, int64, "
-      "bool and uint8 (convert with ndarray.astype)",
+      "bool, uint8 and bfloat16 (ml_dtypes.bfloat16) (convert with ndarray.astype)",
       dt.attr("name").cast<std::string>()));
 }
 
@@ -67,6 +83,14 @@ py::dtype numpy_dtype(DType dtype) {
       return py::dtype::of<bool>();
     case DType::u8:
       return py::dtype::of<uint8_t>();
+    case DType::bf16: {
+      py::object bf16 = ml_dtypes_bfloat16();
+      if (bf16.is_none())
+        throw Error(
+            "bfloat16 numpy arrays need the ml_dtypes package (pip install ml_dtypes); without "
+            "it kiln converts bfloat16 tensors to float32 arrays");
+      return py::dtype::from_args(bf16);
+    }
   }
   throw Error("numpy_dtype: unknown dtype");
 }
@@ -78,6 +102,10 @@ DType dtype_from_python(const py::handle& value) {
 
 Tensor tensor_from_numpy(const py::array& input, std::optional<DType> dtype, bool* copied) {
   DType have = dtype_from_numpy(input.dtype());
+  if (dtype == DType::bf16 && have != DType::bf16) {  // kiln rounds (nearest even), once
+    if (copied) *copied = true;
+    return cast(tensor_from_numpy(input, std::nullopt, nullptr), DType::bf16);
+  }
   py::array a = input;
   if (dtype && *dtype != have) {
     a = input.attr("astype")(numpy_dtype(*dtype));
@@ -103,7 +131,11 @@ Tensor tensor_from_numpy(const py::array& input, std::optional<DType> dtype, boo
   return Tensor(std::move(out));
 }
 
-py::array numpy_view(const Tensor& t) {
+py::array numpy_view(const Tensor& tensor) {
+  // bfloat16: an ml_dtypes.bfloat16 view where ml_dtypes is installed, else a float32 copy
+  // (exact widening).
+  const bool widen = tensor.dtype() == DType::bf16 && ml_dtypes_bfloat16().is_none();
+  const Tensor t = widen ? cast(tensor, DType::f32) : tensor;
   const runtime::Array& a = t.array();
   std::vector<py::ssize_t> shape(a.shape.begin(), a.shape.end());
   // The capsule owns a reference to the storage: the numpy array keeps kiln's buffer alive.

@@ -5,7 +5,8 @@
 // tensor borrows numpy's buffer and keeps the array alive (like torch.from_numpy; kiln never
 // writes into borrowed memory, but writing into the numpy array afterwards changes the
 // tensor). Anything else (non-contiguous, misaligned, another dtype, zero-sized) is copied.
-// numpy_view: a read-only numpy array sharing the tensor's buffer (no copy).
+// numpy_view: a read-only numpy array sharing the tensor's buffer (no copy); a bfloat16
+// tensor gives an ml_dtypes.bfloat16 array where ml_dtypes is installed, else a float32 copy.
 #pragma once
 
 #include <pybind11/numpy.h>

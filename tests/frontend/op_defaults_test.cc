@@ -218,7 +218,7 @@ struct Row {
   const char* schema;
 };
 constexpr Row kRows[] = {
-#define KILN_OP(e, name, arity, traits, dtypes, fusion, codegen, rounding, attrs, rule) \
+#define KILN_OP(e, name, arity, traits, dtypes, bf16, fusion, codegen, rounding, attrs, rule) \
   {name, attrs},
 #include "kiln/ir/ops.def"
 #undef KILN_OP

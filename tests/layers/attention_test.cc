@@ -460,7 +460,7 @@ TEST(MultiHeadAttention, KerasWeightShapesNamesAndConfig) {
   EXPECT_EQ(c["bias_initializer"], "zeros");
   EXPECT_TRUE(c["attention_axes"].is_null());
   EXPECT_TRUE(c["seed"].is_null());
-  EXPECT_EQ(c["dtype"], "float32");
+  EXPECT_EQ(c["dtype"], DTypePolicy("float32").serialize());
   EXPECT_EQ(c["use_causal_mask"], false);
 
   MultiHeadAttention plain(2, 3, {.use_bias = false, .kernel_regularizer = regularizers::l2(0.1)});

@@ -184,7 +184,9 @@ TEST(DenseTest, ConfigHasKerasKeys) {
   EXPECT_EQ(c["units"], 7);
   EXPECT_EQ(c["activation"], "relu");
   EXPECT_EQ(c["use_bias"], true);
-  EXPECT_EQ(c["dtype"], "float32");
+  // Keras 3's serialized DTypePolicy.
+  EXPECT_EQ(c["dtype"], Json::parse(R"({"module": "keras", "class_name": "DTypePolicy",
+                                        "config": {"name": "float32"}, "registered_name": null})"));
   EXPECT_EQ(c["kernel_initializer"], "glorot_uniform");
   EXPECT_EQ(c["bias_initializer"], "zeros");
   EXPECT_EQ(c["kernel_regularizer"]["class_name"], "L2");

@@ -68,6 +68,8 @@ Json other_value(const std::string& key, const Json& d) {
     if (ends_with("initializer")) return s == "zeros" ? "ones" : "zeros";
     return "kiln_test_value";
   }
+  if (key == "dtype" && d.is_object())  // Keras 3's serialized DTypePolicy
+    return DTypePolicy(d["config"]["name"] == "float64" ? "float32" : "float64").serialize();
   if (d.is_null() || d.is_object()) {
     if (ends_with("_constraint")) return constraints::max_norm(3).config();
     if (ends_with("_regularizer")) return Json{{"class_name", "L2"}, {"config", {{"l2", 0.25}}}};

@@ -386,7 +386,7 @@ TEST(PositionEmbedding, ConfigAndErrors) {
   EXPECT_EQ(c["sequence_length"], 8);
   EXPECT_EQ(c["initializer"], "glorot_uniform");
   EXPECT_EQ(c["name"], "pos2");
-  EXPECT_EQ(c["dtype"], "float32");
+  EXPECT_EQ(c["dtype"], DTypePolicy("float32").serialize());
   EXPECT_EQ(error_of([&] {
               pe(ones({2, 9, 3}));
             }),

@@ -141,6 +141,8 @@ def _other_value(key, d):
         if key.endswith("initializer"):
             return "ones" if d == "zeros" else "zeros"
         return "kiln_test_value"
+    if key == "dtype":  # Keras 3's serialized DTypePolicy
+        return {**d, "config": {"name": "float64"}}
     if key.endswith("_constraint"):
         return constraints.MaxNorm(3.0)
     if key.endswith("_regularizer"):

@@ -62,6 +62,7 @@ hid_t memory_type(DType t) {
     case DType::u8:
       return H5T_NATIVE_UINT8;
     case DType::b8:
+    case DType::bf16:  // refused by Hdf5Writer::dataset
       break;
   }
   return -1;
@@ -303,6 +304,11 @@ void Hdf5Writer::group(const std::string& path, const std::string& name) {
 void Hdf5Writer::dataset(const std::string& path, const Tensor& value) {
   const runtime::Array& a = value.array();
   const hid_t mem = memory_type(value.dtype());
+  if (value.dtype() == DType::bf16)
+    throw Error(fmt::format(
+        "HDF5: dataset \"{}\" is {}: kiln does not write bfloat16 to HDF5 files (HDF5 has no "
+        "bfloat16 type); cast the weights to float32 first, or save them as safetensors (BF16)",
+        path, value.type().to_string()));
   if (mem < 0)
     throw Error(fmt::format("HDF5: dataset \"{}\" is {}; kiln writes f32, f64, i32, i64 and u8",
                             path, value.type().to_string()));

@@ -30,6 +30,8 @@ std::string descr_of(DType t) {
       return "|b1";
     case DType::u8:
       return "|u1";
+    case DType::bf16:  // numpy has none: encode_npy writes bfloat16 as float32
+      return "<f4";
   }
   return "?";
 }
@@ -129,8 +131,15 @@ class HeaderParser {
 };
 
 DType dtype_of_descr(const std::string& d, const std::string& what) {
+  if (d == "|V2" || d == "<V2" || d == "=V2")
+    throw Error(fmt::format(
+        "{}: .npy dtype '{}' is raw 2-byte data (what numpy writes for ml_dtypes.bfloat16): kiln "
+        "does not read it; save the array as float32 (arr.astype(numpy.float32)) and cast to "
+        "bfloat16 after loading",
+        what, d));
   for (DType t : kAllDTypes)
-    if (descr_of(t) == d || (d.size() == 3 && d[0] == '=' && descr_of(t).substr(1) == d.substr(1)))
+    if (t != DType::bf16 && descr_of(t) == d ||
+        (d.size() == 3 && d[0] == '=' && descr_of(t).substr(1) == d.substr(1)))
       return t;
   if (d == "<b1" || d == "=b1") return DType::b8;
   if (d == "<u1" || d == "=u1") return DType::u8;
@@ -143,7 +152,9 @@ DType dtype_of_descr(const std::string& d, const std::string& what) {
 
 }  // namespace
 
-std::string encode_npy(const Tensor& t) {
+std::string encode_npy(const Tensor& tensor) {
+  // numpy has no bfloat16: a bf16 tensor is written as float32, its exact values.
+  const Tensor t = tensor.dtype() == DType::bf16 ? cast(tensor, DType::f32) : tensor;
   // numpy's tuple text: (), (5,), (2, 3)
   std::string shape = fmt::format("{}", fmt::join(t.shape().dims(), ", "));
   if (t.rank() == 1) shape += ",";

@@ -15,6 +15,8 @@
 
 namespace kiln {
 
+// numpy has no bfloat16 type: a bfloat16 tensor is saved as float32 (its exact values, '<f4'),
+// and load_npy has no bfloat16 path (a raw 2-byte '|V2' array is a kiln::Error).
 void save_npy(const std::string& path, const Tensor& tensor);
 Tensor load_npy(const std::string& path);
 

@@ -28,6 +28,8 @@ const char* st_dtype(DType t) {
       return "BOOL";
     case DType::u8:
       return "U8";
+    case DType::bf16:
+      return "BF16";
   }
   return "?";
 }
@@ -55,7 +57,7 @@ Entry parse_entry(const std::string& what, const std::string& name, const nlohma
     if (dt == st_dtype(t)) e.dtype = t, found = true;
   if (!found)
     fail(what, fmt::format("entry \"{}\" has dtype \"{}\", which kiln does not read (supported: "
-                           "F32, F64, I32, I64, U8, BOOL)",
+                           "F32, F64, BF16, I32, I64, U8, BOOL)",
                            name, dt));
   const auto& shape = j["shape"];
   if (!shape.is_array() || shape.size() > size_t(kMaxRank))

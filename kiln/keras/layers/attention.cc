@@ -52,6 +52,7 @@ MultiHeadAttentionImpl::MultiHeadAttentionImpl(int64_t num_heads, int64_t key_di
   if (!(options_.dropout >= 0 && options_.dropout < 1))
     throw Error(
         fmt::format("layer \"{}\": `dropout` must be in [0, 1), got {}", name(), options_.dropout));
+  use_dtype_option(options_.dtype);
   if (options_.dropout > 0) seed_generator_ = add_seed_generator(options_.seed);
   supports_masking = true;
 }
@@ -118,10 +119,10 @@ void MultiHeadAttentionImpl::build_many(const std::vector<Shape>& shapes) {
   const MultiHeadAttentionOptions& o = options_;
   auto dense = [&](const std::string& prefix, const Shape& kernel_shape, const Shape& bias_shape,
                    Variable& kernel, Variable& bias) {
-    kernel = add_weight(prefix + "/kernel", kernel_shape, o.kernel_initializer, true, o.dtype,
-                        o.kernel_regularizer, o.kernel_constraint);
+    kernel = add_weight(prefix + "/kernel", kernel_shape, o.kernel_initializer, true,
+                        variable_dtype(), o.kernel_regularizer, o.kernel_constraint);
     if (o.use_bias)
-      bias = add_weight(prefix + "/bias", bias_shape, o.bias_initializer, true, o.dtype,
+      bias = add_weight(prefix + "/bias", bias_shape, o.bias_initializer, true, variable_dtype(),
                         o.bias_regularizer, o.bias_constraint);
   };
   dense("query", {q[2], num_heads_, key_dim_}, {num_heads_, key_dim_}, query_kernel, query_bias);
@@ -172,9 +173,9 @@ std::vector<Tensor> MultiHeadAttentionImpl::call_masked(const std::vector<Tensor
   if (placeholder) {  // a functional model being built: types only
     const int64_t b = query.shape()[0], tq = query.shape()[1], tv = value.shape()[1];
     std::vector<Tensor> out{
-        Tensor::symbolic({options_.dtype, Shape{b, tq, output_kernel.shape()[2]}}, nullptr)};
+        Tensor::symbolic({compute_dtype(), Shape{b, tq, output_kernel.shape()[2]}}, nullptr)};
     if (flags.scores)
-      out.push_back(Tensor::symbolic({options_.dtype, Shape{b, num_heads_, tq, tv}}, nullptr));
+      out.push_back(Tensor::symbolic({compute_dtype(), Shape{b, num_heads_, tq, tv}}, nullptr));
     return out;
   }
   // kiln's reshape (and expand_dims) infers one unknown dimension: splitting the heads of a
@@ -230,8 +231,8 @@ Tensor MultiHeadAttentionImpl::project(const Tensor& x, const Variable& kernel,
   const int64_t d = w[0], heads = w[1], k = w[2], batch = x.shape()[0], t = x.shape()[1];
   // One GEMM: [batch, T, d] @ [d, heads * k]. (At most one of batch and T is unknown:
   // call_masked checks it, so reshape infers it.)
-  Tensor y = matmul(x, reshape(kernel.read(), {d, heads * k}));
-  if (options_.use_bias) y = y + reshape(bias.read(), {heads * k});
+  Tensor y = matmul(x, reshape(read_weight(kernel), {d, heads * k}));
+  if (options_.use_bias) y = y + reshape(read_weight(bias), {heads * k});
   y = transpose(reshape(y, {batch, t, heads, k}), {2, 0, 1, 3});
   if (options_.activity_regularizer.active()) add_loss(options_.activity_regularizer(y));
   return y;
@@ -248,7 +249,7 @@ bool MultiHeadAttentionImpl::use_fused(const Tensor& query, const Tensor& value,
 std::vector<Tensor> MultiHeadAttentionImpl::compute(const Tensor& query, const Tensor& value,
                                                     const Tensor& key, const Tensor& mask,
                                                     Flags flags, bool fused, bool training) {
-  const DType dt = options_.dtype;
+  const DType dt = compute_dtype();
   const double scale = 1.0 / std::sqrt(double(key_dim_));
   Tensor q = project(layer_util::cast_input(query, dt), query_kernel, query_bias);
   Tensor k = project(layer_util::cast_input(key, dt), key_kernel, key_bias);
@@ -272,8 +273,8 @@ std::vector<Tensor> MultiHeadAttentionImpl::compute(const Tensor& query, const T
   const int64_t batch = query.shape()[0], tq = query.shape()[1], hv = w[0] * w[1];
   // [batch, Tq, heads * value_dim] @ [heads * value_dim, out]
   Tensor out = matmul(reshape(transpose(heads_out, {1, 2, 0, 3}), {batch, tq, hv}),
-                      reshape(output_kernel.read(), {hv, w[2]}));
-  if (options_.use_bias) out = out + output_bias.read();
+                      reshape(read_weight(output_kernel), {hv, w[2]}));
+  if (options_.use_bias) out = out + read_weight(output_bias);
   if (options_.activity_regularizer.active()) add_loss(options_.activity_regularizer(out));
   std::vector<Tensor> result{out};
   if (flags.scores) result.push_back(transpose(probs, {1, 0, 2, 3}));  // [batch, heads, ..]
@@ -323,7 +324,7 @@ std::vector<Shape> MultiHeadAttentionImpl::compute_output_shape(const std::vecto
 }
 
 Json MultiHeadAttentionImpl::get_config() const {
-  Json c = layer_util::base_config(*this, options_.dtype);
+  Json c = layer_util::base_config(*this);
   c["num_heads"] = num_heads_;
   c["key_dim"] = key_dim_;
   c["value_dim"] = value_dim_;

@@ -84,8 +84,9 @@ struct MultiHeadAttentionOptions {
   // Keras' call arguments, as the layer's defaults (attend can override them per call).
   bool use_causal_mask = false;
   bool return_attention_scores = false;
-  DType dtype = DType::f32;  // of the weights and the computation; inputs are cast to it
-  std::string name{};        // empty: "multi_head_attention", "multi_head_attention_1", ...
+  // The DTypePolicy (a name such as "mixed_bfloat16", or a DType); unset: the global one.
+  std::optional<DTypePolicy> dtype{};
+  std::string name{};  // empty: "multi_head_attention", "multi_head_attention_1", ...
 };
 
 // Per-call arguments of attend (Keras' call keywords).

@@ -28,6 +28,7 @@ Conv2DImpl::Conv2DImpl(int64_t filters, Axes kernel_size, Conv2DOptions options)
       filters_(filters),
       kernel_size_(std::move(kernel_size)),
       options_(std::move(options)) {
+  use_dtype_option(options_.dtype);
   if (filters <= 0)
     throw Error(
         fmt::format("layer \"{}\": Invalid value for argument `filters`. Expected a "
@@ -57,10 +58,10 @@ void Conv2DImpl::build(const Shape& input_shape) {
   const int64_t channels = layer_util::known_channels(
       name(), first ? layer_util::shape_to_channels_last(input_shape) : input_shape);
   kernel = add_weight("kernel", {kernel_size_[0], kernel_size_[1], channels, filters_},
-                      options_.kernel_initializer, true, options_.dtype,
+                      options_.kernel_initializer, true, variable_dtype(),
                       options_.kernel_regularizer, options_.kernel_constraint);
   if (options_.use_bias)
-    bias = add_weight("bias", {filters_}, options_.bias_initializer, true, options_.dtype,
+    bias = add_weight("bias", {filters_}, options_.bias_initializer, true, variable_dtype(),
                       options_.bias_regularizer, options_.bias_constraint);
   input_spec = {InputSpec{.ndim = 4, .axes = {{first ? 1 : -1, channels}}}};
 }
@@ -68,10 +69,11 @@ void Conv2DImpl::build(const Shape& input_shape) {
 Tensor Conv2DImpl::call(const Tensor& inputs, bool) {
   // channels_first: the NHWC convolution between two transposes (Keras' kernel layout in both).
   const bool first = options_.data_format == "channels_first";
-  Tensor x = layer_util::cast_input(inputs, options_.dtype);
+  Tensor x = layer_util::cast_input(inputs, compute_dtype());
   if (first) x = layer_util::to_channels_last(x);
-  Tensor y = conv2d(x, kernel.read(), options_.strides, options_.padding, options_.dilation_rate);
-  if (options_.use_bias) y = y + bias.read();
+  Tensor y =
+      conv2d(x, read_weight(kernel), options_.strides, options_.padding, options_.dilation_rate);
+  if (options_.use_bias) y = y + read_weight(bias);
   y = activations::apply(options_.activation, y);
   return first ? layer_util::to_channels_first(y) : y;
 }
@@ -94,7 +96,7 @@ std::vector<Shape> Conv2DImpl::compute_output_shape(const std::vector<Shape>& in
 }
 
 Json Conv2DImpl::get_config() const {
-  Json c = layer_util::base_config(*this, options_.dtype);
+  Json c = layer_util::base_config(*this);
   c["filters"] = filters_;
   c["kernel_size"] = kernel_size_;
   c["strides"] = options_.strides;
@@ -135,6 +137,7 @@ Conv1DImpl::Conv1DImpl(int64_t filters, int64_t kernel_size, Conv1DOptions optio
       filters_(filters),
       kernel_size_(kernel_size),
       options_(std::move(options)) {
+  use_dtype_option(options_.dtype);
   if (filters <= 0)
     throw Error(
         fmt::format("layer \"{}\": Invalid value for argument `filters`. Expected a "
@@ -163,19 +166,19 @@ void Conv1DImpl::build(const Shape& input_shape) {
       name(), first ? layer_util::shape_to_channels_last(input_shape) : input_shape);
   kernel =
       add_weight("kernel", {kernel_size_, channels, filters_}, options_.kernel_initializer, true,
-                 options_.dtype, options_.kernel_regularizer, options_.kernel_constraint);
+                 variable_dtype(), options_.kernel_regularizer, options_.kernel_constraint);
   if (options_.use_bias)
-    bias = add_weight("bias", {filters_}, options_.bias_initializer, true, options_.dtype,
+    bias = add_weight("bias", {filters_}, options_.bias_initializer, true, variable_dtype(),
                       options_.bias_regularizer, options_.bias_constraint);
   input_spec = {InputSpec{.ndim = 3, .axes = {{first ? 1 : -1, channels}}}};
 }
 
 Tensor Conv1DImpl::call(const Tensor& inputs, bool) {
   if (inputs.is_placeholder())  // a functional model being built: types only
-    return Tensor::symbolic({options_.dtype, compute_output_shape({inputs.shape()})[0]}, nullptr);
+    return Tensor::symbolic({compute_dtype(), compute_output_shape({inputs.shape()})[0]}, nullptr);
   layer_util::require_one_unknown_dim(*this, inputs);
   const bool first = options_.data_format == "channels_first";
-  Tensor x = layer_util::cast_input(inputs, options_.dtype);
+  Tensor x = layer_util::cast_input(inputs, compute_dtype());
   if (first) x = layer_util::to_channels_last(x);  // [batch, channels, steps] -> channels last
   std::string padding = options_.padding;
   if (padding == "causal") {
@@ -183,10 +186,10 @@ Tensor Conv1DImpl::call(const Tensor& inputs, bool) {
     padding = "valid";
   }
   // [batch, 1, steps, channels] * [1, k, channels, filters] -> [batch, 1, steps', filters]
-  Tensor y = conv2d(expand_dims(x, 1), expand_dims(kernel.read(), 0), {1, options_.strides},
+  Tensor y = conv2d(expand_dims(x, 1), expand_dims(read_weight(kernel), 0), {1, options_.strides},
                     padding, {1, options_.dilation_rate});
   y = squeeze(y, {1});
-  if (options_.use_bias) y = y + bias.read();
+  if (options_.use_bias) y = y + read_weight(bias);
   y = activations::apply(options_.activation, y);
   return first ? layer_util::to_channels_first(y) : y;
 }
@@ -214,7 +217,7 @@ std::vector<Shape> Conv1DImpl::compute_output_shape(const std::vector<Shape>& in
 }
 
 Json Conv1DImpl::get_config() const {
-  Json c = layer_util::base_config(*this, options_.dtype);
+  Json c = layer_util::base_config(*this);
   c["filters"] = filters_;
   c["kernel_size"] = Json::array({kernel_size_});
   c["strides"] = Json::array({options_.strides});

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,8 +35,9 @@ struct Conv2DOptions {
   // channels-first input is transposed to channels-last, convolved, and the result transposed
   // back (the kernel keeps Keras' layout in both).
   std::string data_format = "channels_last";
-  DType dtype = DType::f32;  // of the weights and the computation; inputs are cast to it
-  std::string name{};        // empty: "conv2d", "conv2d_1", ...
+  // The DTypePolicy (a name such as "mixed_bfloat16", or a DType); unset: the global one.
+  std::optional<DTypePolicy> dtype{};
+  std::string name{};  // empty: "conv2d", "conv2d_1", ...
 };
 
 // filters > 0; kernel_size, strides and dilation_rate are (height, width) pairs of positive
@@ -92,8 +94,9 @@ struct Conv1DOptions {
   // channels-first input is transposed to channels-last, convolved, and the result transposed
   // back (the kernel keeps Keras' layout in both).
   std::string data_format = "channels_last";
-  DType dtype = DType::f32;  // of the weights and the computation; inputs are cast to it
-  std::string name{};        // empty: "conv1d", "conv1d_1", ...
+  // The DTypePolicy (a name such as "mixed_bfloat16", or a DType); unset: the global one.
+  std::optional<DTypePolicy> dtype{};
+  std::string name{};  // empty: "conv1d", "conv1d_1", ...
 };
 
 // filters, kernel_size, strides and dilation_rate are positive integers.

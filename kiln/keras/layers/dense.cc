@@ -19,6 +19,7 @@ DenseImpl::DenseImpl(int64_t units, DenseOptions options)
         fmt::format("layer \"{}\": Received an invalid value for `units`, expected a "
                     "positive integer. Received: units={}",
                     name(), units));
+  use_dtype_option(options_.dtype);
   options_.activation = activations::canonical(options_.activation);
   activity_regularizer = options_.activity_regularizer;
   input_spec = {InputSpec{.min_ndim = 2}};
@@ -31,17 +32,17 @@ void DenseImpl::build(const Shape& input_shape) {
         fmt::format("layer \"{}\": the last dimension of the inputs to a Dense layer "
                     "should be defined. Found None. Full input shape received: {}",
                     name(), input_shape.to_string()));
-  kernel = add_weight("kernel", {in, units_}, options_.kernel_initializer, true, options_.dtype,
+  kernel = add_weight("kernel", {in, units_}, options_.kernel_initializer, true, variable_dtype(),
                       options_.kernel_regularizer, options_.kernel_constraint);
   if (options_.use_bias)
-    bias = add_weight("bias", {units_}, options_.bias_initializer, true, options_.dtype,
+    bias = add_weight("bias", {units_}, options_.bias_initializer, true, variable_dtype(),
                       options_.bias_regularizer, options_.bias_constraint);
   input_spec = {InputSpec{.min_ndim = 2, .axes = {{-1, in}}}};
 }
 
 Tensor DenseImpl::call(const Tensor& inputs, bool) {
-  Tensor y = matmul(layer_util::cast_input(inputs, options_.dtype), kernel.read());
-  if (options_.use_bias) y = y + bias.read();
+  Tensor y = matmul(layer_util::cast_input(inputs, compute_dtype()), read_weight(kernel));
+  if (options_.use_bias) y = y + read_weight(bias);
   return activations::apply(options_.activation, y);
 }
 
@@ -57,7 +58,7 @@ std::vector<Shape> DenseImpl::compute_output_shape(const std::vector<Shape>& inp
 }
 
 Json DenseImpl::get_config() const {
-  Json c = layer_util::base_config(*this, options_.dtype);
+  Json c = layer_util::base_config(*this);
   c["units"] = units_;
   c["activation"] = options_.activation;
   c["use_bias"] = options_.use_bias;

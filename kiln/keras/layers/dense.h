@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,8 +25,9 @@ struct DenseOptions {
   Regularizer activity_regularizer{};
   Constraint kernel_constraint{};  // applied after each optimizer update
   Constraint bias_constraint{};
-  DType dtype = DType::f32;  // of the weights and the computation; inputs are cast to it
-  std::string name{};        // empty: "dense", "dense_1", ...
+  // The DTypePolicy (a name such as "mixed_bfloat16", or a DType); unset: the global one.
+  std::optional<DTypePolicy> dtype{};
+  std::string name{};  // empty: "dense", "dense_1", ...
 };
 
 // A densely connected layer; units must be positive.

@@ -16,6 +16,8 @@ EmbeddingImpl::EmbeddingImpl(int64_t input_dim, int64_t output_dim, EmbeddingOpt
       input_dim_(input_dim),
       output_dim_(output_dim),
       options_(std::move(options)) {
+  use_dtype_option(options_.dtype);
+  autocast = false;  // Keras: indices stay as given; the rows are cast to the compute dtype
   if (input_dim <= 0 || output_dim <= 0)
     throw Error(
         fmt::format("layer \"{}\": Both `input_dim` and `output_dim` should be positive, "
@@ -27,7 +29,7 @@ EmbeddingImpl::EmbeddingImpl(int64_t input_dim, int64_t output_dim, EmbeddingOpt
 void EmbeddingImpl::build(const Shape&) {
   embeddings =
       add_weight("embeddings", {input_dim_, output_dim_}, options_.embeddings_initializer, true,
-                 options_.dtype, options_.embeddings_regularizer, options_.embeddings_constraint);
+                 variable_dtype(), options_.embeddings_regularizer, options_.embeddings_constraint);
 }
 
 Tensor EmbeddingImpl::call(const Tensor& indices, bool) {
@@ -55,7 +57,12 @@ Tensor EmbeddingImpl::call(const Tensor& indices, bool) {
                     "float indices holding whole numbers, but received a {} input of shape {}; "
                     "cast the indices first, e.g. kiln::cast(x, kiln::DType::i32)",
                     name(), dtype_name(idx.dtype()), idx.shape().to_string()));
-  return gather(embeddings.read(), idx, 0);
+  // Keras: the table is read in its own dtype (no autocast) and the rows cast to the compute
+  // dtype.
+  Tensor rows = gather(embeddings.read(), idx, 0);
+  return rows.dtype() == compute_dtype() || !is_floating(compute_dtype())
+             ? rows
+             : cast(rows, compute_dtype());
 }
 
 std::vector<Shape> EmbeddingImpl::compute_output_shape(const std::vector<Shape>& input_shapes) {
@@ -76,7 +83,7 @@ std::vector<Tensor> EmbeddingImpl::compute_mask(const std::vector<Tensor>& input
 }
 
 Json EmbeddingImpl::get_config() const {
-  Json c = layer_util::base_config(*this, options_.dtype);
+  Json c = layer_util::base_config(*this);
   c["input_dim"] = input_dim_;
   c["output_dim"] = output_dim_;
   layer_util::weight_config(c, "embeddings", options_.embeddings_initializer,
@@ -90,7 +97,7 @@ Layer embedding_from_config(const Json& config) {
   ConfigReader c(config, "Embedding");
   EmbeddingOptions o;
   o.name = c.name();
-  o.dtype = dtype_entry(c);
+  o.dtype = policy_entry(c);
   o.embeddings_initializer =
       initializer_entry(c, "embeddings_initializer", o.embeddings_initializer);
   o.embeddings_regularizer = regularizer_entry(c, "embeddings_regularizer");

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,8 +26,9 @@ struct EmbeddingOptions {
   // Keras' mask_zero: index 0 is padding; the output carries the mask `indices != 0`, which
   // recurrent layers, attention, pooling, losses and metrics then respect.
   bool mask_zero = false;
-  DType dtype = DType::f32;  // of the table and the output
-  std::string name{};        // empty: "embedding", "embedding_1", ...
+  // The DTypePolicy (a name such as "mixed_bfloat16", or a DType); unset: the global one.
+  std::optional<DTypePolicy> dtype{};
+  std::string name{};  // empty: "embedding", "embedding_1", ...
 };
 
 // input_dim and output_dim must be positive.

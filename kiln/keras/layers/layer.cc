@@ -55,7 +55,39 @@ std::string unique_layer_name(const std::string& base) {
 
 LayerImpl::LayerImpl(std::string class_name, std::string name)
     : class_name_(std::move(class_name)),
-      name_(name.empty() ? unique_layer_name(snake_case(class_name_)) : std::move(name)) {}
+      name_(name.empty() ? unique_layer_name(snake_case(class_name_)) : std::move(name)),
+      dtype_policy_(mixed_precision::global_policy()),
+      policy_explicit_(!(dtype_policy_ == DTypePolicy())) {}
+
+void LayerImpl::set_dtype_policy(const DTypePolicy& policy) {
+  // Weights exist in the old variable dtype once built; a layer without weights of its own
+  // (a model rebuilt from its config, an activation) may still change.
+  if (built_ && !own_weights_.empty() && !(policy == dtype_policy_))
+    throw Error(fmt::format(
+        "layer \"{}\": its dtype policy cannot change to {} after it was built (its weights are "
+        "{}); set the policy before the first call",
+        name_, policy.repr(), dtype_name(variable_dtype())));
+  dtype_policy_ = policy;
+  policy_explicit_ = true;
+}
+
+Tensor LayerImpl::read_weight(const Variable& v) const {
+  Tensor value = v.read();
+  const DType t = compute_dtype();
+  if (autocast && is_floating(t) && is_floating(value.dtype()) && value.dtype() != t)
+    return cast(value, t);
+  return value;
+}
+
+std::vector<Tensor> LayerImpl::autocast_inputs(const std::vector<Tensor>& inputs) const {
+  const DType t = compute_dtype();
+  if (!autocast || !policy_explicit_ || !is_floating(t)) return inputs;
+  std::vector<Tensor> out = inputs;
+  for (Tensor& x : out)
+    if (x.defined() && is_floating(x.dtype()) && x.dtype() != t)
+      x = cast(x, t).with_keras_mask(x.keras_mask());
+  return out;
+}
 
 LayerImpl::~LayerImpl() = default;
 
@@ -129,7 +161,11 @@ void LayerImpl::attach_output_masks(const std::vector<Tensor>& inputs,
   }
 }
 
-Json LayerImpl::get_config() const { return Json{{"name", name_}, {"trainable", trainable_}}; }
+Json LayerImpl::get_config() const {
+  Json c{{"name", name_}, {"trainable", trainable_}};
+  if (!(dtype_policy_ == DTypePolicy())) c["dtype"] = dtype_policy_.serialize();
+  return c;
+}
 
 void LayerImpl::maybe_build(const std::vector<Shape>& shapes) {
   if (built_) return;
@@ -155,8 +191,9 @@ std::vector<Tensor> LayerImpl::invoke(const std::vector<Tensor>& inputs, bool tr
   maybe_build(shapes);
   call_losses_.clear();
   std::vector<Tensor> masks = masks_of(inputs);
+  const std::vector<Tensor> args = autocast_inputs(inputs);
   std::vector<Tensor> outputs =
-      any_defined(masks) ? call_masked(inputs, masks, training) : call_many(inputs, training);
+      any_defined(masks) ? call_masked(args, masks, training) : call_many(args, training);
   if (activity_regularizer.active())
     for (const Tensor& y : outputs)
       add_loss(activity_regularizer(y));  // Keras 3: no batch division
@@ -173,7 +210,8 @@ std::vector<Tensor> LayerImpl::call_symbolic(const std::vector<Tensor>& inputs, 
   }
   maybe_build(shapes);
   std::vector<Tensor> masks = masks_of(inputs);
-  auto run = [&](const std::vector<Tensor>& args) {
+  auto run = [&](const std::vector<Tensor>& given) {
+    const std::vector<Tensor> args = autocast_inputs(given);
     std::vector<Tensor> outputs =
         any_defined(masks) ? call_masked(args, masks, training) : call_many(args, training);
     attach_output_masks(args, masks, outputs);
@@ -204,15 +242,19 @@ std::vector<Tensor> LayerImpl::call_symbolic(const std::vector<Tensor>& inputs, 
 }
 
 Variable LayerImpl::add_weight(const std::string& name, const Shape& shape,
-                               const Initializer& initializer, bool trainable, DType dtype,
-                               const Regularizer& regularizer, const Constraint& constraint) {
+                               const Initializer& initializer, bool trainable,
+                               std::optional<DType> dtype_arg, const Regularizer& regularizer,
+                               const Constraint& constraint) {
+  const DType dtype = dtype_arg.value_or(variable_dtype());
   if (!shape.is_fully_known())
     throw Error(fmt::format("layer \"{}\": weight \"{}\" needs a fully known shape, got {}", name_,
                             name, shape.to_string()));
   Tensor initial_value;
   {
     detail::InitScope eager;  // initial values are computed eagerly, outside any trace
-    initial_value = initializer(shape, dtype);
+    // bfloat16 weights: drawn in float32 and rounded once (the initializers draw in float32).
+    initial_value = dtype == DType::bf16 ? cast(initializer(shape, DType::f32), DType::bf16)
+                                         : initializer(shape, dtype);
   }
   Variable v(name_ + "/" + name, initial_value, trainable);
   if (constraint.defined())

@@ -24,6 +24,7 @@
 #include "kiln/frontend/tensor.h"
 #include "kiln/frontend/variable.h"
 #include "kiln/keras/layers/constraints.h"
+#include "kiln/keras/layers/dtype_policy.h"
 #include "kiln/keras/layers/initializers.h"
 #include "kiln/keras/layers/input_spec.h"
 
@@ -66,7 +67,9 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   virtual std::vector<Tensor> call_many(const std::vector<Tensor>& inputs, bool training);
   // Default: runs call on symbolic inputs of these shapes (batch dimension may be -1).
   virtual std::vector<Shape> compute_output_shape(const std::vector<Shape>& input_shapes);
-  // {"name", "trainable", ...}; subclasses add their arguments.
+  // {"name", "trainable", ...}; subclasses add their arguments. Weighted layers write their
+  // "dtype" policy always (layer_util::base_config), as Keras; other layers write it when it is
+  // not "float32" (Keras writes it always; both forms read back the same).
   virtual Json get_config() const;
 
   // ---- masks (Keras' supports_masking, compute_mask and the `mask` call argument) ----
@@ -92,12 +95,36 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   // The input shapes the layer was built from (Keras' _build_shapes_dict); empty before.
   const std::vector<Shape>& build_input_shapes() const { return build_input_shapes_; }
 
+  // ---- dtype policy (kiln/keras/layers/dtype_policy.h) ----
+  // The layer's policy: its `dtype` argument, else the global policy when it was constructed.
+  const DTypePolicy& dtype_policy() const { return dtype_policy_; }
+  // Sets the policy; kiln::Error once the layer is built with weights of its own.
+  void set_dtype_policy(const DTypePolicy& policy);
+  DType compute_dtype() const { return dtype_policy_.compute_dtype(); }
+  DType variable_dtype() const { return dtype_policy_.variable_dtype(); }
+  // Keras' Layer.dtype: the variable dtype.
+  DType dtype() const { return variable_dtype(); }
+  // Keras' autocast: floating inputs are cast to the compute dtype before call, and
+  // read_weight casts floating variables to it. Normalization layers turn it off (they
+  // compute in float32 themselves). One difference from Keras: a layer whose policy is the
+  // implicit default (no dtype given, the global policy float32) does not cast its inputs in
+  // invoke, so a layer without weights computes in its input's dtype (float64 stays float64);
+  // layers with weights cast to their weights' dtype in call either way.
+  bool autocast = true;
+  // The policy was given (dtype option, set_dtype_policy, a config) or the global policy was
+  // not float32 when the layer was made.
+  bool dtype_policy_explicit() const { return policy_explicit_; }
+  // `v` read for the computation: cast to the compute dtype when autocast is on, v is floating
+  // and of another dtype (Keras' AutocastScope); the cast is an op, so the gradient reaches v
+  // in v's dtype.
+  Tensor read_weight(const Variable& v) const;
+
   // ---- weights ----
   // A defined `constraint` is set on the variable (Variable::set_constraint): the optimizer
-  // projects the variable with it after each update.
+  // projects the variable with it after each update. No dtype: the variable dtype.
   Variable add_weight(const std::string& name, const Shape& shape,
                       const Initializer& initializer = initializers::glorot_uniform(),
-                      bool trainable = true, DType dtype = DType::f32,
+                      bool trainable = true, std::optional<DType> dtype = std::nullopt,
                       const Regularizer& regularizer = {}, const Constraint& constraint = {});
   // This layer's and its sublayers' variables, in creation order, without duplicates.
   // A non-trainable layer reports all its weights as non-trainable (Keras).
@@ -147,6 +174,10 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   std::vector<std::weak_ptr<Node>> inbound_nodes;
 
  protected:
+  // A layer's `dtype` option: the policy when given (the global one is already set).
+  void use_dtype_option(const std::optional<DTypePolicy>& policy) {
+    if (policy) set_dtype_policy(*policy);
+  }
   bool built_ = false;
   // Models: the outputs keep the masks their inner layers attached (compute_mask is not used).
   bool outputs_keep_masks_ = false;
@@ -158,7 +189,11 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   void attach_output_masks(const std::vector<Tensor>& inputs, const std::vector<Tensor>& masks,
                            std::vector<Tensor>& outputs);
 
+  std::vector<Tensor> autocast_inputs(const std::vector<Tensor>& inputs) const;
+
   std::string class_name_, name_;
+  DTypePolicy dtype_policy_;
+  bool policy_explicit_ = false;
   bool trainable_ = true;
   std::vector<Variable> own_weights_;
   std::vector<Regularizer> weight_regularizers_;  // parallel to own_weights_

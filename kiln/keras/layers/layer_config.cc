@@ -157,6 +157,15 @@ DType dtype_entry(const ConfigReader& c, const std::string& key) {
   }
 }
 
+std::optional<DTypePolicy> policy_entry(const ConfigReader& c, const std::string& key) {
+  if (!c.has(key) || c.at(key).is_null()) return std::nullopt;
+  try {
+    return DTypePolicy::deserialize(c.at(key));
+  } catch (const Error& e) {
+    c.fail(key, e.what());
+  }
+}
+
 Shape shape_entry(const ConfigReader& c, const std::string& key) {
   const Json& v = c.at(key);
   if (!v.is_array()) c.fail(key, fmt::format("should be a list of dimensions, got {}", v.dump()));

@@ -122,6 +122,10 @@ Regularizer regularizer_entry(const ConfigReader& c, const std::string& key);
 Constraint constraint_entry(const ConfigReader& c, const std::string& key);
 // A dtype entry ("float32" or "f32"); absent or null: float32.
 DType dtype_entry(const ConfigReader& c, const std::string& key = "dtype");
+// A layer's dtype policy entry: Keras 3's {"class_name": "DTypePolicy", "config": {"name"}} or
+// a plain name (older Keras files); absent or null: unset (the layer takes the global policy).
+// kiln::Error naming the entry for a policy kiln refuses (float16) or does not know.
+std::optional<DTypePolicy> policy_entry(const ConfigReader& c, const std::string& key = "dtype");
 // A shape in a config: a list of integers and nulls (unknown dimensions).
 Shape shape_entry(const ConfigReader& c, const std::string& key);
 
@@ -142,7 +146,7 @@ Layer inner_layer(const ConfigReader& c, const std::string& key, const LayerSpec
 template <typename Options>
 void common_weights(const ConfigReader& c, Options& o) {
   o.name = c.name();
-  o.dtype = dtype_entry(c);
+  o.dtype = policy_entry(c);
   o.kernel_initializer = initializer_entry(c, "kernel_initializer", o.kernel_initializer);
   o.bias_initializer = initializer_entry(c, "bias_initializer", o.bias_initializer);
   o.kernel_regularizer = regularizer_entry(c, "kernel_regularizer");

@@ -97,10 +97,11 @@ inline int64_t known_channels(const std::string& layer, const Shape& input_shape
   return channels;
 }
 
-// Keras' base config plus the dtype: {"name", "trainable", "dtype"}.
-inline Json base_config(const LayerImpl& layer, DType dtype) {
+// Keras' base config plus the dtype policy as Keras 3 serializes it: {"name", "trainable",
+// "dtype": {"module": "keras", "class_name": "DTypePolicy", "config": {"name"}, ...}}.
+inline Json base_config(const LayerImpl& layer) {
   Json c = layer.LayerImpl::get_config();
-  c["dtype"] = std::string(dtype_name(dtype));
+  c["dtype"] = layer.dtype_policy().serialize();
   if (layer.activity_regularizer.active())
     c["activity_regularizer"] = regularizer_config(layer.activity_regularizer);
   return c;
@@ -139,7 +140,8 @@ inline Axes pair_arg(const std::string& layer, const char* arg, const Axes& valu
   return value;
 }
 
-// The layer's input in the layer's dtype (Keras casts inputs to the compute dtype).
+// The layer's input in `dtype` (the compute dtype: LayerImpl::invoke already autocasts; this
+// covers inputs that reach call another way, such as a cell's inputs inside an RNN loop).
 inline Tensor cast_input(const Tensor& x, DType dtype) {
   return x.dtype() == dtype ? x : cast(x, dtype);
 }

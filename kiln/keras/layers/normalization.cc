@@ -25,6 +25,10 @@ int normalized_axis(const std::string& layer, int64_t axis, const Shape& s) {
   return a;
 }
 
+// The dtype normalization statistics are computed in: Keras' result_type(x, float32), i.e.
+// float64 for float64 inputs, else float32 (bfloat16 inputs are widened).
+DType stats_dtype(DType x) { return x == DType::f64 ? DType::f64 : DType::f32; }
+
 // `v` (the sizes of `axes`) reshaped to broadcast against a rank-`rank` input.
 Tensor broadcastable(const Tensor& v, const Axes& axes, int rank) {
   if (axes.size() == 1 && axes[0] == rank - 1) return v;
@@ -44,6 +48,7 @@ void check_epsilon(const std::string& layer, double epsilon) {
 
 BatchNormalizationImpl::BatchNormalizationImpl(BatchNormalizationOptions options)
     : LayerImpl("BatchNormalization", options.name), options_(std::move(options)) {
+  use_dtype_option(options_.dtype);
   supports_masking = true;
   check_epsilon(name(), options_.epsilon);
   if (!(options_.momentum >= 0 && options_.momentum <= 1))
@@ -54,7 +59,7 @@ BatchNormalizationImpl::BatchNormalizationImpl(BatchNormalizationOptions options
 void BatchNormalizationImpl::build(const Shape& input_shape) {
   axis_ = normalized_axis(name(), options_.axis, input_shape);
   int64_t dim = input_shape[axis_];
-  DType t = options_.dtype;
+  DType t = variable_dtype();
   if (options_.scale)
     gamma = add_weight("gamma", {dim}, options_.gamma_initializer, true, t,
                        options_.gamma_regularizer, options_.gamma_constraint);
@@ -68,7 +73,10 @@ void BatchNormalizationImpl::build(const Shape& input_shape) {
 }
 
 Tensor BatchNormalizationImpl::call(const Tensor& inputs, bool training) {
-  Tensor x = layer_util::cast_input(inputs, options_.dtype);
+  // Keras: the (autocast) input is computed on in at least float32 (16-bit inputs overflow),
+  // the variables read in that dtype, and the result cast to the compute dtype.
+  const DType stat = stats_dtype(layer_util::cast_input(inputs, compute_dtype()).dtype());
+  Tensor x = layer_util::cast_input(layer_util::cast_input(inputs, compute_dtype()), stat);
   int rank = x.rank();
   Axes feature = {axis_}, reduce;
   for (int i = 0; i < rank; ++i)
@@ -80,17 +88,22 @@ Tensor BatchNormalizationImpl::call(const Tensor& inputs, bool training) {
     if (!x.is_placeholder()) {
       double m = options_.momentum;
       Shape s = moving_mean.shape();
-      moving_mean.assign(moving_mean.value() * m + reshape(mu, s.to_vector()) * (1 - m));
-      moving_variance.assign(moving_variance.value() * m + reshape(var, s.to_vector()) * (1 - m));
+      const DType vt = moving_mean.dtype();
+      moving_mean.assign(moving_mean.value() * m +
+                         layer_util::cast_input(reshape(mu, s.to_vector()), vt) * (1 - m));
+      moving_variance.assign(moving_variance.value() * m +
+                             layer_util::cast_input(reshape(var, s.to_vector()), vt) * (1 - m));
     }
   } else {
-    mu = broadcastable(moving_mean.read(), feature, rank);
-    var = broadcastable(moving_variance.read(), feature, rank);
+    mu = broadcastable(layer_util::cast_input(moving_mean.read(), stat), feature, rank);
+    var = broadcastable(layer_util::cast_input(moving_variance.read(), stat), feature, rank);
   }
   Tensor y = (x - mu) * rsqrt(var + options_.epsilon);
-  if (options_.scale) y = y * broadcastable(gamma.read(), feature, rank);
-  if (options_.center) y = y + broadcastable(beta.read(), feature, rank);
-  return y;
+  if (options_.scale)
+    y = y * broadcastable(layer_util::cast_input(gamma.read(), stat), feature, rank);
+  if (options_.center)
+    y = y + broadcastable(layer_util::cast_input(beta.read(), stat), feature, rank);
+  return layer_util::cast_input(y, compute_dtype());
 }
 
 std::vector<Shape> BatchNormalizationImpl::compute_output_shape(
@@ -100,7 +113,7 @@ std::vector<Shape> BatchNormalizationImpl::compute_output_shape(
 
 Json BatchNormalizationImpl::get_config() const {
   using layer_util::initializer_config, layer_util::regularizer_config;
-  Json c = layer_util::base_config(*this, options_.dtype);
+  Json c = layer_util::base_config(*this);
   c["axis"] = options_.axis;
   c["momentum"] = options_.momentum;
   c["epsilon"] = options_.epsilon;
@@ -123,7 +136,7 @@ Layer batch_normalization_from_config(const Json& config) {
   ConfigReader c(config, "BatchNormalization");
   BatchNormalizationOptions o;
   o.name = c.name();
-  o.dtype = dtype_entry(c);
+  o.dtype = policy_entry(c);
   o.axis = c.get<int>("axis", o.axis);
   o.momentum = c.get<double>("momentum", o.momentum);
   o.epsilon = c.get<double>("epsilon", o.epsilon);
@@ -150,6 +163,8 @@ BatchNormalization::BatchNormalization(BatchNormalizationOptions options)
 
 LayerNormalizationImpl::LayerNormalizationImpl(LayerNormalizationOptions options)
     : LayerImpl("LayerNormalization", options.name), options_(std::move(options)) {
+  use_dtype_option(options_.dtype);
+  autocast = false;  // Keras: the input is not cast; the statistics are at least float32
   supports_masking = true;
   check_epsilon(name(), options_.epsilon);
   if (options_.axis.empty())
@@ -170,7 +185,7 @@ void LayerNormalizationImpl::build(const Shape& input_shape) {
     spec.axes[int(a)] = input_shape[int(a)];
   }
   Shape ps(param_shape);
-  DType t = options_.dtype;
+  DType t = variable_dtype();
   if (options_.scale)
     gamma = add_weight("gamma", ps, options_.gamma_initializer, true, t, options_.gamma_regularizer,
                        options_.gamma_constraint);
@@ -181,14 +196,19 @@ void LayerNormalizationImpl::build(const Shape& input_shape) {
 }
 
 Tensor LayerNormalizationImpl::call(const Tensor& inputs, bool) {
-  Tensor x = layer_util::cast_input(inputs, options_.dtype);
+  // Keras (autocast off): the input as given, computed on in at least float32, the weights
+  // read in that dtype, the result cast to the compute dtype.
+  const DType stat = stats_dtype(inputs.dtype());
+  Tensor x = layer_util::cast_input(inputs, stat);
   int rank = x.rank();
   Tensor mu = mean(x, axes_, /*keepdims=*/true);
   Tensor var = mean(square(x - mu), axes_, /*keepdims=*/true);
   Tensor y = (x - mu) * rsqrt(var + options_.epsilon);
-  if (options_.scale) y = y * broadcastable(gamma.read(), axes_, rank);
-  if (options_.center) y = y + broadcastable(beta.read(), axes_, rank);
-  return y;
+  if (options_.scale)
+    y = y * broadcastable(layer_util::cast_input(gamma.read(), stat), axes_, rank);
+  if (options_.center)
+    y = y + broadcastable(layer_util::cast_input(beta.read(), stat), axes_, rank);
+  return layer_util::cast_input(y, compute_dtype());
 }
 
 std::vector<Shape> LayerNormalizationImpl::compute_output_shape(
@@ -198,7 +218,7 @@ std::vector<Shape> LayerNormalizationImpl::compute_output_shape(
 
 Json LayerNormalizationImpl::get_config() const {
   using layer_util::initializer_config, layer_util::regularizer_config;
-  Json c = layer_util::base_config(*this, options_.dtype);
+  Json c = layer_util::base_config(*this);
   c["axis"] = options_.axis.size() == 1 ? Json(options_.axis[0]) : Json(options_.axis);
   c["epsilon"] = options_.epsilon;
   c["center"] = options_.center;
@@ -218,7 +238,7 @@ Layer layer_normalization_from_config(const Json& config) {
   ConfigReader c(config, "LayerNormalization");
   LayerNormalizationOptions o;
   o.name = c.name();
-  o.dtype = dtype_entry(c);
+  o.dtype = policy_entry(c);
   if (c.has("axis"))
     o.axis = c.at("axis").is_array() ? c.get<Axes>("axis") : Axes{c.get<int64_t>("axis")};
   o.epsilon = c.get<double>("epsilon", o.epsilon);

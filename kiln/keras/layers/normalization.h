@@ -13,6 +13,7 @@
 // and variance; "gamma" and "beta" have the shape of the normalized axes.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,8 +40,9 @@ struct BatchNormalizationOptions {
   // computes what false does; under kiln's data-parallel fit (which does not all-reduce the
   // statistics) a layer with synchronized=true is refused with a kiln::Error.
   bool synchronized = false;
-  DType dtype = DType::f32;  // of the weights and the computation; inputs are cast to it
-  std::string name{};        // empty: "batch_normalization", ...
+  // The DTypePolicy (a name such as "mixed_bfloat16", or a DType); unset: the global one.
+  std::optional<DTypePolicy> dtype{};
+  std::string name{};  // empty: "batch_normalization", ...
 };
 
 // input_spec after build: the built rank, and the feature axis' size.
@@ -77,7 +79,8 @@ struct LayerNormalizationOptions {
   Regularizer gamma_regularizer{};
   Constraint beta_constraint{};  // applied after each optimizer update
   Constraint gamma_constraint{};
-  DType dtype = DType::f32;
+  // The DTypePolicy (a name such as "mixed_bfloat16", or a DType); unset: the global one.
+  std::optional<DTypePolicy> dtype{};
   std::string name{};  // empty: "layer_normalization", ...
 };
 

@@ -31,6 +31,7 @@ double lowest_value(DType dtype) {
   switch (dtype) {
     case DType::f32:
     case DType::f64:
+    case DType::bf16:
       return -std::numeric_limits<double>::infinity();
     case DType::i32:
       return double(std::numeric_limits<int32_t>::lowest());

@@ -15,6 +15,7 @@ PositionEmbeddingImpl::PositionEmbeddingImpl(int64_t sequence_length,
     : LayerImpl("PositionEmbedding", options.name),
       sequence_length_(sequence_length),
       options_(std::move(options)) {
+  use_dtype_option(options_.dtype);
   if (sequence_length <= 0)
     throw Error(
         fmt::format("layer \"{}\": `sequence_length` must be a positive integer, received {}",
@@ -31,7 +32,7 @@ void PositionEmbeddingImpl::build(const Shape& input_shape) {
         "Found None. Full input shape received: {}",
         name(), input_shape.to_string()));
   embeddings = add_weight("embeddings", {sequence_length_, features}, options_.initializer, true,
-                          options_.dtype);
+                          variable_dtype());
   input_spec = {InputSpec{.min_ndim = 2, .axes = {{-1, features}}}};
 }
 
@@ -39,7 +40,7 @@ Tensor PositionEmbeddingImpl::call(const Tensor& x, bool) {
   const Shape& s = x.shape();
   const int64_t steps = s[s.rank() - 2], features = s[s.rank() - 1];
   if (steps == kUnknownDim) {
-    if (x.is_placeholder()) return Tensor::symbolic({options_.dtype, s}, nullptr);
+    if (x.is_placeholder()) return Tensor::symbolic({compute_dtype(), s}, nullptr);
     throw Error(fmt::format(
         "layer \"{}\": PositionEmbedding traced with an unknown number of positions (input "
         "{}); trace with the sequence length known (an input_signature with a fixed timesteps "
@@ -51,7 +52,7 @@ Tensor PositionEmbeddingImpl::call(const Tensor& x, bool) {
         "layer \"{}\": the input has {} positions (axis -2 of shape {}), more than the layer's "
         "sequence_length={}; create the layer with sequence_length >= {} or shorten the input",
         name(), steps, s.to_string(), sequence_length_, steps));
-  Tensor table = slice(embeddings.read(), {0, 0}, {steps, features});
+  Tensor table = slice(read_weight(embeddings), {0, 0}, {steps, features});
   return broadcast_like(table, x);
 }
 
@@ -66,7 +67,7 @@ std::vector<Shape> PositionEmbeddingImpl::compute_output_shape(
 }
 
 Json PositionEmbeddingImpl::get_config() const {
-  Json c = layer_util::base_config(*this, options_.dtype);
+  Json c = layer_util::base_config(*this);
   c["sequence_length"] = sequence_length_;
   c["initializer"] = layer_util::initializer_config(options_.initializer);
   return c;
@@ -77,7 +78,7 @@ Layer position_embedding_from_config(const Json& config) {
   ConfigReader c(config, "PositionEmbedding");
   PositionEmbeddingOptions o;
   o.name = c.name();
-  o.dtype = dtype_entry(c);
+  o.dtype = policy_entry(c);
   o.initializer = initializer_entry(c, "initializer", o.initializer);
   return PositionEmbedding(c.get<int64_t>("sequence_length"), o);
 }

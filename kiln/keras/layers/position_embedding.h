@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,8 +18,9 @@ namespace kiln {
 
 struct PositionEmbeddingOptions {
   Initializer initializer = "glorot_uniform";
-  DType dtype = DType::f32;  // of the weight and the output
-  std::string name{};        // empty: "position_embedding", "position_embedding_1", ...
+  // The DTypePolicy (a name such as "mixed_bfloat16", or a DType); unset: the global one.
+  std::optional<DTypePolicy> dtype{};
+  std::string name{};  // empty: "position_embedding", "position_embedding_1", ...
 };
 
 class PositionEmbeddingImpl : public LayerImpl {

@@ -92,6 +92,7 @@ RecurrentImpl::RecurrentImpl(std::string class_name, int64_t units, int gates, i
         fmt::format("layer \"{}\": Received an invalid value for argument `units`, expected a "
                     "positive integer, got {}.",
                     name(), units));
+  use_dtype_option(options_.dtype);
   check_rate(name(), "dropout", options_.dropout);
   check_rate(name(), "recurrent_dropout", options_.recurrent_dropout);
   seed_generator_ = add_seed_generator(options_.seed);
@@ -104,8 +105,8 @@ RecurrentImpl::RecurrentImpl(std::string class_name, int64_t units, int gates, i
 
 Shape RecurrentImpl::bias_shape() const { return {gates_ * units_}; }
 Initializer RecurrentImpl::bias_initializer() const { return options_.bias_initializer; }
-Tensor RecurrentImpl::input_bias() { return options_.use_bias ? bias.read() : Tensor(); }
-std::vector<Tensor> RecurrentImpl::recurrent_weights() { return {recurrent_kernel.read()}; }
+Tensor RecurrentImpl::input_bias() { return options_.use_bias ? read_weight(bias) : Tensor(); }
+std::vector<Tensor> RecurrentImpl::recurrent_weights() { return {read_weight(recurrent_kernel)}; }
 
 void RecurrentImpl::build_many(const std::vector<Shape>& shapes) {
   const Shape& x = shapes[0];
@@ -116,12 +117,12 @@ void RecurrentImpl::build_many(const std::vector<Shape>& shapes) {
         name(), class_name(), x.to_string()));
   const int64_t in = x[2];
   kernel = add_weight("kernel", {in, gates_ * units_}, options_.kernel_initializer, true,
-                      options_.dtype, options_.kernel_regularizer, options_.kernel_constraint);
+                      variable_dtype(), options_.kernel_regularizer, options_.kernel_constraint);
   recurrent_kernel = add_weight("recurrent_kernel", {units_, gates_ * units_},
-                                options_.recurrent_initializer, true, options_.dtype,
+                                options_.recurrent_initializer, true, variable_dtype(),
                                 options_.recurrent_regularizer, options_.recurrent_constraint);
   if (options_.use_bias)
-    bias = add_weight("bias", bias_shape(), bias_initializer(), true, options_.dtype,
+    bias = add_weight("bias", bias_shape(), bias_initializer(), true, variable_dtype(),
                       options_.bias_regularizer, options_.bias_constraint);
   input_spec = {InputSpec{.ndim = 3, .axes = {{-1, in}}}};
 }
@@ -150,16 +151,16 @@ std::vector<Tensor> RecurrentImpl::call_masked(const std::vector<Tensor>& inputs
           "layer \"{}\": initial state {} must have shape [batch, units] = [{}, {}], got {}",
           name(), i, x.shape()[0] == kUnknownDim ? "batch" : std::to_string(x.shape()[0]), units_,
           s.to_string()));
-    states[i] = layer_util::cast_input(states[i], options_.dtype);
+    states[i] = layer_util::cast_input(states[i], compute_dtype());
   }
-  return run(layer_util::cast_input(x, options_.dtype), mask, std::move(states), training);
+  return run(layer_util::cast_input(x, compute_dtype()), mask, std::move(states), training);
 }
 
 std::vector<Tensor> RecurrentImpl::run(const Tensor& x, const Tensor& mask,
                                        std::vector<Tensor> states, bool training) {
   const Shape& xs = x.shape();
   const int64_t batch = xs[0], steps = xs[1];
-  const DType dt = options_.dtype;
+  const DType dt = compute_dtype();
   if (x.is_placeholder()) {  // a functional model being built: types only
     std::vector<Tensor> out;
     Shape y = options_.return_sequences ? Shape{batch, steps, units_} : Shape{batch, units_};
@@ -186,7 +187,7 @@ std::vector<Tensor> RecurrentImpl::run(const Tensor& x, const Tensor& mask,
     x_in = x * expand_dims(dropout(ones_like(first), options_.dropout, seed_generator_.next()), 1);
   }
 
-  Tensor kernel_value = kernel.read(), bias_value = input_bias();
+  Tensor kernel_value = read_weight(kernel), bias_value = input_bias();
   // Zeros [batch, units] (the batch size taken from a [batch, G*units] tensor when unknown).
   if (states.empty()) {
     const Tensor zero_rows =
@@ -379,7 +380,7 @@ std::vector<Shape> RecurrentImpl::compute_output_shape(const std::vector<Shape>&
 }
 
 Json RecurrentImpl::get_config() const {
-  Json c = layer_util::base_config(*this, options_.dtype);
+  Json c = layer_util::base_config(*this);
   c["units"] = units_;
   c["activation"] = options_.activation;
   c["use_bias"] = options_.use_bias;

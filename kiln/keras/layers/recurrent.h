@@ -71,7 +71,8 @@ struct RecurrentOptions {
   bool go_backwards = false;
   bool zero_output_for_mask = false;
   bool unroll = false;  // Keras' speed hint: accepted either way, the results are the same
-  DType dtype = DType::f32;
+  // The DTypePolicy (a name such as "mixed_bfloat16", or a DType); unset: the global one.
+  std::optional<DTypePolicy> dtype{};
   std::string name{};  // empty: "lstm", "lstm_1", ...
 };
 

@@ -95,14 +95,15 @@ Shape GRUImpl::bias_shape() const {
 
 Tensor GRUImpl::input_bias() {
   if (!options_.use_bias) return Tensor();
-  return options_.reset_after ? gather(bias.read(), scalar(0, DType::i64), 0) : bias.read();
+  return options_.reset_after ? gather(read_weight(bias), scalar(0, DType::i64), 0)
+                              : read_weight(bias);
 }
 
 // reset_after: {U, recurrent bias}; otherwise the three gate blocks of U.
 std::vector<Tensor> GRUImpl::recurrent_weights() {
-  Tensor u = recurrent_kernel.read();
+  Tensor u = read_weight(recurrent_kernel);
   if (options_.reset_after) {
-    Tensor rb = options_.use_bias ? gather(bias.read(), scalar(1, DType::i64), 0) : Tensor();
+    Tensor rb = options_.use_bias ? gather(read_weight(bias), scalar(1, DType::i64), 0) : Tensor();
     return {u, rb};
   }
   return {gate(u, 0, units_), gate(u, 1, units_), gate(u, 2, units_)};

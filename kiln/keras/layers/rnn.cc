@@ -34,6 +34,8 @@ RecurrentCellImpl::RecurrentCellImpl(const std::string& kind, int64_t units,
         "layer \"{}\": a {}Cell is one step; return_sequences, return_state, go_backwards and "
         "zero_output_for_mask are arguments of the RNN that runs it (layers.RNN)",
         name(), kind));
+  use_dtype_option(options.dtype);
+  options.dtype = dtype_policy();  // the step computes in the cell's policy
   options.name = name();
   options.unroll = false;
   loop_ = track(make_loop(kind, units, std::move(options)));
@@ -115,6 +117,7 @@ RNNImpl::RNNImpl(const Layer& cell, RNNOptions options)
         "kiln::scan)",
         name(), cell_.defined() ? "a " + cell_->class_name() : std::string("an empty layer")));
   track_layer(cell_);
+  set_dtype_policy(cell_->dtype_policy());  // the RNN computes in its cell's policy
   supports_masking = true;
   input_spec = {InputSpec{.ndim = 3}};
 }
@@ -154,7 +157,7 @@ std::vector<Shape> RNNImpl::compute_output_shape(const std::vector<Shape>& shape
 }
 
 Json RNNImpl::get_config() const {
-  Json c = layer_util::base_config(*this, cell_impl().loop().options().dtype);
+  Json c = layer_util::base_config(*this);
   c["return_sequences"] = options_.return_sequences;
   c["return_state"] = options_.return_state;
   c["go_backwards"] = options_.go_backwards;
@@ -182,9 +185,9 @@ Layer rnn_with_cell(const Json& config, const Layer* given_cell,
       given_cell != nullptr ? *given_cell : layer_config::inner_layer(c, "cell", inner_from_config),
       o);
   // The RNN computes in its cell's dtype.
-  const DType cell_dtype =
-      static_cast<const RecurrentCellImpl&>(rnn->cell().impl()).loop().options().dtype;
-  if (c.has("dtype") && !c.at("dtype").is_null() && layer_config::dtype_entry(c) != cell_dtype)
+  const DTypePolicy cell_policy = rnn->cell()->dtype_policy();
+  const std::optional<DTypePolicy> given = layer_config::policy_entry(c);
+  if (given && !(*given == cell_policy))
     c.fail("dtype", "differs from its cell's; give the dtype to the cell (LSTMCell(..., dtype=))");
   return rnn;
 }

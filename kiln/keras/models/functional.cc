@@ -149,6 +149,7 @@ FunctionalImpl::FunctionalImpl(std::vector<Tensor> inputs, std::vector<Tensor> o
     : ModelImpl("Functional", std::move(name)),
       inputs_(std::move(inputs)),
       outputs_(std::move(outputs)) {
+  autocast = false;  // Keras' Functional does not convert its inputs; its layers do
   check_inputs_and_outputs(this->name(), inputs_, outputs_);
   std::set<const Node*> input_nodes;
   for (const Tensor& x : inputs_) input_nodes.insert(key_of(x).first);

@@ -19,13 +19,6 @@ Registry& registry() {
   return r;
 }
 
-// A dtype entry naming float32 ("float32", or Keras' DTypePolicy object for it).
-bool names_float32(const Json& v) {
-  if (v.is_string()) return v.get<std::string>() == "float32";
-  return v.is_object() && v.contains("config") && v["config"].is_object() &&
-         v["config"].value("name", std::string()) == "float32";
-}
-
 // Entries Keras 3 writes that kiln's get_config leaves out, at the Keras default that kiln
 // computes: InputLayer's "ragged" and "optional" (kiln inputs are dense and required), and
 // LSTM/GRU's "use_cudnn" (a kernel choice, not a different result).
@@ -51,9 +44,6 @@ void refuse_unread_entries(const Json& config, const std::set<std::string>& read
     auto it = honoured.find(key);
     if (it != honoured.end() && *it == value) continue;  // what kiln computes anyway
     if (it == honoured.end() && keras_default_kiln_matches(key, value)) continue;
-    // Keras writes a dtype (policy) for every layer; kiln's layers without weights compute in
-    // their input's dtype, which is Keras' for its default float32 policy and float32 inputs.
-    if (it == honoured.end() && key == "dtype" && names_float32(value)) continue;
     if (it != honoured.end())
       throw Error(fmt::format(
           "layer \"{}\" ({}): argument {}={:.200} is not supported: kiln's {} computes {}={:.200} "
@@ -158,6 +148,12 @@ Layer layer_from_config(const Json& spec, const CustomObjects& custom_objects) {
   const bool checked = reads.attached();  // the factory read with a ConfigReader
   ConfigReader c(config, class_name);
   if (c.has("trainable")) layer->set_trainable(c.get<bool>("trainable"));
+  // Keras writes a dtype policy for every layer: the layers whose factory does not read it
+  // (layers without weights) take it here; it decides their autocast and compute dtype.
+  // (An InputLayer's "dtype" is its tensor's dtype, not a policy.)
+  if (class_name != "InputLayer")
+    if (std::optional<DTypePolicy> policy = layer_config::policy_entry(c))
+      layer->set_dtype_policy(*policy);
   if (c.has("activity_regularizer"))
     layer->activity_regularizer = layer_config::regularizer_entry(c, "activity_regularizer");
   if (checked) refuse_unread_entries(config, c.read_keys(), layer, class_name);

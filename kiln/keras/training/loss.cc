@@ -178,8 +178,16 @@ Loss Loss::per_sample(std::string name, Fn fn, bool from_logits) {
   return l;
 }
 
-Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred,
+Tensor Loss::operator()(const Tensor& y_true_in, const Tensor& y_pred_in,
                         const Tensor& sample_weight) const {
+  // Keras' Loss computes in floatx: bfloat16 values (a mixed_bfloat16 model's outputs) are
+  // cast to float32 first (the mask kept), so the loss and its reduction are float32.
+  const Tensor y_pred = y_pred_in.defined() && y_pred_in.dtype() == DType::bf16
+                            ? cast(y_pred_in, DType::f32).with_keras_mask(y_pred_in.keras_mask())
+                            : y_pred_in;
+  const Tensor y_true = y_true_in.defined() && y_true_in.dtype() == DType::bf16
+                            ? cast(y_true_in, DType::f32)
+                            : y_true_in;
   if (!fn_)
     throw Error(
         "Loss: calling an empty loss (default-constructed); give it a name or a "

@@ -260,8 +260,16 @@ void OptimizerImpl::restore_slot(const Variable& owner, const std::string& slot_
   slot(owner, slot_name).assign(value);
 }
 
-void OptimizerImpl::apply_gradients(const std::vector<Tensor>& grads,
+void OptimizerImpl::apply_gradients(const std::vector<Tensor>& grads_in,
                                     const std::vector<Variable>& variables) {
+  // Keras casts each gradient to its variable's dtype: a bfloat16 gradient of a float32
+  // variable (mixed precision) is widened here. Other dtype mismatches (float64 for float32)
+  // are refused below rather than rounded silently.
+  std::vector<Tensor> grads = grads_in;
+  for (size_t i = 0; i < grads.size() && i < variables.size(); ++i)
+    if (grads[i].defined() && variables[i].defined() && grads[i].dtype() == DType::bf16 &&
+        variables[i].dtype() != DType::bf16 && is_floating(variables[i].dtype()))
+      grads[i] = cast(grads[i], variables[i].dtype());
   if (grads.size() != variables.size())
     throw Error(
         fmt::format("{}.apply_gradients: got {} gradients for {} variables; pass one "

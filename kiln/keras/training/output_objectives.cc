@@ -62,8 +62,13 @@ void OutputObjectives::reset_metrics() {
 }
 
 void OutputObjectives::update_metrics(const std::vector<Tensor>& y_true,
-                                      const std::vector<Tensor>& y_pred,
+                                      const std::vector<Tensor>& y_pred_in,
                                       const std::vector<Tensor>& sample_weights) {
+  // Keras' metrics compute in float32: bfloat16 outputs (mixed_bfloat16) are cast first.
+  std::vector<Tensor> y_pred = y_pred_in;
+  for (Tensor& p : y_pred)
+    if (p.defined() && p.dtype() == DType::bf16)
+      p = cast(p, DType::f32).with_keras_mask(p.keras_mask());
   for (size_t o = 0; o < size(); ++o) {
     for (Metric& m : metrics_[o]) m->update_state(y_true[o], y_pred[o]);
     Tensor w = sample_weights.empty() ? Tensor() : sample_weights[o];

@@ -1,4 +1,11 @@
 // Eager kernel of cast: every dtype to every dtype (to bool: x != 0; elementwise_loops.h).
+// bfloat16 (the op's bf16 column is Convert): to bf16 one correct rounding to nearest even
+// from every dtype (float64 and int64 directly, never through float32); from bf16 the exact
+// float32 value goes through the float32 cast (to integers as float32 converts, to bool
+// nonzero).
+
+#include <bit>
+#include <cstring>
 
 #include "kiln/runtime/kernels/elementwise_loops.h"
 
@@ -7,7 +14,67 @@ namespace {
 
 using namespace elementwise;
 
-void cast_kernel(std::span<const Array> in, const Attrs&, Array& out) {
+// Nearest-even bfloat16 of an int64: rounded to odd at 53 bits first (the value's exact bits
+// where it has at most 53 significant ones, else the truncation with its last bit set), which
+// the double -> bfloat16 rounding (itself through round-to-odd) rounds correctly.
+bfloat16 bf16_from_int64(int64_t v) {
+  uint64_t m = v < 0 ? uint64_t(0) - uint64_t(v) : uint64_t(v);
+  const int n = std::bit_width(m);
+  if (n > 53) {
+    const int drop = n - 53;
+    uint64_t keep = m >> drop;
+    if ((m & ((uint64_t(1) << drop) - 1)) != 0) keep |= 1;
+    m = keep << drop;
+  }
+  const double d = double(m);
+  return bfloat16::from_double(v < 0 ? -d : d);
+}
+
+template <typename T>
+bfloat16 to_bf16(T x) {
+  if constexpr (std::is_same_v<T, float>)
+    return bfloat16::from_float(x);
+  else if constexpr (std::is_same_v<T, bool>)
+    return bfloat16::from_float(x ? 1.0f : 0.0f);
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return bf16_from_int64(x);
+  else  // double, and int32 / uint8 (exact in double)
+    return bfloat16::from_double(double(x));
+}
+
+void cast_kernel(std::span<const Array> in, const Attrs& attrs, Array& out);
+
+void cast_bf16(const Array& x, const Attrs& attrs, Array& out) {
+  if (x.dtype == out.dtype) {
+    if (out.nbytes() != 0) std::memcpy(out.raw(), x.raw(), out.nbytes());
+    return;
+  }
+  if (x.dtype == DType::bf16) {  // the exact float32 value, cast as float32 casts
+    Array f = Array::empty(DType::f32, x.shape);
+    const auto* src = static_cast<const bfloat16*>(x.raw());
+    float* dst = f.data<float>();
+    parallel_for(x.size(), kElementwiseGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) dst[i] = src[i].to_float();
+    });
+    if (out.dtype == DType::f32) {
+      if (out.nbytes() != 0) std::memcpy(out.raw(), f.raw(), out.nbytes());
+      return;
+    }
+    Array wide[1] = {f};
+    return cast_kernel(wide, attrs, out);
+  }
+  visit_dtype(x.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* src = static_cast<const T*>(x.raw());
+    auto* dst = static_cast<bfloat16*>(out.raw());
+    parallel_for(x.size(), kElementwiseGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) dst[i] = to_bf16<T>(src[i]);
+    });
+  });
+}
+
+void cast_kernel(std::span<const Array> in, const Attrs& attrs, Array& out) {
+  if (in[0].dtype == DType::bf16 || out.dtype == DType::bf16) return cast_bf16(in[0], attrs, out);
   visit_dtype(in[0].dtype, [&](auto from_tag) {
     using T = typename decltype(from_tag)::type;
     visit_dtype(out.dtype, [&](auto to_tag) {

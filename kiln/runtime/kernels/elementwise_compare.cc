@@ -2,6 +2,7 @@
 // logical_and / logical_or / logical_not, and select (cond ? a : b, all three broadcast).
 
 #include "kiln/runtime/kernels/elementwise_loops.h"
+#include "kiln/runtime/kernels/strided_copy.h"
 
 namespace kiln::runtime {
 namespace {
@@ -47,7 +48,7 @@ void logical_not_kernel(std::span<const Array> in, const Attrs&, Array& out) {
 void select_kernel(std::span<const Array> in, const Attrs&, Array& out) {
   BroadcastPlan<3> plan(out.shape, {&in[0].shape, &in[1].shape, &in[2].shape});
   const bool* pc = in[0].data<bool>();
-  visit_dtype(out.dtype, [&](auto tag) {
+  visit_word(dtype_size(out.dtype), [&](auto tag) {  // moves values: any dtype, bf16 too
     using T = typename decltype(tag)::type;
     const T* pa = static_cast<const T*>(in[1].raw());
     const T* pb = static_cast<const T*>(in[2].raw());

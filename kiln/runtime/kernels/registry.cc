@@ -1,6 +1,10 @@
 #include <fmt/format.h>
 
+#include <utility>
+#include <vector>
+
 #include "kiln/runtime/kernels/register.h"
+#include "kiln/runtime/threading.h"
 
 namespace kiln::runtime {
 namespace {
@@ -30,10 +34,73 @@ const KernelTable& table() {
   return t;
 }
 
+// ---- the bf16 column's ViaF32 rule, in one place: bf16 inputs widened to float32 (exact), the
+// op's float32 kernel, each bf16 output rounded once (nearest even); dtype attributes naming
+// bf16 ask that kernel for float32.
+
+Array widened_bf16(const Array& a) {
+  Array w = Array::empty(DType::f32, a.shape);
+  const auto* src = static_cast<const bfloat16*>(a.raw());
+  float* dst = w.data<float>();
+  parallel_for(a.size(), kElementwiseGrain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) dst[i] = src[i].to_float();
+  });
+  return w;
+}
+
+void round_into_bf16(const Array& f, Array& out) {
+  const float* src = f.data<float>();
+  auto* dst = static_cast<bfloat16*>(out.raw());
+  parallel_for(out.size(), kElementwiseGrain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) dst[i] = bfloat16::from_float(src[i]);
+  });
+}
+
+bool names_bf16(const Attrs& attrs) {
+  for (const auto& [name, value] : attrs.items()) {
+    const DType* d = std::get_if<DType>(&value);
+    if (d != nullptr && *d == DType::bf16) return true;
+  }
+  return false;
+}
+
+void run_via_f32(OpKind kind, KernelFn fn, std::span<const Array> in, const Attrs& attrs,
+                 Array& out) {
+  bool any = out.dtype == DType::bf16 || names_bf16(attrs);
+  for (const Array& a : in) any = any || a.dtype == DType::bf16;
+  if (!any) return fn(in, attrs, out);
+  std::vector<Array> wide(in.begin(), in.end());
+  for (Array& a : wide)
+    if (a.dtype == DType::bf16) a = widened_bf16(a);
+  Attrs wide_attrs;
+  for (const auto& [name, value] : attrs.items()) {
+    const DType* d = std::get_if<DType>(&value);
+    wide_attrs.set(name, d != nullptr && *d == DType::bf16 ? AttrValue(DType::f32) : value);
+  }
+  if (out.dtype != DType::bf16) return fn(wide, wide_attrs, out);
+  Array f = Array::empty(DType::f32, out.shape);
+  fn(wide, wide_attrs, f);
+  KILN_ASSERT(f.dtype == DType::f32,
+              fmt::format("{}: the float32 kernel changed its output dtype", op_name(kind)));
+  round_into_bf16(f, out);
+}
+
+template <size_t K>
+void via_f32(std::span<const Array> in, const Attrs& attrs, Array& out) {
+  run_via_f32(OpKind(K), table()[K], in, attrs, out);
+}
+
+template <size_t... K>
+constexpr KernelTable via_f32_table(std::index_sequence<K...>) {
+  return KernelTable{&via_f32<K>...};
+}
+
 }  // namespace
 
 KernelFn kernel_for(OpKind kind) {
+  static constexpr KernelTable kViaF32 = via_f32_table(std::make_index_sequence<kNumOps>{});
   KernelFn fn = table()[size_t(kind)];
+  if (fn && op_info(kind).bf16 == Bf16Rule::ViaF32) return kViaF32[size_t(kind)];
   if (!fn)
     throw Error(
         fmt::format("op \"{}\" has no eager kernel (every op in ir/ops.def needs one in "

@@ -15,9 +15,11 @@ kiln's numpy-style API), keras.random and keras.initializers.
 """
 from . import callbacks, constraints, datasets, layers, losses, metrics, models, optimizers, utils
 from . import initializers, ops, random
+from . import config, mixed_precision
 from .layers import Input, Layer
+from .mixed_precision import DTypePolicy
 from .models import Model, Sequential, load_model
 
-__all__ = ["Input", "Layer", "Model", "Sequential", "callbacks", "constraints", "datasets", "layers",
+__all__ = ["DTypePolicy", "config", "mixed_precision", "Input", "Layer", "Model", "Sequential", "callbacks", "constraints", "datasets", "layers",
            "load_model", "losses", "metrics", "models", "optimizers", "utils", "initializers",
            "ops", "random"]

@@ -78,6 +78,8 @@ class LayerMixin:
                             f"{sorted(kwargs)}")
         super().__init__(type(self).__name__, name or "")
         self._kiln_attach(self)
+        if dtype is not None:  # a policy name, DTypePolicy or dtype (else the global policy)
+            self.dtype_policy = dtype
         self.supports_masking = self.__dict__.pop(
             "_kiln_supports_masking", type(self)._kiln_custom_compute_mask)
         if not trainable:
@@ -147,7 +149,8 @@ class LayerMixin:
 
     @property
     def dtype(self):
-        return "float32"
+        """Keras' layer.dtype: the variable dtype of the layer's dtype_policy."""
+        return self.variable_dtype
 
     @property
     def built(self):

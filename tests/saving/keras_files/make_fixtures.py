@@ -107,10 +107,31 @@ def rnn_cells(rng):
     save("rnn_cells", model, [x], rng.standard_normal((2, 2)).astype(np.float32))
 
 
+def mlp_mixed_bf16(rng):
+    """An MLP made under the global "mixed_bfloat16" policy: float32 variables, bfloat16
+    outputs; its config holds Keras 3's DTypePolicy entries. y.npy holds the bfloat16
+    predictions widened to float32 (exact)."""
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        model = keras.Sequential([keras.Input((6,)), layers.Dense(8, activation="relu"),
+                                  layers.Dense(3)], name="mlp_mixed_bf16")
+        model.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse")
+        x = rng.standard_normal((5, 6)).astype(np.float32)
+        model.train_on_batch(x, rng.standard_normal((5, 3)).astype(np.float32))
+        model.save(HERE / "mlp_mixed_bf16.keras")
+        y = np.asarray(model.predict(x, verbose=0))
+        assert str(y.dtype) == "bfloat16", y.dtype
+        np.save(HERE / "mlp_mixed_bf16.x0.npy", x)
+        np.save(HERE / "mlp_mixed_bf16.y.npy", y.astype(np.float32))
+        print(f"mlp_mixed_bf16: output {y.shape} {y.dtype}")
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+
+
 def main(names=()):
     keras.utils.set_random_seed(37)
     rng = np.random.default_rng(37)
-    for make in (mlp, two_inputs, lstm_masked, attention, cnn, rnn_cells):
+    for make in (mlp, two_inputs, lstm_masked, attention, cnn, rnn_cells, mlp_mixed_bf16):
         if not names or make.__name__ in names:
             make(rng)
 

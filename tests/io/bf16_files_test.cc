@@ -1,0 +1,106 @@
+// bfloat16 tensors through the frontend and the files: creation from float values, values read
+// back as float, printing, safetensors BF16 (written and read bit for bit, and a file made by
+// hand), .npy (saved as float32, exact; a raw 2-byte descr refused), HDF5 (refused), and
+// kiln::function refusing a bf16 graph with a clear error.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <sstream>
+#include <string>
+
+#include "kiln/keras/io/npy.h"
+#include "kiln/keras/io/safetensors.h"
+#include "kiln/kiln.h"
+
+namespace kiln {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::vector<uint16_t> bits(const Tensor& t) {
+  const auto* p = static_cast<const uint16_t*>(t.array().raw());
+  return {p, p + t.size()};
+}
+
+TEST(Bf16Tensors, CreatedFromFloatValuesAndReadBackAsFloat) {
+  Tensor t = tensor({1.0, 0.1, -2.5, 1.0 + std::ldexp(1.0, -8)}, Shape{2, 2}, DType::bf16);
+  EXPECT_EQ(t.dtype(), DType::bf16);
+  EXPECT_EQ(bits(t), (std::vector<uint16_t>{0x3F80, 0x3DCD, 0xC020, 0x3F80}));
+  EXPECT_EQ(t.to_vector<float>(), (std::vector<float>{1.0f, 0.10009765625f, -2.5f, 1.0f}));
+  EXPECT_EQ(bits(full(Shape{2}, 0.1, DType::bf16)), (std::vector<uint16_t>{0x3DCD, 0x3DCD}));
+  EXPECT_EQ(cast(t, DType::f32).to_vector<float>(), t.to_vector<float>());
+  EXPECT_EQ(bits(cast(tensor(std::vector<float>{0.1f}), DType::bf16)),
+            (std::vector<uint16_t>{0x3DCD}));
+  std::ostringstream printed;
+  printed << tensor({0.5, -1.5}, Shape{2}, DType::bf16);
+  EXPECT_THAT(printed.str(), HasSubstr("0.5"));
+  EXPECT_THAT(printed.str(), HasSubstr("-1.5"));
+  // ViaF32 arithmetic: 1 + 2^-8 in float32, rounded once to bf16 (a tie: to even 1.0).
+  Tensor one = full(Shape{}, 1.0, DType::bf16),
+         tiny = full(Shape{}, std::ldexp(1.0, -8), DType::bf16);
+  EXPECT_EQ(bits(one + tiny), (std::vector<uint16_t>{0x3F80}));
+  EXPECT_EQ(random_normal(Shape{3}, 7, 0, 1, DType::bf16).dtype(), DType::bf16);
+  try {
+    random_uniform(Shape{3}, 7, 0, 1, DType::bf16);
+    FAIL() << "random_uniform made bfloat16";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("random_uniform"));
+    EXPECT_THAT(e.what(), HasSubstr("bfloat16"));
+  }
+}
+
+TEST(Bf16Files, SafetensorsWritesAndReadsBf16BitForBit) {
+  Tensor t = tensor({1.0, -0.0, 3.0e38, 1e-40, 0.1, -7.0}, Shape{2, 3}, DType::bf16);
+  NamedTensors back = decode_safetensors(encode_safetensors({{"w", t}}), "mem");
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].second.dtype(), DType::bf16);
+  EXPECT_EQ(back[0].second.shape(), (Shape{2, 3}));
+  EXPECT_EQ(bits(back[0].second), bits(t));
+  EXPECT_THAT(encode_safetensors({{"w", t}}), HasSubstr("\"BF16\""));
+}
+
+TEST(Bf16Files, SafetensorsReadsAHandMadeBf16File) {
+  const std::string header = R"({"x":{"dtype":"BF16","shape":[3],"data_offsets":[0,6]}})";
+  std::string file(8, '\0');
+  const uint64_t n = header.size();
+  std::memcpy(file.data(), &n, 8);  // little-endian host
+  file += header;
+  const unsigned char data[] = {0x80, 0x3F, 0x00, 0xC0, 0xC0, 0x7F};  // 1.0, -2.0, NaN
+  file.append(reinterpret_cast<const char*>(data), sizeof data);
+  NamedTensors t = decode_safetensors(file, "hand");
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0].second.dtype(), DType::bf16);
+  EXPECT_EQ(bits(t[0].second), (std::vector<uint16_t>{0x3F80, 0xC000, 0x7FC0}));
+}
+
+TEST(Bf16Files, NpySavesFloat32AndRefusesRawTwoByteData) {
+  Tensor t = tensor({1.0, 0.1, -3.0e38}, Shape{3}, DType::bf16);
+  Tensor back = decode_npy(encode_npy(t), "mem");
+  EXPECT_EQ(back.dtype(), DType::f32);
+  EXPECT_EQ(back.to_vector<float>(), t.to_vector<float>());
+  std::string bytes = encode_npy(t);
+  const size_t at = bytes.find("<f4");
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(at, 3, "|V2");
+  try {
+    decode_npy(bytes, "v2.npy");
+    FAIL() << "read |V2";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("|V2"));
+    EXPECT_THAT(e.what(), HasSubstr("bfloat16"));
+  }
+}
+
+TEST(Bf16Files, FunctionRefusesBf16Graphs) {
+  auto f = kiln::function([](const Tensor& x) { return x * x; }, {.name = "square_bf16"});
+  try {
+    f(full(Shape{4}, 1.5, DType::bf16));
+    FAIL() << "compiled a bf16 function";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("bfloat16 in compiled functions"));
+  }
+}
+
+}  // namespace
+}  // namespace kiln

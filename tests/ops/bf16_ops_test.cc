@@ -1,0 +1,213 @@
+// The op table's bf16 column, checked on every row (a new row is covered by its consistency
+// case: op_rows() or kFallbackRows, tests/codegen/op_consistency_rows.h):
+//   ViaF32, Convert, Bytes: on random bf16 inputs (values bf16 holds exactly), the eager result
+//     is bit for bit the same op on the widened float32 inputs with each bf16 output rounded
+//     to nearest even (for Bytes ops rounding changes nothing: they move values), and the
+//     reference executor gives the eager bits;
+//   No: infer_type refuses the bf16 case with an error naming the op and bfloat16.
+// The compiled path refuses bf16 graphs (codegen/compile_graph.h): checked here too.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kiln/codegen/compile_graph.h"
+#include "kiln/ir/parser.h"
+#include "kiln/runtime/kernels.h"
+#include "kiln/runtime/reference_executor.h"
+#include "tests/codegen/op_consistency_rows.h"
+
+namespace kiln {
+namespace {
+
+using ::testing::HasSubstr;
+
+// One call of an op: input types and attributes.
+struct OneOp {
+  std::vector<TensorType> in;
+  Attrs attrs;
+  double lo = -2, hi = 2;  // float inputs are drawn from [lo, hi]
+};
+
+int64_t elements(const Case& c) {
+  int64_t n = 0;
+  for (const Shape& s : c.shapes) n += s.num_elements();
+  return n;
+}
+
+// The op's float32 case from its consistency row (the first with a few elements), if any.
+std::optional<OneOp> f32_case(const OpInfo& op) {
+  for (const OpRow& row : op_rows()) {
+    if (row.op != op.kind) continue;
+    const Cases cases = row.cases(false);
+    Case c = cases.front();
+    for (const Case& k : cases)
+      if (elements(k) >= 6 && elements(k) <= 4096) {
+        c = k;
+        break;
+      }
+    const bool has_f32 = std::find(row.dtypes.begin(), row.dtypes.end(), f32) != row.dtypes.end();
+    OneOp one{operand_types(row, has_f32 ? f32 : row.dtypes.front(), c), c.attrs,
+              std::max(row.lo, -4.0), std::min(row.hi, 4.0)};
+    return one;
+  }
+  for (const FallbackRow& f : kFallbackRows) {
+    auto g = ir::parse_graph(f.ir, f.name);
+    const ir::Node* n = g->nodes().back().get();
+    if (n->op() != op.kind) continue;
+    OneOp one;
+    for (const ir::Value* v : n->inputs()) one.in.push_back(v->type());
+    one.attrs = n->attrs();
+    return one;
+  }
+  return std::nullopt;
+}
+
+// The case with float32 inputs and dtype attributes made bf16; nullopt when it has none.
+std::optional<OneOp> bf16_twin(const OneOp& f) {
+  OneOp b = f;
+  bool any = false;
+  for (TensorType& t : b.in)
+    if (t.dtype == f32) t.dtype = DType::bf16, any = true;
+  Attrs attrs;
+  for (const auto& [name, value] : f.attrs.items()) {
+    const DType* d = std::get_if<DType>(&value);
+    if (d != nullptr && *d == f32) any = true;
+    attrs.set(name, d != nullptr && *d == f32 ? AttrValue(DType::bf16) : value);
+  }
+  b.attrs = attrs;
+  if (!any) return std::nullopt;
+  return b;
+}
+
+// Random inputs: bf16 values in [lo, hi] (exact in bf16), integers 0 (a valid index, a seed),
+// random bools.
+std::vector<Array> inputs_for(const OneOp& c, std::mt19937& rng) {
+  std::vector<Array> out;
+  std::uniform_real_distribution<double> u(c.lo, c.hi);
+  for (const TensorType& t : c.in) {
+    Array a = Array::zeros(t.dtype, t.shape);
+    if (t.dtype == DType::bf16) {
+      auto* p = static_cast<bfloat16*>(a.raw());
+      for (int64_t i = 0; i < a.size(); ++i) p[i] = bfloat16::from_double(u(rng));
+    } else if (t.dtype == b8) {
+      for (int64_t i = 0; i < a.size(); ++i) a.data<bool>()[i] = u(rng) > (c.lo + c.hi) / 2;
+    }
+    out.push_back(a);
+  }
+  return out;
+}
+
+Array widened(const Array& a) {
+  if (a.dtype != DType::bf16) return a;
+  Array in[1] = {a};
+  return runtime::run_op(OpKind::Cast, in, {{"dtype", f32}});
+}
+
+Attrs f32_attrs(const Attrs& attrs) {
+  Attrs out;
+  for (const auto& [name, value] : attrs.items()) {
+    const DType* d = std::get_if<DType>(&value);
+    out.set(name, d != nullptr && *d == DType::bf16 ? AttrValue(f32) : value);
+  }
+  return out;
+}
+
+// `f` rounded to bf16 where `like` is bf16 (float32 -> bf16 nearest even), else `f` itself.
+Array rounded_like(const Array& f, DType like) {
+  if (like != DType::bf16) return f;
+  Array out = Array::empty(DType::bf16, f.shape);
+  for (int64_t i = 0; i < f.size(); ++i)
+    static_cast<bfloat16*>(out.raw())[i] = bfloat16::from_float(f.data<float>()[i]);
+  return out;
+}
+
+::testing::AssertionResult same_bits(const Array& got, const Array& want) {
+  if (got.dtype != want.dtype || got.shape != want.shape)
+    return ::testing::AssertionFailure()
+           << "type " << got.type().to_string() << " vs " << want.type().to_string();
+  const auto* g = static_cast<const unsigned char*>(got.raw());
+  const auto* w = static_cast<const unsigned char*>(want.raw());
+  const size_t es = dtype_size(got.dtype);
+  for (int64_t i = 0; i < got.size(); ++i)
+    if (std::memcmp(g + size_t(i) * es, w + size_t(i) * es, es) != 0)
+      return ::testing::AssertionFailure() << "element " << i << " differs";
+  return ::testing::AssertionSuccess();
+}
+
+TEST(Bf16Ops, EveryRowDoesWhatItsColumnSays) {
+  int checked = 0;
+  for (const OpInfo& op : all_ops()) {
+    SCOPED_TRACE(op.name);
+    std::mt19937 rng(1234u + unsigned(op.kind));
+    const std::optional<OneOp> f = f32_case(op);
+    ASSERT_TRUE(f.has_value()) << op.name << " has no consistency case to check bf16 on";
+    const std::optional<OneOp> b = bf16_twin(*f);
+    if (op.bf16 == Bf16Rule::No) {
+      OneOp refused = b ? *b : *f;
+      if (!b)  // a bool-only or integer-only op: its inputs as bf16
+        for (TensorType& t : refused.in) t.dtype = DType::bf16;
+      try {
+        infer_type(op.kind, refused.in, refused.attrs);
+        ADD_FAILURE() << op.name << " accepted bfloat16";
+      } catch (const Error& e) {
+        EXPECT_THAT(e.what(), HasSubstr(op.name));
+        EXPECT_THAT(e.what(), HasSubstr("bfloat16"));
+      }
+      ++checked;
+      continue;
+    }
+    ASSERT_TRUE(b.has_value()) << op.name << " says bf16 " << bf16_rule_word(op.bf16)
+                               << " but its consistency case has no float32 to make bf16";
+    const std::vector<Array> in = inputs_for(*b, rng);
+    std::vector<Array> wide;
+    for (const Array& a : in) wide.push_back(widened(a));
+    const Array got = runtime::run_op(op.kind, in, b->attrs);
+    const TensorType out_type = infer_type(op.kind, b->in, b->attrs);
+    EXPECT_EQ(got.dtype, out_type.dtype);
+    const Array f32_result = runtime::run_op(op.kind, wide, f32_attrs(b->attrs));
+    EXPECT_TRUE(same_bits(got, rounded_like(f32_result, got.dtype)))
+        << op.name << " (" << bf16_rule_word(op.bf16) << ") differs from the float32 op rounded";
+
+    // The reference executor runs the same kernels.
+    ir::Graph g(std::string("bf16_") + op.name);
+    std::vector<ir::Value*> params;
+    for (const TensorType& t : b->in) params.push_back(g.add_parameter(t));
+    g.set_outputs({g.add_op(op.kind, params, b->attrs)->output()});
+    std::vector<Array> vars;
+    const std::vector<Array> ref = runtime::execute_reference(g, in, vars);
+    ASSERT_EQ(ref.size(), 1u);
+    EXPECT_TRUE(same_bits(ref[0], got)) << op.name << ": the reference executor differs from eager";
+    ++checked;
+  }
+  EXPECT_EQ(checked, kNumOps);
+}
+
+TEST(Bf16Ops, TheColumnFitsTheRow) {
+  for (const OpInfo& op : all_ops()) {
+    if (op.dtypes == DTypeClass::Bool)
+      EXPECT_EQ(op.bf16, Bf16Rule::No) << op.name << " takes bool only";
+    if (op.has(kLayout))
+      EXPECT_EQ(op.bf16, Bf16Rule::Bytes) << op.name << " moves values: it should say bytes";
+    if (op.bf16 == Bf16Rule::Convert) EXPECT_EQ(op.kind, OpKind::Cast) << op.name;
+  }
+}
+
+TEST(Bf16Ops, CompilingABf16GraphIsAClearError) {
+  ir::Graph g("bf16_add");
+  ir::Value* x = g.add_parameter({DType::bf16, Shape{4}});
+  g.set_outputs({g.add_op(OpKind::Add, {x, x}, {})->output()});
+  try {
+    codegen::compile_graph(g);
+    FAIL() << "compiled a bf16 graph";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("bfloat16 in compiled functions"));
+  }
+}
+
+}  // namespace
+}  // namespace kiln
