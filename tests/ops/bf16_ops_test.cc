@@ -211,12 +211,15 @@ TEST(Bf16Ops, EveryRowDoesWhatItsColumnSays) {
 
 TEST(Bf16Ops, TheColumnFitsTheRow) {
   for (const OpInfo& op : all_ops()) {
-    if (op.dtypes == DTypeClass::Bool)
+    if (op.dtypes == DTypeClass::Bool) {
       EXPECT_EQ(op.bf16, Bf16Rule::No) << op.name << " takes bool only";
-    if (op.has(kLayout))
+    }
+    if (op.has(kLayout)) {
       EXPECT_EQ(op.bf16, Bf16Rule::Bytes) << op.name << " moves values: it should say bytes";
-    if (op.bf16 == Bf16Rule::Convert)  // kernels that round to bf16 themselves, each checked below
+    }
+    if (op.bf16 == Bf16Rule::Convert) {  // kernels that round to bf16 themselves (tested here)
       EXPECT_TRUE(op.kind == OpKind::Cast || op.kind == OpKind::ElementCount) << op.name;
+    }
   }
 }
 
