@@ -28,7 +28,8 @@ Tensor mul(const Tensor& a, const Tensor& b);
 // Floating: IEEE division. Integers: truncates toward zero; a zero divisor throws.
 Tensor div(const Tensor& a, const Tensor& b);
 
-// pow: binary; elementwise, transcendental; inputs of a floating dtype (float32 or float64).
+// pow: binary; elementwise, transcendental; inputs of a floating dtype (float32, float64 or
+// bfloat16).
 Tensor pow(const Tensor& a, const Tensor& b);
 
 // maximum: binary; elementwise, commutative; inputs of a numeric dtype (not bool).
@@ -79,43 +80,50 @@ Tensor sign(const Tensor& x);
 // square: unary; elementwise; inputs of a numeric dtype (not bool).
 Tensor square(const Tensor& x);
 
-// sqrt: unary; elementwise; inputs of a floating dtype (float32 or float64).
+// sqrt: unary; elementwise; inputs of a floating dtype (float32, float64 or bfloat16).
 Tensor sqrt(const Tensor& x);
 
-// rsqrt: unary; elementwise; inputs of a floating dtype (float32 or float64).
+// rsqrt: unary; elementwise; inputs of a floating dtype (float32, float64 or bfloat16).
 Tensor rsqrt(const Tensor& x);
 
-// exp: unary; elementwise, transcendental; inputs of a floating dtype (float32 or float64).
+// exp: unary; elementwise, transcendental; inputs of a floating dtype (float32, float64 or
+// bfloat16).
 Tensor exp(const Tensor& x);
 
-// log: unary; elementwise, transcendental; inputs of a floating dtype (float32 or float64).
+// log: unary; elementwise, transcendental; inputs of a floating dtype (float32, float64 or
+// bfloat16).
 Tensor log(const Tensor& x);
 
-// log1p: unary; elementwise, transcendental; inputs of a floating dtype (float32 or float64).
+// log1p: unary; elementwise, transcendental; inputs of a floating dtype (float32, float64 or
+// bfloat16).
 Tensor log1p(const Tensor& x);
 
-// tanh: unary; elementwise, transcendental; inputs of a floating dtype (float32 or float64).
+// tanh: unary; elementwise, transcendental; inputs of a floating dtype (float32, float64 or
+// bfloat16).
 Tensor tanh(const Tensor& x);
 
-// sigmoid: unary; elementwise, transcendental; inputs of a floating dtype (float32 or float64).
+// sigmoid: unary; elementwise, transcendental; inputs of a floating dtype (float32, float64 or
+// bfloat16).
 Tensor sigmoid(const Tensor& x);
 
 // relu: unary; elementwise; inputs of a numeric dtype (not bool).
 Tensor relu(const Tensor& x);
 
-// leaky_relu: unary; elementwise; inputs of a floating dtype (float32 or float64); default alpha =
-// 0.2.
+// leaky_relu: unary; elementwise; inputs of a floating dtype (float32, float64 or bfloat16);
+// default alpha = 0.2.
 Tensor leaky_relu(const Tensor& x, double alpha = 0.2);
 
-// gelu: unary; elementwise, transcendental; inputs of a floating dtype (float32 or float64);
-// default approximate = false.
+// gelu: unary; elementwise, transcendental; inputs of a floating dtype (float32, float64 or
+// bfloat16); default approximate = false.
 // approximate=false: x * Phi(x) with erf; true: the tanh approximation.
 Tensor gelu(const Tensor& x, bool approximate = false);
 
-// erf: unary; elementwise, transcendental; inputs of a floating dtype (float32 or float64).
+// erf: unary; elementwise, transcendental; inputs of a floating dtype (float32, float64 or
+// bfloat16).
 Tensor erf(const Tensor& x);
 
-// softplus: unary; elementwise, transcendental; inputs of a floating dtype (float32 or float64).
+// softplus: unary; elementwise, transcendental; inputs of a floating dtype (float32, float64 or
+// bfloat16).
 Tensor softplus(const Tensor& x);
 
 // logical_not: unary; elementwise, no-gradient; inputs of bool.
@@ -126,8 +134,8 @@ Tensor logical_not(const Tensor& x);
 // axes {} means all axes; negative axes count from the end.
 Tensor sum(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
 
-// mean: unary; reduction; inputs of a floating dtype (float32 or float64); defaults axes = [],
-// keepdims = false.
+// mean: unary; reduction; inputs of a floating dtype (float32, float64 or bfloat16); defaults axes
+// = [], keepdims = false.
 // axes {} means all axes; negative axes count from the end.
 Tensor mean(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
 
@@ -146,8 +154,8 @@ Tensor min(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
 // axes {} means all axes; negative axes count from the end.
 Tensor prod(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
 
-// logsumexp: unary; reduction, transcendental; inputs of a floating dtype (float32 or float64);
-// defaults axes = [], keepdims = false.
+// logsumexp: unary; reduction, transcendental; inputs of a floating dtype (float32, float64 or
+// bfloat16); defaults axes = [], keepdims = false.
 // axes {} means all axes; negative axes count from the end.
 Tensor logsumexp(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
 
@@ -159,12 +167,12 @@ Tensor argmax(const Tensor& x, int64_t axis = -1, bool keepdims = false);
 // keepdims = false.
 Tensor argmin(const Tensor& x, int64_t axis = -1, bool keepdims = false);
 
-// softmax: unary; transcendental; inputs of a floating dtype (float32 or float64); default axis =
-// -1.
+// softmax: unary; transcendental; inputs of a floating dtype (float32, float64 or bfloat16);
+// default axis = -1.
 Tensor softmax(const Tensor& x, int64_t axis = -1);
 
-// log_softmax: unary; transcendental; inputs of a floating dtype (float32 or float64); default axis
-// = -1.
+// log_softmax: unary; transcendental; inputs of a floating dtype (float32, float64 or bfloat16);
+// default axis = -1.
 Tensor log_softmax(const Tensor& x, int64_t axis = -1);
 
 // matmul: binary; contraction; inputs of a numeric dtype (not bool); defaults transpose_a = false,
@@ -196,7 +204,7 @@ Tensor element_count(const Tensor& x, const Axes& axes, DType dtype);
 // one_hot: unary; no-gradient; inputs of any dtype; default dtype = f32.
 Tensor one_hot(const Tensor& indices, int64_t depth, DType dtype = DType::f32);
 
-// all_reduce: unary; side-effecting; inputs of a floating dtype (float32 or float64).
+// all_reduce: unary; side-effecting; inputs of a floating dtype (float32, float64 or bfloat16).
 // The sum of x over every process of kiln::distributed (every rank gets the same bits; the identity
 // in a world of one process). Every rank must call it in the same order; traced, it is an
 // all_reduce node. Its gradient is the all_reduce of the incoming gradient.

@@ -78,9 +78,11 @@ Tensor dropout(const Tensor& x, double rate, const Tensor& seed) {
   if (!(rate >= 0 && rate < 1))
     throw Error(fmt::format("dropout: rate must be in [0, 1), got {}", rate));
   if (rate == 0) return x;
-  // The mask takes x's shape at run time (x may have unknown dimensions in a trace).
-  Tensor u = random_uniform_like(x, seed, 0, 1, x.dtype());
-  Tensor keep = greater_equal(u, scalar(rate, x.dtype()));
+  // The mask takes x's shape at run time (x may have unknown dimensions in a trace). bfloat16
+  // draws float32 (random_uniform refuses bf16: ir/ops.def), so the rate is not rounded either.
+  const DType draw = x.dtype() == DType::bf16 ? DType::f32 : x.dtype();
+  Tensor u = random_uniform_like(x, seed, 0, 1, draw);
+  Tensor keep = greater_equal(u, scalar(rate, draw));
   return where(keep, x * (1.0 / (1.0 - rate)), scalar(0, x.dtype()));
 }
 

@@ -2,7 +2,7 @@
 // A storage type only: it has no implicit conversions and no arithmetic, so every computation
 // says where it widens (to_float, exact) and where it rounds (from_float, from_double: round
 // to nearest, ties to even, overflow to infinity as IEEE rounding does, NaN kept as a quiet NaN
-// with its sign).
+// with its sign; from_int64 likewise, once).
 #pragma once
 
 #include <bit>
@@ -44,6 +44,23 @@ struct bfloat16 {
       f = std::bit_cast<float>(std::bit_cast<uint32_t>(f) | 1u);  // inexact: odd
     }
     return from_float(f);
+  }
+
+  // One correct rounding (nearest even) from int64 (a double cannot hold every int64, so not
+  // through from_double(double(v))): the magnitude rounded to odd at 53 bits first (its exact
+  // bits where it has at most 53 significant ones, else the truncation with its last bit set),
+  // which from_double (itself through round-to-odd) then rounds correctly.
+  static bfloat16 from_int64(int64_t v) {
+    uint64_t m = v < 0 ? uint64_t(0) - uint64_t(v) : uint64_t(v);
+    const int n = std::bit_width(m);
+    if (n > 53) {
+      const int drop = n - 53;
+      uint64_t keep = m >> drop;
+      if ((m & ((uint64_t(1) << drop) - 1)) != 0) keep |= 1;
+      m = keep << drop;
+    }
+    const double d = double(m);
+    return from_double(v < 0 ? -d : d);
   }
 
   // Exact.

@@ -93,12 +93,21 @@ decltype(auto) visit_storage(DType t, Fn&& fn) {
 }
 
 // Explicit conversions for code generic over visit_storage's types: a value of T from a double
-// (bfloat16: one rounding to nearest even; others: static_cast) and T's value as a compute type
-// (bfloat16: its exact float; others: itself).
+// or an int64 (bfloat16: one rounding to nearest even; others: static_cast) and T's value as a
+// compute type (bfloat16: its exact float; others: itself).
 template <typename T>
 T storage_from_double(double v) {
   if constexpr (std::is_same_v<T, bfloat16>)
     return bfloat16::from_double(v);
+  else
+    return static_cast<T>(v);
+}
+// A value of T from an int64: bfloat16 one rounding to nearest even (bfloat16::from_int64);
+// others static_cast (to float32 and float64 one rounding too).
+template <typename T>
+T storage_from_int64(int64_t v) {
+  if constexpr (std::is_same_v<T, bfloat16>)
+    return bfloat16::from_int64(v);
   else
     return static_cast<T>(v);
 }

@@ -62,7 +62,8 @@ std::optional<AttrKind> schema_kind_of(std::string_view word);
 enum class Bf16Rule : uint8_t {
   Bytes,    // moves or selects bf16 values unchanged; the kernel handles 2-byte elements
   ViaF32,   // widened to float32, computed by the float32 kernel, each bf16 output rounded once
-  Convert,  // the kernel converts to and from bf16 itself, one correct rounding (cast)
+  Convert,  // the kernel converts to and from bf16 itself, one correct rounding (cast,
+            // element_count)
   No,       // refused: infer_type throws kiln::Error naming the op and bfloat16
 };
 // The column's word: "bytes", "via-f32", "convert", "no".

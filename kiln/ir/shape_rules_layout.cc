@@ -290,7 +290,8 @@ TensorType rule_random(const OpInfo& op, std::span<const TensorType> in, const A
                               attrs.get_int("minval", op.name), attrs.get_int("maxval", op.name)));
   } else if (!is_floating(dt)) {
     throw Error(
-        fmt::format("{}: dtype must be float32 or float64, got {}", op.name, dtype_name(dt)));
+        fmt::format("{}: dtype must be a floating dtype (float32, float64 or bfloat16), got {}",
+                    op.name, dtype_name(dt)));
   } else if (op.kind == OpKind::RandomUniform) {
     double lo = attrs.get_double("minval", op.name), hi = attrs.get_double("maxval", op.name);
     if (!std::isfinite(lo) || !std::isfinite(hi) || !(lo < hi))

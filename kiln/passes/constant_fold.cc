@@ -91,12 +91,9 @@ class ConstantFold final : public Pass {
       count *= s[a];
     }
     Array out = Array::empty(n.output(0)->type());
-    visit_storage(out.dtype, [&](auto tag) {  // bfloat16: as the eager kernel (via float32)
+    visit_storage(out.dtype, [&](auto tag) {  // as the eager kernel (bfloat16: one rounding)
       using T = typename decltype(tag)::type;
-      if constexpr (std::is_same_v<T, bfloat16>)
-        *static_cast<T*>(out.raw()) = bfloat16::from_float(static_cast<float>(count));
-      else
-        *static_cast<T*>(out.raw()) = static_cast<T>(count);
+      *static_cast<T*>(out.raw()) = storage_from_int64<T>(count);
     });
     return literal_of(out);
   }

@@ -507,8 +507,9 @@ std::vector<TensorType> operand_types(const OpRow& row, DType dt, const Case& c)
   return t;
 }
 
-std::unique_ptr<ir::Graph> alone_graph(const OpRow& row, const std::vector<TensorType>& types,
-                                       const Attrs& attrs) {
+[[maybe_unused]] std::unique_ptr<ir::Graph> alone_graph(const OpRow& row,
+                                                        const std::vector<TensorType>& types,
+                                                        const Attrs& attrs) {
   auto g = std::make_unique<ir::Graph>("alone_" + row.name);
   std::vector<ir::Value*> in;
   for (const TensorType& t : types) in.push_back(g->add_parameter(t));

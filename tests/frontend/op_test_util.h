@@ -20,10 +20,12 @@ inline constexpr DType kFloatDTypes[] = {DType::f32, DType::f64};
 
 // The value `v` becomes when stored as `dtype` (bool: v != 0).
 inline double stored(double v, DType dtype) {
-  return visit_dtype(dtype, [&](auto tag) -> double {
+  return visit_storage(dtype, [&](auto tag) -> double {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, bool>) {
       return v != 0 ? 1.0 : 0.0;
+    } else if constexpr (std::is_same_v<T, bfloat16>) {
+      return double(bfloat16::from_double(v).to_float());
     } else {
       return static_cast<double>(static_cast<T>(v));
     }

@@ -50,6 +50,25 @@ TEST(Bf16Tensors, CreatedFromFloatValuesAndReadBackAsFloat) {
   }
 }
 
+// dropout on bf16 draws its mask in float32 (random_uniform refuses bf16): the float32 run's
+// zeros, and elsewhere x * (1 / (1 - rate)) in bf16.
+TEST(Bf16Tensors, DropoutDrawsItsMaskInFloat32) {
+  Tensor x = full(Shape{64}, 1.5, DType::bf16);
+  Tensor y = dropout(x, 0.3, 11);
+  EXPECT_EQ(y.dtype(), DType::bf16);
+  const std::vector<float> f32 =
+      dropout(full(Shape{64}, 1.5, DType::f32), 0.3, 11).to_vector<float>();
+  const float scaled = (x * (1.0 / 0.7)).to_vector<float>()[0];
+  const std::vector<float> got = y.to_vector<float>();
+  int zeros = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i], f32[i] == 0 ? 0.0f : scaled) << i;
+    zeros += got[i] == 0;
+  }
+  EXPECT_GT(zeros, 0);
+  EXPECT_LT(zeros, 64);
+}
+
 TEST(Bf16Files, SafetensorsWritesAndReadsBf16BitForBit) {
   Tensor t = tensor({1.0, -0.0, 3.0e38, 1e-40, 0.1, -7.0}, Shape{2, 3}, DType::bf16);
   NamedTensors back = decode_safetensors(encode_safetensors({{"w", t}}), "mem");

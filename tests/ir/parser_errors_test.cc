@@ -36,7 +36,7 @@ TEST(ParserErrors, UnknownOp) {
 TEST(ParserErrors, BadDType) {
   EXPECT_EQ(parse_error("graph @g(%0: f16[3]) -> () {\n  return\n}\n"),
             "t.kir:1:14: error: unknown dtype \"f16\": expected one of float32 (f32), float64 "
-            "(f64), int32 (i32), int64 (i64), bool, uint8 (u8)");
+            "(f64), int32 (i32), int64 (i64), bool, uint8 (u8), bfloat16 (bf16)");
 }
 
 TEST(ParserErrors, AttributeOfTheWrongKind) {

@@ -17,6 +17,7 @@
 
 #include "kiln/codegen/compile_graph.h"
 #include "kiln/ir/parser.h"
+#include "kiln/passes/constant_fold.h"
 #include "kiln/runtime/kernels.h"
 #include "kiln/runtime/reference_executor.h"
 #include "tests/codegen/op_consistency_rows.h"
@@ -30,7 +31,8 @@ using ::testing::HasSubstr;
 struct OneOp {
   std::vector<TensorType> in;
   Attrs attrs;
-  double lo = -2, hi = 2;  // float inputs are drawn from [lo, hi]
+  double lo = -2, hi = 2;    // float inputs are drawn from [lo, hi]
+  int64_t ilo = 0, ihi = 0;  // integer inputs (indices, seeds) from [ilo, ihi]
 };
 
 int64_t elements(const Case& c) {
@@ -51,8 +53,12 @@ std::optional<OneOp> f32_case(const OpInfo& op) {
         break;
       }
     const bool has_f32 = std::find(row.dtypes.begin(), row.dtypes.end(), f32) != row.dtypes.end();
-    OneOp one{operand_types(row, has_f32 ? f32 : row.dtypes.front(), c), c.attrs,
-              std::max(row.lo, -4.0), std::min(row.hi, 4.0)};
+    OneOp one{operand_types(row, has_f32 ? f32 : row.dtypes.front(), c),
+              c.attrs,
+              std::max(row.lo, -4.0),
+              std::min(row.hi, 4.0),
+              row.ilo,
+              row.ihi};
     return one;
   }
   for (const FallbackRow& f : kFallbackRows) {
@@ -62,33 +68,45 @@ std::optional<OneOp> f32_case(const OpInfo& op) {
     OneOp one;
     for (const ir::Value* v : n->inputs()) one.in.push_back(v->type());
     one.attrs = n->attrs();
+    // Indices over the whole valid range (repeats included, so scatter_add sums some), seeds.
+    if (op.kind == OpKind::Gather) {
+      const int64_t axis = one.attrs.get_int("axis", "gather");
+      one.ihi = one.in[0].shape[int(axis < 0 ? axis + one.in[0].shape.rank() : axis)] - 1;
+    } else if (op.kind == OpKind::ScatterAdd) {
+      one.ihi = one.attrs.get_int("dim_size", "scatter_add") - 1;
+    } else {
+      one.ihi = 1000;
+    }
     return one;
   }
   return std::nullopt;
 }
 
-// The case with float32 inputs and dtype attributes made bf16; nullopt when it has none.
+// The case with float inputs and dtype attributes (float32, or float64 where the row has
+// only that) made bf16; nullopt when it has none.
 std::optional<OneOp> bf16_twin(const OneOp& f) {
   OneOp b = f;
   bool any = false;
+  auto floating = [](DType t) { return t == f32 || t == f64; };
   for (TensorType& t : b.in)
-    if (t.dtype == f32) t.dtype = DType::bf16, any = true;
+    if (floating(t.dtype)) t.dtype = DType::bf16, any = true;
   Attrs attrs;
   for (const auto& [name, value] : f.attrs.items()) {
     const DType* d = std::get_if<DType>(&value);
-    if (d != nullptr && *d == f32) any = true;
-    attrs.set(name, d != nullptr && *d == f32 ? AttrValue(DType::bf16) : value);
+    if (d != nullptr && floating(*d)) any = true;
+    attrs.set(name, d != nullptr && floating(*d) ? AttrValue(DType::bf16) : value);
   }
   b.attrs = attrs;
   if (!any) return std::nullopt;
   return b;
 }
 
-// Random inputs: bf16 values in [lo, hi] (exact in bf16), integers 0 (a valid index, a seed),
-// random bools.
+// Random inputs: bf16 values in [lo, hi] (exact in bf16), integers in [ilo, ihi] (indices,
+// seeds), random bools.
 std::vector<Array> inputs_for(const OneOp& c, std::mt19937& rng) {
   std::vector<Array> out;
   std::uniform_real_distribution<double> u(c.lo, c.hi);
+  std::uniform_int_distribution<int64_t> k(c.ilo, c.ihi);
   for (const TensorType& t : c.in) {
     Array a = Array::zeros(t.dtype, t.shape);
     if (t.dtype == DType::bf16) {
@@ -96,6 +114,10 @@ std::vector<Array> inputs_for(const OneOp& c, std::mt19937& rng) {
       for (int64_t i = 0; i < a.size(); ++i) p[i] = bfloat16::from_double(u(rng));
     } else if (t.dtype == b8) {
       for (int64_t i = 0; i < a.size(); ++i) a.data<bool>()[i] = u(rng) > (c.lo + c.hi) / 2;
+    } else if (t.dtype == i32) {
+      for (int64_t i = 0; i < a.size(); ++i) a.data<int32_t>()[i] = int32_t(k(rng));
+    } else if (t.dtype == i64) {
+      for (int64_t i = 0; i < a.size(); ++i) a.data<int64_t>()[i] = k(rng);
     }
     out.push_back(a);
   }
@@ -189,12 +211,76 @@ TEST(Bf16Ops, EveryRowDoesWhatItsColumnSays) {
 
 TEST(Bf16Ops, TheColumnFitsTheRow) {
   for (const OpInfo& op : all_ops()) {
-    if (op.dtypes == DTypeClass::Bool)
+    if (op.dtypes == DTypeClass::Bool) {
       EXPECT_EQ(op.bf16, Bf16Rule::No) << op.name << " takes bool only";
-    if (op.has(kLayout))
+    }
+    if (op.has(kLayout)) {
       EXPECT_EQ(op.bf16, Bf16Rule::Bytes) << op.name << " moves values: it should say bytes";
-    if (op.bf16 == Bf16Rule::Convert) EXPECT_EQ(op.kind, OpKind::Cast) << op.name;
+    }
+    if (op.bf16 == Bf16Rule::Convert) {  // kernels that round to bf16 themselves (tested here)
+      EXPECT_TRUE(op.kind == OpKind::Cast || op.kind == OpKind::ElementCount) << op.name;
+    }
   }
+}
+
+Array bf16_array(Shape s, std::vector<uint16_t> bits) {
+  Array a = Array::empty(DType::bf16, s);
+  std::memcpy(a.raw(), bits.data(), bits.size() * sizeof(uint16_t));
+  return a;
+}
+std::vector<uint16_t> bits_of(const Array& a) {
+  const auto* p = static_cast<const uint16_t*>(a.raw());
+  return {p, p + a.size()};
+}
+Array i32_array(std::vector<int32_t> v) {
+  Array a = Array::empty(i32, Shape{int64_t(v.size())});
+  std::memcpy(a.raw(), v.data(), v.size() * sizeof(int32_t));
+  return a;
+}
+
+// gather (bytes) picks rows by index, repeats and order included.
+TEST(Bf16Ops, GatherMovesTheIndexedRows) {
+  // rows [1, 2], [3, 4], [-0.5, 0.1] of a 3 x 2 bf16 matrix
+  const Array params = bf16_array(Shape{3, 2}, {0x3F80, 0x4000, 0x4040, 0x4080, 0xBF00, 0x3DCD});
+  Array in[2] = {params, i32_array({2, 0, 2, 1})};
+  const Array got = runtime::run_op(OpKind::Gather, in, {{"axis", int64_t{0}}});
+  EXPECT_EQ(bits_of(got), (std::vector<uint16_t>{0xBF00, 0x3DCD, 0x3F80, 0x4000, 0xBF00, 0x3DCD,
+                                                 0x4040, 0x4080}));
+  Array cols[2] = {params, i32_array({1, 1, 0})};
+  EXPECT_EQ(bits_of(runtime::run_op(OpKind::Gather, cols, {{"axis", int64_t{1}}})),
+            (std::vector<uint16_t>{0x4000, 0x4000, 0x3F80, 0x4080, 0x4080, 0x4040, 0x3DCD, 0x3DCD,
+                                   0xBF00}));
+}
+
+// scatter_add (via-f32) sums the updates of one index in float32 and rounds the sum once: 1 +
+// 2^-8 + 2^-8 is 1 + 2^-7 (0x3F81); summed in bf16 it would stay 1 (each 1 + 2^-8 a tie to
+// even).
+TEST(Bf16Ops, ScatterAddSumsRepeatsInFloat32AndRoundsOnce) {
+  const Array updates = bf16_array(Shape{4}, {0x3F80, 0x3B80, 0x3B80, 0x4040});  // 1, 2^-8, 2^-8, 3
+  Array in[2] = {updates, i32_array({2, 2, 2, 0})};
+  const Array got =
+      runtime::run_op(OpKind::ScatterAdd, in, {{"axis", int64_t{0}}, {"dim_size", int64_t{3}}});
+  EXPECT_EQ(bits_of(got), (std::vector<uint16_t>{0x4040, 0x0000, 0x3F81}));
+}
+
+// element_count (convert) rounds its int64 count to bf16 once: 2^24 + 2^16 + 1 elements is just
+// above the bf16 tie 2^24 + 2^16, so 2^24 + 2^17 (0x4B81); through float32 the count would
+// first round to the tie (float32 has no odd integers above 2^24) and then to even, 2^24.
+TEST(Bf16Ops, ElementCountRoundsTheCountOnce) {
+  const int64_t n = (int64_t(1) << 24) + (int64_t(1) << 16) + 1;
+  Array in[1] = {Array::empty(u8, Shape{n})};
+  const Attrs attrs{{"axes", std::vector<int64_t>{}}, {"dtype", DType::bf16}};
+  EXPECT_EQ(bits_of(runtime::run_op(OpKind::ElementCount, in, attrs)),
+            (std::vector<uint16_t>{0x4B81}));
+  // Constant folding computes the same count from the type alone.
+  auto g = ir::parse_graph(R"(graph @f(%0: u8[16842753]) -> (bf16[]) {
+  %1 = element_count(%0) {axes=[], dtype=bf16} : bf16[]
+  return %1
+})");
+  passes::make_constant_fold()->run(*g);
+  const ir::Node* c = g->outputs()[0]->producer();
+  ASSERT_EQ(c->kind(), ir::NodeKind::kConstant);
+  EXPECT_EQ(c->literal()->data_as<uint16_t>()[0], 0x4B81);
 }
 
 TEST(Bf16Ops, CompilingABf16GraphIsAClearError) {

@@ -17,6 +17,11 @@
 //                     Reduction ops codegen generates; tests/passes/random_graph.h: elementwise
 //                     ops that are not internal). Each generator's own test checks that its
 //                     graphs hold exactly its ops();
+//   bf16 case         the bf16 column is a column (a row without one does not compile); a
+//                     row that takes bfloat16 (bytes, via-f32, convert) has a consistency case
+//                     with a float input or a float dtype attribute, which
+//                     tests/ops/bf16_ops_test.cc turns into its bf16 case; a row saying no
+//                     needs none (that test checks the refusal);
 //   C++ API           tools/op_api.cc generates its wrapper from the row (frontend/
 //                     ops_generated.h; tools.op_api_is_current checks the file is current), or
 //                     lists it as written by hand (frontend/ops.h) or without a C++ function,
@@ -78,11 +83,22 @@ std::vector<std::string> missing_pieces(const OpInfo& op) {
       row = &r;
       break;
     }
-  bool fallback = false;
+  bool fallback = false, fallback_has_float = false;
+  auto floating = [](DType t) { return t == DType::f32 || t == DType::f64; };
+  auto float_dtype_attr = [&](const Attrs& attrs) {
+    for (const auto& [name, value] : attrs.items())
+      if (const DType* d = std::get_if<DType>(&value); d != nullptr && floating(*d)) return true;
+    return false;
+  };
   for (const FallbackRow& f : kFallbackRows) {
     try {
       auto g = ir::parse_graph(f.ir, f.name);
-      fallback = fallback || (!g->nodes().empty() && g->nodes().back()->op() == op.kind);
+      if (g->nodes().empty() || g->nodes().back()->op() != op.kind) continue;
+      fallback = true;
+      const ir::Node& n = *g->nodes().back();
+      fallback_has_float = fallback_has_float || float_dtype_attr(n.attrs()) ||
+                           std::any_of(n.inputs().begin(), n.inputs().end(),
+                                       [&](const ir::Value* v) { return floating(v->dtype()); });
     } catch (const std::exception&) {
     }
   }
@@ -148,6 +164,19 @@ std::vector<std::string> missing_pieces(const OpInfo& op) {
   if (passes_generator_eligible(op) && !lists(test::RandomGraphBuilder::ops(), op.kind) &&
       !lists_left_out(test::RandomGraphBuilder::left_out(), op.kind))
     lacks.push_back("random graph entry (tests/passes/random_graph.h)");
+
+  // bf16 case
+  if (op.bf16 != Bf16Rule::No) {
+    bool has_float = fallback_has_float;
+    if (row)
+      has_float = std::any_of(row->dtypes.begin(), row->dtypes.end(), floating) ||
+                  float_dtype_attr(row->cases(false).front().attrs);
+    if (!has_float)
+      lacks.push_back(std::string("bf16 case (its bf16 column says ") +
+                      std::string(bf16_rule_word(op.bf16)) +
+                      " but its consistency case has no float input or dtype attribute for "
+                      "tests/ops/bf16_ops_test.cc to make bf16)");
+  }
 
   // C++ API
   const tools::OpApiDecision api = tools::op_api_decision(op);

@@ -14,8 +14,8 @@ except ImportError:
 
 
 def bits(t):
-    """The bf16 bit patterns of a bf16 tensor, from its exact float32 values."""
-    f = np.asarray(t.numpy(), dtype=np.float32)
+    """The bf16 bit patterns of a bf16 tensor (a flat list), from its exact float32 values."""
+    f = np.asarray(t.numpy(), dtype=np.float32).reshape(-1)
     return (f.view(np.uint32) >> 16).astype(np.uint16).tolist()
 
 

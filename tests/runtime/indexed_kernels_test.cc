@@ -213,11 +213,11 @@ TEST(OneHotKernels, OutOfRangeGivesZeroRows) {
     Array y = run(OpKind::OneHot, {idx}, {{"depth", int64_t{4}}, {"dtype", dt}});
     ASSERT_EQ(y.shape, Shape({2, 3, 4}));
     Array want = Array::empty(dt, y.shape);
-    visit_dtype(dt, [&](auto tag) {
+    visit_storage(dt, [&](auto tag) {
       using T = typename decltype(tag)::type;
       const std::vector<int> bits = {1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0,
                                      0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0};
-      for (size_t i = 0; i < bits.size(); ++i) want.data<T>()[i] = T(bits[i]);
+      for (size_t i = 0; i < bits.size(); ++i) want.data<T>()[i] = storage_from_double<T>(bits[i]);
     });
     expect_same(y, want);
   }

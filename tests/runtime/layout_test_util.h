@@ -18,12 +18,14 @@ using Index = std::vector<int64_t>;
 
 inline Array random_array(DType dt, const Shape& s, std::mt19937_64& rng) {
   Array a = Array::empty(dt, s);
-  visit_dtype(dt, [&](auto tag) {
+  visit_storage(dt, [&](auto tag) {  // bfloat16 too: these kernels move its 2-byte elements
     using T = typename decltype(tag)::type;
     T* p = static_cast<T*>(a.raw());
     for (int64_t i = 0; i < a.size(); ++i) {
       if constexpr (std::is_same_v<T, bool>)
         p[i] = (rng() & 1) != 0;
+      else if constexpr (std::is_same_v<T, bfloat16>)
+        p[i] = bfloat16::from_double(std::uniform_real_distribution<double>(-10, 10)(rng));
       else if constexpr (std::is_floating_point_v<T>)
         p[i] = T(std::uniform_real_distribution<double>(-10, 10)(rng));
       else

@@ -137,10 +137,11 @@ DType dtype_of_descr(const std::string& d, const std::string& what) {
         "does not read it; save the array as float32 (arr.astype(numpy.float32)) and cast to "
         "bfloat16 after loading",
         what, d));
-  for (DType t : kAllDTypes)
-    if (t != DType::bf16 && descr_of(t) == d ||
-        (d.size() == 3 && d[0] == '=' && descr_of(t).substr(1) == d.substr(1)))
+  for (DType t : kAllDTypes) {
+    if (t == DType::bf16) continue;  // its descr_of is float32's ('<f4'): no file is bf16
+    if (descr_of(t) == d || (d.size() == 3 && d[0] == '=' && descr_of(t).substr(1) == d.substr(1)))
       return t;
+  }
   if (d == "<b1" || d == "=b1") return DType::b8;
   if (d == "<u1" || d == "=u1") return DType::u8;
   throw Error(

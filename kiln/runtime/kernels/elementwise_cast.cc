@@ -4,7 +4,6 @@
 // float32 value goes through the float32 cast (to integers as float32 converts, to bool
 // nonzero).
 
-#include <bit>
 #include <cstring>
 
 #include "kiln/runtime/kernels/elementwise_loops.h"
@@ -14,22 +13,6 @@ namespace {
 
 using namespace elementwise;
 
-// Nearest-even bfloat16 of an int64: rounded to odd at 53 bits first (the value's exact bits
-// where it has at most 53 significant ones, else the truncation with its last bit set), which
-// the double -> bfloat16 rounding (itself through round-to-odd) rounds correctly.
-bfloat16 bf16_from_int64(int64_t v) {
-  uint64_t m = v < 0 ? uint64_t(0) - uint64_t(v) : uint64_t(v);
-  const int n = std::bit_width(m);
-  if (n > 53) {
-    const int drop = n - 53;
-    uint64_t keep = m >> drop;
-    if ((m & ((uint64_t(1) << drop) - 1)) != 0) keep |= 1;
-    m = keep << drop;
-  }
-  const double d = double(m);
-  return bfloat16::from_double(v < 0 ? -d : d);
-}
-
 template <typename T>
 bfloat16 to_bf16(T x) {
   if constexpr (std::is_same_v<T, float>)
@@ -37,7 +20,7 @@ bfloat16 to_bf16(T x) {
   else if constexpr (std::is_same_v<T, bool>)
     return bfloat16::from_float(x ? 1.0f : 0.0f);
   else if constexpr (std::is_same_v<T, int64_t>)
-    return bf16_from_int64(x);
+    return bfloat16::from_int64(x);
   else  // double, and int32 / uint8 (exact in double)
     return bfloat16::from_double(double(x));
 }
