@@ -321,7 +321,10 @@ TensorType infer_type(OpKind kind, std::span<const TensorType> inputs, const Att
   if (op.arity < 0 && inputs.empty())
     throw Error(fmt::format("{}: expected at least one input, got none", op.name));
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].dtype == DType::bf16 && op.bf16 == Bf16Rule::No) refuse_bf16(op, "input");
+    // (a random op's inputs are its seed and a tensor whose shape it takes: only its output
+    // dtype matters)
+    if (inputs[i].dtype == DType::bf16 && op.bf16 == Bf16Rule::No && !op.has(kRandom))
+      refuse_bf16(op, "input");
     if (!dtype_in_class(inputs[i].dtype, op.dtypes))
       throw DTypeError(fmt::format("{}: input {} has dtype {}, but {} needs {}", op.name, i,
                                    dtype_name(inputs[i].dtype), op.name,

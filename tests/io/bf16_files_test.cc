@@ -111,14 +111,23 @@ TEST(Bf16Files, NpySavesFloat32AndRefusesRawTwoByteData) {
   }
 }
 
-TEST(Bf16Files, FunctionRefusesBf16Graphs) {
-  auto f = kiln::function([](const Tensor& x) { return x * x; }, {.name = "square_bf16"});
+// Compiled, a bf16 function is a clear error; on the reference executor (kiln_tests' default
+// mode) it runs, with the eager bits.
+TEST(Bf16Files, FunctionRefusesBf16GraphsWhenCompiled) {
+  const Tensor x = tensor({1.5, 0.1, -3.0, 7.0}, Shape{4}, DType::bf16);
+  auto compiled = kiln::function([](const Tensor& a) { return a * a; },
+                                 {.name = "square_bf16", .mode = ExecutionMode::kCompiled});
   try {
-    f(full(Shape{4}, 1.5, DType::bf16));
+    compiled(x);
     FAIL() << "compiled a bf16 function";
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("bfloat16 in compiled functions"));
   }
+  auto reference = kiln::function([](const Tensor& a) { return a * a; },
+                                  {.name = "square_bf16", .mode = ExecutionMode::kReference});
+  const Tensor y = reference(x);
+  EXPECT_EQ(y.dtype(), DType::bf16);
+  EXPECT_EQ(bits(y), bits(x * x));
 }
 
 }  // namespace
