@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 import pytest
+from keras_process import keras_python
 
 import kiln
 from kiln import keras
@@ -76,18 +77,6 @@ xs = [np.load(sys.argv[4 + i]) for i in range(n)]
 np.save(out, np.asarray(model.predict(xs if n > 1 else xs[0], verbose=0)))
 print(int(keras.ops.convert_to_numpy(model.optimizer.iterations)))
 """
-
-
-def keras_python():
-    """An interpreter where `import keras` succeeds: $KILN_KERAS_PYTHON (e.g. the environment
-    scripts/make-keras-venv.sh builds), else this one; the test is skipped without one. Keras
-    runs in its own process, so its numpy need not be the one kiln's module was built with."""
-    python = os.environ.get("KILN_KERAS_PYTHON", sys.executable)
-    probe = subprocess.run([python, "-c", "import keras"], capture_output=True,
-                           env={**os.environ, "KERAS_BACKEND": "jax"})
-    if probe.returncode != 0:
-        pytest.skip(f"keras cannot be imported by {python}")
-    return python
 
 
 @pytest.mark.parametrize("name,n,chain", CASES)

@@ -13,10 +13,10 @@ import json
 import os
 import pathlib
 import subprocess
-import sys
 
 import numpy as np
 import pytest
+from keras_process import keras_python
 
 import kiln
 from kiln import keras
@@ -94,15 +94,6 @@ def test_config_round_trip_reads_old_string_form():
     assert again.dtype_policy.name == "mixed_bfloat16"
     config["dtype"] = "mixed_bfloat16"  # what older Keras files hold
     assert keras.layers.Dense.from_config(config).compute_dtype == "bfloat16"
-
-
-def keras_python():
-    python = os.environ.get("KILN_KERAS_PYTHON", sys.executable)
-    probe = subprocess.run([python, "-c", "import keras"], capture_output=True,
-                           env={**os.environ, "KERAS_BACKEND": "jax"})
-    if probe.returncode != 0:
-        pytest.skip(f"keras cannot be imported by {python}")
-    return python
 
 
 KERAS_CONFIGS = """
