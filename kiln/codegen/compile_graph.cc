@@ -299,8 +299,9 @@ void refuse_bf16_graph(const Graph& graph) {
   auto refuse = [&](std::string_view what) {
     throw Error(fmt::format(
         "bfloat16 in compiled functions: {} of graph @{} is bfloat16, and the code generator "
-        "does not handle bfloat16 yet; run the computation eagerly (outside kiln::function) or "
-        "in float32 (cast to float32 before the function)",
+        "does not handle bfloat16 yet; run the computation eagerly (outside kiln::function; a "
+        "Keras model: compile with run_eagerly=true) or in float32 (cast to float32 before the "
+        "function; a Keras model: the \"float32\" dtype policy)",
         what, graph.name()));
   };
   for (const auto& p : graph.parameters())
