@@ -12,7 +12,6 @@ CompiledFunction compile_function(const ir::Graph& traced,
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   CompiledFunction out;
-  refuse_bf16_graph(traced);  // before any pass runs on it
 
   // Specialise: the traced graph's unknown dimensions fixed by the arguments.
   out.specialized = traced.clone();

@@ -295,31 +295,7 @@ class GraphCompiler {
 
 }  // namespace
 
-void refuse_bf16_graph(const Graph& graph) {
-  auto refuse = [&](std::string_view what) {
-    throw Error(fmt::format(
-        "bfloat16 in compiled functions: {} of graph @{} is bfloat16, and the code generator "
-        "does not handle bfloat16 yet; run the computation eagerly (outside kiln::function; a "
-        "Keras model: compile with run_eagerly=true) or in float32 (cast to float32 before the "
-        "function; a Keras model: the \"float32\" dtype policy)",
-        what, graph.name()));
-  };
-  for (const auto& p : graph.parameters())
-    if (p->type().dtype == DType::bf16)
-      refuse(fmt::format("a parameter ({})", p->type().to_string()));
-  for (const ir::GraphVariable& v : graph.variables())
-    if (v.type.dtype == DType::bf16) refuse(fmt::format("variable \"{}\"", v.name));
-  for (const auto& n : graph.nodes()) {
-    for (size_t i = 0; i < n->num_outputs(); ++i)
-      if (n->output(i)->type().dtype == DType::bf16)
-        refuse(
-            fmt::format("the result of {} ({})", n->op_name(), n->output(i)->type().to_string()));
-    for (const auto& sub : n->subgraphs()) refuse_bf16_graph(*sub);
-  }
-}
-
 CompiledGraph compile_graph_in_full(const Graph& graph) {
-  refuse_bf16_graph(graph);
   CompiledGraph out;
   out.executable = GraphCompiler(graph).build(out, /*top=*/true);
   return out;

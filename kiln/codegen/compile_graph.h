@@ -33,12 +33,6 @@ struct CompiledGraph {
   std::vector<std::unique_ptr<ir::Graph>> kernel_bodies;  // one-op bodies the requests use
 };
 
-// Throws kiln::Error ("bfloat16 in compiled functions: ...", naming the value) where `graph`
-// (its sub-graphs included) has a bfloat16 parameter, variable or value: the code generator does
-// not handle bf16 yet, so compile_function and compile_graph_in_full refuse such a graph before
-// they optimize or compile it. Eager execution and the reference executor run it.
-void refuse_bf16_graph(const ir::Graph& graph);
-
 // `graph` must be verified and have fully known shapes (kiln::Error naming the value otherwise).
 // It must outlive the result's arena layout and kernel requests (they point into it).
 CompiledGraph compile_graph_in_full(const ir::Graph& graph);

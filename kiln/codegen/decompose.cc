@@ -6,6 +6,7 @@
 #include <limits>
 #include <unordered_map>
 
+#include "kiln/ir/bfloat16.h"
 #include "kiln/ir/error.h"
 
 namespace kiln::codegen {
@@ -35,6 +36,15 @@ class Decomposer {
   }
   Value* op(OpKind k, std::vector<Value*> in, Attrs attrs = {}) {
     return g_.add_op(k, std::move(in), std::move(attrs))->output();
+  }
+  // A bf16 composite op (softmax, log_softmax, logsumexp) is decomposed in float32 and its
+  // result rounded once, as its eager kernel computes it (ops.def: ViaF32); its float32
+  // intermediates are never rounded to bf16.
+  Value* widened(Value* x) {
+    return x->dtype() == DType::bf16 ? op(OpKind::Cast, {x}, {{"dtype", DType::f32}}) : x;
+  }
+  Value* narrowed(Value* x, DType to) {
+    return to == DType::bf16 && x->dtype() != to ? op(OpKind::Cast, {x}, {{"dtype", to}}) : x;
   }
   Value* reduce(OpKind k, Value* x, std::vector<int64_t> axes) {
     return op(k, {x}, {{"axes", axes}, {"keepdims", true}});
@@ -124,8 +134,9 @@ std::unique_ptr<Graph> decompose_for_codegen(const Graph& body, const Node* as_p
       case OpKind::LogSoftmax: {
         int64_t axis = a.get_int("axis", "softmax");
         Decomposer::Parts parts;
-        r = d.softmax(map.at(n.input(0)), axis, n.op() == OpKind::LogSoftmax, &parts);
-        if (n.op() == OpKind::LogSoftmax && parts.e != nullptr)
+        Value* x = d.widened(map.at(n.input(0)));
+        r = d.narrowed(d.softmax(x, axis, n.op() == OpKind::LogSoftmax, &parts), type.dtype);
+        if (n.op() == OpKind::LogSoftmax && parts.e != nullptr && type.dtype != DType::bf16)
           log_softmax_parts[n.output()] = parts;
         break;
       }
@@ -143,8 +154,9 @@ std::unique_ptr<Graph> decompose_for_codegen(const Graph& body, const Node* as_p
         break;
       }
       case OpKind::LogSumExp:
-        r = d.logsumexp(map.at(n.input(0)), a.get_ints("axes", "logsumexp"),
-                        a.get_bool("keepdims", "logsumexp"), type);
+        r = d.narrowed(d.logsumexp(d.widened(map.at(n.input(0))), a.get_ints("axes", "logsumexp"),
+                                   a.get_bool("keepdims", "logsumexp"), type),
+                       type.dtype);
         break;
       case OpKind::ElementCount: {
         const Shape& s = n.input(0)->shape();
@@ -166,6 +178,11 @@ std::unique_ptr<Graph> decompose_for_codegen(const Graph& body, const Node* as_p
           case DType::f64: {
             double v = double(count);
             std::memcpy(bytes.data(), &v, 8);
+            break;
+          }
+          case DType::bf16: {  // one rounding of the count (ir/bfloat16.h)
+            uint16_t v = bfloat16::from_int64(count).bits;
+            std::memcpy(bytes.data(), &v, 2);
             break;
           }
           case DType::i32: {

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "kiln/codegen/accumulator.h"
+#include "kiln/codegen/bf16_values.h"
 #include "kiln/codegen/kernel_emitter.h"
 #include "kiln/codegen/literal_constants.h"
 #include "kiln/codegen/scalar_ops.h"
@@ -75,6 +76,7 @@ llvm::Value* KernelEmitter::load_at_offset(const Value* v, llvm::Value* base, ll
   llvm::Type* st = storage_type(ctx_, v->dtype());
   llvm::Value* x = b_.CreateLoad(st, b_.CreateInBoundsGEP(st, base, off));
   if (v->dtype() == DType::b8) x = b_.CreateICmpNE(x, b_.getInt8(0));
+  if (v->dtype() == DType::bf16) x = widen_bf16(b_, x);
   return x;
 }
 
@@ -110,8 +112,10 @@ llvm::Value* KernelEmitter::compute(const Value* v, const Index& idx) {
   if (n.is_op(OpKind::OneHot)) return one_hot(n, idx, v);
   if (llvm::Value* x = reshape_of_memory(n, v, idx)) return x;
   if (op_info(n.op()).has(kWindow))  // max-pool (codegen/pool_window.h)
-    return emit_pool(
-        b_, n, idx, [&](size_t i, const Index& at) { return elem(n.input(i), at); }, window_tile_);
+    return rounded(v, emit_pool(
+                          b_, n, idx,
+                          [&](size_t i, const Index& at) { return elem(n.input(i), at); },
+                          window_tile_));
   std::vector<llvm::Value*> args;
   for (size_t i = 0; i < n.inputs().size(); ++i) {
     if (n.is_op(OpKind::BroadcastLike) && i == 1) break;
@@ -121,7 +125,14 @@ llvm::Value* KernelEmitter::compute(const Value* v, const Index& idx) {
   if (!info.has(kElementwise)) return args[0];  // layout ops: the index did the work
   ScalarOpContext ctx{b_, m_, flag_};
   DType in = n.is_op(OpKind::Select) ? n.input(1)->dtype() : n.input(0)->dtype();
-  return emit_scalar_op(ctx, n.op(), args, in, v->dtype(), n.attrs());
+  llvm::Value* x = emit_scalar_op(ctx, n.op(), args, in, v->dtype(), n.attrs());
+  // (A cast rounds itself; copy and select pass bf16 values on.)
+  const bool passes_on = n.is_op(OpKind::Cast) || n.is_op(OpKind::Copy) || n.is_op(OpKind::Select);
+  return passes_on ? x : rounded(v, x);
+}
+
+llvm::Value* KernelEmitter::rounded(const Value* v, llvm::Value* x) {
+  return v->dtype() == DType::bf16 ? round_to_bf16(b_, x) : x;
 }
 
 llvm::Value* KernelEmitter::one_hot(const Node& n, const Index& idx, const Value* v) {

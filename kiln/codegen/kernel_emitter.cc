@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "kiln/codegen/accumulator.h"
+#include "kiln/codegen/bf16_values.h"
 #include "kiln/codegen/scalar_ops.h"
 #include "kiln/ir/error.h"
 
@@ -249,8 +250,9 @@ void KernelEmitter::emit_nest(const Value* v) {
     first = 1;
   }
   const Node* n = v->producer();
-  // (By rows, the row must be the input's leading dimension too: axis 0 not reduced.)
-  if (n != nullptr && is_reduction(*n) && keeps_last_axis(*n) &&
+  // (By rows, the row must be the input's leading dimension too: axis 0 not reduced. A bf16
+  // result cannot accumulate in its own buffer: it is reduced at each output index instead.)
+  if (n != nullptr && is_reduction(*n) && keeps_last_axis(*n) && v->dtype() != DType::bf16 &&
       (first == 0 || reduction_axes(*n).front() != 0)) {
     emit_reduction_through_memory(v, *n, idx, first);
     return;
@@ -341,6 +343,7 @@ void KernelEmitter::store_at(const Value* v, llvm::Value* x, const Index& idx) {
 void KernelEmitter::store_at_offset(const Value* v, llvm::Value* x, llvm::Value* off) {
   llvm::Type* st = storage_type(ctx_, v->dtype());
   if (v->dtype() == DType::b8) x = b_.CreateZExt(x, st);
+  if (v->dtype() == DType::bf16) x = narrow_bf16(b_, x);
   for (llvm::Value* buf : out_buffers_.at(v)) {
     llvm::StoreInst* store = b_.CreateStore(x, b_.CreateInBoundsGEP(st, buf, off));
     if (streaming_.count(buf))

@@ -108,6 +108,8 @@ class KernelEmitter {
   // else a compare.
   llvm::Value* one_hot(const Node& n, const Index& idx, const Value* v);
   llvm::Value* elem(const Value* v, const Index& idx);
+  // x, computed for v in float32, rounded to bf16 where v is bf16 (codegen/bf16_values.h).
+  llvm::Value* rounded(const Value* v, llvm::Value* x);
 
   // ---- reductions
   // A reduction computed at an output index, by loops over its reduced axes.

@@ -4,6 +4,7 @@
 
 #include <limits>
 
+#include "kiln/codegen/bf16_values.h"
 #include "kiln/codegen/vector_math.h"
 #include "kiln/ir/error.h"
 
@@ -49,6 +50,7 @@ llvm::Value* cast(llvm::IRBuilder<>& b, llvm::Value* x, DType from, DType to) {
   llvm::LLVMContext& ctx = b.getContext();
   llvm::Type* t = register_type(ctx, to);
   if (from == to) return x;
+  if (to == DType::bf16) return convert_to_bf16(b, x, from);
   if (to == DType::b8) {
     if (is_floating(from)) return b.CreateFCmpUNE(x, fconst(b, x, 0.0));
     return b.CreateICmpNE(x, iconst(x, 0));
@@ -224,14 +226,16 @@ llvm::Type* register_type(llvm::LLVMContext& c, DType t) {
       return llvm::Type::getInt8Ty(c);
     case DType::b8:
       return llvm::Type::getInt1Ty(c);
-    case DType::bf16:  // compile_graph refuses bf16 graphs before codegen (refuse_bf16_graph)
-      internal_error(__FILE__, __LINE__, "bfloat16 reached the code generator");
+    case DType::bf16:  // computed in float32 (codegen/bf16_values.h)
+      return llvm::Type::getFloatTy(c);
   }
   return nullptr;
 }
 
 llvm::Type* storage_type(llvm::LLVMContext& c, DType t) {
-  return t == DType::b8 ? llvm::Type::getInt8Ty(c) : register_type(c, t);
+  if (t == DType::b8) return llvm::Type::getInt8Ty(c);
+  if (t == DType::bf16) return llvm::Type::getInt16Ty(c);
+  return register_type(c, t);
 }
 
 llvm::Value* emit_scalar_op(ScalarOpContext& c, OpKind op, std::span<llvm::Value* const> args,

@@ -1,6 +1,8 @@
 // Scalar semantics of kiln's elementwise ops in LLVM IR: one op applied to one element of
 // each operand (the kernel emitter calls this inside its loops; the loop vectorizer widens
-// it). Values are in register types: float, double, i32, i64, i8 (uint8) and i1 (bool).
+// it). Values are in register types: float, double, i32, i64, i8 (uint8), i1 (bool), and
+// float for bfloat16 (a bf16 result is rounded by the caller: codegen/bf16_values.h; casts to
+// bf16 round here).
 //
 // The semantics follow the eager kernels (runtime/kernels/elementwise_*.cc): maximum/minimum
 // and relu propagate NaN, integer division truncates (x / -1 wraps), casts from floats to
@@ -17,7 +19,8 @@
 
 namespace kiln::codegen {
 
-// The register type of a dtype (bool: i1) and its storage type in memory (bool: i8).
+// The register type of a dtype (bool: i1, bf16: float) and its storage type in memory (bool:
+// i8, bf16: i16).
 llvm::Type* register_type(llvm::LLVMContext& c, DType t);
 llvm::Type* storage_type(llvm::LLVMContext& c, DType t);
 

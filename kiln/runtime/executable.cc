@@ -81,7 +81,9 @@ Array row_view(const ExecutableStep& s, std::span<const Array> in, bool argument
 // A 2-d matmul whose epilogue reads the product only at the rows it computes.
 bool blockable(const ExecutableStep& s, std::span<const Array> in) {
   if (s.op != OpKind::MatMul || !s.kernel) return false;
-  if (in[0].shape.rank() != 2 || in[1].shape.rank() != 2 || !is_floating(s.type.dtype))
+  // (f32 and f64: a bf16 product runs whole through float32, ops.def's ViaF32.)
+  if (in[0].shape.rank() != 2 || in[1].shape.rank() != 2 ||
+      (s.type.dtype != DType::f32 && s.type.dtype != DType::f64))
     return false;
   const KernelLayout& l = s.kernel->layout;
   if (l.inputs_by_row.empty() || !l.inputs_by_row.back()) return false;

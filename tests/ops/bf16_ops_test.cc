@@ -5,11 +5,15 @@
 //     to nearest even (for Bytes ops rounding changes nothing: they move values), and the
 //     reference executor gives the eager bits;
 //   No: infer_type refuses the bf16 case with an error naming the op and bfloat16.
-// The compiled path refuses bf16 graphs (codegen/compile_graph.h): checked here too.
+// Compiled (codegen/bf16_values.h), every such row gives its float32 twin's compiled result
+// rounded once, casts round once from every dtype, and fused kernels keep each op's rounding.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <random>
 #include <string>
@@ -17,7 +21,9 @@
 
 #include "kiln/codegen/compile_graph.h"
 #include "kiln/ir/parser.h"
+#include "kiln/ir/printer.h"
 #include "kiln/passes/constant_fold.h"
+#include "kiln/passes/pipeline.h"
 #include "kiln/runtime/kernels.h"
 #include "kiln/runtime/reference_executor.h"
 #include "tests/codegen/op_consistency_rows.h"
@@ -283,16 +289,136 @@ TEST(Bf16Ops, ElementCountRoundsTheCountOnce) {
   EXPECT_EQ(c->literal()->data_as<uint16_t>()[0], 0x4B81);
 }
 
-TEST(Bf16Ops, CompilingABf16GraphIsAClearError) {
-  ir::Graph g("bf16_add");
-  ir::Value* x = g.add_parameter({DType::bf16, Shape{4}});
-  g.set_outputs({g.add_op(OpKind::Add, {x, x}, {})->output()});
-  try {
-    codegen::compile_graph(g);
-    FAIL() << "compiled a bf16 graph";
-  } catch (const Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr("bfloat16 in compiled functions"));
+// The one-op graph of `c` (its input types and attributes).
+std::unique_ptr<ir::Graph> one_op_graph(OpKind op, const std::vector<TensorType>& in,
+                                        const Attrs& attrs) {
+  auto g = std::make_unique<ir::Graph>(std::string("one_") + op_name(op));
+  std::vector<ir::Value*> params;
+  for (const TensorType& t : in) params.push_back(g->add_parameter(t));
+  g->set_outputs({g->add_op(op, params, attrs)->output()});
+  return g;
+}
+
+std::vector<TensorType> f32_types(const std::vector<TensorType>& in) {
+  std::vector<TensorType> out = in;
+  for (TensorType& t : out)
+    if (t.dtype == DType::bf16) t.dtype = f32;
+  return out;
+}
+
+// Compiled, every row with a bf16 case computes it as its float32 twin compiled, each bf16
+// output rounded once (codegen/bf16_values.h: generated kernels widen bf16 loads, compute in
+// float32 and round each bf16 result; ops codegen does not lower run their eager kernel, whose
+// rule the test above checks): bit for bit, the same kernels computing the same float32 values.
+TEST(Bf16Ops, CompiledRowsRoundTheirFloat32ResultOnce) {
+  int checked = 0;
+  for (const OpInfo& op : all_ops()) {
+    if (op.bf16 == Bf16Rule::No) continue;
+    SCOPED_TRACE(op.name);
+    std::mt19937 rng(4321u + unsigned(op.kind));
+    const std::optional<OneOp> f = f32_case(op);
+    ASSERT_TRUE(f.has_value());
+    const std::optional<OneOp> b = bf16_twin(*f);
+    ASSERT_TRUE(b.has_value());
+    const std::vector<Array> in = inputs_for(*b, rng);
+    std::vector<Array> wide;
+    for (const Array& a : in) wide.push_back(widened(a));
+    std::vector<Array> vars;
+    const auto bf16_graph = one_op_graph(op.kind, b->in, b->attrs);
+    const std::vector<Array> got = codegen::compile_graph(*bf16_graph)->run(in, vars);
+    const auto f32_graph = one_op_graph(op.kind, f32_types(b->in), f32_attrs(b->attrs));
+    const std::vector<Array> want = codegen::compile_graph(*f32_graph)->run(wide, vars);
+    ASSERT_EQ(got.size(), 1u);
+    ASSERT_EQ(want.size(), 1u);
+    EXPECT_TRUE(same_bits(got[0], rounded_like(want[0], got[0].dtype)))
+        << op.name << ": compiled bf16 differs from the compiled float32 op rounded";
+    ++checked;
   }
+  EXPECT_GT(checked, 50);
+}
+
+// Casts into bf16 round once from every dtype, compiled as eagerly (ir/bfloat16.h): values
+// next to bf16 ties, beyond float32's precision (float64, int64), overflow, NaN, denormals.
+TEST(Bf16Ops, CompiledCastsRoundOnceFromEveryDtype) {
+  auto check = [](DType from, Array x) {
+    SCOPED_TRACE(dtype_name(from));
+    const Attrs attrs{{"dtype", DType::bf16}};
+    Array in[1] = {x};
+    const Array eager = runtime::run_op(OpKind::Cast, in, attrs);
+    auto g = one_op_graph(OpKind::Cast, {x.type()}, attrs);
+    std::vector<Array> vars;
+    const std::vector<Array> got = codegen::compile_graph(*g)->run(std::vector<Array>{x}, vars);
+    EXPECT_TRUE(same_bits(got[0], eager));
+  };
+  const double tie = 1.0 + std::ldexp(1.0, -8);  // halfway between 1 and the next bf16
+  std::vector<double> d = {tie,
+                           std::nextafter(tie, 2.0),
+                           std::nextafter(tie, 0.0),
+                           -(tie + std::ldexp(1.0, -40)),  // above the tie beyond float32
+                           1.0 + std::ldexp(1.0, -7) + std::ldexp(1.0, -8),  // tie, odd: up
+                           3.3961e38,                                        // above bf16 max
+                           -1e300,
+                           std::numeric_limits<double>::infinity(),
+                           std::numeric_limits<double>::quiet_NaN(),
+                           1e-40,  // float32 denormal
+                           -1e-45,
+                           0.0,
+                           -0.0};
+  Array f64s = Array::empty(f64, Shape{int64_t(d.size())});
+  std::memcpy(f64s.raw(), d.data(), d.size() * sizeof(double));
+  check(f64, f64s);
+  Array f32s = Array::empty(f32, Shape{int64_t(d.size())});
+  for (size_t i = 0; i < d.size(); ++i) f32s.data<float>()[i] = float(d[i]);
+  check(f32, f32s);
+  const int64_t big = (int64_t(1) << 24) + (int64_t(1) << 16);  // a bf16 tie
+  std::vector<int64_t> ints = {big,
+                               big + 1,
+                               -(big + 1),
+                               (int64_t(1) << 62) + (int64_t(1) << 54) + 1,
+                               std::numeric_limits<int64_t>::min(),
+                               std::numeric_limits<int64_t>::max(),
+                               0,
+                               -3,
+                               255,
+                               257};
+  Array i64s = Array::empty(i64, Shape{int64_t(ints.size())});
+  std::memcpy(i64s.raw(), ints.data(), ints.size() * sizeof(int64_t));
+  check(i64, i64s);
+  Array i32s = Array::empty(i32, Shape{int64_t(ints.size())});
+  for (size_t i = 0; i < ints.size(); ++i)
+    i32s.data<int32_t>()[i] = int32_t(std::clamp<int64_t>(ints[i], INT32_MIN, INT32_MAX));
+  check(i32, i32s);
+}
+
+// A fused bf16 group keeps each op's rounding: the optimized graph (ops fused into kernels,
+// intermediate values in registers) gives the bits of the same graph compiled op by op (each
+// result stored to memory as bf16), softmax included (computed in float32 and rounded once).
+TEST(Bf16Ops, FusedKernelsRoundEachValueAsUnfusedOnes) {
+  const char* text = R"(graph @chain(%x: bf16[16,40], %w: bf16[40]) -> (bf16[16,40], bf16[16]) {
+  %1 = mul(%x, %w) : bf16[16,40]
+  %2 = tanh(%1) : bf16[16,40]
+  %3 = add(%2, %x) : bf16[16,40]
+  %4 = exp(%3) : bf16[16,40]
+  %5 = softmax(%4) {axis=-1} : bf16[16,40]
+  %6 = sum(%4) {axes=[1], keepdims=false} : bf16[16]
+  %7 = sqrt(%6) : bf16[16]
+  return %5, %7
+})";
+  auto unfused = ir::parse_graph(text);
+  auto fused = ir::parse_graph(text);
+  passes::optimize_pipeline({}).run(*fused);
+  bool has_fusion = false;
+  for (const auto& n : fused->nodes()) has_fusion |= n->kind() == ir::NodeKind::kFusion;
+  ASSERT_TRUE(has_fusion) << ir::print_graph(*fused);
+  std::mt19937 rng(7);
+  OneOp c{{{DType::bf16, Shape{16, 40}}, {DType::bf16, Shape{40}}}, {}, -1.5, 1.5};
+  const std::vector<Array> in = inputs_for(c, rng);
+  std::vector<Array> vars;
+  const std::vector<Array> want = codegen::compile_graph(*unfused)->run(in, vars);
+  const std::vector<Array> got = codegen::compile_graph(*fused)->run(in, vars);
+  ASSERT_EQ(got.size(), 2u);
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_TRUE(same_bits(got[i], want[i])) << "output " << i << "\n" << ir::print_graph(*fused);
 }
 
 }  // namespace
