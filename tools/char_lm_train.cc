@@ -47,6 +47,7 @@ TrainRun train_once(const CharLmTrainArgs& args, const CharLmData& d, const std:
   if (!a.load_model.empty()) {
     model = load_model_for_training(a.load_model, mode);
   } else {
+    mixed_precision::PolicyScope policy(a.dtype_policy);
     model = build_char_lm(args.config);
     if (!a.load_weights.empty()) model->load_weights(a.load_weights);
     model->compile({.optimizer = make_optimizer(a),
@@ -142,7 +143,12 @@ void run_char_lm_training(const CharLmTrainArgs& in) {
   const CharLmConfig config = a.config;
   TrainComparison c = train_both_ways(
       std::cout, [&](const std::string& mode) { return train_once(a, d, mode, false); },
-      config.model, [config] { return build_char_lm(config); }, t.optimizer, t.learning_rate(),
+      config.model,
+      [config, policy = t.dtype_policy] {
+        mixed_precision::PolicyScope scope(policy);
+        return build_char_lm(config);
+      },
+      t.optimizer, t.learning_rate(),
       t.seed, data::take_rows(d.train.x, rows), data::take_rows(d.train.y, rows));
   report(c.runs, &c);
   c.check_agreement();

@@ -35,6 +35,7 @@ struct PlanArgs {
   int64_t m = 0, k = 0, n = 0;
   bool ta = false, tb = false, epilogue = false;
   int threads = 0;
+  std::string dtype = "float32";
 };
 
 void print_plan(const PlanArgs& a) {
@@ -57,6 +58,14 @@ void print_plan(const PlanArgs& a) {
              p.kc, p.nc, p.b_ahead, p.direct_a_max_cols, p.mr_direct, p.pack_b_min_rows,
              p.large_b_bytes >> 10, p.min_task_flops / 1e3, p.min_task_panels)
       << "plan:     " << plan.describe() << "\n";
+  if (a.dtype == "bfloat16") {
+    const runtime::CpuInfo& cpu = runtime::cpu_info();
+    std::cout << fmt::format(
+        "bfloat16: operands widened to float32 (exact), this float32 plan, C rounded to bf16 "
+        "once (ops.def: via-f32); kiln has no bf16 product kernels yet (this CPU: "
+        "AVX512-BF16 {}, AMX-BF16 {})\n",
+        cpu.avx512_bf16 ? "yes" : "no", cpu.amx_bf16 ? "yes" : "no");
+  }
 }
 
 enum class Start { kDerived, kConstants, kPoor };
@@ -135,6 +144,9 @@ void add_gemm_plan_command(CLI::App& app) {
   cmd->add_option("N", a->n, "columns of C")->required()->check(CLI::PositiveNumber);
   cmd->add_flag("--ta", a->ta, "A is stored transposed (K x M)");
   cmd->add_flag("--tb", a->tb, "B is stored transposed (N x K)");
+  cmd->add_option("--dtype", a->dtype, "the operands' dtype: float32 or bfloat16 (bf16)")
+      ->transform(CLI::Transformer({{"bf16", "bfloat16"}, {"f32", "float32"}}))
+      ->check(CLI::IsMember({"float32", "bfloat16"}));
   cmd->add_flag("--epilogue", a->epilogue,
                 "whole row blocks finished by an epilogue (a fused matmul of a compiled step)");
   cmd->add_option("--threads", a->threads, "threads the product may use")

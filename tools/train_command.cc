@@ -65,6 +65,7 @@ TrainRun train_once(const TrainOptions& a, const Data& d, const std::string& mod
   if (!a.load_model.empty()) {
     model = load_model_for_training(a.load_model, mode);
   } else {
+    mixed_precision::PolicyScope policy(a.dtype_policy);
     model = Model(build_model(a.model, example, 10));
     if (!a.load_weights.empty()) model->load_weights(a.load_weights);
     const double lr = a.learning_rate();
@@ -148,7 +149,11 @@ void run_train(const TrainArgs& args) {
   Shape example(std::span<const int64_t>(d.x_train.shape().begin() + 1, d.x_train.shape().end()));
   TrainComparison c = train_both_ways(
       std::cout, [&](const std::string& mode) { return train_once(a, d, mode, false); }, a.model,
-      [&] { return Model(build_model(a.model, example, 10)); }, a.optimizer, a.learning_rate(),
+      [&] {
+        mixed_precision::PolicyScope policy(a.dtype_policy);
+        return Model(build_model(a.model, example, 10));
+      },
+      a.optimizer, a.learning_rate(),
       a.seed, data::take_rows(d.x_train, rows), data::take_rows(d.train.y, rows));
   report(c.runs, &c);
   c.check_agreement();
@@ -198,6 +203,11 @@ void add_train_command(CLI::App& app) {
                   "same), eager, reference (traced steps on the reference executor), or both "
                   "(eager then compiled from the same weights, with a comparison table)")
       ->check(CLI::IsMember({"compiled", "eager", "reference", "both", "traced"}))
+      ->group(training);
+  cmd->add_option("--dtype-policy", t.dtype_policy,
+                  "the Keras dtype policy the layers are built under: float32, mixed_bfloat16 "
+                  "(float32 variables, bfloat16 compute), bfloat16 or float64")
+      ->check(CLI::IsMember({"float32", "mixed_bfloat16", "bfloat16", "float64"}))
       ->group(training);
   cmd->add_option("--verbose", t.verbose,
                   "0: quiet; 1: the model's summary and a progress bar; 2: the summary and a line "

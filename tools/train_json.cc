@@ -22,6 +22,7 @@ nlohmann::json options_json(const TrainOptions& o) {
           {"validation_split", o.validation_split},
           {"seed", o.seed},
           {"mode", o.mode},
+          {"dtype_policy", o.dtype_policy},
           {"load_weights", o.load_weights},
           {"save_weights", o.save_weights}};
 }

@@ -21,6 +21,9 @@ struct TrainOptions {
   double validation_split = 0;  // mlp, cnn
   uint64_t seed = 0;
   std::string mode = "compiled";  // compiled (alias traced), eager, reference or both
+  // The Keras dtype policy the model's layers are built under ("float32", "mixed_bfloat16",
+  // "bfloat16", "float64"); a loaded model keeps the policies it was saved with.
+  std::string dtype_policy = "float32";
   int verbose = 1;
   // Files: the weights the model starts from and is saved to; a whole saved model to resume
   // from (with the epochs it already did) and to save to (tools/train_model_files.h); the JSON

@@ -48,6 +48,20 @@ struct TrainState {
   TrainState(int threads) : pool(threads) {}
 };
 
+// The mixed_bfloat16 twin of a training workload: the same models built under that Keras
+// policy (float32 variables, bf16 compute), the name suffixed "_bf16". kiln runs bf16 products
+// through float32 (widened operands, the float32 GEMM, each result rounded once) on every CPU,
+// so the instruction that runs, and the limit, are the float32 FMA's; the hand-written step
+// stays the float32 one.
+constexpr const char* kBf16Suffix = "_bf16";
+std::string policy_name(bool bf16) { return bf16 ? "mixed_bfloat16" : "float32"; }
+std::string described(std::string description, bool bf16) {
+  if (bf16)
+    description += "; mixed_bfloat16 policy (products through float32: limit the float32 GEMMs, "
+                   "hand-written the float32 step)";
+  return description;
+}
+
 Workload train_workload(std::shared_ptr<TrainState> s, std::string name, std::string description) {
   Workload w;
   w.name = std::move(name);
@@ -71,8 +85,9 @@ Workload train_workload(std::shared_ptr<TrainState> s, std::string name, std::st
   return w;
 }
 
-Workload mlp(const std::vector<int64_t>& dims, int64_t batch, int threads) {
+Workload mlp(const std::vector<int64_t>& dims, int64_t batch, int threads, bool bf16 = false) {
   auto s = std::make_shared<TrainState>(threads);
+  mixed_precision::PolicyScope policy(policy_name(bf16));
   s->x = random_normal({batch, dims[0]}, 1);
   s->y = random_labels(batch, dims.back(), 2);
   auto build = [&] {
@@ -88,15 +103,17 @@ Workload mlp(const std::vector<int64_t>& dims, int64_t batch, int threads) {
   s->mlp_hand = std::make_unique<MlpStep>(s->pool, dims, batch, /*seed=*/0);
   s->gemms = std::make_unique<GemmOnly>(s->pool, mlp_step_gemms(dims, batch));
   std::string widths = fmt::format("{}", fmt::join(dims, "-"));
-  return train_workload(s, fmt::format("mlp_{}_b{}", fmt::join(dims, "_"), batch),
-                        fmt::format("MLP {} training step, batch {} (Adam)", widths, batch));
+  return train_workload(
+      s, fmt::format("mlp_{}_b{}{}", fmt::join(dims, "_"), batch, bf16 ? kBf16Suffix : ""),
+      described(fmt::format("MLP {} training step, batch {} (Adam)", widths, batch), bf16));
 }
 
 // tools/model_zoo's "cnn": Conv2D(16, 3x3, same, relu) -> MaxPool 2 -> Conv2D(32, 3x3, same,
 // relu) -> Flatten -> Dense(10) on 28x28x1. Hand-written: CnnStep (im2col + GEMMs); limit: those
 // GEMMs alone.
-Workload cnn(int64_t batch, int threads) {
+Workload cnn(int64_t batch, int threads, bool bf16 = false) {
   auto s = std::make_shared<TrainState>(threads);
+  mixed_precision::PolicyScope policy(policy_name(bf16));
   s->x = random_normal({batch, 28, 28, 1}, 1);
   s->y = random_labels(batch, 10, 2);
   set_random_seed(0);
@@ -117,9 +134,11 @@ Workload cnn(int64_t batch, int threads) {
                                               {9, 16, p1, true, false},        // conv1 dW
                                           });
   return train_workload(
-      s, fmt::format("cnn_b{}", batch),
-      fmt::format("CNN conv16-pool-conv32-dense10 training step on 28x28x1, batch {} (Adam)",
-                  batch));
+      s, fmt::format("cnn_b{}{}", batch, bf16 ? kBf16Suffix : ""),
+      described(
+          fmt::format("CNN conv16-pool-conv32-dense10 training step on 28x28x1, batch {} (Adam)",
+                      batch),
+          bf16));
 }
 
 // Sequential{LSTM(256, return_sequences), LSTM(256), Dense(10)} on x [32, 64, 64] (batch, steps,
@@ -150,9 +169,10 @@ Workload lstm(int threads) {
 // GELU) regressing a random target with mean squared error: x + MHA(LN(x)), then
 // h + Dense(Dense(LN(h), gelu)), on x [16, 64, 128]. Hand-written: TransformerBlockStep (the
 // three projections as one GEMM, attention per (example, head)); limit: its GEMMs.
-Workload transformer_block(int threads) {
+Workload transformer_block(int threads, bool bf16 = false) {
   constexpr int64_t kBatch = 16, kSeq = 64, kDim = 128, kHeads = 4, kFF = 512;
   auto s = std::make_shared<TrainState>(threads);
+  mixed_precision::PolicyScope policy(policy_name(bf16));
   s->x = random_normal({kBatch, kSeq, kDim}, 1);
   s->y = random_normal({kBatch, kSeq, kDim}, 2);
   auto build = [] {
@@ -171,9 +191,11 @@ Workload transformer_block(int threads) {
       /*seed=*/0);
   s->gemms =
       std::make_unique<GemmOnly>(s->pool, transformer_block_gemms(kBatch, kSeq, kDim, kHeads, kFF));
-  return train_workload(s, "transformer_block_d128_h4_seq64_b16",
-                        "pre-norm causal transformer block (d_model 128, 4 heads, feed-forward "
-                        "512, GELU) training step on 64 positions, batch 16, MSE (Adam)");
+  return train_workload(
+      s, std::string("transformer_block_d128_h4_seq64_b16") + (bf16 ? kBf16Suffix : ""),
+      described("pre-norm causal transformer block (d_model 128, 4 heads, feed-forward 512, "
+                "GELU) training step on 64 positions, batch 16, MSE (Adam)",
+                bf16));
 }
 
 Workload layer_norm(int threads) {
@@ -307,7 +329,10 @@ std::vector<std::string> workload_names() {
           "transformer_block_d128_h4_seq64_b16",
           "layernorm_gelu_residual",
           "softmax_xent",
-          "adam_1m"};
+          "adam_1m",
+          "mlp_1024_1024_1024_10_b512_bf16",
+          "cnn_b64_bf16",
+          "transformer_block_d128_h4_seq64_b16_bf16"};
 }
 
 Workload make_workload(const std::string& name, int threads) {
@@ -319,6 +344,11 @@ Workload make_workload(const std::string& name, int threads) {
   if (name == "layernorm_gelu_residual") return layer_norm(threads);
   if (name == "softmax_xent") return softmax_xent(threads);
   if (name == "adam_1m") return adam(threads);
+  if (name == "mlp_1024_1024_1024_10_b512_bf16")
+    return mlp({1024, 1024, 1024, 10}, 512, threads, /*bf16=*/true);
+  if (name == "cnn_b64_bf16") return cnn(64, threads, /*bf16=*/true);
+  if (name == "transformer_block_d128_h4_seq64_b16_bf16")
+    return transformer_block(threads, /*bf16=*/true);
   throw Error(fmt::format("unknown bench workload \"{}\"", name));
 }
 

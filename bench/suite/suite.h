@@ -18,6 +18,10 @@
 //   layernorm_gelu_residual    gelu_tanh(layernorm(x) * gamma + beta) + r on [4096, 1024]
 //   softmax_xent               sparse softmax cross-entropy + its gradient on [512, 1000]
 //   adam_1m                    one Adam update of 1M float32 parameters
+//   mlp_1024_1024_1024_10_b512_bf16, cnn_b64_bf16, transformer_block_d128_h4_seq64_b16_bf16
+//                              the same steps under the mixed_bfloat16 Keras policy (float32
+//                              variables, bf16 compute; products through float32, so the limit
+//                              is the float32 GEMMs and the hand-written step the float32 one)
 //
 // Contract: make_workload builds the inputs and all variants (models with the same seed for
 // eager and compiled, separate optimizer state per variant) but runs nothing; every variant's

@@ -22,32 +22,42 @@ using ir::Node;
 using ir::NodeKind;
 using ir::Value;
 
+// Which dtypes the executor evaluates wider (ReferenceOptions::widen_f32, widen_bf16): bf16 in
+// float32, float32 in float64 (both: bf16 in float64).
+struct Widening {
+  bool f32 = false, bf16 = false;
+  bool any() const { return f32 || bf16; }
+  DType of(DType d) const {
+    if (bf16 && d == DType::bf16) d = DType::f32;
+    if (f32 && d == DType::f32) d = DType::f64;
+    return d;
+  }
+  // `a` in its wider dtype (exact), or `a` itself.
+  Array array(const Array& a) const {
+    const DType to = of(a.dtype);
+    if (to == a.dtype) return a;
+    Array in[1] = {a};
+    return run_op(OpKind::Cast, in, {{"dtype", to}});
+  }
+  // `attrs` with every dtype attribute widened (cast, one_hot, element_count, random ops).
+  Attrs attrs(const Attrs& in) const {
+    Attrs out;
+    for (const auto& [name, value] : in.items()) {
+      const DType* d = std::get_if<DType>(&value);
+      out.set(name, d != nullptr ? AttrValue(of(*d)) : value);
+    }
+    return out;
+  }
+};
+
 // True if a concrete array of type `got` may stand for a value of static type `declared`:
-// same dtype (f64 for f32 when `widened`) and rank, equal dimensions wherever `declared`
-// knows them.
-bool conforms(const TensorType& declared, const TensorType& got, bool widened) {
-  DType want = widened && declared.dtype == DType::f32 ? DType::f64 : declared.dtype;
+// same dtype (as widened) and rank, equal dimensions wherever `declared` knows them.
+bool conforms(const TensorType& declared, const TensorType& got, const Widening& widening) {
+  DType want = widening.of(declared.dtype);
   if (want != got.dtype || declared.shape.rank() != got.shape.rank()) return false;
   for (int i = 0; i < declared.shape.rank(); ++i)
     if (declared.shape[i] != kUnknownDim && declared.shape[i] != got.shape[i]) return false;
   return true;
-}
-
-// `a` in float64 if it is float32 (exact), else `a` itself.
-Array widened(const Array& a) {
-  if (a.dtype != DType::f32) return a;
-  Array in[1] = {a};
-  return run_op(OpKind::Cast, in, {{"dtype", DType::f64}});
-}
-
-// `attrs` with every f32 dtype attribute replaced by f64 (cast, one_hot, element_count).
-Attrs widened(const Attrs& attrs) {
-  Attrs out;
-  for (const auto& [name, value] : attrs.items()) {
-    const DType* d = std::get_if<DType>(&value);
-    out.set(name, d != nullptr && *d == DType::f32 ? AttrValue(DType::f64) : value);
-  }
-  return out;
 }
 
 class Executor {
@@ -55,7 +65,12 @@ class Executor {
   // `parent`, `node`, `label`: where a sub-graph sits (for error messages); null at the top.
   Executor(const Graph& g, const ReferenceOptions& options, const Executor* parent,
            const Node* node, std::string_view label)
-      : g_(g), options_(options), parent_(parent), node_(node), label_(label) {}
+      : g_(g),
+        options_(options),
+        widening_{options.widen_f32, options.widen_bf16},
+        parent_(parent),
+        node_(node),
+        label_(label) {}
 
   // Runs the graph; `variables` is updated only if the whole graph succeeds.
   std::vector<Array> run(std::span<const Array> args, std::vector<Array>& variables) {
@@ -64,7 +79,7 @@ class Executor {
                              g_.parameters().size(), g_.parameters().size() == 1 ? "" : "s",
                              args.size()));
     for (size_t i = 0; i < args.size(); ++i) {
-      Array a = options_.widen_f32 ? widened(args[i]) : args[i];
+      Array a = widening_.array(args[i]);
       check_array(a, g_.parameter(i)->type(), fmt::format("parameter {}", i));
       env_[g_.parameter(i)] = std::move(a);
     }
@@ -75,7 +90,7 @@ class Executor {
     std::vector<Array> vars = variables;
     for (size_t i = 0; i < vars.size(); ++i) {
       const ir::GraphVariable& v = g_.variable(i);
-      if (options_.widen_f32) vars[i] = widened(vars[i]);
+      vars[i] = widening_.array(vars[i]);
       check_array(vars[i], v.type, fmt::format("variable ${} \"{}\"", i, v.name));
       env_[v.entry] = vars[i];
     }
@@ -108,7 +123,7 @@ class Executor {
   }
 
   void check_array(const Array& a, const TensorType& expected, const std::string& what) const {
-    if (!conforms(expected, a.type(), options_.widen_f32))
+    if (!conforms(expected, a.type(), widening_))
       fail_graph(
           fmt::format("{}: expected {}, got {}", what, expected.to_string(), a.type().to_string()));
     if (a.storage == nullptr || a.storage->bytes() < a.nbytes())
@@ -124,7 +139,7 @@ class Executor {
     return it->second;
   }
   void bind(const Node& n, size_t i, Array a) {
-    if (!conforms(n.output(i)->type(), a.type(), options_.widen_f32))
+    if (!conforms(n.output(i)->type(), a.type(), widening_))
       fail(n, fmt::format("output {} is declared {} but its value is {}", i,
                           n.output(i)->type().to_string(), a.type().to_string()));
     env_[n.output(i)] = std::move(a);
@@ -165,12 +180,14 @@ class Executor {
     for (const Array& a : in) types.push_back(a.type());
     Array out;
     try {
-      if (!options_.widen_f32) {
+      if (!widening_.any()) {
         out = run_kernel(n.op(), in, n.attrs(), infer_type(n.op(), types, n.attrs()));
-      } else if (op_info(n.op()).has(kRandom)) {  // the float32 numbers, widened
-        out = widened(run_kernel(n.op(), in, n.attrs(), infer_type(n.op(), types, n.attrs())));
+      } else if (op_info(n.op()).has(kRandom)) {
+        // The float32 numbers (a bf16 draw's before its rounding), widened.
+        const Attrs attrs = Widening{false, widening_.bf16}.attrs(n.attrs());
+        out = widening_.array(run_kernel(n.op(), in, attrs, infer_type(n.op(), types, attrs)));
       } else {
-        Attrs attrs = widened(n.attrs());
+        const Attrs attrs = widening_.attrs(n.attrs());
         out = run_kernel(n.op(), in, attrs, infer_type(n.op(), types, attrs));
       }
       if (options_.after_op) options_.after_op(n.op(), n.attrs(), in, out, n.output(0)->dtype());
@@ -184,7 +201,7 @@ class Executor {
     const ir::Literal& lit = *n.literal();
     Array a = Array::empty(lit.type());
     if (lit.byte_size() > 0) std::memcpy(a.raw(), lit.data(), lit.byte_size());
-    bind(n, 0, options_.widen_f32 ? widened(a) : a);
+    bind(n, 0, widening_.array(a));
   }
 
   void run_assignment(const Node& n, std::vector<Array>& vars) {
@@ -262,7 +279,7 @@ class Executor {
         fail(n, fmt::format("the body sub-graph returned {} values for {} loop variables",
                             next.size(), loop_vars));
       for (size_t i = 0; i < loop_vars; ++i) {
-        if (!conforms(n.input(i)->type(), next[i].type(), options_.widen_f32))
+        if (!conforms(n.input(i)->type(), next[i].type(), widening_))
           fail(n, fmt::format("the body sub-graph's output {} is {} but loop variable {} is {}", i,
                               next[i].type().to_string(), i, n.input(i)->type().to_string()));
         state[i] = std::move(next[i]);
@@ -276,6 +293,7 @@ class Executor {
 
   const Graph& g_;
   const ReferenceOptions& options_;
+  Widening widening_;
   const Executor* parent_;
   const Node* node_;
   std::string_view label_;

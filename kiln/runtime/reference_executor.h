@@ -35,6 +35,12 @@ struct ReferenceOptions {
   // random ops draw their float32 numbers as usual and widen them. Results and variables come
   // back as f64 arrays wherever the graph says f32. Integer and f64 values are unchanged.
   bool widen_f32 = false;
+  // Evaluate every bfloat16 value in float32, never rounding to bf16: the float32 run of a bf16
+  // graph (compare_modes reports bf16 results against it). bf16 arguments, variables and
+  // constants are widened exactly, ops whose attributes name bf16 produce f32 (random ops: the
+  // float32 numbers a bf16 draw rounds), and results and variables come back as f32 wherever
+  // the graph says bf16. With widen_f32 as well, bf16 values are evaluated in float64.
+  bool widen_bf16 = false;
   // Called after each op (and each assign_add / assign_sub, as add / sub) with the op, its
   // attributes, its input arrays and its result, which it may replace (not write into: a kernel may
   // return an input's storage). `declared` is the dtype the graph gives the result (f32

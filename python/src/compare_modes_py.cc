@@ -71,6 +71,12 @@ void bind_compare_modes(py::module_& m) {
       .def_readonly("max_rel", &ResultDifference::max_rel)
       .def_readonly("nonfinite_mismatches", &ResultDifference::nonfinite_mismatches)
       .def_readonly("note", &ResultDifference::note)
+      .def_readonly("eager_vs_float32", &ResultDifference::eager_vs_float32,
+                    "bf16 results: the eager result's largest relative difference from the "
+                    "float32 run of the same step (-1 for other results)")
+      .def_readonly("compiled_vs_float32", &ResultDifference::compiled_vs_float32,
+                    "bf16 results: the compiled result's largest relative difference from the "
+                    "float32 run of the same step (-1 for other results)")
       .def("__repr__", [](const ResultDifference& d) {
         return "<kiln.ResultDifference " + d.name + ": max_abs " + std::to_string(d.max_abs) +
                ", max_rel " + std::to_string(d.max_rel) + ">";

@@ -125,6 +125,31 @@ TEST(CompareModes, CatchesAnEagerCompiledMismatch) {
   EXPECT_LT(c.differences[0].max_rel, 0x1p-6);
 }
 
+// bf16 results are also compared with the float32 run of the same step: a bf16 product of
+// float32 weights and inputs (as mixed_bfloat16 computes) is within bf16's rounding of it
+// (operands rounded once each, the result once: |rel| <= 3 * 2^-8 plus the float32 sum's
+// 16 * 2^-24, relative to the sum of |terms|, which the positive operands make the result),
+// and not equal to it; float32 results report -1.
+TEST(CompareModes, Bf16ResultsAreComparedWithTheFloat32Run) {
+  Variable w("w", random_uniform({16, 8}, 5, 0.5, 1.5));
+  auto f = [&](const Tensor& x) {
+    Tensor y = matmul(cast(x, DType::bf16), cast(w.value(), DType::bf16));
+    return std::vector<Tensor>{y, sum(cast(y, DType::f32))};
+  };
+  Tensor x = random_uniform({4, 16}, 6, 0.5, 1.5);
+  ModeComparison c = compare_modes(CompareOptions{.steps = 1, .print_to = nullptr}, f, x);
+  ASSERT_EQ(c.differences.size(), 2u);
+  const ResultDifference& d = c.differences[0];
+  EXPECT_EQ(d.type.dtype, DType::bf16);
+  const double bound = 3 * 0x1p-8 + 16 * 0x1p-24;
+  EXPECT_GT(d.eager_vs_float32, 0.0);
+  EXPECT_LE(d.eager_vs_float32, bound);
+  EXPECT_GT(d.compiled_vs_float32, 0.0);
+  EXPECT_LE(d.compiled_vs_float32, bound);
+  EXPECT_EQ(c.differences[1].eager_vs_float32, -1.0);
+  EXPECT_NE(c.to_string().find("vs float32: eager rel"), std::string::npos);
+}
+
 TEST(CompareModes, BadOptionsAreErrors) {
   auto f = [](const Tensor& x) { return x + scalar(1.0f); };
   std::string e = test::error_of(

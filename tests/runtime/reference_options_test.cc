@@ -1,11 +1,13 @@
 // The reference executor's options (the error-bound oracle of the tests): float64 evaluation
-// of float32 graphs (widen_f32), the after-op hook, and ScopedReferenceHook.
+// of float32 graphs (widen_f32), float32 evaluation of bf16 graphs (widen_bf16), the after-op
+// hook, and ScopedReferenceHook.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "kiln/ir/bfloat16.h"
 #include "kiln/ir/parser.h"
 #include "kiln/runtime/reference_executor.h"
 
@@ -59,6 +61,54 @@ TEST(ReferenceOptions, Float32GraphsEvaluateInFloat64) {
   ASSERT_EQ(wide_vars[0].dtype, DType::f64);
   EXPECT_EQ(wide_vars[0].data<double>()[0], 0.5 + eps);
   EXPECT_EQ(narrow_vars[0].data<float>()[0], 0.5f);
+}
+
+// widen_bf16 runs a bf16 graph as its float32 twin: bf16 arguments, variables and constants
+// widened, casts to bf16 and random bf16 draws producing float32, nothing rounded to bf16.
+// 1 + 2^-9 rounds to 1 in bf16 and stays in float32; the bf16 random draw is the float32 one
+// before its rounding; the variable is updated in float32.
+TEST(ReferenceOptions, Bf16GraphsEvaluateInFloat32) {
+  auto g = ir::parse_graph(R"(graph @g(%x: bf16[2], %f: f32[2]) -> (bf16[2], bf16[2], bf16[]) {
+  variables {
+    $0 = "w" : bf16[2] read write -> %w
+  }
+  %tiny = constant dense<0.001953125> : bf16[]
+  %a = add(%x, %tiny) : bf16[2]
+  %c = cast(%f) {dtype=bf16} : bf16[2]
+  %seed = constant dense<7> : i64[]
+  %r = random_normal(%seed) {shape=[], dtype=bf16, mean=0.0, stddev=1.0} : bf16[]
+  %new = assign_add $0, %c : bf16[2]
+  return %a, %c, %r
+})",
+                           "test");
+  auto bf16_of = [](std::vector<float> v) {
+    Array a = Array::empty(DType::bf16, Shape{int64_t(v.size())});
+    for (size_t i = 0; i < v.size(); ++i)
+      static_cast<bfloat16*>(a.raw())[i] = bfloat16::from_float(v[i]);
+    return a;
+  };
+  const float third = 1.0f / 3.0f;
+  std::vector<Array> args = {bf16_of({1.0f, -2.0f}), array_of<float>({2}, {third, 0.1f})};
+  std::vector<Array> narrow_vars = {bf16_of({0.5f, 1.0f})};
+  std::vector<Array> narrow = execute_reference(*g, args, narrow_vars);
+  ReferenceOptions wide;
+  wide.widen_bf16 = true;
+  std::vector<Array> wide_vars = {bf16_of({0.5f, 1.0f})};
+  std::vector<Array> widened = execute_reference(*g, args, wide_vars, wide);
+
+  ASSERT_EQ(narrow[0].dtype, DType::bf16);
+  EXPECT_EQ(static_cast<const bfloat16*>(narrow[0].raw())[0].to_float(), 1.0f);
+  ASSERT_EQ(widened[0].dtype, DType::f32);
+  EXPECT_EQ(widened[0].data<float>()[0], 1.0f + 0x1p-9f);
+  EXPECT_EQ(widened[0].data<float>()[1], -2.0f + 0x1p-9f);
+  ASSERT_EQ(widened[1].dtype, DType::f32);
+  EXPECT_EQ(widened[1].data<float>()[0], third);  // no rounding to bf16
+  ASSERT_EQ(widened[2].dtype, DType::f32);
+  EXPECT_EQ(bfloat16::from_float(widened[2].data<float>()[0]).bits,
+            static_cast<const bfloat16*>(narrow[2].raw())[0].bits);
+  ASSERT_EQ(wide_vars[0].dtype, DType::f32);
+  EXPECT_EQ(wide_vars[0].data<float>()[0], 0.5f + third);
+  EXPECT_EQ(wide_vars[0].data<float>()[1], 1.0f + 0.1f);
 }
 
 // The hook sees every op (fusion bodies included) and assign_add as add, with the declared

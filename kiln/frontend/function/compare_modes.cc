@@ -10,6 +10,7 @@
 
 #include "kiln/frontend/ops.h"
 #include "kiln/runtime/array.h"
+#include "kiln/runtime/reference_executor.h"
 
 namespace kiln {
 namespace {
@@ -58,6 +59,36 @@ ResultDifference difference(std::string name, const Tensor& eager, const Tensor&
     if (scale > 0) d.max_rel = std::max(d.max_rel, diff / scale);
   }
   return d;
+}
+
+// The first step's results (outputs, then the assigned variables' new values) with every
+// bf16 value of the traced graph evaluated in float32, from the variables' starting values.
+std::vector<Tensor> float32_run(const ConcreteFunction& cf, const std::vector<VariableUse>& vars,
+                                const std::vector<Tensor>& snapshot,
+                                const std::vector<Tensor>& tensors) {
+  std::vector<runtime::Array> args, values;
+  for (const Tensor& t : tensors) args.push_back(t.array());
+  for (const Tensor& t : snapshot) values.push_back(deep_copy(t).array());
+  runtime::ReferenceOptions options;
+  options.widen_bf16 = true;
+  std::vector<Tensor> out;
+  for (runtime::Array& a : runtime::execute_reference(cf.graph(), args, values, options))
+    out.emplace_back(std::move(a));
+  for (size_t i = 0; i < vars.size(); ++i)
+    if (vars[i].written) out.emplace_back(values[i]);
+  return out;
+}
+
+// The largest |a - f| / max(|a|, |f|) over the elements finite in both and not both zero.
+double relative_to(const Tensor& a, const Tensor& f) {
+  std::vector<double> x = as_doubles(a), y = as_doubles(f);
+  double r = 0;
+  for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
+    const double scale = std::max(std::abs(x[i]), std::abs(y[i]));
+    if (std::isfinite(x[i]) && std::isfinite(y[i]) && scale > 0)
+      r = std::max(r, std::abs(x[i] - y[i]) / scale);
+  }
+  return r;
 }
 
 struct ModeRun {
@@ -111,6 +142,9 @@ std::string ModeComparison::to_string() const {
     if (d.nonfinite_mismatches > 0)
       s += fmt::format("  ({} elements non-finite in one mode only)", d.nonfinite_mismatches);
     if (!d.note.empty()) s += "  (" + d.note + ")";
+    if (d.eager_vs_float32 >= 0)
+      s += fmt::format("  vs float32: eager rel {:.3g}, compiled rel {:.3g}", d.eager_vs_float32,
+                       d.compiled_vs_float32);
     s += "\n";
   }
   return s;
@@ -187,6 +221,18 @@ ModeComparison compare_concrete(const CompareOptions& options, const ConcreteFun
         c.first.size() - (names.size() - n_outputs), n_outputs));
   for (size_t i = 0; i < names.size(); ++i)
     out.differences.push_back(difference(names[i], e.first[i], c.first[i]));
+  const bool has_bf16 = std::any_of(e.first.begin(), e.first.end(),
+                                    [](const Tensor& t) { return t.dtype() == DType::bf16; });
+  if (has_bf16) {
+    const std::vector<Tensor> f = float32_run(cf, vars, snapshot, tensors);
+    for (size_t i = 0; i < names.size() && i < f.size(); ++i) {
+      ResultDifference& d = out.differences[i];
+      if (e.first[i].dtype() != DType::bf16 || e.first[i].shape() != f[i].shape()) continue;
+      d.eager_vs_float32 = relative_to(e.first[i], f[i]);
+      if (c.first[i].type() == e.first[i].type())
+        d.compiled_vs_float32 = relative_to(c.first[i], f[i]);
+    }
+  }
   out.eager_results = std::move(e.first);
   out.compiled_results = std::move(c.first);
   if (options.print_to) *options.print_to << out.to_string() << std::flush;

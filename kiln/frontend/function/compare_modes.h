@@ -21,6 +21,11 @@
 //     variable, restored like the others, so they agree; bare random ops with an integer seed
 //     draw other numbers when traced (tracing_random.h), so a function that uses them differs
 //     for that reason.
+//   - bfloat16 results (mixed_bfloat16 models): the same first step is also run in float32 (the
+//     traced graph on the reference executor with every bf16 value evaluated in float32,
+//     ReferenceOptions::widen_bf16, from the same variables), and each bf16 result reports the
+//     largest relative difference of each mode from it: what bf16 costs in accuracy, beside
+//     what compiling costs.
 //   - Memory: the compiled executable's arena (CompiledForm::arena_bytes), and for both modes
 //     the high-water mark of kiln's tensor storage (runtime::Storage::peak_bytes) above what
 //     was live when the mode started, over all its calls: every tensor a step allocates
@@ -61,6 +66,9 @@ struct ResultDifference {
   double max_rel = 0;
   int64_t nonfinite_mismatches = 0;  // finite (or NaN) in one mode only
   std::string note;                  // e.g. a type mismatch
+  // bf16 results: the largest relative difference of each mode's result from the float32 run
+  // (elements not both zero, finite in both); -1 for other results.
+  double eager_vs_float32 = -1, compiled_vs_float32 = -1;
 };
 
 struct ModeComparison {

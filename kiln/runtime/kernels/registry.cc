@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kiln/runtime/kernels/register.h"
+#include "kiln/runtime/profiler.h"
 #include "kiln/runtime/threading.h"
 
 namespace kiln::runtime {
@@ -36,9 +37,13 @@ const KernelTable& table() {
 
 // ---- the bf16 column's ViaF32 rule, in one place: bf16 inputs widened to float32 (exact), the
 // op's float32 kernel, each bf16 output rounded once (nearest even); dtype attributes naming
-// bf16 ask that kernel for float32.
+// bf16 ask that kernel for float32. While profiling, the conversions are events of category
+// "bf16" ("bf16 widen", "bf16 round", with the bytes they move), so a profile shows that a bf16
+// op ran through float32, and what that cost beside its float32 kernel's own events (a
+// product's "gemm" event and plan).
 
 Array widened_bf16(const Array& a) {
+  ProfileScope event("bf16 widen", "bf16", 0, double(a.size()) * 6);
   Array w = Array::empty(DType::f32, a.shape);
   const auto* src = static_cast<const bfloat16*>(a.raw());
   float* dst = w.data<float>();
@@ -49,6 +54,7 @@ Array widened_bf16(const Array& a) {
 }
 
 void round_into_bf16(const Array& f, Array& out) {
+  ProfileScope event("bf16 round", "bf16", 0, double(out.size()) * 6);
   const float* src = f.data<float>();
   auto* dst = static_cast<bfloat16*>(out.raw());
   parallel_for(out.size(), kElementwiseGrain, [&](int64_t b, int64_t e) {

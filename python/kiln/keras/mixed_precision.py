@@ -6,7 +6,7 @@
 "mixed_bfloat16" keeps variables in float32 and computes in bfloat16; "float32", "float64"
 and "bfloat16" use one dtype for both. float16 policies are refused (kiln has no float16).
 The global policy is read when a layer is constructed; None resets it to "float32".
-bfloat16 computations run eagerly for now (compiled functions refuse bfloat16 graphs)."""
+bfloat16 computations run eagerly or compiled, each op rounded once either way."""
 from .. import _kiln
 
 DTypePolicy = _kiln.DTypePolicy
