@@ -58,8 +58,9 @@ struct GemmShape {
 // What a plan takes from the machine, all derived from the CPU's caches, the tile shape and the
 // FMA throughput (derive_gemm_params). The blocking fields (kernel, kc, nc, b_ahead) and the
 // three plan thresholds (pack_b_min_rows, direct_a_max_cols, min_task_panels) are tunable per
-// class of products (runtime/gemm_tuning.h); the rest are shared by all classes. The
-// initializers are the values derived for a 12 x 32 tile, 32 KiB L1d and 1 MiB L2 per core.
+// class of products (runtime/gemm_tuning.h); the rest are shared by all classes. The three
+// thresholds' initializers are their values derived for a 12 x 32 tile, 32 KiB L1d and 1 MiB
+// L2 per core.
 struct GemmParams {
   int32_t kernel = 0;   // index into MicroKernels::shapes
   int64_t kc = 256;     // deepest k block: the A panel (mr x kc) stays in L1
