@@ -105,6 +105,34 @@ GemmParams derive_gemm_params(const MicroKernels& mk, int32_t kernel, const CpuI
   p.mr_direct = std::clamp<int32_t>(cpu.l1d.ways > 0 ? cpu.l1d.ways : 8, 1, t.mr);
   p.large_b_bytes = 4 * l2;
   p.epilogue_block_bytes = l2 / 4;
+  // The plan thresholds weigh a packing pass against the traffic it saves. The cost factors
+  // below (strided reads an eighth dearer than packed ones, a directly read A half a pass more
+  // per tile, L3 a quarter of L2's bandwidth) are assumptions, not measurements: they give
+  // the values once fixed for a Cascade Lake core with 12 x 32 tiles, and `kiln tune` times
+  // each threshold halved and doubled per class (min_task_panels only matters to the grids of
+  // several threads, which its one thread does not time).
+  //
+  // Packing B is one more pass over each kc x nc block (a read and a write of it) before the
+  // row panels read it; without it every row panel's tiles read the block's rows where they
+  // lie, a strided stream of kc rows per tile (more lines, pages and prefetch streams than a
+  // packed panel). Each row panel streams the block from L2 once either way, so the packing
+  // pass is 2 / panels of the block's L2 traffic: B is packed once that is at most the eighth
+  // the strided reads would cost more, from 16 row panels (12 x 32 tiles: 192 rows).
+  p.pack_b_min_rows = 16 * int64_t(t.mr);
+  // Packing A is likewise a read and a write of each mr x kc panel, after which the task's
+  // tiles across its width read the panel contiguously from L1 (it takes half of L1: kc
+  // above). Read directly, A's rows are strided streams that each tile re-reads (the B slice a
+  // tile streams, kc x nr, evicts them from L1), about half a pass more per tile than the
+  // packed panel: direct reading wins while a task is at most 4 tiles wide (12 x 32: 128
+  // columns). The rows themselves (at most mr_direct of kc floats) fit in half of L1 by the
+  // choice of kc; where a clamped kc would not let them, A is always packed.
+  p.direct_a_max_cols =
+      2 * int64_t(p.mr_direct) * p.kc * int64_t(sizeof(float)) <= l1 ? 4 * int64_t(t.nr) : 0;
+  // A task reads each B block from L3 once per k block and from L2 once per row panel: with 4
+  // panels the L3 reads are a quarter of the L2 ones, and take no longer at a quarter of the
+  // bandwidth. The task's packed A panels of one k block share L2 with the B block (half of
+  // it): a task holds no more panels than fit in a quarter of L2.
+  p.min_task_panels = std::clamp<int64_t>(l2 / 4 / (int64_t(sizeof(float)) * t.mr * p.kc), 1, 4);
   // A oneTBB task costs about a microsecond to start and join: the smallest task runs about
   // 4 us at the core's FMA rate, and a product smaller than two such tasks is not split.
   const double rate = core_gflops > 0 ? core_gflops : 50.0;

@@ -55,9 +55,12 @@ struct GemmShape {
   bool epilogue = false;
 };
 
-// What a plan takes from the machine. The first four fields are the blocking of one class of
-// products (tunable: runtime/gemm_tuning.h); the rest are derived from the CPU's caches and FMA
-// throughput and shared by all classes.
+// What a plan takes from the machine, all derived from the CPU's caches, the tile shape and the
+// FMA throughput (derive_gemm_params). The blocking fields (kernel, kc, nc, b_ahead) and the
+// three plan thresholds (pack_b_min_rows, direct_a_max_cols, min_task_panels) are tunable per
+// class of products (runtime/gemm_tuning.h); the rest are shared by all classes. The three
+// thresholds' initializers are their values derived for a 12 x 32 tile, 32 KiB L1d and 1 MiB
+// L2 per core.
 struct GemmParams {
   int32_t kernel = 0;   // index into MicroKernels::shapes
   int64_t kc = 256;     // deepest k block: the A panel (mr x kc) stays in L1
@@ -66,7 +69,7 @@ struct GemmParams {
 
   int32_t mr_direct = 8;            // most rows of a tile reading A's rows directly (L1 ways)
   int64_t pack_b_min_rows = 192;    // B packed when at least this many rows of C reuse it
-  int64_t direct_a_max_cols = 128;  // tasks at most this wide read A directly
+  int64_t direct_a_max_cols = 128;  // tasks at most this wide read A directly (0: never)
   int64_t large_b_bytes = 4 << 20;  // B read directly beyond this is copied into L2 blocks
   int64_t epilogue_block_bytes = 256 << 10;     // row blocks of an epilogue hold at most this of C
   double parallel_min_flops = double(1 << 20);  // smaller products run as one task
@@ -86,7 +89,10 @@ struct GemmParams {
 // of L1d, nc so that the B block takes half of L2 (a multiple of nr), mr_direct = L1d's
 // ways, the large-B and epilogue thresholds from L2, the task sizes from the FMA throughput of
 // one core (`core_gflops`: the smallest task lasts about 4 us, as a oneTBB task costs about a
-// microsecond). The prefetch distance covers the L2 latency.
+// microsecond). The prefetch distance covers the L2 latency. The plan thresholds weigh a
+// packing pass against the traffic it saves: B packed from 16 row panels, A read directly by
+// tasks of at most 4 tiles (when its rows fit half of L1), tasks of at least 4 row panels (as
+// many as a quarter of L2 holds, if fewer); the reasoning is in gemm_plan.cc.
 GemmParams derive_gemm_params(const MicroKernels& mk, int32_t kernel, const CpuInfo& cpu,
                               double core_gflops);
 

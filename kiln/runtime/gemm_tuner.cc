@@ -117,7 +117,28 @@ int run_stage(const MicroKernels& mk, ClassState& c, const std::vector<GemmParam
 int64_t round16(double x) { return std::max<int64_t>(16, int64_t(x) / 16 * 16); }
 
 bool same_blocking(const GemmParams& a, const GemmParams& b) {
-  return a.kernel == b.kernel && a.kc == b.kc && a.nc == b.nc && a.b_ahead == b.b_ahead;
+  return a.kernel == b.kernel && a.kc == b.kc && a.nc == b.nc && a.b_ahead == b.b_ahead &&
+         a.pack_b_min_rows == b.pack_b_min_rows && a.direct_a_max_cols == b.direct_a_max_cols &&
+         a.min_task_panels == b.min_task_panels;
+}
+
+// Whether two plans make the engine do the same thing (every decision; not where the blocking
+// came from).
+bool same_plan(const GemmPlan& a, const GemmPlan& b) {
+  return a.kernel == b.kernel && a.back == b.back && a.back_blocks == b.back_blocks && a.m == b.m &&
+         a.n == b.n && a.k == b.k && a.ta == b.ta && a.tb == b.tb && a.row_blocks == b.row_blocks &&
+         a.col_blocks == b.col_blocks && a.a == b.a && a.b == b.b && a.kc == b.kc &&
+         a.k_blocks == b.k_blocks && a.nc == b.nc && a.panel_rows == b.panel_rows &&
+         a.b_ahead == b.b_ahead;
+}
+
+// Whether `p` plans some problem of class `c` differently from the class's best blocking.
+bool changes_a_plan(const MicroKernels& mk, const ClassState& c, const GemmParams& p) {
+  for (const Problem* problem : c.problems)
+    if (!same_plan(make_gemm_plan(mk, problem->shape, p),
+                   make_gemm_plan(mk, problem->shape, c.best)))
+      return true;
+  return false;
 }
 
 void add_unique(std::vector<GemmParams>& list, const GemmParams& current, const GemmParams& p) {
@@ -128,6 +149,22 @@ void add_unique(std::vector<GemmParams>& list, const GemmParams& current, const 
 }
 
 }  // namespace
+
+std::vector<GemmParams> threshold_candidates(const GemmParams& p) {
+  std::vector<GemmParams> out;
+  for (double f : {0.5, 2.0}) {
+    GemmParams q = p;
+    q.pack_b_min_rows = std::max<int64_t>(1, int64_t(double(p.pack_b_min_rows) * f));
+    out.push_back(q);
+    q = p;
+    q.direct_a_max_cols = int64_t(double(p.direct_a_max_cols) * f);  // 0 (never) stays 0
+    out.push_back(q);
+    q = p;
+    q.min_task_panels = std::max<int64_t>(1, int64_t(double(p.min_task_panels) * f));
+    out.push_back(q);
+  }
+  return out;
+}
 
 std::vector<GemmShape> tuning_shapes() {
   // m, k, n, ta, tb
@@ -250,6 +287,12 @@ TuneResult tune_gemm(const MicroKernels& mk, const TuneOptions& o) {
       add_unique(candidates, c.best, p);
     }
     report.candidates += run_stage(mk, c, candidates, o);
+    // 5. Plan thresholds, each halved and doubled; only those that change the plan of one of
+    //    the class's shapes are timed (the others would time the same plans again).
+    candidates.clear();
+    for (const GemmParams& p : threshold_candidates(c.best))
+      if (changes_a_plan(mk, c, p)) add_unique(candidates, c.best, p);
+    report.candidates += run_stage(mk, c, candidates, o);
     // The start and the choice, timed once more side by side.
     double start_s = 1e30, chosen_s = 1e30;
     for (int r = 0; r < std::max(1, o.rounds); ++r) {
@@ -265,15 +308,16 @@ TuneResult tune_gemm(const MicroKernels& mk, const TuneOptions& o) {
     report.chosen = c.best;
     report.start_kernel = mk.shapes[report.start.kernel].name;
     report.chosen_kernel = mk.shapes[c.best.kernel].name;
-    result.table.classes.push_back(TunedClass{name, report.chosen_kernel, c.best.kc, c.best.nc,
-                                              c.best.b_ahead, report.gain()});
+    result.table.classes.push_back(TunedClass{
+        name, report.chosen_kernel, c.best.kc, c.best.nc, c.best.b_ahead, c.best.pack_b_min_rows,
+        c.best.direct_a_max_cols, c.best.min_task_panels, report.gain()});
     if (o.progress)
-      o.progress(
-          fmt::format("{:<22} {} kc {} nc {} prefetch {} -> {} kc {} nc {} prefetch {}: "
-                      "{:.2f}x ({} candidates)",
-                      name, report.start_kernel, report.start.kc, report.start.nc,
-                      report.start.b_ahead, report.chosen_kernel, c.best.kc, c.best.nc,
-                      c.best.b_ahead, report.gain(), report.candidates));
+      o.progress(fmt::format(
+          "{:<22} {} kc {} nc {} prefetch {} -> {} kc {} nc {} prefetch {}, B packed from {} "
+          "rows, A direct to {} columns, tasks of {} panels: {:.2f}x ({} candidates)",
+          name, report.start_kernel, report.start.kc, report.start.nc, report.start.b_ahead,
+          report.chosen_kernel, c.best.kc, c.best.nc, c.best.b_ahead, c.best.pack_b_min_rows,
+          c.best.direct_a_max_cols, c.best.min_task_panels, report.gain(), report.candidates));
     result.classes.push_back(std::move(report));
   }
   result.core_gflops = std::max(result.core_gflops, measure_fma_peak(1, 0.02, 5).gflops);

@@ -6,11 +6,15 @@
 //   1. the tile shapes of the kernel set, each with its derived blocking;
 //   2. k blocks of 1/2, 3/4, 3/2 and 2 times the current one (the B block keeps its bytes);
 //   3. B blocks of 1/2 and 2 times the current columns;
-//   4. prefetch distances of 2, 4, 8, 16 and 32 rows.
+//   4. prefetch distances of 2, 4, 8, 16 and 32 rows;
+//   5. the plan thresholds (pack_b_min_rows, direct_a_max_cols, min_task_panels), each halved
+//      and doubled (threshold_candidates), of which only those that change the plan of one of
+//      the class's shapes are timed. The tuner runs one thread, whose plans have one task, so
+//      min_task_panels (a rule of multi-threaded grids) keeps its derived value.
 // Each stage times its candidates and the current best interleaved, `rounds` times, and keeps a
 // candidate only if its best time beats the current best's by more than `min_gain` (noise on a
 // shared machine is larger than the gains of most retunings). A class's time is the sum over
-// its shapes of the fastest call. About 25 candidates per class, under a minute in all.
+// its shapes of the fastest call. At most 19 candidates per class, under a minute in all.
 //
 // Tuning changes speed only: every candidate computes the same bits (gemm_microkernel.h).
 #pragma once
@@ -57,6 +61,10 @@ struct TuneResult {
   double core_gflops = 0;  // one core's FMA peak, measured before tuning
   double seconds = 0;      // the tuner's wall time
 };
+
+// Stage 5's candidates from blocking `p`: each plan threshold halved and doubled, the others
+// kept (6, before dropping those that plan a class's shapes as `p` does).
+std::vector<GemmParams> threshold_candidates(const GemmParams& p);
 
 // The GEMMs of kiln's benchmark training steps (MLP, CNN as im2col products, LSTM, transformer
 // block) with the transposes their gradients use: the default shapes of tune_gemm.

@@ -23,8 +23,9 @@ namespace kiln::runtime::gemm_detail {
 namespace fs = std::filesystem;
 namespace {
 
-// Bumped whenever the engine's use of a table's fields changes: older tables are then foreign.
-constexpr int kTableFormat = 1;
+// Bumped whenever the table's fields or the engine's use of them change: older tables are then
+// ignored (format 2: the plan thresholds pack_b_min_rows, direct_a_max_cols, min_task_panels).
+constexpr int kTableFormat = 2;
 constexpr const char* kMagic = "kiln-gemm-tuning";
 
 constexpr const char* kDepth[] = {"shallow", "mid", "deep"};
@@ -94,6 +95,9 @@ GemmParams tuned_params(const GemmParams& derived_for_kernel, const TunedClass& 
   p.kc = c.kc;
   p.nc = c.nc;
   p.b_ahead = c.b_ahead;
+  p.pack_b_min_rows = c.pack_b_min_rows;
+  p.direct_a_max_cols = c.direct_a_max_cols;
+  p.min_task_panels = c.min_task_panels;
   p.source = source.c_str();
   return p;
 }
@@ -198,8 +202,11 @@ std::string TunedTable::to_text() const {
   std::string text = fmt::format("{} {}\nkiln {}\ncpu {}\nisa {}\ncore_gflops {:.3f}\n", kMagic,
                                  kTableFormat, kiln_version, cpu_key, isa, core_gflops);
   for (const TunedClass& c : classes)
-    text += fmt::format("class {} kernel {} kc {} nc {} b_ahead {} gain {:.3f}\n", c.name, c.kernel,
-                        c.kc, c.nc, c.b_ahead, c.gain);
+    text += fmt::format(
+        "class {} kernel {} kc {} nc {} b_ahead {} pack_b_min_rows {} direct_a_max_cols {} "
+        "min_task_panels {} gain {:.3f}\n",
+        c.name, c.kernel, c.kc, c.nc, c.b_ahead, c.pack_b_min_rows, c.direct_a_max_cols,
+        c.min_task_panels, c.gain);
   text += fmt::format("checksum {:016x}\n", fnv1a(text));
   return text;
 }
@@ -233,12 +240,24 @@ TunedTable TunedTable::parse(const std::string& text, const MicroKernels& mk,
   while (in >> word) {
     if (word != "class") throw fail(fmt::format("unexpected `{}`", word));
     TunedClass c;
-    std::string k1, k2, k3, k4, k5;
-    if (!(in >> c.name >> k1 >> c.kernel >> k2 >> c.kc >> k3 >> c.nc >> k4 >> c.b_ahead >> k5 >>
-          c.gain) ||
-        k1 != "kernel" || k2 != "kc" || k3 != "nc" || k4 != "b_ahead" || k5 != "gain")
-      throw fail(
-          "malformed class line (expected `class NAME kernel S kc N nc N b_ahead N gain X`)");
+    if (!(in >> c.name)) throw fail("expected a class name after `class`");
+    // Each field as `NAME VALUE`, in this order; a missing, misnamed or unreadable one is named.
+    auto field = [&](const char* name, auto& value) {
+      std::string got;
+      if (!(in >> got) || got != name || !(in >> value))
+        throw fail(fmt::format(
+            "class {}: bad field `{}` (expected `class NAME kernel S kc N nc N b_ahead N "
+            "pack_b_min_rows N direct_a_max_cols N min_task_panels N gain X`)",
+            c.name, name));
+    };
+    field("kernel", c.kernel);
+    field("kc", c.kc);
+    field("nc", c.nc);
+    field("b_ahead", c.b_ahead);
+    field("pack_b_min_rows", c.pack_b_min_rows);
+    field("direct_a_max_cols", c.direct_a_max_cols);
+    field("min_task_panels", c.min_task_panels);
+    field("gain", c.gain);
     if (class_by_name(c.name) < 0) throw fail(fmt::format("unknown class `{}`", c.name));
     const MicroKernel* kernel = mk.find(c.kernel.c_str());
     if (!kernel) throw fail(fmt::format("unknown {} tile shape `{}`", mk.isa, c.kernel));
@@ -249,6 +268,15 @@ TunedTable TunedTable::parse(const std::string& text, const MicroKernels& mk,
                              kernel->nr, kernel->nr));
     if (c.b_ahead < 0 || c.b_ahead > 1024)
       throw fail(fmt::format("class {}: b_ahead {} out of [0, 1024]", c.name, c.b_ahead));
+    if (c.pack_b_min_rows < 1 || c.pack_b_min_rows > (int64_t(1) << 30))
+      throw fail(
+          fmt::format("class {}: pack_b_min_rows {} out of [1, 2^30]", c.name, c.pack_b_min_rows));
+    if (c.direct_a_max_cols < 0 || c.direct_a_max_cols > (int64_t(1) << 30))
+      throw fail(fmt::format("class {}: direct_a_max_cols {} out of [0, 2^30]", c.name,
+                             c.direct_a_max_cols));
+    if (c.min_task_panels < 1 || c.min_task_panels > 1024)
+      throw fail(
+          fmt::format("class {}: min_task_panels {} out of [1, 1024]", c.name, c.min_task_panels));
     if (!(c.gain > 0) || c.gain > 1e3)
       throw fail(fmt::format("class {}: gain {} out of range", c.name, c.gain));
     for (const TunedClass& other : table.classes)

@@ -9,9 +9,10 @@
 //
 // The table is one text file per CPU model and kernel set, under the cache directory
 // (KILN_CACHE_DIR, else $HOME/.cache/kiln): gemm/<cpu_key>/<isa>.tune, written atomically. It
-// records kiln's version, the CPU key and the ISA, the core's FMA peak, one line per tuned class,
-// and a checksum. A table that is torn, corrupt, made by another kiln version or for another CPU
-// is ignored with one warning in the log (the derived blocking is used until `kiln tune` writes
+// records its format, kiln's version, the CPU key and the ISA, the core's FMA peak, one line per
+// tuned class (its blocking and plan thresholds), and a checksum. A table that is torn, corrupt,
+// in an older format, made by another kiln version or for another CPU is ignored with one
+// warning in the log naming what is wrong (the derived blocking is used until `kiln tune` writes
 // a new one); with no table at all kiln says once (KILN_LOG=info) that it uses the derived
 // blocking. kiln never tunes on its own at start-up.
 #pragma once
@@ -29,13 +30,15 @@ namespace kiln::runtime::gemm_detail {
 // The class of a product, as above.
 std::string gemm_class(const GemmShape& shape);
 
-// One tuned class: the blocking that ran it fastest, and its gain over the derived blocking
-// (derived time / tuned time on the class's shapes).
+// One tuned class: the blocking and plan thresholds that ran it fastest (GemmParams' fields of
+// the same names), and its gain over the derived blocking (derived time / tuned time on the
+// class's shapes).
 struct TunedClass {
   std::string name;    // gemm_class()
   std::string kernel;  // tile shape name, "12x32"
   int64_t kc = 0, nc = 0;
   int32_t b_ahead = 0;
+  int64_t pack_b_min_rows = 0, direct_a_max_cols = 0, min_task_panels = 0;
   double gain = 1.0;
 };
 

@@ -56,11 +56,19 @@ TEST(GemmPlanTest, BlockingIsDerivedFromTheCaches) {
   EXPECT_EQ(p.large_b_bytes, 4 << 20);
   EXPECT_EQ(p.epilogue_block_bytes, 256 << 10);
   EXPECT_DOUBLE_EQ(p.min_task_flops, 100e9 * 4e-6);
+  // The plan thresholds: B packed from 16 panels of 12 rows; A read directly by tasks of at
+  // most 4 tiles of 32 (8 rows of 336 floats take 10.5 KiB, under half of L1); tasks of 4
+  // panels (a quarter of L2 holds 262144 / (4 * 12 * 336) = 16 panels of A).
+  EXPECT_EQ(p.pack_b_min_rows, 192);
+  EXPECT_EQ(p.direct_a_max_cols, 128);
+  EXPECT_EQ(p.min_task_panels, 4);
   // 8 x 48: 32768 / 2 / 32 = 512; nc = 524288 / 2048 = 256 -> 240 (multiple of 48).
   const GemmParams q = params(2);
   EXPECT_EQ(q.kc, 512);
   EXPECT_EQ(q.nc, 240);
-  EXPECT_EQ(q.b_ahead, 5);  // 1024 / 192
+  EXPECT_EQ(q.b_ahead, 5);              // 1024 / 192
+  EXPECT_EQ(q.pack_b_min_rows, 128);    // 16 panels of 8 rows
+  EXPECT_EQ(q.direct_a_max_cols, 192);  // 4 tiles of 48; 8 rows of 512 floats: half of L1
   // A small L2 (256 KiB) with a 6 x 16 tile: kc 32768 / 2 / 24 = 682 -> 672 would leave a B
   // block of 131072 / (4 * 672) = 48 columns, under 4 tiles; kc is cut so that 4 tiles fit:
   // 131072 / (4 * 4 * 16) = 512, and the block is 131072 / (4 * 512) = 64 columns.
@@ -70,6 +78,45 @@ TEST(GemmPlanTest, BlockingIsDerivedFromTheCaches) {
   const GemmParams r = derive_gemm_params(avx2, 0, small, 50.0);
   EXPECT_EQ(r.kc, 512);
   EXPECT_EQ(r.nc, 64);
+  EXPECT_EQ(r.pack_b_min_rows, 96);
+  EXPECT_EQ(r.direct_a_max_cols, 64);
+  // A quarter of the 256 KiB L2 holds 65536 / (4 * 6 * 512) = 5 panels: still 4.
+  EXPECT_EQ(r.min_task_panels, 4);
+}
+
+// The plan thresholds are positive and follow the caches: a larger L2 never lowers them; the
+// task's panels are bounded by what a quarter of L2 holds of A.
+TEST(GemmPlanTest, PlanThresholdsFollowTheCaches) {
+  const MicroKernels& mk = fake_kernels();
+  for (int32_t kernel = 0; kernel < mk.shape_count; ++kernel) {
+    const GemmParams base = derive_gemm_params(mk, kernel, fixed_cpu(), 100.0);
+    EXPECT_GT(base.pack_b_min_rows, 0);
+    EXPECT_GT(base.direct_a_max_cols, 0);
+    EXPECT_GT(base.min_task_panels, 0);
+    for (int64_t l2 : {int64_t(2) << 20, int64_t(4) << 20}) {
+      CpuInfo big = fixed_cpu();
+      big.l2.bytes = l2;
+      const GemmParams p = derive_gemm_params(mk, kernel, big, 100.0);
+      EXPECT_GE(p.pack_b_min_rows, base.pack_b_min_rows) << mk.shapes[kernel].name;
+      EXPECT_GE(p.direct_a_max_cols, base.direct_a_max_cols) << mk.shapes[kernel].name;
+      EXPECT_GE(p.min_task_panels, base.min_task_panels) << mk.shapes[kernel].name;
+    }
+  }
+  // A 16 x 16 tile with a 64 KiB L1d and a 256 KiB L2: kc 65536 / 2 / 64 = 512, a B block of
+  // 131072 / 2048 = 64 columns (4 tiles); a quarter of L2 holds 65536 / (4 * 16 * 512) = 2
+  // panels of A. With twice the L2, 4.
+  const MicroKernels tall{"avx2", 8, {{"16x16", 16, 16, nullptr, nullptr}}, 1, nullptr, 0, nullptr};
+  CpuInfo cpu = fixed_cpu();
+  cpu.l1d = {64 << 10, 8, 1};
+  cpu.l2 = {256 << 10, 8, 1};
+  const GemmParams small = derive_gemm_params(tall, 0, cpu, 100.0);
+  EXPECT_EQ(small.kc, 512);
+  EXPECT_EQ(small.nc, 64);
+  EXPECT_EQ(small.min_task_panels, 2);
+  EXPECT_EQ(small.pack_b_min_rows, 256);
+  EXPECT_EQ(small.direct_a_max_cols, 64);  // 8 rows of 512 floats: 16 KiB, a quarter of L1
+  cpu.l2.bytes *= 2;
+  EXPECT_EQ(derive_gemm_params(tall, 0, cpu, 100.0).min_task_panels, 4);
 }
 
 TEST(GemmPlanTest, LargeSquareProductPacksBothOperands) {

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kiln/ir/error.h"
@@ -74,11 +75,13 @@ struct Product {
       }
     return c;
   }
+  // Under `grid`, or the grid `p` plans for 3 threads when grid is {0, 0}.
   std::vector<float> run(const MicroKernels& mk, const GemmParams& p, GemmGrid grid,
                          bool accumulate) const {
     std::vector<float> c = c0;
     const GemmShape shape{m, n, k, ta, tb, 3, false};
-    const GemmPlan plan = make_gemm_plan(mk, shape, p, grid);
+    const GemmPlan plan =
+        grid.row_blocks > 0 ? make_gemm_plan(mk, shape, p, grid) : make_gemm_plan(mk, shape, p);
     run_gemm(mk, plan, {ta, tb, m, n, k, a.data(), lda, b.data(), ldb, c.data(), ldc, accumulate});
     return c;
   }
@@ -118,13 +121,89 @@ TEST(GemmTuningTest, EveryCandidatePlanComputesTheContractsFmaChain) {
                 return;
               }
             }
+        // The plan thresholds: the tuner's candidates (each halved and doubled) and the
+        // extremes (B always and never packed, A always packed and always read directly, tasks
+        // of one panel and of many), under a fixed and the planned grid.
+        std::vector<GemmParams> thresholds = threshold_candidates(base);
+        for (int64_t rows : {int64_t(1), int64_t(1) << 30})
+          for (int64_t cols : {int64_t(0), int64_t(1) << 30})
+            for (int64_t panels : {int64_t(1), int64_t(64)}) {
+              GemmParams p = base;
+              p.pack_b_min_rows = rows;
+              p.direct_a_max_cols = cols;
+              p.min_task_panels = panels;
+              thresholds.push_back(p);
+            }
+        for (const GemmParams& p : thresholds)
+          for (GemmGrid grid : {GemmGrid{3, 2}, GemmGrid{0, 0}}) {
+            const std::string what = fmt::format(
+                "{} {} {}x{}x{} ta={} tb={} pack_b_min_rows {} direct_a_max_cols {} "
+                "min_task_panels {} grid {}x{}",
+                mk->isa, mk->shapes[kernel].name, pr.m, pr.k, pr.n, pr.ta, pr.tb, p.pack_b_min_rows,
+                p.direct_a_max_cols, p.min_task_panels, grid.row_blocks, grid.col_blocks);
+            EXPECT_TRUE(pr.run(*mk, p, grid, false) == want_set) << what;
+            EXPECT_TRUE(pr.run(*mk, p, grid, true) == want_acc) << what << " accumulate";
+            if (HasFailure()) {
+              set_num_threads(saved);
+              return;
+            }
+          }
       }
     }
   }
   set_num_threads(saved);
 }
 
+TEST(GemmTuningTest, ThresholdCandidatesHalveAndDoubleEachThreshold) {
+  GemmParams p;
+  p.pack_b_min_rows = 192;
+  p.direct_a_max_cols = 128;
+  p.min_task_panels = 4;
+  const std::vector<GemmParams> c = threshold_candidates(p);
+  ASSERT_EQ(c.size(), 6u);
+  int changed[3] = {0, 0, 0};
+  for (const GemmParams& q : c) {
+    const int differ =
+        (q.pack_b_min_rows != 192) + (q.direct_a_max_cols != 128) + (q.min_task_panels != 4);
+    EXPECT_EQ(differ, 1);  // one threshold at a time
+    EXPECT_EQ(q.kc, p.kc);
+    EXPECT_EQ(q.nc, p.nc);
+    if (q.pack_b_min_rows != 192) {
+      EXPECT_TRUE(q.pack_b_min_rows == 96 || q.pack_b_min_rows == 384) << q.pack_b_min_rows;
+      ++changed[0];
+    }
+    if (q.direct_a_max_cols != 128) {
+      EXPECT_TRUE(q.direct_a_max_cols == 64 || q.direct_a_max_cols == 256);
+      ++changed[1];
+    }
+    if (q.min_task_panels != 4) {
+      EXPECT_TRUE(q.min_task_panels == 2 || q.min_task_panels == 8);
+      ++changed[2];
+    }
+  }
+  EXPECT_EQ(changed[0], 2);
+  EXPECT_EQ(changed[1], 2);
+  EXPECT_EQ(changed[2], 2);
+}
+
 // ------------------------------------------------------------------------------ the table
+
+// The table's checksum (FNV-1a, 64 bits, of the text before the checksum line), to write tables
+// by hand.
+uint64_t table_checksum(std::string_view text) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// A table as kiln wrote them in format 1 (no plan thresholds), correctly signed.
+std::string format1_table(const MicroKernels& mk) {
+  const std::string body = fmt::format(
+      "kiln-gemm-tuning 1\nkiln 0.1.0\ncpu {}\nisa {}\ncore_gflops 123.500\nclass "
+      "deep-wide-many-nn kernel {} kc 256 nc {} b_ahead 16 gain 1.250\n",
+      cpu_key(cpu_info()), mk.isa, mk.shapes[0].name, mk.shapes[0].nr * 4);
+  return body + fmt::format("checksum {:016x}\n", table_checksum(body));
+}
 
 TunedTable sample_table(const MicroKernels& mk) {
   TunedTable t;
@@ -133,9 +212,10 @@ TunedTable sample_table(const MicroKernels& mk) {
   t.isa = mk.isa;
   t.core_gflops = 123.5;
   t.classes.push_back(TunedClass{"deep-wide-many-nn", mk.shapes[mk.shape_count - 1].name, 256,
-                                 int64_t(mk.shapes[mk.shape_count - 1].nr) * 4, 16, 1.25});
-  t.classes.push_back(
-      TunedClass{"shallow-narrow-few-tn", mk.shapes[0].name, 64, int64_t(mk.shapes[0].nr), 2, 1.0});
+                                 int64_t(mk.shapes[mk.shape_count - 1].nr) * 4, 16, 96, 0, 2,
+                                 1.25});
+  t.classes.push_back(TunedClass{"shallow-narrow-few-tn", mk.shapes[0].name, 64,
+                                 int64_t(mk.shapes[0].nr), 2, 384, 256, 8, 1.0});
   return t;
 }
 
@@ -156,6 +236,12 @@ TEST(GemmTuningTest, TableTextRoundTripsAndRejectsDamage) {
   EXPECT_EQ(back.to_text(), text);
   ASSERT_EQ(back.classes.size(), 2u);
   EXPECT_EQ(back.classes[0].kc, 256);
+  EXPECT_EQ(back.classes[0].pack_b_min_rows, 96);
+  EXPECT_EQ(back.classes[0].direct_a_max_cols, 0);
+  EXPECT_EQ(back.classes[0].min_task_panels, 2);
+  EXPECT_EQ(back.classes[1].pack_b_min_rows, 384);
+  EXPECT_EQ(back.classes[1].direct_a_max_cols, 256);
+  EXPECT_EQ(back.classes[1].min_task_panels, 8);
 
   auto rejects = [&](const std::string& bad, const std::string& why) {
     try {
@@ -182,6 +268,30 @@ TEST(GemmTuningTest, TableTextRoundTripsAndRejectsDamage) {
   u = t;
   u.classes[0].kc = 3;
   rejects(resigned(u), "kc 3 out of");
+  u = t;
+  u.classes[0].pack_b_min_rows = 0;
+  rejects(resigned(u), "pack_b_min_rows 0 out of");
+  u = t;
+  u.classes[1].direct_a_max_cols = -1;
+  rejects(resigned(u), "direct_a_max_cols -1 out of");
+  u = t;
+  u.classes[1].min_task_panels = 0;
+  rejects(resigned(u), "min_task_panels 0 out of");
+  // A field missing, misnamed or unreadable (under a valid checksum) is named.
+  auto signed_text = [](const std::string& body) {
+    return body + fmt::format("checksum {:016x}\n", table_checksum(body));
+  };
+  const std::string body = text.substr(0, text.rfind("checksum "));
+  auto edited = [&](const std::string& from, const std::string& to) {
+    std::string b = body;
+    const size_t at = b.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return signed_text(b.replace(at, from.size(), to));
+  };
+  rejects(edited(" direct_a_max_cols 0", ""), "bad field `direct_a_max_cols`");
+  rejects(edited("min_task_panels 2", "min_task_panel 2"), "bad field `min_task_panels`");
+  rejects(edited("pack_b_min_rows 96", "pack_b_min_rows many"), "bad field `pack_b_min_rows`");
+  EXPECT_EQ(TunedTable::parse(signed_text(body), mk, "t").to_text(), text);
   u = t;
   u.classes[1].name = "deep-wide-many-nn";
   rejects(resigned(u), "twice");
@@ -269,7 +379,8 @@ TEST(GemmTuningTest, DamagedOrForeignTablesAreIgnoredWithAWarningAndRebuilt) {
        "ELF garbage",
        "no checksum"},
       {foreign.to_text(), "made for CPU AuthenticAMD-25-17-1-AMD-EPYC-9R14"},
-      {old_version.to_text(), "made by kiln 0.0.1"}};
+      {old_version.to_text(), "made by kiln 0.0.1"},
+      {format1_table(mk), "table format 1, this kiln reads format 2"}};
   for (const auto& [bytes, why] : damaged) {
     write_text(path, bytes);
     Warnings w;
