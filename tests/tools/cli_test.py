@@ -431,6 +431,19 @@ class TrainJsonTest(unittest.TestCase):
         self.assertAlmostEqual(report["result"]["test_accuracy"],
                                report["runs"][1]["test_accuracy"], places=12)
 
+    def test_mlp_mixed_bfloat16(self):
+        # The layers built under the policy: a training run of its own (the final loss is not the
+        # float32 run's), eager and compiled agreeing, the option in the report.
+        _, f32 = self.train("f32.json", "--model", "mlp", "--epochs", "2", "--verbose", "0")
+        out, report = self.train("bf16.json", "--model", "mlp", "--epochs", "2", "--verbose",
+                                 "0", "--mode", "both", "--dtype-policy", "mixed_bfloat16")
+        self.check_common(report, 2)
+        self.assertEqual(report["options"]["dtype_policy"], "mixed_bfloat16")
+        self.assertEqual(f32["options"]["dtype_policy"], "float32")
+        self.assertTrue(report["comparison"]["agree"])
+        self.assertIn("compiled vs eager: results agree", out)
+        self.assertNotEqual(report["runs"][1]["final_loss"], f32["runs"][0]["final_loss"])
+
     def test_language_model(self):
         text = os.path.join(WORK, "text.txt")
         with open("/usr/share/common-licenses/GPL-3", encoding="utf-8") as f:
