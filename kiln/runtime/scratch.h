@@ -13,7 +13,21 @@ namespace kiln::runtime {
 // kConvPartials: a filter gradient's partial sums, held by the calling thread while its tasks
 // (on any thread) fill them; kConvFilter: a convolution's rearranged filter (the turned filter
 // of a direct input gradient), read by its tasks.
-enum class ScratchSlot { kGemmA, kGemmB, kGemmC, kConvColumns, kConvPartials, kConvFilter, kCount };
+// kBf16Input0..2, kBf16Result: a via-f32 op's widened bf16 operands and its float32 result
+// before rounding (runtime/kernels/registry.cc).
+enum class ScratchSlot {
+  kGemmA,
+  kGemmB,
+  kGemmC,
+  kConvColumns,
+  kConvPartials,
+  kConvFilter,
+  kBf16Input0,
+  kBf16Input1,
+  kBf16Input2,
+  kBf16Result,
+  kCount
+};
 
 class Scratch {
  public:

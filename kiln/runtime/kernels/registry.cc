@@ -1,10 +1,14 @@
 #include <fmt/format.h>
 
+#include <cstring>
+#include <iterator>
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "kiln/runtime/kernels/register.h"
 #include "kiln/runtime/profiler.h"
+#include "kiln/runtime/scratch.h"
 #include "kiln/runtime/threading.h"
 
 namespace kiln::runtime {
@@ -42,9 +46,20 @@ const KernelTable& table() {
 // op ran through float32, and what that cost beside its float32 kernel's own events (a
 // product's "gemm" event and plan).
 
-Array widened_bf16(const Array& a) {
+// A float32 array of `shape` in the calling thread's scratch slot `slot` (kept between calls,
+// so a step's conversions do not fault fresh pages in every call); the array keeps the
+// scratch busy while it lives, and must die on this thread (run_via_f32's arrays are local).
+Array scratch_f32(ScratchSlot slot, const Shape& shape) {
+  const size_t bytes = size_t(std::max<int64_t>(shape.num_elements(), 1)) * sizeof(float);
+  auto scratch = std::make_shared<Scratch>(slot, bytes);
+  void* data = scratch->as<void>();
+  return Array{DType::f32, shape, Storage::borrow(data, bytes, std::move(scratch))};
+}
+
+// `a` widened to float32 (exact), in scratch slot `slot` (none: a fresh array).
+Array widened_bf16(const Array& a, std::optional<ScratchSlot> slot) {
   ProfileScope event("bf16 widen", "bf16", 0, double(a.size()) * 6);
-  Array w = Array::empty(DType::f32, a.shape);
+  Array w = slot ? scratch_f32(*slot, a.shape) : Array::empty(DType::f32, a.shape);
   const auto* src = static_cast<const bfloat16*>(a.raw());
   float* dst = w.data<float>();
   parallel_for(a.size(), kElementwiseGrain, [&](int64_t b, int64_t e) {
@@ -75,16 +90,34 @@ void run_via_f32(OpKind kind, KernelFn fn, std::span<const Array> in, const Attr
   bool any = out.dtype == DType::bf16 || names_bf16(attrs);
   for (const Array& a : in) any = any || a.dtype == DType::bf16;
   if (!any) return fn(in, attrs, out);
+  constexpr ScratchSlot kInputSlots[] = {ScratchSlot::kBf16Input0, ScratchSlot::kBf16Input1,
+                                          ScratchSlot::kBf16Input2};
   std::vector<Array> wide(in.begin(), in.end());
-  for (Array& a : wide)
-    if (a.dtype == DType::bf16) a = widened_bf16(a);
+  size_t widened = 0;
+  for (Array& a : wide) {
+    if (a.dtype != DType::bf16) continue;
+    // (More bf16 operands than slots: a fresh array each.)
+    a = widened_bf16(a, widened < std::size(kInputSlots)
+                            ? std::optional<ScratchSlot>(kInputSlots[widened++])
+                            : std::nullopt);
+  }
   Attrs wide_attrs;
   for (const auto& [name, value] : attrs.items()) {
     const DType* d = std::get_if<DType>(&value);
     wide_attrs.set(name, d != nullptr && *d == DType::bf16 ? AttrValue(DType::f32) : value);
   }
-  if (out.dtype != DType::bf16) return fn(wide, wide_attrs, out);
-  Array f = Array::empty(DType::f32, out.shape);
+  if (out.dtype != DType::bf16) {
+    fn(wide, wide_attrs, out);
+    // A kernel that hands an input on as its result must not return scratch memory.
+    for (const Array& a : wide)
+      if (out.storage && out.storage == a.storage && a.storage->is_borrowed()) {
+        Array copy = Array::empty(out.type());
+        std::memcpy(copy.raw(), out.raw(), out.nbytes());
+        out = std::move(copy);
+      }
+    return;
+  }
+  Array f = scratch_f32(ScratchSlot::kBf16Result, out.shape);
   fn(wide, wide_attrs, f);
   KILN_ASSERT(f.dtype == DType::f32,
               fmt::format("{}: the float32 kernel changed its output dtype", op_name(kind)));
