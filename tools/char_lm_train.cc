@@ -148,8 +148,8 @@ void run_char_lm_training(const CharLmTrainArgs& in) {
         mixed_precision::PolicyScope scope(policy);
         return build_char_lm(config);
       },
-      t.optimizer, t.learning_rate(),
-      t.seed, data::take_rows(d.train.x, rows), data::take_rows(d.train.y, rows));
+      t.optimizer, t.learning_rate(), t.seed, data::take_rows(d.train.x, rows),
+      data::take_rows(d.train.y, rows));
   report(c.runs, &c);
   c.check_agreement();
 }

@@ -153,8 +153,8 @@ void run_train(const TrainArgs& args) {
         mixed_precision::PolicyScope policy(a.dtype_policy);
         return Model(build_model(a.model, example, 10));
       },
-      a.optimizer, a.learning_rate(),
-      a.seed, data::take_rows(d.x_train, rows), data::take_rows(d.train.y, rows));
+      a.optimizer, a.learning_rate(), a.seed, data::take_rows(d.x_train, rows),
+      data::take_rows(d.train.y, rows));
   report(c.runs, &c);
   c.check_agreement();
 }

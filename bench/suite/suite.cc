@@ -57,8 +57,9 @@ constexpr const char* kBf16Suffix = "_bf16";
 std::string policy_name(bool bf16) { return bf16 ? "mixed_bfloat16" : "float32"; }
 std::string described(std::string description, bool bf16) {
   if (bf16)
-    description += "; mixed_bfloat16 policy (products through float32: limit the float32 GEMMs, "
-                   "hand-written the float32 step)";
+    description +=
+        "; mixed_bfloat16 policy (products through float32: limit the float32 GEMMs, "
+        "hand-written the float32 step)";
   return description;
 }
 

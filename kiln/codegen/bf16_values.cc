@@ -6,7 +6,9 @@ namespace kiln::codegen {
 namespace {
 
 // A constant of x's integer type (vector or scalar).
-llvm::Value* int_like(llvm::Value* x, uint64_t v) { return llvm::ConstantInt::get(x->getType(), v); }
+llvm::Value* int_like(llvm::Value* x, uint64_t v) {
+  return llvm::ConstantInt::get(x->getType(), v);
+}
 
 llvm::Type* with_element(llvm::Type* like, llvm::Type* element) {
   if (auto* vt = llvm::dyn_cast<llvm::VectorType>(like))
@@ -82,7 +84,8 @@ llvm::Value* convert_to_bf16(llvm::IRBuilder<>& b, llvm::Value* x, DType from) {
       llvm::Value* wide = b.CreateICmpUGT(width, int_like(m, 24));
       llvm::Value* drop = b.CreateSelect(wide, b.CreateSub(width, int_like(m, 24)), int_like(m, 0));
       llvm::Value* kept = b.CreateLShr(m, drop);
-      llvm::Value* lost = b.CreateAnd(m, b.CreateSub(b.CreateShl(int_like(m, 1), drop), int_like(m, 1)));
+      llvm::Value* lost =
+          b.CreateAnd(m, b.CreateSub(b.CreateShl(int_like(m, 1), drop), int_like(m, 1)));
       kept = b.CreateOr(kept, b.CreateZExt(b.CreateICmpNE(lost, int_like(m, 0)), i64));
       // 2^drop as a float32 (drop <= 40): its biased exponent in the exponent field.
       llvm::Value* e = b.CreateAdd(b.CreateTrunc(drop, i32), llvm::ConstantInt::get(i32, 127));

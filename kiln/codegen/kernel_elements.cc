@@ -112,10 +112,10 @@ llvm::Value* KernelEmitter::compute(const Value* v, const Index& idx) {
   if (n.is_op(OpKind::OneHot)) return one_hot(n, idx, v);
   if (llvm::Value* x = reshape_of_memory(n, v, idx)) return x;
   if (op_info(n.op()).has(kWindow))  // max-pool (codegen/pool_window.h)
-    return rounded(v, emit_pool(
-                          b_, n, idx,
-                          [&](size_t i, const Index& at) { return elem(n.input(i), at); },
-                          window_tile_));
+    return rounded(v,
+                   emit_pool(
+                       b_, n, idx, [&](size_t i, const Index& at) { return elem(n.input(i), at); },
+                       window_tile_));
   std::vector<llvm::Value*> args;
   for (size_t i = 0; i < n.inputs().size(); ++i) {
     if (n.is_op(OpKind::BroadcastLike) && i == 1) break;

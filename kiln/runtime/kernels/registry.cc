@@ -91,7 +91,7 @@ void run_via_f32(OpKind kind, KernelFn fn, std::span<const Array> in, const Attr
   for (const Array& a : in) any = any || a.dtype == DType::bf16;
   if (!any) return fn(in, attrs, out);
   constexpr ScratchSlot kInputSlots[] = {ScratchSlot::kBf16Input0, ScratchSlot::kBf16Input1,
-                                          ScratchSlot::kBf16Input2};
+                                         ScratchSlot::kBf16Input2};
   std::vector<Array> wide(in.begin(), in.end());
   size_t widened = 0;
   for (Array& a : wide) {
