@@ -55,6 +55,25 @@ def test_compare_modes_without_print_and_with_static_arguments(capsys):
         kiln.compare_modes(scaled, x, 3.0, steps=0, print=False)
 
 
+def test_compare_modes_compares_bf16_results_with_the_float32_run():
+    # A bf16 product of positive operands: each mode is within bf16's rounding of the float32
+    # run (operands and result rounded once each: 3 * 2^-8, plus the float32 sum's 16 * 2^-24),
+    # and not equal to it; the float32 sum of it reports -1.
+    def product(x, w):
+        y = kiln.ops.cast(x, dtype=kiln.bfloat16) @ kiln.ops.cast(w, dtype=kiln.bfloat16)
+        return y, kiln.ops.cast(y, dtype="float32")
+
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0.5, 1.5, (4, 16)).astype(np.float32)
+    w = rng.uniform(0.5, 1.5, (16, 8)).astype(np.float32)
+    c = kiln.compare_modes(product, x, w, steps=1, print=False)
+    d = c.differences[0]
+    assert d.type == "bf16[4,8]"
+    bound = 3 * 2.0 ** -8 + 16 * 2.0 ** -24
+    assert 0 < d.eager_vs_float32 <= bound and 0 < d.compiled_vs_float32 <= bound
+    assert c.differences[1].eager_vs_float32 == -1
+
+
 def test_retracing_warns_as_a_python_warning():
     @kiln.function(name="shape_changer")
     def f(x):
