@@ -1,5 +1,6 @@
 # `kiln tune` and `kiln gemm-plan` against a scratch cache directory:
-#   1. no table: gemm-plan says the blocking is derived and prints the plan;
+#   1. no table: gemm-plan says the blocking is derived and prints the plan (with --dtype bf16,
+#      how a bfloat16 product runs);
 #   2. a short tuning run writes the table; gemm-plan then reads it;
 #   3. the table torn: gemm-plan warns that it is ignored and uses the derived blocking;
 #   4. tuning again rebuilds it.
@@ -30,9 +31,13 @@ if("${out}" MATCHES "kernels:  eigen" OR "${out}${err}" MATCHES "run on Eigen")
 endif()
 expect("derived" "${out}" "blocking: no tuned table at .*: derived blocking")
 expect("derived" "${out}" "plan: +1024x1024x1024 nn, 2 threads: avx(512|2) [0-9]+x[0-9]+, grid [0-9]+x[0-9]+, A [a-z-]+, B [a-z-]+, kc [0-9]+ x 4 blocks")
+run_kiln("bf16" out err gemm-plan 64 128 256 --dtype bf16)
+expect("bf16" "${out}" "plan: +64x128x256 nn")
+expect("bf16" "${out}" "bfloat16: operands widened to float32 .* \\(this CPU: AVX512-BF16 (yes|no), AMX-BF16 (yes|no)\\)")
 
 run_kiln("tune" out err tune --slice-ms 0.5 --rounds 1)
 expect("tune" "${out}" "all classes: [0-9.]+ -> [0-9.]+ GFLOP/s .* tuned in [0-9.]+ s")
+expect("tune" "${out}" "B packed from [0-9]+ rows, A direct up to [0-9]+ columns")
 expect("tune" "${out}" "wrote ([^\n]*\\.tune)")
 string(REGEX MATCH "wrote ([^\n]*\\.tune)" _ "${out}")
 set(table "${CMAKE_MATCH_1}")

@@ -112,9 +112,10 @@ void run_tune(const TuneArgs& a) {
                             s.ta ? " ta" : "", s.tb ? " tb" : "");
     std::cout << fmt::format(
         "{:<22} {:>6.0f}us {:>6.0f}us {:>8.1f} {:>5.2f}x  {} kc {} nc {} "
-        "prefetch {} ({})\n",
+        "prefetch {}, B packed from {} rows, A direct up to {} columns ({})\n",
         c.name, c.start_seconds * 1e6, c.chosen_seconds * 1e6, c.flops / c.chosen_seconds * 1e-9,
-        c.gain(), c.chosen_kernel, c.chosen.kc, c.chosen.nc, c.chosen.b_ahead, shapes);
+        c.gain(), c.chosen_kernel, c.chosen.kc, c.chosen.nc, c.chosen.b_ahead,
+        c.chosen.pack_b_min_rows, c.chosen.direct_a_max_cols, shapes);
     start_s += c.start_seconds;
     chosen_s += c.chosen_seconds;
     flops += c.flops;
