@@ -39,7 +39,9 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <vector>
 
+#include "kiln/ir/bfloat16.h"
 #include "kiln/runtime/cpu_info.h"
 #include "kiln/runtime/gemm.h"
 #include "kiln/runtime/gemm_engine.h"
@@ -151,6 +153,25 @@ void BM_MatMul_KilnGemm(benchmark::State& state) {
                         plan.source);
   }
   state.SetLabel(label);
+}
+
+// The same products of bf16 operands into float32 (runtime::gemm_bf16: the engine widens them
+// as it packs them; the values those of BM_MatMul_KilnGemm on the widened operands): the cost
+// of bf16 operands on a CPU that multiplies them in float32, as a ratio to that benchmark.
+void BM_MatMul_KilnGemmBf16(benchmark::State& state) {
+  const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  const bool ta = state.range(4) != 0, tb = state.range(5) != 0;
+  KilnThreads threads(int(state.range(3)));
+  const StoredOperands ops(m, k, n, ta, tb);
+  std::vector<kiln::bfloat16> a(size_t(ops.a.size())), b(size_t(ops.b.size()));
+  for (size_t i = 0; i < a.size(); ++i) a[i] = kiln::bfloat16::from_float(ops.a.data<float>()[i]);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = kiln::bfloat16::from_float(ops.b.data<float>()[i]);
+  for (auto _ : state) {
+    kiln::runtime::gemm_bf16(ta, tb, m, n, k, a.data(), ta ? m : k, b.data(), tb ? k : n,
+                             ops.c.data<float>(), n, true);
+    benchmark::ClobberMemory();
+  }
+  set_flops(state, m, k, n, int(state.range(3)));
 }
 
 // The same products under plans whose tasks hold at least `panels` row panels where the rows
@@ -317,6 +338,7 @@ void TaskPanelShapes(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_MatMul_KilnOp)->Apply([](auto* b) { Shapes(b, {1, 2}); });
 BENCHMARK(BM_MatMul_KilnGemm)->Apply(GemmShapes);
+BENCHMARK(BM_MatMul_KilnGemmBf16)->Apply(GemmShapes);
 BENCHMARK(BM_MatMul_KilnTaskPanels)->Apply(TaskPanelShapes);
 #if KILN_BENCH_ONEDNN
 BENCHMARK(BM_MatMul_OneDnn)->Apply(GemmShapes);

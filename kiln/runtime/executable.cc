@@ -5,13 +5,16 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <functional>
 #include <mutex>
+#include <type_traits>
 
 #include "kiln/ir/error.h"
 #include "kiln/runtime/collectives.h"
 #include "kiln/runtime/gemm.h"
 #include "kiln/runtime/kernels.h"
 #include "kiln/runtime/profiler.h"
+#include "kiln/runtime/scratch.h"
 #include "kiln/runtime/threading.h"
 #include "kiln/runtime/while_stacks.h"
 
@@ -81,9 +84,8 @@ Array row_view(const ExecutableStep& s, std::span<const Array> in, bool argument
 // A 2-d matmul whose epilogue reads the product only at the rows it computes.
 bool blockable(const ExecutableStep& s, std::span<const Array> in) {
   if (s.op != OpKind::MatMul || !s.kernel) return false;
-  // (f32 and f64: a bf16 product runs whole through float32, ops.def's ViaF32.)
   if (in[0].shape.rank() != 2 || in[1].shape.rank() != 2 ||
-      (s.type.dtype != DType::f32 && s.type.dtype != DType::f64))
+      (s.type.dtype != DType::f32 && s.type.dtype != DType::f64 && s.type.dtype != DType::bf16))
     return false;
   const KernelLayout& l = s.kernel->layout;
   if (l.inputs_by_row.empty() || !l.inputs_by_row.back()) return false;
@@ -94,7 +96,8 @@ bool blockable(const ExecutableStep& s, std::span<const Array> in) {
   const bool ta = s.attrs.get_bool("transpose_a", "matmul"),
              tb = s.attrs.get_bool("transpose_b", "matmul");
   const int64_t k = ta ? in[0].shape[0] : in[0].shape[1];
-  const bool f32 = s.type.dtype == DType::f32;
+  // (bf16 products run on the float32 engine: gemm_bf16.)
+  const bool f32 = s.type.dtype != DType::f64;
   const int64_t tasks =
       f32 ? gemm_tasks<float>(m, n, k, ta, tb) : gemm_tasks<double>(m, n, k, ta, tb);
   const int64_t row_blocks =
@@ -130,7 +133,9 @@ bool blocked_conv(const ExecutableStep& s, std::span<const Array> in, Array& pro
   return ran;
 }
 
-// The product in blocks of whole rows, each block's epilogue rows run right after it.
+// The product in blocks of whole rows, each block's epilogue rows run right after it. A bf16
+// product is computed in float32 scratch (gemm_bf16: its operands widened as they are packed),
+// each block's rows rounded into c right before their epilogue rows.
 template <typename T>
 void blocked_matmul(const ExecutableStep& s, std::span<const Array> in, Array& c,
                     std::span<void* const> buffers) {
@@ -142,13 +147,26 @@ void blocked_matmul(const ExecutableStep& s, std::span<const Array> in, Array& c
   const KernelCall& call = *s.kernel;
   const int64_t scale = call.layout.extent == m ? 1 : n;
   std::atomic<int32_t> failed{0};
-  gemm_rows<T>(ta, tb, m, n, k, in[0].data<T>(), lda, in[1].data<T>(), ldb, c.data<T>(), n,
-               [&](int64_t r0, int64_t r1) {
-                 int32_t status = 0;
-                 KernelFrame frame{buffers.data(), &status};
-                 call.entry(&frame, r0 * scale, r1 * scale);
-                 if (status != 0) failed.store(status);
-               });
+  auto epilogue = [&](int64_t r0, int64_t r1) {
+    int32_t status = 0;
+    KernelFrame frame{buffers.data(), &status};
+    call.entry(&frame, r0 * scale, r1 * scale);
+    if (status != 0) failed.store(status);
+  };
+  if constexpr (std::is_same_v<T, bfloat16>) {
+    Scratch product(ScratchSlot::kBf16Result, size_t(m * n) * sizeof(float));
+    const float* f = product.as<float>();
+    bfloat16* out = c.data<bfloat16>();
+    const std::function<void(int64_t, int64_t)> rows = [&](int64_t r0, int64_t r1) {
+      for (int64_t i = r0 * n; i < r1 * n; ++i) out[i] = bfloat16::from_float(f[i]);
+      epilogue(r0, r1);
+    };
+    gemm_bf16(ta, tb, m, n, k, in[0].data<bfloat16>(), lda, in[1].data<bfloat16>(), ldb,
+              product.as<float>(), n, true, &rows);
+  } else {
+    gemm_rows<T>(ta, tb, m, n, k, in[0].data<T>(), lda, in[1].data<T>(), ldb, c.data<T>(), n,
+                 epilogue);
+  }
   check_status(call, failed.load());
 }
 
@@ -424,6 +442,8 @@ std::vector<Array> Executable::run(std::span<const Array> args, std::vector<Arra
           std::vector<void*> buffers = kernel_buffers(*s.kernel, slots, base);
           if (s.type.dtype == DType::f32)
             blocked_matmul<float>(s, in, slots[size_t(s.output)], buffers);
+          else if (s.type.dtype == DType::bf16)
+            blocked_matmul<bfloat16>(s, in, slots[size_t(s.output)], buffers);
           else
             blocked_matmul<double>(s, in, slots[size_t(s.output)], buffers);
           break;

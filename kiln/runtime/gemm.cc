@@ -23,10 +23,12 @@
 #include <type_traits>
 #include <vector>
 
+#include "kiln/ir/bfloat16.h"
 #include "kiln/ir/error.h"
 #include "kiln/runtime/gemm_engine.h"
 #include "kiln/runtime/gemm_plan_log.h"
 #include "kiln/runtime/gemm_tuning.h"
+#include "kiln/runtime/gemm_widen.h"
 #include "kiln/runtime/threading.h"
 
 namespace kiln::runtime {
@@ -188,8 +190,10 @@ gemm_detail::SgemmArgs sgemm_args(bool ta, bool tb, int64_t m, int64_t n, int64_
 // The engine's plan for a float32 product on `threads` threads, and its run (logged and
 // profiled: gemm_plan_log.h).
 gemm_detail::GemmPlan float_plan(const gemm_detail::MicroKernels& mk, bool ta, bool tb, int64_t m,
-                                 int64_t n, int64_t k, int threads, bool epilogue) {
-  const gemm_detail::GemmShape shape{m, n, k, ta, tb, threads, epilogue};
+                                 int64_t n, int64_t k, int threads, bool epilogue,
+                                 bool bf16_operands = false) {
+  const gemm_detail::GemmShape shape{
+      m, n, k, ta, tb, threads, epilogue, bf16_operands, bf16_operands};
   return gemm_detail::make_gemm_plan(mk, shape, gemm_detail::gemm_params(mk, shape));
 }
 
@@ -302,6 +306,38 @@ void gemm_rows(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, in
                 false);
     on_rows(r0, r1);
   });
+}
+
+void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const bfloat16* a, int64_t lda,
+               const bfloat16* b, int64_t ldb, float* c, int64_t ldc, bool parallel,
+               const std::function<void(int64_t, int64_t)>* on_rows) {
+  KILN_ASSERT(parallel || on_rows == nullptr, "gemm_bf16: row callbacks need the parallel form");
+  if (trivial(ta, tb, m, n, k, lda, ldb, c, ldc, false)) {
+    if (on_rows && m > 0) (*on_rows)(0, m);
+    return;
+  }
+  static_assert(sizeof(bfloat16) == sizeof(uint16_t));
+  if (const gemm_detail::MicroKernels* mk = engine_for<float>()) {
+    const gemm_detail::GemmPlan plan =
+        float_plan(*mk, ta, tb, m, n, k, parallel ? num_threads() : 1, on_rows != nullptr, true);
+    gemm_detail::SgemmArgs args =
+        sgemm_args(ta, tb, m, n, k, nullptr, lda, nullptr, ldb, c, ldc, false);
+    args.a16 = reinterpret_cast<const uint16_t*>(a);
+    args.b16 = reinterpret_cast<const uint16_t*>(b);
+    return run_float(*mk, plan, args, on_rows);
+  }
+  // Eigen: the operands widened first, then gemm<float>'s own split (the same bits).
+  auto widened = [](const bfloat16* x, int64_t rows, int64_t cols, int64_t ld) {
+    std::vector<float> w(size_t(rows * cols));
+    gemm_detail::widen_bf16_rows(reinterpret_cast<const uint16_t*>(x), ld, rows, cols, w.data(),
+                                 cols);
+    return w;
+  };
+  const std::vector<float> wa = ta ? widened(a, k, m, lda) : widened(a, m, k, lda);
+  const std::vector<float> wb = tb ? widened(b, n, k, ldb) : widened(b, k, n, ldb);
+  const int64_t wlda = ta ? m : k, wldb = tb ? k : n;
+  eigen_gemm(ta, tb, m, n, k, wa.data(), wlda, wb.data(), wldb, c, ldc, false, parallel);
+  if (on_rows) (*on_rows)(0, m);
 }
 
 #define KILN_GEMM_INSTANTIATE(T)                                                                   \

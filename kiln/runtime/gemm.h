@@ -19,6 +19,10 @@
 #include <functional>
 #include <string>
 
+namespace kiln {
+struct bfloat16;
+}
+
 namespace kiln::runtime {
 
 // Below this many flops (2*m*n*k) a GEMM is never split (measured: see gemm.cc).
@@ -54,6 +58,17 @@ void gemm_rows(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, cons
 template <typename T>
 int64_t gemm_row_blocks(int64_t m, int64_t n, int64_t k, bool trans_a = false,
                         bool trans_b = false);
+
+// A product of bfloat16 operands into float32: C[m, n] = op(A) * op(B), A and B stored as bf16
+// (gemm's layout contract), C float32. Bitwise gemm<float> (or gemm_serial<float> when
+// !parallel) of the operands widened to float32: kiln's engine widens each operand as it packs
+// it (always packed: runtime/gemm_widen.h), never in a pass of its own; Eigen's path widens
+// them first. With on_rows (parallel only), C is computed in blocks of whole rows and
+// on_rows(r0, r1) runs for each right after its last product, on the thread that computed it
+// (gemm_rows' contract): the place to round the rows back to bf16 while they are in cache.
+void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const bfloat16* a,
+               int64_t lda, const bfloat16* b, int64_t ldb, float* c, int64_t ldc, bool parallel,
+               const std::function<void(int64_t, int64_t)>* on_rows = nullptr);
 
 // The float32 GEMM kernels in use: "avx512", "avx2" (kiln's microkernels) or "eigen".
 std::string gemm_kernels();

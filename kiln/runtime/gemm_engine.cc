@@ -13,6 +13,7 @@
 
 #include "kiln/ir/error.h"
 #include "kiln/runtime/gemm.h"
+#include "kiln/runtime/gemm_widen.h"
 #include "kiln/runtime/knobs.h"
 #include "kiln/runtime/scratch.h"
 #include "kiln/runtime/threading.h"
@@ -45,6 +46,15 @@ void pack_b_block(const MicroKernels& mk, int64_t nr, const SgemmArgs& g, const 
   const int64_t j0 = panel * nr, cols = std::min(nr, g.n - j0);
   const int64_t k0 = kb.begin(q), kc = kb.depth(q, g.k);
   float* dst = out + k0 * n_pad + panel * kc * nr;
+  if (g.b16 != nullptr) {
+    if (!g.tb)
+      widen_bf16_rows(g.b16 + k0 * g.ldb + j0, g.ldb, kc, cols, dst, nr);
+    else
+      mk.widen_transpose(g.b16 + j0 * g.ldb + k0, g.ldb, cols, kc, dst, nr);
+    if (cols < nr)
+      for (int64_t p = 0; p < kc; ++p) std::fill(dst + p * nr + cols, dst + (p + 1) * nr, 0.0f);
+    return;
+  }
   if (!g.tb) {
     for (int64_t p = 0; p < kc; ++p) {
       std::memcpy(dst + p * nr, g.b + (k0 + p) * g.ldb + j0, size_t(cols) * sizeof(float));
@@ -87,6 +97,18 @@ void pack_b_rows(int64_t nr, const SgemmArgs& g, const KBlocks& kb, int64_t q, i
   const int64_t k0 = kb.begin(q), kc = kb.depth(q, g.k);
   const int64_t full = g.n / nr, rest = g.n - full * nr;
   float* block = out + k0 * n_pad;
+  if (g.b16 != nullptr) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const uint16_t* src = g.b16 + (k0 + p) * g.ldb;
+      for (int64_t panel = 0; panel * nr < g.n; ++panel) {
+        const int64_t cols = std::min(nr, g.n - panel * nr);
+        float* dst = block + panel * kc * nr + p * nr;
+        widen_bf16(src + panel * nr, cols, dst);
+        std::fill(dst + cols, dst + nr, 0.0f);
+      }
+    }
+    return;
+  }
   for (int64_t p = p0; p < p1; ++p) {
     const float* src = g.b + (k0 + p) * g.ldb;
     for (int64_t panel = 0; panel < full; ++panel)
@@ -118,6 +140,13 @@ void copy_panel_of(int64_t h, const float* src, int64_t ld, int64_t kc, float* o
 // Packs rows [r0, r0 + h) of op(A), columns [k0, k0 + kc), as out[p * h + i].
 void pack_a_panel(const MicroKernels& mk, const SgemmArgs& g, int64_t r0, int64_t h, int64_t k0,
                   int64_t kc, float* out) {
+  if (g.a16 != nullptr) {
+    if (g.ta)
+      widen_bf16_rows(g.a16 + k0 * g.lda + r0, g.lda, kc, h, out, h);
+    else
+      mk.widen_transpose(g.a16 + r0 * g.lda + k0, g.lda, h, kc, out, h);
+    return;
+  }
   if (g.ta)
     copy_panel_of(h, g.a + k0 * g.lda + r0, g.lda, kc, out, std::make_integer_sequence<int, 16>{});
   else
@@ -302,6 +331,8 @@ void run_transposed(const MicroKernels& mk, const GemmPlan& plan, const SgemmArg
   t.tb = !g.ta;  // op(A)^T: A stored m x k is B' transposed; A stored k x m is B' itself
   t.b = g.a;
   t.ldb = g.lda;
+  t.a16 = g.b16;
+  t.b16 = g.a16;
   t.m = g.n;
   t.n = g.m;
   t.k = g.k;
@@ -328,6 +359,9 @@ void run_transposed(const MicroKernels& mk, const GemmPlan& plan, const SgemmArg
 
 void run_gemm(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& g,
               const RowsDone* on_rows) {
+  // bf16 operands are read only by the packing, which widens them.
+  KILN_ASSERT(plan.shape.a_bf16 == (g.a16 != nullptr) && plan.shape.b_bf16 == (g.b16 != nullptr),
+              "gemm: the plan was made for other operand dtypes than the product's");
   if (plan.transposed()) return run_transposed(mk, plan, g, on_rows);
   run_product(mk, plan, g, on_rows);
 }

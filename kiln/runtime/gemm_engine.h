@@ -20,7 +20,9 @@
 namespace kiln::runtime::gemm_detail {
 
 // C[m, n] (+)= op(A) op(B), row-major with leading dimensions; A is k x m stored if ta, B is
-// n x k stored if tb. Sizes are > 0 (gemm.cc handles empty products).
+// n x k stored if tb. Sizes are > 0 (gemm.cc handles empty products). An operand stored as
+// bfloat16 is given by its bits (a16 or b16, its leading dimension in elements) instead of a or
+// b; its plan must have been made with GemmShape::a_bf16 / b_bf16 (it is packed, widened).
 struct SgemmArgs {
   bool ta = false, tb = false;
   int64_t m = 0, n = 0, k = 0;
@@ -31,6 +33,8 @@ struct SgemmArgs {
   float* c = nullptr;
   int64_t ldc = 0;
   bool accumulate = false;
+  const uint16_t* a16 = nullptr;
+  const uint16_t* b16 = nullptr;
 };
 
 using RowsDone = std::function<void(int64_t, int64_t)>;

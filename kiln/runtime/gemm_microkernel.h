@@ -91,6 +91,10 @@ struct MicroKernels {
   // p < cols (a panel of A from its rows, or of B from the rows of a stored B^T).
   void (*transpose)(const float* src, int64_t src_ld, int64_t rows, int64_t cols, float* dst,
                     int64_t dst_ld);
+  // The same from bf16 bits, widening each value to float32 (exact): a panel of a bf16 operand
+  // (runtime/gemm_widen.h).
+  void (*widen_transpose)(const uint16_t* src, int64_t src_ld, int64_t rows, int64_t cols,
+                          float* dst, int64_t dst_ld);
 
   // The shape named `name` ("12x32"), or nullptr.
   const MicroKernel* find(const char* name) const;
@@ -99,10 +103,12 @@ struct MicroKernels {
   int32_t max_mr() const;
 };
 
-// The AVX transposing copy (8 x 8 blocks), shared by both kernel sets (every AVX-512F CPU has
+// The AVX transposing copies (8 x 8 blocks), shared by both kernel sets (every AVX-512F CPU has
 // AVX2); defined in gemm_microkernel_avx2.cc.
 void transpose_avx2(const float* src, int64_t src_ld, int64_t rows, int64_t cols, float* dst,
                     int64_t dst_ld);
+void widen_transpose_avx2(const uint16_t* src, int64_t src_ld, int64_t rows, int64_t cols,
+                          float* dst, int64_t dst_ld);
 
 // The kernel tables; each may be called only on a CPU with its ISA (gemm_engine.cc checks).
 const MicroKernels& avx512_microkernels();  // AVX-512F: 12x32, 14x32, 8x48, 6x64

@@ -34,11 +34,27 @@ struct Avx2 {
   }
 };
 
+// Eight consecutive source values as float32: floats loaded, or bf16 bits (uint16_t) widened
+// exactly (each becomes the upper half of its float32).
+inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+inline __m256 load8(const uint16_t* p) {
+  const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
+}
+inline float value(float x) { return x; }
+inline float value(uint16_t bits) {
+  float f;
+  const uint32_t u = uint32_t(bits) << 16;
+  __builtin_memcpy(&f, &u, sizeof f);
+  return f;
+}
+
 // dst[q * dst_ld + i] = src[i * src_ld + q] for i < 8, q < 8.
-inline void transpose_8x8(const float* src, int64_t src_ld, float* dst, int64_t dst_ld) {
+template <class T>
+inline void transpose_8x8(const T* src, int64_t src_ld, float* dst, int64_t dst_ld) {
   __m256 r[8], t[8];
 #pragma GCC unroll 8
-  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * src_ld);
+  for (int i = 0; i < 8; ++i) r[i] = load8(src + i * src_ld);
 #pragma GCC unroll 4
   for (int i = 0; i < 8; i += 2) {
     t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
@@ -61,9 +77,10 @@ inline void transpose_8x8(const float* src, int64_t src_ld, float* dst, int64_t 
 }
 
 // The same for a 4 x 8 block: dst[q * dst_ld + i] = src[i * src_ld + q] for i < 4, q < 8.
-inline void transpose_4x8(const float* src, int64_t src_ld, float* dst, int64_t dst_ld) {
-  const __m256 a = _mm256_loadu_ps(src), b = _mm256_loadu_ps(src + src_ld),
-               c = _mm256_loadu_ps(src + 2 * src_ld), d = _mm256_loadu_ps(src + 3 * src_ld);
+template <class T>
+inline void transpose_4x8(const T* src, int64_t src_ld, float* dst, int64_t dst_ld) {
+  const __m256 a = load8(src), b = load8(src + src_ld), c = load8(src + 2 * src_ld),
+               d = load8(src + 3 * src_ld);
   const __m256 ab_lo = _mm256_unpacklo_ps(a, b), ab_hi = _mm256_unpackhi_ps(a, b);
   const __m256 cd_lo = _mm256_unpacklo_ps(c, d), cd_hi = _mm256_unpackhi_ps(c, d);
   // Columns q | q + 4 of the four rows.
@@ -78,17 +95,11 @@ inline void transpose_4x8(const float* src, int64_t src_ld, float* dst, int64_t 
   }
 }
 
-}  // namespace
-}  // namespace kiln::runtime::gemm_detail
-
-#include "kiln/runtime/gemm_tile_kernel.h"
-
-namespace kiln::runtime::gemm_detail {
-
 // Rows in blocks of 8, then blocks of 4, the last one ending at the last row (it may overlap
 // rows already written, with the same values); fewer than 4 rows in all, and columns past a
 // multiple of 8, one element at a time.
-void transpose_avx2(const float* src, int64_t src_ld, int64_t rows, int64_t cols, float* dst,
+template <class T>
+void transpose_rows(const T* src, int64_t src_ld, int64_t rows, int64_t cols, float* dst,
                     int64_t dst_ld) {
   // Row blocks outside, so that a block reads 8 (or 4) source rows at a time: many rows of a
   // large power-of-two stride at once would share cache sets.
@@ -104,10 +115,27 @@ void transpose_avx2(const float* src, int64_t src_ld, int64_t rows, int64_t cols
     }
   } else {
     for (int64_t c = 0; c < cols8; ++c)
-      for (int64_t i = rows8; i < rows; ++i) dst[c * dst_ld + i] = src[i * src_ld + c];
+      for (int64_t i = rows8; i < rows; ++i) dst[c * dst_ld + i] = value(src[i * src_ld + c]);
   }
   for (int64_t c = cols8; c < cols; ++c)
-    for (int64_t i = 0; i < rows; ++i) dst[c * dst_ld + i] = src[i * src_ld + c];
+    for (int64_t i = 0; i < rows; ++i) dst[c * dst_ld + i] = value(src[i * src_ld + c]);
+}
+
+}  // namespace
+}  // namespace kiln::runtime::gemm_detail
+
+#include "kiln/runtime/gemm_tile_kernel.h"
+
+namespace kiln::runtime::gemm_detail {
+
+void transpose_avx2(const float* src, int64_t src_ld, int64_t rows, int64_t cols, float* dst,
+                    int64_t dst_ld) {
+  transpose_rows(src, src_ld, rows, cols, dst, dst_ld);
+}
+
+void widen_transpose_avx2(const uint16_t* src, int64_t src_ld, int64_t rows, int64_t cols,
+                          float* dst, int64_t dst_ld) {
+  transpose_rows(src, src_ld, rows, cols, dst, dst_ld);
 }
 
 // Of the 16 ymm registers, the accumulators take 12 (6 x 2 vectors, 4 x 3), the rest hold B's
@@ -122,7 +150,8 @@ const MicroKernels& avx2_microkernels() {
                                         2,
                                         fma_loop<Avx2>,
                                         fma_loop_flops<Avx2>(),
-                                        transpose_avx2};
+                                        transpose_avx2,
+                                        widen_transpose_avx2};
   return kernels;
 }
 

@@ -53,7 +53,8 @@ const MicroKernels& avx512_microkernels() {
       4,
       fma_loop<Avx512>,
       fma_loop_flops<Avx512>(),
-      transpose_avx2};
+      transpose_avx2,
+      widen_transpose_avx2};
   return kernels;
 }
 

@@ -30,10 +30,12 @@ bool compute_transposed(const MicroKernel& t, const GemmShape& s) {
 
 // The operand modes and blocking of the product the tasks compute (m x n x k, ta, tb) under
 // `grid`; `on_rows`: a callback finishes each row block.
+// A bf16 operand (a_bf16, b_bf16) is always packed: the packing widens it.
 void plan_product(GemmPlan& plan, const GemmParams& p, int64_t m, int64_t n, int64_t k, bool ta,
-                  bool tb, GemmGrid grid, bool on_rows) {
+                  bool tb, bool a_bf16, bool b_bf16, GemmGrid grid, bool on_rows) {
   const int64_t mr = plan.kernel->mr, nr = plan.kernel->nr;
   plan.m = m, plan.n = n, plan.k = k, plan.ta = ta, plan.tb = tb;
+  plan.a_bf16 = a_bf16, plan.b_bf16 = b_bf16;
   const KBlocks kb(k, p.kc);
   plan.kc = kb.step;
   plan.k_blocks = kb.count;
@@ -42,7 +44,8 @@ void plan_product(GemmPlan& plan, const GemmParams& p, int64_t m, int64_t n, int
   // each packed panel; a large B under a single row block is copied block by block instead
   // (the same reads of B, without writing all of it to a buffer larger than the cache).
   const bool large_b = k * n * int64_t(sizeof(float)) > p.large_b_bytes;
-  const bool pack_b = tb || (m >= p.pack_b_min_rows && !(large_b && grid.row_blocks == 1));
+  const bool pack_b =
+      b_bf16 || tb || (m >= p.pack_b_min_rows && !(large_b && grid.row_blocks == 1));
   // A transposed B under a product of few rows (an RNN step's input gradient): the tasks split
   // the columns only and each packs its own panels, instead of a packing phase and a barrier.
   const bool tasks_pack_b =
@@ -57,7 +60,7 @@ void plan_product(GemmPlan& plan, const GemmParams& p, int64_t m, int64_t n, int
   // tiles read A directly instead of packing it (a transposed A too: its values for one k are
   // contiguous, as in a packed panel). Rows read directly are streams of their own: at most
   // mr_direct of them per tile.
-  const bool pack_a = width > p.direct_a_max_cols;
+  const bool pack_a = a_bf16 || width > p.direct_a_max_cols;
   plan.panel_rows = int32_t(!pack_a && !ta ? std::min<int64_t>(mr, p.mr_direct) : mr);
   // B read directly but too large to stay in cache (a weight gradient's k x n activations):
   // each kc x nc/2 block is copied into an L2 buffer by the first row panel's tiles (half-width
@@ -193,10 +196,10 @@ std::string GemmPlan::describe() const {
         ", as C^T = {}x{}x{} {}{} (back-transposed {}{})", m, k, n, ta ? 't' : 'n', tb ? 't' : 'n',
         name(back), back == BackTranspose::kAfter ? fmt::format(" in {} tasks", back_blocks) : "");
   text += fmt::format(
-      ", grid {}x{}, A {}, B {}, kc {} x {} block{}, nc {}, {} rows per tile, B prefetch {} "
+      ", grid {}x{}, A {}{}, B {}{}, kc {} x {} block{}, nc {}, {} rows per tile, B prefetch {} "
       "rows ({})",
-      row_blocks, col_blocks, name(a), name(b), kc, k_blocks, k_blocks == 1 ? "" : "s", nc,
-      panel_rows, b_ahead, source);
+      row_blocks, col_blocks, a_bf16 ? "bf16 " : "", name(a), b_bf16 ? "bf16 " : "", name(b), kc,
+      k_blocks, k_blocks == 1 ? "" : "s", nc, panel_rows, b_ahead, source);
   return text;
 }
 
@@ -257,12 +260,14 @@ GemmPlan make_gemm_plan(const MicroKernels& mk, const GemmShape& shape, const Ge
   plan.b_ahead = p.b_ahead;
   plan.source = p.source;
   if (!compute_transposed(*plan.kernel, shape)) {
-    plan_product(plan, p, shape.m, shape.n, shape.k, shape.ta, shape.tb, grid, shape.epilogue);
+    plan_product(plan, p, shape.m, shape.n, shape.k, shape.ta, shape.tb, shape.a_bf16, shape.b_bf16,
+                 grid, shape.epilogue);
     return plan;
   }
   // C^T = op(B)^T op(A)^T: op(B)^T is B's stored rows when tb, op(A)^T is A's when !ta.
   const int64_t m = shape.n, n = shape.m, k = shape.k;
   const bool ta = !shape.tb, tb = !shape.ta;
+  const bool a_bf16 = shape.b_bf16, b_bf16 = shape.a_bf16;
   const bool parallel = grid.row_blocks * grid.col_blocks > 1;
   const int threads = shape.threads;
   if (!shape.epilogue && m >= 4 * int64_t(plan.kernel->mr)) {
@@ -271,13 +276,13 @@ GemmPlan make_gemm_plan(const MicroKernels& mk, const GemmShape& shape, const Ge
     plan.back = BackTranspose::kPerTask;
     const GemmGrid inner =
         parallel ? plan_grid(*plan.kernel, p, m, n, k, threads, true) : GemmGrid{};
-    plan_product(plan, p, m, n, k, ta, tb, inner, true);
+    plan_product(plan, p, m, n, k, ta, tb, a_bf16, b_bf16, inner, true);
     return plan;
   }
   plan.back = BackTranspose::kAfter;
   const GemmGrid inner =
       parallel ? plan_grid(*plan.kernel, p, m, n, k, threads, false) : GemmGrid{};
-  plan_product(plan, p, m, n, k, ta, tb, inner, false);
+  plan_product(plan, p, m, n, k, ta, tb, a_bf16, b_bf16, inner, false);
   // C = (C^T)^T by blocks of rows (the caller's row blocks, each finished by its callback).
   plan.back_blocks = shape.epilogue ? grid.row_blocks
                      : parallel     ? std::min<int64_t>(shape.m, grid.row_blocks * grid.col_blocks)

@@ -47,12 +47,14 @@ struct APanels {
 
 // The product a plan is made for: C[m, n] (+)= op(A) op(B), A stored k x m if ta, B stored
 // n x k if tb; `threads` it may use; `epilogue`: whole row blocks, each handed to a callback
-// right after its last product (runtime::gemm_rows).
+// right after its last product (runtime::gemm_rows); `a_bf16`, `b_bf16`: the operand is stored
+// as bfloat16, and is always packed, widened to float32 as it is packed (runtime/gemm_widen.h).
 struct GemmShape {
   int64_t m = 0, n = 0, k = 0;
   bool ta = false, tb = false;
   int threads = 1;
   bool epilogue = false;
+  bool a_bf16 = false, b_bf16 = false;
 };
 
 // What a plan takes from the machine, all derived from the CPU's caches, the tile shape and the
@@ -130,6 +132,7 @@ struct GemmPlan {
   // The product the tasks compute: the one asked for, or its transpose (back != kNone).
   int64_t m = 0, n = 0, k = 0;
   bool ta = false, tb = false;
+  bool a_bf16 = false, b_bf16 = false;     // its operands stored as bf16 (widened as packed)
   int64_t row_blocks = 1, col_blocks = 1;  // tasks: row blocks x column blocks of C
   AMode a = AMode::kPackedPerPanel;
   BMode b = BMode::kDirect;
@@ -142,7 +145,8 @@ struct GemmPlan {
   int64_t tasks() const { return row_blocks * col_blocks; }
   bool transposed() const { return back != BackTranspose::kNone; }
   // One line: "1024x1024x1024 nn 1 thread: avx512 12x32, grid 1x1, A packed-per-panel, B
-  // packed, kc 336 x 4 blocks, nc 448, 12 rows per tile, prefetch 8 rows (derived)".
+  // packed, kc 336 x 4 blocks, nc 448, 12 rows per tile, prefetch 8 rows (derived)"; a bf16
+  // operand shows as "A bf16 packed-per-panel" (widened as it is packed).
   std::string describe() const;
 };
 

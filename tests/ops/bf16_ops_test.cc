@@ -26,6 +26,7 @@
 #include "kiln/passes/pipeline.h"
 #include "kiln/runtime/kernels.h"
 #include "kiln/runtime/reference_executor.h"
+#include "kiln/runtime/threading.h"
 #include "tests/codegen/op_consistency_rows.h"
 
 namespace kiln {
@@ -419,6 +420,38 @@ TEST(Bf16Ops, FusedKernelsRoundEachValueAsUnfusedOnes) {
   ASSERT_EQ(got.size(), 2u);
   for (size_t i = 0; i < got.size(); ++i)
     EXPECT_TRUE(same_bits(got[i], want[i])) << "output " << i << "\n" << ir::print_graph(*fused);
+}
+
+// A bf16 product with a fused epilogue (bias, relu) runs blocked: the product rows in float32,
+// each block rounded to bf16 right before its epilogue rows (runtime/executable.cc). The bits
+// must be those of the reference executor's op-by-op run, on one thread and on several (the
+// product then comes in several row blocks).
+TEST(Bf16Ops, ProductEpiloguesSeeTheProductRoundedOnce) {
+  const char* text =
+      R"(graph @dense(%x: bf16[192,96], %w: bf16[96,80], %b: bf16[80]) -> (bf16[192,80]) {
+  %1 = matmul(%x, %w) {transpose_a=false, transpose_b=false} : bf16[192,80]
+  %2 = add(%1, %b) : bf16[192,80]
+  %3 = relu(%2) : bf16[192,80]
+  return %3
+})";
+  auto g = ir::parse_graph(text);
+  passes::optimize_pipeline({}).run(*g);
+  std::mt19937 rng(11);
+  OneOp c{{{DType::bf16, Shape{192, 96}}, {DType::bf16, Shape{96, 80}}, {DType::bf16, Shape{80}}},
+          {},
+          -1.5,
+          1.5};
+  const std::vector<Array> in = inputs_for(c, rng);
+  std::vector<Array> vars;
+  const std::vector<Array> want = runtime::execute_reference(*ir::parse_graph(text), in, vars);
+  const int threads = num_threads();
+  for (int t : {1, 2, 4}) {
+    set_num_threads(t);
+    const std::vector<Array> got = codegen::compile_graph(*g)->run(in, vars);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_TRUE(same_bits(got[0], want[0])) << t << " threads\n" << ir::print_graph(*g);
+  }
+  set_num_threads(threads);
 }
 
 }  // namespace

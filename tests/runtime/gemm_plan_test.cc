@@ -22,6 +22,7 @@ const MicroKernels& fake_kernels() {
                                4,
                                nullptr,
                                0,
+                               nullptr,
                                nullptr};
   return mk;
 }
@@ -74,7 +75,8 @@ TEST(GemmPlanTest, BlockingIsDerivedFromTheCaches) {
   // 131072 / (4 * 4 * 16) = 512, and the block is 131072 / (4 * 512) = 64 columns.
   CpuInfo small = fixed_cpu();
   small.l2 = {256 << 10, 8, 1};
-  const MicroKernels avx2{"avx2", 8, {{"6x16", 6, 16, nullptr, nullptr}}, 1, nullptr, 0, nullptr};
+  const MicroKernels avx2{"avx2",  8,      {{"6x16", 6, 16, nullptr, nullptr}}, 1, nullptr, 0,
+                          nullptr, nullptr};
   const GemmParams r = derive_gemm_params(avx2, 0, small, 50.0);
   EXPECT_EQ(r.kc, 512);
   EXPECT_EQ(r.nc, 64);
@@ -105,7 +107,8 @@ TEST(GemmPlanTest, PlanThresholdsFollowTheCaches) {
   // A 16 x 16 tile with a 64 KiB L1d and a 256 KiB L2: kc 65536 / 2 / 64 = 512, a B block of
   // 131072 / 2048 = 64 columns (4 tiles); a quarter of L2 holds 65536 / (4 * 16 * 512) = 2
   // panels of A. With twice the L2, 4.
-  const MicroKernels tall{"avx2", 8, {{"16x16", 16, 16, nullptr, nullptr}}, 1, nullptr, 0, nullptr};
+  const MicroKernels tall{"avx2",  8,      {{"16x16", 16, 16, nullptr, nullptr}}, 1, nullptr, 0,
+                          nullptr, nullptr};
   CpuInfo cpu = fixed_cpu();
   cpu.l1d = {64 << 10, 8, 1};
   cpu.l2 = {256 << 10, 8, 1};

@@ -25,4 +25,9 @@ void register_random_kernels(KernelTable& t);
 void register_attention_kernels(KernelTable& t);
 void register_collective_kernels(KernelTable& t);
 
+// Kernels of via-f32 ops that read and write bf16 themselves, with the rule's values (the
+// float32 result rounded once) but not its widening and rounding passes over memory: they run
+// for every dtype in place of the generic via-f32 wrapper (registry.cc).
+void register_bf16_kernels(KernelTable& t);
+
 }  // namespace kiln::runtime

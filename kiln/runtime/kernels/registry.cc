@@ -136,10 +136,20 @@ constexpr KernelTable via_f32_table(std::index_sequence<K...>) {
 
 }  // namespace
 
+static const KernelTable& bf16_table() {
+  static const KernelTable t = [] {
+    KernelTable b{};
+    register_bf16_kernels(b);
+    return b;
+  }();
+  return t;
+}
+
 KernelFn kernel_for(OpKind kind) {
   static constexpr KernelTable kViaF32 = via_f32_table(std::make_index_sequence<kNumOps>{});
   KernelFn fn = table()[size_t(kind)];
-  if (fn && op_info(kind).bf16 == Bf16Rule::ViaF32) return kViaF32[size_t(kind)];
+  if (fn && op_info(kind).bf16 == Bf16Rule::ViaF32)
+    return bf16_table()[size_t(kind)] ? bf16_table()[size_t(kind)] : kViaF32[size_t(kind)];
   if (!fn)
     throw Error(
         fmt::format("op \"{}\" has no eager kernel (every op in ir/ops.def needs one in "

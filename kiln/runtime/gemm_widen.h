@@ -1,0 +1,40 @@
+// Packing bfloat16 GEMM operands into the engine's float32 panels: a bf16 value widens to
+// float32 exactly (its 16 bits become the upper half of the float32), so a product of bf16
+// operands packed this way is, bit for bit, the float32 product of the widened matrices
+// (runtime/gemm_engine.h), without a separate pass that widens whole operands in memory.
+// Operands are the bfloat16 bits (uint16_t), so the engine needs nothing from ir/. The
+// transposing copy is the kernel set's (MicroKernels::widen_transpose); the row copies here use
+// SSE2 only (every x86-64 CPU has it), so they are inline, for the packers' short rows.
+#pragma once
+
+#include <bit>
+#include <cstdint>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+namespace kiln::runtime::gemm_detail {
+
+// dst[i] = widen(src[i]) for i < n.
+inline void widen_bf16(const uint16_t* src, int64_t n, float* dst) {
+  int64_t i = 0;
+#if defined(__SSE2__)
+  // Interleaving zeros below each 16-bit value gives the float32 whose upper half it is.
+  const __m128i zero = _mm_setzero_si128();
+  for (; i + 8 <= n; i += 8) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), _mm_unpacklo_epi16(zero, v));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i + 4), _mm_unpackhi_epi16(zero, v));
+  }
+#endif
+  for (; i < n; ++i) dst[i] = std::bit_cast<float>(uint32_t(src[i]) << 16);
+}
+
+// dst[i * dst_ld + p] = widen(src[i * src_ld + p]) for i < rows, p < cols.
+inline void widen_bf16_rows(const uint16_t* src, int64_t src_ld, int64_t rows, int64_t cols,
+                            float* dst, int64_t dst_ld) {
+  for (int64_t i = 0; i < rows; ++i) widen_bf16(src + i * src_ld, cols, dst + i * dst_ld);
+}
+
+}  // namespace kiln::runtime::gemm_detail

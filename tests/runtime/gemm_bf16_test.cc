@@ -1,0 +1,274 @@
+// Products of bf16 operands (runtime::gemm_bf16, the engine's widening packers in
+// runtime/gemm_widen.h, and the bf16 MatMul kernel): a bf16 value widens to float32 exactly, so
+// each product must be, bit for bit, gemm<float> of the widened operands, on every kernel set,
+// thread count, grid and entry point (the engine's promise: every element one FMA chain over k
+// in k order); bf16 operands are always packed, and plans say so; the MatMul kernel gives the
+// float32 product rounded once (ops.def's via-f32 values) for stacked, batched and broadcast
+// operands. Operand values are random bf16 with the full range of exponents a product of
+// activations sees, padded leading dimensions, and a canary border on C. Fixed seeds.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kiln/ir/bfloat16.h"
+#include "kiln/ir/error.h"
+#include "kiln/runtime/gemm.h"
+#include "kiln/runtime/gemm_engine.h"
+#include "kiln/runtime/gemm_tuning.h"
+#include "kiln/runtime/kernels.h"
+#include "kiln/runtime/threading.h"
+
+namespace kiln::runtime {
+namespace {
+
+// Restores the kernel set and thread count at scope exit.
+class Bf16GemmSettings {
+ public:
+  Bf16GemmSettings() : kernels_(gemm_kernels()), threads_(num_threads()) {}
+  ~Bf16GemmSettings() {
+    set_gemm_kernels(kernels_);
+    set_num_threads(threads_);
+  }
+
+ private:
+  std::string kernels_;
+  int threads_;
+};
+
+std::vector<std::string> runnable_kernel_sets() {
+  std::vector<std::string> sets;
+  for (const char* name : {"avx512", "avx2", "eigen"}) {
+    try {
+      Bf16GemmSettings guard;
+      set_gemm_kernels(name);
+      sets.push_back(name);
+    } catch (const Error&) {  // this CPU cannot run them
+    }
+  }
+  return sets;
+}
+
+// One product of bf16 operands, and the same operands widened to float32 (same layout).
+struct Bf16Product {
+  bool ta, tb;
+  int64_t m, n, k, lda, ldb, ldc;
+  std::vector<bfloat16> a, b;
+  std::vector<float> wa, wb;
+  static constexpr float kCanary = -777.25f;
+
+  Bf16Product(bool ta_, bool tb_, int64_t m_, int64_t n_, int64_t k_, uint64_t seed)
+      : ta(ta_), tb(tb_), m(m_), n(n_), k(k_) {
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    std::uniform_int_distribution<int> e(-6, 6);
+    lda = (ta ? m : k) + 3;
+    ldb = (tb ? k : n) + 5;
+    ldc = n + 7;
+    auto fill = [&](std::vector<bfloat16>& x, std::vector<float>& w, size_t size) {
+      x.resize(size);
+      w.resize(size);
+      for (size_t i = 0; i < size; ++i) {
+        x[i] = bfloat16::from_float(std::ldexp(u(rng), e(rng)));
+        w[i] = x[i].to_float();
+      }
+    };
+    fill(a, wa, size_t((ta ? k : m) * lda));
+    fill(b, wb, size_t((tb ? n : k) * ldb));
+  }
+
+  std::vector<float> canvas() const { return std::vector<float>(size_t(m * ldc), kCanary); }
+
+  // gemm<float> (or gemm_serial) of the widened operands: the bits every path must give.
+  std::vector<float> float32(bool parallel) const {
+    std::vector<float> c = canvas();
+    if (parallel)
+      gemm<float>(ta, tb, m, n, k, wa.data(), lda, wb.data(), ldb, c.data(), ldc);
+    else
+      gemm_serial<float>(ta, tb, m, n, k, wa.data(), lda, wb.data(), ldb, c.data(), ldc);
+    return c;
+  }
+
+  std::vector<float> bf16(bool parallel, std::vector<int>* rows_seen = nullptr) const {
+    std::vector<float> c = canvas();
+    const std::function<void(int64_t, int64_t)> on_rows = [&](int64_t r0, int64_t r1) {
+      for (int64_t i = r0; i < r1; ++i) ++(*rows_seen)[size_t(i)];
+    };
+    gemm_bf16(ta, tb, m, n, k, a.data(), lda, b.data(), ldb, c.data(), ldc, parallel,
+              rows_seen ? &on_rows : nullptr);
+    return c;
+  }
+
+  std::string describe(const std::string& set) const {
+    return set + " m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k) +
+           " ta=" + std::to_string(ta) + " tb=" + std::to_string(tb);
+  }
+};
+
+// {m, n, k}: large square (both packed), narrow tasks (A read directly in float32), one column
+// tile against a transposed B (computed as C^T), a B over 4 MiB of few rows (copied in blocks
+// in float32), a narrow C of many rows (C^T), edge tiles everywhere.
+constexpr int64_t kShapes[][3] = {{515, 641, 384}, {64, 256, 784}, {32, 1024, 256}, {9, 70, 600},
+                                  {150, 30, 700},  {40, 70, 9000}, {500, 10, 64},   {1, 1, 1}};
+
+TEST(GemmBf16Test, BitwiseTheFloat32ProductOfTheWidenedOperands) {
+  Bf16GemmSettings guard;
+  for (const std::string& set : runnable_kernel_sets()) {
+    set_gemm_kernels(set);
+    for (const auto& s : kShapes)
+      for (bool ta : {false, true})
+        for (bool tb : {false, true}) {
+          const Bf16Product p(ta, tb, s[0], s[1], s[2], 11 + uint64_t(s[0] * 3 + s[2]));
+          const std::string what = p.describe(set);
+          for (int threads : {1, 2, 3}) {
+            set_num_threads(threads);
+            const std::vector<float> want = p.float32(true);
+            EXPECT_TRUE(p.bf16(true) == want) << what << ", " << threads << " threads";
+            std::vector<int> seen(size_t(p.m), 0);
+            EXPECT_TRUE(p.bf16(true, &seen) == want) << what << " with row blocks";
+            for (int64_t i = 0; i < p.m; ++i)
+              ASSERT_EQ(seen[size_t(i)], 1) << what << ": row " << i << "'s callbacks";
+          }
+          EXPECT_TRUE(p.bf16(false) == p.float32(false)) << what << " serial";
+        }
+  }
+}
+
+// Straight through the engine: any grid gives the same bits, and bf16 operands are packed.
+TEST(GemmBf16Test, EveryGridPacksTheBf16OperandsAndGivesTheSameBits) {
+  Bf16GemmSettings guard;
+  bool ran = false;
+  for (const std::string& set : runnable_kernel_sets()) {
+    if (set == "eigen") continue;
+    set_gemm_kernels(set);
+    set_num_threads(1);
+    ran = true;
+    const gemm_detail::MicroKernels& mk = *gemm_detail::active_microkernels();
+    for (const auto& s : kShapes)
+      for (bool ta : {false, true})
+        for (bool tb : {false, true}) {
+          const Bf16Product p(ta, tb, s[0], s[1], s[2], 5 + uint64_t(s[1]));
+          const std::vector<float> want = p.float32(false);
+          gemm_detail::GemmShape shape{p.m, p.n, p.k, ta, tb, 3, false};
+          shape.a_bf16 = shape.b_bf16 = true;
+          for (gemm_detail::GemmGrid grid :
+               {gemm_detail::GemmGrid{1, 1}, gemm_detail::GemmGrid{3, 1},
+                gemm_detail::GemmGrid{1, 4}, gemm_detail::GemmGrid{5, 3}}) {
+            const gemm_detail::GemmPlan plan =
+                gemm_detail::make_gemm_plan(mk, shape, gemm_detail::gemm_params(mk, shape), grid);
+            const std::string what = p.describe(set) + " grid " + std::to_string(grid.row_blocks) +
+                                     "x" + std::to_string(grid.col_blocks) + ": " + plan.describe();
+            EXPECT_TRUE(plan.a == gemm_detail::AMode::kPackedAll ||
+                        plan.a == gemm_detail::AMode::kPackedPerPanel)
+                << what;
+            EXPECT_TRUE(plan.b == gemm_detail::BMode::kPacked ||
+                        plan.b == gemm_detail::BMode::kPackedPerTask)
+                << what;
+            EXPECT_NE(plan.describe().find("A bf16 packed"), std::string::npos) << what;
+            EXPECT_NE(plan.describe().find("B bf16 packed"), std::string::npos) << what;
+            std::vector<float> c = p.canvas();
+            gemm_detail::SgemmArgs args{ta,    tb,      p.m,   p.n,      p.k,   nullptr,
+                                        p.lda, nullptr, p.ldb, c.data(), p.ldc, false};
+            args.a16 = reinterpret_cast<const uint16_t*>(p.a.data());
+            args.b16 = reinterpret_cast<const uint16_t*>(p.b.data());
+            gemm_detail::run_gemm(mk, plan, args);
+            EXPECT_TRUE(c == want) << what;
+          }
+        }
+  }
+  if (!ran) GTEST_SKIP() << "this CPU runs only Eigen's GEMM (no packing to test)";
+}
+
+// The widening transposing copy of each kernel set, every block and remainder size.
+TEST(GemmBf16Test, WideningTransposeIsExact) {
+  Bf16GemmSettings guard;
+  std::mt19937 rng(9);
+  std::uniform_int_distribution<int> bits(0, 0xFFFF);
+  bool ran = false;
+  for (const std::string& set : runnable_kernel_sets()) {
+    if (set == "eigen") continue;
+    set_gemm_kernels(set);
+    ran = true;
+    const gemm_detail::MicroKernels& mk = *gemm_detail::active_microkernels();
+    for (int64_t rows = 1; rows <= 19; ++rows)
+      for (int64_t cols = 1; cols <= 19; ++cols) {
+        const int64_t src_ld = cols + 2, dst_ld = rows + 3;
+        std::vector<uint16_t> src(size_t(rows * src_ld));
+        for (uint16_t& x : src) x = uint16_t(bits(rng));
+        std::vector<float> dst(size_t(cols * dst_ld), 5.0f);
+        mk.widen_transpose(src.data(), src_ld, rows, cols, dst.data(), dst_ld);
+        for (int64_t p = 0; p < cols; ++p)
+          for (int64_t i = 0; i < dst_ld; ++i) {
+            const uint32_t want = i < rows ? uint32_t(src[size_t(i * src_ld + p)]) << 16
+                                           : std::bit_cast<uint32_t>(5.0f);
+            ASSERT_EQ(std::bit_cast<uint32_t>(dst[size_t(p * dst_ld + i)]), want)
+                << set << " " << rows << "x" << cols << " at column " << p << " row " << i;
+          }
+      }
+  }
+  if (!ran) GTEST_SKIP() << "this CPU runs only Eigen's GEMM (no packing to test)";
+}
+
+Array bf16_array(const Shape& shape, std::mt19937& rng) {
+  Array x = Array::empty({DType::bf16, shape});
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  auto* d = x.data<bfloat16>();
+  for (int64_t i = 0; i < x.size(); ++i) d[i] = bfloat16::from_float(u(rng));
+  return x;
+}
+
+Array widened(const Array& x) {
+  Array w = Array::empty({DType::f32, x.shape});
+  for (int64_t i = 0; i < x.size(); ++i) w.data<float>()[i] = x.data<bfloat16>()[i].to_float();
+  return w;
+}
+
+// The MatMul kernel on bf16: the float32 kernel's result on the widened operands, rounded once,
+// for every way it cuts a batch into products (stacked rows, entries in parallel, in turn).
+TEST(GemmBf16Test, MatMulKernelRoundsTheFloat32ProductOnce) {
+  Bf16GemmSettings guard;
+  struct Case {
+    Shape a, b;
+    bool ta, tb;
+  };
+  const Case cases[] = {
+      {Shape{4, 33, 70}, Shape{70, 50}, false, false},        // stacked rows against one matrix
+      {Shape{4, 33, 70}, Shape{50, 70}, false, true},         // the same, B transposed
+      {Shape{64, 9, 12}, Shape{64, 12, 7}, false, false},     // many small entries in parallel
+      {Shape{2, 300, 200}, Shape{2, 200, 260}, true, false},  // few large ones in turn (ta)
+      {Shape{3, 1, 40, 24}, Shape{5, 24, 16}, false, false},  // broadcast batch axes
+      {Shape{0, 8, 8}, Shape{8, 8}, false, false},            // empty
+  };
+  std::mt19937 rng(3);
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (const Case& c : cases) {
+      Attrs attrs;
+      attrs.set("transpose_a", AttrValue(c.ta));
+      attrs.set("transpose_b", AttrValue(c.tb));
+      // ta on the left operand's last two axes.
+      Shape as = c.a;
+      if (c.ta) std::swap(as[as.rank() - 2], as[as.rank() - 1]);
+      const Array a = bf16_array(as, rng), b = bf16_array(c.b, rng);
+      const Array in16[] = {a, b};
+      const Array in32[] = {widened(a), widened(b)};
+      const Array got = run_op(OpKind::MatMul, in16, attrs);
+      const Array f = run_op(OpKind::MatMul, in32, attrs);
+      ASSERT_EQ(got.dtype, DType::bf16);
+      ASSERT_EQ(got.shape, f.shape);
+      for (int64_t i = 0; i < got.size(); ++i)
+        ASSERT_EQ(got.data<bfloat16>()[i].bits, bfloat16::from_float(f.data<float>()[i]).bits)
+            << as.to_string() << " x " << c.b.to_string() << " at " << i << ", " << threads
+            << " threads";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kiln::runtime
