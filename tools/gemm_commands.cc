@@ -10,6 +10,7 @@
 
 #include "kiln/kiln.h"
 #include "kiln/runtime/cpu_info.h"
+#include "kiln/runtime/gemm.h"
 #include "kiln/runtime/gemm_engine.h"
 #include "kiln/runtime/gemm_tuner.h"
 #include "kiln/runtime/gemm_tuning.h"
@@ -38,10 +39,15 @@ struct PlanArgs {
   std::string dtype = "float32";
 };
 
+// A bf16 product runs on the bf16 pair kernels where they are active (VDPBF16PS), else on the
+// float32 kernels with its operands widened as they are packed (runtime::gemm_bf16).
 void print_plan(const PlanArgs& a) {
-  const gd::MicroKernels& mk = engine_or_fail("gemm-plan");
+  const bool bf16 = a.dtype == "bfloat16";
+  const gd::MicroKernels* pairs = bf16 ? gd::active_bf16_microkernels() : nullptr;
+  const gd::MicroKernels& mk = pairs ? *pairs : engine_or_fail("gemm-plan");
   const int threads = a.threads > 0 ? a.threads : num_threads();
-  const gd::GemmShape shape{a.m, a.n, a.k, a.ta, a.tb, threads, a.epilogue};
+  gd::GemmShape shape{a.m, a.n, a.k, a.ta, a.tb, threads, a.epilogue};
+  shape.a_bf16 = shape.b_bf16 = bf16;
   const gd::GemmParams& p = gd::gemm_params(mk, shape);
   const gd::GemmPlan plan = gd::make_gemm_plan(mk, shape, p);
   std::cout << "cpu:      " << runtime::cpu_info().describe() << "\n"
@@ -58,13 +64,15 @@ void print_plan(const PlanArgs& a) {
              p.kc, p.nc, p.b_ahead, p.direct_a_max_cols, p.mr_direct, p.pack_b_min_rows,
              p.large_b_bytes >> 10, p.min_task_flops / 1e3, p.min_task_panels)
       << "plan:     " << plan.describe() << "\n";
-  if (a.dtype == "bfloat16") {
+  if (bf16) {
     const runtime::CpuInfo& cpu = runtime::cpu_info();
     std::cout << fmt::format(
-        "bfloat16: operands widened to float32 (exact), this float32 plan, C rounded to bf16 "
-        "once (ops.def: via-f32); kiln has no bf16 product kernels yet (this CPU: "
-        "AVX512-BF16 {}, AMX-BF16 {})\n",
-        cpu.avx512_bf16 ? "yes" : "no", cpu.amx_bf16 ? "yes" : "no");
+        "bfloat16: {}; C accumulated in float32, a bf16 result rounded once as its rows are "
+        "done (bf16 kernels: {}, KILN_GEMM_BF16; this CPU: AVX512-BF16 {}, AMX-BF16 {}: kiln "
+        "has no AMX kernels yet)\n",
+        pairs ? "operands packed as bf16 pairs, multiplied by VDPBF16PS"
+              : "operands widened to float32 (exact) as they are packed, float32 FMAs",
+        runtime::gemm_bf16_kernels(), cpu.avx512_bf16 ? "yes" : "no", cpu.amx_bf16 ? "yes" : "no");
   }
 }
 

@@ -60,15 +60,28 @@ int64_t gemm_row_blocks(int64_t m, int64_t n, int64_t k, bool trans_a = false,
                         bool trans_b = false);
 
 // A product of bfloat16 operands into float32: C[m, n] = op(A) * op(B), A and B stored as bf16
-// (gemm's layout contract), C float32. Bitwise gemm<float> (or gemm_serial<float> when
-// !parallel) of the operands widened to float32: kiln's engine widens each operand as it packs
-// it (always packed: runtime/gemm_widen.h), never in a pass of its own; Eigen's path widens
-// them first. With on_rows (parallel only), C is computed in blocks of whole rows and
+// (gemm's layout contract), C float32, each element the float32 chain of FMAs over k in k order
+// of the widened operands. On the bf16 pair kernels (gemm_bf16_kernels(): VDPBF16PS where the
+// CPU has AVX512-BF16) the operands are packed as pairs of bf16 and the instruction adds the
+// two products of each pair in k order: bitwise gemm<float> of the widened operands except
+// where denormals occur (the instruction flushes them) and for the sign of a zero result of
+// odd k (the last pair's missing half adds +0). Elsewhere bitwise gemm<float> (or
+// gemm_serial<float> when !parallel) of the widened operands: kiln's engine widens each operand
+// as it packs it (always packed: runtime/gemm_widen.h), never in a pass of its own; Eigen's
+// path widens them first. With on_rows (parallel only), C is computed in blocks of whole rows and
 // on_rows(r0, r1) runs for each right after its last product, on the thread that computed it
 // (gemm_rows' contract): the place to round the rows back to bf16 while they are in cache.
 void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const bfloat16* a,
                int64_t lda, const bfloat16* b, int64_t ldb, float* c, int64_t ldc, bool parallel,
                const std::function<void(int64_t, int64_t)>* on_rows = nullptr);
+
+// The kernels of products of bf16 operands: "avx512bf16" (VDPBF16PS), "avx512bf16-emulated"
+// (its pair layout emulated with float32 FMAs: tests) or "float32" (the float32 kernels on
+// widened operands). set_gemm_bf16_kernels("auto") (the default; KILN_GEMM_BF16=NAME at start)
+// picks avx512bf16 where the CPU has AVX512-BF16 and the float32 kernels are avx512, else
+// float32; kiln::Error for an unknown name or kernels this CPU cannot run.
+std::string gemm_bf16_kernels();
+void set_gemm_bf16_kernels(const std::string& name);
 
 // The float32 GEMM kernels in use: "avx512", "avx2" (kiln's microkernels) or "eigen".
 std::string gemm_kernels();

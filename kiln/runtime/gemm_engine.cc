@@ -46,6 +46,20 @@ void pack_b_block(const MicroKernels& mk, int64_t nr, const SgemmArgs& g, const 
   const int64_t j0 = panel * nr, cols = std::min(nr, g.n - j0);
   const int64_t k0 = kb.begin(q), kc = kb.depth(q, g.k);
   float* dst = out + k0 * n_pad + panel * kc * nr;
+  if (g.k_elements > 0) {  // bf16 pairs: elements [2 k0, 2 k0 + 2 kc) of k
+    const int64_t e0 = 2 * k0, elements = std::min(g.k_elements, 2 * (k0 + kc)) - e0;
+    if (!g.tb)
+      for (int64_t p = 0; p < kc; ++p)
+        interleave_bf16_pairs(
+            g.b16 + (e0 + 2 * p) * g.ldb + j0,
+            2 * p + 1 < elements ? g.b16 + (e0 + 2 * p + 1) * g.ldb + j0 : nullptr, cols,
+            dst + p * nr);
+    else
+      pair_transpose_avx2(g.b16 + j0 * g.ldb + e0, g.ldb, cols, elements, dst, nr);
+    if (cols < nr)
+      for (int64_t p = 0; p < kc; ++p) std::fill(dst + p * nr + cols, dst + (p + 1) * nr, 0.0f);
+    return;
+  }
   if (g.b16 != nullptr) {
     if (!g.tb)
       widen_bf16_rows(g.b16 + k0 * g.ldb + j0, g.ldb, kc, cols, dst, nr);
@@ -97,6 +111,21 @@ void pack_b_rows(int64_t nr, const SgemmArgs& g, const KBlocks& kb, int64_t q, i
   const int64_t k0 = kb.begin(q), kc = kb.depth(q, g.k);
   const int64_t full = g.n / nr, rest = g.n - full * nr;
   float* block = out + k0 * n_pad;
+  if (g.k_elements > 0) {  // bf16 pairs: row pair p is elements 2 (k0 + p) and the next
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t e = 2 * (k0 + p);
+      const uint16_t* first = g.b16 + e * g.ldb;
+      const uint16_t* second = e + 1 < g.k_elements ? first + g.ldb : nullptr;
+      for (int64_t panel = 0; panel * nr < g.n; ++panel) {
+        const int64_t cols = std::min(nr, g.n - panel * nr);
+        float* dst = block + panel * kc * nr + p * nr;
+        interleave_bf16_pairs(first + panel * nr, second ? second + panel * nr : nullptr, cols,
+                              dst);
+        std::fill(dst + cols, dst + nr, 0.0f);
+      }
+    }
+    return;
+  }
   if (g.b16 != nullptr) {
     for (int64_t p = p0; p < p1; ++p) {
       const uint16_t* src = g.b16 + (k0 + p) * g.ldb;
@@ -140,6 +169,17 @@ void copy_panel_of(int64_t h, const float* src, int64_t ld, int64_t kc, float* o
 // Packs rows [r0, r0 + h) of op(A), columns [k0, k0 + kc), as out[p * h + i].
 void pack_a_panel(const MicroKernels& mk, const SgemmArgs& g, int64_t r0, int64_t h, int64_t k0,
                   int64_t kc, float* out) {
+  if (g.k_elements > 0) {  // bf16 pairs: elements [2 k0, 2 k0 + 2 kc) of k
+    const int64_t e0 = 2 * k0, elements = std::min(g.k_elements, 2 * (k0 + kc)) - e0;
+    if (g.ta)
+      for (int64_t p = 0; p < kc; ++p)
+        interleave_bf16_pairs(
+            g.a16 + (e0 + 2 * p) * g.lda + r0,
+            2 * p + 1 < elements ? g.a16 + (e0 + 2 * p + 1) * g.lda + r0 : nullptr, h, out + p * h);
+    else
+      pair_transpose_avx2(g.a16 + r0 * g.lda + e0, g.lda, h, elements, out, h);
+    return;
+  }
   if (g.a16 != nullptr) {
     if (g.ta)
       widen_bf16_rows(g.a16 + k0 * g.lda + r0, g.lda, kc, h, out, h);
@@ -333,6 +373,7 @@ void run_transposed(const MicroKernels& mk, const GemmPlan& plan, const SgemmArg
   t.ldb = g.lda;
   t.a16 = g.b16;
   t.b16 = g.a16;
+  t.k_elements = g.k_elements;
   t.m = g.n;
   t.n = g.m;
   t.k = g.k;
@@ -362,6 +403,16 @@ void run_gemm(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& g,
   // bf16 operands are read only by the packing, which widens them.
   KILN_ASSERT(plan.shape.a_bf16 == (g.a16 != nullptr) && plan.shape.b_bf16 == (g.b16 != nullptr),
               "gemm: the plan was made for other operand dtypes than the product's");
+  if (mk.k_per_step == 2) {
+    // bf16 pairs: the tiles step through ceil(k / 2) pairs of the packed operands.
+    KILN_ASSERT(g.a16 != nullptr && g.b16 != nullptr && plan.k_per_step == 2,
+                "gemm: bf16 pair kernels need two bf16 operands and a plan made for them");
+    SgemmArgs pairs = g;
+    pairs.k_elements = g.k;
+    pairs.k = ceil_div(g.k, 2);
+    if (plan.transposed()) return run_transposed(mk, plan, pairs, on_rows);
+    return run_product(mk, plan, pairs, on_rows);
+  }
   if (plan.transposed()) return run_transposed(mk, plan, g, on_rows);
   run_product(mk, plan, g, on_rows);
 }
@@ -418,9 +469,51 @@ std::atomic<const MicroKernels*>& active_slot() {
   return slot;
 }
 
+// ---- the bf16 pair kernels
+
+constexpr const char* kFloat32 = "float32";
+
+bool cpu_has_avx512bf16() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
+}
+
+// nullptr for float32 (the float32 kernels on widened operands); kiln::Error for a name that is
+// unknown or that this CPU cannot run.
+const MicroKernels* resolve_bf16(const std::string& name, const char* source) {
+  if (name == "auto") {
+    const MicroKernels* f32 = active_microkernels();
+    return cpu_has_avx512bf16() && f32 && std::string(f32->isa) == "avx512"
+               ? &avx512bf16_microkernels()
+               : nullptr;
+  }
+  if (name == kFloat32) return nullptr;
+  if (name != "avx512bf16" && name != "avx512bf16-emulated")
+    throw Error(fmt::format(
+        "{}\"{}\" is not a bf16 GEMM kernel set: use auto, avx512bf16, avx512bf16-emulated or "
+        "float32",
+        source, name));
+  if (name == "avx512bf16" ? !cpu_has_avx512bf16() : !cpu_runs("avx512"))
+    throw Error(fmt::format("{}\"{}\": this CPU cannot run these kernels ({}); use auto or float32",
+                            source, name, name == "avx512bf16" ? "no AVX512-BF16" : "no AVX-512F"));
+  return name == "avx512bf16" ? &avx512bf16_microkernels() : &avx512bf16_emulated_microkernels();
+}
+
+std::atomic<const MicroKernels*>& active_bf16_slot() {
+  static std::atomic<const MicroKernels*> slot{[] {
+    const std::optional<std::string> name = knobs::gemm_bf16_kernels();
+    return resolve_bf16(name.value_or("auto"), name ? "KILN_GEMM_BF16=" : "");
+  }()};
+  return slot;
+}
+
 }  // namespace
 
 const MicroKernels* active_microkernels() { return active_slot().load(std::memory_order_relaxed); }
+
+const MicroKernels* active_bf16_microkernels() {
+  return active_bf16_slot().load(std::memory_order_relaxed);
+}
 
 }  // namespace kiln::runtime::gemm_detail
 
@@ -433,6 +526,15 @@ std::string gemm_kernels() {
 
 void set_gemm_kernels(const std::string& name) {
   gemm_detail::active_slot().store(gemm_detail::resolve(name, "set_gemm_kernels: "));
+}
+
+std::string gemm_bf16_kernels() {
+  const gemm_detail::MicroKernels* mk = gemm_detail::active_bf16_microkernels();
+  return mk ? mk->isa : gemm_detail::kFloat32;
+}
+
+void set_gemm_bf16_kernels(const std::string& name) {
+  gemm_detail::active_bf16_slot().store(gemm_detail::resolve_bf16(name, "set_gemm_bf16_kernels: "));
 }
 
 }  // namespace kiln::runtime

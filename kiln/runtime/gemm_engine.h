@@ -35,6 +35,9 @@ struct SgemmArgs {
   bool accumulate = false;
   const uint16_t* a16 = nullptr;
   const uint16_t* b16 = nullptr;
+  // Set by run_gemm for pair kernels (MicroKernels::k_per_step 2): k then counts bf16 pairs and
+  // this is the depth in elements.
+  int64_t k_elements = 0;
 };
 
 using RowsDone = std::function<void(int64_t, int64_t)>;
@@ -49,5 +52,10 @@ void run_gemm(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& arg
 // The microkernels float GEMMs use: the best the CPU runs (AVX-512F, else AVX2 + FMA), or
 // KILN_GEMM / set_gemm_kernels; nullptr means Eigen's GEMM (gemm.cc).
 const MicroKernels* active_microkernels();
+
+// The bf16 pair kernels products of bf16 operands use (runtime::gemm_bf16): avx512bf16 where
+// the CPU has AVX512-BF16 and the float32 kernels in use are avx512, or KILN_GEMM_BF16 /
+// set_gemm_bf16_kernels; nullptr: the float32 kernels on widened operands.
+const MicroKernels* active_bf16_microkernels();
 
 }  // namespace kiln::runtime::gemm_detail

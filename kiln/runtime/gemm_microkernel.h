@@ -95,6 +95,14 @@ struct MicroKernels {
   // (runtime/gemm_widen.h).
   void (*widen_transpose)(const uint16_t* src, int64_t src_ld, int64_t rows, int64_t cols,
                           float* dst, int64_t dst_ld);
+  // 1: the float32 kernels above. 2: bf16 dot-product kernels (VDPBF16PS): every 32-bit element
+  // of a packed panel is a PAIR of bf16 values of consecutive k, element k in its upper half
+  // and k + 1 in its lower half (zero past the end of k), and fma(a, b, c) adds both products
+  // of each lane's pairs to c, the upper (k) first, each rounded (the products of two bf16 are
+  // exact in float32), so each element of C is the float32 chain over k in k order, as the
+  // float32 kernels compute it from the widened operands (runtime/gemm_bf16_kernels.cc). The
+  // tile contract holds with kc counting pairs.
+  int32_t k_per_step = 1;
 
   // The shape named `name` ("12x32"), or nullptr.
   const MicroKernel* find(const char* name) const;
@@ -113,5 +121,17 @@ void widen_transpose_avx2(const uint16_t* src, int64_t src_ld, int64_t rows, int
 // The kernel tables; each may be called only on a CPU with its ISA (gemm_engine.cc checks).
 const MicroKernels& avx512_microkernels();  // AVX-512F: 12x32, 14x32, 8x48, 6x64
 const MicroKernels& avx2_microkernels();    // AVX2 + FMA: 6x16, 4x24
+// bf16 pairs (k_per_step 2): VDPBF16PS (AVX512-BF16), 12x32 and 8x48; and its emulation on
+// AVX-512F (two float32 FMAs per instruction, in the order above; denormals are not flushed as
+// VDPBF16PS flushes them), which tests the pair layout and the engine on CPUs without the
+// instruction (KILN_GEMM_BF16=avx512bf16-emulated).
+const MicroKernels& avx512bf16_microkernels();
+const MicroKernels& avx512bf16_emulated_microkernels();
+
+// The pair packers' transposing copy (AVX2): dst[p * dst_ld + i] = the pair of
+// src[i * src_ld + 2p] (upper half) and src[i * src_ld + 2p + 1] (lower half; 0 when
+// 2p + 1 == elements) for i < rows, p < ceil(elements / 2).
+void pair_transpose_avx2(const uint16_t* src, int64_t src_ld, int64_t rows, int64_t elements,
+                         float* dst, int64_t dst_ld);
 
 }  // namespace kiln::runtime::gemm_detail

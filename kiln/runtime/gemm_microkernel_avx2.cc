@@ -41,6 +41,21 @@ inline __m256 load8(const uint16_t* p) {
   const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
 }
+// Two bf16 values of consecutive k, in memory order (first, second), moved as one 32-bit
+// element with the first in the upper half (the pair layout of gemm_microkernel.h).
+struct __attribute__((may_alias)) Bf16Pair {
+  uint16_t first, second;
+};
+inline __m256 load8(const Bf16Pair* p) {
+  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return _mm256_castsi256_ps(_mm256_or_si256(_mm256_slli_epi32(v, 16), _mm256_srli_epi32(v, 16)));
+}
+inline float value(Bf16Pair pair) {
+  float f;
+  const uint32_t u = uint32_t(pair.first) << 16 | pair.second;
+  __builtin_memcpy(&f, &u, sizeof f);
+  return f;
+}
 inline float value(float x) { return x; }
 inline float value(uint16_t bits) {
   float f;
@@ -136,6 +151,25 @@ void transpose_avx2(const float* src, int64_t src_ld, int64_t rows, int64_t cols
 void widen_transpose_avx2(const uint16_t* src, int64_t src_ld, int64_t rows, int64_t cols,
                           float* dst, int64_t dst_ld) {
   transpose_rows(src, src_ld, rows, cols, dst, dst_ld);
+}
+
+void pair_transpose_avx2(const uint16_t* src, int64_t src_ld, int64_t rows, int64_t elements,
+                         float* dst, int64_t dst_ld) {
+  // Whole pairs as 32-bit elements (rows src_ld / 2 pairs apart when src_ld is even; else
+  // pair by pair), then the last element alone when there is an odd number.
+  const int64_t pairs = elements / 2;
+  if (src_ld % 2 == 0) {
+    transpose_rows(reinterpret_cast<const Bf16Pair*>(src), src_ld / 2, rows, pairs, dst, dst_ld);
+  } else {
+    for (int64_t p = 0; p < pairs; ++p)
+      for (int64_t i = 0; i < rows; ++i) {
+        const uint16_t* at = src + i * src_ld + 2 * p;
+        dst[p * dst_ld + i] = value(Bf16Pair{at[0], at[1]});
+      }
+  }
+  if (elements % 2 != 0)
+    for (int64_t i = 0; i < rows; ++i)
+      dst[pairs * dst_ld + i] = value(Bf16Pair{src[i * src_ld + 2 * pairs], 0});
 }
 
 // Of the 16 ymm registers, the accumulators take 12 (6 x 2 vectors, 4 x 3), the rest hold B's

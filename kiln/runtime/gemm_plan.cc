@@ -196,10 +196,11 @@ std::string GemmPlan::describe() const {
         ", as C^T = {}x{}x{} {}{} (back-transposed {}{})", m, k, n, ta ? 't' : 'n', tb ? 't' : 'n',
         name(back), back == BackTranspose::kAfter ? fmt::format(" in {} tasks", back_blocks) : "");
   text += fmt::format(
-      ", grid {}x{}, A {}{}, B {}{}, kc {} x {} block{}, nc {}, {} rows per tile, B prefetch {} "
+      ", grid {}x{}, A {}{}, B {}{}, kc {}{} x {} block{}, nc {}, {} rows per tile, B prefetch {} "
       "rows ({})",
       row_blocks, col_blocks, a_bf16 ? "bf16 " : "", name(a), b_bf16 ? "bf16 " : "", name(b), kc,
-      k_blocks, k_blocks == 1 ? "" : "s", nc, panel_rows, b_ahead, source);
+      k_per_step == 2 ? " pairs" : "", k_blocks, k_blocks == 1 ? "" : "s", nc, panel_rows, b_ahead,
+      source);
   return text;
 }
 
@@ -259,13 +260,16 @@ GemmPlan make_gemm_plan(const MicroKernels& mk, const GemmShape& shape, const Ge
   plan.kernel = &mk.shapes[std::clamp<int32_t>(p.kernel, 0, mk.shape_count - 1)];
   plan.b_ahead = p.b_ahead;
   plan.source = p.source;
+  plan.k_per_step = mk.k_per_step;
+  // The depth the tiles step through: k, or its bf16 pairs (the last one may be half).
+  const int64_t steps = ceil_div(shape.k, mk.k_per_step);
   if (!compute_transposed(*plan.kernel, shape)) {
-    plan_product(plan, p, shape.m, shape.n, shape.k, shape.ta, shape.tb, shape.a_bf16, shape.b_bf16,
+    plan_product(plan, p, shape.m, shape.n, steps, shape.ta, shape.tb, shape.a_bf16, shape.b_bf16,
                  grid, shape.epilogue);
     return plan;
   }
   // C^T = op(B)^T op(A)^T: op(B)^T is B's stored rows when tb, op(A)^T is A's when !ta.
-  const int64_t m = shape.n, n = shape.m, k = shape.k;
+  const int64_t m = shape.n, n = shape.m, k = steps;
   const bool ta = !shape.tb, tb = !shape.ta;
   const bool a_bf16 = shape.b_bf16, b_bf16 = shape.a_bf16;
   const bool parallel = grid.row_blocks * grid.col_blocks > 1;

@@ -129,7 +129,8 @@ struct GemmPlan {
   const MicroKernel* kernel = nullptr;
   BackTranspose back = BackTranspose::kNone;
   int64_t back_blocks = 1;  // kAfter: tasks transposing C^T back
-  // The product the tasks compute: the one asked for, or its transpose (back != kNone).
+  // The product the tasks compute: the one asked for, or its transpose (back != kNone); k in
+  // steps of the tiles (bf16 pairs with k_per_step 2).
   int64_t m = 0, n = 0, k = 0;
   bool ta = false, tb = false;
   bool a_bf16 = false, b_bf16 = false;     // its operands stored as bf16 (widened as packed)
@@ -137,6 +138,7 @@ struct GemmPlan {
   AMode a = AMode::kPackedPerPanel;
   BMode b = BMode::kDirect;
   int64_t kc = 0, k_blocks = 1;  // k blocks of kc (the last may be shorter)
+  int32_t k_per_step = 1;        // 2: bf16 pair kernels; k, kc and k blocks count pairs
   int64_t nc = 0;                // columns of B per block in a task
   int32_t panel_rows = 0;        // rows per tile
   int32_t b_ahead = 0;

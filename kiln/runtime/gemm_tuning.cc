@@ -160,14 +160,18 @@ std::optional<TunedTable> read_table(const MicroKernels& mk, const std::string& 
   }
 }
 
-// The published tuning of each kernel set (avx512, avx2), and every one published before
-// (kept alive: gemm_params() may still be reading them on another thread).
+// The published tuning of each kernel set (avx512, avx2, and the bf16 pair sets), and every one
+// published before (kept alive: gemm_params() may still be reading them on another thread).
 struct Slots {
   std::mutex mutex;
-  std::atomic<const Tuning*> avx512{nullptr}, avx2{nullptr};
+  std::atomic<const Tuning*> avx512{nullptr}, avx2{nullptr}, bf16{nullptr}, bf16_emulated{nullptr};
   std::vector<std::unique_ptr<Tuning>> all;
   std::atomic<const Tuning*>& of(const MicroKernels& mk) {
-    return std::string_view(mk.isa) == "avx2" ? avx2 : avx512;
+    const std::string_view isa = mk.isa;
+    if (isa == "avx2") return avx2;
+    if (isa == "avx512bf16") return bf16;
+    if (isa == "avx512bf16-emulated") return bf16_emulated;
+    return avx512;
   }
 };
 

@@ -67,6 +67,12 @@ std::optional<std::string> gemm_kernels() {
   return std::string(v);
 }
 
+std::optional<std::string> gemm_bf16_kernels() {
+  const char* v = std::getenv("KILN_GEMM_BF16");
+  if (!v || !*v) return std::nullopt;
+  return std::string(v);
+}
+
 std::optional<std::string> data_dir() {
   const char* v = std::getenv("KILN_DATA_DIR");
   if (!v || !*v) return std::nullopt;

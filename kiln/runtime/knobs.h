@@ -17,6 +17,10 @@ std::optional<int> num_threads();
 // runtime::set_gemm_kernels); nullopt when unset or empty (then auto). runtime checks the value.
 std::optional<std::string> gemm_kernels();
 
+// KILN_GEMM_BF16=auto|avx512bf16|avx512bf16-emulated|float32: the kernels of products of bf16
+// operands (runtime/gemm.h; API: runtime::set_gemm_bf16_kernels); nullopt when unset or empty.
+std::optional<std::string> gemm_bf16_kernels();
+
 // KILN_LOG: "warning" (default), "info" or "debug".
 std::string log_level();
 

@@ -8,6 +8,7 @@
 // activations sees, padded leading dimensions, and a canary border on C. Fixed seeds.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -28,19 +29,44 @@
 namespace kiln::runtime {
 namespace {
 
-// Restores the kernel set and thread count at scope exit.
+// Restores the kernel sets and thread count at scope exit.
 class Bf16GemmSettings {
  public:
-  Bf16GemmSettings() : kernels_(gemm_kernels()), threads_(num_threads()) {}
+  Bf16GemmSettings()
+      : kernels_(gemm_kernels()), bf16_(gemm_bf16_kernels()), threads_(num_threads()) {}
   ~Bf16GemmSettings() {
     set_gemm_kernels(kernels_);
+    set_gemm_bf16_kernels(bf16_);
     set_num_threads(threads_);
   }
 
  private:
-  std::string kernels_;
+  std::string kernels_, bf16_;
   int threads_;
 };
+
+// The bf16 kernel sets this CPU runs: float32 always, the emulated pairs on AVX-512F, the
+// VDPBF16PS ones on AVX512-BF16.
+std::vector<std::string> runnable_bf16_sets() {
+  std::vector<std::string> sets;
+  for (const char* name : {"float32", "avx512bf16-emulated", "avx512bf16"}) {
+    try {
+      Bf16GemmSettings guard;
+      set_gemm_bf16_kernels(name);
+      sets.push_back(name);
+    } catch (const Error&) {  // this CPU cannot run them
+    }
+  }
+  return sets;
+}
+
+// Equal as floats (a zero's sign aside: the pair kernels' odd k adds +0 at the end) and, where
+// `bitwise`, bit for bit.
+bool same_values(const std::vector<float>& got, const std::vector<float>& want, bool bitwise) {
+  if (bitwise)
+    return got.size() == want.size() && std::memcmp(got.data(), want.data(), 4 * got.size()) == 0;
+  return got == want;
+}
 
 std::vector<std::string> runnable_kernel_sets() {
   std::vector<std::string> sets;
@@ -113,43 +139,116 @@ struct Bf16Product {
 
 // {m, n, k}: large square (both packed), narrow tasks (A read directly in float32), one column
 // tile against a transposed B (computed as C^T), a B over 4 MiB of few rows (copied in blocks
-// in float32), a narrow C of many rows (C^T), edge tiles everywhere.
+// in float32), a narrow C of many rows (C^T), edge tiles everywhere; odd k (a half pair) with
+// even and odd leading dimensions.
 constexpr int64_t kShapes[][3] = {{515, 641, 384}, {64, 256, 784}, {32, 1024, 256}, {9, 70, 600},
-                                  {150, 30, 700},  {40, 70, 9000}, {500, 10, 64},   {1, 1, 1}};
+                                  {150, 30, 700},  {40, 70, 9000}, {500, 10, 64},   {1, 1, 1},
+                                  {33, 47, 129},   {20, 40, 77},   {70, 3, 2}};
 
+// On every float32 kernel set and every bf16 one: the float32 kernels bit for bit, the pair
+// kernels up to a zero's sign (the values here have no denormal products or sums).
 TEST(GemmBf16Test, BitwiseTheFloat32ProductOfTheWidenedOperands) {
   Bf16GemmSettings guard;
-  for (const std::string& set : runnable_kernel_sets()) {
-    set_gemm_kernels(set);
-    for (const auto& s : kShapes)
-      for (bool ta : {false, true})
-        for (bool tb : {false, true}) {
-          const Bf16Product p(ta, tb, s[0], s[1], s[2], 11 + uint64_t(s[0] * 3 + s[2]));
-          const std::string what = p.describe(set);
-          for (int threads : {1, 2, 3}) {
-            set_num_threads(threads);
-            const std::vector<float> want = p.float32(true);
-            EXPECT_TRUE(p.bf16(true) == want) << what << ", " << threads << " threads";
-            std::vector<int> seen(size_t(p.m), 0);
-            EXPECT_TRUE(p.bf16(true, &seen) == want) << what << " with row blocks";
-            for (int64_t i = 0; i < p.m; ++i)
-              ASSERT_EQ(seen[size_t(i)], 1) << what << ": row " << i << "'s callbacks";
+  for (const std::string& set : runnable_kernel_sets())
+    for (const std::string& bf16_set : runnable_bf16_sets()) {
+      if (bf16_set != "float32" && set != "avx512") continue;  // pair kernels pack with AVX2
+      set_gemm_kernels(set);
+      set_gemm_bf16_kernels(bf16_set);
+      const bool bitwise = bf16_set == "float32";
+      for (const auto& s : kShapes)
+        for (bool ta : {false, true})
+          for (bool tb : {false, true}) {
+            const Bf16Product p(ta, tb, s[0], s[1], s[2], 11 + uint64_t(s[0] * 3 + s[2]));
+            const std::string what = p.describe(set + "/" + bf16_set);
+            for (int threads : {1, 2, 3}) {
+              set_num_threads(threads);
+              const std::vector<float> want = p.float32(true);
+              EXPECT_TRUE(same_values(p.bf16(true), want, bitwise))
+                  << what << ", " << threads << " threads";
+              std::vector<int> seen(size_t(p.m), 0);
+              EXPECT_TRUE(same_values(p.bf16(true, &seen), want, bitwise))
+                  << what << " with row blocks";
+              for (int64_t i = 0; i < p.m; ++i)
+                ASSERT_EQ(seen[size_t(i)], 1) << what << ": row " << i << "'s callbacks";
+            }
+            EXPECT_TRUE(same_values(p.bf16(false), p.float32(false), bitwise)) << what << " serial";
           }
-          EXPECT_TRUE(p.bf16(false) == p.float32(false)) << what << " serial";
-        }
+    }
+}
+
+TEST(GemmBf16Test, Bf16KernelSetsAreNamedAndCheckedAgainstTheCpu) {
+  Bf16GemmSettings guard;
+  EXPECT_THROW(set_gemm_bf16_kernels("amx"), Error);
+  set_gemm_bf16_kernels("float32");
+  EXPECT_EQ(gemm_bf16_kernels(), "float32");
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx512bf16")) {
+    EXPECT_THROW(set_gemm_bf16_kernels("avx512bf16"), Error);
+  } else {
+    set_gemm_bf16_kernels("auto");
+    if (gemm_kernels() == "avx512") {
+      EXPECT_EQ(gemm_bf16_kernels(), "avx512bf16");
+    }
+  }
+  set_gemm_bf16_kernels("auto");
+  if (!__builtin_cpu_supports("avx512bf16")) {
+    EXPECT_EQ(gemm_bf16_kernels(), "float32");
   }
 }
 
-// Straight through the engine: any grid gives the same bits, and bf16 operands are packed.
+// The VDPBF16PS kernels where the CPU has them (skipped elsewhere, saying so): against a float64
+// product within the bound of a float32 dot product of length k (any order), and bit for bit
+// their emulation (the order the instruction is documented to add a pair's products in) on
+// values without denormal products.
+TEST(GemmBf16Test, Avx512Bf16KernelsAgreeWithTheirEmulation) {
+  Bf16GemmSettings guard;
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx512bf16") || !__builtin_cpu_supports("avx512f"))
+    GTEST_SKIP() << "this CPU has no AVX512-BF16: the VDPBF16PS kernels are not run here";
+  set_gemm_kernels("avx512");
+  for (const auto& s : kShapes)
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        const Bf16Product p(ta, tb, s[0], s[1], s[2], 23 + uint64_t(s[1]));
+        set_gemm_bf16_kernels("avx512bf16-emulated");
+        const std::vector<float> emulated = p.bf16(true);
+        set_gemm_bf16_kernels("avx512bf16");
+        const std::vector<float> got = p.bf16(true);
+        const std::string what = p.describe("avx512bf16");
+        const double u = std::ldexp(1.0, -24);
+        const double gamma = (2.0 * double(p.k) + 2.0) * u / (1.0 - (2.0 * double(p.k) + 2.0) * u);
+        for (int64_t i = 0; i < p.m; ++i)
+          for (int64_t j = 0; j < p.n; ++j) {
+            double exact = 0, magnitude = 0;
+            for (int64_t q = 0; q < p.k; ++q) {
+              const double a = p.wa[size_t(ta ? q * p.lda + i : i * p.lda + q)];
+              const double b = p.wb[size_t(tb ? j * p.ldb + q : q * p.ldb + j)];
+              exact += a * b;
+              magnitude += std::abs(a * b);
+            }
+            ASSERT_LE(std::abs(double(got[size_t(i * p.ldc + j)]) - exact), gamma * magnitude)
+                << what << " at (" << i << ", " << j << ")";
+          }
+        EXPECT_TRUE(same_values(got, emulated, false)) << what << " vs its emulation";
+      }
+}
+
+// Straight through the engine: any grid gives the same bits, and bf16 operands are packed (as
+// pairs by the pair kernels).
 TEST(GemmBf16Test, EveryGridPacksTheBf16OperandsAndGivesTheSameBits) {
   Bf16GemmSettings guard;
   bool ran = false;
-  for (const std::string& set : runnable_kernel_sets()) {
+  std::vector<std::string> sets = runnable_kernel_sets();
+  if (std::find(sets.begin(), sets.end(), "avx512") != sets.end())
+    sets.push_back("avx512bf16-emulated");
+  for (const std::string& set : sets) {
     if (set == "eigen") continue;
-    set_gemm_kernels(set);
+    const bool pairs = set == "avx512bf16-emulated";
+    set_gemm_kernels(pairs ? "avx512" : set);
     set_num_threads(1);
     ran = true;
-    const gemm_detail::MicroKernels& mk = *gemm_detail::active_microkernels();
+    const gemm_detail::MicroKernels& mk = pairs ? gemm_detail::avx512bf16_emulated_microkernels()
+                                                : *gemm_detail::active_microkernels();
     for (const auto& s : kShapes)
       for (bool ta : {false, true})
         for (bool tb : {false, true}) {
@@ -172,13 +271,15 @@ TEST(GemmBf16Test, EveryGridPacksTheBf16OperandsAndGivesTheSameBits) {
                 << what;
             EXPECT_NE(plan.describe().find("A bf16 packed"), std::string::npos) << what;
             EXPECT_NE(plan.describe().find("B bf16 packed"), std::string::npos) << what;
+            EXPECT_EQ(plan.describe().find(" pairs x ") != std::string::npos, pairs) << what;
+            EXPECT_EQ(plan.k, pairs ? (p.k + 1) / 2 : p.k) << what;
             std::vector<float> c = p.canvas();
             gemm_detail::SgemmArgs args{ta,    tb,      p.m,   p.n,      p.k,   nullptr,
                                         p.lda, nullptr, p.ldb, c.data(), p.ldc, false};
             args.a16 = reinterpret_cast<const uint16_t*>(p.a.data());
             args.b16 = reinterpret_cast<const uint16_t*>(p.b.data());
             gemm_detail::run_gemm(mk, plan, args);
-            EXPECT_TRUE(c == want) << what;
+            EXPECT_TRUE(same_values(c, want, !pairs)) << what;
           }
         }
   }
