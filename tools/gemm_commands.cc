@@ -68,10 +68,11 @@ void print_plan(const PlanArgs& a) {
     const runtime::CpuInfo& cpu = runtime::cpu_info();
     std::cout << fmt::format(
         "bfloat16: {}; C accumulated in float32, a bf16 result rounded once as its rows are "
-        "done (bf16 kernels: {}, KILN_GEMM_BF16; this CPU: AVX512-BF16 {}, AMX-BF16 {}: kiln "
-        "has no AMX kernels yet)\n",
-        pairs ? "operands packed as bf16 pairs, multiplied by VDPBF16PS"
-              : "operands widened to float32 (exact) as they are packed, float32 FMAs",
+        "done (bf16 kernels: {}, KILN_GEMM_BF16; this CPU: AVX512-BF16 {}, AMX-BF16 {})\n",
+        !pairs ? "operands widened to float32 (exact) as they are packed, float32 FMAs"
+        : pairs->pair_layout == gd::PairLayout::kTiles
+            ? "operands packed as bf16 pairs in AMX tiles, multiplied by TDPBF16PS"
+            : "operands packed as bf16 pairs, multiplied by VDPBF16PS",
         runtime::gemm_bf16_kernels(), cpu.avx512_bf16 ? "yes" : "no", cpu.amx_bf16 ? "yes" : "no");
   }
 }

@@ -61,11 +61,12 @@ int64_t gemm_row_blocks(int64_t m, int64_t n, int64_t k, bool trans_a = false,
 
 // A product of bfloat16 operands into float32: C[m, n] = op(A) * op(B), A and B stored as bf16
 // (gemm's layout contract), C float32, each element the float32 chain of FMAs over k in k order
-// of the widened operands. On the bf16 pair kernels (gemm_bf16_kernels(): VDPBF16PS where the
-// CPU has AVX512-BF16) the operands are packed as pairs of bf16 and the instruction adds the
-// two products of each pair in k order: bitwise gemm<float> of the widened operands except
-// where denormals occur (the instruction flushes them) and for the sign of a zero result of
-// odd k (the last pair's missing half adds +0). Elsewhere bitwise gemm<float> (or
+// of the widened operands. On the bf16 pair kernels (gemm_bf16_kernels(): TDPBF16PS where the
+// CPU has AMX-BF16, VDPBF16PS where it has AVX512-BF16) the operands are packed as pairs of bf16
+// and the instruction adds the two products of each pair in k order (as documented; the AMX
+// test on such a CPU holds it to the float32 dot-product bound, in any order): bitwise
+// gemm<float> of the widened operands except where denormals occur (the instructions flush
+// them) and for the sign of a zero result when k is odd or padded (zero pairs add +0). Elsewhere bitwise gemm<float> (or
 // gemm_serial<float> when !parallel) of the widened operands: kiln's engine widens each operand
 // as it packs it (always packed: runtime/gemm_widen.h), never in a pass of its own; Eigen's
 // path widens them first. With on_rows (parallel only), C is computed in blocks of whole rows and
@@ -75,11 +76,13 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, cons
                int64_t lda, const bfloat16* b, int64_t ldb, float* c, int64_t ldc, bool parallel,
                const std::function<void(int64_t, int64_t)>* on_rows = nullptr);
 
-// The kernels of products of bf16 operands: "avx512bf16" (VDPBF16PS), "avx512bf16-emulated"
-// (its pair layout emulated with float32 FMAs: tests) or "float32" (the float32 kernels on
-// widened operands). set_gemm_bf16_kernels("auto") (the default; KILN_GEMM_BF16=NAME at start)
-// picks avx512bf16 where the CPU has AVX512-BF16 and the float32 kernels are avx512, else
-// float32; kiln::Error for an unknown name or kernels this CPU cannot run.
+// The kernels of products of bf16 operands: "amx" (TDPBF16PS), "avx512bf16" (VDPBF16PS),
+// "amx-emulated" / "avx512bf16-emulated" (their layouts with float32 FMAs: tests on CPUs
+// without the instructions) or "float32" (the float32 kernels on widened operands).
+// set_gemm_bf16_kernels("auto") (the default; KILN_GEMM_BF16=NAME at start) picks, where the
+// float32 kernels are avx512, amx if the CPU has AMX-BF16 (and Linux grants this process the
+// tile data), else avx512bf16 if it has AVX512-BF16; else float32. kiln::Error for an unknown
+// name or kernels this CPU cannot run.
 std::string gemm_bf16_kernels();
 void set_gemm_bf16_kernels(const std::string& name);
 

@@ -5,9 +5,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #include <optional>
 #include <utility>
 
@@ -15,6 +20,7 @@
 #include "kiln/runtime/gemm.h"
 #include "kiln/runtime/gemm_widen.h"
 #include "kiln/runtime/knobs.h"
+#include "kiln/runtime/log.h"
 #include "kiln/runtime/scratch.h"
 #include "kiln/runtime/threading.h"
 
@@ -40,6 +46,68 @@ int32_t MicroKernels::max_mr() const {
 
 namespace {
 
+// ---- bf16 pairs (MicroKernels::pair_layout): element e of k and e + 1 in one 32-bit element
+
+// The rows of elements e and e + 1 of a bf16 operand stored with k along its rows (B, or a
+// stored A^T), null past the end of k (their pair halves are zeros).
+struct PairRows {
+  const uint16_t *first, *second;
+};
+PairRows pair_rows(const uint16_t* base, int64_t ld, int64_t e, int64_t k_elements) {
+  return {e < k_elements ? base + e * ld : nullptr, e + 1 < k_elements ? base + (e + 1) * ld : nullptr};
+}
+
+// dst[j] = the pair of columns col0 + j of `rows`, j < n, in the kernel set's half order.
+void interleave_pair_rows(const MicroKernels& mk, PairRows rows, int64_t col0, int64_t n,
+                          float* dst) {
+  const uint16_t* first = rows.first ? rows.first + col0 : nullptr;
+  const uint16_t* second = rows.second ? rows.second + col0 : nullptr;
+  if (mk.pair_layout == PairLayout::kDot)
+    interleave_bf16_pairs(first, second, n, dst);
+  else
+    interleave_bf16_pairs(second, first, n, dst);
+}
+
+// A bf16 operand stored with k along its columns (a stored B^T, or A), `rows` rows `ld` apart
+// from `base`: dst[p * dst_ld + i] = the pair of elements e0 + 2p, e0 + 2p + 1 of row i, for
+// p < pairs (zeros past the end of k).
+void pair_transpose(const MicroKernels& mk, const uint16_t* base, int64_t ld, int64_t rows,
+                    int64_t e0, int64_t k_elements, int64_t pairs, float* dst, int64_t dst_ld) {
+  const int64_t elements = std::clamp<int64_t>(k_elements - e0, 0, 2 * pairs);
+  if (elements > 0)
+    pair_transpose_avx2(base + e0, ld, rows, elements, dst, dst_ld,
+                        mk.pair_layout == PairLayout::kDot);
+  for (int64_t p = (elements + 1) / 2; p < pairs; ++p)
+    std::fill(dst + p * dst_ld, dst + p * dst_ld + rows, 0.0f);
+}
+
+// The AMX panel of rows [r0, r0 + h) of op(A), pairs [e0 / 2, e0 / 2 + pairs) (a multiple of
+// 16): per 16 pairs, 32 rows (zeros past h) of 16 pairs, the first element in the lower half
+// (gemm_amx_tile.h).
+void pack_a_tiles(const SgemmArgs& g, int64_t r0, int64_t h, int64_t e0, int64_t pairs,
+                  float* out) {
+  constexpr int64_t kRows = 32, kChunk = 16;
+  std::fill(out, out + pairs * kRows, 0.0f);
+  const int64_t elements = std::clamp<int64_t>(g.k_elements - e0, 0, 2 * pairs);
+  if (!g.ta) {
+    // A row's pairs lie in memory as the tile wants them: 64 bytes per 16 pairs.
+    for (int64_t i = 0; i < h; ++i) {
+      const uint16_t* row = g.a16 + (r0 + i) * g.lda + e0;
+      for (int64_t c = 0; c * 2 * kChunk < elements; ++c)
+        std::memcpy(out + c * kChunk * kRows + i * kChunk, row + c * 2 * kChunk,
+                    size_t(std::min(2 * kChunk, elements - c * 2 * kChunk)) * sizeof(uint16_t));
+    }
+    return;
+  }
+  for (int64_t p = 0; 2 * p < elements; ++p) {
+    const PairRows rows = pair_rows(g.a16, g.lda, e0 + 2 * p, e0 + elements);
+    float* dst = out + (p / kChunk) * kChunk * kRows + p % kChunk;
+    for (int64_t i = 0; i < h; ++i)
+      dst[i * kChunk] = std::bit_cast<float>(uint32_t(rows.first[r0 + i]) |
+                                             uint32_t(rows.second ? rows.second[r0 + i] : 0u) << 16);
+  }
+}
+
 // Packs columns [j0, j0 + nr) of op(B) in k block q, zero-padding columns >= n.
 void pack_b_block(const MicroKernels& mk, int64_t nr, const SgemmArgs& g, const KBlocks& kb,
                   int64_t panel, int64_t q, int64_t n_pad, float* out) {
@@ -47,15 +115,14 @@ void pack_b_block(const MicroKernels& mk, int64_t nr, const SgemmArgs& g, const 
   const int64_t k0 = kb.begin(q), kc = kb.depth(q, g.k);
   float* dst = out + k0 * n_pad + panel * kc * nr;
   if (g.k_elements > 0) {  // bf16 pairs: elements [2 k0, 2 k0 + 2 kc) of k
-    const int64_t e0 = 2 * k0, elements = std::min(g.k_elements, 2 * (k0 + kc)) - e0;
-    if (!g.tb)
+    const int64_t e0 = 2 * k0;
+    if (!g.tb) {
       for (int64_t p = 0; p < kc; ++p)
-        interleave_bf16_pairs(
-            g.b16 + (e0 + 2 * p) * g.ldb + j0,
-            2 * p + 1 < elements ? g.b16 + (e0 + 2 * p + 1) * g.ldb + j0 : nullptr, cols,
-            dst + p * nr);
-    else
-      pair_transpose_avx2(g.b16 + j0 * g.ldb + e0, g.ldb, cols, elements, dst, nr);
+        interleave_pair_rows(mk, pair_rows(g.b16, g.ldb, e0 + 2 * p, g.k_elements), j0, cols,
+                             dst + p * nr);
+    } else {
+      pair_transpose(mk, g.b16 + j0 * g.ldb, g.ldb, cols, e0, g.k_elements, kc, dst, nr);
+    }
     if (cols < nr)
       for (int64_t p = 0; p < kc; ++p) std::fill(dst + p * nr + cols, dst + (p + 1) * nr, 0.0f);
     return;
@@ -106,21 +173,18 @@ inline void copy_floats(const float* src, int64_t cols, float* dst) {
 // read once, sequentially (a panel at a time would read B's rows 128 bytes at a time, a page
 // apart, where the hardware prefetchers do not follow: packing a 1024 x 1024 B that way took a
 // tenth of the product).
-void pack_b_rows(int64_t nr, const SgemmArgs& g, const KBlocks& kb, int64_t q, int64_t p0,
+void pack_b_rows(const MicroKernels& mk, int64_t nr, const SgemmArgs& g, const KBlocks& kb, int64_t q, int64_t p0,
                  int64_t p1, int64_t n_pad, float* out) {
   const int64_t k0 = kb.begin(q), kc = kb.depth(q, g.k);
   const int64_t full = g.n / nr, rest = g.n - full * nr;
   float* block = out + k0 * n_pad;
   if (g.k_elements > 0) {  // bf16 pairs: row pair p is elements 2 (k0 + p) and the next
     for (int64_t p = p0; p < p1; ++p) {
-      const int64_t e = 2 * (k0 + p);
-      const uint16_t* first = g.b16 + e * g.ldb;
-      const uint16_t* second = e + 1 < g.k_elements ? first + g.ldb : nullptr;
+      const PairRows rows = pair_rows(g.b16, g.ldb, 2 * (k0 + p), g.k_elements);
       for (int64_t panel = 0; panel * nr < g.n; ++panel) {
         const int64_t cols = std::min(nr, g.n - panel * nr);
         float* dst = block + panel * kc * nr + p * nr;
-        interleave_bf16_pairs(first + panel * nr, second ? second + panel * nr : nullptr, cols,
-                              dst);
+        interleave_pair_rows(mk, rows, panel * nr, cols, dst);
         std::fill(dst + cols, dst + nr, 0.0f);
       }
     }
@@ -170,14 +234,14 @@ void copy_panel_of(int64_t h, const float* src, int64_t ld, int64_t kc, float* o
 void pack_a_panel(const MicroKernels& mk, const SgemmArgs& g, int64_t r0, int64_t h, int64_t k0,
                   int64_t kc, float* out) {
   if (g.k_elements > 0) {  // bf16 pairs: elements [2 k0, 2 k0 + 2 kc) of k
-    const int64_t e0 = 2 * k0, elements = std::min(g.k_elements, 2 * (k0 + kc)) - e0;
+    const int64_t e0 = 2 * k0;
+    if (mk.pair_layout == PairLayout::kTiles) return pack_a_tiles(g, r0, h, e0, kc, out);
     if (g.ta)
       for (int64_t p = 0; p < kc; ++p)
-        interleave_bf16_pairs(
-            g.a16 + (e0 + 2 * p) * g.lda + r0,
-            2 * p + 1 < elements ? g.a16 + (e0 + 2 * p + 1) * g.lda + r0 : nullptr, h, out + p * h);
+        interleave_pair_rows(mk, pair_rows(g.a16, g.lda, e0 + 2 * p, g.k_elements), r0, h,
+                             out + p * h);
     else
-      pair_transpose_avx2(g.a16 + r0 * g.lda + e0, g.lda, h, elements, out, h);
+      pair_transpose(mk, g.a16 + r0 * g.lda, g.lda, h, e0, g.k_elements, kc, out, h);
     return;
   }
   if (g.a16 != nullptr) {
@@ -233,12 +297,19 @@ void run_block(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& g,
   const int64_t nc = plan.nc;
   std::optional<Scratch> b_block;
   if (copied_blocks) b_block.emplace(ScratchSlot::kGemmB, size_t(kb.step * nc) * sizeof(float));
+  // AMX panels are whole tiles of panel_rows rows, however many rows they hold.
+  const bool tiles = mk.pair_layout == PairLayout::kTiles;
   std::optional<Scratch> a_buf;
   if (pack_a)
     a_buf.emplace(ScratchSlot::kGemmA,
-                  size_t((per_panel ? plan.panel_rows : r1 - r0) * kb.step) * sizeof(float));
+                  size_t((per_panel ? plan.panel_rows
+                          : tiles   ? panels.count * plan.panel_rows
+                                    : r1 - r0) *
+                         kb.step) *
+                      sizeof(float));
   auto a_panel = [&](int64_t i, int64_t kc) {
-    return a_buf->as<float>() + (per_panel ? 0 : panels.start(i) * kc);
+    return a_buf->as<float>() +
+           (per_panel ? 0 : (tiles ? i * plan.panel_rows : panels.start(i)) * kc);
   };
   MicroTile t;
   t.ldc = g.ldc;
@@ -305,7 +376,7 @@ void run_block(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& g,
 void run_product(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& g,
                  const RowsDone* on_rows) {
   const int64_t nr = plan.kernel->nr;
-  const KBlocks kb(g.k, plan.kc);
+  const KBlocks kb(g.k, plan.kc, plan.k_quantum);
   const int64_t panels_n = ceil_div(g.n, nr), n_pad = panels_n * nr;
   const int64_t tasks = plan.tasks();
   const bool pack_b = plan.b == BMode::kPacked || plan.b == BMode::kPackedPerTask;
@@ -332,7 +403,7 @@ void run_product(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& 
     // By rows of B, in parallel by rows (each row's panels are a row of the packed blocks).
     auto pack = [&](int64_t p0, int64_t p1) {
       for (int64_t p = p0; p < p1; ++p)
-        pack_b_rows(nr, g, kb, p / kb.step, p % kb.step, p % kb.step + 1, n_pad, packed_b);
+        pack_b_rows(mk, nr, g, kb, p / kb.step, p % kb.step, p % kb.step + 1, n_pad, packed_b);
     };
     if (tasks > 1)
       parallel_for(g.k, std::max<int64_t>(1, kElementwiseGrain / 4 / std::max<int64_t>(1, n_pad)),
@@ -404,12 +475,13 @@ void run_gemm(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& g,
   KILN_ASSERT(plan.shape.a_bf16 == (g.a16 != nullptr) && plan.shape.b_bf16 == (g.b16 != nullptr),
               "gemm: the plan was made for other operand dtypes than the product's");
   if (mk.k_per_step == 2) {
-    // bf16 pairs: the tiles step through ceil(k / 2) pairs of the packed operands.
+    // bf16 pairs: the tiles step through ceil(k / 2) pairs of the packed operands (AMX: padded
+    // with zero pairs to whole tiles).
     KILN_ASSERT(g.a16 != nullptr && g.b16 != nullptr && plan.k_per_step == 2,
                 "gemm: bf16 pair kernels need two bf16 operands and a plan made for them");
     SgemmArgs pairs = g;
     pairs.k_elements = g.k;
-    pairs.k = ceil_div(g.k, 2);
+    pairs.k = mk.steps(g.k);
     if (plan.transposed()) return run_transposed(mk, plan, pairs, on_rows);
     return run_product(mk, plan, pairs, on_rows);
   }
@@ -476,6 +548,25 @@ constexpr const char* kFloat32 = "float32";
 bool cpu_has_avx512bf16() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
+}
+
+// AMX-BF16, and Linux's grant of the tile data to this process, asked for once (a process
+// must ask before its first tile instruction: arch_prctl ARCH_REQ_XCOMP_PERM, XTILEDATA).
+bool cpu_has_amx() {
+  static const bool usable = [] {
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("amx-tile") || !__builtin_cpu_supports("amx-bf16") ||
+        !__builtin_cpu_supports("avx512f"))
+      return false;
+#if defined(__linux__) && defined(__x86_64__)
+    constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    if (syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0) return true;
+    log_warning("GEMM: this CPU has AMX-BF16 but Linux refused this process the tile data "
+                "(arch_prctl ARCH_REQ_XCOMP_PERM); bf16 products run without AMX");
+#endif
+    return false;
+  }();
+  return usable;
 }
 
 // nullptr for float32 (the float32 kernels on widened operands); kiln::Error for a name that is

@@ -53,9 +53,10 @@ void run_gemm(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& arg
 // KILN_GEMM / set_gemm_kernels; nullptr means Eigen's GEMM (gemm.cc).
 const MicroKernels* active_microkernels();
 
-// The bf16 pair kernels products of bf16 operands use (runtime::gemm_bf16): avx512bf16 where
-// the CPU has AVX512-BF16 and the float32 kernels in use are avx512, or KILN_GEMM_BF16 /
-// set_gemm_bf16_kernels; nullptr: the float32 kernels on widened operands.
+// The bf16 pair kernels products of bf16 operands use (runtime::gemm_bf16): where the float32
+// kernels in use are avx512, amx where the CPU has AMX-BF16 (and Linux grants it), else
+// avx512bf16 where it has AVX512-BF16; or KILN_GEMM_BF16 / set_gemm_bf16_kernels; nullptr: the
+// float32 kernels on widened operands.
 const MicroKernels* active_bf16_microkernels();
 
 }  // namespace kiln::runtime::gemm_detail

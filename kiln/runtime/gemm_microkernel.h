@@ -38,6 +38,13 @@
 
 namespace kiln::runtime::gemm_detail {
 
+// How a kernel set's packed panels hold bf16 operands (MicroKernels::pair_layout).
+enum class PairLayout : uint8_t {
+  kNone,   // float32 panels (bf16 operands widened as they are packed)
+  kDot,    // VDPBF16PS pairs: element k in the upper half, A panels as float32 ones
+  kTiles,  // AMX pairs: element k in the lower half, A in tiles of 16 pairs (gemm_amx_tile.h)
+};
+
 struct MicroTile {
   int64_t kc = 0;            // depth of the k block (>= 1)
   const float* a = nullptr;  // packed panel a[p * rows + i], or rows a[i * lda + p]
@@ -92,7 +99,7 @@ struct MicroKernels {
   void (*transpose)(const float* src, int64_t src_ld, int64_t rows, int64_t cols, float* dst,
                     int64_t dst_ld);
   // The same from bf16 bits, widening each value to float32 (exact): a panel of a bf16 operand
-  // (runtime/gemm_widen.h).
+  // (runtime/gemm_widen.h). (The AMX sets, gemm_amx_tile.h, have the same two copies.)
   void (*widen_transpose)(const uint16_t* src, int64_t src_ld, int64_t rows, int64_t cols,
                           float* dst, int64_t dst_ld);
   // 1: the float32 kernels above. 2: bf16 dot-product kernels (VDPBF16PS): every 32-bit element
@@ -103,6 +110,18 @@ struct MicroKernels {
   // float32 kernels compute it from the widened operands (runtime/gemm_bf16_kernels.cc). The
   // tile contract holds with kc counting pairs.
   int32_t k_per_step = 1;
+  // kTiles: the AMX layout instead (gemm_amx_tile.h): the first element of a pair in the lower
+  // half, A panels in tiles of 16 pairs x 32 rows, k padded with zero pairs to whole tiles.
+  PairLayout pair_layout = PairLayout::kNone;
+
+  // Pairs of k a k block's depth is a multiple of (16 for AMX tiles, else 1).
+  int64_t k_quantum() const { return pair_layout == PairLayout::kTiles ? 16 : 1; }
+  // The depth the tiles step through for a product of depth k: k, or its pairs (AMX: rounded up
+  // to whole tiles).
+  int64_t steps(int64_t k) const {
+    const int64_t pairs = (k + k_per_step - 1) / k_per_step;
+    return (pairs + k_quantum() - 1) / k_quantum() * k_quantum();
+  }
 
   // The shape named `name` ("12x32"), or nullptr.
   const MicroKernel* find(const char* name) const;
@@ -127,11 +146,15 @@ const MicroKernels& avx2_microkernels();    // AVX2 + FMA: 6x16, 4x24
 // instruction (KILN_GEMM_BF16=avx512bf16-emulated).
 const MicroKernels& avx512bf16_microkernels();
 const MicroKernels& avx512bf16_emulated_microkernels();
+// AMX-BF16 (TDPBF16PS), one 32x32 shape, and its emulation (scalar tile registers: tests of the
+// AMX layout on any AVX2 CPU, KILN_GEMM_BF16=amx-emulated; denormals not flushed).
+const MicroKernels& amx_microkernels();
+const MicroKernels& amx_emulated_microkernels();
 
 // The pair packers' transposing copy (AVX2): dst[p * dst_ld + i] = the pair of
-// src[i * src_ld + 2p] (upper half) and src[i * src_ld + 2p + 1] (lower half; 0 when
-// 2p + 1 == elements) for i < rows, p < ceil(elements / 2).
+// src[i * src_ld + 2p] (the upper half if first_high, else the lower) and src[i * src_ld + 2p + 1]
+// (the other half; 0 when 2p + 1 == elements) for i < rows, p < ceil(elements / 2).
 void pair_transpose_avx2(const uint16_t* src, int64_t src_ld, int64_t rows, int64_t elements,
-                         float* dst, int64_t dst_ld);
+                         float* dst, int64_t dst_ld, bool first_high);
 
 }  // namespace kiln::runtime::gemm_detail

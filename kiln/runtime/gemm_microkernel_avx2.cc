@@ -56,6 +56,18 @@ inline float value(Bf16Pair pair) {
   __builtin_memcpy(&f, &u, sizeof f);
   return f;
 }
+// The same two values moved as they lie in memory (the first in the lower half).
+struct __attribute__((may_alias)) Bf16Dword {
+  uint32_t bits;
+};
+inline __m256 load8(const Bf16Dword* p) {
+  return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
+}
+inline float value(Bf16Dword d) {
+  float f;
+  __builtin_memcpy(&f, &d.bits, sizeof f);
+  return f;
+}
 inline float value(float x) { return x; }
 inline float value(uint16_t bits) {
   float f;
@@ -154,22 +166,28 @@ void widen_transpose_avx2(const uint16_t* src, int64_t src_ld, int64_t rows, int
 }
 
 void pair_transpose_avx2(const uint16_t* src, int64_t src_ld, int64_t rows, int64_t elements,
-                         float* dst, int64_t dst_ld) {
+                         float* dst, int64_t dst_ld, bool first_high) {
   // Whole pairs as 32-bit elements (rows src_ld / 2 pairs apart when src_ld is even; else
-  // pair by pair), then the last element alone when there is an odd number.
+  // pair by pair), then the last element alone when there is an odd number. In memory a pair's
+  // first element is the lower half: moved as it is, or with its halves swapped.
   const int64_t pairs = elements / 2;
-  if (src_ld % 2 == 0) {
+  auto pair = [first_high](uint16_t first, uint16_t second) {
+    return first_high ? value(Bf16Pair{first, second}) : value(Bf16Pair{second, first});
+  };
+  if (src_ld % 2 == 0 && first_high) {
     transpose_rows(reinterpret_cast<const Bf16Pair*>(src), src_ld / 2, rows, pairs, dst, dst_ld);
+  } else if (src_ld % 2 == 0) {
+    transpose_rows(reinterpret_cast<const Bf16Dword*>(src), src_ld / 2, rows, pairs, dst, dst_ld);
   } else {
     for (int64_t p = 0; p < pairs; ++p)
       for (int64_t i = 0; i < rows; ++i) {
         const uint16_t* at = src + i * src_ld + 2 * p;
-        dst[p * dst_ld + i] = value(Bf16Pair{at[0], at[1]});
+        dst[p * dst_ld + i] = pair(at[0], at[1]);
       }
   }
   if (elements % 2 != 0)
     for (int64_t i = 0; i < rows; ++i)
-      dst[pairs * dst_ld + i] = value(Bf16Pair{src[i * src_ld + 2 * pairs], 0});
+      dst[pairs * dst_ld + i] = pair(src[i * src_ld + 2 * pairs], 0);
 }
 
 // Of the 16 ymm registers, the accumulators take 12 (6 x 2 vectors, 4 x 3), the rest hold B's

@@ -88,7 +88,8 @@ const MicroKernels& avx512bf16_emulated_microkernels() {
                                         2 * fma_loop_flops<Avx512Bf16Emulated>(),
                                         transpose_avx2,
                                         widen_transpose_avx2,
-                                        2};
+                                        2,
+                                        PairLayout::kDot};
   return kernels;
 }
 

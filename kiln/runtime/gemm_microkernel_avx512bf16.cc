@@ -61,7 +61,8 @@ const MicroKernels& avx512bf16_microkernels() {
                                         2 * fma_loop_flops<Avx512Bf16>(),
                                         transpose_avx2,
                                         widen_transpose_avx2,
-                                        2};
+                                        2,
+                                        PairLayout::kDot};
   return kernels;
 }
 

@@ -36,7 +36,7 @@ void plan_product(GemmPlan& plan, const GemmParams& p, int64_t m, int64_t n, int
   const int64_t mr = plan.kernel->mr, nr = plan.kernel->nr;
   plan.m = m, plan.n = n, plan.k = k, plan.ta = ta, plan.tb = tb;
   plan.a_bf16 = a_bf16, plan.b_bf16 = b_bf16;
-  const KBlocks kb(k, p.kc);
+  const KBlocks kb(k, p.kc, plan.k_quantum);
   plan.kc = kb.step;
   plan.k_blocks = kb.count;
   const int64_t panels_n = ceil_div(n, nr);
@@ -261,8 +261,10 @@ GemmPlan make_gemm_plan(const MicroKernels& mk, const GemmShape& shape, const Ge
   plan.b_ahead = p.b_ahead;
   plan.source = p.source;
   plan.k_per_step = mk.k_per_step;
-  // The depth the tiles step through: k, or its bf16 pairs (the last one may be half).
-  const int64_t steps = ceil_div(shape.k, mk.k_per_step);
+  plan.k_quantum = mk.k_quantum();
+  // The depth the tiles step through: k, or its bf16 pairs (the last one may be half; AMX pads
+  // them to whole tiles).
+  const int64_t steps = mk.steps(shape.k);
   if (!compute_transposed(*plan.kernel, shape)) {
     plan_product(plan, p, shape.m, shape.n, steps, shape.ta, shape.tb, shape.a_bf16, shape.b_bf16,
                  grid, shape.epilogue);

@@ -26,12 +26,16 @@ namespace kiln::runtime::gemm_detail {
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// k blocks of near-equal depth, at most `max_depth` each: block q is
+// k blocks of near-equal depth, at most `max_depth` each (rounded up to a multiple of
+// `quantum`, as are the blocks' depths when k is one: AMX tiles): block q is
 // [q * step, min(k, (q+1) * step)).
 struct KBlocks {
   int64_t count, step;
-  KBlocks(int64_t k, int64_t max_depth)
-      : count(ceil_div(k, max_depth)), step(ceil_div(k, ceil_div(k, max_depth))) {}
+  KBlocks(int64_t k, int64_t max_depth, int64_t quantum = 1)
+      : count(0),
+        step(ceil_div(ceil_div(k, ceil_div(k, std::max(max_depth, quantum))), quantum) * quantum) {
+    count = ceil_div(k, step);
+  }
   int64_t begin(int64_t q) const { return q * step; }
   int64_t depth(int64_t q, int64_t k) const { return std::min(k, (q + 1) * step) - q * step; }
 };
@@ -139,6 +143,7 @@ struct GemmPlan {
   BMode b = BMode::kDirect;
   int64_t kc = 0, k_blocks = 1;  // k blocks of kc (the last may be shorter)
   int32_t k_per_step = 1;        // 2: bf16 pair kernels; k, kc and k blocks count pairs
+  int64_t k_quantum = 1;         // k blocks are multiples of this many steps (AMX: 16)
   int64_t nc = 0;                // columns of B per block in a task
   int32_t panel_rows = 0;        // rows per tile
   int32_t b_ahead = 0;

@@ -164,13 +164,16 @@ std::optional<TunedTable> read_table(const MicroKernels& mk, const std::string& 
 // published before (kept alive: gemm_params() may still be reading them on another thread).
 struct Slots {
   std::mutex mutex;
-  std::atomic<const Tuning*> avx512{nullptr}, avx2{nullptr}, bf16{nullptr}, bf16_emulated{nullptr};
+  std::atomic<const Tuning*> avx512{nullptr}, avx2{nullptr}, bf16{nullptr}, bf16_emulated{nullptr},
+      amx{nullptr}, amx_emulated{nullptr};
   std::vector<std::unique_ptr<Tuning>> all;
   std::atomic<const Tuning*>& of(const MicroKernels& mk) {
     const std::string_view isa = mk.isa;
     if (isa == "avx2") return avx2;
     if (isa == "avx512bf16") return bf16;
     if (isa == "avx512bf16-emulated") return bf16_emulated;
+    if (isa == "amx") return amx;
+    if (isa == "amx-emulated") return amx_emulated;
     return avx512;
   }
 };

@@ -37,22 +37,22 @@ inline void widen_bf16_rows(const uint16_t* src, int64_t src_ld, int64_t rows, i
   for (int64_t i = 0; i < rows; ++i) widen_bf16(src + i * src_ld, cols, dst + i * dst_ld);
 }
 
-// The pair layout of the bf16 pair kernels (gemm_microkernel.h): dst[j] = first[j] in the upper
-// half, second[j] in the lower half (0 when second is null: past the end of k), j < n.
-inline void interleave_bf16_pairs(const uint16_t* first, const uint16_t* second, int64_t n,
+// Pairs of bf16 for the pair kernels (gemm_microkernel.h): dst[j] = upper[j] in the upper half
+// and lower[j] in the lower half, j < n; a null row gives zeros (past the end of k).
+inline void interleave_bf16_pairs(const uint16_t* upper, const uint16_t* lower, int64_t n,
                                   float* dst) {
   int64_t j = 0;
 #if defined(__SSE2__)
   const __m128i zero = _mm_setzero_si128();
   for (; j + 8 <= n; j += 8) {
-    const __m128i f = _mm_loadu_si128(reinterpret_cast<const __m128i*>(first + j));
-    const __m128i s = second ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(second + j)) : zero;
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + j), _mm_unpacklo_epi16(s, f));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + j + 4), _mm_unpackhi_epi16(s, f));
+    const __m128i u = upper ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(upper + j)) : zero;
+    const __m128i l = lower ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(lower + j)) : zero;
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + j), _mm_unpacklo_epi16(l, u));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + j + 4), _mm_unpackhi_epi16(l, u));
   }
 #endif
   for (; j < n; ++j)
-    dst[j] = std::bit_cast<float>(uint32_t(first[j]) << 16 | (second ? second[j] : 0u));
+    dst[j] = std::bit_cast<float>(uint32_t(upper ? upper[j] : 0u) << 16 | (lower ? lower[j] : 0u));
 }
 
 }  // namespace kiln::runtime::gemm_detail

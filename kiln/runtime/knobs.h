@@ -17,7 +17,8 @@ std::optional<int> num_threads();
 // runtime::set_gemm_kernels); nullopt when unset or empty (then auto). runtime checks the value.
 std::optional<std::string> gemm_kernels();
 
-// KILN_GEMM_BF16=auto|avx512bf16|avx512bf16-emulated|float32: the kernels of products of bf16
+// KILN_GEMM_BF16=auto|amx|avx512bf16|amx-emulated|avx512bf16-emulated|float32: the kernels of
+// products of bf16
 // operands (runtime/gemm.h; API: runtime::set_gemm_bf16_kernels); nullopt when unset or empty.
 std::optional<std::string> gemm_bf16_kernels();
 

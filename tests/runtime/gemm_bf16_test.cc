@@ -45,11 +45,12 @@ class Bf16GemmSettings {
   int threads_;
 };
 
-// The bf16 kernel sets this CPU runs: float32 always, the emulated pairs on AVX-512F, the
-// VDPBF16PS ones on AVX512-BF16.
+// The bf16 kernel sets this CPU runs: float32 always, the emulated VDPBF16PS pairs on AVX-512F
+// and AMX tiles on AVX2, the VDPBF16PS kernels on AVX512-BF16, the AMX ones on AMX-BF16.
 std::vector<std::string> runnable_bf16_sets() {
   std::vector<std::string> sets;
-  for (const char* name : {"float32", "avx512bf16-emulated", "avx512bf16"}) {
+  for (const char* name :
+       {"float32", "avx512bf16-emulated", "amx-emulated", "avx512bf16", "amx"}) {
     try {
       Bf16GemmSettings guard;
       set_gemm_bf16_kernels(name);
@@ -155,7 +156,11 @@ TEST(GemmBf16Test, BitwiseTheFloat32ProductOfTheWidenedOperands) {
       set_gemm_kernels(set);
       set_gemm_bf16_kernels(bf16_set);
       const bool bitwise = bf16_set == "float32";
-      for (const auto& s : kShapes)
+      for (const auto& s : kShapes) {
+        // The AMX emulation is scalar: the products of a few million multiplications.
+        if (bf16_set == "amx-emulated" && s[0] * s[1] * s[2] > 3'000'000) continue;
+        // Real AMX adds a tile's pairs in an order of its own (gemm_bf16.h): its own test.
+        if (bf16_set == "amx") continue;
         for (bool ta : {false, true})
           for (bool tb : {false, true}) {
             const Bf16Product p(ta, tb, s[0], s[1], s[2], 11 + uint64_t(s[0] * 3 + s[2]));
@@ -173,51 +178,51 @@ TEST(GemmBf16Test, BitwiseTheFloat32ProductOfTheWidenedOperands) {
             }
             EXPECT_TRUE(same_values(p.bf16(false), p.float32(false), bitwise)) << what << " serial";
           }
+      }
     }
 }
 
 TEST(GemmBf16Test, Bf16KernelSetsAreNamedAndCheckedAgainstTheCpu) {
   Bf16GemmSettings guard;
-  EXPECT_THROW(set_gemm_bf16_kernels("amx"), Error);
+  EXPECT_THROW(set_gemm_bf16_kernels("tpu"), Error);
   set_gemm_bf16_kernels("float32");
   EXPECT_EQ(gemm_bf16_kernels(), "float32");
   __builtin_cpu_init();
+  if (!__builtin_cpu_supports("amx-bf16")) EXPECT_THROW(set_gemm_bf16_kernels("amx"), Error);
   if (!__builtin_cpu_supports("avx512bf16")) {
     EXPECT_THROW(set_gemm_bf16_kernels("avx512bf16"), Error);
-  } else {
+  } else if (!__builtin_cpu_supports("amx-bf16")) {
     set_gemm_bf16_kernels("auto");
     if (gemm_kernels() == "avx512") {
       EXPECT_EQ(gemm_bf16_kernels(), "avx512bf16");
     }
   }
   set_gemm_bf16_kernels("auto");
-  if (!__builtin_cpu_supports("avx512bf16")) {
+  if (!__builtin_cpu_supports("avx512bf16") && !__builtin_cpu_supports("amx-bf16")) {
     EXPECT_EQ(gemm_bf16_kernels(), "float32");
   }
 }
 
-// The VDPBF16PS kernels where the CPU has them (skipped elsewhere, saying so): against a float64
-// product within the bound of a float32 dot product of length k (any order), and bit for bit
-// their emulation (the order the instruction is documented to add a pair's products in) on
-// values without denormal products.
-TEST(GemmBf16Test, Avx512Bf16KernelsAgreeWithTheirEmulation) {
-  Bf16GemmSettings guard;
-  __builtin_cpu_init();
-  if (!__builtin_cpu_supports("avx512bf16") || !__builtin_cpu_supports("avx512f"))
-    GTEST_SKIP() << "this CPU has no AVX512-BF16: the VDPBF16PS kernels are not run here";
+// Checks kernel set `real` against a float64 product within the bound of a float32 dot product
+// of length k (any order of the additions), and, if `bitwise_with` is set, against that
+// emulation of it (equal as floats), on values without denormal products.
+void check_bf16_set(const std::string& real, const char* bitwise_with) {
   set_gemm_kernels("avx512");
   for (const auto& s : kShapes)
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {
         const Bf16Product p(ta, tb, s[0], s[1], s[2], 23 + uint64_t(s[1]));
-        set_gemm_bf16_kernels("avx512bf16-emulated");
-        const std::vector<float> emulated = p.bf16(true);
-        set_gemm_bf16_kernels("avx512bf16");
+        std::vector<float> emulated;
+        if (bitwise_with) {
+          set_gemm_bf16_kernels(bitwise_with);
+          emulated = p.bf16(true);
+        }
+        set_gemm_bf16_kernels(real);
         const std::vector<float> got = p.bf16(true);
-        const std::string what = p.describe("avx512bf16");
+        const std::string what = p.describe(real);
         const double u = std::ldexp(1.0, -24);
         const double gamma = (2.0 * double(p.k) + 2.0) * u / (1.0 - (2.0 * double(p.k) + 2.0) * u);
-        for (int64_t i = 0; i < p.m; ++i)
+        for (int64_t i = 0; i < p.m; ++i) {
           for (int64_t j = 0; j < p.n; ++j) {
             double exact = 0, magnitude = 0;
             for (int64_t q = 0; q < p.k; ++q) {
@@ -229,8 +234,36 @@ TEST(GemmBf16Test, Avx512Bf16KernelsAgreeWithTheirEmulation) {
             ASSERT_LE(std::abs(double(got[size_t(i * p.ldc + j)]) - exact), gamma * magnitude)
                 << what << " at (" << i << ", " << j << ")";
           }
-        EXPECT_TRUE(same_values(got, emulated, false)) << what << " vs its emulation";
+          for (int64_t j = p.n; j < p.ldc; ++j)
+            ASSERT_EQ(got[size_t(i * p.ldc + j)], Bf16Product::kCanary) << what << ": row " << i;
+        }
+        if (bitwise_with) EXPECT_TRUE(same_values(got, emulated, false)) << what << " vs " << bitwise_with;
       }
+}
+
+// The VDPBF16PS kernels where the CPU has them (skipped elsewhere, saying so): within the bound,
+// and bit for bit their emulation, the order the SDM gives VDPBF16PS (a lane's upper pair
+// element first).
+TEST(GemmBf16Test, Avx512Bf16KernelsAgreeWithTheirEmulation) {
+  Bf16GemmSettings guard;
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx512bf16") || !__builtin_cpu_supports("avx512f"))
+    GTEST_SKIP() << "this CPU has no AVX512-BF16: the VDPBF16PS kernels are not run here";
+  check_bf16_set("avx512bf16", "avx512bf16-emulated");
+}
+
+// The AMX kernels where the CPU has them and Linux grants the tile data (skipped elsewhere,
+// saying so): within the bound only, as the SDM describes TDPBF16PS's order of additions in two
+// ways (one chain per element, or even and odd products apart); the layout itself is checked
+// bit for bit on every AVX2 CPU through amx-emulated.
+TEST(GemmBf16Test, AmxKernelsStayWithinTheDotProductBound) {
+  Bf16GemmSettings guard;
+  try {
+    set_gemm_bf16_kernels("amx");
+  } catch (const Error& e) {
+    GTEST_SKIP() << "the AMX kernels are not run here: " << e.what();
+  }
+  check_bf16_set("amx", nullptr);
 }
 
 // Straight through the engine: any grid gives the same bits, and bf16 operands are packed (as
@@ -239,19 +272,24 @@ TEST(GemmBf16Test, EveryGridPacksTheBf16OperandsAndGivesTheSameBits) {
   Bf16GemmSettings guard;
   bool ran = false;
   std::vector<std::string> sets = runnable_kernel_sets();
-  if (std::find(sets.begin(), sets.end(), "avx512") != sets.end())
+  if (std::find(sets.begin(), sets.end(), "avx512") != sets.end()) {
     sets.push_back("avx512bf16-emulated");
+    sets.push_back("amx-emulated");
+  }
   for (const std::string& set : sets) {
     if (set == "eigen") continue;
-    const bool pairs = set == "avx512bf16-emulated";
+    const bool pairs = set.find("-emulated") != std::string::npos;
     set_gemm_kernels(pairs ? "avx512" : set);
     set_num_threads(1);
     ran = true;
-    const gemm_detail::MicroKernels& mk = pairs ? gemm_detail::avx512bf16_emulated_microkernels()
-                                                : *gemm_detail::active_microkernels();
+    const gemm_detail::MicroKernels& mk =
+        set == "avx512bf16-emulated" ? gemm_detail::avx512bf16_emulated_microkernels()
+        : set == "amx-emulated"      ? gemm_detail::amx_emulated_microkernels()
+                                     : *gemm_detail::active_microkernels();
     for (const auto& s : kShapes)
       for (bool ta : {false, true})
         for (bool tb : {false, true}) {
+          if (set == "amx-emulated" && s[0] * s[1] * s[2] > 3'000'000) continue;
           const Bf16Product p(ta, tb, s[0], s[1], s[2], 5 + uint64_t(s[1]));
           const std::vector<float> want = p.float32(false);
           gemm_detail::GemmShape shape{p.m, p.n, p.k, ta, tb, 3, false};
@@ -272,7 +310,11 @@ TEST(GemmBf16Test, EveryGridPacksTheBf16OperandsAndGivesTheSameBits) {
             EXPECT_NE(plan.describe().find("A bf16 packed"), std::string::npos) << what;
             EXPECT_NE(plan.describe().find("B bf16 packed"), std::string::npos) << what;
             EXPECT_EQ(plan.describe().find(" pairs x ") != std::string::npos, pairs) << what;
-            EXPECT_EQ(plan.k, pairs ? (p.k + 1) / 2 : p.k) << what;
+            EXPECT_EQ(plan.k, mk.steps(p.k)) << what;
+            EXPECT_EQ(plan.k, set == "amx-emulated" ? (p.k + 31) / 32 * 16
+                              : pairs               ? (p.k + 1) / 2
+                                                    : p.k)
+                << what;
             std::vector<float> c = p.canvas();
             gemm_detail::SgemmArgs args{ta,    tb,      p.m,   p.n,      p.k,   nullptr,
                                         p.lda, nullptr, p.ldb, c.data(), p.ldc, false};
