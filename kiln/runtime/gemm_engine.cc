@@ -54,7 +54,8 @@ struct PairRows {
   const uint16_t *first, *second;
 };
 PairRows pair_rows(const uint16_t* base, int64_t ld, int64_t e, int64_t k_elements) {
-  return {e < k_elements ? base + e * ld : nullptr, e + 1 < k_elements ? base + (e + 1) * ld : nullptr};
+  return {e < k_elements ? base + e * ld : nullptr,
+          e + 1 < k_elements ? base + (e + 1) * ld : nullptr};
 }
 
 // dst[j] = the pair of columns col0 + j of `rows`, j < n, in the kernel set's half order.
@@ -103,8 +104,8 @@ void pack_a_tiles(const SgemmArgs& g, int64_t r0, int64_t h, int64_t e0, int64_t
     const PairRows rows = pair_rows(g.a16, g.lda, e0 + 2 * p, e0 + elements);
     float* dst = out + (p / kChunk) * kChunk * kRows + p % kChunk;
     for (int64_t i = 0; i < h; ++i)
-      dst[i * kChunk] = std::bit_cast<float>(uint32_t(rows.first[r0 + i]) |
-                                             uint32_t(rows.second ? rows.second[r0 + i] : 0u) << 16);
+      dst[i * kChunk] = std::bit_cast<float>(
+          uint32_t(rows.first[r0 + i]) | uint32_t(rows.second ? rows.second[r0 + i] : 0u) << 16);
   }
 }
 
@@ -173,8 +174,8 @@ inline void copy_floats(const float* src, int64_t cols, float* dst) {
 // read once, sequentially (a panel at a time would read B's rows 128 bytes at a time, a page
 // apart, where the hardware prefetchers do not follow: packing a 1024 x 1024 B that way took a
 // tenth of the product).
-void pack_b_rows(const MicroKernels& mk, int64_t nr, const SgemmArgs& g, const KBlocks& kb, int64_t q, int64_t p0,
-                 int64_t p1, int64_t n_pad, float* out) {
+void pack_b_rows(const MicroKernels& mk, int64_t nr, const SgemmArgs& g, const KBlocks& kb,
+                 int64_t q, int64_t p0, int64_t p1, int64_t n_pad, float* out) {
   const int64_t k0 = kb.begin(q), kc = kb.depth(q, g.k);
   const int64_t full = g.n / nr, rest = g.n - full * nr;
   float* block = out + k0 * n_pad;
@@ -301,12 +302,11 @@ void run_block(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& g,
   const bool tiles = mk.pair_layout == PairLayout::kTiles;
   std::optional<Scratch> a_buf;
   if (pack_a)
-    a_buf.emplace(ScratchSlot::kGemmA,
-                  size_t((per_panel ? plan.panel_rows
-                          : tiles   ? panels.count * plan.panel_rows
-                                    : r1 - r0) *
-                         kb.step) *
-                      sizeof(float));
+    a_buf.emplace(ScratchSlot::kGemmA, size_t((per_panel ? plan.panel_rows
+                                               : tiles   ? panels.count * plan.panel_rows
+                                                         : r1 - r0) *
+                                              kb.step) *
+                                           sizeof(float));
   auto a_panel = [&](int64_t i, int64_t kc) {
     return a_buf->as<float>() +
            (per_panel ? 0 : (tiles ? i * plan.panel_rows : panels.start(i)) * kc);
@@ -561,8 +561,9 @@ bool cpu_has_amx() {
 #if defined(__linux__) && defined(__x86_64__)
     constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
     if (syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0) return true;
-    log_warning("GEMM: this CPU has AMX-BF16 but Linux refused this process the tile data "
-                "(arch_prctl ARCH_REQ_XCOMP_PERM); bf16 products run without AMX");
+    log_warning(
+        "GEMM: this CPU has AMX-BF16 but Linux refused this process the tile data "
+        "(arch_prctl ARCH_REQ_XCOMP_PERM); bf16 products run without AMX");
 #endif
     return false;
   }();
@@ -574,20 +575,36 @@ bool cpu_has_amx() {
 const MicroKernels* resolve_bf16(const std::string& name, const char* source) {
   if (name == "auto") {
     const MicroKernels* f32 = active_microkernels();
-    return cpu_has_avx512bf16() && f32 && std::string(f32->isa) == "avx512"
-               ? &avx512bf16_microkernels()
-               : nullptr;
+    if (!f32 || std::string(f32->isa) != "avx512") return nullptr;
+    if (cpu_has_amx()) return &amx_microkernels();
+    return cpu_has_avx512bf16() ? &avx512bf16_microkernels() : nullptr;
   }
   if (name == kFloat32) return nullptr;
-  if (name != "avx512bf16" && name != "avx512bf16-emulated")
-    throw Error(fmt::format(
-        "{}\"{}\" is not a bf16 GEMM kernel set: use auto, avx512bf16, avx512bf16-emulated or "
-        "float32",
-        source, name));
-  if (name == "avx512bf16" ? !cpu_has_avx512bf16() : !cpu_runs("avx512"))
-    throw Error(fmt::format("{}\"{}\": this CPU cannot run these kernels ({}); use auto or float32",
-                            source, name, name == "avx512bf16" ? "no AVX512-BF16" : "no AVX-512F"));
-  return name == "avx512bf16" ? &avx512bf16_microkernels() : &avx512bf16_emulated_microkernels();
+  struct Set {
+    const char* name;
+    bool (*runs)();
+    const char* lacks;
+    const MicroKernels& (*kernels)();
+  };
+  static constexpr Set kSets[] = {
+      {"amx", cpu_has_amx, "no AMX-BF16, or Linux refused this process the tile data", amx_microkernels},
+      {"avx512bf16", cpu_has_avx512bf16, "no AVX512-BF16", avx512bf16_microkernels},
+      {"amx-emulated", [] { return cpu_runs("avx2"); }, "no AVX2", amx_emulated_microkernels},
+      {"avx512bf16-emulated", [] { return cpu_runs("avx512"); }, "no AVX-512F",
+       avx512bf16_emulated_microkernels}};
+  for (const Set& set : kSets) {
+    if (name != set.name) continue;
+    if (!set.runs())
+      throw Error(
+          fmt::format("{}\"{}\": this CPU cannot run these kernels ({}); use auto or "
+                      "float32",
+                      source, name, set.lacks));
+    return &set.kernels();
+  }
+  throw Error(
+      fmt::format("{}\"{}\" is not a bf16 GEMM kernel set: use auto, amx, avx512bf16, "
+                  "amx-emulated, avx512bf16-emulated or float32",
+                  source, name));
 }
 
 std::atomic<const MicroKernels*>& active_bf16_slot() {

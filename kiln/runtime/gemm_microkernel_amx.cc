@@ -28,21 +28,41 @@ struct AmxTiles {
     static const TileConfig config;
     _tile_loadconfig(&config);
   }
+  // GCC's tile intrinsics paste their tile number into the instruction's text: it must be a
+  // literal, so each template picks its literal.
   template <int T>
   static void load(const float* p, int64_t stride) {
-    _tile_loadd(T, p, stride);
+    if constexpr (T == 0) _tile_loadd(0, p, stride);
+    if constexpr (T == 1) _tile_loadd(1, p, stride);
+    if constexpr (T == 2) _tile_loadd(2, p, stride);
+    if constexpr (T == 3) _tile_loadd(3, p, stride);
+    if constexpr (T == 4) _tile_loadd(4, p, stride);
+    if constexpr (T == 5) _tile_loadd(5, p, stride);
+    if constexpr (T == 6) _tile_loadd(6, p, stride);
+    if constexpr (T == 7) _tile_loadd(7, p, stride);
   }
   template <int T>
   static void zero() {
-    _tile_zero(T);
+    if constexpr (T == 0) _tile_zero(0);
+    if constexpr (T == 1) _tile_zero(1);
+    if constexpr (T == 2) _tile_zero(2);
+    if constexpr (T == 3) _tile_zero(3);
   }
   template <int C, int A, int B>
   static void dot() {
-    _tile_dpbf16ps(C, A, B);
+    static_assert((C == 0 && A == 4 && B == 6) || (C == 1 && A == 4 && B == 7) ||
+                  (C == 2 && A == 5 && B == 6) || (C == 3 && A == 5 && B == 7));
+    if constexpr (C == 0) _tile_dpbf16ps(0, 4, 6);
+    if constexpr (C == 1) _tile_dpbf16ps(1, 4, 7);
+    if constexpr (C == 2) _tile_dpbf16ps(2, 5, 6);
+    if constexpr (C == 3) _tile_dpbf16ps(3, 5, 7);
   }
   template <int T>
   static void store(float* p, int64_t stride) {
-    _tile_stored(T, p, stride);
+    if constexpr (T == 0) _tile_stored(0, p, stride);
+    if constexpr (T == 1) _tile_stored(1, p, stride);
+    if constexpr (T == 2) _tile_stored(2, p, stride);
+    if constexpr (T == 3) _tile_stored(3, p, stride);
   }
 };
 
@@ -82,20 +102,20 @@ float tdp_loop(int64_t iterations) {
 }  // namespace
 
 const MicroKernels& amx_microkernels() {
-  static constexpr MicroKernels kernels{"amx",
-                                        16,
-                                        {{"32x32", kAmxRows, kAmxCols, amx_tile<AmxTiles>,
-                                          amx_select},
-                                         {nullptr, 0, 0, nullptr, nullptr},
-                                         {nullptr, 0, 0, nullptr, nullptr},
-                                         {nullptr, 0, 0, nullptr, nullptr}},
-                                        1,
-                                        tdp_loop,
-                                        4 * 2 * 16 * 16 * 32,
-                                        transpose_avx2,
-                                        widen_transpose_avx2,
-                                        2,
-                                        PairLayout::kTiles};
+  static constexpr MicroKernels kernels{
+      "amx",
+      16,
+      {{"32x32", kAmxRows, kAmxCols, amx_tile<AmxTiles>, amx_select},
+       {nullptr, 0, 0, nullptr, nullptr},
+       {nullptr, 0, 0, nullptr, nullptr},
+       {nullptr, 0, 0, nullptr, nullptr}},
+      1,
+      tdp_loop,
+      4 * 2 * 16 * 16 * 32,
+      transpose_avx2,
+      widen_transpose_avx2,
+      2,
+      PairLayout::kTiles};
   return kernels;
 }
 

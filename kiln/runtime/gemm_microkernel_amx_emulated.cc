@@ -69,20 +69,20 @@ float no_peak_loop(int64_t) { return 0; }
 
 // No peak loop (an emulation has no peak worth measuring: fma_loop_flops 0).
 const MicroKernels& amx_emulated_microkernels() {
-  static constexpr MicroKernels kernels{"amx-emulated",
-                                        16,
-                                        {{"32x32", kAmxRows, kAmxCols, amx_tile<EmulatedTiles>,
-                                          amx_emulated_select},
-                                         {nullptr, 0, 0, nullptr, nullptr},
-                                         {nullptr, 0, 0, nullptr, nullptr},
-                                         {nullptr, 0, 0, nullptr, nullptr}},
-                                        1,
-                                        no_peak_loop,
-                                        0,
-                                        transpose_avx2,
-                                        widen_transpose_avx2,
-                                        2,
-                                        PairLayout::kTiles};
+  static constexpr MicroKernels kernels{
+      "amx-emulated",
+      16,
+      {{"32x32", kAmxRows, kAmxCols, amx_tile<EmulatedTiles>, amx_emulated_select},
+       {nullptr, 0, 0, nullptr, nullptr},
+       {nullptr, 0, 0, nullptr, nullptr},
+       {nullptr, 0, 0, nullptr, nullptr}},
+      1,
+      no_peak_loop,
+      0,
+      transpose_avx2,
+      widen_transpose_avx2,
+      2,
+      PairLayout::kTiles};
   return kernels;
 }
 

@@ -49,8 +49,7 @@ class Bf16GemmSettings {
 // and AMX tiles on AVX2, the VDPBF16PS kernels on AVX512-BF16, the AMX ones on AMX-BF16.
 std::vector<std::string> runnable_bf16_sets() {
   std::vector<std::string> sets;
-  for (const char* name :
-       {"float32", "avx512bf16-emulated", "amx-emulated", "avx512bf16", "amx"}) {
+  for (const char* name : {"float32", "avx512bf16-emulated", "amx-emulated", "avx512bf16", "amx"}) {
     try {
       Bf16GemmSettings guard;
       set_gemm_bf16_kernels(name);
@@ -188,7 +187,9 @@ TEST(GemmBf16Test, Bf16KernelSetsAreNamedAndCheckedAgainstTheCpu) {
   set_gemm_bf16_kernels("float32");
   EXPECT_EQ(gemm_bf16_kernels(), "float32");
   __builtin_cpu_init();
-  if (!__builtin_cpu_supports("amx-bf16")) EXPECT_THROW(set_gemm_bf16_kernels("amx"), Error);
+  if (!__builtin_cpu_supports("amx-bf16")) {
+    EXPECT_THROW(set_gemm_bf16_kernels("amx"), Error);
+  }
   if (!__builtin_cpu_supports("avx512bf16")) {
     EXPECT_THROW(set_gemm_bf16_kernels("avx512bf16"), Error);
   } else if (!__builtin_cpu_supports("amx-bf16")) {
@@ -237,7 +238,9 @@ void check_bf16_set(const std::string& real, const char* bitwise_with) {
           for (int64_t j = p.n; j < p.ldc; ++j)
             ASSERT_EQ(got[size_t(i * p.ldc + j)], Bf16Product::kCanary) << what << ": row " << i;
         }
-        if (bitwise_with) EXPECT_TRUE(same_values(got, emulated, false)) << what << " vs " << bitwise_with;
+        if (bitwise_with) {
+          EXPECT_TRUE(same_values(got, emulated, false)) << what << " vs " << bitwise_with;
+        }
       }
 }
 
