@@ -22,6 +22,7 @@
 #include <chrono>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 
 #include "bench/suite/suite.h"
@@ -29,6 +30,7 @@
 #include "kiln/codegen/object_cache.h"
 #include "kiln/kiln.h"
 #include "kiln/runtime/array.h"
+#include "kiln/runtime/gemm.h"
 #include "kiln/runtime/machine_peak.h"
 #include "tools/commands.h"
 #include "tools/json_report.h"
@@ -297,10 +299,19 @@ void run_bench(const BenchArgs& a) {
   const runtime::FmaPeak peak = runtime::measure_fma_peak(num_threads(), 0.1, 5);
   std::cout << fmt::format("FMA peak: {:.1f} GFLOP/s float32 ({}, {} threads at once)\n",
                            peak.gflops, peak.isa, peak.threads);
+  // The bf16 workloads' limit: the peak of the instruction their products run.
+  std::optional<runtime::FmaPeak> bf16_peak;
+  for (const std::string& n : names)
+    if (!bf16_peak && n.ends_with("_bf16")) {
+      bf16_peak = runtime::measure_bf16_peak(num_threads(), 0.1, 5);
+      std::cout << fmt::format("bf16 peak: {:.1f} GFLOP/s ({} kernels: {}, {} threads at once)\n",
+                               bf16_peak->gflops, runtime::gemm_bf16_kernels(), bf16_peak->isa,
+                               bf16_peak->threads);
+    }
   std::vector<Result> results;
   for (const std::string& n : names) {
     std::cerr << "running " << n << "...\n";
-    results.push_back(run_workload(n, a, peak.gflops));
+    results.push_back(run_workload(n, a, n.ends_with("_bf16") ? bf16_peak->gflops : peak.gflops));
   }
   std::cout << fmt::format(
       "medians of {} interleaved samples (±: half the min-max spread), per call in ms\n",

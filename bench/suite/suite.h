@@ -20,8 +20,11 @@
 //   adam_1m                    one Adam update of 1M float32 parameters
 //   mlp_1024_1024_1024_10_b512_bf16, cnn_b64_bf16, transformer_block_d128_h4_seq64_b16_bf16
 //                              the same steps under the mixed_bfloat16 Keras policy (float32
-//                              variables, bf16 compute; products through float32, so the limit
-//                              is the float32 GEMMs and the hand-written step the float32 one)
+//                              variables, bf16 compute); the limit is their flops at the bf16
+//                              peak (kiln bench measures the loop of the instruction the bf16
+//                              products run: runtime::measure_bf16_peak, the float32 FMA where
+//                              they run on the float32 kernels), the hand-written step the
+//                              float32 one
 //
 // Contract: make_workload builds the inputs and all variants (models with the same seed for
 // eager and compiled, separate optimizer state per variant) but runs nothing; every variant's

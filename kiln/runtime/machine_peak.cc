@@ -20,19 +20,18 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-}  // namespace
-
-FmaPeak measure_fma_peak(int threads, double seconds, int repeats) {
-  if (threads < 1)
-    throw Error(fmt::format("measure_fma_peak: threads must be >= 1 (got {})", threads));
+// The peak of kernel set `mk`'s loop (none: Eigen's, 0).
+FmaPeak measure_loop_peak(const gemm_detail::MicroKernels* mk, int threads, double seconds,
+                          int repeats, const char* caller) {
+  if (threads < 1) throw Error(fmt::format("{}: threads must be >= 1 (got {})", caller, threads));
   FmaPeak peak;
   peak.threads = threads;
-  const gemm_detail::MicroKernels* mk = gemm_detail::active_microkernels();
   if (!mk) {
     peak.isa = "eigen";
     return peak;
   }
   peak.isa = mk->isa;
+  if (mk->fma_loop_flops == 0) return peak;  // an emulation
   // Calibrate one thread's iterations to about `seconds`.
   int64_t iterations = 1 << 16;
   for (;;) {
@@ -69,6 +68,19 @@ FmaPeak measure_fma_peak(int threads, double seconds, int repeats) {
     peak.gflops = std::max(peak.gflops, flops / t * 1e-9);
   }
   return peak;
+}
+
+}  // namespace
+
+FmaPeak measure_fma_peak(int threads, double seconds, int repeats) {
+  return measure_loop_peak(gemm_detail::active_microkernels(), threads, seconds, repeats,
+                           "measure_fma_peak");
+}
+
+FmaPeak measure_bf16_peak(int threads, double seconds, int repeats) {
+  const gemm_detail::MicroKernels* pairs = gemm_detail::active_bf16_microkernels();
+  return measure_loop_peak(pairs ? pairs : gemm_detail::active_microkernels(), threads, seconds,
+                           repeats, "measure_bf16_peak");
 }
 
 }  // namespace kiln::runtime

@@ -17,4 +17,10 @@ struct FmaPeak {
 // kernels (no kiln vector loop for this CPU) gflops is 0. kiln::Error if threads < 1.
 FmaPeak measure_fma_peak(int threads, double seconds = 0.05, int repeats = 3);
 
+// The same for products of bf16 operands: the loop of the instruction the bf16 kernels in use
+// run (runtime::gemm_bf16_kernels(): TDPBF16PS for amx, VDPBF16PS for avx512bf16; a pair of
+// bf16 products is 2 flops each), or the float32 FMA peak where they are the float32 kernels
+// (isa then names the float32 set). The emulated sets have no peak (gflops 0).
+FmaPeak measure_bf16_peak(int threads, double seconds = 0.05, int repeats = 3);
+
 }  // namespace kiln::runtime
