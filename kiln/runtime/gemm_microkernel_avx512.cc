@@ -1,39 +1,14 @@
 // AVX-512F GEMM microkernels (contract: gemm_microkernel.h). This file is compiled with
-// -mavx512f -mfma and must include nothing but intrinsics and that header.
+// -mavx512f -mfma and must include nothing but intrinsics and the kernel headers.
 #include <immintrin.h>
 
 #include <cstdint>
 
+#include "kiln/runtime/gemm_avx512_traits.h"
 #include "kiln/runtime/gemm_microkernel.h"
 
 namespace kiln::runtime::gemm_detail {
 namespace {
-
-struct Avx512 {
-  using Vec = __m512;
-  using Mask = __mmask16;
-  static constexpr int kLanes = 16;
-  static Vec zero() { return _mm512_setzero_ps(); }
-  static Vec broadcast(const float* p) { return _mm512_set1_ps(*p); }
-  static Vec fma(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
-  static Vec add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
-  static Vec load(const float* p) { return _mm512_loadu_ps(p); }
-  static void store(float* p, Vec v) { _mm512_storeu_ps(p, v); }
-  static Mask mask(int32_t cols, int v) {
-    const int32_t left = cols - v * kLanes;
-    if (left >= kLanes) return Mask(0xFFFF);
-    return left <= 0 ? Mask(0) : Mask((1u << left) - 1u);
-  }
-  static Vec load(const float* p, Mask m) { return _mm512_maskz_loadu_ps(m, p); }
-  static void store(float* p, Mask m, Vec v) { _mm512_mask_storeu_ps(p, m, v); }
-  static float sum(Vec v) {
-    float lanes[kLanes];
-    _mm512_storeu_ps(lanes, v);
-    float total = 0;
-    for (float lane : lanes) total += lane;
-    return total;
-  }
-};
 
 // VDPBF16PS emulated on AVX-512F (gemm_microkernel.h): Vec lanes of bf16 pairs in a and b; the
 // upper halves' product is added first, then the lower halves'. The products of two bf16 are

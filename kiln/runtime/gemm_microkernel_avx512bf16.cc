@@ -1,43 +1,22 @@
 // AVX512-BF16 GEMM microkernels: the tile template of gemm_tile_kernel.h over bf16 pairs, each
 // step one VDPBF16PS per vector of B (contract and pair layout: gemm_microkernel.h). This file
-// is compiled with -mavx512f -mavx512bf16 -mfma and must include nothing but intrinsics and that
-// header; gemm_engine.cc runs it only on a CPU with AVX512-BF16.
+// is compiled with -mavx512f -mavx512bf16 -mfma and must include nothing but intrinsics and the
+// kernel headers; gemm_engine.cc runs it only on a CPU with AVX512-BF16.
 #include <immintrin.h>
 
 #include <cstdint>
 
+#include "kiln/runtime/gemm_avx512_traits.h"
 #include "kiln/runtime/gemm_microkernel.h"
 
 namespace kiln::runtime::gemm_detail {
 namespace {
 
 // Vec holds 16 lanes of float32 accumulators, or of bf16 pairs (A's broadcast, B's vectors).
-struct Avx512Bf16 {
-  using Vec = __m512;
-  using Mask = __mmask16;
-  static constexpr int kLanes = 16;
-  static Vec zero() { return _mm512_setzero_ps(); }
-  static Vec broadcast(const float* p) { return _mm512_set1_ps(*p); }
+struct Avx512Bf16 : Avx512 {
   // c + the products of a's and b's pairs, lane by lane (VDPBF16PS).
   static Vec fma(Vec a, Vec b, Vec c) {
     return _mm512_dpbf16_ps(c, reinterpret_cast<__m512bh&>(a), reinterpret_cast<__m512bh&>(b));
-  }
-  static Vec add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
-  static Vec load(const float* p) { return _mm512_loadu_ps(p); }
-  static void store(float* p, Vec v) { _mm512_storeu_ps(p, v); }
-  static Mask mask(int32_t cols, int v) {
-    const int32_t left = cols - v * kLanes;
-    if (left >= kLanes) return Mask(0xFFFF);
-    return left <= 0 ? Mask(0) : Mask((1u << left) - 1u);
-  }
-  static Vec load(const float* p, Mask m) { return _mm512_maskz_loadu_ps(m, p); }
-  static void store(float* p, Mask m, Vec v) { _mm512_mask_storeu_ps(p, m, v); }
-  static float sum(Vec v) {
-    float lanes[kLanes];
-    _mm512_storeu_ps(lanes, v);
-    float total = 0;
-    for (float lane : lanes) total += lane;
-    return total;
   }
 };
 
