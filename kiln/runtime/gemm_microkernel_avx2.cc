@@ -56,16 +56,18 @@ inline float value(Bf16Pair pair) {
   __builtin_memcpy(&f, &u, sizeof f);
   return f;
 }
-// The same two values moved as they lie in memory (the first in the lower half).
+// The same two values moved as they lie in memory (the first in the lower half). (Two 16-bit
+// members: a pair may lie at any even element, 2-byte aligned.)
 struct __attribute__((may_alias)) Bf16Dword {
-  uint32_t bits;
+  uint16_t first, second;
 };
 inline __m256 load8(const Bf16Dword* p) {
   return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
 }
 inline float value(Bf16Dword d) {
   float f;
-  __builtin_memcpy(&f, &d.bits, sizeof f);
+  const uint32_t u = uint32_t(d.second) << 16 | d.first;
+  __builtin_memcpy(&f, &u, sizeof f);
   return f;
 }
 inline float value(float x) { return x; }
