@@ -18,7 +18,7 @@
 
 #include "kiln/ir/error.h"
 #include "kiln/runtime/gemm.h"
-#include "kiln/runtime/gemm_widen.h"
+#include "kiln/runtime/gemm_pack_bf16.h"
 #include "kiln/runtime/knobs.h"
 #include "kiln/runtime/log.h"
 #include "kiln/runtime/scratch.h"
@@ -46,97 +46,13 @@ int32_t MicroKernels::max_mr() const {
 
 namespace {
 
-// ---- bf16 pairs (MicroKernels::pair_layout): element e of k and e + 1 in one 32-bit element
-
-// The rows of elements e and e + 1 of a bf16 operand stored with k along its rows (B, or a
-// stored A^T), null past the end of k (their pair halves are zeros).
-struct PairRows {
-  const uint16_t *first, *second;
-};
-PairRows pair_rows(const uint16_t* base, int64_t ld, int64_t e, int64_t k_elements) {
-  return {e < k_elements ? base + e * ld : nullptr,
-          e + 1 < k_elements ? base + (e + 1) * ld : nullptr};
-}
-
-// dst[j] = the pair of columns col0 + j of `rows`, j < n, in the kernel set's half order.
-void interleave_pair_rows(const MicroKernels& mk, PairRows rows, int64_t col0, int64_t n,
-                          float* dst) {
-  const uint16_t* first = rows.first ? rows.first + col0 : nullptr;
-  const uint16_t* second = rows.second ? rows.second + col0 : nullptr;
-  if (mk.pair_layout == PairLayout::kDot)
-    interleave_bf16_pairs(first, second, n, dst);
-  else
-    interleave_bf16_pairs(second, first, n, dst);
-}
-
-// A bf16 operand stored with k along its columns (a stored B^T, or A), `rows` rows `ld` apart
-// from `base`: dst[p * dst_ld + i] = the pair of elements e0 + 2p, e0 + 2p + 1 of row i, for
-// p < pairs (zeros past the end of k).
-void pair_transpose(const MicroKernels& mk, const uint16_t* base, int64_t ld, int64_t rows,
-                    int64_t e0, int64_t k_elements, int64_t pairs, float* dst, int64_t dst_ld) {
-  const int64_t elements = std::clamp<int64_t>(k_elements - e0, 0, 2 * pairs);
-  if (elements > 0)
-    pair_transpose_avx2(base + e0, ld, rows, elements, dst, dst_ld,
-                        mk.pair_layout == PairLayout::kDot);
-  for (int64_t p = (elements + 1) / 2; p < pairs; ++p)
-    std::fill(dst + p * dst_ld, dst + p * dst_ld + rows, 0.0f);
-}
-
-// The AMX panel of rows [r0, r0 + h) of op(A), pairs [e0 / 2, e0 / 2 + pairs) (a multiple of
-// 16): per 16 pairs, 32 rows (zeros past h) of 16 pairs, the first element in the lower half
-// (gemm_amx_tile.h).
-void pack_a_tiles(const SgemmArgs& g, int64_t r0, int64_t h, int64_t e0, int64_t pairs,
-                  float* out) {
-  constexpr int64_t kRows = 32, kChunk = 16;
-  std::fill(out, out + pairs * kRows, 0.0f);
-  const int64_t elements = std::clamp<int64_t>(g.k_elements - e0, 0, 2 * pairs);
-  if (!g.ta) {
-    // A row's pairs lie in memory as the tile wants them: 64 bytes per 16 pairs.
-    for (int64_t i = 0; i < h; ++i) {
-      const uint16_t* row = g.a16 + (r0 + i) * g.lda + e0;
-      for (int64_t c = 0; c * 2 * kChunk < elements; ++c)
-        std::memcpy(out + c * kChunk * kRows + i * kChunk, row + c * 2 * kChunk,
-                    size_t(std::min(2 * kChunk, elements - c * 2 * kChunk)) * sizeof(uint16_t));
-    }
-    return;
-  }
-  for (int64_t p = 0; 2 * p < elements; ++p) {
-    const PairRows rows = pair_rows(g.a16, g.lda, e0 + 2 * p, e0 + elements);
-    float* dst = out + (p / kChunk) * kChunk * kRows + p % kChunk;
-    for (int64_t i = 0; i < h; ++i)
-      dst[i * kChunk] = std::bit_cast<float>(
-          uint32_t(rows.first[r0 + i]) | uint32_t(rows.second ? rows.second[r0 + i] : 0u) << 16);
-  }
-}
-
 // Packs columns [j0, j0 + nr) of op(B) in k block q, zero-padding columns >= n.
 void pack_b_block(const MicroKernels& mk, int64_t nr, const SgemmArgs& g, const KBlocks& kb,
                   int64_t panel, int64_t q, int64_t n_pad, float* out) {
   const int64_t j0 = panel * nr, cols = std::min(nr, g.n - j0);
   const int64_t k0 = kb.begin(q), kc = kb.depth(q, g.k);
   float* dst = out + k0 * n_pad + panel * kc * nr;
-  if (g.k_elements > 0) {  // bf16 pairs: elements [2 k0, 2 k0 + 2 kc) of k
-    const int64_t e0 = 2 * k0;
-    if (!g.tb) {
-      for (int64_t p = 0; p < kc; ++p)
-        interleave_pair_rows(mk, pair_rows(g.b16, g.ldb, e0 + 2 * p, g.k_elements), j0, cols,
-                             dst + p * nr);
-    } else {
-      pair_transpose(mk, g.b16 + j0 * g.ldb, g.ldb, cols, e0, g.k_elements, kc, dst, nr);
-    }
-    if (cols < nr)
-      for (int64_t p = 0; p < kc; ++p) std::fill(dst + p * nr + cols, dst + (p + 1) * nr, 0.0f);
-    return;
-  }
-  if (g.b16 != nullptr) {
-    if (!g.tb)
-      widen_bf16_rows(g.b16 + k0 * g.ldb + j0, g.ldb, kc, cols, dst, nr);
-    else
-      mk.widen_transpose(g.b16 + j0 * g.ldb + k0, g.ldb, cols, kc, dst, nr);
-    if (cols < nr)
-      for (int64_t p = 0; p < kc; ++p) std::fill(dst + p * nr + cols, dst + (p + 1) * nr, 0.0f);
-    return;
-  }
+  if (g.b16 != nullptr) return pack_bf16_b_panel(mk, g, j0, cols, nr, k0, kc, dst);
   if (!g.tb) {
     for (int64_t p = 0; p < kc; ++p) {
       std::memcpy(dst + p * nr, g.b + (k0 + p) * g.ldb + j0, size_t(cols) * sizeof(float));
@@ -179,28 +95,8 @@ void pack_b_rows(const MicroKernels& mk, int64_t nr, const SgemmArgs& g, const K
   const int64_t k0 = kb.begin(q), kc = kb.depth(q, g.k);
   const int64_t full = g.n / nr, rest = g.n - full * nr;
   float* block = out + k0 * n_pad;
-  if (g.k_elements > 0) {  // bf16 pairs: row pair p is elements 2 (k0 + p) and the next
-    for (int64_t p = p0; p < p1; ++p) {
-      const PairRows rows = pair_rows(g.b16, g.ldb, 2 * (k0 + p), g.k_elements);
-      for (int64_t panel = 0; panel * nr < g.n; ++panel) {
-        const int64_t cols = std::min(nr, g.n - panel * nr);
-        float* dst = block + panel * kc * nr + p * nr;
-        interleave_pair_rows(mk, rows, panel * nr, cols, dst);
-        std::fill(dst + cols, dst + nr, 0.0f);
-      }
-    }
-    return;
-  }
   if (g.b16 != nullptr) {
-    for (int64_t p = p0; p < p1; ++p) {
-      const uint16_t* src = g.b16 + (k0 + p) * g.ldb;
-      for (int64_t panel = 0; panel * nr < g.n; ++panel) {
-        const int64_t cols = std::min(nr, g.n - panel * nr);
-        float* dst = block + panel * kc * nr + p * nr;
-        widen_bf16(src + panel * nr, cols, dst);
-        std::fill(dst + cols, dst + nr, 0.0f);
-      }
-    }
+    for (int64_t p = p0; p < p1; ++p) pack_bf16_b_row(mk, g, nr, k0, p, kc, block);
     return;
   }
   for (int64_t p = p0; p < p1; ++p) {
@@ -234,24 +130,7 @@ void copy_panel_of(int64_t h, const float* src, int64_t ld, int64_t kc, float* o
 // Packs rows [r0, r0 + h) of op(A), columns [k0, k0 + kc), as out[p * h + i].
 void pack_a_panel(const MicroKernels& mk, const SgemmArgs& g, int64_t r0, int64_t h, int64_t k0,
                   int64_t kc, float* out) {
-  if (g.k_elements > 0) {  // bf16 pairs: elements [2 k0, 2 k0 + 2 kc) of k
-    const int64_t e0 = 2 * k0;
-    if (mk.pair_layout == PairLayout::kTiles) return pack_a_tiles(g, r0, h, e0, kc, out);
-    if (g.ta)
-      for (int64_t p = 0; p < kc; ++p)
-        interleave_pair_rows(mk, pair_rows(g.a16, g.lda, e0 + 2 * p, g.k_elements), r0, h,
-                             out + p * h);
-    else
-      pair_transpose(mk, g.a16 + r0 * g.lda, g.lda, h, e0, g.k_elements, kc, out, h);
-    return;
-  }
-  if (g.a16 != nullptr) {
-    if (g.ta)
-      widen_bf16_rows(g.a16 + k0 * g.lda + r0, g.lda, kc, h, out, h);
-    else
-      mk.widen_transpose(g.a16 + r0 * g.lda + k0, g.lda, h, kc, out, h);
-    return;
-  }
+  if (g.a16 != nullptr) return pack_bf16_a_panel(mk, g, r0, h, k0, kc, out);
   if (g.ta)
     copy_panel_of(h, g.a + k0 * g.lda + r0, g.lda, kc, out, std::make_integer_sequence<int, 16>{});
   else
@@ -587,7 +466,8 @@ const MicroKernels* resolve_bf16(const std::string& name, const char* source) {
     const MicroKernels& (*kernels)();
   };
   static constexpr Set kSets[] = {
-      {"amx", cpu_has_amx, "no AMX-BF16, or Linux refused this process the tile data", amx_microkernels},
+      {"amx", cpu_has_amx, "no AMX-BF16, or Linux refused this process the tile data",
+       amx_microkernels},
       {"avx512bf16", cpu_has_avx512bf16, "no AVX512-BF16", avx512bf16_microkernels},
       {"amx-emulated", [] { return cpu_runs("avx2"); }, "no AVX2", amx_emulated_microkernels},
       {"avx512bf16-emulated", [] { return cpu_runs("avx512"); }, "no AVX-512F",

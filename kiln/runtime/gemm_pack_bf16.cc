@@ -1,0 +1,130 @@
+// Packing bf16 operands (contract: gemm_pack_bf16.h).
+#include "kiln/runtime/gemm_pack_bf16.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+#include "kiln/runtime/gemm_widen.h"
+
+namespace kiln::runtime::gemm_detail {
+namespace {
+
+// The rows of elements e and e + 1 of a bf16 operand stored with k along its rows (B, or a
+// stored A^T), null past the end of k (their pair halves are zeros).
+struct PairRows {
+  const uint16_t *first, *second;
+};
+PairRows pair_rows(const uint16_t* base, int64_t ld, int64_t e, int64_t k_elements) {
+  return {e < k_elements ? base + e * ld : nullptr,
+          e + 1 < k_elements ? base + (e + 1) * ld : nullptr};
+}
+
+// dst[j] = the pair of columns col0 + j of `rows`, j < n, in the kernel set's half order.
+void interleave_pair_rows(const MicroKernels& mk, PairRows rows, int64_t col0, int64_t n,
+                          float* dst) {
+  const uint16_t* first = rows.first ? rows.first + col0 : nullptr;
+  const uint16_t* second = rows.second ? rows.second + col0 : nullptr;
+  if (mk.pair_layout == PairLayout::kDot)
+    interleave_bf16_pairs(first, second, n, dst);
+  else
+    interleave_bf16_pairs(second, first, n, dst);
+}
+
+// A bf16 operand stored with k along its columns (a stored B^T, or A), `rows` rows `ld` apart
+// from `base`: dst[p * dst_ld + i] = the pair of elements e0 + 2p, e0 + 2p + 1 of row i, for
+// p < pairs (zeros past the end of k).
+void pair_transpose(const MicroKernels& mk, const uint16_t* base, int64_t ld, int64_t rows,
+                    int64_t e0, int64_t k_elements, int64_t pairs, float* dst, int64_t dst_ld) {
+  const int64_t elements = std::clamp<int64_t>(k_elements - e0, 0, 2 * pairs);
+  if (elements > 0)
+    pair_transpose_avx2(base + e0, ld, rows, elements, dst, dst_ld,
+                        mk.pair_layout == PairLayout::kDot);
+  for (int64_t p = (elements + 1) / 2; p < pairs; ++p)
+    std::fill(dst + p * dst_ld, dst + p * dst_ld + rows, 0.0f);
+}
+
+// The AMX panel of rows [r0, r0 + h) of op(A), pairs [e0 / 2, e0 / 2 + pairs) (a multiple of
+// 16): per 16 pairs, 32 rows (zeros past h) of 16 pairs, the first element in the lower half
+// (gemm_amx_tile.h).
+void pack_a_tiles(const SgemmArgs& g, int64_t r0, int64_t h, int64_t e0, int64_t pairs,
+                  float* out) {
+  constexpr int64_t kRows = 32, kChunk = 16;
+  std::fill(out, out + pairs * kRows, 0.0f);
+  const int64_t elements = std::clamp<int64_t>(g.k_elements - e0, 0, 2 * pairs);
+  if (!g.ta) {
+    // A row's pairs lie in memory as the tile wants them: 64 bytes per 16 pairs.
+    for (int64_t i = 0; i < h; ++i) {
+      const uint16_t* row = g.a16 + (r0 + i) * g.lda + e0;
+      for (int64_t c = 0; c * 2 * kChunk < elements; ++c)
+        std::memcpy(out + c * kChunk * kRows + i * kChunk, row + c * 2 * kChunk,
+                    size_t(std::min(2 * kChunk, elements - c * 2 * kChunk)) * sizeof(uint16_t));
+    }
+    return;
+  }
+  for (int64_t p = 0; 2 * p < elements; ++p) {
+    const PairRows rows = pair_rows(g.a16, g.lda, e0 + 2 * p, e0 + elements);
+    float* dst = out + (p / kChunk) * kChunk * kRows + p % kChunk;
+    for (int64_t i = 0; i < h; ++i)
+      dst[i * kChunk] = std::bit_cast<float>(
+          uint32_t(rows.first[r0 + i]) | uint32_t(rows.second ? rows.second[r0 + i] : 0u) << 16);
+  }
+}
+
+}  // namespace
+
+void pack_bf16_b_panel(const MicroKernels& mk, const SgemmArgs& g, int64_t j0, int64_t cols,
+                       int64_t nr, int64_t k0, int64_t kc, float* dst) {
+  if (g.k_elements > 0) {  // pairs: elements [2 k0, 2 k0 + 2 kc) of k
+    const int64_t e0 = 2 * k0;
+    if (!g.tb) {
+      for (int64_t p = 0; p < kc; ++p)
+        interleave_pair_rows(mk, pair_rows(g.b16, g.ldb, e0 + 2 * p, g.k_elements), j0, cols,
+                             dst + p * nr);
+    } else {
+      pair_transpose(mk, g.b16 + j0 * g.ldb, g.ldb, cols, e0, g.k_elements, kc, dst, nr);
+    }
+  } else if (!g.tb) {
+    widen_bf16_rows(g.b16 + k0 * g.ldb + j0, g.ldb, kc, cols, dst, nr);
+  } else {
+    mk.widen_transpose(g.b16 + j0 * g.ldb + k0, g.ldb, cols, kc, dst, nr);
+  }
+  if (cols < nr)
+    for (int64_t p = 0; p < kc; ++p) std::fill(dst + p * nr + cols, dst + (p + 1) * nr, 0.0f);
+}
+
+void pack_bf16_b_row(const MicroKernels& mk, const SgemmArgs& g, int64_t nr, int64_t k0, int64_t p,
+                     int64_t kc, float* block) {
+  // Pairs: row pair p is elements 2 (k0 + p) and the next.
+  const PairRows rows = g.k_elements > 0 ? pair_rows(g.b16, g.ldb, 2 * (k0 + p), g.k_elements)
+                                         : PairRows{g.b16 + (k0 + p) * g.ldb, nullptr};
+  for (int64_t panel = 0; panel * nr < g.n; ++panel) {
+    const int64_t cols = std::min(nr, g.n - panel * nr);
+    float* dst = block + panel * kc * nr + p * nr;
+    if (g.k_elements > 0)
+      interleave_pair_rows(mk, rows, panel * nr, cols, dst);
+    else
+      widen_bf16(rows.first + panel * nr, cols, dst);
+    std::fill(dst + cols, dst + nr, 0.0f);
+  }
+}
+
+void pack_bf16_a_panel(const MicroKernels& mk, const SgemmArgs& g, int64_t r0, int64_t h,
+                       int64_t k0, int64_t kc, float* out) {
+  if (g.k_elements > 0) {  // pairs: elements [2 k0, 2 k0 + 2 kc) of k
+    const int64_t e0 = 2 * k0;
+    if (mk.pair_layout == PairLayout::kTiles) return pack_a_tiles(g, r0, h, e0, kc, out);
+    if (g.ta)
+      for (int64_t p = 0; p < kc; ++p)
+        interleave_pair_rows(mk, pair_rows(g.a16, g.lda, e0 + 2 * p, g.k_elements), r0, h,
+                             out + p * h);
+    else
+      pair_transpose(mk, g.a16 + r0 * g.lda, g.lda, h, e0, g.k_elements, kc, out, h);
+  } else if (g.ta) {
+    widen_bf16_rows(g.a16 + k0 * g.lda + r0, g.lda, kc, h, out, h);
+  } else {
+    mk.widen_transpose(g.a16 + r0 * g.lda + k0, g.lda, h, kc, out, h);
+  }
+}
+
+}  // namespace kiln::runtime::gemm_detail
