@@ -310,9 +310,10 @@ void gemm_rows(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, in
 
 void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const bfloat16* a, int64_t lda,
                const bfloat16* b, int64_t ldb, float* c, int64_t ldc, bool parallel,
-               const std::function<void(int64_t, int64_t)>* on_rows) {
+               const std::function<void(int64_t, int64_t)>* on_rows, bool accumulate) {
   KILN_ASSERT(parallel || on_rows == nullptr, "gemm_bf16: row callbacks need the parallel form");
-  if (trivial(ta, tb, m, n, k, lda, ldb, c, ldc, false)) {
+  KILN_ASSERT(!(accumulate && on_rows), "gemm_bf16: row callbacks see whole products only");
+  if (trivial(ta, tb, m, n, k, lda, ldb, c, ldc, accumulate)) {
     if (on_rows && m > 0) (*on_rows)(0, m);
     return;
   }
@@ -322,7 +323,7 @@ void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const bfloat16
     const gemm_detail::GemmPlan plan =
         float_plan(*mk, ta, tb, m, n, k, parallel ? num_threads() : 1, on_rows != nullptr, true);
     gemm_detail::SgemmArgs args =
-        sgemm_args(ta, tb, m, n, k, nullptr, lda, nullptr, ldb, c, ldc, false);
+        sgemm_args(ta, tb, m, n, k, nullptr, lda, nullptr, ldb, c, ldc, accumulate);
     args.a16 = reinterpret_cast<const uint16_t*>(a);
     args.b16 = reinterpret_cast<const uint16_t*>(b);
     return run_float(*mk, plan, args, on_rows);
@@ -337,7 +338,7 @@ void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const bfloat16
   const std::vector<float> wa = ta ? widened(a, k, m, lda) : widened(a, m, k, lda);
   const std::vector<float> wb = tb ? widened(b, n, k, ldb) : widened(b, k, n, ldb);
   const int64_t wlda = ta ? m : k, wldb = tb ? k : n;
-  eigen_gemm(ta, tb, m, n, k, wa.data(), wlda, wb.data(), wldb, c, ldc, false, parallel);
+  eigen_gemm(ta, tb, m, n, k, wa.data(), wlda, wb.data(), wldb, c, ldc, accumulate, parallel);
   if (on_rows) (*on_rows)(0, m);
 }
 

@@ -66,15 +66,17 @@ int64_t gemm_row_blocks(int64_t m, int64_t n, int64_t k, bool trans_a = false,
 // and the instruction adds the two products of each pair in k order (as documented; the AMX
 // test on such a CPU holds it to the float32 dot-product bound, in any order): bitwise
 // gemm<float> of the widened operands except where denormals occur (the instructions flush
-// them) and for the sign of a zero result when k is odd or padded (zero pairs add +0). Elsewhere bitwise gemm<float> (or
-// gemm_serial<float> when !parallel) of the widened operands: kiln's engine widens each operand
-// as it packs it (always packed: runtime/gemm_widen.h), never in a pass of its own; Eigen's
-// path widens them first. With on_rows (parallel only), C is computed in blocks of whole rows and
-// on_rows(r0, r1) runs for each right after its last product, on the thread that computed it
-// (gemm_rows' contract): the place to round the rows back to bf16 while they are in cache.
+// them) and for the sign of a zero result when k is odd or padded (zero pairs add +0). Elsewhere
+// bitwise gemm<float> (or gemm_serial<float> when !parallel) of the widened operands: kiln's engine
+// widens each operand as it packs it (always packed: runtime/gemm_widen.h), never in a pass of its
+// own; Eigen's path widens them first. With on_rows (parallel only), C is computed in blocks of
+// whole rows and on_rows(r0, r1) runs for each right after its last product, on the thread that
+// computed it (gemm_rows' contract): the place to round the rows back to bf16 while they are in
+// cache. accumulate (not with on_rows): C += op(A) * op(B), each element's chain continuing from C.
 void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const bfloat16* a,
                int64_t lda, const bfloat16* b, int64_t ldb, float* c, int64_t ldc, bool parallel,
-               const std::function<void(int64_t, int64_t)>* on_rows = nullptr);
+               const std::function<void(int64_t, int64_t)>* on_rows = nullptr,
+               bool accumulate = false);
 
 // The kernels of products of bf16 operands: "amx" (TDPBF16PS), "avx512bf16" (VDPBF16PS),
 // "amx-emulated" / "avx512bf16-emulated" (their layouts with float32 FMAs: tests on CPUs

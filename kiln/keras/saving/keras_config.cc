@@ -269,7 +269,9 @@ Json metric_from_keras(const Json& j, const std::string& where) {
                               "compile = false and compile it with your metrics",
                               j.dump()));
   const std::string name = keras_snake_case(j["class_name"].get<std::string>());
-  for (const auto& [key, value] : j.value("config", Json::object()).items())
+  // (A named copy: iterating items() of the temporary would outlive it.)
+  const Json config = j.value("config", Json::object());
+  for (const auto& [key, value] : config.items())
     if (key != "name" && key != "dtype" && !value.is_null())
       refuse(where + ".config." + key,
              fmt::format("is {:.200}; kiln rebuilds metrics by name only; load the model with "

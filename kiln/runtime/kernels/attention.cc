@@ -29,6 +29,12 @@
 // few entries, each entry's query blocks are split into groups whose partial dk, dv are added
 // in group order afterwards.
 //
+// bfloat16 operands compute in float32 with the via-f32 rule's values (ir/ops.def): each task
+// widens the tiles of q, k, v and dout it reads into its scratch (exact) and the forward pass
+// rounds each output row once as it writes it, so no pass over memory widens a whole operand;
+// the gradient accumulates in a float32 copy of its packed output, rounded once at the end.
+// The bits are those of the float32 kernel on the widened operands, rounded.
+//
 // Determinism: block sizes, groups and the order of every sum depend on the shapes only, so
 // results are bitwise identical for any thread count.
 #include <fmt/format.h>
@@ -39,10 +45,12 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "kiln/runtime/gemm.h"
 #include "kiln/runtime/kernels/register.h"
+#include "kiln/runtime/scratch.h"
 #include "kiln/runtime/threading.h"
 
 namespace kiln::runtime {
@@ -69,6 +77,36 @@ using RowMap = Eigen::Map<RowArray<T>>;
 // The masked score (Keras' large negative number, as MultiHeadAttention's `where`).
 template <typename T>
 constexpr T kMasked = T(-1e9);
+
+// The type a kernel of storage type S computes in: S itself, float32 for bfloat16.
+template <typename S>
+struct ComputeOf {
+  using type = S;
+};
+template <>
+struct ComputeOf<bfloat16> {
+  using type = float;
+};
+
+// n values of src in the compute type T: src itself, or widened into buf (exact).
+template <typename T, typename S>
+const T* computed(const S* src, int64_t n, T* buf) {
+  if constexpr (std::is_same_v<S, T>) {
+    return src;
+  } else {
+    for (int64_t i = 0; i < n; ++i) buf[i] = src[i].to_float();
+    return buf;
+  }
+}
+
+// A computed value as stored: itself, or rounded to bf16 once (nearest even).
+template <typename S, typename T>
+S stored(T v) {
+  if constexpr (std::is_same_v<S, T>)
+    return v;
+  else
+    return S::from_float(v);
+}
 
 // Sizes of one call and where each batch entry's mask starts.
 struct Problem {
@@ -140,7 +178,7 @@ using AlignedRow = Eigen::Map<RowArray<T>, Eigen::Aligned64>;
 constexpr size_t kKeptScratchBytes = size_t{4} << 20;
 
 template <typename T>
-class Scratch {
+class TaskScratch {
  public:
   T* get(std::vector<T>& kept, size_t n) {
     constexpr size_t kSlack = 64 / sizeof(T);
@@ -203,26 +241,34 @@ bool masked_key_counts(T m) {
   return std::exp(kMasked<T> - m) != T(0) || std::isnan(m);
 }
 
-// One block of query rows [r0, r0 + rows) of one entry: out rows = softmax(S) v.
-template <typename T>
-void forward_block(const Problem& p, const T* q, const T* k, const T* v, const bool* entry_mask,
-                   T* out, int64_t r0, int64_t rows) {
+// One block of query rows [r0, r0 + rows) of one entry: out rows = softmax(S) v. S: the
+// arrays' type (bf16 tiles of k and v are widened into the scratch as they are visited).
+template <typename S>
+void forward_block(const Problem& p, const S* q, const S* k, const S* v, const bool* entry_mask,
+                   S* out, int64_t r0, int64_t rows) {
+  using T = typename ComputeOf<S>::type;
+  constexpr bool kWiden = !std::is_same_v<S, T>;
   thread_local std::vector<T> kept;
-  Scratch<T> scratch;
+  TaskScratch<T> scratch;
   const int64_t bk = std::min(kKeyBlock, std::max<int64_t>(p.tv, 1)), ld = padded(bk);
-  T* s = scratch.get(kept, size_t(rows * (ld + p.d + p.dv + 2)));  // S: [rows, ld]
+  const int64_t tiles = kWiden ? bk * (p.d + p.dv) : 0;                    // widened k and v tiles
+  T* s = scratch.get(kept, size_t(rows * (ld + p.d + p.dv + 2) + tiles));  // S: [rows, ld]
   T* qs = s + rows * ld;
   T* acc = qs + rows * p.d;
   T* m = acc + rows * p.dv;
   T* l = m + rows;
+  T* k_tile = l + rows;
+  T* v_tile = k_tile + bk * p.d;
   const T scale = T(p.scale);
-  for (int64_t i = 0; i < rows * p.d; ++i) qs[i] = q[r0 * p.d + i] * scale;
+  const T* qb = computed<T>(q + r0 * p.d, rows * p.d, qs);
+  for (int64_t i = 0; i < rows * p.d; ++i) qs[i] = qb[i] * scale;
 
   int64_t kend = p.causal_keys(r0, rows);
   for (;;) {
     for (int64_t c0 = 0; c0 < kend; c0 += bk) {
       const int64_t cols = std::min(bk, kend - c0);
-      gemm_serial<T>(false, true, rows, cols, p.d, qs, p.d, k + c0 * p.d, p.d, s, ld);
+      const T* kt = computed<T>(k + c0 * p.d, cols * p.d, k_tile);
+      gemm_serial<T>(false, true, rows, cols, p.d, qs, p.d, kt, p.d, s, ld);
       mask_tile(p, entry_mask, s, ld, r0, rows, c0, cols, kMasked<T>);
       for (int64_t i = 0; i < rows; ++i) {
         T* srow = s + i * ld;
@@ -238,8 +284,8 @@ void forward_block(const Problem& p, const T* q, const T* k, const T* v, const b
         }
         m[i] = mnew;
       }
-      product<T>(false, rows, p.dv, cols, s, ld, v + c0 * p.dv, p.dv, acc, p.dv,
-                 /*accumulate=*/c0 > 0);
+      const T* vt = computed<T>(v + c0 * p.dv, cols * p.dv, v_tile);
+      product<T>(false, rows, p.dv, cols, s, ld, vt, p.dv, acc, p.dv, /*accumulate=*/c0 > 0);
     }
     if (kend == p.tv) break;
     bool again = false;
@@ -248,24 +294,24 @@ void forward_block(const Problem& p, const T* q, const T* k, const T* v, const b
     kend = p.tv;  // some row still weighs the skipped keys: visit them all
   }
   for (int64_t i = 0; i < rows; ++i) {
-    T* o = out + (r0 + i) * p.dv;
+    S* o = out + (r0 + i) * p.dv;
     const T* a = acc + i * p.dv;
-    for (int64_t c = 0; c < p.dv; ++c) o[c] = a[c] / l[i];
+    for (int64_t c = 0; c < p.dv; ++c) o[c] = stored<S>(a[c] / l[i]);
   }
 }
 
-template <typename T>
+template <typename S>
 void attention_typed(std::span<const Array> in, const Attrs& attrs, Array& out) {
   const Problem p(in, 3, attrs, "attention");
-  T* po = out.data<T>();
+  S* po = out.data<S>();
   if (out.size() == 0) return;
   if (p.tv == 0) {  // softmax over no keys, times no values: zeros (as the unfused ops)
-    std::fill(po, po + out.size(), T(0));
+    std::fill(po, po + out.size(), S{});
     return;
   }
-  const T* pq = in[0].data<T>();
-  const T* pk = in[1].data<T>();
-  const T* pv = in[2].data<T>();
+  const S* pq = in[0].data<S>();
+  const S* pk = in[1].data<S>();
+  const S* pv = in[2].data<S>();
   const int64_t blocks = p.query_blocks();
   const double flops =
       2.0 * double(std::min(p.query_block(), p.tq)) * double(p.tv) * double(p.d + p.dv);
@@ -275,7 +321,7 @@ void attention_typed(std::span<const Array> in, const Attrs& attrs, Array& out) 
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t e = t / blocks, r0 = (t % blocks) * p.query_block();
       const bool* em = p.mask ? p.mask + p.mask_offset[size_t(e)] : nullptr;
-      forward_block<T>(p, pq + e * p.tq * p.d, pk + e * p.tv * p.d, pv + e * p.tv * p.dv, em,
+      forward_block<S>(p, pq + e * p.tq * p.d, pk + e * p.tv * p.d, pv + e * p.tv * p.dv, em,
                        po + e * p.tq * p.dv, r0, std::min(p.query_block(), p.tq - r0));
     }
   });
@@ -290,19 +336,28 @@ struct GradOut {
   int64_t ld;
 };
 
-// The gradient of query rows [r0, r0 + rows) of one entry: writes dq rows, adds to dk and dv.
-template <typename T>
-void backward_block(const Problem& p, const T* q, const T* k, const T* v, const T* dout,
+// The gradient of query rows [r0, r0 + rows) of one entry: writes dq rows, adds to dk and dv
+// (in the compute type T; bf16 k, v and dout rows are widened into the scratch).
+template <typename S, typename T = typename ComputeOf<S>::type>
+void backward_block(const Problem& p, const S* q, const S* k_in, const S* v_in, const S* dout,
                     const bool* entry_mask, GradOut<T> g, int64_t r0, int64_t rows) {
+  constexpr bool kWiden = !std::is_same_v<S, T>;
   thread_local std::vector<T> kept;
-  Scratch<T> scratch;
+  TaskScratch<T> scratch;
   const int64_t tv = p.tv, ld = padded(tv);
-  T* pm = scratch.get(kept, size_t(rows * (2 * ld + p.d)));  // P [rows, ld]
-  T* dp = pm + rows * ld;                                    // dP, then dS [rows, ld]
+  const int64_t widened = kWiden ? tv * (p.d + p.dv) + rows * p.dv : 0;
+  T* pm = scratch.get(kept, size_t(rows * (2 * ld + p.d) + widened));  // P [rows, ld]
+  T* dp = pm + rows * ld;                                              // dP, then dS [rows, ld]
   T* qs = dp + rows * ld;
+  T* k_wide = qs + rows * p.d;
+  T* v_wide = k_wide + tv * p.d;
+  T* dout_wide = v_wide + tv * p.dv;
   const T scale = T(p.scale);
-  for (int64_t i = 0; i < rows * p.d; ++i) qs[i] = q[r0 * p.d + i] * scale;
-  const T* dob = dout + r0 * p.dv;
+  const T* qb = computed<T>(q + r0 * p.d, rows * p.d, qs);
+  for (int64_t i = 0; i < rows * p.d; ++i) qs[i] = qb[i] * scale;
+  const T* k = computed<T>(k_in, tv * p.d, k_wide);
+  const T* v = computed<T>(v_in, tv * p.dv, v_wide);
+  const T* dob = computed<T>(dout + r0 * p.dv, rows * p.dv, dout_wide);
 
   int64_t kend = p.causal_keys(r0, rows);
   for (;;) {
@@ -338,19 +393,23 @@ void backward_block(const Problem& p, const T* q, const T* k, const T* v, const 
   product<T>(true, kend, p.d, rows, dp, ld, qs, p.d, g.dk, 2 * g.ld, true);
 }
 
-template <typename T>
+template <typename S>
 void attention_grad_typed(std::span<const Array> in, const Attrs& attrs, Array& out) {
+  using T = typename ComputeOf<S>::type;
+  constexpr bool kWiden = !std::is_same_v<S, T>;
   const Problem p(in, 4, attrs, "attention_grad");
-  T* po = out.data<T>();
   if (out.size() == 0) return;
   if (p.tv == 0 || p.tq == 0) {
-    std::fill(po, po + out.size(), T(0));
+    std::fill(out.data<S>(), out.data<S>() + out.size(), S{});
     return;
   }
-  const T* pq = in[0].data<T>();
-  const T* pk = in[1].data<T>();
-  const T* pv = in[2].data<T>();
-  const T* pd = in[3].data<T>();
+  // bf16: the packed gradient accumulates in float32 scratch, rounded into `out` at the end.
+  Scratch wide_out(ScratchSlot::kBf16Result, kWiden ? size_t(out.size()) * sizeof(T) : 0);
+  T* po = kWiden ? wide_out.as<T>() : reinterpret_cast<T*>(out.data<S>());
+  const S* pq = in[0].data<S>();
+  const S* pk = in[1].data<S>();
+  const S* pv = in[2].data<S>();
+  const S* pd = in[3].data<S>();
   const int64_t ld = std::max(p.d, p.dv);
   const int64_t rows_per_entry = p.tq + 2 * p.tv;
   const int64_t blocks = p.query_blocks();
@@ -376,12 +435,13 @@ void attention_grad_typed(std::span<const Array> in, const Attrs& attrs, Array& 
       if (ld > p.d)
         for (int64_t i = r0; i < std::min(p.tq, r0 + p.query_block()); ++i)
           std::fill(g.dq + i * ld + p.d, g.dq + (i + 1) * ld, T(0));
-      backward_block<T>(p, pq + e * p.tq * p.d, pk + e * p.tv * p.d, pv + e * p.tv * p.dv,
+      backward_block<S>(p, pq + e * p.tq * p.d, pk + e * p.tv * p.d, pv + e * p.tv * p.dv,
                         pd + e * p.tq * p.dv, em, g, r0, std::min(p.query_block(), p.tq - r0));
     }
   };
   parallel_tasks(p.entries * groups, task);
-  if (groups == 1) return;
+  // Entries' partial dk, dv added in group order; bf16: each entry rounded once.
+  if (groups == 1 && !kWiden) return;
   parallel_for(p.entries, 1, [&](int64_t e0, int64_t e1) {
     for (int64_t e = e0; e < e1; ++e) {
       T* kv = po + (e * rows_per_entry + p.tq) * ld;
@@ -389,29 +449,38 @@ void attention_grad_typed(std::span<const Array> in, const Attrs& attrs, Array& 
         const T* part = partial.data() + ((e * (groups - 1)) + grp - 1) * 2 * p.tv * ld;
         for (int64_t i = 0; i < 2 * p.tv * ld; ++i) kv[i] += part[i];
       }
+      if constexpr (kWiden) {
+        S* dst = out.data<S>() + e * rows_per_entry * ld;
+        const T* src = po + e * rows_per_entry * ld;
+        for (int64_t i = 0; i < rows_per_entry * ld; ++i) dst[i] = stored<S>(src[i]);
+      }
     }
   });
 }
 
 template <void (*F32)(std::span<const Array>, const Attrs&, Array&),
-          void (*F64)(std::span<const Array>, const Attrs&, Array&)>
+          void (*F64)(std::span<const Array>, const Attrs&, Array&),
+          void (*BF16)(std::span<const Array>, const Attrs&, Array&)>
 void dispatch(std::span<const Array> in, const Attrs& attrs, Array& out, const char* op) {
   if (out.dtype == DType::f32)
     F32(in, attrs, out);
   else if (out.dtype == DType::f64)
     F64(in, attrs, out);
+  else if (out.dtype == DType::bf16)
+    BF16(in, attrs, out);
   else
     internal_error(__FILE__, __LINE__,
                    fmt::format("{} of {} reached its kernel", op, dtype_name(out.dtype)));
 }
 
 void attention_kernel(std::span<const Array> in, const Attrs& attrs, Array& out) {
-  dispatch<attention_typed<float>, attention_typed<double>>(in, attrs, out, "attention");
+  dispatch<attention_typed<float>, attention_typed<double>, attention_typed<bfloat16>>(
+      in, attrs, out, "attention");
 }
 
 void attention_grad_kernel(std::span<const Array> in, const Attrs& attrs, Array& out) {
-  dispatch<attention_grad_typed<float>, attention_grad_typed<double>>(in, attrs, out,
-                                                                      "attention_grad");
+  dispatch<attention_grad_typed<float>, attention_grad_typed<double>,
+           attention_grad_typed<bfloat16>>(in, attrs, out, "attention_grad");
 }
 
 }  // namespace
@@ -420,5 +489,7 @@ void register_attention_kernels(KernelTable& t) {
   t[size_t(OpKind::Attention)] = attention_kernel;
   t[size_t(OpKind::AttentionGrad)] = attention_grad_kernel;
 }
+
+void register_attention_bf16_kernels(KernelTable& t) { register_attention_kernels(t); }
 
 }  // namespace kiln::runtime

@@ -156,6 +156,6 @@ void matmul_kernel(std::span<const Array> in, const Attrs& attrs, Array& out) {
 
 void register_matmul_kernels(KernelTable& t) { t[size_t(OpKind::MatMul)] = matmul_kernel; }
 
-void register_bf16_kernels(KernelTable& t) { t[size_t(OpKind::MatMul)] = matmul_kernel; }
+void register_matmul_bf16_kernels(KernelTable& t) { t[size_t(OpKind::MatMul)] = matmul_kernel; }
 
 }  // namespace kiln::runtime

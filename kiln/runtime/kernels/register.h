@@ -28,6 +28,12 @@ void register_collective_kernels(KernelTable& t);
 // Kernels of via-f32 ops that read and write bf16 themselves, with the rule's values (the
 // float32 result rounded once) but not its widening and rounding passes over memory: they run
 // for every dtype in place of the generic via-f32 wrapper (registry.cc).
-void register_bf16_kernels(KernelTable& t);
+void register_matmul_bf16_kernels(KernelTable& t);
+void register_conv_bf16_kernels(KernelTable& t);
+void register_attention_bf16_kernels(KernelTable& t);
+
+// The op's kernel of the main table under the via-f32 rule (bf16 operands widened, bf16 results
+// rounded; other dtypes passed through): for a bf16 kernel's cases it does not handle itself.
+void run_via_f32_kernel(OpKind kind, std::span<const Array> in, const Attrs& attrs, Array& out);
 
 }  // namespace kiln::runtime

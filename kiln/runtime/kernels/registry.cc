@@ -139,10 +139,16 @@ constexpr KernelTable via_f32_table(std::index_sequence<K...>) {
 static const KernelTable& bf16_table() {
   static const KernelTable t = [] {
     KernelTable b{};
-    register_bf16_kernels(b);
+    register_matmul_bf16_kernels(b);
+    register_conv_bf16_kernels(b);
+    register_attention_bf16_kernels(b);
     return b;
   }();
   return t;
+}
+
+void run_via_f32_kernel(OpKind kind, std::span<const Array> in, const Attrs& attrs, Array& out) {
+  run_via_f32(kind, table()[size_t(kind)], in, attrs, out);
 }
 
 KernelFn kernel_for(OpKind kind) {

@@ -1,0 +1,202 @@
+// bfloat16 2-D convolutions (Conv2D, Conv2DBackpropInput, Conv2DBackpropFilter with bf16
+// operands and result): the op table's via-f32 values (each output the float32 sum of the exact
+// products of the bf16 operands, rounded to bf16 once, nearest even) computed without widening
+// the operands in passes of their own. Every product is runtime::gemm_bf16, so it runs on the
+// bf16 kernels the CPU has (TDPBF16PS, VDPBF16PS) or on the float32 kernels with the operands
+// widened as they are packed:
+//  - forward: the im2col matrix of a chunk of output pixels is built in bf16 (half the bytes
+//    of float32), multiplied by the HWIO filter into float32 scratch and rounded into y while
+//    the chunk is in cache (a 1x1 stride-1 convolution: one product of the input itself);
+//  - input gradient: dy * W^T per chunk into a float32 im2col matrix, col2im_add into a float32
+//    image (an image's chunks in order on one thread, as conv.cc does), rounded per image group;
+//  - filter gradient: im2col(x)^T * dy accumulated in float32 over fixed parts of the pixels,
+//    the parts added in order and rounded once.
+// These are the im2col algorithms of conv.cc (conv_im2col.h): on the float32 kernels each result
+// is bitwise conv.cc's im2col path on the widened operands, rounded. Where conv.cc's float32
+// kernels take a direct path instead, the forward pass keeps the same chains (conv_direct.h),
+// and the gradients sum the same terms in another order (tests/runtime/conv_bf16_test.cc holds
+// them to the float32 dot-product bound). Work is cut by shapes only: results do not depend on
+// the thread count.
+#include <algorithm>
+#include <functional>
+
+#include "kiln/runtime/gemm.h"
+#include "kiln/runtime/kernels.h"
+#include "kiln/runtime/kernels/conv_geom.h"
+#include "kiln/runtime/kernels/conv_im2col.h"
+#include "kiln/runtime/kernels/conv_partials.h"
+#include "kiln/runtime/kernels/register.h"
+#include "kiln/runtime/scratch.h"
+#include "kiln/runtime/threading.h"
+
+namespace kiln::runtime {
+namespace {
+
+using conv_im2col::chunk_rows;
+using conv_im2col::col2im_add;
+using conv_im2col::filter_gradient_parts;
+using conv_im2col::im2col;
+
+void round_rows(const float* src, bfloat16* dst, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) dst[i] = bfloat16::from_float(src[i]);
+}
+
+// y[rows, O] = im2col(x) * W, rounded.
+void conv_forward_bf16(const bfloat16* x, const bfloat16* w, bfloat16* y, const ConvGeom& g) {
+  const int64_t K = g.k(), O = g.o, rows = g.rows();
+  const int64_t step = g.pointwise() ? rows : std::min(rows, chunk_rows(g, sizeof(bfloat16)));
+  const int64_t chunks = (rows + step - 1) / step;
+  if (chunks == 1) {  // one product, split by the engine, rounded by row blocks
+    Scratch col_buf(ScratchSlot::kConvColumns, g.pointwise() ? 0 : size_t(rows * K) * 2);
+    Scratch c_buf(ScratchSlot::kBf16Result, size_t(rows * O) * sizeof(float));
+    const bfloat16* a = x;
+    if (!g.pointwise()) {
+      im2col(x, g, 0, rows, col_buf.as<bfloat16>());
+      a = col_buf.as<bfloat16>();
+    }
+    float* c = c_buf.as<float>();
+    const std::function<void(int64_t, int64_t)> rounded = [&](int64_t r0, int64_t r1) {
+      round_rows(c + r0 * O, y + r0 * O, (r1 - r0) * O);
+    };
+    return gemm_bf16(false, false, rows, O, K, a, K, w, O, c, O, true, &rounded);
+  }
+  parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
+    Scratch col_buf(ScratchSlot::kConvColumns, g.pointwise() ? 0 : size_t(step * K) * 2);
+    Scratch c_buf(ScratchSlot::kBf16Result, size_t(step * O) * sizeof(float));
+    float* c = c_buf.as<float>();
+    for (int64_t q = c0; q < c1; ++q) {
+      const int64_t r0 = q * step, len = std::min(rows, r0 + step) - r0;
+      const bfloat16* a = x + r0 * K;  // pointwise: the input rows are the im2col rows
+      if (!g.pointwise()) {
+        im2col(x, g, r0, r0 + len, col_buf.as<bfloat16>());
+        a = col_buf.as<bfloat16>();
+      }
+      gemm_bf16(false, false, len, O, K, a, K, w, O, c, O, false);
+      round_rows(c, y + r0 * O, len * O);
+    }
+  });
+}
+
+// dx = col2im(dy * W^T), in float32 per group of images, rounded per group.
+void conv_backprop_input_bf16(const bfloat16* w, const bfloat16* dy, bfloat16* dx,
+                              const ConvGeom& g) {
+  const int64_t K = g.k(), O = g.o, C = g.c;
+  const int64_t pixels = g.oh * g.ow, image_size = g.h * g.w * C;
+  if (g.pointwise()) {
+    const int64_t rows = g.rows();
+    Scratch c_buf(ScratchSlot::kBf16Result, size_t(rows * C) * sizeof(float));
+    float* c = c_buf.as<float>();
+    const std::function<void(int64_t, int64_t)> rounded = [&](int64_t r0, int64_t r1) {
+      round_rows(c + r0 * C, dx + r0 * C, (r1 - r0) * C);
+    };
+    return gemm_bf16(false, true, rows, C, O, dy, O, w, O, c, C, true, &rounded);
+  }
+  // conv.cc's grouping: small images go in groups that fill a chunk (one product per group),
+  // larger ones chunk by chunk; an image's chunks in order on one thread.
+  const int64_t step = std::min(pixels, chunk_rows(g, sizeof(float)));
+  const int64_t group = std::max<int64_t>(1, step / pixels);
+  const int64_t groups = (g.n + group - 1) / group;
+  const size_t col_bytes = size_t(std::max(step, group * pixels) * K) * sizeof(float);
+  const size_t image_bytes = size_t(group * image_size) * sizeof(float);
+  // Images [n0, n1) into the float32 image buffer `img` (image n0 at its start), then rounded.
+  auto images = [&](int64_t n0, int64_t n1, float* col, float* img, bool split) {
+    std::fill(img, img + (n1 - n0) * image_size, 0.0f);
+    const int64_t rows = (n1 - n0) * pixels;
+    const int64_t chunk = group > 1 ? rows : step;
+    for (int64_t p0 = 0; p0 < rows; p0 += chunk) {
+      const int64_t r0 = n0 * pixels + p0, len = std::min(chunk, rows - p0);
+      gemm_bf16(false, true, len, K, O, dy + r0 * O, O, w, O, col, K, split);
+      // Rows counted from image n0, so that the windows land in `img`.
+      col2im_add(col, g, p0, p0 + len, img);
+    }
+    round_rows(img, dx + n0 * image_size, (n1 - n0) * image_size);
+  };
+  if (groups == 1) {
+    Scratch col(ScratchSlot::kConvColumns, col_bytes);
+    Scratch img(ScratchSlot::kBf16Result, image_bytes);
+    return images(0, g.n, col.as<float>(), img.as<float>(), true);
+  }
+  const double group_flops = 2.0 * double(group * pixels) * double(K) * double(O);
+  const int64_t grain =
+      std::max<int64_t>(1, int64_t(double(conv_im2col::kMinPartialFlops) / group_flops));
+  parallel_for(groups, grain, [&](int64_t q0, int64_t q1) {
+    Scratch col(ScratchSlot::kConvColumns, col_bytes);
+    Scratch img(ScratchSlot::kBf16Result, image_bytes);
+    for (int64_t q = q0; q < q1; ++q)
+      images(q * group, std::min(g.n, (q + 1) * group), col.as<float>(), img.as<float>(), false);
+  });
+}
+
+// dW[K, O] = sum over pixels of im2col(x)^T dy, in float32 parts added in order, rounded once.
+void conv_backprop_filter_bf16(const bfloat16* x, const bfloat16* dy, bfloat16* dw,
+                               const ConvGeom& g) {
+  const int64_t K = g.k(), O = g.o, rows = g.rows();
+  const int64_t parts = filter_gradient_parts(g, rows, sizeof(float));
+  const int64_t step = g.pointwise() ? rows : chunk_rows(g, sizeof(bfloat16));
+  const size_t col_bytes = g.pointwise() ? 0 : size_t(step * K) * sizeof(bfloat16);
+  Scratch sum_buf(ScratchSlot::kConvPartials, size_t(parts * K * O) * sizeof(float));
+  float* sums = sum_buf.as<float>();
+  // Pixels [r0, r1) into out (accumulating after the first chunk).
+  auto range = [&](int64_t r0, int64_t r1, float* out, bool split, bfloat16* col) {
+    if (r0 == r1) return std::fill(out, out + K * O, 0.0f);
+    for (int64_t c0 = r0; c0 < r1; c0 += step) {
+      const int64_t len = std::min(step, r1 - c0);
+      const bfloat16* a = x + c0 * K;
+      if (!g.pointwise()) {
+        im2col(x, g, c0, c0 + len, col);
+        a = col;
+      }
+      gemm_bf16(true, false, K, O, len, a, K, dy + c0 * O, O, out, O, split, nullptr, c0 != r0);
+    }
+  };
+  if (parts == 1) {
+    Scratch col(ScratchSlot::kConvColumns, col_bytes);
+    range(0, rows, sums, true, col.as<bfloat16>());
+  } else {
+    const int64_t per_part = (rows + parts - 1) / parts;
+    parallel_tasks(parts, [&](int64_t p) {
+      Scratch col(ScratchSlot::kConvColumns, col_bytes);
+      range(std::min(rows, p * per_part), std::min(rows, (p + 1) * per_part), sums + p * K * O,
+            false, col.as<bfloat16>());
+    });
+    add_partials(sums, sums + K * O, parts, K * O);
+  }
+  parallel_for(K * O, kElementwiseGrain,
+               [&](int64_t e0, int64_t e1) { round_rows(sums + e0, dw + e0, e1 - e0); });
+}
+
+// The three kernels: bf16 operands and result here, any other dtypes through the float32
+// table's kernel under the via-f32 rule (which passes float32 and float64 through unchanged).
+template <OpKind kKind>
+void conv_bf16_kernel(std::span<const Array> in, const Attrs& attrs, Array& out) {
+  const bool all_bf16 =
+      out.dtype == DType::bf16 && in[0].dtype == DType::bf16 && in[1].dtype == DType::bf16;
+  if (!all_bf16) return run_via_f32_kernel(kKind, in, attrs, out);
+  if (out.size() == 0) return;
+  if (in[0].size() == 0 || in[1].size() == 0) {
+    std::fill_n(out.data<bfloat16>(), out.size(), bfloat16{});
+    return;
+  }
+  const bfloat16* a = in[0].data<bfloat16>();
+  const bfloat16* b = in[1].data<bfloat16>();
+  bfloat16* o = out.data<bfloat16>();
+  if constexpr (kKind == OpKind::Conv2D) {
+    conv_forward_bf16(a, b, o, conv_geom(in[0].shape, in[1].shape, attrs, "conv2d"));
+  } else if constexpr (kKind == OpKind::Conv2DBackpropInput) {
+    conv_backprop_input_bf16(a, b, o,
+                             conv_geom(out.shape, in[0].shape, attrs, "conv2d_backprop_input"));
+  } else {
+    conv_backprop_filter_bf16(a, b, o,
+                              conv_geom(in[0].shape, out.shape, attrs, "conv2d_backprop_filter"));
+  }
+}
+
+}  // namespace
+
+void register_conv_bf16_kernels(KernelTable& t) {
+  t[size_t(OpKind::Conv2D)] = conv_bf16_kernel<OpKind::Conv2D>;
+  t[size_t(OpKind::Conv2DBackpropInput)] = conv_bf16_kernel<OpKind::Conv2DBackpropInput>;
+  t[size_t(OpKind::Conv2DBackpropFilter)] = conv_bf16_kernel<OpKind::Conv2DBackpropFilter>;
+}
+
+}  // namespace kiln::runtime

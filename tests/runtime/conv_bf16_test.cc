@@ -1,0 +1,290 @@
+// The bf16 convolutions (runtime/kernels/conv_bf16.cc) through run_op, on every float32
+// microkernel set and every bf16 kernel set this CPU runs, at 1 and 2 threads:
+//  - bitwise the same at 1 and 2 threads;
+//  - every element within the bound of a bf16 rounding of a float32 sum: |r - s| <= 2^-8 |s|
+//    for the rounding, |s - exact| <= gamma_(2 * terms + 2) * sum |term| for the float32 sum in
+//    any order (float64 reference written here; the bound holds on every CPU);
+//  - the forward pass bitwise the float32 convolution of the widened operands, rounded once
+//    (every float32 forward path keeps the k-order chain of the im2col product); a gradient
+//    also, where the float32 kernel takes the im2col path too (no direct kernel applies);
+//  - on the bf16 pair kernels (VDPBF16PS, TDPBF16PS and their emulations) the values of the
+//    float32 kernels (the pairs keep the chain; a zero's sign aside).
+// The cases take each path of conv_bf16.cc: a 1x1 product, shallow and deep windows, strides and
+// dilations, forward chunks in parallel, input gradients by groups of small images and by chunks
+// of a large one, filter gradients in several parts. Fixed seeds.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kiln/ir/error.h"
+#include "kiln/runtime/gemm.h"
+#include "kiln/runtime/kernels.h"
+#include "kiln/runtime/kernels/conv_direct.h"
+#include "kiln/runtime/kernels/conv_geom.h"
+#include "kiln/runtime/profiler.h"
+#include "kiln/runtime/threading.h"
+
+namespace kiln::runtime {
+namespace {
+
+using Ints = std::vector<int64_t>;
+
+struct Bf16ConvCase {
+  Ints input, filter, strides, dilations;
+  std::string padding;
+};
+
+std::string describe_conv_case(const Bf16ConvCase& c) {
+  return "input " + Shape(c.input).to_string() + " filter " + Shape(c.filter).to_string() +
+         " strides " + std::to_string(c.strides[0]) + "," + std::to_string(c.strides[1]) +
+         " dilations " + std::to_string(c.dilations[0]) + "," + std::to_string(c.dilations[1]) +
+         " " + c.padding;
+}
+
+const std::vector<Bf16ConvCase>& bf16_cases() {
+  static const std::vector<Bf16ConvCase> all = {
+      {{2, 14, 14, 16}, {3, 3, 16, 32}, {1, 1}, {1, 1}, "same"},  // one forward chunk
+      {{2, 7, 9, 24}, {1, 1, 24, 40}, {1, 1}, {1, 1}, "same"},    // pointwise
+      {{3, 20, 20, 3}, {3, 3, 3, 16}, {1, 1}, {1, 1}, "same"},    // shallow (K = 27)
+      {{2, 21, 26, 5}, {4, 3, 5, 12}, {2, 2}, {1, 1}, "same"},    // strided
+      {{2, 12, 15, 6}, {3, 5, 6, 40}, {1, 1}, {2, 1}, "valid"},   // dilated rows
+      {{4, 24, 24, 16}, {3, 3, 16, 32}, {1, 1}, {1, 1}, "same"},  // chunks; filter in parts
+      {{9, 14, 14, 16}, {3, 3, 16, 24}, {1, 1}, {1, 1}, "same"},  // input grad: image groups
+      {{1, 40, 40, 16}, {3, 3, 16, 8}, {1, 1}, {1, 1}, "same"},   // input grad: image chunks
+      {{2, 16, 16, 64}, {3, 3, 64, 8}, {1, 1}, {1, 1}, "valid"},  // K = 576
+  };
+  return all;
+}
+
+// Restores the kernel sets and thread count at scope exit.
+class Bf16KernelSetGuard {
+ public:
+  Bf16KernelSetGuard()
+      : f32_(gemm_kernels()), bf16_(gemm_bf16_kernels()), threads_(num_threads()) {}
+  ~Bf16KernelSetGuard() {
+    set_gemm_kernels(f32_);
+    set_gemm_bf16_kernels(bf16_);
+    set_num_threads(threads_);
+  }
+
+ private:
+  std::string f32_, bf16_;
+  int threads_;
+};
+
+// (float32 set, bf16 set) pairs this CPU runs; the bf16 pair kernels need the avx512 set.
+std::vector<std::pair<std::string, std::string>> bf16_conv_kernel_sets() {
+  std::vector<std::pair<std::string, std::string>> sets;
+  for (const char* f32 : {"avx512", "avx2"})
+    for (const char* bf16 :
+         {"float32", "avx512bf16-emulated", "amx-emulated", "avx512bf16", "amx"}) {
+      try {
+        Bf16KernelSetGuard guard;
+        set_gemm_kernels(f32);
+        set_gemm_bf16_kernels(bf16);
+        sets.emplace_back(f32, bf16);
+      } catch (const Error&) {  // this CPU cannot run them
+      }
+    }
+  return sets;
+}
+
+// Values in [-1, 1] that bf16 holds exactly, as bf16 and widened to float32.
+struct ConvOperand {
+  Array bf16, f32;
+  std::vector<double> values;
+};
+
+ConvOperand random_conv_operand(const Shape& s, std::mt19937_64& rng) {
+  ConvOperand o{Array::empty(DType::bf16, s), Array::empty(DType::f32, s), {}};
+  std::uniform_real_distribution<double> u(-1, 1);
+  auto* b = static_cast<bfloat16*>(o.bf16.raw());
+  for (int64_t i = 0; i < s.num_elements(); ++i) {
+    b[i] = bfloat16::from_double(u(rng));
+    o.f32.data<float>()[i] = b[i].to_float();
+    o.values.push_back(double(b[i].to_float()));
+  }
+  return o;
+}
+
+// Calls fn(x_index, w_index, y_index) for every multiply of the convolution.
+template <typename F>
+void for_each_conv_multiply(const ConvGeom& g, F&& fn) {
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t y = 0; y < g.oh; ++y)
+      for (int64_t xo = 0; xo < g.ow; ++xo)
+        for (int64_t i = 0; i < g.kh; ++i)
+          for (int64_t j = 0; j < g.kw; ++j) {
+            const int64_t iy = y * g.sh - g.ph + i * g.dh, ix = xo * g.sw - g.pw + j * g.dw;
+            if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w) continue;
+            for (int64_t ch = 0; ch < g.c; ++ch)
+              for (int64_t o = 0; o < g.o; ++o)
+                fn(size_t(((n * g.h + iy) * g.w + ix) * g.c + ch),
+                   size_t(((i * g.kw + j) * g.c + ch) * g.o + o),
+                   size_t(((n * g.oh + y) * g.ow + xo) * g.o + o));
+          }
+}
+
+// Each element's exact (float64) sum and sum of |term|, and the length of its longest chain.
+struct ExactSums {
+  std::vector<double> sum, magnitude;
+  double terms = 0;
+  ExactSums(int64_t size, double t) : sum(size_t(size)), magnitude(size_t(size)), terms(t) {}
+  void add(size_t e, double term) {
+    sum[e] += term;
+    magnitude[e] += std::abs(term);
+  }
+};
+
+std::vector<uint16_t> conv_bits(const Array& a) {
+  std::vector<uint16_t> v(size_t(a.size()));
+  std::memcpy(v.data(), a.raw(), a.nbytes());
+  return v;
+}
+
+// `f` (float32) rounded to bf16, as bits.
+std::vector<uint16_t> rounded_conv_bits(const Array& f) {
+  std::vector<uint16_t> v(size_t(f.size()));
+  for (int64_t i = 0; i < f.size(); ++i)
+    v[size_t(i)] = bfloat16::from_float(f.data<float>()[i]).bits;
+  return v;
+}
+
+float bf16_value(uint16_t b) { return bfloat16::from_bits(b).to_float(); }
+
+// One op on one case: the checks of the file comment. `bitwise_f32`: the float32 kernel takes
+// the im2col path too (or keeps its chains), so the result is its rounding bit for bit.
+void check_conv_op(OpKind op, std::span<const ConvOperand> operands, const Attrs& attrs,
+                   const ExactSums& exact, bool bitwise_f32, const std::string& what) {
+  const double u = std::numeric_limits<float>::epsilon() / 2;
+  const double n = 2 * exact.terms + 2;
+  const double gamma = n * u / (1 - n * u);
+  std::vector<Array> in_bf16, in_f32;
+  for (const ConvOperand& o : operands) {
+    in_bf16.push_back(o.bf16);
+    in_f32.push_back(o.f32);
+  }
+  std::vector<uint16_t> float32_set_bits;
+  for (const auto& [f32_set, bf16_set] : bf16_conv_kernel_sets()) {
+    const std::string where = what + " on " + f32_set + " / " + bf16_set;
+    set_gemm_kernels(f32_set);
+    set_gemm_bf16_kernels(bf16_set);
+    set_num_threads(1);
+    const std::vector<uint16_t> got = conv_bits(run_op(op, in_bf16, attrs));
+    set_num_threads(2);
+    ASSERT_EQ(conv_bits(run_op(op, in_bf16, attrs)), got) << where << ": 1 and 2 threads differ";
+    for (size_t e = 0; e < got.size(); ++e) {
+      const double s_bound = gamma * exact.magnitude[e];
+      const double bound = std::ldexp(std::abs(exact.sum[e]) + s_bound, -8) + s_bound;
+      ASSERT_LE(std::abs(double(bf16_value(got[e])) - exact.sum[e]), bound)
+          << where << " at " << e << ": " << bf16_value(got[e]) << " vs " << exact.sum[e];
+    }
+    if (bf16_set == "float32") {
+      if (bitwise_f32) {
+        ASSERT_EQ(got, rounded_conv_bits(run_op(op, in_f32, attrs)))
+            << where << ": not the float32 op's result rounded";
+      }
+      if (float32_set_bits.empty()) float32_set_bits = got;
+    } else if (!float32_set_bits.empty()) {
+      for (size_t e = 0; e < got.size(); ++e)
+        ASSERT_EQ(bf16_value(got[e]), bf16_value(float32_set_bits[e]))
+            << where << " at " << e << ": not the float32 kernels' value";
+    }
+  }
+}
+
+Attrs conv_window_attrs(const Bf16ConvCase& c) {
+  return Attrs{{"strides", c.strides}, {"dilations", c.dilations}, {"padding", c.padding}};
+}
+
+TEST(ConvBf16, EveryPassIsItsFloat32SumRoundedOnce) {
+  Bf16KernelSetGuard guard;
+  uint64_t seed = 4100;
+  for (const Bf16ConvCase& c : bf16_cases()) {
+    const std::string what = describe_conv_case(c);
+    SCOPED_TRACE(what);
+    const ConvGeom g = conv_geom(Shape(c.input), Shape(c.filter), conv_window_attrs(c), "test");
+    std::mt19937_64 rng(seed++);
+    const ConvOperand x = random_conv_operand(Shape(c.input), rng);
+    const ConvOperand w = random_conv_operand(Shape(c.filter), rng);
+    const ConvOperand dy = random_conv_operand(Shape{g.n, g.oh, g.ow, g.o}, rng);
+
+    ExactSums y(g.rows() * g.o, double(g.k()));
+    ExactSums dx(g.n * g.h * g.w * g.c, double(g.kh * g.kw * g.o));
+    ExactSums dw(g.k() * g.o, double(g.rows()));
+    for_each_conv_multiply(g, [&](size_t xi, size_t wi, size_t yi) {
+      y.add(yi, x.values[xi] * w.values[wi]);
+      dx.add(xi, dy.values[yi] * w.values[wi]);
+      dw.add(wi, x.values[xi] * dy.values[yi]);
+    });
+
+    const ConvOperand fwd[] = {x, w};
+    check_conv_op(OpKind::Conv2D, fwd, conv_window_attrs(c), y, true, "conv2d " + what);
+
+    Attrs input_attrs = conv_window_attrs(c);
+    input_attrs.set("input_shape", c.input);
+    const ConvOperand in_grad[] = {w, dy};
+    check_conv_op(OpKind::Conv2DBackpropInput, in_grad, input_attrs, dx,
+                  g.pointwise() || !direct_conv_backprop_input_applies(g),
+                  "conv2d_backprop_input " + what);
+
+    Attrs filter_attrs = conv_window_attrs(c);
+    filter_attrs.set("filter_shape", c.filter);
+    const ConvOperand filter_grad[] = {x, dy};
+    check_conv_op(OpKind::Conv2DBackpropFilter, filter_grad, filter_attrs, dw,
+                  !g.shallow() && !direct_conv_backprop_filter_applies(g),
+                  "conv2d_backprop_filter " + what);
+  }
+}
+
+// The three passes read bf16 themselves: no whole operand is widened nor a result rounded in a
+// pass of its own (the via-f32 rule's `bf16 widen` / `bf16 round` events), and their products
+// are GEMMs of bf16 operands (the plan in each `gemm` event's detail says so).
+TEST(ConvBf16, NoPassOverMemoryWidensTheOperands) {
+  const Bf16ConvCase c{{2, 14, 14, 16}, {3, 3, 16, 32}, {1, 1}, {1, 1}, "same"};
+  const ConvGeom g = conv_geom(Shape(c.input), Shape(c.filter), conv_window_attrs(c), "test");
+  std::mt19937_64 rng(4200);
+  const ConvOperand x = random_conv_operand(Shape(c.input), rng);
+  const ConvOperand w = random_conv_operand(Shape(c.filter), rng);
+  const ConvOperand dy = random_conv_operand(Shape{g.n, g.oh, g.ow, g.o}, rng);
+  Attrs input_attrs = conv_window_attrs(c), filter_attrs = conv_window_attrs(c);
+  input_attrs.set("input_shape", c.input);
+  filter_attrs.set("filter_shape", c.filter);
+  start_profiling();
+  const Array fwd[] = {x.bf16, w.bf16}, in_grad[] = {w.bf16, dy.bf16}, f_grad[] = {x.bf16, dy.bf16};
+  run_op(OpKind::Conv2D, fwd, conv_window_attrs(c));
+  run_op(OpKind::Conv2DBackpropInput, in_grad, input_attrs);
+  run_op(OpKind::Conv2DBackpropFilter, f_grad, filter_attrs);
+  const std::vector<ProfileEvent> events = stop_profiling();
+  int products = 0;
+  for (const ProfileEvent& e : events) {
+    EXPECT_NE(e.category, "bf16") << e.name;
+    if (e.category == "gemm") {
+      ++products;
+      EXPECT_NE(e.detail.find("bf16 packed"), std::string::npos) << e.name << ": " << e.detail;
+    }
+  }
+  EXPECT_GE(products, 3);
+}
+
+// Empty operands give zeros (or an empty result), like the float32 kernels.
+TEST(ConvBf16, EmptyOperandsGiveZeros) {
+  const Attrs attrs{
+      {"strides", Ints{1, 1}}, {"dilations", Ints{1, 1}}, {"padding", std::string("same")}};
+  const Array x = Array::zeros(DType::bf16, Shape{2, 5, 5, 0});
+  const Array w = Array::zeros(DType::bf16, Shape{3, 3, 0, 4});
+  const Array in[] = {x, w};
+  const Array y = run_op(OpKind::Conv2D, in, attrs);
+  ASSERT_EQ(y.shape, (Shape{2, 5, 5, 4}));
+  ASSERT_EQ(y.dtype, DType::bf16);
+  for (uint16_t b : conv_bits(y)) EXPECT_EQ(b, 0u);
+}
+
+}  // namespace
+}  // namespace kiln::runtime
