@@ -8,13 +8,12 @@
 // [query block, key block] tile of scores exists at a time, never [Tq, Tv]. q is scaled first
 // (as q * scale then q k^T in the unfused ops). The products are runtime::gemm_serial calls
 // (kiln's GEMM engine for float32), the
-// exponentials Eigen's vectorized exp.
+// exponentials Eigen's vectorized exp (exact far below the max: exact_exp.h).
 //
 // Causal skipping: a key block whose keys are all after the block's last query row is not
 // visited. Its scores are all -1e9, so its weights exp(-1e9 - m) underflow whenever the row max
-// m exceeds -1e9 by more than the exponential's range (std::exp gives 0; Eigen's vectorized
-// exp, which the visited masked keys get, at most 3e-39: nothing next to the row's sum, which
-// is at least 1); the kernel checks that for every row (std::exp(-1e9 - m) == 0 in the
+// m exceeds -1e9 by more than the exponential's range (std::exp gives 0, as the visited masked
+// keys get: exact_exp.h); the kernel checks that for every row (std::exp(-1e9 - m) == 0 in the
 // computation's type) and visits every key of the block otherwise (a row with no unmasked key,
 // or scores near -1e9). Causal attention also takes smaller query blocks (kCausalQueryBlock),
 // so that less of the masked triangle is computed.
@@ -49,6 +48,7 @@
 #include <vector>
 
 #include "kiln/runtime/gemm.h"
+#include "kiln/runtime/kernels/exact_exp.h"
 #include "kiln/runtime/kernels/register.h"
 #include "kiln/runtime/scratch.h"
 #include "kiln/runtime/threading.h"
@@ -192,13 +192,15 @@ class TaskScratch {
   std::vector<T> own_;
 };
 
-// Row x (cols scores, ld = padded(cols) elements, aligned) <- exp(x - m); returns the sum of
-// the cols exponentials. The padding gets exp(-1e9 - m) and is never read.
+// Row x (cols scores, ld = padded(cols) elements, aligned) <- exp(x - m) (masked scores' weights
+// exactly 0: exact_exp.h); returns the sum of the cols exponentials. The padding gets exp(0) and
+// is never read.
 template <typename T>
 T exp_row(T* x, int64_t cols, int64_t ld, T m) {
-  std::fill(x + cols, x + ld, kMasked<T>);
+  std::fill(x + cols, x + ld, m);
   AlignedRow<T> row(x, ld);
-  row = (row - m).exp();
+  row = row - m;
+  exact_exp::exp_values(x, x, ld);
   return AlignedRow<T>(x, cols).sum();
 }
 

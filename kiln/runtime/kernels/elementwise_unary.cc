@@ -5,6 +5,7 @@
 #include <unsupported/Eigen/SpecialFunctions>
 
 #include "kiln/runtime/kernels/elementwise_loops.h"
+#include "kiln/runtime/kernels/exact_exp.h"
 
 namespace kiln::runtime {
 namespace {
@@ -52,18 +53,63 @@ KILN_UNARY_NUMERIC(relu_kernel, x.max(T(0)))
 // EIGEN_FAST_MATH use a reciprocal-sqrt estimate: sqrt(+inf) = NaN, sqrt(-0) = +0, 2 ulp off.
 KILN_UNARY_FLOAT(sqrt_kernel, x.unaryExpr([](T v) { return std::sqrt(v); }))
 KILN_UNARY_FLOAT(rsqrt_kernel, x.unaryExpr([](T v) { return T(1) / std::sqrt(v); }))
-KILN_UNARY_FLOAT(exp_kernel, x.exp())
 KILN_UNARY_FLOAT(log_kernel, x.log())
 KILN_UNARY_FLOAT(log1p_kernel, x.log1p())
 KILN_UNARY_FLOAT(tanh_kernel, x.tanh())
-KILN_UNARY_FLOAT(sigmoid_kernel, x.logistic())
 KILN_UNARY_FLOAT(erf_kernel, x.erf())
-// softplus(x) = max(x, 0) + log1p(exp(-|x|)): exact for large |x|, no overflow.
-KILN_UNARY_FLOAT(softplus_kernel, x.max(T(0)) + (-x.abs()).exp().log1p())
 KILN_UNARY_FLOAT(leaky_relu_kernel,
                  (x > T(0)).select(x, x* T(attrs.get_double("alpha", "leaky_relu"))))
 #undef KILN_UNARY_NUMERIC
 #undef KILN_UNARY_FLOAT
+
+// exp, sigmoid and softplus: Eigen's vectorized values, except where their exponential's
+// argument is below exact_exp::kExpTail (Eigen's exp is clamped there): those elements take the
+// same formula on the C library's exp, found by one vectorized compare per chunk.
+template <typename T, class F, class Arg, class Exact>
+void exp_family_loop(const Array& in, Array& out, F&& f, Arg&& arg, Exact&& exact) {
+  const T* px = static_cast<const T*>(in.raw());
+  T* po = static_cast<T*>(out.raw());
+  parallel_for(out.size(), kElementwiseGrain, [&](int64_t b, int64_t e) {
+    CMap<T> x(px + b, e - b);
+    MMap<T>(po + b, e - b) = f(x);
+    if (!(arg(x) < exact_exp::kExpTail<T>).any()) return;
+    for (int64_t i = b; i < e; ++i)
+      if (arg(CMap<T>(px + i, 1)).coeff(0) < exact_exp::kExpTail<T>) po[i] = exact(px[i]);
+  });
+}
+
+template <typename T>
+T exp_exact(T v) {
+  return std::exp(v);
+}
+template <typename T>
+T sigmoid_exact(T v) {  // used for v < -87 (float) / -708 (double): no overflow
+  const T e = std::exp(v);
+  return e / (T(1) + e);
+}
+template <typename T>
+T softplus_exact(T v) {
+  return std::max(v, T(0)) + std::log1p(std::exp(-std::abs(v)));
+}
+
+#define KILN_EXP_FAMILY(NAME, EXPR, ARG, EXACT)                                              \
+  void NAME(std::span<const Array> in, const Attrs&, Array& out) {                           \
+    auto run = [&](auto tag) {                                                               \
+      using T = decltype(tag);                                                               \
+      exp_family_loop<T>(                                                                    \
+          in[0], out, [](const auto& x) { return EXPR; }, [](const auto& x) { return ARG; }, \
+          EXACT<T>);                                                                         \
+    };                                                                                       \
+    if (out.dtype == DType::f32)                                                             \
+      run(float{});                                                                          \
+    else                                                                                     \
+      run(double{});                                                                         \
+  }
+KILN_EXP_FAMILY(exp_kernel, x.exp(), x, exp_exact)
+KILN_EXP_FAMILY(sigmoid_kernel, x.logistic(), x, sigmoid_exact)
+// softplus(x) = max(x, 0) + log1p(exp(-|x|)): exact for large |x|, no overflow.
+KILN_EXP_FAMILY(softplus_kernel, x.max(T(0)) + (-x.abs()).exp().log1p(), -x.abs(), softplus_exact)
+#undef KILN_EXP_FAMILY
 
 void gelu_kernel(std::span<const Array> in, const Attrs& attrs, Array& out) {
   bool approximate = attrs.get_bool("approximate", "gelu");

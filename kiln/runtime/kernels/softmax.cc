@@ -8,6 +8,7 @@
 
 #include <vector>
 
+#include "kiln/runtime/kernels/exact_exp.h"
 #include "kiln/runtime/kernels/reduce_util.h"
 #include "kiln/runtime/kernels/register.h"
 #include "kiln/runtime/threading.h"
@@ -17,14 +18,16 @@ namespace {
 
 using namespace reduce_util;
 
-// Writes exp(x - m) (softmax) or x - m (log_softmax) into y; returns sum(exp(x - m)).
+// Writes exp(x - m) (softmax; far below the max: exact_exp.h) or x - m (log_softmax) into y;
+// returns sum(exp(x - m)) (in log_softmax Eigen's clamped tail adds at most 2^-126 per element
+// to a sum of at least 1: nothing).
 template <bool kLog, typename T>
 T shifted_exp(CMap<T> x, MMap<T> y, T m) {
+  y = x - m;
   if constexpr (kLog) {
-    y = x - m;
     return y.exp().sum();
   } else {
-    y = (x - m).exp();
+    exact_exp::exp_values(y.data(), y.data(), y.size());
     return y.sum();
   }
 }
@@ -107,8 +110,10 @@ void softmax_columns(const T* x, T* y, int64_t outer, int64_t R, int64_t inner) 
                        yr(r) = xr(r) - m;
                        s += yr(r).exp();
                      } else {
-                       yr(r) = (xr(r) - m).exp();
-                       s += yr(r);
+                       MMap<T> y = yr(r);
+                       y = xr(r) - m;
+                       exact_exp::exp_values(y.data(), y.data(), len);
+                       s += y;
                      }
                    }
                    if constexpr (kLog) {
