@@ -5,6 +5,7 @@
 #include "kiln/frontend/creation.h"
 #include "kiln/frontend/function/compare_modes.h"
 #include "kiln/frontend/function/compiled_form.h"
+#include "kiln/frontend/function/report.h"
 #include "kiln/frontend/function/concrete_function.h"
 #include "kiln/frontend/function/control_flow.h"
 #include "kiln/frontend/function/function.h"
