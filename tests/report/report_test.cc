@@ -1,0 +1,172 @@
+// The step report (kiln/frontend/function/report.h) of the MLP training step, scanned: every
+// fusion group and buffer drawn once, the times adding up to the measured step time, nothing
+// fetched from a network, boxes that do not overlap, and the file written atomically.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "tests/report/html_scan.h"
+#include "tests/report/report_expect.h"
+#include "tools/report_steps.h"
+
+namespace kiln {
+namespace {
+
+using test::count_by;
+using test::scan_html;
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::filesystem::path temp_dir(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("kiln_report_test_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+int64_t attr_ns(const test::HtmlElement& e) { return std::stoll(e.get("data-ns")); }
+
+TEST(StepReport, MlpStepDrawsEveryGroupAndBufferOnceAndTimesAddUp) {
+  tools::ReportStep step = tools::make_report_step("mlp", 16);
+  const test::ReportExpectation expect = test::expected_report(step.form);
+  ASSERT_GT(expect.groups.size(), 2u);
+  ASSERT_GT(expect.buffers.size(), 5u);
+
+  // The test profiles too, so it sees the calls measure_step measures.
+  start_profiling();
+  const int calls = 3;
+  StepTiming timing = measure_step(step.form, [&] { step.run(); }, calls);
+  std::vector<ProfileEvent> events = stop_profiling();
+  int64_t total = 0;
+  int seen = 0;
+  for (auto it = events.rbegin(); it != events.rend() && seen < calls; ++it)
+    if (it->category == "call" && it->name == step.form.executable()->name()) {
+      total += it->duration_ns;
+      ++seen;
+    }
+  ASSERT_EQ(seen, calls);
+  EXPECT_EQ(timing.calls, calls);
+  EXPECT_EQ(timing.step_ns, total / calls);
+
+  const std::string html = report_html(step.form, {.title = "mlp", .timing = &timing});
+  test::HtmlDocument doc = scan_html(html);
+  test::expect_drawn_once(doc, expect);
+
+  // Times: the rows' nanoseconds and the runtime's time between steps add up to the step.
+  int64_t step_ns = -1, overhead_ns = -1, rows = 0, boxes = 0;
+  int row_count = 0;
+  for (const auto& e : doc.elements) {
+    if (e.get("id") == "summary") step_ns = std::stoll(e.get("data-step-ns"));
+    if (e.get("id") == "overhead-row") overhead_ns = attr_ns(e);
+    if (e.has("data-step")) {
+      rows += attr_ns(e);
+      ++row_count;
+      EXPECT_TRUE(e.has("data-box-of")) << "step " << e.get("data-step") << " has no box";
+    }
+    if (e.tag == "g" && e.has("data-box")) boxes += attr_ns(e);
+  }
+  EXPECT_EQ(step_ns, timing.step_ns);
+  ASSERT_GE(overhead_ns, 0);
+  EXPECT_EQ(rows + overhead_ns, step_ns);
+  EXPECT_EQ(boxes + overhead_ns, step_ns);
+  EXPECT_GT(rows, 0);
+
+  // Self-contained: no address of another resource, nothing loaded from elsewhere.
+  EXPECT_EQ(html.find("http://"), std::string::npos);
+  EXPECT_EQ(html.find("https://"), std::string::npos);
+  for (const auto& e : doc.elements) {
+    EXPECT_FALSE(e.has("src")) << "<" << e.tag << " src=" << e.get("src") << ">";
+    EXPECT_FALSE(e.has("href")) << "<" << e.tag << " href=" << e.get("href") << ">";
+  }
+}
+
+TEST(StepReport, BoxesOfOnePartDoNotOverlap) {
+  tools::ReportStep step = tools::make_report_step("mlp", 16);
+  test::HtmlDocument doc = scan_html(report_html(step.form));
+  ASSERT_TRUE(doc.error.empty()) << doc.error;
+  const std::regex translate(R"(translate\((-?[0-9.]+),(-?[0-9.]+)\))");
+  std::map<std::string, std::vector<std::pair<double, double>>> by_part;
+  std::string part;
+  std::set<std::string> parts;
+  for (const auto& e : doc.elements) {
+    if (e.tag == "svg" && e.has("data-part")) part = e.get("data-part");
+    if (e.tag == "svg" && !e.has("data-part")) part.clear();
+    if (e.tag != "g" || !e.has("data-box")) continue;
+    std::smatch m;
+    const std::string t = e.get("transform");
+    ASSERT_TRUE(std::regex_search(t, m, translate)) << t;
+    by_part[part].emplace_back(std::stod(m[1]), std::stod(m[2]));
+    parts.insert(part);
+  }
+  // A training step has its three parts: forward, gradient, update.
+  EXPECT_EQ(parts, (std::set<std::string>{"forward", "gradient", "update"}));
+  for (const auto& [name, boxes] : by_part)
+    for (size_t i = 0; i < boxes.size(); ++i)
+      for (size_t j = i + 1; j < boxes.size(); ++j) {
+        bool apart = std::abs(boxes[i].first - boxes[j].first) >= 200 ||
+                     std::abs(boxes[i].second - boxes[j].second) >= 46;
+        EXPECT_TRUE(apart) << name << ": boxes " << i << " and " << j << " overlap";
+      }
+}
+
+TEST(StepReport, WritesAtomicallyAndNamesABadPath) {
+  tools::ReportStep step = tools::make_report_step("mlp", 8);
+  auto dir = temp_dir("write");
+  const std::string path = (dir / "step.html").string();
+  {
+    std::ofstream old(path);
+    old << "old report";
+  }
+  step.form.write_report(path);
+  EXPECT_EQ(read_file(path), report_html(step.form));  // untimed: the same page each time
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    EXPECT_EQ(entry.path().filename(), "step.html") << "left behind: " << entry.path();
+
+  const std::string bad = (dir / "no_such_dir" / "step.html").string();
+  try {
+    step.form.write_report(bad);
+    FAIL() << "writing " << bad << " did not fail";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(StepReport, ConcreteFunctionReportLeavesItsVariablesAlone) {
+  tools::ReportStep step = tools::make_report_step("mlp", 8);
+  std::vector<Tensor> before;
+  for (const VariableUse& v : step.step.variables()) before.push_back(v.variable.value());
+  auto dir = temp_dir("concrete");
+  const std::string path = (dir / "step.html").string();
+  write_report(step.step, {step.x, step.y}, path, 2);
+  test::HtmlDocument doc = scan_html(read_file(path));
+  test::expect_drawn_once(doc, test::expected_report(step.form));
+  EXPECT_EQ(count_by(doc, "data-calls")["2"], 1);
+  const std::vector<VariableUse> vars = step.step.variables();
+  ASSERT_EQ(vars.size(), before.size());
+  for (size_t i = 0; i < vars.size(); ++i) {
+    Tensor now = vars[i].variable.value();
+    ASSERT_EQ(now.array().nbytes(), before[i].array().nbytes());
+    EXPECT_EQ(std::memcmp(now.array().raw(), before[i].array().raw(), now.array().nbytes()), 0)
+        << vars[i].variable.name() << " changed";
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(StepReport, MeasureStepNeedsTheFormsExecutable) {
+  tools::ReportStep step = tools::make_report_step("mlp", 8);
+  EXPECT_THROW(measure_step(step.form, [] {}, 2), Error);
+  EXPECT_THROW(measure_step(step.form, [&] { step.run(); }, 0), Error);
+}
+
+}  // namespace
+}  // namespace kiln
