@@ -22,7 +22,9 @@ struct ReportArgs {
 void run_report(const ReportArgs& a) {
   ReportStep step = make_report_step(a.model, a.batch_size, a.seq_len);
   StepTiming timing;
-  if (!a.no_timing) timing = measure_step(step.form, [&] { step.run(); }, a.calls);
+  if (!a.no_timing)
+    timing = measure_step(
+        step.form, [&] { step.run(); }, a.calls);
   write_report(step.form, a.output,
                {.title = fmt::format("{} training step, batch {}", a.model, a.batch_size),
                 .timing = a.no_timing ? nullptr : &timing});
@@ -49,8 +51,7 @@ void add_report_command(CLI::App& app) {
                   "mlp or cnn (digits shapes), lstm or transformer (character models)")
       ->check(CLI::IsMember(report_step_kinds()));
   cmd->add_option("-o,--output", args->output, "the HTML file to write");
-  cmd->add_option("--batch-size", args->batch_size, "the step's batch")
-      ->check(CLI::PositiveNumber);
+  cmd->add_option("--batch-size", args->batch_size, "the step's batch")->check(CLI::PositiveNumber);
   cmd->add_option("--seq-len", args->seq_len, "lstm, transformer: characters per example")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--calls", args->calls, "measured calls of the step (after one warm-up)")

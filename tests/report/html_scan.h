@@ -39,8 +39,8 @@ inline std::string unescape_html(const std::string& s) {
     }
     size_t semi = s.find(';', i);
     std::string ent = semi == std::string::npos ? "" : s.substr(i + 1, semi - i - 1);
-    const std::map<std::string, char> named = {
-        {"amp", '&'}, {"lt", '<'}, {"gt", '>'}, {"quot", '"'}, {"#39", '\''}, {"apos", '\''}};
+    const std::map<std::string, char> named = {{"amp", '&'},  {"lt", '<'},   {"gt", '>'},
+                                               {"quot", '"'}, {"#39", '\''}, {"apos", '\''}};
     auto it = named.find(ent);
     if (it == named.end()) {
       out += s[i];
@@ -54,7 +54,7 @@ inline std::string unescape_html(const std::string& s) {
 
 // Scans `html`; `capture_id`: an element id whose inner text to keep in inner_of_id.
 inline HtmlDocument scan_html(const std::string& html, const std::string& capture_id = "") {
-  static const std::set<std::string> kVoid = {"meta", "br", "hr", "img", "input", "link",
+  static const std::set<std::string> kVoid = {"meta", "br",   "hr",  "img",    "input", "link",
                                               "area", "base", "col", "source", "wbr"};
   HtmlDocument doc;
   std::vector<std::string> open;

@@ -84,7 +84,8 @@ class ReportInBrowser : public ::testing::Test {
 
 TEST_F(ReportInBrowser, MlpStepLoadsWithEveryGroupAndBufferOnceAndNoConsoleError) {
   tools::ReportStep step = tools::make_report_step("mlp", 16);
-  StepTiming timing = measure_step(step.form, [&] { step.run(); }, 3);
+  StepTiming timing = measure_step(
+      step.form, [&] { step.run(); }, 3);
   const fs::path page = work_ / "mlp.html";
   write_report(step.form, page.string(), {.title = "mlp", .timing = &timing});
 
@@ -111,8 +112,8 @@ TEST_F(ReportInBrowser, MlpStepLoadsWithEveryGroupAndBufferOnceAndNoConsoleError
   in.read(magic.data(), 8);
   EXPECT_EQ(magic, "\x89PNG\r\n\x1a\n");
   EXPECT_GT(fs::file_size(shot), 10000u);
-  if (const char* keep = std::getenv("KILN_REPORT_SCREENSHOT")) fs::copy_file(shot, keep,
-                                                                              fs::copy_options::overwrite_existing);
+  if (const char* keep = std::getenv("KILN_REPORT_SCREENSHOT"))
+    fs::copy_file(shot, keep, fs::copy_options::overwrite_existing);
 }
 
 TEST_F(ReportInBrowser, ABrokenScriptIsSeen) {

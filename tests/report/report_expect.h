@@ -30,8 +30,7 @@ inline ReportExpectation expected_report(const CompiledForm& form) {
   const ir::ValueNumbering numbering(g);
   for (const codegen::ValuePlan& vp : form.memory_plan().values) {
     if (vp.kind == codegen::BufferKind::kConstant || vp.view_of != nullptr) continue;
-    if (vp.kind == codegen::BufferKind::kVariable &&
-        vp.value->def() == ir::Value::Def::kNodeOutput)
+    if (vp.kind == codegen::BufferKind::kVariable && vp.value->def() == ir::Value::Def::kNodeOutput)
       continue;
     e.buffers.push_back(numbering.ref(vp.value));
   }

@@ -44,7 +44,8 @@ TEST(StepReport, MlpStepDrawsEveryGroupAndBufferOnceAndTimesAddUp) {
   // The test profiles too, so it sees the calls measure_step measures.
   start_profiling();
   const int calls = 3;
-  StepTiming timing = measure_step(step.form, [&] { step.run(); }, calls);
+  StepTiming timing = measure_step(
+      step.form, [&] { step.run(); }, calls);
   std::vector<ProfileEvent> events = stop_profiling();
   int64_t total = 0;
   int seen = 0;
@@ -164,8 +165,12 @@ TEST(StepReport, ConcreteFunctionReportLeavesItsVariablesAlone) {
 
 TEST(StepReport, MeasureStepNeedsTheFormsExecutable) {
   tools::ReportStep step = tools::make_report_step("mlp", 8);
-  EXPECT_THROW(measure_step(step.form, [] {}, 2), Error);
-  EXPECT_THROW(measure_step(step.form, [&] { step.run(); }, 0), Error);
+  EXPECT_THROW(measure_step(
+                   step.form, [] {}, 2),
+               Error);
+  EXPECT_THROW(measure_step(
+                   step.form, [&] { step.run(); }, 0),
+               Error);
 }
 
 }  // namespace

@@ -28,7 +28,15 @@ std::vector<const ProfileEvent*> children(const std::vector<ProfileEvent>& event
     if (&e == &call || e.thread != call.thread) continue;
     if (e.start_ns < call.start_ns) continue;
     if (e.start_ns > end_of(call)) break;
-    if (end_of(e) > end_of(call) || e.start_ns < last_end) continue;
+    if (end_of(e) > end_of(call)) continue;
+    // Two events that start together: the longer holds the other (a step and its first
+    // nested event).
+    if (!out.empty() && e.start_ns == out.back()->start_ns && end_of(e) >= last_end) {
+      out.back() = &e;
+      last_end = end_of(e);
+      continue;
+    }
+    if (e.start_ns < last_end) continue;
     out.push_back(&e);
     last_end = end_of(e);
   }
@@ -67,10 +75,11 @@ StepTiming measure_step(const CompiledForm& form, const std::function<void()>& r
         (runs.empty() || runs.back()->thread != e.thread || e.start_ns >= end_of(*runs.back())))
       runs.push_back(&e);
   if (runs.empty())
-    throw Error(fmt::format("measure_step: the step ran {} times but never called the "
-                            "executable of {} (does it call this compiled form, with its "
-                            "argument shapes?)",
-                            calls, exe.name()));
+    throw Error(
+        fmt::format("measure_step: the step ran {} times but never called the "
+                    "executable of {} (does it call this compiled form, with its "
+                    "argument shapes?)",
+                    calls, exe.name()));
   const auto& steps = exe.steps();
   StepTiming t;
   t.step_ns_of.assign(steps.size(), 0);
@@ -80,9 +89,10 @@ StepTiming measure_step(const CompiledForm& form, const std::function<void()>& r
     bool match = inside.size() == steps.size();
     for (size_t k = 0; match && k < steps.size(); ++k) match = inside[k]->name == steps[k].name;
     if (!match)
-      throw Error(fmt::format("measure_step: a call of {} recorded {} step events for its {} "
-                              "steps (was the profile full?)",
-                              exe.name(), inside.size(), steps.size()));
+      throw Error(
+          fmt::format("measure_step: a call of {} recorded {} step events for its {} "
+                      "steps (was the profile full?)",
+                      exe.name(), inside.size(), steps.size()));
     for (size_t k = 0; k < steps.size(); ++k) t.step_ns_of[k] += inside[k]->duration_ns;
     total += run->duration_ns;
   }
@@ -98,8 +108,7 @@ StepTiming measure_step(const CompiledForm& form, const std::function<void()>& r
   return t;
 }
 
-void write_report(const CompiledForm& form, const std::string& path,
-                  const ReportOptions& options) {
+void write_report(const CompiledForm& form, const std::string& path, const ReportOptions& options) {
   runtime::write_file_atomically(path, report_html(form, options));
 }
 
@@ -119,7 +128,8 @@ void write_report(const ConcreteFunction& cf, const std::vector<Tensor>& args,
   };
   StepTiming timing;
   try {
-    timing = measure_step(form, [&] { cf.run(args, ExecutionMode::kCompiled); }, calls);
+    timing = measure_step(
+        form, [&] { cf.run(args, ExecutionMode::kCompiled); }, calls);
   } catch (...) {
     restore();
     throw;

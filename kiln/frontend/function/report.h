@@ -49,7 +49,7 @@ StepTiming measure_step(const CompiledForm& form, const std::function<void()>& r
                         int calls = 5);
 
 struct ReportOptions {
-  std::string title;                 // default: the graph's name
+  std::string title;                   // default: the graph's name
   const StepTiming* timing = nullptr;  // times, shares and colours; none when null
 };
 

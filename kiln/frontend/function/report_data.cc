@@ -152,8 +152,8 @@ ReportData build_report_data(const CompiledForm& form, const std::string& title,
       box.label = box.group;
       for (const auto& op : n.subgraph(0).nodes())
         if (op->kind() != NodeKind::kConstant)
-          box.ops.push_back({"", std::string(op->op_name()), op->output()->type().to_string(),
-                             op->name()});
+          box.ops.push_back(
+              {"", std::string(op->op_name()), op->output()->type().to_string(), op->name()});
       ++d.fusion_groups;
       d.boxes.push_back(std::move(box));
     } else {

@@ -31,11 +31,11 @@ struct BoxOp {
 // A box of the collapsed graph: one fusion group, or the unfused nodes of one name scope (and
 // part) that are neither constants nor views.
 struct Box {
-  std::string id;     // "b12": unique in the report
-  std::string group;  // the fusion group's name; empty for a scope box
-  std::string kind;   // fusion: "loop" | "reduction" | "contraction"; scope: "ops"
-  std::string label;  // the group name, or the scope and its op count
-  std::string scope;  // the layer name scope ("sequential/dense_1"), may be empty
+  std::string id;        // "b12": unique in the report
+  std::string group;     // the fusion group's name; empty for a scope box
+  std::string kind;      // fusion: "loop" | "reduction" | "contraction"; scope: "ops"
+  std::string label;     // the group name, or the scope and its op count
+  std::string scope;     // the layer name scope ("sequential/dense_1"), may be empty
   std::string location;  // "model.cc:40:7" of the user's code, or ""
   Part part = Part::kForward;
   std::vector<BoxOp> ops;

@@ -22,12 +22,23 @@ std::string esc(std::string_view s) {
   out.reserve(s.size());
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -100,7 +111,8 @@ void figures(std::string& o, const ReportData& d) {
     o += fmt::format("<div>{}<b>{}</b></div>", esc(name), esc(value));
   };
   if (d.timed) {
-    fig("step time (mean of " + std::to_string(d.timing.calls) + " calls)", ms(d.timing.step_ns) + " ms");
+    fig("step time (mean of " + std::to_string(d.timing.calls) + " calls)",
+        ms(d.timing.step_ns) + " ms");
     fig("runtime between steps", ms(d.timing.overhead_ns) + " ms");
   } else {
     fig("step time", "not measured");
@@ -121,24 +133,27 @@ void graph_section(std::string& o, const ReportData& d) {
        "with its kernel) and per layer name scope of the ops left unfused; click a box for its "
        "ops.";
   if (d.timed)
-    o += " Colour: share of the measured step time <span class=\"legend\"><span style=\"background:" +
+    o += " Colour: share of the measured step time <span class=\"legend\"><span "
+         "style=\"background:" +
          heat(0) + "\"></span> 0% <span style=\"background:" + heat(0.25) +
          "\"></span> 25% <span style=\"background:" + heat(1) + "\"></span> 100%</span>.";
   o += "</p>\n";
   for (const auto& part : d.parts) {
     const char* name = report_detail::part_name(part.part);
-    o += fmt::format("<h3>{} ({} boxes)</h3><div class=\"scroll\"><svg data-part=\"{}\" "
-                     "width=\"{:.0f}\" height=\"{:.0f}\">\n",
-                     name, part.boxes.size(), name, part.width, part.height);
+    o += fmt::format(
+        "<h3>{} ({} boxes)</h3><div class=\"scroll\"><svg data-part=\"{}\" "
+        "width=\"{:.0f}\" height=\"{:.0f}\">\n",
+        name, part.boxes.size(), name, part.width, part.height);
     for (const auto& e : part.edges) {
       const Box& a = d.boxes[size_t(e.from)];
       const Box& b = d.boxes[size_t(e.to)];
       double x1 = a.x + report_detail::kBoxWidth / 2, y1 = a.y + report_detail::kBoxHeight;
       double x2 = b.x + report_detail::kBoxWidth / 2, y2 = b.y;
       if (b.y <= a.y) y1 = a.y, y2 = b.y + report_detail::kBoxHeight;  // an edge back up
-      o += fmt::format("<path class=\"edge\" d=\"M{:.0f} {:.0f}C{:.0f} {:.0f} {:.0f} {:.0f} "
-                       "{:.0f} {:.0f}\"/>\n",
-                       x1, y1, x1, (y1 + y2) / 2, x2, (y1 + y2) / 2, x2, y2);
+      o += fmt::format(
+          "<path class=\"edge\" d=\"M{:.0f} {:.0f}C{:.0f} {:.0f} {:.0f} {:.0f} "
+          "{:.0f} {:.0f}\"/>\n",
+          x1, y1, x1, (y1 + y2) / 2, x2, (y1 + y2) / 2, x2, y2);
     }
     for (int bi : part.boxes) {
       const Box& b = d.boxes[size_t(bi)];
@@ -148,30 +163,32 @@ void graph_section(std::string& o, const ReportData& d) {
                                           : fmt::format(" data-group=\"{}\"", esc(b.group));
       if (d.timed) attrs += fmt::format(" data-ns=\"{}\"", b.ns);
       std::string label = b.label.size() > 34 ? b.label.substr(0, 33) + "\u2026" : b.label;
-      std::string sub = d.timed ? fmt::format("{} ms, {:.1f}%", ms(b.ns), 100 * share)
-                                : std::string(b.kind);
+      std::string sub =
+          d.timed ? fmt::format("{} ms, {:.1f}%", ms(b.ns), 100 * share) : std::string(b.kind);
       if (!b.scope.empty() && !b.group.empty()) sub += " \u00b7 " + b.scope;
       if (sub.size() > 40) sub = sub.substr(0, 39) + "\u2026";
       o += fmt::format(
           "<g class=\"box\" data-box=\"{}\"{} transform=\"translate({:.0f},{:.0f})\"><title>{}"
-          "\n{}\nkind: {}</title><rect width=\"{:.0f}\" height=\"{:.0f}\" fill=\"{}\"/><text x=\"6\" "
+          "\n{}\nkind: {}</title><rect width=\"{:.0f}\" height=\"{:.0f}\" fill=\"{}\"/><text "
+          "x=\"6\" "
           "y=\"18\">{}</text><text class=\"sub\" x=\"6\" y=\"35\">{}</text></g>\n",
           b.id, attrs, b.x, b.y, esc(b.label),
           b.location.empty() ? std::string("source location unknown") : esc(b.location),
-          esc(b.kind), report_detail::kBoxWidth,
-          report_detail::kBoxHeight, fill, esc(label), esc(sub));
+          esc(b.kind), report_detail::kBoxWidth, report_detail::kBoxHeight, fill, esc(label),
+          esc(sub));
     }
     o += "</svg></div>\n";
   }
   o += "<h3>Boxes</h3><div id=\"details\">\n";
   for (const Box& b : d.boxes) {
-    o += fmt::format("<details id=\"detail-{}\" data-detail-of=\"{}\"><summary>{} ({}, {}{})"
-                     "</summary><div>{}{}</div><table><tr><th>value</th><th>op</th><th>type</th>"
-                     "<th>name</th></tr>",
-                     b.id, b.id, esc(b.label), report_detail::part_name(b.part), esc(b.kind),
-                     d.timed ? ", " + ms(b.ns) + " ms" : "",
-                     b.location.empty() ? "" : "source: " + esc(b.location) + ". ",
-                     b.scope.empty() ? "" : "scope: " + esc(b.scope));
+    o += fmt::format(
+        "<details id=\"detail-{}\" data-detail-of=\"{}\"><summary>{} ({}, {}{})"
+        "</summary><div>{}{}</div><table><tr><th>value</th><th>op</th><th>type</th>"
+        "<th>name</th></tr>",
+        b.id, b.id, esc(b.label), report_detail::part_name(b.part), esc(b.kind),
+        d.timed ? ", " + ms(b.ns) + " ms" : "",
+        b.location.empty() ? "" : "source: " + esc(b.location) + ". ",
+        b.scope.empty() ? "" : "scope: " + esc(b.scope));
     for (const auto& op : b.ops)
       o += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", esc(op.value),
                        esc(op.op), esc(op.type), esc(op.name));
@@ -196,13 +213,15 @@ void memory_section(std::string& o, const ReportData& d) {
   auto xs = [&](int step) { return left + double(step + 1) * plot_w / positions; };
   auto ys = [&](size_t offset) { return top + double(offset) * plot_h / arena; };
   auto hs = [&](size_t bytes) { return std::max(1.0, double(bytes) * plot_h / arena); };
-  o += fmt::format("<div class=\"scroll\"><svg id=\"memory-timeline\" "
-                   "width=\"{:.0f}\" height=\"{:.0f}\">\n",
-                   left + plot_w + 20, top + plot_h + 40);
-  o += fmt::format("<line class=\"axis\" x1=\"{0:.0f}\" y1=\"{1:.0f}\" x2=\"{0:.0f}\" "
-                   "y2=\"{2:.0f}\"/><line class=\"axis\" x1=\"{0:.0f}\" y1=\"{2:.0f}\" "
-                   "x2=\"{3:.0f}\" y2=\"{2:.0f}\"/>\n",
-                   left, top, top + plot_h, left + plot_w);
+  o += fmt::format(
+      "<div class=\"scroll\"><svg id=\"memory-timeline\" "
+      "width=\"{:.0f}\" height=\"{:.0f}\">\n",
+      left + plot_w + 20, top + plot_h + 40);
+  o += fmt::format(
+      "<line class=\"axis\" x1=\"{0:.0f}\" y1=\"{1:.0f}\" x2=\"{0:.0f}\" "
+      "y2=\"{2:.0f}\"/><line class=\"axis\" x1=\"{0:.0f}\" y1=\"{2:.0f}\" "
+      "x2=\"{3:.0f}\" y2=\"{2:.0f}\"/>\n",
+      left, top, top + plot_h, left + plot_w);
   for (int i = 0; i <= 4; ++i) {
     size_t off = size_t(arena * i / 4);
     o += fmt::format("<text x=\"2\" y=\"{:.0f}\">{}</text>\n", ys(off) + 4,
@@ -214,14 +233,15 @@ void memory_section(std::string& o, const ReportData& d) {
   o += fmt::format("<text x=\"{:.0f}\" y=\"{:.0f}\">step</text>\n", left + plot_w / 2,
                    top + plot_h + 34);
   if (d.scratch_offset < d.arena_bytes)
-    o += fmt::format("<line class=\"bound\" x1=\"{0:.0f}\" y1=\"{1:.1f}\" x2=\"{2:.0f}\" "
-                     "y2=\"{1:.1f}\" style=\"stroke:#6c3483\"><title>scratch area from {3}"
-                     "</title></line>\n",
-                     left, ys(d.scratch_offset), left + plot_w, d.scratch_offset);
-  o += fmt::format("<line class=\"bound\" x1=\"{0:.0f}\" y1=\"{1:.1f}\" x2=\"{2:.0f}\" "
-                   "y2=\"{1:.1f}\"><title>lower bound {3}</title></line>\n",
-                   left, ys(d.lower_bound_bytes), left + plot_w,
-                   codegen::format_bytes(d.lower_bound_bytes));
+    o += fmt::format(
+        "<line class=\"bound\" x1=\"{0:.0f}\" y1=\"{1:.1f}\" x2=\"{2:.0f}\" "
+        "y2=\"{1:.1f}\" style=\"stroke:#6c3483\"><title>scratch area from {3}"
+        "</title></line>\n",
+        left, ys(d.scratch_offset), left + plot_w, d.scratch_offset);
+  o += fmt::format(
+      "<line class=\"bound\" x1=\"{0:.0f}\" y1=\"{1:.1f}\" x2=\"{2:.0f}\" "
+      "y2=\"{1:.1f}\"><title>lower bound {3}</title></line>\n",
+      left, ys(d.lower_bound_bytes), left + plot_w, codegen::format_bytes(d.lower_bound_bytes));
   for (const Buffer& b : d.buffers) {
     if (!b.in_arena) continue;
     std::string views;
@@ -236,11 +256,12 @@ void memory_section(std::string& o, const ReportData& d) {
   for (size_t i = 0; i < d.scratch.size(); ++i) {
     const auto& s = d.scratch[i];
     int at = std::max(s.node_step, 0);
-    o += fmt::format("<rect class=\"scr\" data-scratch=\"{}\" x=\"{:.1f}\" y=\"{:.1f}\" "
-                     "width=\"{:.1f}\" height=\"{:.1f}\"><title>{} of {}: {}, {} B @ {}"
-                     "</title></rect>\n",
-                     i, xs(at), ys(s.offset), std::max(1.0, xs(at + 1) - xs(at)), hs(s.size),
-                     esc(s.role), esc(s.step), esc(s.type), s.size, s.offset);
+    o += fmt::format(
+        "<rect class=\"scr\" data-scratch=\"{}\" x=\"{:.1f}\" y=\"{:.1f}\" "
+        "width=\"{:.1f}\" height=\"{:.1f}\"><title>{} of {}: {}, {} B @ {}"
+        "</title></rect>\n",
+        i, xs(at), ys(s.offset), std::max(1.0, xs(at + 1) - xs(at)), hs(s.size), esc(s.role),
+        esc(s.step), esc(s.type), s.size, s.offset);
   }
   o += "</svg></div>\n<h3>Outside the arena</h3><p>Parameters are the caller's buffers; a "
        "variable marked donated is updated in place: its new value is written into the "
@@ -252,12 +273,12 @@ void memory_section(std::string& o, const ReportData& d) {
     if (b.in_arena) continue;
     std::string views;
     for (const std::string& v : b.views) views += (views.empty() ? "" : ", ") + v;
-    o += fmt::format("<tr data-buffer=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td class=\"n\" "
-                     "data-v=\"{}\">{}</td><td>[{}, {}]</td><td>{}</td><td>{}</td><td>{}</td>"
-                     "</tr>\n",
-                     esc(b.value), esc(b.value), esc(b.kind), esc(b.type), b.size, b.size,
-                     b.first_step, b.last_step, esc(b.producer), b.donated ? "donated" : "",
-                     esc(views));
+    o += fmt::format(
+        "<tr data-buffer=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td class=\"n\" "
+        "data-v=\"{}\">{}</td><td>[{}, {}]</td><td>{}</td><td>{}</td><td>{}</td>"
+        "</tr>\n",
+        esc(b.value), esc(b.value), esc(b.kind), esc(b.type), b.size, b.size, b.first_step,
+        b.last_step, esc(b.producer), b.donated ? "donated" : "", esc(views));
   }
   o += "</tbody></table></section>\n";
 }
@@ -279,14 +300,16 @@ void kernel_section(std::string& o, const ReportData& d) {
     const double gflops = d.timed && r.ns > 0 && r.flops > 0 ? r.flops / double(r.ns) : 0;
     const double gbs = d.timed && r.ns > 0 && r.bytes > 0 ? r.bytes / double(r.ns) : 0;
     auto num = [](double v, const char* f) {
-      return v > 0 ? fmt::format("<td class=\"n\" data-v=\"{}\">{}</td>", v, fmt::format(fmt::runtime(f), v))
+      return v > 0 ? fmt::format("<td class=\"n\" data-v=\"{}\">{}</td>", v,
+                                 fmt::format(fmt::runtime(f), v))
                    : std::string("<td class=\"n\" data-v=\"0\">-</td>");
     };
-    o += fmt::format("<tr data-step=\"{}\"{}{}><td class=\"n\" data-v=\"{}\">{}</td><td>{}</td>"
-                     "<td>{}</td><td>{}</td>",
-                     r.index, d.timed ? fmt::format(" data-ns=\"{}\"", r.ns) : "",
-                     r.box.empty() ? "" : " data-box-of=\"" + r.box + "\"", r.index, r.index,
-                     esc(r.name), esc(r.kind), esc(r.shape));
+    o += fmt::format(
+        "<tr data-step=\"{}\"{}{}><td class=\"n\" data-v=\"{}\">{}</td><td>{}</td>"
+        "<td>{}</td><td>{}</td>",
+        r.index, d.timed ? fmt::format(" data-ns=\"{}\"", r.ns) : "",
+        r.box.empty() ? "" : " data-box-of=\"" + r.box + "\"", r.index, r.index, esc(r.name),
+        esc(r.kind), esc(r.shape));
     o += d.timed ? fmt::format("<td class=\"n\" data-v=\"{}\">{}</td>", r.ns, ms(r.ns))
                  : std::string("<td class=\"n\" data-v=\"0\">-</td>");
     o += num(100 * share, "{:.1f}%") + num(gflops, "{:.2f}") +
@@ -295,13 +318,14 @@ void kernel_section(std::string& o, const ReportData& d) {
   }
   o += "</tbody>";
   if (d.timed)
-    o += fmt::format("<tfoot><tr id=\"overhead-row\" data-ns=\"{}\"><td></td><td>runtime between "
-                     "steps</td><td></td><td></td><td class=\"n\">{}</td><td class=\"n\">{:.1f}%"
-                     "</td><td></td><td></td><td></td></tr><tr><td></td><td><b>step</b></td><td>"
-                     "</td><td></td><td class=\"n\"><b>{}</b></td><td class=\"n\">100.0%</td><td>"
-                     "</td><td></td><td></td></tr></tfoot>",
-                     d.timing.overhead_ns, ms(d.timing.overhead_ns),
-                     100 * share_of(d, d.timing.overhead_ns), ms(d.timing.step_ns));
+    o += fmt::format(
+        "<tfoot><tr id=\"overhead-row\" data-ns=\"{}\"><td></td><td>runtime between "
+        "steps</td><td></td><td></td><td class=\"n\">{}</td><td class=\"n\">{:.1f}%"
+        "</td><td></td><td></td><td></td></tr><tr><td></td><td><b>step</b></td><td>"
+        "</td><td></td><td class=\"n\"><b>{}</b></td><td class=\"n\">100.0%</td><td>"
+        "</td><td></td><td></td></tr></tfoot>",
+        d.timing.overhead_ns, ms(d.timing.overhead_ns), 100 * share_of(d, d.timing.overhead_ns),
+        ms(d.timing.step_ns));
   o += "</table></section>\n";
 }
 

@@ -18,7 +18,8 @@ void lay_out(ReportData& data, int per_row) {
     for (int b : part.boxes) {
       Box& box = data.boxes[size_t(b)];
       box.layer = 0;
-      for (int a : preds[size_t(b)]) box.layer = std::max(box.layer, data.boxes[size_t(a)].layer + 1);
+      for (int a : preds[size_t(b)])
+        box.layer = std::max(box.layer, data.boxes[size_t(a)].layer + 1);
       layers = std::max(layers, box.layer + 1);
     }
     std::vector<std::vector<int>> in_layer(static_cast<size_t>(layers));
@@ -27,19 +28,17 @@ void lay_out(ReportData& data, int per_row) {
     // Rows: each layer in order of the mean x of its boxes' predecessors (placed in earlier
     // layers), then program order; at most per_row boxes a row.
     size_t max_cols = 1;
-    for (const auto& l : in_layer) max_cols = std::max(max_cols, std::min(l.size(), size_t(per_row)));
+    for (const auto& l : in_layer)
+      max_cols = std::max(max_cols, std::min(l.size(), size_t(per_row)));
     const double row_width = double(max_cols) * (kBoxWidth + kGapX) - kGapX;
     double y = kMargin;
     for (std::vector<int>& l : in_layer) {
       std::vector<double> key(l.size());
       for (size_t i = 0; i < l.size(); ++i) {
         const auto& p = preds[size_t(l[i])];
-        key[i] = p.empty() ? -1.0
-                           : std::accumulate(p.begin(), p.end(), 0.0,
-                                             [&](double s, int a) {
-                                               return s + data.boxes[size_t(a)].x;
-                                             }) /
-                                 double(p.size());
+        key[i] = p.empty() ? -1.0 : std::accumulate(p.begin(), p.end(), 0.0, [&](double s, int a) {
+                                      return s + data.boxes[size_t(a)].x;
+                                    }) / double(p.size());
       }
       std::vector<size_t> order(l.size());
       std::iota(order.begin(), order.end(), size_t(0));
