@@ -164,8 +164,10 @@ ReportData build_report_data(const CompiledForm& form, const std::string& title,
         box.kind = "ops";
         d.boxes.push_back(std::move(box));
       }
-      d.boxes[size_t(b)].ops.push_back({numbering.ref(n.output(0)), std::string(n.op_name()),
-                                        n.output(0)->type().to_string(), n.name()});
+      const bool out = n.num_outputs() > 0;
+      d.boxes[size_t(b)].ops.push_back(
+          {out ? numbering.ref(n.output(0)) : std::string(), std::string(n.op_name()),
+           out ? n.output(0)->type().to_string() : std::string(), n.name()});
     }
     Box& box = d.boxes[size_t(b)];
     if (fusion || box.ops.size() == 1) box.first_node = int(i);
