@@ -59,6 +59,7 @@ inline HtmlDocument scan_html(const std::string& html, const std::string& captur
   HtmlDocument doc;
   std::vector<std::string> open;
   size_t capture_depth = 0, capture_from = 0;
+  bool capturing = false;
   size_t i = 0;
   while (i < html.size()) {
     size_t lt = html.find('<', i);
@@ -81,8 +82,10 @@ inline HtmlDocument scan_html(const std::string& html, const std::string& captur
           doc.error = "</" + tag + "> closes <" + (open.empty() ? "nothing" : open.back()) +
                       "> at offset " + std::to_string(lt);
       } else {
-        if (!capture_id.empty() && capture_depth == open.size() && doc.inner_of_id.empty())
+        if (capturing && capture_depth == open.size()) {
           doc.inner_of_id = html.substr(capture_from, lt - capture_from);
+          capturing = false;
+        }
         open.pop_back();
       }
       i = gt + 1;
@@ -131,6 +134,7 @@ inline HtmlDocument scan_html(const std::string& html, const std::string& captur
     if (self_closing || kVoid.count(tag)) continue;
     open.push_back(tag);
     if (captured) {
+      capturing = true;
       capture_depth = open.size();
       capture_from = i;
     }

@@ -27,14 +27,14 @@ std::string chromium_path() {
   return "";
 }
 
-struct Run {
+struct ChromiumRun {
   int status = -1;
   std::string out, err;
 };
 
 // Runs chromium headless on `page` with `flags`; stdout and stderr kept. No network: every
 // host name resolves to nothing and every connection goes to a closed local port.
-Run run_chromium(const fs::path& work, const fs::path& page, const std::string& flags) {
+ChromiumRun run_chromium(const fs::path& work, const fs::path& page, const std::string& flags) {
   const fs::path err = work / "chromium.stderr";
   std::string cmd = "timeout 60 " + chromium_path() +
                     " --headless=new --no-sandbox --disable-gpu --no-first-run"
@@ -43,7 +43,7 @@ Run run_chromium(const fs::path& work, const fs::path& page, const std::string& 
                     " --user-data-dir=" +
                     (work / "profile").string() + " --enable-logging=stderr --v=0 " + flags +
                     " 'file://" + page.string() + "' 2>" + err.string();
-  Run r;
+  ChromiumRun r;
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return r;
   std::array<char, 65536> buf;
@@ -89,7 +89,7 @@ TEST_F(ReportInBrowser, MlpStepLoadsWithEveryGroupAndBufferOnceAndNoConsoleError
   const fs::path page = work_ / "mlp.html";
   write_report(step.form, page.string(), {.title = "mlp", .timing = &timing});
 
-  Run dom = run_chromium(work_, page, "--dump-dom");
+  ChromiumRun dom = run_chromium(work_, page, "--dump-dom");
   ASSERT_EQ(dom.status, 0) << dom.err;
   test::HtmlDocument doc = test::scan_html(dom.out, "console-errors");
   test::expect_drawn_once(doc, test::expected_report(step.form));
@@ -104,7 +104,8 @@ TEST_F(ReportInBrowser, MlpStepLoadsWithEveryGroupAndBufferOnceAndNoConsoleError
   EXPECT_EQ(console_lines(dom.err), std::vector<std::string>{});
 
   const fs::path shot = work_ / "mlp.png";
-  Run png = run_chromium(work_, page, "--window-size=1400,1800 --screenshot=" + shot.string());
+  ChromiumRun png =
+      run_chromium(work_, page, "--window-size=1400,1800 --screenshot=" + shot.string());
   ASSERT_EQ(png.status, 0) << png.err;
   ASSERT_TRUE(fs::exists(shot)) << png.err;
   std::ifstream in(shot, std::ios::binary);
@@ -122,7 +123,7 @@ TEST_F(ReportInBrowser, ABrokenScriptIsSeen) {
   html.insert(html.rfind("</body>"), "<script>no_such_function();</script>");
   const fs::path page = work_ / "broken.html";
   std::ofstream(page) << html;
-  Run dom = run_chromium(work_, page, "--dump-dom");
+  ChromiumRun dom = run_chromium(work_, page, "--dump-dom");
   ASSERT_EQ(dom.status, 0) << dom.err;
   test::HtmlDocument doc = test::scan_html(dom.out, "console-errors");
   EXPECT_NE(doc.inner_of_id.find("no_such_function"), std::string::npos) << dom.out.substr(0, 2000);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 #include "kiln/codegen/arena_layout.h"
@@ -117,22 +118,33 @@ ReportData build_report_data(const CompiledForm& form, const std::string& title,
     while (v->producer() && codegen::is_view(plan, *v->producer())) v = v->producer()->input(0);
     return v;
   };
+  // Parts: gradient by name; update for assignments and what reads a gradient or an update
+  // (the optimizer), and for the other nodes of the name scopes such reads come from (an
+  // optimizer's iteration count reads no gradient).
   std::vector<Part> part(nodes.size(), Part::kForward);
+  std::set<std::string> update_scopes;
+  for (int pass = 0; pass < 2; ++pass)
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const Node& n = *nodes[i];
+      const std::string top = n.name().substr(0, n.name().find('/'));
+      if (node_gradient_named(n)) {
+        part[i] = Part::kGradient;
+      } else if (n.is_assignment() || (!top.empty() && update_scopes.count(top))) {
+        part[i] = Part::kUpdate;
+      } else {
+        for (const Value* v : n.inputs())
+          if (v->producer() && part[size_t(index_of.at(v->producer()))] != Part::kForward) {
+            part[i] = Part::kUpdate;
+            if (!top.empty()) update_scopes.insert(top);
+          }
+      }
+    }
   std::vector<int> box_of(nodes.size(), -1);
   std::vector<int> step_node(exe_steps.size(), -1);
   std::map<std::pair<Part, std::string>, int> scope_box;
   size_t next_step = 0;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& n = *nodes[i];
-    if (node_gradient_named(n)) {
-      part[i] = Part::kGradient;
-    } else if (n.is_assignment()) {
-      part[i] = Part::kUpdate;
-    } else {
-      for (const Value* v : n.inputs())
-        if (v->producer() && part[size_t(index_of.at(v->producer()))] != Part::kForward)
-          part[i] = Part::kUpdate;
-    }
     if (n.kind() == NodeKind::kConstant || codegen::is_view(plan, n)) continue;
     for (size_t k = next_step; k < exe_steps.size(); ++k)
       if (step_of_node(exe_steps[k].name, n)) {
