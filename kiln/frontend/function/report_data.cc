@@ -23,12 +23,6 @@ bool gradient_named(const std::string& name) {
   return name.starts_with("gradient/") || name.find("/gradient/") != std::string::npos;
 }
 
-bool node_gradient_named(const Node& n) {
-  if (n.kind() != NodeKind::kFusion) return gradient_named(n.name());
-  return std::any_of(n.subgraph(0).nodes().begin(), n.subgraph(0).nodes().end(),
-                     [](const auto& b) { return gradient_named(b->name()); });
-}
-
 // The layer name scope of a node name: all but its last component.
 std::string scope_of(const std::string& name) {
   size_t slash = name.rfind('/');
@@ -118,27 +112,50 @@ ReportData build_report_data(const CompiledForm& form, const std::string& title,
     while (v->producer() && codegen::is_view(plan, *v->producer())) v = v->producer()->input(0);
     return v;
   };
-  // Parts: gradient by name; update for assignments and what reads a gradient or an update
-  // (the optimizer), and for the other nodes of the name scopes such reads come from (an
-  // optimizer's iteration count reads no gradient).
-  std::vector<Part> part(nodes.size(), Part::kForward);
+  // Parts. An op is gradient when the tape recorded it (named gradient/...), update when it is
+  // named in the scope of an assignment whose value depends on a gradient (the optimizer's:
+  // adam/...; a layer's seed state update depends on none), forward otherwise. A node takes the
+  // part of most of its ops' elements (a fusion group's named ops); assignments, and forward
+  // nodes that read an update, are updates.
+  auto top_of = [](const std::string& name) { return name.substr(0, name.find('/')); };
+  std::vector<bool> after_gradient(nodes.size());
   std::set<std::string> update_scopes;
-  for (int pass = 0; pass < 2; ++pass)
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      const Node& n = *nodes[i];
-      const std::string top = n.name().substr(0, n.name().find('/'));
-      if (node_gradient_named(n)) {
-        part[i] = Part::kGradient;
-      } else if (n.is_assignment() || (!top.empty() && update_scopes.count(top))) {
-        part[i] = Part::kUpdate;
-      } else {
-        for (const Value* v : n.inputs())
-          if (v->producer() && part[size_t(index_of.at(v->producer()))] != Part::kForward) {
-            part[i] = Part::kUpdate;
-            if (!top.empty()) update_scopes.insert(top);
-          }
-      }
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& n = *nodes[i];
+    bool depends = false;
+    if (n.kind() == NodeKind::kFusion) {
+      for (const auto& b : n.subgraph(0).nodes()) depends = depends || gradient_named(b->name());
+    } else {
+      depends = gradient_named(n.name());
     }
+    for (const Value* v : n.inputs())
+      if (v->producer()) depends = depends || after_gradient[size_t(index_of.at(v->producer()))];
+    after_gradient[i] = depends;
+    if (n.is_assignment() && depends && !n.name().empty()) update_scopes.insert(top_of(n.name()));
+  }
+  auto part_of_name = [&](const std::string& name) {
+    if (gradient_named(name)) return Part::kGradient;
+    if (!name.empty() && update_scopes.count(top_of(name))) return Part::kUpdate;
+    return Part::kForward;
+  };
+  std::vector<Part> part(nodes.size(), Part::kForward);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& n = *nodes[i];
+    Part p = n.is_assignment() ? Part::kUpdate : part_of_name(n.name());
+    if (n.kind() == NodeKind::kFusion) {  // where most of the group's elements are computed
+      double weight[3] = {0, 0, 0};
+      for (const auto& b : n.subgraph(0).nodes())
+        if (!b->name().empty() && b->num_outputs() > 0)
+          weight[int(part_of_name(b->name()))] +=
+              double(std::max<int64_t>(1, b->output(0)->shape().num_elements()));
+      p = Part(std::max_element(weight, weight + 3) - weight);
+    }
+    if (p == Part::kForward)
+      for (const Value* v : n.inputs())
+        if (v->producer() && part[size_t(index_of.at(v->producer()))] == Part::kUpdate)
+          p = Part::kUpdate;
+    part[i] = p;
+  }
   std::vector<int> box_of(nodes.size(), -1);
   std::vector<int> step_node(exe_steps.size(), -1);
   std::map<std::pair<Part, std::string>, int> scope_box;
