@@ -1,8 +1,9 @@
 // The step report in a real browser: headless Chromium (Debian's chromium package) loads the
-// MLP step's report with the network shut off, runs its scripts and dumps the DOM, which must
-// draw every fusion group and buffer exactly once and hold no console error; a screenshot is
-// taken. A page with a broken script shows that the console-error check can fail. Skipped
-// (with the reason) where chromium is not installed: scripts/install-deps.sh installs it.
+// MLP, CNN, LSTM and transformer steps' reports with the network shut off, runs its scripts and
+// dumps the DOM, which must draw every fusion group and buffer exactly once and hold no console
+// error; a screenshot is taken. A page with a broken script shows that the console-error check can
+// fail. Skipped (with the reason) where chromium is not installed: scripts/install-deps.sh installs
+// it.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -67,7 +68,7 @@ std::vector<std::string> console_lines(const std::string& err) {
   return lines;
 }
 
-class ReportInBrowser : public ::testing::Test {
+class BrowserTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (chromium_path().empty())
@@ -82,12 +83,14 @@ class ReportInBrowser : public ::testing::Test {
   fs::path work_;
 };
 
-TEST_F(ReportInBrowser, MlpStepLoadsWithEveryGroupAndBufferOnceAndNoConsoleError) {
-  tools::ReportStep step = tools::make_report_step("mlp", 16);
+class ReportInBrowser : public BrowserTest, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(ReportInBrowser, LoadsWithEveryGroupAndBufferOnceAndNoConsoleError) {
+  tools::ReportStep step = tools::make_report_step(GetParam(), 16, /*seq_len=*/16);
   StepTiming timing = measure_step(
-      step.form, [&] { step.run(); }, 3);
-  const fs::path page = work_ / "mlp.html";
-  write_report(step.form, page.string(), {.title = "mlp", .timing = &timing});
+      step.form, [&] { step.run(); }, 2);
+  const fs::path page = work_ / (GetParam() + ".html");
+  write_report(step.form, page.string(), {.title = GetParam(), .timing = &timing});
 
   ChromiumRun dom = run_chromium(work_, page, "--dump-dom");
   ASSERT_EQ(dom.status, 0) << dom.err;
@@ -103,7 +106,7 @@ TEST_F(ReportInBrowser, MlpStepLoadsWithEveryGroupAndBufferOnceAndNoConsoleError
   EXPECT_EQ(doc.inner_of_id, "");
   EXPECT_EQ(console_lines(dom.err), std::vector<std::string>{});
 
-  const fs::path shot = work_ / "mlp.png";
+  const fs::path shot = work_ / (GetParam() + ".png");
   ChromiumRun png =
       run_chromium(work_, page, "--window-size=1400,1800 --screenshot=" + shot.string());
   ASSERT_EQ(png.status, 0) << png.err;
@@ -113,11 +116,16 @@ TEST_F(ReportInBrowser, MlpStepLoadsWithEveryGroupAndBufferOnceAndNoConsoleError
   in.read(magic.data(), 8);
   EXPECT_EQ(magic, "\x89PNG\r\n\x1a\n");
   EXPECT_GT(fs::file_size(shot), 10000u);
-  if (const char* keep = std::getenv("KILN_REPORT_SCREENSHOT"))
-    fs::copy_file(shot, keep, fs::copy_options::overwrite_existing);
+  // KILN_REPORT_SCREENSHOTS=DIR keeps the screenshots (DIR/<step>.png).
+  if (const char* keep = std::getenv("KILN_REPORT_SCREENSHOTS"))
+    fs::copy_file(shot, fs::path(keep) / shot.filename(), fs::copy_options::overwrite_existing);
 }
 
-TEST_F(ReportInBrowser, ABrokenScriptIsSeen) {
+INSTANTIATE_TEST_SUITE_P(Steps, ReportInBrowser,
+                         ::testing::Values("mlp", "cnn", "lstm", "transformer"),
+                         [](const auto& info) { return info.param; });
+
+TEST_F(BrowserTest, ABrokenScriptIsSeen) {
   tools::ReportStep step = tools::make_report_step("mlp", 8);
   std::string html = report_html(step.form);
   html.insert(html.rfind("</body>"), "<script>no_such_function();</script>");

@@ -1,4 +1,5 @@
-// The step report (kiln/frontend/function/report.h) of the MLP training step, scanned: every
+// The step report (kiln/frontend/function/report.h) of the model zoo's training steps (MLP,
+// CNN, LSTM, transformer), scanned: every
 // fusion group and buffer drawn once, the times adding up to the measured step time, nothing
 // fetched from a network, boxes that do not overlap, and the file written atomically.
 #include <gtest/gtest.h>
@@ -35,8 +36,10 @@ std::filesystem::path temp_dir(const std::string& name) {
 
 int64_t attr_ns(const test::HtmlElement& e) { return std::stoll(e.get("data-ns")); }
 
-TEST(StepReport, MlpStepDrawsEveryGroupAndBufferOnceAndTimesAddUp) {
-  tools::ReportStep step = tools::make_report_step("mlp", 16);
+class StepReportOf : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(StepReportOf, DrawsEveryGroupAndBufferOnceAndTimesAddUp) {
+  tools::ReportStep step = tools::make_report_step(GetParam(), 16, /*seq_len=*/16);
   const test::ReportExpectation expect = test::expected_report(step.form);
   ASSERT_GT(expect.groups.size(), 2u);
   ASSERT_GT(expect.buffers.size(), 5u);
@@ -58,7 +61,7 @@ TEST(StepReport, MlpStepDrawsEveryGroupAndBufferOnceAndTimesAddUp) {
   EXPECT_EQ(timing.calls, calls);
   EXPECT_EQ(timing.step_ns, total / calls);
 
-  const std::string html = report_html(step.form, {.title = "mlp", .timing = &timing});
+  const std::string html = report_html(step.form, {.title = GetParam(), .timing = &timing});
   test::HtmlDocument doc = scan_html(html);
   test::expect_drawn_once(doc, expect);
 
@@ -89,6 +92,10 @@ TEST(StepReport, MlpStepDrawsEveryGroupAndBufferOnceAndTimesAddUp) {
     EXPECT_FALSE(e.has("href")) << "<" << e.tag << " href=" << e.get("href") << ">";
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Steps, StepReportOf,
+                         ::testing::Values("mlp", "cnn", "lstm", "transformer"),
+                         [](const auto& info) { return info.param; });
 
 TEST(StepReport, BoxesOfOnePartDoNotOverlap) {
   tools::ReportStep step = tools::make_report_step("mlp", 16);
