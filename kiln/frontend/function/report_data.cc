@@ -151,9 +151,14 @@ ReportData build_report_data(const CompiledForm& form, const std::string& title,
       p = Part(std::max_element(weight, weight + 3) - weight);
     }
     if (p == Part::kForward)
-      for (const Value* v : n.inputs())
-        if (v->producer() && part[size_t(index_of.at(v->producer()))] == Part::kUpdate)
-          p = Part::kUpdate;
+      for (const Value* v : n.inputs()) {
+        if (!v->producer()) continue;
+        const Part in = part[size_t(index_of.at(v->producer()))];
+        // An unnamed node (a gradient loop) that reads the gradient is part of it.
+        if (in == Part::kUpdate ||
+            (in == Part::kGradient && n.name().empty() && n.kind() != NodeKind::kFusion))
+          p = std::max(p, in);
+      }
     part[i] = p;
   }
   std::vector<int> box_of(nodes.size(), -1);
