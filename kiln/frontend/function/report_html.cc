@@ -44,6 +44,14 @@ std::string esc(std::string_view s) {
   return out;
 }
 
+// `s` cut to at most n bytes (at a character boundary) with an ellipsis when longer.
+std::string shorten(const std::string& s, size_t n) {
+  if (s.size() <= n) return s;
+  size_t cut = n - 1;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  return s.substr(0, cut) + "\u2026";
+}
+
 std::string ms(int64_t ns) { return fmt::format("{:.3f}", double(ns) / 1e6); }
 
 double share_of(const ReportData& d, int64_t ns) {
@@ -162,11 +170,11 @@ void graph_section(std::string& o, const ReportData& d) {
       std::string attrs = b.group.empty() ? fmt::format(" data-scope=\"{}\"", esc(b.scope))
                                           : fmt::format(" data-group=\"{}\"", esc(b.group));
       if (d.timed) attrs += fmt::format(" data-ns=\"{}\"", b.ns);
-      std::string label = b.label.size() > 34 ? b.label.substr(0, 33) + "\u2026" : b.label;
+      std::string label = shorten(b.label, 34);
       std::string sub =
           d.timed ? fmt::format("{} ms, {:.1f}%", ms(b.ns), 100 * share) : std::string(b.kind);
       if (!b.scope.empty() && !b.group.empty()) sub += " \u00b7 " + b.scope;
-      if (sub.size() > 40) sub = sub.substr(0, 39) + "\u2026";
+      sub = shorten(sub, 38);
       o += fmt::format(
           "<g class=\"box\" data-box=\"{}\"{} transform=\"translate({:.0f},{:.0f})\"><title>{}"
           "\n{}\nkind: {}</title><rect width=\"{:.0f}\" height=\"{:.0f}\" fill=\"{}\"/><text "
