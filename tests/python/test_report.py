@@ -16,7 +16,7 @@ def _step():
     @kiln.function(name="sgd_step")
     def step(x, y):
         with kiln.GradientTape() as tape:
-            loss = kiln.ops.mean((kiln.ops.relu(x @ w) - y) ** 2)
+            loss = kiln.ops.mean((kiln.ops.relu(x @ w) - y) ** 2, axes=[0, 1], keepdims=False)
         g = tape.gradient(loss, [w])[0]
         w.assign_sub(0.1 * g)
         return loss
