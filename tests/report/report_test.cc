@@ -66,7 +66,8 @@ TEST_P(StepReportOf, DrawsEveryGroupAndBufferOnceAndTimesAddUp) {
   test::expect_drawn_once(doc, expect);
 
   // Times: the rows' nanoseconds and the runtime's time between steps add up to the step.
-  int64_t step_ns = -1, overhead_ns = -1, rows = 0, boxes = 0;
+  int64_t step_ns = -1, overhead_ns = -1, rows = 0, boxes = 0, layers = 0;
+  std::map<std::string, int> layer_of;  // box id -> layer boxes that hold it
   int row_count = 0;
   for (const auto& e : doc.elements) {
     if (e.get("id") == "summary") step_ns = std::stoll(e.get("data-step-ns"));
@@ -76,12 +77,24 @@ TEST_P(StepReportOf, DrawsEveryGroupAndBufferOnceAndTimesAddUp) {
       ++row_count;
       EXPECT_TRUE(e.has("data-box-of")) << "step " << e.get("data-step") << " has no box";
     }
-    if (e.tag == "g" && e.has("data-box")) boxes += attr_ns(e);
+    if (e.tag == "g" && e.has("data-box") && !e.has("data-layer")) boxes += attr_ns(e);
+    if (e.tag == "g" && e.has("data-layer")) {
+      layers += attr_ns(e);
+      std::istringstream members(e.get("data-members"));
+      for (std::string m; members >> m;) ++layer_of[m];
+    }
   }
   EXPECT_EQ(step_ns, timing.step_ns);
   ASSERT_GE(overhead_ns, 0);
   EXPECT_EQ(rows + overhead_ns, step_ns);
   EXPECT_EQ(boxes + overhead_ns, step_ns);
+  EXPECT_EQ(layers + overhead_ns, step_ns);
+  // The layer view collapses every box of the group view into exactly one layer.
+  for (const auto& e : doc.elements) {
+    if (e.tag == "g" && e.has("data-box") && !e.has("data-layer")) {
+      EXPECT_EQ(layer_of[e.get("data-box")], 1) << "box " << e.get("data-box");
+    }
+  }
   EXPECT_GT(rows, 0);
 
   // Self-contained: no address of another resource, nothing loaded from elsewhere.
@@ -106,7 +119,7 @@ TEST(StepReport, BoxesOfOnePartDoNotOverlap) {
   std::string part;
   std::set<std::string> parts;
   for (const auto& e : doc.elements) {
-    if (e.tag == "svg" && e.has("data-part")) part = e.get("data-part");
+    if (e.tag == "svg" && e.has("data-part")) part = e.get("data-part") + " " + e.get("data-view");
     if (e.tag == "svg" && !e.has("data-part")) part.clear();
     if (e.tag != "g" || !e.has("data-box")) continue;
     std::smatch m;
@@ -116,7 +129,8 @@ TEST(StepReport, BoxesOfOnePartDoNotOverlap) {
     parts.insert(part);
   }
   // A training step has its three parts: forward, gradient, update.
-  EXPECT_EQ(parts, (std::set<std::string>{"forward", "gradient", "update"}));
+  EXPECT_EQ(parts, (std::set<std::string>{"forward groups", "gradient groups", "update groups",
+                                          "forward layers", "gradient layers", "update layers"}));
   for (const auto& [name, boxes] : by_part)
     for (size_t i = 0; i < boxes.size(); ++i)
       for (size_t j = i + 1; j < boxes.size(); ++j) {

@@ -258,15 +258,58 @@ ReportData build_report_data(const CompiledForm& form, const std::string& title,
         preds[size_t(b)].push_back(a);
     }
   }
+  // Layers: the first two components of a box's scope.
+  auto layer_of = [](const std::string& scope) {
+    size_t slash = scope.find('/');
+    if (slash != std::string::npos) slash = scope.find('/', slash + 1);
+    return scope.empty() ? std::string("(unnamed)") : scope.substr(0, slash);
+  };
+  std::map<std::pair<Part, std::string>, int> layer_index;
+  for (size_t b = 0; b < d.boxes.size(); ++b) {
+    Box& box = d.boxes[b];
+    auto [it, fresh] =
+        layer_index.try_emplace({box.part, layer_of(box.scope)}, int(d.layers.size()));
+    if (fresh) {
+      Box layer;
+      layer.id = fmt::format("l{}", d.layers.size());
+      layer.kind = "layer";
+      layer.scope = it->first.second;
+      layer.part = box.part;
+      layer.first_node = box.first_node;
+      d.layers.push_back(std::move(layer));
+    }
+    Box& layer = d.layers[size_t(it->second)];
+    layer.members.push_back(int(b));
+    layer.ns += box.ns;
+    layer.first_node = std::min(layer.first_node, box.first_node);
+    if (layer.location.empty()) layer.location = box.location;
+    box.layer_box = it->second;
+  }
+  for (Box& layer : d.layers) {  // "dense_1" of "sequential/dense_1"
+    size_t slash = layer.scope.find('/');
+    layer.label = slash == std::string::npos || layer.scope.starts_with("gradient/")
+                      ? layer.scope
+                      : layer.scope.substr(slash + 1);
+  }
   for (int p = 0; p < 3; ++p) {
     PartLayout pl;
     pl.part = Part(p);
+    std::set<std::pair<int, int>> layer_edges;
     for (size_t b = 0; b < d.boxes.size(); ++b)
       if (d.boxes[b].part == pl.part) {
-        pl.boxes.push_back(int(b));
-        for (int a : preds[b]) pl.edges.push_back({a, int(b)});
+        pl.groups.boxes.push_back(int(b));
+        for (int a : preds[b]) {
+          pl.groups.edges.push_back({a, int(b)});
+          int la = d.boxes[size_t(a)].layer_box, lb = d.boxes[b].layer_box;
+          if (la != lb && layer_edges.insert({la, lb}).second) pl.layers.edges.push_back({la, lb});
+        }
       }
-    if (!pl.boxes.empty()) d.parts.push_back(std::move(pl));
+    for (size_t l = 0; l < d.layers.size(); ++l)
+      if (d.layers[l].part == pl.part) pl.layers.boxes.push_back(int(l));
+    if (pl.groups.boxes.empty()) continue;
+    lay_out(d.boxes, pl.groups);
+    lay_out(d.layers, pl.layers);
+    d.parts.push_back(std::move(pl));
   }
 
   // Buffers: every planned value with bytes of its own; views and a variable's new values
@@ -330,7 +373,6 @@ ReportData build_report_data(const CompiledForm& form, const std::string& title,
         sc.node_step = int(i);
     d.scratch.push_back(std::move(sc));
   }
-  lay_out(d);
   return d;
 }
 

@@ -42,6 +42,10 @@ struct Box {
   std::vector<int> steps;  // executable steps run for it
   int64_t ns = 0;          // their measured time per call (0 without a timing)
   int first_node = 0;      // program order of its first node
+  // A box of the layer view: the boxes it collapses (indices into ReportData::boxes). A box of
+  // the group view: the index of its layer box (ReportData::layers).
+  std::vector<int> members;
+  int layer_box = -1;
   // Layout: layer (row band) and position in pixels of its part's drawing.
   int layer = 0;
   double x = 0, y = 0;
@@ -51,12 +55,18 @@ struct Edge {
   int from = 0, to = 0;  // box indices (same part)
 };
 
-// One part's drawing: its boxes (indices into ReportData::boxes), edges, and size in pixels.
-struct PartLayout {
-  Part part = Part::kForward;
+// One drawing: boxes (indices into a vector of boxes), edges, and size in pixels.
+struct Drawing {
   std::vector<int> boxes;
   std::vector<Edge> edges;
   double width = 0, height = 0;
+};
+
+// One part, drawn two ways: by fusion group and scope (`groups`, into ReportData::boxes) and
+// collapsed to layers (`layers`, into ReportData::layers).
+struct PartLayout {
+  Part part = Part::kForward;
+  Drawing groups, layers;
 };
 
 // A buffer of the memory plan: a value with its own bytes (arena, parameter, variable or
@@ -95,6 +105,9 @@ struct ReportData {
   bool timed = false;
   StepTiming timing;
   std::vector<Box> boxes;
+  // The layer view's boxes: one per layer (the first two components of a box's scope, as
+  // "sequential/dense") and part; kind "layer", label the layer, ns the members' sum.
+  std::vector<Box> layers;
   std::vector<PartLayout> parts;  // the parts that have boxes, in Part order
   int num_steps = 0;              // top-level nodes: the memory plan's positions
   size_t arena_bytes = 0, planned_bytes = 0, lower_bound_bytes = 0, scratch_offset = 0;
@@ -111,9 +124,10 @@ inline constexpr double kBoxWidth = 200, kBoxHeight = 46, kGapX = 24, kGapY = 40
 ReportData build_report_data(const CompiledForm& form, const std::string& title,
                              const StepTiming* timing);
 
-// Lays out each part of `data` (fills boxes' layer/x/y and `parts`): boxes in layers by their
-// longest path from the part's sources, each layer in rows of at most `per_row` boxes ordered
-// by the mean position of their predecessors.
-void lay_out(ReportData& data, int per_row = 8);
+// Lays out `drawing` (fills its boxes' layer/x/y and its size): boxes in layers by their
+// longest path from the drawing's sources (only edges to a later box, in program order of their
+// first nodes, count), each layer in rows of at most `per_row` boxes ordered by the mean position
+// of their predecessors.
+void lay_out(std::vector<Box>& boxes, Drawing& drawing, int per_row = 8);
 
 }  // namespace kiln::report_detail

@@ -81,6 +81,8 @@ td.n,th.n{text-align:right}th{background:#f0f0f0;position:sticky;top:0}
 table.sortable th{cursor:pointer}table.sortable th:after{content:" \2195";color:#aaa}
 details{margin:2px 0}details[open]{background:#f7f7f7}.legend span{display:inline-block;width:40px;height:10px}
 #console-errors{color:#b00;border:1px solid #b00;padding:4px}
+#graph.view-layers div[data-view=groups],#graph.view-groups div[data-view=layers]{display:none}
+#graph.view-layers button[data-show=layers],#graph.view-groups button[data-show=groups]{font-weight:bold}
 )";
 
 // Records errors on the page itself (a headless browser's DOM shows them); runs first.
@@ -101,7 +103,15 @@ document.querySelectorAll('table.sortable').forEach(function(t){
     th.setAttribute('data-dir',up?'up':'down');
     rows.sort(function(a,b){var x=cell(a,i),y=cell(b,i);var c=(typeof x==='number'&&typeof y==='number')?x-y:String(x).localeCompare(String(y));return up?c:-c;});
     rows.forEach(function(r){body.appendChild(r);});});});});
-document.querySelectorAll('g.box').forEach(function(g){g.addEventListener('click',function(){
+var graph=document.getElementById('graph');
+function show(v){graph.className='view-'+v;}
+document.querySelectorAll('button[data-show]').forEach(function(b){b.addEventListener('click',function(){show(b.getAttribute('data-show'));});});
+document.querySelectorAll('g.layer').forEach(function(g){g.addEventListener('click',function(){
+  show('groups');document.querySelectorAll('g.box.sel').forEach(function(s){s.classList.remove('sel');});
+  var first=null;g.getAttribute('data-members').split(' ').forEach(function(id){
+    var m=document.querySelector('g.box[data-box="'+id+'"]');if(m){m.classList.add('sel');if(!first)first=m;}});
+  if(first)first.scrollIntoView({block:'nearest'});});});
+document.querySelectorAll('g.box:not(.layer)').forEach(function(g){g.addEventListener('click',function(){
   document.querySelectorAll('g.box.sel').forEach(function(s){s.classList.remove('sel');});
   g.classList.add('sel');var d=document.getElementById('detail-'+g.getAttribute('data-box'));
   if(d){d.open=true;d.scrollIntoView({block:'nearest'});}});});
@@ -136,10 +146,70 @@ void figures(std::string& o, const ReportData& d) {
   o += "</div></section>\n";
 }
 
+// One part drawn one way: `view` "groups" (boxes of fusion groups and scopes) or "layers".
+void drawing(std::string& o, const ReportData& d, const std::vector<Box>& all,
+             const report_detail::Drawing& dr, const char* part, const char* view) {
+  const bool layers = std::string_view(view) == "layers";
+  o += fmt::format(
+      "<div class=\"scroll\" data-view=\"{}\"><svg data-part=\"{}\" data-view=\"{}\" "
+      "width=\"{:.0f}\" height=\"{:.0f}\">\n",
+      view, part, view, dr.width, dr.height);
+  for (const auto& e : dr.edges) {
+    const Box& a = all[size_t(e.from)];
+    const Box& b = all[size_t(e.to)];
+    double x1 = a.x + report_detail::kBoxWidth / 2, y1 = a.y + report_detail::kBoxHeight;
+    double x2 = b.x + report_detail::kBoxWidth / 2, y2 = b.y;
+    if (b.y <= a.y) y1 = a.y, y2 = b.y + report_detail::kBoxHeight;  // an edge back up
+    o += fmt::format(
+        "<path class=\"edge\" d=\"M{:.0f} {:.0f}C{:.0f} {:.0f} {:.0f} {:.0f} "
+        "{:.0f} {:.0f}\"/>\n",
+        x1, y1, x1, (y1 + y2) / 2, x2, (y1 + y2) / 2, x2, y2);
+  }
+  for (int bi : dr.boxes) {
+    const Box& b = all[size_t(bi)];
+    const double share = share_of(d, b.ns);
+    std::string fill = d.timed           ? heat(share)
+                       : layers          ? "#e8eef4"
+                       : b.group.empty() ? "#eeeeee"
+                                         : "#d6e4f0";
+    std::string attrs;
+    if (layers) {
+      std::string members;
+      for (int m : b.members) members += (members.empty() ? "b" : " b") + std::to_string(m);
+      attrs = fmt::format(" data-layer=\"{}\" data-members=\"{}\"", esc(b.scope), members);
+    } else {
+      attrs = b.group.empty() ? fmt::format(" data-scope=\"{}\"", esc(b.scope))
+                              : fmt::format(" data-group=\"{}\"", esc(b.group));
+      attrs += fmt::format(" data-layer-of=\"l{}\"", b.layer_box);
+    }
+    if (d.timed) attrs += fmt::format(" data-ns=\"{}\"", b.ns);
+    std::string sub =
+        d.timed ? fmt::format("{} ms, {:.1f}%", ms(b.ns), 100 * share) : std::string(b.kind);
+    if (!layers && !b.scope.empty() && !b.group.empty()) sub += " \u00b7 " + b.scope;
+    if (layers)
+      sub += fmt::format(" \u00b7 {} box{}", b.members.size(), b.members.size() == 1 ? "" : "es");
+    o += fmt::format(
+        "<g class=\"{}\" data-box=\"{}\"{} transform=\"translate({:.0f},{:.0f})\"><title>{}"
+        "\n{}\nkind: {}</title><rect width=\"{:.0f}\" height=\"{:.0f}\" fill=\"{}\"/><text "
+        "x=\"6\" y=\"18\">{}</text><text class=\"sub\" x=\"6\" y=\"35\">{}</text></g>\n",
+        layers ? "box layer" : "box", b.id, attrs, b.x, b.y, esc(layers ? b.scope : b.label),
+        b.location.empty() ? std::string("source location unknown") : esc(b.location), esc(b.kind),
+        report_detail::kBoxWidth, report_detail::kBoxHeight, fill, esc(shorten(b.label, 34)),
+        esc(shorten(sub, 38)));
+  }
+  o += "</svg></div>\n";
+}
+
 void graph_section(std::string& o, const ReportData& d) {
-  o += "<section id=\"graph\"><h2>Optimized graph</h2>\n<p>One box per fusion group (labelled "
-       "with its kernel) and per layer name scope of the ops left unfused; click a box for its "
-       "ops.";
+  // Large graphs open collapsed to their layers.
+  const char* view = d.boxes.size() > 40 ? "layers" : "groups";
+  o += fmt::format(
+      "<section id=\"graph\" class=\"view-{}\"><h2>Optimized graph</h2>\n<p>Drawn by "
+      "<button data-show=\"layers\">layer</button> (one box per layer name scope) or by "
+      "<button data-show=\"groups\">fusion group</button> (one box per fusion group, "
+      "labelled with its kernel, and per scope of the ops left unfused); click a layer to open "
+      "its groups, a group for its ops.",
+      view);
   if (d.timed)
     o += " Colour: share of the measured step time <span class=\"legend\"><span "
          "style=\"background:" +
@@ -148,44 +218,10 @@ void graph_section(std::string& o, const ReportData& d) {
   o += "</p>\n";
   for (const auto& part : d.parts) {
     const char* name = report_detail::part_name(part.part);
-    o += fmt::format(
-        "<h3>{} ({} boxes)</h3><div class=\"scroll\"><svg data-part=\"{}\" "
-        "width=\"{:.0f}\" height=\"{:.0f}\">\n",
-        name, part.boxes.size(), name, part.width, part.height);
-    for (const auto& e : part.edges) {
-      const Box& a = d.boxes[size_t(e.from)];
-      const Box& b = d.boxes[size_t(e.to)];
-      double x1 = a.x + report_detail::kBoxWidth / 2, y1 = a.y + report_detail::kBoxHeight;
-      double x2 = b.x + report_detail::kBoxWidth / 2, y2 = b.y;
-      if (b.y <= a.y) y1 = a.y, y2 = b.y + report_detail::kBoxHeight;  // an edge back up
-      o += fmt::format(
-          "<path class=\"edge\" d=\"M{:.0f} {:.0f}C{:.0f} {:.0f} {:.0f} {:.0f} "
-          "{:.0f} {:.0f}\"/>\n",
-          x1, y1, x1, (y1 + y2) / 2, x2, (y1 + y2) / 2, x2, y2);
-    }
-    for (int bi : part.boxes) {
-      const Box& b = d.boxes[size_t(bi)];
-      const double share = share_of(d, b.ns);
-      std::string fill = d.timed ? heat(share) : (b.group.empty() ? "#eeeeee" : "#d6e4f0");
-      std::string attrs = b.group.empty() ? fmt::format(" data-scope=\"{}\"", esc(b.scope))
-                                          : fmt::format(" data-group=\"{}\"", esc(b.group));
-      if (d.timed) attrs += fmt::format(" data-ns=\"{}\"", b.ns);
-      std::string label = shorten(b.label, 34);
-      std::string sub =
-          d.timed ? fmt::format("{} ms, {:.1f}%", ms(b.ns), 100 * share) : std::string(b.kind);
-      if (!b.scope.empty() && !b.group.empty()) sub += " \u00b7 " + b.scope;
-      sub = shorten(sub, 38);
-      o += fmt::format(
-          "<g class=\"box\" data-box=\"{}\"{} transform=\"translate({:.0f},{:.0f})\"><title>{}"
-          "\n{}\nkind: {}</title><rect width=\"{:.0f}\" height=\"{:.0f}\" fill=\"{}\"/><text "
-          "x=\"6\" "
-          "y=\"18\">{}</text><text class=\"sub\" x=\"6\" y=\"35\">{}</text></g>\n",
-          b.id, attrs, b.x, b.y, esc(b.label),
-          b.location.empty() ? std::string("source location unknown") : esc(b.location),
-          esc(b.kind), report_detail::kBoxWidth, report_detail::kBoxHeight, fill, esc(label),
-          esc(sub));
-    }
-    o += "</svg></div>\n";
+    o += fmt::format("<h3>{} ({} layers, {} boxes)</h3>\n", name, part.layers.boxes.size(),
+                     part.groups.boxes.size());
+    drawing(o, d, d.layers, part.layers, name, "layers");
+    drawing(o, d, d.boxes, part.groups, name, "groups");
   }
   o += "<h3>Boxes</h3><div id=\"details\">\n";
   for (const Box& b : d.boxes) {
