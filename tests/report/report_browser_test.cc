@@ -15,6 +15,7 @@
 
 #include "tests/report/html_scan.h"
 #include "tests/report/report_expect.h"
+#include "tests/report/synthetic_report.h"
 #include "tools/report_steps.h"
 
 namespace kiln {
@@ -136,6 +137,24 @@ TEST_F(BrowserTest, ABrokenScriptIsSeen) {
   test::HtmlDocument doc = test::scan_html(dom.out, "console-errors");
   EXPECT_NE(doc.inner_of_id.find("no_such_function"), std::string::npos) << dom.out.substr(0, 2000);
   EXPECT_FALSE(console_lines(dom.err).empty()) << dom.err;
+}
+
+// 10,000 boxes and buffers (kiln lays them out): the page loads, runs its scripts to the end
+// and draws each once, within the test's time limit.
+TEST_F(BrowserTest, TenThousandBoxesLoad) {
+  const fs::path page = work_ / "large.html";
+  std::ofstream(page) << report_detail::render_html(test::synthetic_report(10000));
+  ChromiumRun dom = run_chromium(work_, page, "--dump-dom");
+  ASSERT_EQ(dom.status, 0) << dom.err;
+  test::HtmlDocument doc = test::scan_html(dom.out, "console-errors");
+  ASSERT_TRUE(doc.error.empty()) << doc.error;
+  EXPECT_EQ(test::count_by(doc, "data-group").size(), 10000u);
+  EXPECT_EQ(test::count_by(doc, "data-buffer").size(), 10000u);
+  bool ready = false;
+  for (const auto& e : doc.elements)
+    if (e.tag == "body") ready = e.get("data-ready") == "1";
+  EXPECT_TRUE(ready);
+  EXPECT_EQ(doc.inner_of_id, "");
 }
 
 }  // namespace

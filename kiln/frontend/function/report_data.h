@@ -124,6 +124,9 @@ inline constexpr double kBoxWidth = 200, kBoxHeight = 46, kGapX = 24, kGapY = 40
 ReportData build_report_data(const CompiledForm& form, const std::string& title,
                              const StepTiming* timing);
 
+// The page (report_html.cc).
+std::string render_html(const ReportData& data);
+
 // Lays out `drawing` (fills its boxes' layer/x/y and its size): boxes in layers by their
 // longest path from the drawing's sources (only edges to a later box, in program order of their
 // first nodes, count), each layer in rows of at most `per_row` boxes ordered by the mean position

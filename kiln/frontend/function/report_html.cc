@@ -375,8 +375,9 @@ void kernel_section(std::string& o, const ReportData& d) {
 
 }  // namespace
 
-std::string report_html(const CompiledForm& form, const ReportOptions& options) {
-  ReportData d = report_detail::build_report_data(form, options.title, options.timing);
+namespace report_detail {
+
+std::string render_html(const ReportData& d) {
   std::string o;
   o += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>kiln report: " +
        esc(d.title) + "</title>\n<style>" + kCss + "</style>\n<script>" + kEarlyScript +
@@ -388,6 +389,13 @@ std::string report_html(const CompiledForm& form, const ReportOptions& options) 
   kernel_section(o, d);
   o += "<script>" + std::string(kScript) + "</script>\n</body></html>\n";
   return o;
+}
+
+}  // namespace report_detail
+
+std::string report_html(const CompiledForm& form, const ReportOptions& options) {
+  return report_detail::render_html(
+      report_detail::build_report_data(form, options.title, options.timing));
 }
 
 }  // namespace kiln
