@@ -8,6 +8,7 @@
 #include "tools/cli_conventions.h"
 #include "tools/commands.h"
 #include "tools/report_steps.h"
+#include "tools/train_comparison.h"
 
 namespace kiln::tools {
 namespace {
@@ -16,7 +17,7 @@ struct ReportArgs {
   std::string model = "mlp", output = "report.html";
   int64_t batch_size = 64, seq_len = 32;
   int calls = 5;
-  bool no_timing = false;
+  bool no_timing = false, compare = false;
 };
 
 void run_report(const ReportArgs& a) {
@@ -25,9 +26,16 @@ void run_report(const ReportArgs& a) {
   if (!a.no_timing)
     timing = measure_step(
         step.form, [&] { step.run(); }, a.calls);
+  ModeComparison comparison;
+  if (a.compare)  // the same model's step as a kiln::function, eager against compiled
+    comparison = compare_train_step(
+        std::cout, a.model,
+        [&] { return make_report_step(a.model, a.batch_size, a.seq_len).model; }, "adam", 1e-3,
+        /*seed=*/0, step.x, step.y);
   write_report(step.form, a.output,
                {.title = fmt::format("{} training step, batch {}", a.model, a.batch_size),
-                .timing = a.no_timing ? nullptr : &timing});
+                .timing = a.no_timing ? nullptr : &timing,
+                .comparison = a.compare ? &comparison : nullptr});
   std::cout << fmt::format("wrote {}: {} nodes, {} kernels, arena {}", a.output,
                            step.form.graph(Stage::kOptimized).total_node_count(),
                            step.form.kernels().size(),
@@ -57,6 +65,9 @@ void add_report_command(CLI::App& app) {
   cmd->add_option("--calls", args->calls, "measured calls of the step (after one warm-up)")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--no-timing", args->no_timing, "draw the step without running it");
+  cmd->add_flag("--compare", args->compare,
+                "also run the model's step eagerly and compiled (compare_modes, printed) and "
+                "chart both modes' step times and the results' differences");
   cmd->callback([args] { run_report(*args); });
 }
 

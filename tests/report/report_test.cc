@@ -184,6 +184,38 @@ TEST(StepReport, ConcreteFunctionReportLeavesItsVariablesAlone) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(StepReport, ChartsEagerAgainstCompiled) {
+  tools::ReportStep step = tools::make_report_step("mlp", 8);
+  Optimizer opt = Adam();
+  Loss loss_fn = losses::sparse_categorical_crossentropy(/*from_logits=*/true);
+  auto train = [&](const Tensor& x, const Tensor& y) {
+    GradientTape tape;
+    Tensor loss = loss_fn(y, step.model(x, /*training=*/true));
+    std::vector<Variable> vars = step.model->trainable_weights();
+    opt->apply_gradients(tape.gradient(loss, vars), vars);
+    return loss;
+  };
+  ModeComparison c = compare_modes(
+      CompareOptions{.name = "report_compare", .warmup = 1, .steps = 3, .print_to = nullptr}, train,
+      step.x, step.y);
+  ASSERT_GT(c.differences.size(), 2u);
+  test::HtmlDocument doc = scan_html(report_html(step.form, {.title = "mlp", .comparison = &c}));
+  ASSERT_TRUE(doc.error.empty()) << doc.error;
+  std::map<std::string, int> results = count_by(doc, "data-result");
+  EXPECT_EQ(results.size(), c.differences.size());
+  for (const ResultDifference& r : c.differences) EXPECT_EQ(results[r.name], 1) << r.name;
+  int lines = 0;
+  for (const auto& e : doc.elements)
+    if (e.tag == "polyline" && e.has("data-mode")) {
+      ++lines;
+      std::istringstream points(e.get("points"));
+      int n = 0;
+      for (std::string p; points >> p;) ++n;
+      EXPECT_EQ(n, 3) << e.get("data-mode");
+    }
+  EXPECT_EQ(lines, 2);
+}
+
 TEST(StepReport, MeasureStepNeedsTheFormsExecutable) {
   tools::ReportStep step = tools::make_report_step("mlp", 8);
   EXPECT_THROW(measure_step(

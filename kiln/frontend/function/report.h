@@ -14,6 +14,9 @@
 //    (`data-step="<i>"`).
 //  - Times (with a StepTiming): each step's mean time over the measured calls and the runtime's
 //    own time between steps add up exactly (in nanoseconds) to the mean time of the calls.
+//  - With a ModeComparison: a section charts eager against compiled (each call's step time in
+//    both modes, each result's largest relative difference), every result once
+//    (`data-result="<name>"`).
 //  - write_report writes through runtime::write_file_atomically: a kiln::Error naming the path
 //    when it cannot be written; an existing file is replaced whole or left as it was.
 #pragma once
@@ -23,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/frontend/function/compare_modes.h"
 #include "kiln/frontend/function/compiled_form.h"
 #include "kiln/frontend/function/concrete_function.h"
 
@@ -51,6 +55,9 @@ StepTiming measure_step(const CompiledForm& form, const std::function<void()>& r
 struct ReportOptions {
   std::string title;                   // default: the graph's name
   const StepTiming* timing = nullptr;  // times, shares and colours; none when null
+  // compare_modes' result for this step (eager against compiled): step times per call and the
+  // per-result differences, charted; none when null.
+  const ModeComparison* comparison = nullptr;
 };
 
 // The report as HTML text.

@@ -104,6 +104,8 @@ struct ReportData {
   std::string title;
   bool timed = false;
   StepTiming timing;
+  bool compared = false;
+  ModeComparison comparison;
   std::vector<Box> boxes;
   // The layer view's boxes: one per layer (the first two components of a box's scope, as
   // "sequential/dense") and part; kind "layer", label the layer, ns the members' sum.

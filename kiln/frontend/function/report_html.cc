@@ -373,6 +373,83 @@ void kernel_section(std::string& o, const ReportData& d) {
   o += "</table></section>\n";
 }
 
+// Eager against compiled: each call's step time in both modes, each result's difference.
+void comparison_section(std::string& o, const ModeComparison& c) {
+  o += fmt::format(
+      "<section id=\"comparison\" data-speedup=\"{:.4f}\"><h2>Eager against compiled</h2>\n"
+      "<p>compare_modes on the same step from the same variables: median step {:.3f} ms eager, "
+      "{:.3f} ms compiled (speedup {:.2f}x), compile time {:.3f} s ({} kernels, {} from the "
+      "caches), peak tensor memory {} eager, {} compiled.</p>\n",
+      c.speedup(), c.eager.median() * 1e3, c.compiled.median() * 1e3, c.speedup(),
+      c.compile_seconds, c.kernels, c.kernels_from_caches,
+      codegen::format_bytes(size_t(std::max<int64_t>(c.eager_peak_bytes, 0))),
+      codegen::format_bytes(size_t(std::max<int64_t>(c.compiled_peak_bytes, 0))));
+  // Step times per call: x the call, y milliseconds.
+  const double left = 60, top = 10, w = 700, h = 200;
+  double most = 0;
+  size_t calls = std::max(c.eager.step_seconds.size(), c.compiled.step_seconds.size());
+  for (double t : c.eager.step_seconds) most = std::max(most, t);
+  for (double t : c.compiled.step_seconds) most = std::max(most, t);
+  most = most > 0 ? most * 1e3 * 1.1 : 1;
+  auto xs = [&](size_t i) {
+    return left + (double(i) + 0.5) * w / double(std::max<size_t>(calls, 1));
+  };
+  auto ys = [&](double ms) { return top + h - ms / most * h; };
+  o += fmt::format(
+      "<h3>Step time per call</h3><svg id=\"comparison-times\" width=\"{:.0f}\" "
+      "height=\"{:.0f}\"><line class=\"axis\" x1=\"{:.0f}\" y1=\"{:.0f}\" "
+      "x2=\"{:.0f}\" y2=\"{:.0f}\"/><line class=\"axis\" x1=\"{:.0f}\" "
+      "y1=\"{:.0f}\" x2=\"{:.0f}\" y2=\"{:.0f}\"/><text x=\"2\" y=\"{:.0f}\">{:.2f} "
+      "ms</text><text x=\"2\" y=\"{:.0f}\">0</text><text x=\"{:.0f}\" "
+      "y=\"{:.0f}\">call</text>\n",
+      left + w + 120, top + h + 36, left, top, left, top + h, left, top + h, left + w, top + h,
+      top + 4, most, top + h, left + w / 2, top + h + 28);
+  const std::pair<const char*, const ModeTimes*> modes[] = {{"eager", &c.eager},
+                                                            {"compiled", &c.compiled}};
+  for (const auto& [mode, times] : modes) {
+    const char* colour = std::string_view(mode) == "eager" ? "#c0392b" : "#2471a3";
+    std::string points;
+    for (size_t i = 0; i < times->step_seconds.size(); ++i)
+      points += fmt::format("{:.1f},{:.1f} ", xs(i), ys(times->step_seconds[i] * 1e3));
+    o += fmt::format(
+        "<polyline data-mode=\"{}\" points=\"{}\" fill=\"none\" stroke=\"{}\"/>"
+        "<line x1=\"{:.0f}\" x2=\"{:.0f}\" y1=\"{:.1f}\" y2=\"{:.1f}\" "
+        "stroke=\"{}\" stroke-dasharray=\"4 3\"><title>{} median {:.3f} ms"
+        "</title></line><text x=\"{:.0f}\" y=\"{:.1f}\" fill=\"{}\">{} {:.3f} ms"
+        "</text>\n",
+        mode, points, colour, left, left + w, ys(times->median() * 1e3), ys(times->median() * 1e3),
+        colour, mode, times->median() * 1e3, left + w + 6, ys(times->median() * 1e3) + 4, colour,
+        mode, times->median() * 1e3);
+  }
+  o += "</svg>\n";
+  // Differences: one bar per result, the largest relative difference on a log scale.
+  const double bar_w = 400, row_h = 18, label_w = 260;
+  o += fmt::format(
+      "<h3>Differences after one step</h3><p>Largest relative difference "
+      "|eager - compiled| / max(|eager|, |compiled|) of each output and assigned "
+      "variable, on a log scale from 1e-16 to 1.</p><svg id=\"comparison-diffs\" "
+      "width=\"{:.0f}\" height=\"{:.0f}\">\n",
+      label_w + bar_w + 220, row_h * double(c.differences.size()) + 10);
+  for (size_t i = 0; i < c.differences.size(); ++i) {
+    const ResultDifference& r = c.differences[i];
+    const bool bad = r.nonfinite_mismatches > 0 || !r.note.empty() || !std::isfinite(r.max_rel);
+    double frac = r.max_rel > 0 && std::isfinite(r.max_rel)
+                      ? std::clamp((std::log10(r.max_rel) + 16) / 16, 0.0, 1.0)
+                      : (bad ? 1.0 : 0.0);
+    double y = 4 + row_h * double(i);
+    o += fmt::format(
+        "<g data-result=\"{}\"><text x=\"0\" y=\"{:.0f}\">{}</text><rect "
+        "x=\"{:.0f}\" y=\"{:.0f}\" width=\"{:.1f}\" height=\"{:.0f}\" "
+        "fill=\"{}\"/><text x=\"{:.0f}\" y=\"{:.0f}\">rel {:.3g}, abs {:.3g}{}"
+        "</text></g>\n",
+        esc(r.name), y + 12, esc(shorten(r.name, 40)), label_w, y + 2, std::max(1.0, frac * bar_w),
+        row_h - 4, bad ? "#c0392b" : "#5dade2", label_w + bar_w + 6, y + 12, r.max_rel, r.max_abs,
+        bad ? esc(fmt::format(", {} non-finite {}", r.nonfinite_mismatches, r.note))
+            : std::string());
+  }
+  o += "</svg></section>\n";
+}
+
 }  // namespace
 
 namespace report_detail {
@@ -387,6 +464,7 @@ std::string render_html(const ReportData& d) {
   graph_section(o, d);
   memory_section(o, d);
   kernel_section(o, d);
+  if (d.compared) comparison_section(o, d.comparison);
   o += "<script>" + std::string(kScript) + "</script>\n</body></html>\n";
   return o;
 }
@@ -394,8 +472,12 @@ std::string render_html(const ReportData& d) {
 }  // namespace report_detail
 
 std::string report_html(const CompiledForm& form, const ReportOptions& options) {
-  return report_detail::render_html(
-      report_detail::build_report_data(form, options.title, options.timing));
+  ReportData d = report_detail::build_report_data(form, options.title, options.timing);
+  if (options.comparison != nullptr) {
+    d.compared = true;
+    d.comparison = *options.comparison;
+  }
+  return report_detail::render_html(d);
 }
 
 }  // namespace kiln
