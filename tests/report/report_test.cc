@@ -216,6 +216,20 @@ TEST(StepReport, ChartsEagerAgainstCompiled) {
   EXPECT_EQ(lines, 2);
 }
 
+TEST(StepReport, KilnReportDirWritesOnePerCompiledFunction) {
+  auto dir = temp_dir("env");
+  ::setenv("KILN_REPORT", dir.string().c_str(), 1);
+  tools::ReportStep step = tools::make_report_step("mlp", 8);
+  ::unsetenv("KILN_REPORT");
+  std::vector<std::filesystem::path> pages;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) pages.push_back(entry.path());
+  ASSERT_EQ(pages.size(), 1u);
+  EXPECT_EQ(pages[0].extension(), ".html");
+  test::HtmlDocument doc = scan_html(read_file(pages[0].string()));
+  test::expect_drawn_once(doc, test::expected_report(step.form));
+  std::filesystem::remove_all(dir);
+}
+
 TEST(StepReport, MeasureStepNeedsTheFormsExecutable) {
   tools::ReportStep step = tools::make_report_step("mlp", 8);
   EXPECT_THROW(measure_step(
