@@ -230,6 +230,21 @@ TEST(StepReport, KilnReportDirWritesOnePerCompiledFunction) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(StepReport, BoxesShowTheUserCodeThatMadeThem) {
+  tools::ReportStep step = tools::make_report_step("mlp", 8);
+  auto forward = function([&](const Tensor& x) { return step.model(x); });  // this line
+  const int line = __LINE__ - 1;
+  ConcreteFunction cf = forward.concrete(step.x);
+  test::HtmlDocument doc = scan_html(report_html(cf.compiled_form()));
+  ASSERT_TRUE(doc.error.empty()) << doc.error;
+  int located = 0;
+  const std::string html = report_html(cf.compiled_form());
+  const std::string where = "report_test.cc:" + std::to_string(line) + ":";
+  for (size_t at = html.find(where); at != std::string::npos; at = html.find(where, at + 1))
+    ++located;
+  EXPECT_GT(located, 0) << "no box names " << where;
+}
+
 TEST(StepReport, MeasureStepNeedsTheFormsExecutable) {
   tools::ReportStep step = tools::make_report_step("mlp", 8);
   EXPECT_THROW(measure_step(
