@@ -7,10 +7,13 @@
 // Contract:
 //  - Everything drawn comes from the one CompiledForm the executable runs from: its optimized
 //    graph, its arena layout (codegen::ArenaLayout) and its executable's steps.
-//  - Every fusion group is drawn as exactly one graph box (`data-group="<group name>"`), every
-//    buffer of the memory plan (a value of the plan that is not a view of another's bytes, and
-//    not a constant) exactly once (`data-buffer="%N"`, the IR dump's value number), every
-//    scratch buffer once (`data-scratch="<i>"`), every executable step once as a table row
+//  - Every fusion group is drawn as exactly one graph box (`data-group="<group name>"`) of the
+//    group view, and every such box belongs to exactly one box of the layer view
+//    (`data-layer`, `data-members`). Every buffer of the memory plan is drawn exactly once
+//    (`data-buffer="%N"`, the IR dump's value number): a planned value with bytes of its own,
+//    i.e. not a constant (its literal), not a view of its operand's bytes and not a variable's
+//    new value (written into the variable's buffer), which are listed on the buffer they share.
+//    Every scratch buffer once (`data-scratch="<i>"`), every executable step once as a table row
 //    (`data-step="<i>"`).
 //  - Times (with a StepTiming): each step's mean time over the measured calls and the runtime's
 //    own time between steps add up exactly (in nanoseconds) to the mean time of the calls.
