@@ -69,54 +69,13 @@ size_t byte_size(const TensorType& t) {
   return t.shape.is_fully_known() ? size_t(t.shape.num_elements()) * dtype_size(t.dtype) : 0;
 }
 
-}  // namespace
-
-const char* part_name(Part part) {
-  switch (part) {
-    case Part::kForward:
-      return "forward";
-    case Part::kGradient:
-      return "gradient";
-    case Part::kUpdate:
-      return "update";
-  }
-  return "forward";
-}
-
-ReportData build_report_data(const CompiledForm& form, const std::string& title,
-                             const StepTiming* timing) {
-  const Graph& g = form.graph(Stage::kOptimized);
-  const runtime::Executable& exe = *form.executable();
-  const codegen::ArenaLayout& layout = form.arena_layout();
-  const codegen::MemoryPlan& plan = layout.plan;
-  const ir::ValueNumbering numbering(g);
-  const auto& exe_steps = exe.steps();
-  if (timing != nullptr && timing->step_ns_of.size() != exe_steps.size())
-    throw Error(fmt::format("report: the timing has {} steps, the executable of {} has {}",
-                            timing->step_ns_of.size(), g.name(), exe_steps.size()));
-
-  ReportData d;
-  d.title = title.empty() ? g.name() : title;
-  d.timed = timing != nullptr;
-  if (timing) d.timing = *timing;
-  d.num_steps = plan.num_steps;
-  d.graph_nodes = int(g.total_node_count());
-  d.kernels = int(form.kernels().size());
-
-  // Nodes: their parts, their steps (steps run in program order; constants and views have
-  // none), their boxes.
+// The part of each top-level node of `g`. An op is gradient when the tape recorded it (named
+// gradient/...), update when it is named in the scope of an assignment whose value depends on a
+// gradient (the optimizer's: adam/...; a layer's seed state update depends on none), forward
+// otherwise. A node takes the part of most of its ops' elements (a fusion group's named ops);
+// assignments, and forward nodes that read an update, are updates.
+std::vector<Part> node_parts(const Graph& g, const std::unordered_map<const Node*, int>& index_of) {
   const auto& nodes = g.nodes();
-  std::unordered_map<const Node*, int> index_of;
-  for (size_t i = 0; i < nodes.size(); ++i) index_of[nodes[i].get()] = int(i);
-  auto root_of = [&](const Value* v) {  // through views: the node whose bytes v shares
-    while (v->producer() && codegen::is_view(plan, *v->producer())) v = v->producer()->input(0);
-    return v;
-  };
-  // Parts. An op is gradient when the tape recorded it (named gradient/...), update when it is
-  // named in the scope of an assignment whose value depends on a gradient (the optimizer's:
-  // adam/...; a layer's seed state update depends on none), forward otherwise. A node takes the
-  // part of most of its ops' elements (a fusion group's named ops); assignments, and forward
-  // nodes that read an update, are updates.
   auto top_of = [](const std::string& name) { return name.substr(0, name.find('/')); };
   std::vector<bool> after_gradient(nodes.size());
   std::set<std::string> update_scopes;
@@ -161,6 +120,164 @@ ReportData build_report_data(const CompiledForm& form, const std::string& title,
       }
     part[i] = p;
   }
+  return part;
+}
+
+// The layer view: one box per layer (the first two components of a box's scope) and part,
+// then both views of every part laid out. `preds`: each box's predecessors in its part.
+void group_layers_and_lay_out(ReportData& d, const std::vector<std::vector<int>>& preds) {
+  auto layer_of = [](const std::string& scope) {
+    size_t slash = scope.find('/');
+    if (slash != std::string::npos) slash = scope.find('/', slash + 1);
+    return scope.empty() ? std::string("(unnamed)") : scope.substr(0, slash);
+  };
+  std::map<std::pair<Part, std::string>, int> layer_index;
+  for (size_t b = 0; b < d.boxes.size(); ++b) {
+    Box& box = d.boxes[b];
+    auto [it, fresh] =
+        layer_index.try_emplace({box.part, layer_of(box.scope)}, int(d.layers.size()));
+    if (fresh) {
+      Box layer;
+      layer.id = fmt::format("l{}", d.layers.size());
+      layer.kind = "layer";
+      layer.scope = it->first.second;
+      layer.part = box.part;
+      layer.first_node = box.first_node;
+      d.layers.push_back(std::move(layer));
+    }
+    Box& layer = d.layers[size_t(it->second)];
+    layer.members.push_back(int(b));
+    layer.ns += box.ns;
+    layer.first_node = std::min(layer.first_node, box.first_node);
+    if (layer.location.empty()) layer.location = box.location;
+    box.layer_box = it->second;
+  }
+  for (Box& layer : d.layers) {  // "dense_1" of "sequential/dense_1"
+    size_t slash = layer.scope.find('/');
+    layer.label = slash == std::string::npos || layer.scope.starts_with("gradient/")
+                      ? layer.scope
+                      : layer.scope.substr(slash + 1);
+  }
+  for (int p = 0; p < 3; ++p) {
+    PartLayout pl;
+    pl.part = Part(p);
+    std::set<std::pair<int, int>> layer_edges;
+    for (size_t b = 0; b < d.boxes.size(); ++b)
+      if (d.boxes[b].part == pl.part) {
+        pl.groups.boxes.push_back(int(b));
+        for (int a : preds[b]) {
+          pl.groups.edges.push_back({a, int(b)});
+          int la = d.boxes[size_t(a)].layer_box, lb = d.boxes[b].layer_box;
+          if (la != lb && layer_edges.insert({la, lb}).second) pl.layers.edges.push_back({la, lb});
+        }
+      }
+    for (size_t l = 0; l < d.layers.size(); ++l)
+      if (d.layers[l].part == pl.part) pl.layers.boxes.push_back(int(l));
+    if (pl.groups.boxes.empty()) continue;
+    lay_out(d.boxes, pl.groups);
+    lay_out(d.layers, pl.layers);
+    d.parts.push_back(std::move(pl));
+  }
+}
+
+// Every planned value with bytes of its own; views and a variable's new values are listed on
+// the buffer whose bytes they share.
+void collect_buffers(ReportData& d, const Graph& g, const codegen::ArenaLayout& layout,
+                     const ir::ValueNumbering& numbering) {
+  std::unordered_map<const Value*, std::string> elsewhere;
+  for (const auto& [v, where] : layout.elsewhere) elsewhere[v] = where;
+  std::unordered_map<const Value*, size_t> buffer_of;
+  std::vector<int> variable_buffer(g.variables().size(), -1);
+  auto producer_name = [](const Value* v) -> std::string {
+    const Node* n = v->producer();
+    if (!n) return v->def() == Value::Def::kParameter ? "parameter" : "variable entry";
+    if (n->kind() == NodeKind::kFusion) return std::string(n->fusion_name());
+    return n->name().empty() ? std::string(n->op_name()) : n->name();
+  };
+  for (const codegen::ValuePlan& vp : layout.plan.values) {
+    if (vp.kind == codegen::BufferKind::kConstant) continue;
+    const bool new_value = vp.kind == codegen::BufferKind::kVariable &&
+                           vp.value->def() == Value::Def::kNodeOutput && vp.variable >= 0 &&
+                           variable_buffer[size_t(vp.variable)] >= 0;
+    if (vp.view_of != nullptr || new_value) {
+      size_t bi = 0;
+      if (vp.view_of != nullptr) {
+        auto it = buffer_of.find(vp.view_of);
+        if (it == buffer_of.end()) continue;  // a view of a constant's bytes
+        bi = it->second;
+      } else {
+        bi = size_t(variable_buffer[size_t(vp.variable)]);
+      }
+      Buffer& b = d.buffers[bi];
+      b.views.push_back(numbering.ref(vp.value));
+      b.last_step = std::max(b.last_step, vp.last_step);
+      if (new_value) b.donated = true;
+      buffer_of[vp.value] = bi;
+      continue;
+    }
+    Buffer b;
+    b.value = numbering.ref(vp.value);
+    auto e = elsewhere.find(vp.value);
+    b.kind = e != elsewhere.end() ? e->second : std::string(buffer_kind_name(vp.kind));
+    b.in_arena = vp.in_arena() && e == elsewhere.end();
+    b.type = vp.value->type().to_string();
+    b.producer = producer_name(vp.value);
+    b.offset = vp.offset;
+    b.size = vp.size;
+    b.first_step = vp.first_step;
+    b.last_step = vp.last_step;
+    buffer_of[vp.value] = d.buffers.size();
+    if (vp.kind == codegen::BufferKind::kVariable && vp.variable >= 0 &&
+        variable_buffer[size_t(vp.variable)] < 0)
+      variable_buffer[size_t(vp.variable)] = int(d.buffers.size());
+    d.buffers.push_back(std::move(b));
+  }
+}
+
+}  // namespace
+
+const char* part_name(Part part) {
+  switch (part) {
+    case Part::kForward:
+      return "forward";
+    case Part::kGradient:
+      return "gradient";
+    case Part::kUpdate:
+      return "update";
+  }
+  return "forward";
+}
+
+ReportData build_report_data(const CompiledForm& form, const std::string& title,
+                             const StepTiming* timing) {
+  const Graph& g = form.graph(Stage::kOptimized);
+  const runtime::Executable& exe = *form.executable();
+  const codegen::ArenaLayout& layout = form.arena_layout();
+  const codegen::MemoryPlan& plan = layout.plan;
+  const ir::ValueNumbering numbering(g);
+  const auto& exe_steps = exe.steps();
+  if (timing != nullptr && timing->step_ns_of.size() != exe_steps.size())
+    throw Error(fmt::format("report: the timing has {} steps, the executable of {} has {}",
+                            timing->step_ns_of.size(), g.name(), exe_steps.size()));
+
+  ReportData d;
+  d.title = title.empty() ? g.name() : title;
+  d.timed = timing != nullptr;
+  if (timing) d.timing = *timing;
+  d.num_steps = plan.num_steps;
+  d.graph_nodes = int(g.total_node_count());
+  d.kernels = int(form.kernels().size());
+
+  // Nodes: their parts, their steps (steps run in program order; constants and views have
+  // none), their boxes.
+  const auto& nodes = g.nodes();
+  std::unordered_map<const Node*, int> index_of;
+  for (size_t i = 0; i < nodes.size(); ++i) index_of[nodes[i].get()] = int(i);
+  auto root_of = [&](const Value* v) {  // through views: the node whose bytes v shares
+    while (v->producer() && codegen::is_view(plan, *v->producer())) v = v->producer()->input(0);
+    return v;
+  };
+  const std::vector<Part> part = node_parts(g, index_of);
   std::vector<int> box_of(nodes.size(), -1);
   std::vector<int> step_node(exe_steps.size(), -1);
   std::map<std::pair<Part, std::string>, int> scope_box;
@@ -258,110 +375,9 @@ ReportData build_report_data(const CompiledForm& form, const std::string& title,
         preds[size_t(b)].push_back(a);
     }
   }
-  // Layers: the first two components of a box's scope.
-  auto layer_of = [](const std::string& scope) {
-    size_t slash = scope.find('/');
-    if (slash != std::string::npos) slash = scope.find('/', slash + 1);
-    return scope.empty() ? std::string("(unnamed)") : scope.substr(0, slash);
-  };
-  std::map<std::pair<Part, std::string>, int> layer_index;
-  for (size_t b = 0; b < d.boxes.size(); ++b) {
-    Box& box = d.boxes[b];
-    auto [it, fresh] =
-        layer_index.try_emplace({box.part, layer_of(box.scope)}, int(d.layers.size()));
-    if (fresh) {
-      Box layer;
-      layer.id = fmt::format("l{}", d.layers.size());
-      layer.kind = "layer";
-      layer.scope = it->first.second;
-      layer.part = box.part;
-      layer.first_node = box.first_node;
-      d.layers.push_back(std::move(layer));
-    }
-    Box& layer = d.layers[size_t(it->second)];
-    layer.members.push_back(int(b));
-    layer.ns += box.ns;
-    layer.first_node = std::min(layer.first_node, box.first_node);
-    if (layer.location.empty()) layer.location = box.location;
-    box.layer_box = it->second;
-  }
-  for (Box& layer : d.layers) {  // "dense_1" of "sequential/dense_1"
-    size_t slash = layer.scope.find('/');
-    layer.label = slash == std::string::npos || layer.scope.starts_with("gradient/")
-                      ? layer.scope
-                      : layer.scope.substr(slash + 1);
-  }
-  for (int p = 0; p < 3; ++p) {
-    PartLayout pl;
-    pl.part = Part(p);
-    std::set<std::pair<int, int>> layer_edges;
-    for (size_t b = 0; b < d.boxes.size(); ++b)
-      if (d.boxes[b].part == pl.part) {
-        pl.groups.boxes.push_back(int(b));
-        for (int a : preds[b]) {
-          pl.groups.edges.push_back({a, int(b)});
-          int la = d.boxes[size_t(a)].layer_box, lb = d.boxes[b].layer_box;
-          if (la != lb && layer_edges.insert({la, lb}).second) pl.layers.edges.push_back({la, lb});
-        }
-      }
-    for (size_t l = 0; l < d.layers.size(); ++l)
-      if (d.layers[l].part == pl.part) pl.layers.boxes.push_back(int(l));
-    if (pl.groups.boxes.empty()) continue;
-    lay_out(d.boxes, pl.groups);
-    lay_out(d.layers, pl.layers);
-    d.parts.push_back(std::move(pl));
-  }
+  group_layers_and_lay_out(d, preds);
 
-  // Buffers: every planned value with bytes of its own; views and a variable's new values
-  // are listed on the buffer whose bytes they share.
-  std::unordered_map<const Value*, std::string> elsewhere;
-  for (const auto& [v, where] : layout.elsewhere) elsewhere[v] = where;
-  std::unordered_map<const Value*, size_t> buffer_of;
-  std::vector<int> variable_buffer(g.variables().size(), -1);
-  auto producer_name = [](const Value* v) -> std::string {
-    const Node* n = v->producer();
-    if (!n) return v->def() == Value::Def::kParameter ? "parameter" : "variable entry";
-    if (n->kind() == NodeKind::kFusion) return std::string(n->fusion_name());
-    return n->name().empty() ? std::string(n->op_name()) : n->name();
-  };
-  for (const codegen::ValuePlan& vp : plan.values) {
-    if (vp.kind == codegen::BufferKind::kConstant) continue;
-    const bool new_value = vp.kind == codegen::BufferKind::kVariable &&
-                           vp.value->def() == Value::Def::kNodeOutput && vp.variable >= 0 &&
-                           variable_buffer[size_t(vp.variable)] >= 0;
-    if (vp.view_of != nullptr || new_value) {
-      size_t bi = 0;
-      if (vp.view_of != nullptr) {
-        auto it = buffer_of.find(vp.view_of);
-        if (it == buffer_of.end()) continue;  // a view of a constant's bytes
-        bi = it->second;
-      } else {
-        bi = size_t(variable_buffer[size_t(vp.variable)]);
-      }
-      Buffer& b = d.buffers[bi];
-      b.views.push_back(numbering.ref(vp.value));
-      b.last_step = std::max(b.last_step, vp.last_step);
-      if (new_value) b.donated = true;
-      buffer_of[vp.value] = bi;
-      continue;
-    }
-    Buffer b;
-    b.value = numbering.ref(vp.value);
-    auto e = elsewhere.find(vp.value);
-    b.kind = e != elsewhere.end() ? e->second : std::string(buffer_kind_name(vp.kind));
-    b.in_arena = vp.in_arena() && e == elsewhere.end();
-    b.type = vp.value->type().to_string();
-    b.producer = producer_name(vp.value);
-    b.offset = vp.offset;
-    b.size = vp.size;
-    b.first_step = vp.first_step;
-    b.last_step = vp.last_step;
-    buffer_of[vp.value] = d.buffers.size();
-    if (vp.kind == codegen::BufferKind::kVariable && vp.variable >= 0 &&
-        variable_buffer[size_t(vp.variable)] < 0)
-      variable_buffer[size_t(vp.variable)] = int(d.buffers.size());
-    d.buffers.push_back(std::move(b));
-  }
+  collect_buffers(d, g, layout, numbering);
   d.arena_bytes = layout.arena_bytes;
   d.planned_bytes = plan.arena_bytes;
   d.lower_bound_bytes = plan.lower_bound_bytes;
