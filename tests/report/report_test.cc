@@ -84,6 +84,16 @@ TEST_P(StepReportOf, DrawsEveryGroupAndBufferOnceAndTimesAddUp) {
       for (std::string m; members >> m;) ++layer_of[m];
     }
   }
+  // A loop's body steps (one row each, under the loop's row) are inside its step's time.
+  for (size_t k = 0; k < timing.nested_of.size(); ++k) {
+    int64_t inside = 0;
+    for (const NestedStepTime& n : timing.nested_of[k]) inside += n.ns;
+    EXPECT_LE(inside, timing.step_ns_of[k]) << "step " << k;
+    EXPECT_EQ(count_by(doc, "data-nested-of")[std::to_string(k)], int(timing.nested_of[k].size()));
+  }
+  if (GetParam() == "lstm") {
+    EXPECT_GT(count_by(doc, "data-nested-of").size(), 0u);
+  }
   EXPECT_EQ(step_ns, timing.step_ns);
   ASSERT_GE(overhead_ns, 0);
   EXPECT_EQ(rows + overhead_ns, step_ns);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 #include "kiln/runtime/file_io.h"
 #include "kiln/runtime/machine_peak.h"
@@ -24,9 +25,12 @@ std::vector<const ProfileEvent*> children(const std::vector<ProfileEvent>& event
                                           const ProfileEvent& call) {
   std::vector<const ProfileEvent*> out;
   int64_t last_end = call.start_ns;
-  for (const ProfileEvent& e : events) {
+  auto first =
+      std::lower_bound(events.begin(), events.end(), call.start_ns,
+                       [](const ProfileEvent& e, int64_t start) { return e.start_ns < start; });
+  for (auto it = first; it != events.end(); ++it) {
+    const ProfileEvent& e = *it;
     if (&e == &call || e.thread != call.thread) continue;
-    if (e.start_ns < call.start_ns) continue;
     if (e.start_ns > end_of(call)) break;
     if (end_of(e) > end_of(call)) continue;
     // Two events that start together: the longer holds the other (a step and its first
@@ -41,6 +45,24 @@ std::vector<const ProfileEvent*> children(const std::vector<ProfileEvent>& event
     last_end = end_of(e);
   }
   return out;
+}
+
+// Adds the steps of the bodies a cond / while step event ran (the body executables' calls
+// inside it, one level) to `into`, by name and category.
+void add_nested(const std::vector<ProfileEvent>& events, const ProfileEvent& step,
+                std::map<std::pair<std::string, std::string>, NestedStepTime>& into) {
+  for (const ProfileEvent* body : children(events, step)) {
+    if (body->category != "call") continue;
+    for (const ProfileEvent* e : children(events, *body)) {
+      NestedStepTime& n = into[{e->name, e->category}];
+      n.name = e->name;
+      n.category = e->category;
+      n.runs += 1;
+      n.ns += e->duration_ns;
+      n.flops += e->flops;
+      n.bytes += e->bytes;
+    }
+  }
 }
 
 Tensor snapshot_copy(const Tensor& t) {
@@ -83,6 +105,8 @@ StepTiming measure_step(const CompiledForm& form, const std::function<void()>& r
   const auto& steps = exe.steps();
   StepTiming t;
   t.step_ns_of.assign(steps.size(), 0);
+  t.nested_of.assign(steps.size(), {});
+  std::vector<std::map<std::pair<std::string, std::string>, NestedStepTime>> nested(steps.size());
   int64_t total = 0;
   for (const ProfileEvent* run : runs) {
     std::vector<const ProfileEvent*> inside = children(events, *run);
@@ -93,7 +117,10 @@ StepTiming measure_step(const CompiledForm& form, const std::function<void()>& r
           fmt::format("measure_step: a call of {} recorded {} step events for its {} "
                       "steps (was the profile full?)",
                       exe.name(), inside.size(), steps.size()));
-    for (size_t k = 0; k < steps.size(); ++k) t.step_ns_of[k] += inside[k]->duration_ns;
+    for (size_t k = 0; k < steps.size(); ++k) {
+      t.step_ns_of[k] += inside[k]->duration_ns;
+      if (inside[k]->category == "control") add_nested(events, *inside[k], nested[k]);
+    }
     total += run->duration_ns;
   }
   t.calls = int(runs.size());
@@ -103,6 +130,17 @@ StepTiming measure_step(const CompiledForm& form, const std::function<void()>& r
     sum += ns;
   }
   t.step_ns = total / t.calls;
+  for (size_t k = 0; k < steps.size(); ++k) {
+    for (auto& [key, n] : nested[k]) {
+      n.runs /= t.calls;
+      n.ns /= t.calls;
+      n.flops /= t.calls;
+      n.bytes /= t.calls;
+      t.nested_of[k].push_back(n);
+    }
+    std::stable_sort(t.nested_of[k].begin(), t.nested_of[k].end(),
+                     [](const NestedStepTime& a, const NestedStepTime& b) { return a.ns > b.ns; });
+  }
   t.overhead_ns = t.step_ns - sum;
   t.peak_gflops = runtime::measure_fma_peak(num_threads(), 0.02, 2).gflops;
   return t;

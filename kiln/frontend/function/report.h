@@ -35,6 +35,15 @@
 
 namespace kiln {
 
+// The steps a cond / while step ran in its bodies, by name: per call of the executable.
+struct NestedStepTime {
+  std::string name;             // as in the IR dump (the body's fusion groups)
+  std::string category;         // the profiler's: "kernel", "contraction", "op", ...
+  double runs = 0;              // times it ran per call (a loop body's step: once per iteration)
+  int64_t ns = 0;               // its time per call (inside the cond / while step's time)
+  double flops = 0, bytes = 0;  // per call, 0 when unknown
+};
+
 // Measured times of one compiled form's executable, from the profiler (runtime/profiler.h).
 struct StepTiming {
   int calls = 0;        // calls of the executable measured
@@ -43,6 +52,9 @@ struct StepTiming {
   std::vector<int64_t> step_ns_of;
   // The runtime's own time in a call, between and around its steps: step_ns - sum(step_ns_of).
   int64_t overhead_ns = 0;
+  // Per executable step: for a cond / while step, the steps of its bodies (one level), sorted
+  // by time; empty for the others.
+  std::vector<std::vector<NestedStepTime>> nested_of;
   // The machine's float32 FMA peak (runtime/machine_peak.h) at kiln's thread count; 0 unknown.
   double peak_gflops = 0;
 };

@@ -350,6 +350,7 @@ ReportData build_report_data(const CompiledForm& form, const std::string& title,
     r.flops = s.flops;
     r.bytes = s.bytes;
     r.ns = timing ? timing->step_ns_of[k] : 0;
+    if (timing && k < timing->nested_of.size()) r.nested = timing->nested_of[k];
     if (step_node[k] >= 0) {
       const Node& n = *nodes[size_t(step_node[k])];
       if (n.num_outputs() > 0) r.shape = n.output(0)->type().to_string();

@@ -97,7 +97,8 @@ struct StepRow {
   std::string shape;
   std::string box;  // the id of its box, or ""
   double flops = 0, bytes = 0;
-  int64_t ns = 0;  // measured per call (0 without a timing)
+  int64_t ns = 0;                      // measured per call (0 without a timing)
+  std::vector<NestedStepTime> nested;  // a cond / while step's body steps (with a timing)
 };
 
 struct ReportData {

@@ -52,6 +52,16 @@ std::string shorten(const std::string& s, size_t n) {
   return s.substr(0, cut) + "\u2026";
 }
 
+// The kernel table's kind of a profiler category.
+std::string category_kind(const std::string& category) {
+  if (category == "kernel") return "generated";
+  if (category == "contraction") return "runtime GEMM + generated epilogue";
+  if (category == "op") return "runtime kernel";
+  if (category == "assign") return "assignment";
+  if (category == "control") return "control flow";
+  return category;
+}
+
 std::string ms(int64_t ns) { return fmt::format("{:.3f}", double(ns) / 1e6); }
 
 double share_of(const ReportData& d, int64_t ns) {
@@ -81,6 +91,7 @@ td.n,th.n{text-align:right}th{background:#f0f0f0;position:sticky;top:0}
 table.sortable th{cursor:pointer}table.sortable th:after{content:" \2195";color:#aaa}
 details{margin:2px 0}details[open]{background:#f7f7f7}.legend span{display:inline-block;width:40px;height:10px}
 #console-errors{color:#b00;border:1px solid #b00;padding:4px}
+tr.nested td{color:#555;font-size:12px}
 #graph.view-layers div[data-view=groups],#graph.view-groups div[data-view=layers]{display:none}
 #graph.view-layers button[data-show=layers],#graph.view-groups button[data-show=groups]{font-weight:bold}
 )";
@@ -359,6 +370,21 @@ void kernel_section(std::string& o, const ReportData& d) {
     o += num(100 * share, "{:.1f}%") + num(gflops, "{:.2f}") +
          num(d.timing.peak_gflops > 0 ? 100 * gflops / d.timing.peak_gflops : 0, "{:.0f}%") +
          num(gbs, "{:.2f}") + "</tr>\n";
+    // A cond / while step's body steps, inside its time (not added to the step's total).
+    for (size_t i = 0; i < r.nested.size(); ++i) {
+      const NestedStepTime& n = r.nested[i];
+      const double nf = n.ns > 0 && n.flops > 0 ? n.flops / double(n.ns) : 0;
+      const double nb = n.ns > 0 && n.bytes > 0 ? n.bytes / double(n.ns) : 0;
+      o += fmt::format(
+          "<tr class=\"nested\" data-nested-of=\"{}\"><td class=\"n\" data-v=\"{}\"></td>"
+          "<td>\u21b3 {} \u00d7{:.4g}</td><td>{} (body of {})</td><td></td><td class=\"n\" "
+          "data-v=\"{}\">{}</td>",
+          r.index, double(r.index) + double(i + 1) / double(r.nested.size() + 1), esc(n.name),
+          n.runs, esc(category_kind(n.category)), esc(r.name), n.ns, ms(n.ns));
+      o += num(100 * share_of(d, n.ns), "{:.1f}%") + num(nf, "{:.2f}") +
+           num(d.timing.peak_gflops > 0 ? 100 * nf / d.timing.peak_gflops : 0, "{:.0f}%") +
+           num(nb, "{:.2f}") + "</tr>\n";
+    }
   }
   o += "</tbody>";
   if (d.timed)
