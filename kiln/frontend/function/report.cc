@@ -79,7 +79,17 @@ StepTiming measure_step(const CompiledForm& form, const std::function<void()>& r
   const runtime::Executable& exe = *form.executable();
   run_step();  // warm-up: first-call allocations, pools, caches
   const bool own = !runtime::profiling_enabled();
-  const size_t before = own ? 0 : runtime::profile_events().size();
+  auto top_calls = [&](const std::vector<ProfileEvent>& events) {
+    // The executable's calls (a nested executable of the same name inside one is not a call).
+    std::vector<const ProfileEvent*> runs;
+    for (const ProfileEvent& e : events)
+      if (e.category == "call" && e.name == exe.name() &&
+          (runs.empty() || runs.back()->thread != e.thread || e.start_ns >= end_of(*runs.back())))
+        runs.push_back(&e);
+    return runs;
+  };
+  // A running profile's calls of this executable so far are not this measurement's.
+  const size_t earlier = own ? 0 : top_calls(runtime::profile_events()).size();
   if (own) runtime::start_profiling();
   try {
     for (int i = 0; i < calls; ++i) run_step();
@@ -88,14 +98,11 @@ StepTiming measure_step(const CompiledForm& form, const std::function<void()>& r
     throw;
   }
   std::vector<ProfileEvent> events = own ? runtime::stop_profiling() : runtime::profile_events();
-  if (!own) events.erase(events.begin(), events.begin() + std::min(before, events.size()));
 
-  // The executable's calls (a nested executable of the same name inside one is not a call).
-  std::vector<const ProfileEvent*> runs;
-  for (const ProfileEvent& e : events)
-    if (e.category == "call" && e.name == exe.name() &&
-        (runs.empty() || runs.back()->thread != e.thread || e.start_ns >= end_of(*runs.back())))
-      runs.push_back(&e);
+  std::vector<const ProfileEvent*> runs = top_calls(events);
+  runs.erase(runs.begin(), runs.begin() + std::min(earlier, runs.size()));
+  // At most the last `calls` (the step may call the executable more than once).
+  if (runs.size() > size_t(calls)) runs.erase(runs.begin(), runs.end() - calls);
   if (runs.empty())
     throw Error(
         fmt::format("measure_step: the step ran {} times but never called the "
