@@ -19,8 +19,8 @@
 
 #include "bindings.h"
 #include "kiln/frontend/function/compiled_form.h"
-#include "kiln/frontend/function/report.h"
 #include "kiln/frontend/function/function.h"
+#include "kiln/frontend/function/report.h"
 #include "numpy_interop.h"
 #include "py_function.h"
 
