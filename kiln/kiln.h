@@ -9,6 +9,7 @@
 #include "kiln/frontend/function/control_flow.h"
 #include "kiln/frontend/function/function.h"
 #include "kiln/frontend/function/function_scope.h"
+#include "kiln/frontend/function/report.h"
 #include "kiln/frontend/function/trace_context.h"
 #include "kiln/frontend/gradient_tape.h"
 #include "kiln/frontend/ops.h"

@@ -4,7 +4,8 @@
 # libopenmpi-dev + openmpi-bin: kiln::distributed and `mpirun -np N kiln train`;
 # pybind11-dev + python3-dev + python3-pytest: the kiln Python module and its tests;
 # libhdf5-dev + libzip-dev: Keras 3's .keras files (model.weights.h5 inside a zip);
-# libdnnl-dev: oneDNN's sgemm, timed beside kiln's GEMMs by kiln_bench only).
+# libdnnl-dev: oneDNN's sgemm, timed beside kiln's GEMMs by kiln_bench only;
+# chromium: tests only, the step report rendered in a headless browser, tests/report/).
 # Skips packages that are already installed; needs root (or sudo) and Debian's mirror.
 set -euo pipefail
 
@@ -19,6 +20,7 @@ packages=(
   clang-19 libclang-rt-19-dev
   libopenmpi-dev openmpi-bin
   libdnnl-dev
+  chromium
 )
 
 missing=()

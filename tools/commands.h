@@ -22,6 +22,8 @@ void add_op_api_command(CLI::App& app);
 void add_train_command(CLI::App& app);
 // `kiln dump-ir`: the traced training step of the MLP or CNN as IR text or DOT.
 void add_dump_ir_command(CLI::App& app);
+// `kiln report`: the HTML step report of a model's training step (tools/report_command.cc).
+void add_report_command(CLI::App& app);
 // `kiln run`: run an IR file on .npy inputs, write the outputs as .npy.
 void add_run_command(CLI::App& app);
 // `kiln bench`: runs the `kiln-bench` program beside `kiln` with the arguments that follow

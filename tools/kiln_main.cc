@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
   kiln::tools::add_predict_command(app);
   kiln::tools::add_generate_command(app);
   kiln::tools::add_dump_ir_command(app);
+  kiln::tools::add_report_command(app);
   kiln::tools::add_run_command(app);
   kiln::tools::add_bench_command(app);
   kiln::tools::add_gemm_plan_command(app);

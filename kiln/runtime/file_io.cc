@@ -63,11 +63,13 @@ pid_t temporary_owner(std::string_view name) {
 // Removes the stale temporaries of killed writers in `dir` (see file_io.h), once per directory
 // and process. Best effort: errors are ignored (the temporaries only waste space).
 void remove_stale_temporaries(const std::string& dir) {
-  static std::mutex mutex;
-  static std::set<std::string> done;
+  // Never destroyed: files are also written by static destructors at exit (KILN_PROFILE's
+  // trace), after statics made later than theirs are gone.
+  static std::mutex* mutex = new std::mutex;
+  static std::set<std::string>* done = new std::set<std::string>;
   {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (!done.insert(dir).second) return;
+    std::lock_guard<std::mutex> lock(*mutex);
+    if (!done->insert(dir).second) return;
   }
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) return;

@@ -143,6 +143,12 @@ std::optional<std::string> dump_ir_dir() {
   return std::string(v);
 }
 
+std::optional<std::string> report_dir() {
+  const char* v = std::getenv("KILN_REPORT");
+  if (!v || !*v) return std::nullopt;
+  return std::string(v);
+}
+
 std::optional<std::string> dump_passes_regex() {
   const char* v = std::getenv("KILN_DUMP_PASSES");
   if (!v || !*v) return std::nullopt;

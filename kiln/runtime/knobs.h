@@ -83,6 +83,10 @@ std::optional<bool> verify();
 // nullopt when unset.
 std::optional<std::string> dump_ir_dir();
 
+// KILN_REPORT=DIR: directory where every compiled function writes its step report
+// (frontend/function/report.h); nullopt when unset.
+std::optional<std::string> report_dir();
+
 // KILN_DUMP_PASSES=REGEX: only passes whose name matches REGEX (std::regex_search, ECMAScript)
 // are dumped; nullopt when unset (every pass).
 std::optional<std::string> dump_passes_regex();

@@ -20,6 +20,7 @@
 #include "bindings.h"
 #include "kiln/frontend/function/compiled_form.h"
 #include "kiln/frontend/function/function.h"
+#include "kiln/frontend/function/report.h"
 #include "numpy_interop.h"
 #include "py_function.h"
 
@@ -221,6 +222,27 @@ void bind_function(py::module_& m) {
           "memory_plan",
           [](const ConcreteFunction& f) { return f.compiled_form().memory_plan_text(); },
           "The compiled form's memory plan (needs a signature without unknown dimensions).")
+      .def(
+          "report",
+          [](const ConcreteFunction& f, const std::string& path,
+             std::optional<std::vector<py::object>> args, int calls) {
+            if (!args) {
+              CompiledForm form = f.compiled_form();
+              py::gil_scoped_release release;
+              form.write_report(path);
+              return;
+            }
+            std::vector<Tensor> in;
+            for (const py::object& a : *args) in.push_back(to_tensor(a));
+            py::gil_scoped_release release;
+            write_report(f, in, path, calls);
+          },
+          py::arg("path"), py::arg("args") = py::none(), py::arg("calls") = 5,
+          "Writes the step report (one self-contained HTML page: the optimized graph by fusion "
+          "group and layer, the memory plan, the kernels; docs/debugging.md). With `args`, the "
+          "function runs once plus `calls` times on them under the profiler (its variables are "
+          "put back afterwards) and the page shows each step's time; without, nothing runs (the "
+          "signature must have no unknown dimension).")
       .def("__call__",
            [](const ConcreteFunction& f, const py::args& args) {
              std::vector<Tensor> in;

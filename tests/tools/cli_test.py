@@ -25,7 +25,7 @@ VERSION = os.environ.get("KILN_VERSION", "")
 SRC = os.environ.get("SRC", ".")
 WORK = os.environ.get("WORK", "/tmp/kiln_cli_test")
 
-SUBCOMMANDS = ["train", "predict", "generate", "dump-ir", "run", "bench", "ops", "demo"]
+SUBCOMMANDS = ["train", "predict", "generate", "dump-ir", "report", "run", "bench", "ops", "demo"]
 VALID_KIR = "graph @ok(%x: f32[2]) -> (f32[2]) {\n  %e = exp(%x) : f32[2]\n  %d = exp(%x) : f32[2]\n  %s = add(%e, %d) : f32[2]\n  return %s\n}\n"
 
 

@@ -19,6 +19,8 @@
 
 namespace kiln {
 
+struct StepTiming;  // frontend/function/report.h
+
 // A stage of the IR of a compiled function.
 enum class Stage {
   kTraced,       // as recorded (unknown dimensions of the signature stay unknown)
@@ -80,6 +82,11 @@ class CompiledForm {
   // `#` comment lines: node and kernel counts before -> after the pipeline, the arena summary,
   // compile times.
   std::string summary() const;
+
+  // The HTML step report of this form (frontend/function/report.h: graph, memory plan, kernel
+  // table), with the measured times of `timing` when given; kiln::Error naming the path when it
+  // cannot be written.
+  void write_report(const std::string& path, const StepTiming* timing = nullptr) const;
 
  private:
   struct Impl;

@@ -73,6 +73,7 @@ CompiledForm ConcreteFunction::Impl::form_for(const std::vector<TensorType>& typ
   options.dump_dir = dump_dir.value_or("");
   CompiledForm form = CompiledForm::compile(graph, types, options);
   if (dump_dir) detail::dump_compiled_form(form, *dump_dir);
+  detail::report_compiled_form(form, graph->name());
   stats.compile_seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ++stats.executables;

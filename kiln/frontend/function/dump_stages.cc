@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <set>
 
+#include "kiln/frontend/function/report.h"
 #include "kiln/ir/printer.h"
 #include "kiln/runtime/file_io.h"
 #include "kiln/runtime/knobs.h"
@@ -17,6 +18,7 @@ namespace {
 
 std::atomic<int> g_dump_counter{0};
 std::atomic<int> g_compiled_counter{0};
+std::atomic<int> g_report_counter{0};
 
 std::string file_name_for(std::string name) {
   for (char& c : name)
@@ -80,6 +82,22 @@ void dump_compiled_form(const CompiledForm& form, const std::string& dir) {
   } catch (const Error& e) {
     log_warning(fmt::format("KILN_DUMP_IR: dumping the compiled form of @{} to {} failed: {}",
                             optimized.name(), out.string(), e.what()));
+  }
+}
+
+void report_compiled_form(const CompiledForm& form, const std::string& function) {
+  std::optional<std::string> dir = runtime::knobs::report_dir();
+  if (!dir) return;
+  std::filesystem::path path =
+      std::filesystem::path(*dir) /
+      fmt::format("{}.{}.html", file_name_for(function), g_report_counter.fetch_add(1));
+  try {
+    std::error_code ec;
+    std::filesystem::create_directories(*dir, ec);
+    write_report(form, path.string(), {.title = function});
+  } catch (const Error& e) {
+    log_warning(fmt::format("KILN_REPORT: writing the report of @{} to {} failed: {}", function,
+                            path.string(), e.what()));
   }
 }
 

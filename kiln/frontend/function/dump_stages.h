@@ -26,4 +26,8 @@ std::optional<std::string> compiled_dump_dir(const std::string& function);
 // warning.
 void dump_compiled_form(const CompiledForm& form, const std::string& dir);
 
+// With KILN_REPORT=DIR: writes the step report of `form` (frontend/function/report.h, without
+// times: nothing runs for it) to DIR/<function>.<n>.html. Failures become a warning.
+void report_compiled_form(const CompiledForm& form, const std::string& function);
+
 }  // namespace kiln::detail

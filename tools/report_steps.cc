@@ -1,0 +1,48 @@
+#include "tools/report_steps.h"
+
+#include <fmt/format.h>
+
+#include "kiln/kiln.h"
+#include "tools/char_lm.h"
+#include "tools/model_zoo.h"
+
+namespace kiln::tools {
+
+std::vector<std::string> report_step_kinds() { return {"mlp", "cnn", "lstm", "transformer"}; }
+
+void ReportStep::run() const { model->run_train_step(x, y); }
+
+ReportStep make_report_step(const std::string& kind, int64_t batch_size, int64_t seq_len) {
+  constexpr int64_t kSide = 8, kClasses = 10, kVocabulary = 32;
+  set_random_seed(0);
+  ReportStep r;
+  if (kind == "mlp" || kind == "cnn") {
+    r.x = prepare_inputs(kind, random_uniform({batch_size, kSide * kSide}, 1));
+    r.y = random_integers({batch_size}, 2, 0, kClasses);
+    Shape example(std::span<const int64_t>(r.x.shape().begin() + 1, r.x.shape().end()));
+    r.model = build_model(kind, example, kClasses);
+  } else if (kind == "lstm" || kind == "transformer") {
+    CharLmConfig config;
+    config.model = kind;
+    config.seq_len = seq_len;
+    config.embedding_dim = 32;
+    config.units = 64;
+    config.heads = 4;
+    std::u32string chars;
+    for (int64_t i = 0; i < kVocabulary; ++i) chars += char32_t('a' + i);
+    config.vocabulary = data::CharVocabulary(chars);
+    r.model = build_char_lm(config);
+    r.x = random_integers({batch_size, seq_len}, 1, 0, kVocabulary, DType::i32);
+    r.y = random_integers({batch_size, seq_len}, 2, 0, kVocabulary, DType::i32);
+  } else {
+    throw Error(fmt::format("unknown step \"{}\": expected mlp, cnn, lstm or transformer", kind));
+  }
+  r.model->compile({.optimizer = Adam(),
+                    .loss = losses::sparse_categorical_crossentropy(/*from_logits=*/true),
+                    .metrics = {"accuracy"}});
+  r.step = r.model->train_step_function(r.x, r.y);
+  r.form = r.step.compiled_form();
+  return r;
+}
+
+}  // namespace kiln::tools
