@@ -2,7 +2,10 @@
 // conv2d_backprop_filter; NHWC / HWIO, float32) on the layers of `kiln bench`'s CNN, with the
 // GFLOP/s of their im2col GEMMs and `of_peak` (that over the FMA peak measured in this process
 // at the same thread count, runtime/machine_peak.h). Arguments: layer (0: 28x28x1 -> 3x3x16,
-// 1: 14x14x16 -> 3x3x32, "same" padding, batch 64), threads.
+// 1: 14x14x16 -> 3x3x32, "same" padding, batch 64), threads, dtype (0: float32; 1: bfloat16,
+// the kernels of runtime/kernels/conv_bf16.cc; 2: bfloat16 the op table's via-f32 way done by
+// hand: operands widened by casts, the float32 kernel, the result cast back: the passes over
+// memory that conv_bf16.cc saves).
 // Run: kiln_bench --benchmark_filter=Conv
 #include <benchmark/benchmark.h>
 
@@ -29,6 +32,11 @@ Array random_array(const kiln::Shape& s, uint32_t seed) {
   return a;
 }
 
+Array cast(const Array& a, kiln::DType to) {
+  const Array in[] = {a};
+  return kiln::runtime::run_op(kiln::OpKind::Cast, in, {{"dtype", to}});
+}
+
 void run(benchmark::State& state, kiln::OpKind op) {
   const ConvLayer& l = kLayers[state.range(0)];
   const int threads = int(state.range(1));
@@ -51,9 +59,19 @@ void run(benchmark::State& state, kiln::OpKind op) {
     in = {x, dy};
     with_shape.set("filter_shape", std::vector<int64_t>{l.k, l.k, l.c, l.o});
   }
+  const int64_t dtype = state.range(2);
+  if (dtype > 0)
+    for (Array& a : in) a = cast(a, kiln::DType::bf16);
   for (auto _ : state) {
-    Array out = kiln::runtime::run_op(op, in, with_shape);
-    benchmark::DoNotOptimize(out.raw());
+    if (dtype == 2) {
+      const std::vector<Array> wide = {cast(in[0], kiln::DType::f32),
+                                       cast(in[1], kiln::DType::f32)};
+      Array out = cast(kiln::runtime::run_op(op, wide, with_shape), kiln::DType::bf16);
+      benchmark::DoNotOptimize(out.raw());
+    } else {
+      Array out = kiln::runtime::run_op(op, in, with_shape);
+      benchmark::DoNotOptimize(out.raw());
+    }
   }
   const double flops = 2.0 * double(l.n * oh * ow) * double(l.k * l.k * l.c) * double(l.o);
   state.counters["GFLOPS"] =
@@ -71,8 +89,9 @@ void BM_Conv2DBackpropFilter(benchmark::State& s) { run(s, kiln::OpKind::Conv2DB
 
 void Args(benchmark::internal::Benchmark* b) {
   for (int64_t t : {1, 2})
-    for (int64_t layer : {0, 1}) b->Args({layer, t});
-  b->ArgNames({"layer", "threads"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+    for (int64_t layer : {0, 1})
+      for (int64_t dtype : {0, 1, 2}) b->Args({layer, t, dtype});
+  b->ArgNames({"layer", "threads", "dtype"})->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
 
 BENCHMARK(BM_Conv2D)->Apply(Args);
