@@ -4,13 +4,15 @@
 //  - every element within the bound of a bf16 rounding of a float32 sum: |r - s| <= 2^-8 |s|
 //    for the rounding, |s - exact| <= gamma_(2 * terms + 2) * sum |term| for the float32 sum in
 //    any order (float64 reference written here; the bound holds on every CPU);
-//  - the forward pass bitwise the float32 convolution of the widened operands, rounded once
-//    (every float32 forward path keeps the k-order chain of the im2col product); a gradient
-//    also, where the float32 kernel takes the im2col path too (no direct kernel applies);
-//  - on the bf16 pair kernels (VDPBF16PS, TDPBF16PS and their emulations) the values of the
-//    float32 kernels (the pairs keep the chain; a zero's sign aside).
-// The cases take each path of conv_bf16.cc: a 1x1 product, shallow and deep windows, strides and
-// dilations, forward chunks in parallel, input gradients by groups of small images and by chunks
+//  - on the float32 kernels, bitwise the float32 convolution of the widened operands, rounded
+//    once, whichever plan (conv_bf16_plan) the pass takes;
+//  - on the bf16 pair kernels (VDPBF16PS, TDPBF16PS and their emulations), the float32 kernels'
+//    values for the forward pass and for gradients that the float32 kernels also run as im2col
+//    products (the pairs keep the chain; a zero's sign aside);
+//  - the profile shows the plan that ran.
+// The cases take each path of conv_bf16.cc on every kernel set (dilated columns and strided
+// input gradients are im2col on the float32 kernels too): a 1x1 product, shallow and deep
+// windows, forward chunks in parallel, input gradients by groups of small images and by chunks
 // of a large one, filter gradients in several parts. Fixed seeds.
 #include <gtest/gtest.h>
 
@@ -18,14 +20,16 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <set>
 #include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "kiln/ir/error.h"
 #include "kiln/runtime/gemm.h"
 #include "kiln/runtime/kernels.h"
-#include "kiln/runtime/kernels/conv_direct.h"
+#include "kiln/runtime/kernels/conv_bf16.h"
 #include "kiln/runtime/kernels/conv_geom.h"
 #include "kiln/runtime/profiler.h"
 #include "kiln/runtime/threading.h"
@@ -58,6 +62,11 @@ const std::vector<Bf16ConvCase>& bf16_cases() {
       {{9, 14, 14, 16}, {3, 3, 16, 24}, {1, 1}, {1, 1}, "same"},  // input grad: image groups
       {{1, 40, 40, 16}, {3, 3, 16, 8}, {1, 1}, {1, 1}, "same"},   // input grad: image chunks
       {{2, 16, 16, 64}, {3, 3, 64, 8}, {1, 1}, {1, 1}, "valid"},  // K = 576
+      // im2col on the float32 kernels too: dilated columns (forward chunks in parallel, filter
+      // gradient in parts), strided input gradients (groups of images; chunks of one image)
+      {{4, 24, 24, 16}, {3, 3, 16, 32}, {1, 1}, {1, 2}, "same"},
+      {{9, 14, 14, 16}, {3, 3, 16, 24}, {2, 2}, {1, 1}, "same"},
+      {{1, 60, 60, 32}, {3, 3, 32, 8}, {2, 2}, {1, 1}, "same"},
   };
   return all;
 }
@@ -158,10 +167,9 @@ std::vector<uint16_t> rounded_conv_bits(const Array& f) {
 
 float bf16_value(uint16_t b) { return bfloat16::from_bits(b).to_float(); }
 
-// One op on one case: the checks of the file comment. `bitwise_f32`: the float32 kernel takes
-// the im2col path too (or keeps its chains), so the result is its rounding bit for bit.
-void check_conv_op(OpKind op, std::span<const ConvOperand> operands, const Attrs& attrs,
-                   const ExactSums& exact, bool bitwise_f32, const std::string& what) {
+// One op on one case: the checks of the file comment.
+void check_conv_op(OpKind op, const ConvGeom& g, std::span<const ConvOperand> operands,
+                   const Attrs& attrs, const ExactSums& exact, const std::string& what) {
   const double u = std::numeric_limits<float>::epsilon() / 2;
   const double n = 2 * exact.terms + 2;
   const double gamma = n * u / (1 - n * u);
@@ -171,6 +179,7 @@ void check_conv_op(OpKind op, std::span<const ConvOperand> operands, const Attrs
     in_f32.push_back(o.f32);
   }
   std::vector<uint16_t> float32_set_bits;
+  bool float32_set_im2col = false;
   for (const auto& [f32_set, bf16_set] : bf16_conv_kernel_sets()) {
     const std::string where = what + " on " + f32_set + " / " + bf16_set;
     set_gemm_kernels(f32_set);
@@ -186,12 +195,14 @@ void check_conv_op(OpKind op, std::span<const ConvOperand> operands, const Attrs
           << where << " at " << e << ": " << bf16_value(got[e]) << " vs " << exact.sum[e];
     }
     if (bf16_set == "float32") {
-      if (bitwise_f32) {
-        ASSERT_EQ(got, rounded_conv_bits(run_op(op, in_f32, attrs)))
-            << where << ": not the float32 op's result rounded";
-      }
-      if (float32_set_bits.empty()) float32_set_bits = got;
-    } else if (!float32_set_bits.empty()) {
+      ASSERT_EQ(got, rounded_conv_bits(run_op(op, in_f32, attrs)))
+          << where << ": not the float32 op's result rounded";
+      float32_set_bits = got;
+      float32_set_im2col = conv_bf16_plan(op, g) == ConvBf16Plan::kIm2colBf16;
+    } else if (op == OpKind::Conv2D || float32_set_im2col) {
+      // Pair kernels keep the chains of the float32 kernels' im2col product (and of the
+      // direct forward pass).
+      ASSERT_FALSE(float32_set_bits.empty());
       for (size_t e = 0; e < got.size(); ++e)
         ASSERT_EQ(bf16_value(got[e]), bf16_value(float32_set_bits[e]))
             << where << " at " << e << ": not the float32 kernels' value";
@@ -225,52 +236,76 @@ TEST(ConvBf16, EveryPassIsItsFloat32SumRoundedOnce) {
     });
 
     const ConvOperand fwd[] = {x, w};
-    check_conv_op(OpKind::Conv2D, fwd, conv_window_attrs(c), y, true, "conv2d " + what);
+    check_conv_op(OpKind::Conv2D, g, fwd, conv_window_attrs(c), y, "conv2d " + what);
 
     Attrs input_attrs = conv_window_attrs(c);
     input_attrs.set("input_shape", c.input);
     const ConvOperand in_grad[] = {w, dy};
-    check_conv_op(OpKind::Conv2DBackpropInput, in_grad, input_attrs, dx,
-                  g.pointwise() || !direct_conv_backprop_input_applies(g),
+    check_conv_op(OpKind::Conv2DBackpropInput, g, in_grad, input_attrs, dx,
                   "conv2d_backprop_input " + what);
 
     Attrs filter_attrs = conv_window_attrs(c);
     filter_attrs.set("filter_shape", c.filter);
     const ConvOperand filter_grad[] = {x, dy};
-    check_conv_op(OpKind::Conv2DBackpropFilter, filter_grad, filter_attrs, dw,
-                  !g.shallow() && !direct_conv_backprop_filter_applies(g),
+    check_conv_op(OpKind::Conv2DBackpropFilter, g, filter_grad, filter_attrs, dw,
                   "conv2d_backprop_filter " + what);
   }
 }
 
-// The three passes read bf16 themselves: no whole operand is widened nor a result rounded in a
-// pass of its own (the via-f32 rule's `bf16 widen` / `bf16 round` events), and their products
-// are GEMMs of bf16 operands (the plan in each `gemm` event's detail says so).
-TEST(ConvBf16, NoPassOverMemoryWidensTheOperands) {
-  const Bf16ConvCase c{{2, 14, 14, 16}, {3, 3, 16, 32}, {1, 1}, {1, 1}, "same"};
-  const ConvGeom g = conv_geom(Shape(c.input), Shape(c.filter), conv_window_attrs(c), "test");
-  std::mt19937_64 rng(4200);
-  const ConvOperand x = random_conv_operand(Shape(c.input), rng);
-  const ConvOperand w = random_conv_operand(Shape(c.filter), rng);
-  const ConvOperand dy = random_conv_operand(Shape{g.n, g.oh, g.ow, g.o}, rng);
-  Attrs input_attrs = conv_window_attrs(c), filter_attrs = conv_window_attrs(c);
-  input_attrs.set("input_shape", c.input);
-  filter_attrs.set("filter_shape", c.filter);
-  start_profiling();
-  const Array fwd[] = {x.bf16, w.bf16}, in_grad[] = {w.bf16, dy.bf16}, f_grad[] = {x.bf16, dy.bf16};
-  run_op(OpKind::Conv2D, fwd, conv_window_attrs(c));
-  run_op(OpKind::Conv2DBackpropInput, in_grad, input_attrs);
-  run_op(OpKind::Conv2DBackpropFilter, f_grad, filter_attrs);
-  const std::vector<ProfileEvent> events = stop_profiling();
-  int products = 0;
-  for (const ProfileEvent& e : events) {
-    EXPECT_NE(e.category, "bf16") << e.name;
-    if (e.category == "gemm") {
-      ++products;
-      EXPECT_NE(e.detail.find("bf16 packed"), std::string::npos) << e.name << ": " << e.detail;
+// The profile shows the plan of each pass (conv_bf16_plan): bf16 im2col chunks have no
+// `bf16 widen` / `bf16 round` events (the via-f32 rule's passes over memory) and GEMMs of bf16
+// operands ("bf16 packed" in the plan); a direct float32 kernel has its operands widened and
+// its result rounded, and no bf16 GEMM. On the float32 kernels both plans occur in these cases.
+TEST(ConvBf16, TheProfileShowsThePlan) {
+  Bf16KernelSetGuard guard;
+  const std::vector<Bf16ConvCase> cases = {
+      {{2, 14, 14, 16}, {3, 3, 16, 32}, {1, 1}, {1, 1}, "same"},
+      {{2, 21, 26, 5}, {4, 3, 5, 12}, {2, 2}, {1, 1}, "same"},  // strided: im2col input grad
+  };
+  for (const auto& [f32_set, bf16_set] : bf16_conv_kernel_sets()) {
+    set_gemm_kernels(f32_set);
+    set_gemm_bf16_kernels(bf16_set);
+    std::set<ConvBf16Plan> seen;
+    for (const Bf16ConvCase& c : cases) {
+      const ConvGeom g = conv_geom(Shape(c.input), Shape(c.filter), conv_window_attrs(c), "test");
+      std::mt19937_64 rng(4200);
+      const ConvOperand x = random_conv_operand(Shape(c.input), rng);
+      const ConvOperand w = random_conv_operand(Shape(c.filter), rng);
+      const ConvOperand dy = random_conv_operand(Shape{g.n, g.oh, g.ow, g.o}, rng);
+      Attrs input_attrs = conv_window_attrs(c), filter_attrs = conv_window_attrs(c);
+      input_attrs.set("input_shape", c.input);
+      filter_attrs.set("filter_shape", c.filter);
+      const std::vector<std::tuple<OpKind, std::vector<Array>, Attrs>> passes = {
+          {OpKind::Conv2D, {x.bf16, w.bf16}, conv_window_attrs(c)},
+          {OpKind::Conv2DBackpropInput, {w.bf16, dy.bf16}, input_attrs},
+          {OpKind::Conv2DBackpropFilter, {x.bf16, dy.bf16}, filter_attrs}};
+      for (const auto& [op, in, attrs] : passes) {
+        const ConvBf16Plan plan = conv_bf16_plan(op, g);
+        seen.insert(plan);
+        start_profiling();
+        run_op(op, in, attrs);
+        int widen = 0, bf16_products = 0;
+        for (const ProfileEvent& e : stop_profiling()) {
+          widen += e.category == "bf16";
+          bf16_products +=
+              e.category == "gemm" && e.detail.find("bf16 packed") != std::string::npos;
+        }
+        const std::string what = std::string(op_name(op)) + " " + describe_conv_case(c) + " on " +
+                                 f32_set + " / " + bf16_set;
+        if (plan == ConvBf16Plan::kIm2colBf16) {
+          EXPECT_EQ(widen, 0) << what;
+          EXPECT_GT(bf16_products, 0) << what;
+        } else {
+          EXPECT_GT(widen, 0) << what;
+          EXPECT_EQ(bf16_products, 0) << what;
+        }
+      }
     }
+    if (bf16_set == "float32")
+      EXPECT_EQ(seen.size(), 2u) << f32_set << ": both plans should occur";
+    else
+      EXPECT_EQ(seen, std::set<ConvBf16Plan>{ConvBf16Plan::kIm2colBf16}) << bf16_set;
   }
-  EXPECT_GE(products, 3);
 }
 
 // Empty operands give zeros (or an empty result), like the float32 kernels.

@@ -1,9 +1,20 @@
 // bfloat16 2-D convolutions (Conv2D, Conv2DBackpropInput, Conv2DBackpropFilter with bf16
 // operands and result): the op table's via-f32 values (each output the float32 sum of the exact
-// products of the bf16 operands, rounded to bf16 once, nearest even) computed without widening
-// the operands in passes of their own. Every product is runtime::gemm_bf16, so it runs on the
-// bf16 kernels the CPU has (TDPBF16PS, VDPBF16PS) or on the float32 kernels with the operands
-// widened as they are packed:
+// products of the bf16 operands, rounded to bf16 once, nearest even).
+//
+// The plan (conv_bf16_plan, conv_bf16.h: by shapes and kernel sets only):
+//  - where bf16 products run on pair kernels (gemm_bf16_kernels(): TDPBF16PS, VDPBF16PS or
+//    their emulations), every pass is bf16 im2col chunks through runtime::gemm_bf16 (below),
+//    so the products reach the bf16 units;
+//  - on the float32 kernels, a pass that conv.cc runs as a direct kernel (conv_direct.h,
+//    conv_shallow.h: no im2col matrix at all) runs that kernel on widened operands (the
+//    via-f32 rule of registry.cc: profile events `bf16 widen` / `bf16 round`): on the Zen 3
+//    VM the direct kernels beat bf16 im2col chunks by up to 2.3x (docs/benchmarks.md). The
+//    other passes (strided input gradients, dilated or short rows, 1x1), im2col in float32 as
+//    well, run below on bf16 chunks: half the bytes, no widening pass.
+//
+// The im2col passes, every product runtime::gemm_bf16 (on the bf16 kernels, or on the float32
+// kernels with the operands widened as they are packed):
 //  - forward: the im2col matrix of a chunk of output pixels is built in bf16 (half the bytes
 //    of float32), multiplied by the HWIO filter into float32 scratch and rounded into y while
 //    the chunk is in cache (a 1x1 stride-1 convolution: one product of the input itself);
@@ -11,17 +22,19 @@
 //    image (an image's chunks in order on one thread, as conv.cc does), rounded per image group;
 //  - filter gradient: im2col(x)^T * dy accumulated in float32 over fixed parts of the pixels,
 //    the parts added in order and rounded once.
-// These are the im2col algorithms of conv.cc (conv_im2col.h): on the float32 kernels each result
-// is bitwise conv.cc's im2col path on the widened operands, rounded. Where conv.cc's float32
-// kernels take a direct path instead, the forward pass keeps the same chains (conv_direct.h),
-// and the gradients sum the same terms in another order (tests/runtime/conv_bf16_test.cc holds
-// them to the float32 dot-product bound). Work is cut by shapes only: results do not depend on
-// the thread count.
+// These are the im2col algorithms of conv.cc (conv_im2col.h), so on the float32 kernels every
+// pass is bitwise the float32 convolution of the widened operands, rounded once. On the pair
+// kernels the forward pass is too (the direct kernels keep the im2col product's chains,
+// conv_direct.h); a gradient that conv.cc computes directly sums the same terms in another
+// order (tests/runtime/conv_bf16_test.cc holds it to the float32 dot-product bound). Work is
+// cut by shapes only: results do not depend on the thread count.
 #include <algorithm>
 #include <functional>
 
 #include "kiln/runtime/gemm.h"
 #include "kiln/runtime/kernels.h"
+#include "kiln/runtime/kernels/conv_bf16.h"
+#include "kiln/runtime/kernels/conv_direct.h"
 #include "kiln/runtime/kernels/conv_geom.h"
 #include "kiln/runtime/kernels/conv_im2col.h"
 #include "kiln/runtime/kernels/conv_partials.h"
@@ -165,8 +178,19 @@ void conv_backprop_filter_bf16(const bfloat16* x, const bfloat16* dy, bfloat16* 
                [&](int64_t e0, int64_t e1) { round_rows(sums + e0, dw + e0, e1 - e0); });
 }
 
-// The three kernels: bf16 operands and result here, any other dtypes through the float32
-// table's kernel under the via-f32 rule (which passes float32 and float64 through unchanged).
+template <OpKind kKind>
+ConvGeom geometry(std::span<const Array> in, const Attrs& attrs, const Array& out) {
+  if constexpr (kKind == OpKind::Conv2D)
+    return conv_geom(in[0].shape, in[1].shape, attrs, "conv2d");
+  else if constexpr (kKind == OpKind::Conv2DBackpropInput)
+    return conv_geom(out.shape, in[0].shape, attrs, "conv2d_backprop_input");
+  else
+    return conv_geom(in[0].shape, out.shape, attrs, "conv2d_backprop_filter");
+}
+
+// The three kernels: bf16 operands and result by the plan of the file comment, any other dtypes
+// through the float32 table's kernel under the via-f32 rule (which passes float32 and float64
+// through unchanged).
 template <OpKind kKind>
 void conv_bf16_kernel(std::span<const Array> in, const Attrs& attrs, Array& out) {
   const bool all_bf16 =
@@ -177,21 +201,34 @@ void conv_bf16_kernel(std::span<const Array> in, const Attrs& attrs, Array& out)
     std::fill_n(out.data<bfloat16>(), out.size(), bfloat16{});
     return;
   }
+  const ConvGeom g = geometry<kKind>(in, attrs, out);
+  if (conv_bf16_plan(kKind, g) == ConvBf16Plan::kWidenedDirect)
+    return run_via_f32_kernel(kKind, in, attrs, out);
   const bfloat16* a = in[0].data<bfloat16>();
   const bfloat16* b = in[1].data<bfloat16>();
   bfloat16* o = out.data<bfloat16>();
-  if constexpr (kKind == OpKind::Conv2D) {
-    conv_forward_bf16(a, b, o, conv_geom(in[0].shape, in[1].shape, attrs, "conv2d"));
-  } else if constexpr (kKind == OpKind::Conv2DBackpropInput) {
-    conv_backprop_input_bf16(a, b, o,
-                             conv_geom(out.shape, in[0].shape, attrs, "conv2d_backprop_input"));
-  } else {
-    conv_backprop_filter_bf16(a, b, o,
-                              conv_geom(in[0].shape, out.shape, attrs, "conv2d_backprop_filter"));
-  }
+  if constexpr (kKind == OpKind::Conv2D)
+    conv_forward_bf16(a, b, o, g);
+  else if constexpr (kKind == OpKind::Conv2DBackpropInput)
+    conv_backprop_input_bf16(a, b, o, g);
+  else
+    conv_backprop_filter_bf16(a, b, o, g);
 }
 
 }  // namespace
+
+ConvBf16Plan conv_bf16_plan(OpKind kind, const ConvGeom& g) {
+  if (gemm_bf16_kernels() != "float32") return ConvBf16Plan::kIm2colBf16;
+  bool direct = false;
+  // conv.cc's order of choices: a 1x1 forward pass or input gradient is one GEMM there.
+  if (kind == OpKind::Conv2D)
+    direct = !g.pointwise() && (g.shallow() || direct_conv_forward_applies(g));
+  else if (kind == OpKind::Conv2DBackpropInput)
+    direct = !g.pointwise() && direct_conv_backprop_input_applies(g);
+  else
+    direct = g.shallow() || direct_conv_backprop_filter_applies(g);
+  return direct ? ConvBf16Plan::kWidenedDirect : ConvBf16Plan::kIm2colBf16;
+}
 
 void register_conv_bf16_kernels(KernelTable& t) {
   t[size_t(OpKind::Conv2D)] = conv_bf16_kernel<OpKind::Conv2D>;
