@@ -33,6 +33,7 @@
 #include "kiln/runtime/kernels/conv_geom.h"
 #include "kiln/runtime/profiler.h"
 #include "kiln/runtime/threading.h"
+#include "tests/runtime/conv_test_util.h"
 
 namespace kiln::runtime {
 namespace {
@@ -120,24 +121,6 @@ ConvOperand random_conv_operand(const Shape& s, std::mt19937_64& rng) {
     o.values.push_back(double(b[i].to_float()));
   }
   return o;
-}
-
-// Calls fn(x_index, w_index, y_index) for every multiply of the convolution.
-template <typename F>
-void for_each_conv_multiply(const ConvGeom& g, F&& fn) {
-  for (int64_t n = 0; n < g.n; ++n)
-    for (int64_t y = 0; y < g.oh; ++y)
-      for (int64_t xo = 0; xo < g.ow; ++xo)
-        for (int64_t i = 0; i < g.kh; ++i)
-          for (int64_t j = 0; j < g.kw; ++j) {
-            const int64_t iy = y * g.sh - g.ph + i * g.dh, ix = xo * g.sw - g.pw + j * g.dw;
-            if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w) continue;
-            for (int64_t ch = 0; ch < g.c; ++ch)
-              for (int64_t o = 0; o < g.o; ++o)
-                fn(size_t(((n * g.h + iy) * g.w + ix) * g.c + ch),
-                   size_t(((i * g.kw + j) * g.c + ch) * g.o + o),
-                   size_t(((n * g.oh + y) * g.ow + xo) * g.o + o));
-          }
 }
 
 // Each element's exact (float64) sum and sum of |term|, and the length of its longest chain.
@@ -229,7 +212,7 @@ TEST(ConvBf16, EveryPassIsItsFloat32SumRoundedOnce) {
     ExactSums y(g.rows() * g.o, double(g.k()));
     ExactSums dx(g.n * g.h * g.w * g.c, double(g.kh * g.kw * g.o));
     ExactSums dw(g.k() * g.o, double(g.rows()));
-    for_each_conv_multiply(g, [&](size_t xi, size_t wi, size_t yi) {
+    conv_test::for_each_multiply(g, [&](size_t xi, size_t wi, size_t yi) {
       y.add(yi, x.values[xi] * w.values[wi]);
       dx.add(xi, dy.values[yi] * w.values[wi]);
       dw.add(wi, x.values[xi] * dy.values[yi]);

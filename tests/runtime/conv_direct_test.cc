@@ -27,6 +27,7 @@
 #include "kiln/runtime/kernels/conv_direct.h"
 #include "kiln/runtime/threading.h"
 #include "tests/runtime/contraction_test_util.h"
+#include "tests/runtime/conv_test_util.h"
 
 namespace kiln::runtime {
 namespace {
@@ -90,30 +91,12 @@ std::vector<std::string> microkernel_sets() {
   return sets;
 }
 
-// Calls fn(x_index, w_index, y_index) for every multiply of the convolution.
-template <typename F>
-void each_multiply(const ConvGeom& g, F&& fn) {
-  for (int64_t n = 0; n < g.n; ++n)
-    for (int64_t y = 0; y < g.oh; ++y)
-      for (int64_t xo = 0; xo < g.ow; ++xo)
-        for (int64_t i = 0; i < g.kh; ++i)
-          for (int64_t j = 0; j < g.kw; ++j) {
-            const int64_t iy = y * g.sh - g.ph + i * g.dh, ix = xo * g.sw - g.pw + j * g.dw;
-            if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w) continue;
-            for (int64_t ch = 0; ch < g.c; ++ch)
-              for (int64_t o = 0; o < g.o; ++o)
-                fn(size_t(((n * g.h + iy) * g.w + ix) * g.c + ch),
-                   size_t(((i * g.kw + j) * g.c + ch) * g.o + o),
-                   size_t(((n * g.oh + y) * g.ow + xo) * g.o + o));
-          }
-}
-
 // The im2col matrix [pixels, kh * kw * c] in (kh, kw, c) order, zeros for padding: the
 // input value of each multiply with output channel 0.
 std::vector<float> im2col(const Array& x, const ConvGeom& g) {
   const float* xp = x.data<float>();
   std::vector<float> col(size_t(g.rows() * g.k()), 0.0f);
-  each_multiply(g, [&](size_t xi, size_t wi, size_t yi) {
+  conv_test::for_each_multiply(g, [&](size_t xi, size_t wi, size_t yi) {
     if (wi % size_t(g.o) == 0) col[yi / size_t(g.o) * size_t(g.k()) + wi / size_t(g.o)] = xp[xi];
   });
   return col;
@@ -195,7 +178,7 @@ TEST(ConvDirect, InputGradientWithinTheDotProductBoundAndThreadIndependent) {
     const Array dy = random_array(DType::f32, Shape{g.n, g.oh, g.ow, g.o}, rng);
     const float *wp = w.data<float>(), *gp = dy.data<float>();
     Reference ref(g.n * g.h * g.w * g.c);
-    each_multiply(
+    conv_test::for_each_multiply(
         g, [&](size_t xi, size_t wi, size_t yi) { ref.add(xi, double(gp[yi]) * double(wp[wi])); });
     Attrs attrs = attrs_of(c);
     attrs.set("input_shape", c.input);
@@ -219,7 +202,7 @@ TEST(ConvDirect, FilterGradientWithinTheDotProductBoundAndThreadIndependent) {
     const Array dy = random_array(DType::f32, Shape{g.n, g.oh, g.ow, g.o}, rng);
     const float *xp = x.data<float>(), *gp = dy.data<float>();
     Reference ref(g.k() * g.o);
-    each_multiply(
+    conv_test::for_each_multiply(
         g, [&](size_t xi, size_t wi, size_t yi) { ref.add(wi, double(xp[xi]) * double(gp[yi])); });
     Attrs attrs = attrs_of(c);
     attrs.set("filter_shape", c.filter);
@@ -258,7 +241,7 @@ TEST(ConvDirect, RandomGeometries) {
     const Array dy = random_array(DType::f32, Shape{g.n, g.oh, g.ow, g.o}, rng);
     const float *xp = x.data<float>(), *wp = w.data<float>(), *gp = dy.data<float>();
     Reference fwd(g.rows() * g.o), dx(g.n * g.h * g.w * g.c), dw(g.k() * g.o);
-    each_multiply(g, [&](size_t xi, size_t wi, size_t yi) {
+    conv_test::for_each_multiply(g, [&](size_t xi, size_t wi, size_t yi) {
       fwd.add(yi, double(xp[xi]) * double(wp[wi]));
       dx.add(xi, double(gp[yi]) * double(wp[wi]));
       dw.add(wi, double(xp[xi]) * double(gp[yi]));
