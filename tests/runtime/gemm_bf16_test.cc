@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -178,6 +179,47 @@ TEST(GemmBf16Test, BitwiseTheFloat32ProductOfTheWidenedOperands) {
             EXPECT_TRUE(same_values(p.bf16(false), p.float32(false), bitwise)) << what << " serial";
           }
       }
+    }
+}
+
+// accumulate: C += op(A) op(B), each element's chain continuing from C, as gemm<float>'s
+// accumulate on the widened operands (from a C of random values, twice in a row: a filter
+// gradient's chunks), serial and split, on every kernel set.
+TEST(GemmBf16Test, AccumulateContinuesFromC) {
+  Bf16GemmSettings guard;
+  for (const std::string& set : runnable_kernel_sets())
+    for (const std::string& bf16_set : runnable_bf16_sets()) {
+      if (bf16_set != "float32" && set != "avx512") continue;
+      if (bf16_set == "amx") continue;  // its own order of a tile's pairs: its own test
+      set_gemm_kernels(set);
+      set_gemm_bf16_kernels(bf16_set);
+      const bool bitwise = bf16_set == "float32";
+      for (const auto& s :
+           {std::array<int64_t, 3>{144, 32, 1568}, std::array<int64_t, 3>{33, 47, 129},
+            std::array<int64_t, 3>{515, 64, 300}})
+        for (bool ta : {false, true}) {
+          const Bf16Product p(ta, false, s[0], s[1], s[2], 97 + uint64_t(s[2]));
+          std::mt19937_64 rng(5);
+          std::uniform_real_distribution<float> u(-4.0f, 4.0f);
+          std::vector<float> start = p.canvas();
+          for (float& v : start) v = u(rng);
+          for (bool parallel : {false, true}) {
+            set_num_threads(2);
+            std::vector<float> want = start, got = start;
+            for (int twice = 0; twice < 2; ++twice) {
+              if (parallel)
+                gemm<float>(p.ta, p.tb, p.m, p.n, p.k, p.wa.data(), p.lda, p.wb.data(), p.ldb,
+                            want.data(), p.ldc, true);
+              else
+                gemm_serial<float>(p.ta, p.tb, p.m, p.n, p.k, p.wa.data(), p.lda, p.wb.data(),
+                                   p.ldb, want.data(), p.ldc, true);
+              gemm_bf16(p.ta, p.tb, p.m, p.n, p.k, p.a.data(), p.lda, p.b.data(), p.ldb, got.data(),
+                        p.ldc, parallel, nullptr, true);
+            }
+            EXPECT_TRUE(same_values(got, want, bitwise))
+                << p.describe(set + "/" + bf16_set) << (parallel ? " split" : " serial");
+          }
+        }
     }
 }
 
