@@ -67,6 +67,7 @@ const std::vector<Bf16ConvCase>& bf16_cases() {
       // gradient in parts), strided input gradients (groups of images; chunks of one image)
       {{4, 24, 24, 16}, {3, 3, 16, 32}, {1, 1}, {1, 2}, "same"},
       {{9, 14, 14, 16}, {3, 3, 16, 24}, {2, 2}, {1, 1}, "same"},
+      {{9, 14, 14, 64}, {3, 3, 64, 8}, {2, 2}, {1, 1}, "same"},  // groups of 4 images in parallel
       {{1, 60, 60, 32}, {3, 3, 32, 8}, {2, 2}, {1, 1}, "same"},
   };
   return all;

@@ -81,11 +81,12 @@ void conv_backprop_input(const T* w, const T* dy, T* dx, const ConvGeom& g) {
   if constexpr (std::is_same_v<T, float>)
     if (direct_conv_backprop_input_applies(g)) return direct_conv_backprop_input(w, dy, dx, g);
   const int64_t pixels = g.oh * g.ow;
-  const int64_t step = std::min(pixels, chunk_rows(g, sizeof(T)));
+  const int64_t rows_per_chunk = chunk_rows(g, sizeof(T));
+  const int64_t step = std::min(pixels, rows_per_chunk);
   // Small images go in groups that fill a chunk: one GEMM of a group's rows (the 14x14 images of
   // kiln bench's CNN: 4 images, 784 rows) runs nearer the engine's peak than one per image
   // (196 rows; 0.66 -> 0.7x of the peak) and packs W^T once per group.
-  const int64_t group = std::max<int64_t>(1, step / pixels);
+  const int64_t group = std::max<int64_t>(1, rows_per_chunk / pixels);
   const int64_t groups = (g.n + group - 1) / group;
   const int64_t image_size = g.h * g.w * C;
   // Images [n0, n1), one group or one image (chunk by chunk); `split`: a single task, whose

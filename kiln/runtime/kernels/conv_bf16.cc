@@ -106,8 +106,9 @@ void conv_backprop_input_bf16(const bfloat16* w, const bfloat16* dy, bfloat16* d
   }
   // conv.cc's grouping: small images go in groups that fill a chunk (one product per group),
   // larger ones chunk by chunk; an image's chunks in order on one thread.
-  const int64_t step = std::min(pixels, chunk_rows(g, sizeof(float)));
-  const int64_t group = std::max<int64_t>(1, step / pixels);
+  const int64_t rows_per_chunk = chunk_rows(g, sizeof(float));
+  const int64_t step = std::min(pixels, rows_per_chunk);
+  const int64_t group = std::max<int64_t>(1, rows_per_chunk / pixels);
   const int64_t groups = (g.n + group - 1) / group;
   const size_t col_bytes = size_t(std::max(step, group * pixels) * K) * sizeof(float);
   const size_t image_bytes = size_t(group * image_size) * sizeof(float);
