@@ -9,6 +9,9 @@
 //                              and a comparison table (tools/train_comparison.h)
 //   --json FILE                the history per epoch, the numbers printed, and the
 //                              comparison of --mode both (tools/train_json.h)
+//   --report FILE              mlp, cnn: the HTML step report of the compiled train step
+//                              (kiln/frontend/function/report.h), with --mode both the step
+//                              compared eagerly and compiled charted
 // The options common to both paths are tools/train_options.h.
 #include <fmt/format.h>
 
@@ -100,6 +103,38 @@ TrainRun train_once(const TrainOptions& a, const Data& d, const std::string& mod
   return run;
 }
 
+// --report FILE: the HTML step report of a fresh model's compiled train step on the first batch
+// (the model, optimizer and dtype policy of the run), its steps timed; with --mode both, the
+// step compared eagerly and compiled (`comparison`) charted.
+void write_step_report(const TrainOptions& a, const Data& d, const ModeComparison* comparison) {
+  std::vector<int64_t> rows;
+  for (int64_t i = 0; i < std::min(a.batch_size, d.x_train.shape()[0]); ++i) rows.push_back(i);
+  const Tensor x = data::take_rows(d.x_train, rows), y = data::take_rows(d.train.y, rows);
+  clear_session();
+  set_random_seed(a.seed);
+  Shape example(std::span<const int64_t>(d.x_train.shape().begin() + 1, d.x_train.shape().end()));
+  Model model;
+  {
+    mixed_precision::PolicyScope policy(a.dtype_policy);
+    model = Model(build_model(a.model, example, 10));
+  }
+  const double lr = a.learning_rate();
+  model->compile(
+      {.optimizer = a.optimizer == "sgd" ? SGD({.learning_rate = lr}) : Adam({.learning_rate = lr}),
+       .loss = losses::sparse_categorical_crossentropy(/*from_logits=*/true),
+       .metrics = {"accuracy"}});
+  const CompiledForm form = model->train_step_function(x, y).compiled_form();
+  const StepTiming timing = measure_step(form, [&] { model->run_train_step(x, y); });
+  write_report(
+      form, a.report,
+      {.title = fmt::format("{} training step, batch {}, {}", a.model, rows.size(), a.dtype_policy),
+       .timing = &timing,
+       .comparison = comparison});
+  std::cout << fmt::format("wrote {}: step {:.3f} ms (mean of {} calls){}\n", a.report,
+                           double(timing.step_ns) / 1e6, timing.calls,
+                           comparison ? ", eager against compiled charted" : "");
+}
+
 void run_char_lm(const TrainArgs& a) {
   CharLmTrainArgs c;
   c.train = a.train;
@@ -117,6 +152,11 @@ void check_dataset(const TrainOptions& a) {
     throw_usage_error(
         fmt::format("--model {} trains on text: use --dataset text:FILE (got --dataset {})",
                     a.model, a.dataset));
+  if (is_char_lm(a.model) && !a.report.empty())
+    throw_usage_error(
+        fmt::format("--report draws the mlp and cnn steps; for --model {} run "
+                    "`kiln report --model lstm|transformer --compare`",
+                    a.model));
   if (!is_char_lm(a.model) && text)
     throw_usage_error(fmt::format(
         "--dataset {} is text: train it with --model lstm, gru or transformer", a.dataset));
@@ -142,6 +182,7 @@ void run_train(const TrainArgs& args) {
   };
   if (a.mode != "both") {
     report({train_once(a, d, a.run_mode(), /*report=*/true)}, nullptr);
+    if (!a.report.empty() && distributed::is_output_rank()) write_step_report(a, d, nullptr);
     return;
   }
   std::vector<int64_t> rows;
@@ -156,6 +197,7 @@ void run_train(const TrainArgs& args) {
       a.optimizer, a.learning_rate(), a.seed, data::take_rows(d.x_train, rows),
       data::take_rows(d.train.y, rows));
   report(c.runs, &c);
+  if (!a.report.empty() && distributed::is_output_rank()) write_step_report(a, d, &c.step);
   c.check_agreement();
 }
 
@@ -254,6 +296,11 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--json", t.json,
                   "write the training history per epoch, the numbers printed and the "
                   "eager/compiled comparison (--mode both) to this JSON file (atomically)")
+      ->group(files);
+  cmd->add_option("--report", t.report,
+                  "mlp, cnn: write the HTML step report of the compiled training step (as "
+                  "`kiln report`: graph, memory plan, kernels, timed), with --mode both the "
+                  "step's eager-vs-compiled comparison charted")
       ->group(files);
   cmd->callback([args] { run_train(*args); });
 }

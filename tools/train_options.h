@@ -27,11 +27,12 @@ struct TrainOptions {
   int verbose = 1;
   // Files: the weights the model starts from and is saved to; a whole saved model to resume
   // from (with the epochs it already did) and to save to (tools/train_model_files.h); the JSON
-  // report.
+  // report; the HTML step report (kiln/frontend/function/report.h) of the compiled train step.
   std::string load_weights, save_weights;
   std::string load_model, save_model;
   int initial_epoch = 0;
   std::string json;
+  std::string report;
 
   // lr, else 1e-3 (mlp, cnn) or 3e-3 (the language models).
   double learning_rate() const {
