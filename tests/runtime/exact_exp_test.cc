@@ -25,7 +25,9 @@ Array with_low_values(const std::vector<T>& low, int64_t n, std::vector<int64_t>
   for (int64_t i = 0; i < n; ++i) a.data<T>()[i] = T(u(rng));
   at.clear();
   for (size_t j = 0; j < low.size(); ++j) {
-    const int64_t i = j == 0 ? 0 : j + 1 == low.size() ? n - 1 : int64_t(j) * (n / int64_t(low.size()));
+    const int64_t i = j == 0                ? 0
+                      : j + 1 == low.size() ? n - 1
+                                            : int64_t(j) * (n / int64_t(low.size()));
     a.data<T>()[i] = low[j];
     at.push_back(i);
   }
@@ -61,9 +63,10 @@ T softplus_ref(T v) {
 TEST(ExactExp, ElementwiseTailsAreTheLibraryValues) {
   const std::vector<float> lowf = {-1e9f, -200, -104, -103.5f, -100, -95, -90, -88.5f, -87.5f};
   const std::vector<double> lowd = {-1e9, -1000, -746, -745, -740, -720, -710, -708.5};
-  for (auto [op, f, d] : {std::tuple{OpKind::Exp, &exp_ref<float>, &exp_ref<double>},
-                          std::tuple{OpKind::Sigmoid, &sigmoid_ref<float>, &sigmoid_ref<double>},
-                          std::tuple{OpKind::Softplus, &softplus_ref<float>, &softplus_ref<double>}}) {
+  for (auto [op, f, d] :
+       {std::tuple{OpKind::Exp, &exp_ref<float>, &exp_ref<double>},
+        std::tuple{OpKind::Sigmoid, &sigmoid_ref<float>, &sigmoid_ref<double>},
+        std::tuple{OpKind::Softplus, &softplus_ref<float>, &softplus_ref<double>}}) {
     expect_tail<float>(op, f, lowf);
     expect_tail<double>(op, d, lowd);
   }
