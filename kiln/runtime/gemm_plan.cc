@@ -20,12 +20,18 @@ int64_t round_down(int64_t x, int64_t multiple) {
 //    directly (one column tile), and the right operand is A, m x k, small to pack, instead of
 //    all of B transposed into panels for a few rows;
 //  - a narrow C = A^T B of many rows (a classifier's kernel gradient, n = 10 classes): its
-//    tiles would be nr columns wide for n of them; transposed, the n rows fill one row panel
-//    and A's stored rows are read directly as the right operand.
+//    tiles would be nr columns wide for n of them; transposed, the n rows fill at most two row
+//    panels, a larger share of their mr rows than of nr columns (10 classes: 10 of 12 rows
+//    against 10 of 16 columns with 6x16 tiles), and A's stored rows are read directly as the
+//    right operand.
 // Neither transposed problem is one of these again.
 bool compute_transposed(const MicroKernel& t, const GemmShape& s) {
   if (s.tb && s.m <= t.nr && s.n >= 4 * t.nr && s.k >= t.nr) return true;
-  return s.ta && !s.tb && s.n <= t.nr / 2 && s.n <= t.mr && s.m >= 4 * t.nr && s.k >= t.mr;
+  // The share of whole tiles of `tile` values that n values fill, compared as n / whole tiles.
+  const auto tiles = [&](int32_t tile) { return ceil_div(s.n, int64_t(tile)) * tile; };
+  const bool rows_fill_better = tiles(t.mr) < tiles(t.nr);
+  return s.ta && !s.tb && s.n < t.nr && s.n <= 2 * t.mr && rows_fill_better && s.m >= 4 * t.nr &&
+         s.k >= t.mr;
 }
 
 // The operand modes and blocking of the product the tasks compute (m x n x k, ta, tb) under

@@ -214,6 +214,39 @@ TEST(GemmPlanTest, FewRowsAgainstATransposedBRunAsTheTranspose) {
   EXPECT_EQ(q.back_blocks, 8);  // the 8 tasks of the product's grid on 2 threads
 }
 
+// The AVX2 shapes' sizes (6x16, 4x24); no kernel is ever called.
+const MicroKernels& fake_avx2_kernels() {
+  static const MicroKernels mk{
+      "avx2",  8,       {{"6x16", 6, 16, nullptr, nullptr}, {"4x24", 4, 24, nullptr, nullptr}},
+      2,       nullptr, 0,
+      nullptr, nullptr};
+  return mk;
+}
+
+TEST(GemmPlanTest, NarrowATransposedBRunsTransposedWhereRowsFillTilesBetter) {
+  const auto avx2_plan = [](int64_t n, int32_t kernel) {
+    return make_gemm_plan(fake_avx2_kernels(), GemmShape{6272, n, 64, true, false, 2},
+                          derive_gemm_params(fake_avx2_kernels(), kernel, fixed_cpu(), 100.0));
+  };
+  // 6x16 tiles, 10 classes: 10 of 16 columns per column tile, 10 of 12 rows in two row tiles.
+  const GemmPlan ten = avx2_plan(10, 0);
+  EXPECT_EQ(ten.back, BackTranspose::kAfter);
+  EXPECT_EQ(ten.m, 10);
+  EXPECT_EQ(ten.n, 6272);
+  // 12 columns: two whole row tiles (12 of 12) against 12 of 16 columns.
+  EXPECT_EQ(avx2_plan(12, 0).m, 12);
+  // 13 columns would need three row tiles (13 of 18): more than two row panels stay as they are.
+  EXPECT_EQ(avx2_plan(13, 0).back, BackTranspose::kNone);
+  // 16 columns fill a column tile.
+  EXPECT_EQ(avx2_plan(16, 0).back, BackTranspose::kNone);
+  // 4x24 tiles: 8 columns fill two row tiles of 4 (8 of 8 against 8 of 24); 10 would need three.
+  EXPECT_EQ(avx2_plan(8, 1).m, 8);
+  EXPECT_EQ(avx2_plan(10, 1).back, BackTranspose::kNone);
+  // With 12x32 tiles the same rule transposes up to 24 columns (two row tiles of 12).
+  EXPECT_EQ(plan(6272, 64, 24, true, false, 2).m, 24);
+  EXPECT_EQ(plan(6272, 64, 25, true, false, 2).back, BackTranspose::kNone);
+}
+
 TEST(GemmPlanTest, LargeBOfFewRowsIsCopiedInBlocks) {
   // 64 x 2048 x 1024 ta: B (2048 x 1024, 8 MiB) over 4 x L2, 64 rows < 192: copied block by
   // block by the first panel's tiles, half-width blocks.

@@ -146,8 +146,10 @@ TEST(GemmEngineTest, MatchesFloat64WithinTheDotProductBound) {
                                // few rows, many columns: with tb, computed as C^T
                                {20, 200, 70},
                                {32, 130, 600},
-                               // narrow: with ta, computed as C^T
+                               // narrow: with ta, computed as C^T (12: two whole AVX2 row
+                               // tiles)
                                {300, 10, 50},
+                               {300, 12, 40},
                                {130, 16, 700},
                                {200, 7, 30},
                                // few rows against a B too large for the cache (over 4 MiB):
