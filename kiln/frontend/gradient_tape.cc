@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -24,7 +25,32 @@ struct OpRecord {
   Tensor output;
   std::vector<Tensor> outputs{};  // custom records only
   detail::CustomGradient custom{};
+  // In a trace: the recorded node's name scope ("sequential/dense") and source location, which
+  // its gradient's nodes take ("gradient/sequential/dense/matmul/...").
+  std::string scope{};
+  std::string op{};  // the node's op name ("matmul", "while"); empty when eager
+  ir::SourceLocation location{};
 };
+
+// The scope and location of the node `output` was just traced as (nothing when eager).
+void note_origin(OpRecord& rec, const Tensor& output) {
+  detail::TraceContext* context = detail::TraceContext::current();
+  if (context == nullptr || !output.is_traced()) return;
+  const auto* info = static_cast<const detail::TracedValue*>(output.symbolic_info());
+  if (info->context_id != context->id() || info->value->producer() == nullptr) return;
+  const ir::Node& node = *info->value->producer();
+  const size_t slash = node.name().rfind('/');
+  if (slash != std::string::npos) rec.scope = node.name().substr(0, slash);
+  rec.op = node.op_name();
+  rec.location = node.location();
+}
+
+// The name scope of a record's gradient: "gradient/<forward scope>/<op>".
+std::string gradient_scope(const OpRecord& rec) {
+  const std::string op = rec.op.empty() ? std::string(op_name(rec.kind)) : rec.op;
+  return rec.scope.empty() ? fmt::format("gradient/{}", op)
+                           : fmt::format("gradient/{}/{}", rec.scope, op);
+}
 }  // namespace
 
 struct GradientTape::State {
@@ -57,7 +83,7 @@ std::vector<Tensor> standard_gradient(const OpRecord& rec, const Tensor& g,
                     "cannot differentiate through it (for max_pool2d_grad: "
                     "second-order gradients of max pooling are not supported)",
                     op_name(rec.kind)));
-  detail::NameScope scope(fmt::format("gradient/{}", op_name(rec.kind)));
+  detail::NameScope scope(gradient_scope(rec), rec.location, detail::LocationRule::kOverride);
   return rule(detail::GradContext{rec.kind, rec.attrs, rec.inputs, rec.output, g, needs});
 }
 
@@ -72,7 +98,12 @@ void accumulate(const OpRecord& rec, const std::vector<Tensor>& in_grads,
                             rec.custom ? "a composite op" : op_name(rec.kind),
                             in_grads[i].type().to_string(), i, in.type().to_string()));
     auto [slot, fresh] = grads.try_emplace(in.id(), in_grads[i]);
-    if (!fresh) slot->second = slot->second + in_grads[i];
+    if (fresh) continue;
+    // The sum over consumers, traced in the scope of the record whose share arrives.
+    std::optional<detail::NameScope> scope;
+    if (!rec.op.empty())
+      scope.emplace(gradient_scope(rec), rec.location, detail::LocationRule::kOverride);
+    slot->second = slot->second + in_grads[i];
   }
 }
 
@@ -92,6 +123,7 @@ void record_on_tapes(OpKind kind, const Attrs& attrs, std::span<const Tensor> in
                                [&](const Tensor& t) { return tape->tracked.count(t.id()) > 0; });
     if (!watched) continue;
     tape->records.push_back(OpRecord{kind, attrs, {inputs.begin(), inputs.end()}, output});
+    note_origin(tape->records.back(), output);
     tape->tracked.insert(output.id());
   }
 }
@@ -106,6 +138,7 @@ void record_custom_on_tapes(std::span<const Tensor> inputs, std::span<const Tens
     OpRecord r{OpKind::Add, {}, {inputs.begin(), inputs.end()}, Tensor()};
     r.outputs.assign(outputs.begin(), outputs.end());
     r.custom = backward;
+    if (!outputs.empty()) note_origin(r, outputs[0]);
     for (const Tensor& o : outputs)
       if (is_floating(o.dtype())) tape->tracked.insert(o.id());
     tape->records.push_back(std::move(r));
@@ -262,6 +295,10 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vect
         if (!source_ids.count(rec.outputs[i].id())) grads.erase(it);
       }
       if (!any) continue;
+      // Traced: named and located after the forward node (a composite's own scopes inside).
+      std::optional<detail::NameScope> scope;
+      if (!rec.op.empty())
+        scope.emplace(gradient_scope(rec), rec.location, detail::LocationRule::kOverride);
       in_grads = rec.custom(out_grads, needs);
     } else {
       auto it = grads.find(rec.output.id());

@@ -22,20 +22,12 @@
 
 #include "kiln/ir/literal.h"
 #include "kiln/ir/op_table.h"
+#include "kiln/ir/source_location.h"
 
 namespace kiln::ir {
 
 class Graph;
 class Node;
-
-// Where in the user's C++ code a node was recorded (std::source_location of the call).
-struct SourceLocation {
-  std::string file;
-  uint32_t line = 0;
-  uint32_t column = 0;
-  bool known() const { return !file.empty(); }
-  friend bool operator==(const SourceLocation&, const SourceLocation&) = default;
-};
 
 // A typed SSA value: a node output, a graph parameter or a variable's entry value.
 class Value {

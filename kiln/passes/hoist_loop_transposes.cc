@@ -75,6 +75,7 @@ class HoistLoopTransposes final : public Pass {
       ir::Node* t = g.add_op(OpKind::Transpose, {outer},
                              Attrs{{"perm", swap_last_two(outer->shape().rank())}});
       t->set_name(w.name().empty() ? "hoisted_transpose" : w.name() + "/hoisted_transpose");
+      t->set_location(w.location());
       added.push_back(t);
       new_param[u.param] = inputs.size();
       inputs.push_back(t->output());

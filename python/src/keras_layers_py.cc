@@ -211,6 +211,17 @@ void bind_keras_layers(py::module_& m) {
               model->attach(std::move(obj));
           },
           "Keeps the Python subclass instance alive while C++ holds the layer (internal).")
+      .def(
+          "_note_origin",
+          [](LayerImpl& self, std::string file, uint32_t line) {
+            self.note_origin({std::move(file), line, 0});
+          },
+          py::arg("file"), py::arg("line"),
+          "Where the user's Python code put the layer into a model (LayerImpl::note_origin; "
+          "the first noted stays; internal).")
+      .def_property_readonly(
+          "_origin_known", [](const LayerImpl& self) { return self.origin().known(); },
+          "Whether the layer's origin is noted (internal).")
       .def_property_readonly("name", &LayerImpl::name)
       .def_property_readonly("class_name", &LayerImpl::class_name)
       .def_property_readonly("built", &LayerImpl::built)

@@ -33,6 +33,14 @@ namespace {
 
 using PyModelImpl = PyLayer<ModelImpl>;
 
+// The Python caller's file and line outside the kiln package (kiln.keras._base.user_frame).
+ir::SourceLocation python_caller() {
+  py::object frame = py::module_::import("kiln.keras._base").attr("user_frame")();
+  if (frame.is_none()) return {};
+  auto [file, line] = frame.cast<std::pair<std::string, uint32_t>>();
+  return {std::move(file), line, 0};
+}
+
 // While alive, std::cout (the progress bar, verbose logs) goes to Python's sys.stdout, so it
 // shows in notebooks and is captured as Python output; each flush takes the GIL. Make it
 // before releasing the GIL (it is then destroyed after the GIL is back).
@@ -111,6 +119,7 @@ void bind_keras_models(py::module_& m) {
         o.loss_weights = loss_weights_from_py(loss_weights);
         o.run_eagerly = run_eagerly;
         self.compile(std::move(o));
+        self.set_compile_origin(python_caller());
       },
       py::arg("optimizer") = "rmsprop", py::arg("loss") = py::none(),
       py::arg("metrics") = py::none(), py::arg("loss_weights") = py::none(),

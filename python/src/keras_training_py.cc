@@ -215,6 +215,14 @@ void bind_keras_training(py::module_& m) {
   py::class_<Optimizer>(m, "Optimizer", "An optimizer (kiln::Optimizer; copies share state).")
       .def(py::init([](const std::string& name) { return Optimizer(name); }), py::arg("name"))
       .def_property_readonly("name", [](const Optimizer& o) { return o->name(); })
+      .def(
+          "_note_origin",
+          [](const Optimizer& o, std::string file, uint32_t line) {
+            o->note_origin({std::move(file), line, 0});
+          },
+          py::arg("file"), py::arg("line"),
+          "Where the user's Python code made the optimizer (OptimizerImpl::note_origin; "
+          "internal).")
       .def_property_readonly("class_name", [](const Optimizer& o) { return o->class_name(); })
       .def_property_readonly("iterations", [](const Optimizer& o) { return o->iterations(); })
       .def_property(

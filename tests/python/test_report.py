@@ -58,3 +58,23 @@ def test_report_without_times_and_a_bad_path():
         bad = os.path.join(d, "missing", "step.html")
         with pytest.raises(Exception, match=re.escape(bad)):
             c.report(bad)
+
+
+def test_a_keras_train_step_names_the_python_lines_that_made_it():
+    # The layers joined the model on the next line, compile() chose the loss two lines below
+    # and the optimizer was made on the line between: the traced step's nodes say so.
+    model = kiln.keras.Sequential([kiln.keras.layers.Dense(4, activation="relu"),
+                                   kiln.keras.layers.Dense(3)])
+    opt = kiln.keras.optimizers.Adam()
+    model.compile(optimizer=opt, loss="sparse_categorical_crossentropy")
+    line = test_a_keras_train_step_names_the_python_lines_that_made_it.__code__.co_firstlineno
+    x = np.linspace(-1, 1, 16, dtype=np.float32).reshape(4, 4)
+    y = np.array([0, 1, 2, 1], np.int32)
+    ir = model.train_step_ir(x, y, "traced")
+    here = re.escape(os.path.basename(__file__))
+    located = {}
+    for name, at in re.findall(r'name\("([^"]+)"\) loc\("[^"]*' + here + r'":([0-9]+):0\)', ir):
+        located.setdefault(int(at), set()).add(name.split("/")[0].rstrip("_0123456789"))
+    assert located.get(line + 3, set()) >= {"sequential", "gradient"}, located
+    assert "compile_loss" in located.get(line + 6, set()), located
+    assert "adam" in located.get(line + 5, set()), located

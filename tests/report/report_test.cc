@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "tests/report/html_scan.h"
@@ -113,6 +114,43 @@ TEST_P(StepReportOf, DrawsEveryGroupAndBufferOnceAndTimesAddUp) {
   for (const auto& e : doc.elements) {
     EXPECT_FALSE(e.has("src")) << "<" << e.tag << " src=" << e.get("src") << ">";
     EXPECT_FALSE(e.has("href")) << "<" << e.tag << " href=" << e.get("href") << ">";
+  }
+}
+
+// A Keras train step calls its layers, loss and optimizer from kiln's code: every box still
+// names the user's code that made it (where the model was built, compile() was called, the
+// optimizer made: tools/model_zoo.cc, tools/char_lm.cc, tools/report_steps.cc), a gradient's
+// boxes the location of the forward nodes they differentiate, and the gradient part collapses
+// into the forward part's layers.
+TEST_P(StepReportOf, EveryBoxNamesTheUserCodeThatMadeIt) {
+  tools::ReportStep step = tools::make_report_step(GetParam(), 8, /*seq_len=*/8);
+  test::HtmlDocument doc = scan_html(report_html(step.form));
+  ASSERT_TRUE(doc.error.empty()) << doc.error;
+  const std::regex user_code(R"((model_zoo|char_lm|report_steps)\.cc:[0-9]+:[0-9]+$)");
+  std::map<std::string, std::set<std::string>> locations_of;  // "part layer" -> locations
+  std::map<std::string, std::set<std::string>> layers_of;     // part -> layer names
+  std::string part;
+  int boxes = 0;
+  for (const auto& e : doc.elements) {
+    if (e.tag == "svg" && e.has("data-part")) part = e.get("data-part");
+    if (e.tag != "g" || !e.has("data-box")) continue;
+    ++boxes;
+    const std::string location = e.get("data-location");
+    EXPECT_TRUE(std::regex_search(location, user_code))
+        << part << " box " << e.get("data-box") << " (" << e.get("data-group")
+        << e.get("data-scope") << e.get("data-layer") << "): location \"" << location << "\"";
+    if (e.has("data-layer")) {
+      layers_of[part].insert(e.get("data-layer"));
+      locations_of[part + " " + e.get("data-layer")].insert(location);
+    }
+  }
+  EXPECT_GT(boxes, 10);
+  // Every layer the gradient part shows is a forward layer, at one of its locations.
+  ASSERT_FALSE(layers_of["gradient"].empty());
+  for (const std::string& layer : layers_of["gradient"]) {
+    EXPECT_EQ(layers_of["forward"].count(layer), 1u) << "gradient layer " << layer;
+    for (const std::string& at : locations_of["gradient " + layer])
+      EXPECT_EQ(locations_of["forward " + layer].count(at), 1u) << layer << " at " << at;
   }
 }
 

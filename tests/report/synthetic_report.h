@@ -1,6 +1,7 @@
 // A step report's data for a synthetic graph of n boxes (no compilation: the report's layout
 // and page at sizes no test step compiles quickly): box i is fusion group "g<i>" with edges
-// from boxes i-1 and i-7, in layers of 50 boxes; n buffers in a 100 KiB arena.
+// from boxes i-1 and i-7, in layers of 50 boxes, each run by one step (a kernel table of n
+// rows); n buffers in a 100 KiB arena.
 #pragma once
 
 #include <fmt/format.h>
@@ -52,6 +53,17 @@ inline report_detail::ReportData synthetic_report(int n) {
     buf.first_step = i / 10;
     buf.last_step = i / 10 + 3;
     d.buffers.push_back(std::move(buf));
+
+    report_detail::StepRow step;  // one kernel per box
+    step.index = i;
+    step.name = d.boxes.back().group;
+    step.kind = "generated";
+    step.shape = "f32[256]";
+    step.box = d.boxes.back().id;
+    step.flops = 256.0 * (1 + i % 7);
+    step.bytes = 3 * 1024.0;
+    d.boxes.back().steps.push_back(i);
+    d.steps.push_back(std::move(step));
   }
   d.graph_nodes = n;
   d.num_steps = n / 10 + 5;

@@ -126,7 +126,11 @@ std::vector<Part> node_parts(const Graph& g, const std::unordered_map<const Node
 // The layer view: one box per layer (the first two components of a box's scope) and part,
 // then both views of every part laid out. `preds`: each box's predecessors in its part.
 void group_layers_and_lay_out(ReportData& d, const std::vector<std::vector<int>>& preds) {
-  auto layer_of = [](const std::string& scope) {
+  auto layer_of = [](std::string scope) {
+    // A gradient's scope is "gradient/<forward op's scope>/<op>": its layer is the forward one.
+    if (scope.starts_with("gradient/")) {
+      scope = scope_of(scope.substr(9));
+    }
     size_t slash = scope.find('/');
     if (slash != std::string::npos) slash = scope.find('/', slash + 1);
     return scope.empty() ? std::string("(unnamed)") : scope.substr(0, slash);
@@ -154,9 +158,7 @@ void group_layers_and_lay_out(ReportData& d, const std::vector<std::vector<int>>
   }
   for (Box& layer : d.layers) {  // "dense_1" of "sequential/dense_1"
     size_t slash = layer.scope.find('/');
-    layer.label = slash == std::string::npos || layer.scope.starts_with("gradient/")
-                      ? layer.scope
-                      : layer.scope.substr(slash + 1);
+    layer.label = slash == std::string::npos ? layer.scope : layer.scope.substr(slash + 1);
   }
   for (int p = 0; p < 3; ++p) {
     PartLayout pl;

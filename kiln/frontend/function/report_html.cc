@@ -92,6 +92,7 @@ table.sortable th{cursor:pointer}table.sortable th:after{content:" \2195";color:
 details{margin:2px 0}details[open]{background:#f7f7f7}.legend span{display:inline-block;width:40px;height:10px}
 #console-errors{color:#b00;border:1px solid #b00;padding:4px}
 tr.nested td{color:#555;font-size:12px}
+.bands{position:relative}.band{position:absolute;left:0;right:0;content-visibility:auto}
 #graph.view-layers div[data-view=groups],#graph.view-groups div[data-view=layers]{display:none}
 #graph.view-layers button[data-show=layers],#graph.view-groups button[data-show=groups]{font-weight:bold}
 )";
@@ -104,16 +105,23 @@ var ce=console.error;console.error=function(){put(Array.prototype.join.call(argu
 window.kilnErrors=list;})();
 )";
 
-// Sorting the tables, opening a box's ops, then marking the page ready.
+// Sorting the tables (keys read once, rows moved in one fragment per body; a paged table keeps
+// as many rows shown as it had), opening a box's ops, then marking the page ready.
 const char* kScript = R"(
 (function(){
-function cell(r,i){var c=r.cells[i];return c.hasAttribute('data-v')?parseFloat(c.getAttribute('data-v')):c.textContent;}
+function key(c){return c.hasAttribute('data-v')?parseFloat(c.getAttribute('data-v')):c.textContent;}
 document.querySelectorAll('table.sortable').forEach(function(t){
   t.querySelectorAll('th').forEach(function(th,i){th.addEventListener('click',function(){
-    var body=t.tBodies[0],rows=Array.prototype.slice.call(body.rows),up=th.getAttribute('data-dir')!=='up';
+    var up=th.getAttribute('data-dir')!=='up',bodies=t.tBodies,shown=bodies[0].rows.length,rows=[];
     th.setAttribute('data-dir',up?'up':'down');
-    rows.sort(function(a,b){var x=cell(a,i),y=cell(b,i);var c=(typeof x==='number'&&typeof y==='number')?x-y:String(x).localeCompare(String(y));return up?c:-c;});
-    rows.forEach(function(r){body.appendChild(r);});});});});
+    Array.prototype.forEach.call(bodies,function(b){Array.prototype.forEach.call(b.rows,function(r){rows.push({r:r,n:rows.length,k:key(r.cells[i])});});});
+    rows.sort(function(a,b){var x=a.k,y=b.k,c=(typeof x==='number'&&typeof y==='number')?x-y:(x<y?-1:x>y?1:0);return (up?c:-c)||a.n-b.n;});
+    var f=[document.createDocumentFragment(),document.createDocumentFragment()];
+    rows.forEach(function(e,n){f[bodies.length>1&&n>=shown?1:0].appendChild(e.r);});
+    bodies[0].appendChild(f[0]);if(bodies.length>1)bodies[1].appendChild(f[1]);});});});
+document.querySelectorAll('button[data-unpage]').forEach(function(b){b.addEventListener('click',function(){
+  document.querySelectorAll('#'+b.getAttribute('data-unpage')+' tbody.more').forEach(function(m){m.hidden=false;});
+  b.parentNode.hidden=true;});});
 var graph=document.getElementById('graph');
 function show(v){graph.className='view-'+v;}
 document.querySelectorAll('button[data-show]').forEach(function(b){b.addEventListener('click',function(){show(b.getAttribute('data-show'));});});
@@ -157,27 +165,65 @@ void figures(std::string& o, const ReportData& d) {
   o += "</div></section>\n";
 }
 
+// A drawing is cut into bands of this many rows of boxes, each its own <svg> in a block with
+// `content-visibility: auto`: the browser styles, lays out and paints only the bands near the
+// scrolled position, so a drawing of 10,000 boxes costs what a few hundred do. (Hiding parts of
+// one <svg> would not do: browsers style an SVG's hidden elements too.)
+constexpr int kBandRows = 12;
+
+// Rows a long table shows until "show all" is clicked: laying out 10,000 rows takes a browser
+// seconds, and a sort has to lay them all out again.
+constexpr size_t kPageRows = 500;
+
+// A sortable table's opening tag, with its pager when it has more than kPageRows rows.
+std::string sortable_table(const char* id, size_t rows) {
+  if (rows <= kPageRows) return fmt::format("<table class=\"sortable\" id=\"{}\">", id);
+  return fmt::format(
+      "<p class=\"pager\">The first {} of {} rows are shown; sorting orders all of them. "
+      "<button data-unpage=\"{}\">show all</button></p>\n<table class=\"sortable\" "
+      "id=\"{}\">",
+      kPageRows, rows, id, id);
+}
+
+// After a table's row: once kPageRows rows of a longer table are out, the rest go into a hidden
+// <tbody> (the browser styles and lays out none of it until "show all").
+std::string after_row(size_t& emitted, size_t rows) {
+  return ++emitted == kPageRows && rows > kPageRows ? "</tbody><tbody class=\"more\" hidden>\n"
+                                                    : "";
+}
+
 // One part drawn one way: `view` "groups" (boxes of fusion groups and scopes) or "layers".
 void drawing(std::string& o, const ReportData& d, const std::vector<Box>& all,
              const report_detail::Drawing& dr, const char* part, const char* view) {
   const bool layers = std::string_view(view) == "layers";
-  o += fmt::format(
-      "<div class=\"scroll\" data-view=\"{}\"><svg data-part=\"{}\" data-view=\"{}\" "
-      "width=\"{:.0f}\" height=\"{:.0f}\">\n",
-      view, part, view, dr.width, dr.height);
+  // Band borders lie in the gaps between rows (report_layout.cc: rows kBoxHeight + kGapY
+  // apart from kMargin), so every box is inside one band; an edge is drawn in each band it
+  // crosses, each copy clipped to its band.
+  using report_detail::kBoxHeight, report_detail::kBoxWidth, report_detail::kGapY;
+  const double band_height = kBandRows * (kBoxHeight + kGapY);
+  const double origin = report_detail::kMargin - kGapY / 2;
+  const size_t band_count =
+      std::max<size_t>(1, size_t(std::ceil((dr.height - origin) / band_height)));
+  auto band_of = [&](double y) {
+    return std::min(band_count - 1, size_t(std::max(0.0, (y - origin) / band_height)));
+  };
+  std::vector<std::string> edge_bands(band_count), box_bands(band_count);
   for (const auto& e : dr.edges) {
     const Box& a = all[size_t(e.from)];
     const Box& b = all[size_t(e.to)];
-    double x1 = a.x + report_detail::kBoxWidth / 2, y1 = a.y + report_detail::kBoxHeight;
-    double x2 = b.x + report_detail::kBoxWidth / 2, y2 = b.y;
-    if (b.y <= a.y) y1 = a.y, y2 = b.y + report_detail::kBoxHeight;  // an edge back up
-    o += fmt::format(
+    double x1 = a.x + kBoxWidth / 2, y1 = a.y + kBoxHeight;
+    double x2 = b.x + kBoxWidth / 2, y2 = b.y;
+    if (b.y <= a.y) y1 = a.y, y2 = b.y + kBoxHeight;  // an edge back up
+    const std::string path = fmt::format(
         "<path class=\"edge\" d=\"M{:.0f} {:.0f}C{:.0f} {:.0f} {:.0f} {:.0f} "
         "{:.0f} {:.0f}\"/>\n",
         x1, y1, x1, (y1 + y2) / 2, x2, (y1 + y2) / 2, x2, y2);
+    for (size_t k = band_of(std::min(y1, y2)); k <= band_of(std::max(y1, y2)); ++k)
+      edge_bands[k] += path;
   }
   for (int bi : dr.boxes) {
     const Box& b = all[size_t(bi)];
+    std::string& band = box_bands[band_of(b.y)];
     const double share = share_of(d, b.ns);
     std::string fill = d.timed           ? heat(share)
                        : layers          ? "#e8eef4"
@@ -193,22 +239,37 @@ void drawing(std::string& o, const ReportData& d, const std::vector<Box>& all,
                               : fmt::format(" data-group=\"{}\"", esc(b.group));
       attrs += fmt::format(" data-layer-of=\"l{}\"", b.layer_box);
     }
+    if (!b.location.empty()) attrs += fmt::format(" data-location=\"{}\"", esc(b.location));
     if (d.timed) attrs += fmt::format(" data-ns=\"{}\"", b.ns);
     std::string sub =
         d.timed ? fmt::format("{} ms, {:.1f}%", ms(b.ns), 100 * share) : std::string(b.kind);
     if (!layers && !b.scope.empty() && !b.group.empty()) sub += " \u00b7 " + b.scope;
     if (layers)
       sub += fmt::format(" \u00b7 {} box{}", b.members.size(), b.members.size() == 1 ? "" : "es");
-    o += fmt::format(
+    band += fmt::format(
         "<g class=\"{}\" data-box=\"{}\"{} transform=\"translate({:.0f},{:.0f})\"><title>{}"
         "\n{}\nkind: {}</title><rect width=\"{:.0f}\" height=\"{:.0f}\" fill=\"{}\"/><text "
         "x=\"6\" y=\"18\">{}</text><text class=\"sub\" x=\"6\" y=\"35\">{}</text></g>\n",
         layers ? "box layer" : "box", b.id, attrs, b.x, b.y, esc(layers ? b.scope : b.label),
         b.location.empty() ? std::string("source location unknown") : esc(b.location), esc(b.kind),
-        report_detail::kBoxWidth, report_detail::kBoxHeight, fill, esc(shorten(b.label, 34)),
-        esc(shorten(sub, 38)));
+        kBoxWidth, kBoxHeight, fill, esc(shorten(b.label, 34)), esc(shorten(sub, 38)));
   }
-  o += "</svg></div>\n";
+  o += fmt::format(
+      "<div class=\"scroll\" data-view=\"{}\"><div class=\"bands\" style=\"width:{:.0f}px;"
+      "height:{:.0f}px\">\n",
+      view, dr.width, dr.height);
+  for (size_t k = 0; k < band_count; ++k) {
+    if (box_bands[k].empty() && edge_bands[k].empty()) continue;
+    const double top = k == 0 ? 0 : origin + double(k) * band_height;
+    const double height = std::min(dr.height, origin + double(k + 1) * band_height) - top;
+    o += fmt::format(
+        "<div class=\"band\" style=\"top:{:.0f}px;height:{:.0f}px\"><svg data-part=\"{}\" "
+        "data-view=\"{}\" width=\"{:.0f}\" height=\"{:.0f}\" viewBox=\"0 {:.0f} {:.0f} "
+        "{:.0f}\">\n{}{}</svg></div>\n",
+        top, height, part, view, dr.width, height, top, dr.width, height, edge_bands[k],
+        box_bands[k]);
+  }
+  o += "</div></div>\n";
 }
 
 void graph_section(std::string& o, const ReportData& d) {
@@ -320,10 +381,14 @@ void memory_section(std::string& o, const ReportData& d) {
   }
   o += "</svg></div>\n<h3>Outside the arena</h3><p>Parameters are the caller's buffers; a "
        "variable marked donated is updated in place: its new value is written into the "
-       "variable's own buffer when the caller donates it.</p>\n<table class=\"sortable\" "
-       "id=\"outside-table\"><thead><tr><th>value</th><th>kind</th><th>type</th><th "
-       "class=\"n\">bytes</th><th>lifetime</th><th>written by</th><th>donated</th><th>also "
-       "holds</th></tr></thead><tbody>\n";
+       "variable's own buffer when the caller donates it.</p>\n";
+  const size_t outside = size_t(std::count_if(d.buffers.begin(), d.buffers.end(),
+                                              [](const Buffer& b) { return !b.in_arena; }));
+  size_t emitted = 0;
+  o += sortable_table("outside-table", outside);
+  o += "<thead><tr><th>value</th><th>kind</th><th>type</th><th class=\"n\">bytes</th>"
+       "<th>lifetime</th><th>written by</th><th>donated</th><th>also holds</th></tr></thead>"
+       "<tbody>\n";
   for (const Buffer& b : d.buffers) {
     if (b.in_arena) continue;
     std::string views;
@@ -334,6 +399,7 @@ void memory_section(std::string& o, const ReportData& d) {
         "</tr>\n",
         esc(b.value), esc(b.value), esc(b.kind), esc(b.type), b.size, b.size, b.first_step,
         b.last_step, esc(b.producer), b.donated ? "donated" : "", esc(views));
+    o += after_row(emitted, outside);
   }
   o += "</tbody></table></section>\n";
 }
@@ -346,7 +412,10 @@ void kernel_section(std::string& o, const ReportData& d) {
   if (d.timed && d.timing.peak_gflops > 0)
     o += fmt::format(" Peak: the machine's float32 FMA peak, {:.1f} GFLOP/s, measured now.",
                      d.timing.peak_gflops);
-  o += "</p>\n<table class=\"sortable\" id=\"kernel-table\"><thead><tr><th class=\"n\">#</th>"
+  size_t rows = d.steps.size(), emitted = 0;
+  for (const auto& r : d.steps) rows += r.nested.size();
+  o += "</p>\n" + sortable_table("kernel-table", rows);
+  o += "<thead><tr><th class=\"n\">#</th>"
        "<th>name</th><th>kind</th><th>shape</th><th class=\"n\">ms</th><th class=\"n\">share"
        "</th><th class=\"n\">GFLOP/s</th><th class=\"n\">of peak</th><th class=\"n\">GB/s</th>"
        "</tr></thead><tbody>\n";
@@ -369,7 +438,7 @@ void kernel_section(std::string& o, const ReportData& d) {
                  : std::string("<td class=\"n\" data-v=\"0\">-</td>");
     o += num(100 * share, "{:.1f}%") + num(gflops, "{:.2f}") +
          num(d.timing.peak_gflops > 0 ? 100 * gflops / d.timing.peak_gflops : 0, "{:.0f}%") +
-         num(gbs, "{:.2f}") + "</tr>\n";
+         num(gbs, "{:.2f}") + "</tr>\n" + after_row(emitted, rows);
     // A cond / while step's body steps, inside its time (not added to the step's total).
     for (size_t i = 0; i < r.nested.size(); ++i) {
       const NestedStepTime& n = r.nested[i];
@@ -383,7 +452,7 @@ void kernel_section(std::string& o, const ReportData& d) {
           n.runs, esc(category_kind(n.category)), esc(r.name), n.ns, ms(n.ns));
       o += num(100 * share_of(d, n.ns), "{:.1f}%") + num(nf, "{:.2f}") +
            num(d.timing.peak_gflops > 0 ? 100 * nf / d.timing.peak_gflops : 0, "{:.0f}%") +
-           num(nb, "{:.2f}") + "</tr>\n";
+           num(nb, "{:.2f}") + "</tr>\n" + after_row(emitted, rows);
     }
   }
   o += "</tbody>";

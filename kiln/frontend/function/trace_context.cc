@@ -13,7 +13,7 @@ namespace {
 
 thread_local std::vector<TraceContext*> t_contexts;
 thread_local std::vector<std::string> t_names;
-thread_local std::vector<std::source_location> t_locations;
+thread_local std::vector<ir::SourceLocation> t_locations;
 std::atomic<uint64_t> g_next_context_id{1};
 
 std::string joined_scope() {
@@ -91,10 +91,7 @@ ir::Value* TraceContext::lift(const Tensor& outer) {
 void TraceContext::annotate(ir::Node& node, std::string_view op_name) {
   std::string scope = joined_scope();
   if (!scope.empty()) node.set_name(scope + "/" + std::string(op_name));
-  if (!t_locations.empty()) {
-    const std::source_location& l = t_locations.back();
-    node.set_location({l.file_name(), uint32_t(l.line()), uint32_t(l.column())});
-  }
+  if (!t_locations.empty() && t_locations.back().known()) node.set_location(t_locations.back());
 }
 
 Tensor TraceContext::record_op(OpKind kind, std::span<const Tensor> inputs, const Attrs& attrs) {
@@ -191,16 +188,35 @@ void TraceContext::assign_variable(ir::NodeKind kind, const Variable& var, const
 InitScope::InitScope() { saved_.swap(t_contexts); }
 InitScope::~InitScope() { t_contexts.swap(saved_); }
 
+ir::SourceLocation user_location(const std::source_location& loc) {
+  // This file's path as the compiler saw it ends in kiln/frontend/function/trace_context.cc:
+  // what comes before is the root of the tree the library was built from.
+  static const std::string_view root = [] {
+    constexpr std::string_view self = __FILE__, tail = "kiln/frontend/function/trace_context.cc";
+    return self.ends_with(tail) ? self.substr(0, self.size() - tail.size()) : std::string_view();
+  }();
+  const std::string_view file = loc.file_name();
+  if (file.empty()) return {};
+  if (file.starts_with(root)) {
+    const std::string_view rel = file.substr(root.size());
+    if (rel.starts_with("kiln/") || rel.starts_with("python/src/")) return {};
+  }
+  return {std::string(file), uint32_t(loc.line()), uint32_t(loc.column())};
+}
+
 NameScope::NameScope(std::string_view name, const std::source_location* location)
+    : NameScope(name, location ? user_location(*location) : ir::SourceLocation(),
+                LocationRule::kOverride) {}
+
+NameScope::NameScope(std::string_view name, const ir::SourceLocation& location, LocationRule rule)
     : active_(tracing()) {
   if (!active_) return;
   t_names.emplace_back(name);
-  if (location)
-    t_locations.push_back(*location);
-  else if (!t_locations.empty())
-    t_locations.push_back(t_locations.back());
-  else
-    t_locations.push_back(std::source_location());
+  const bool enclosing_known = !t_locations.empty() && t_locations.back().known();
+  const bool take = location.known() && (rule == LocationRule::kOverride || !enclosing_known);
+  t_locations.push_back(take                  ? location
+                        : t_locations.empty() ? ir::SourceLocation()
+                                              : t_locations.back());
 }
 
 NameScope::~NameScope() {

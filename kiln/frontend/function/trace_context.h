@@ -135,11 +135,24 @@ class InitScope {
   std::vector<TraceContext*> saved_;
 };
 
+// `loc` as the IR keeps it, or unknown where it lies in kiln's own sources (kiln/ and python/src/
+// of the tree this library was built from): those are never the user's code, so a layer that
+// calls another, or a binding that calls a layer, leaves the enclosing location in place.
+ir::SourceLocation user_location(const std::source_location& loc);
+
+// How a scope's location combines with the enclosing scopes' (NameScope).
+enum class LocationRule : uint8_t {
+  kOverride,   // this location where it is known (a call in the user's code)
+  kIfUnknown,  // only where the enclosing scopes give none (a layer's creation site)
+};
+
 // Name scope for traced nodes ("sequential/dense_1" -> node "sequential/dense_1/matmul") and
-// the user's source location for nodes recorded inside it. Cheap when not tracing.
+// the user's source location for nodes recorded inside it (unknown locations inherit the
+// enclosing scope's). Cheap when not tracing.
 class NameScope {
  public:
   explicit NameScope(std::string_view name, const std::source_location* location = nullptr);
+  NameScope(std::string_view name, const ir::SourceLocation& location, LocationRule rule);
   ~NameScope();
   NameScope(const NameScope&) = delete;
   NameScope& operator=(const NameScope&) = delete;

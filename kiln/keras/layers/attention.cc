@@ -292,6 +292,7 @@ std::vector<Tensor> MultiHeadAttentionImpl::attend(const Tensor& query, const Te
   if (call.attention_mask.defined()) inputs.push_back(call.attention_mask);
   bool placeholder = false;
   for (const Tensor& t : inputs) placeholder = placeholder || (t.defined() && t.is_placeholder());
+  if (placeholder) note_origin(detail::user_location(loc));  // where it joined a model
   if (placeholder && (flags.causal != options_.use_causal_mask ||
                       flags.scores != options_.return_attention_scores))
     throw Error(fmt::format(

@@ -184,7 +184,8 @@ std::vector<Tensor> LayerImpl::invoke(const std::vector<Tensor>& inputs, bool tr
   }
   check_input_spec(name_, input_spec, inputs);
   if (any_symbolic) return call_symbolic(inputs, training);
-  detail::NameScope scope(name_);  // traced nodes are named "<layer>/<op>"
+  // Traced nodes are named "<layer>/<op>"; their location is the caller's, else the origin's.
+  detail::NameScope scope(name_, origin_, detail::LocationRule::kIfUnknown);
 
   std::vector<Shape> shapes;
   for (const Tensor& t : inputs) shapes.push_back(t.shape());
@@ -380,7 +381,24 @@ LayerImpl& Layer::impl() const {
   return *impl_;
 }
 
+void LayerImpl::note_origin(const ir::SourceLocation& location) {
+  if (!origin_.known()) origin_ = location;
+}
+
+namespace {
+// A call on symbolic tensors in the user's code is where the layer joined a functional model.
+void note_symbolic_call(LayerImpl& layer, const std::vector<Tensor>& inputs,
+                        const std::source_location& loc) {
+  for (const Tensor& t : inputs)
+    if (t.defined() && t.is_placeholder()) {
+      layer.note_origin(detail::user_location(loc));
+      return;
+    }
+}
+}  // namespace
+
 Tensor Layer::operator()(const Tensor& inputs, bool training, std::source_location loc) const {
+  note_symbolic_call(impl(), {inputs}, loc);
   detail::NameScope at(/*name=*/"", &loc);
   std::vector<Tensor> out = impl().invoke({inputs}, training);
   if (out.size() != 1)
@@ -391,6 +409,7 @@ Tensor Layer::operator()(const Tensor& inputs, bool training, std::source_locati
 
 std::vector<Tensor> Layer::operator()(const std::vector<Tensor>& inputs, bool training,
                                       std::source_location loc) const {
+  note_symbolic_call(impl(), inputs, loc);
   detail::NameScope at(/*name=*/"", &loc);
   return impl().invoke(inputs, training);
 }

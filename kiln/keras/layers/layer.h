@@ -23,6 +23,7 @@
 #include "kiln/frontend/seed_generator.h"
 #include "kiln/frontend/tensor.h"
 #include "kiln/frontend/variable.h"
+#include "kiln/ir/source_location.h"
 #include "kiln/keras/layers/constraints.h"
 #include "kiln/keras/layers/dtype_policy.h"
 #include "kiln/keras/layers/initializers.h"
@@ -94,6 +95,12 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   bool built() const { return built_; }
   // The input shapes the layer was built from (Keras' _build_shapes_dict); empty before.
   const std::vector<Shape>& build_input_shapes() const { return build_input_shapes_; }
+  // Where the user's code put this layer into a model: its first call on symbolic tensors (a
+  // functional model), Sequential's constructor or add(), or a Python frame. A traced call
+  // names its nodes' source location after it where the call itself gives none (a model's
+  // step calls its layers from kiln's code). The first user location noted stays.
+  void note_origin(const ir::SourceLocation& location);
+  const ir::SourceLocation& origin() const { return origin_; }
 
   // ---- dtype policy (kiln/keras/layers/dtype_policy.h) ----
   // The layer's policy: its `dtype` argument, else the global policy when it was constructed.
@@ -201,6 +208,7 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   std::vector<Layer> sublayers_;
   std::vector<Tensor> call_losses_;
   std::vector<Shape> build_input_shapes_;
+  ir::SourceLocation origin_;
 };
 
 // The handle users hold.

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "kiln/frontend/function/trace_context.h"
 #include "kiln/keras/training/model_steps.h"
 
 namespace kiln {
@@ -19,7 +20,8 @@ std::vector<std::string> ModelImpl::layer_output_shapes() const {
   return out;
 }
 
-void ModelImpl::compile(CompileOptions options) {
+void ModelImpl::compile(CompileOptions options, std::source_location loc) {
+  compile_origin_ = detail::user_location(loc);
   if (!options.loss.defined())
     throw Error(
         fmt::format("compile: model \"{}\" needs a loss, e.g. "

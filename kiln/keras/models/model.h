@@ -12,6 +12,7 @@
 #include <iosfwd>
 #include <map>
 #include <optional>
+#include <source_location>
 #include <string>
 #include <vector>
 
@@ -40,8 +41,13 @@ class ModelImpl : public LayerImpl {
   // ---- the trainer (training/fit.cc, fit_dataset.cc, model_steps.cc) ----
   // Keras' compile. The loss, loss weights and metrics may be given per output (see
   // training/compile_options.h); names are checked against output_names() when it is known.
-  void compile(CompileOptions options);
+  // `loc`: where the user's code compiled the model (compile_origin).
+  void compile(CompileOptions options, std::source_location loc = std::source_location::current());
   bool compiled() const { return compiled_.has_value(); }
+  // The source location a traced step gives its loss nodes ("compile_loss/..."): where the
+  // user's code chose the loss. Bindings set the caller's (a Python frame).
+  const ir::SourceLocation& compile_origin() const { return compile_origin_; }
+  void set_compile_origin(ir::SourceLocation loc) { compile_origin_ = std::move(loc); }
   const CompileOptions& compile_options() const;
   // x, y and sample weights: one tensor, a list in the model's input/output order, or tensors
   // by input/output name (Arrays). A model with several outputs logs "loss", "<output>_loss"
@@ -118,6 +124,7 @@ class ModelImpl : public LayerImpl {
  private:
   friend struct ModelSteps;
   std::optional<CompileOptions> compiled_;
+  ir::SourceLocation compile_origin_;
   std::shared_ptr<struct ModelSteps> steps_;
 };
 

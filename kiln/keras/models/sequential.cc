@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kiln/frontend/function/trace_context.h"
+
 namespace kiln {
 namespace {
 
@@ -117,8 +119,17 @@ Json SequentialImpl::get_config() const {
 }
 
 Sequential::Sequential(std::vector<Layer> layers, std::optional<Shape> input_shape,
-                       const std::string& name)
-    : Model(std::make_shared<SequentialImpl>(std::move(layers), std::move(input_shape), name)) {}
+                       const std::string& name, std::source_location loc)
+    : Model(std::make_shared<SequentialImpl>(std::move(layers), std::move(input_shape), name)) {
+  // The layers joined a model here (LayerImpl::note_origin).
+  const ir::SourceLocation origin = detail::user_location(loc);
+  for (const Layer& layer : impl_seq().layers()) layer->note_origin(origin);
+}
+
+void Sequential::add(const Layer& layer, std::source_location loc) const {
+  if (layer.defined()) layer->note_origin(detail::user_location(loc));
+  impl_seq().add(layer);
+}
 
 std::vector<std::string> SequentialImpl::output_names() const {
   if (layers_.empty()) return {};

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <optional>
+#include <source_location>
 #include <vector>
 
 #include "kiln/keras/models/model.h"
@@ -41,9 +42,11 @@ class SequentialImpl : public ModelImpl {
 class Sequential : public Model {
  public:
   // `input_shape` excludes the batch dimension. Default names: "sequential", "sequential_1".
+  // `loc`: where the layers joined a model (LayerImpl::note_origin).
   explicit Sequential(std::vector<Layer> layers = {}, std::optional<Shape> input_shape = {},
-                      const std::string& name = "");
-  void add(const Layer& layer) const { impl_seq().add(layer); }
+                      const std::string& name = "",
+                      std::source_location loc = std::source_location::current());
+  void add(const Layer& layer, std::source_location loc = std::source_location::current()) const;
   SequentialImpl* operator->() const { return &impl_seq(); }
 
  private:

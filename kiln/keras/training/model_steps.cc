@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "kiln/frontend/creation.h"
+#include "kiln/frontend/function/trace_context.h"
 #include "kiln/frontend/gradient_tape.h"
 #include "kiln/frontend/ops.h"
 
@@ -46,6 +47,14 @@ ModelImpl::StepResult unpack(const std::vector<Tensor>& r, const ModelSteps::Lay
   return s;
 }
 
+// The compiled losses of a step, traced under "compile_loss" (Keras 3's scope) with the
+// location of the user's compile().
+auto step_losses(ModelSteps& s, ModelImpl& model, const std::vector<Tensor>& ys,
+                 const std::vector<Tensor>& y_pred, const std::vector<Tensor>& sws) {
+  detail::NameScope scope("compile_loss", model.compile_origin(), detail::LocationRule::kIfUnknown);
+  return s.objectives(y_pred.size()).losses(ys, y_pred, sws, model.losses());
+}
+
 // Data parallel: the gradients of this rank's loss times its share of the global batch,
 // summed over the ranks, are the gradients of the global batch's loss (a mean over the
 // examples; the layers' regularization losses count once, as the shares sum to 1).
@@ -55,7 +64,7 @@ std::vector<Tensor> train_step(ModelSteps& s, const std::vector<Tensor>& xs,
   ModelImpl& model = s.model;
   GradientTape tape;
   std::vector<Tensor> y_pred = model.invoke(xs, /*training=*/true);
-  auto losses = s.objectives(y_pred.size()).losses(ys, y_pred, sws, model.losses());
+  auto losses = step_losses(s, model, ys, y_pred, sws);
   std::vector<Variable> vars = model.trainable_weights();
   Tensor target = losses.total;
   if (data_parallel) target = target * cast(s.gradient_scale.read(), target.dtype());
@@ -72,7 +81,7 @@ std::vector<Tensor> train_step(ModelSteps& s, const std::vector<Tensor>& xs,
 std::vector<Tensor> test_step(ModelSteps& s, const std::vector<Tensor>& xs,
                               const std::vector<Tensor>& ys, const std::vector<Tensor>& sws) {
   std::vector<Tensor> y_pred = s.model.invoke(xs, /*training=*/false);
-  auto losses = s.objectives(y_pred.size()).losses(ys, y_pred, sws, s.model.losses());
+  auto losses = step_losses(s, s.model, ys, y_pred, sws);
   return pack(losses, y_pred, s.test_layout);
 }
 

@@ -300,7 +300,7 @@ void OptimizerImpl::apply_gradients(const std::vector<Tensor>& grads_in,
                     "variables (all are undefined): is the loss connected to them?",
                     name_, variables.size()));
   if (detail::tracing()) traced_ = true;
-  detail::NameScope scope(name_);
+  detail::NameScope scope(name_, origin_, detail::LocationRule::kIfUnknown);
   const std::vector<Tensor> clipped = clip_gradients(clipping_, grads);
   // lr at iterations before the update; step = iterations + 1 (float64 scalars).
   Tensor iterations = cast(iterations_.value(), DType::f64);
@@ -573,11 +573,24 @@ OptimizerImpl* Optimizer::operator->() const {
   return impl_.get();
 }
 
-Optimizer SGD(SGDOptions options) { return Optimizer(std::make_shared<SGDImpl>(options)); }
-Optimizer Adam(AdamOptions options) { return Optimizer(std::make_shared<AdamImpl>(options)); }
-Optimizer AdamW(AdamWOptions options) { return Optimizer(std::make_shared<AdamWImpl>(options)); }
-Optimizer RMSprop(RMSpropOptions options) {
-  return Optimizer(std::make_shared<RMSpropImpl>(options));
+namespace {
+Optimizer made_at(std::shared_ptr<OptimizerImpl> impl, const std::source_location& loc) {
+  impl->note_origin(detail::user_location(loc));
+  return Optimizer(std::move(impl));
+}
+}  // namespace
+
+Optimizer SGD(SGDOptions options, std::source_location loc) {
+  return made_at(std::make_shared<SGDImpl>(options), loc);
+}
+Optimizer Adam(AdamOptions options, std::source_location loc) {
+  return made_at(std::make_shared<AdamImpl>(options), loc);
+}
+Optimizer AdamW(AdamWOptions options, std::source_location loc) {
+  return made_at(std::make_shared<AdamWImpl>(options), loc);
+}
+Optimizer RMSprop(RMSpropOptions options, std::source_location loc) {
+  return made_at(std::make_shared<RMSpropImpl>(options), loc);
 }
 
 }  // namespace kiln

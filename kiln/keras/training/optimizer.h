@@ -14,11 +14,13 @@
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
+#include <source_location>
 #include <string>
 #include <vector>
 
 #include "kiln/frontend/tensor.h"
 #include "kiln/frontend/variable.h"
+#include "kiln/ir/source_location.h"
 #include "kiln/keras/training/gradient_clipping.h"
 
 namespace kiln {
@@ -73,6 +75,12 @@ class OptimizerImpl {
   // rate ("<name>/learning_rate", float64), then the slot variables in creation order.
   std::vector<Variable> variables() const;
   int64_t iterations() const;
+  // Where the user's code made this optimizer: a traced update names its nodes' source
+  // location after it where the caller gives none (a model's train step). The first stays.
+  void note_origin(const ir::SourceLocation& location) {
+    if (!origin_.known()) origin_ = location;
+  }
+  const ir::SourceLocation& origin() const { return origin_; }
   // The rate the next update uses: the schedule at iterations() if one is set, else the
   // learning-rate variable's value.
   double current_learning_rate() const;
@@ -157,6 +165,7 @@ class OptimizerImpl {
   GradientClipping clipping_;
   LearningRateSchedule schedule_;
   bool traced_ = false;  // an update was traced into a graph
+  ir::SourceLocation origin_;
   Variable iterations_;
   std::vector<Hyperparameter> hyperparameters_;  // learning_rate first
   std::map<std::string, std::string> unavailable_;
@@ -211,9 +220,13 @@ struct RMSpropOptions {
 };
 
 // SGD throws kiln::Error unless 0 <= momentum <= 1 (Keras' check).
-Optimizer SGD(SGDOptions options = {});
-Optimizer Adam(AdamOptions options = {});
-Optimizer AdamW(AdamWOptions options = {});
-Optimizer RMSprop(RMSpropOptions options = {});
+// `loc`: where the user's code made the optimizer (OptimizerImpl::note_origin).
+Optimizer SGD(SGDOptions options = {}, std::source_location loc = std::source_location::current());
+Optimizer Adam(AdamOptions options = {},
+               std::source_location loc = std::source_location::current());
+Optimizer AdamW(AdamWOptions options = {},
+                std::source_location loc = std::source_location::current());
+Optimizer RMSprop(RMSpropOptions options = {},
+                  std::source_location loc = std::source_location::current());
 
 }  // namespace kiln

@@ -5,11 +5,35 @@ the class every layer or model object coming back from C++ gets (``wrap``).
 The C++ objects are kiln::LayerImpl and kiln::ModelImpl (``kiln._kiln._Layer`` / ``_Model``);
 a Python subclass runs through the PyLayer trampoline (python/src/keras_bindings.h), which calls
 ``build``, ``_kiln_call`` and ``get_config`` below."""
+import os
+import sys
+
 from .. import _kiln
 from . import _calls
 
 # class name -> Python class, for objects made in C++ (load_model, model.layers)
 _CLASSES = {}
+
+# The kiln package's directory: frames inside it are never the user's code.
+_KILN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def user_frame():
+    """(file, line) of the innermost caller outside the kiln package, or None."""
+    f = sys._getframe(1)
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(_KILN_DIR):
+        f = f.f_back
+    return None if f is None else (f.f_code.co_filename, f.f_lineno)
+
+
+def note_origin(obj):
+    """Notes where the user's code put a layer into a model or made an optimizer: a traced
+    step's nodes show it as their source location (kiln::LayerImpl::note_origin)."""
+    if isinstance(obj, _kiln._Layer) and obj._origin_known:
+        return
+    frame = user_frame()
+    if frame is not None:
+        obj._note_origin(*frame)
 
 
 class KerasMeta(type(_kiln._Layer)):
@@ -119,6 +143,8 @@ class LayerMixin:
         """Keras' layer call: ``layer(inputs, training=None, mask=None)`` plus the call
         arguments of the layer (initial_state, MultiHeadAttention's query/value/key/...,
         a Python layer's own); see kiln/keras/_calls.py."""
+        if not self._origin_known:  # the first call: a functional model's, or a call()'s
+            note_origin(self)
         return _calls.call(self, args, kwargs)
 
     def compute_mask(self, inputs, previous_mask=None):

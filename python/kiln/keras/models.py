@@ -125,6 +125,9 @@ class Sequential(ModelMixin, _kiln._Sequential, metaclass=_base.KerasMeta):
             input_shape = tuple(layers.pop(0).shape[1:])
         elif layers and getattr(layers[0], "_input_shape", None) is not None:
             input_shape = layers[0]._input_shape
+        for layer in layers:
+            if isinstance(layer, _kiln._Layer):
+                _base.note_origin(layer)
         _kiln._Sequential.__init__(self, layers, input_shape, name or "")
         if not trainable:
             self.trainable = False
@@ -133,6 +136,8 @@ class Sequential(ModelMixin, _kiln._Sequential, metaclass=_base.KerasMeta):
         if isinstance(layer, _kiln.Tensor):
             raise _kiln.Error("Sequential.add: give the input shape when making the model: "
                               "Sequential([kiln.keras.Input(shape), ...])")
+        if isinstance(layer, _kiln._Layer):
+            _base.note_origin(layer)
         _kiln._Sequential.add(self, layer)
 
 

@@ -5,6 +5,7 @@ callable step -> rate written with kiln ops (traced into the training step). Hyp
 are variables: ``opt.learning_rate = 0.01`` or ``opt.set_hyperparameter("beta_1", 0.8)``
 takes effect at the next compiled step without retracing."""
 from .. import _kiln
+from . import _base
 from . import schedules  # noqa: F401
 
 Optimizer = _kiln.Optimizer
@@ -22,7 +23,9 @@ def _make(class_name, learning_rate, clipnorm, clipvalue, global_clipnorm, **hyp
                  ("global_clipnorm", global_clipnorm)):
         if v is not None:
             config[k] = float(v)
-    return _kiln._optimizer_from_config(class_name, config, schedule)
+    optimizer = _kiln._optimizer_from_config(class_name, config, schedule)
+    _base.note_origin(optimizer)
+    return optimizer
 
 
 def SGD(learning_rate=0.01, momentum=0.0, nesterov=False, clipnorm=None, clipvalue=None,
