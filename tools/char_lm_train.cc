@@ -9,6 +9,7 @@
 #include "kiln/kiln.h"
 #include "tools/char_lm.h"
 #include "tools/data_parallel_report.h"
+#include "tools/report_steps.h"
 #include "tools/train_comparison.h"
 #include "tools/train_json.h"
 #include "tools/train_model_files.h"
@@ -36,6 +37,29 @@ Optimizer make_optimizer(const TrainOptions& a) {
   if (a.optimizer == "adam") return Adam({.learning_rate = a.learning_rate()});
   if (a.optimizer == "sgd") return SGD({.learning_rate = a.learning_rate()});
   throw Error(fmt::format("--optimizer {}: expected adam or sgd", a.optimizer));
+}
+
+// --report FILE: the step report of a fresh model of the run (its configuration, optimizer and
+// dtype policy) on the first training batch; with --mode both the comparison charted.
+void write_step_report(const CharLmTrainArgs& args, const CharLmData& d,
+                       const ModeComparison* comparison) {
+  const TrainOptions& a = args.train;
+  std::vector<int64_t> rows;
+  for (int64_t i = 0; i < std::min(a.batch_size, d.train.size()); ++i) rows.push_back(i);
+  clear_session();
+  set_random_seed(a.seed);
+  Model model;
+  {
+    mixed_precision::PolicyScope policy(a.dtype_policy);
+    model = build_char_lm(args.config);
+  }
+  model->compile({.optimizer = make_optimizer(a),
+                  .loss = losses::sparse_categorical_crossentropy(/*from_logits=*/true),
+                  .metrics = {"accuracy"}});
+  write_train_step_report(
+      model, data::take_rows(d.train.x, rows), data::take_rows(d.train.y, rows), a.report,
+      fmt::format("{} training step, batch {}, {}", a.model, rows.size(), a.dtype_policy),
+      comparison);
 }
 
 TrainRun train_once(const CharLmTrainArgs& args, const CharLmData& d, const std::string& mode,
@@ -134,8 +158,10 @@ void run_char_lm_training(const CharLmTrainArgs& in) {
                       {"test_perplexity", std::exp(r.test_loss)},
                       {"unigram_perplexity", unigram}});
   };
+  const bool step_report = !t.report.empty() && distributed::is_output_rank();
   if (t.mode != "both") {
     report({train_once(a, d, t.run_mode(), /*report=*/true)}, nullptr);
+    if (step_report) write_step_report(a, d, nullptr);
     return;
   }
   std::vector<int64_t> rows;
@@ -151,6 +177,7 @@ void run_char_lm_training(const CharLmTrainArgs& in) {
       t.optimizer, t.learning_rate(), t.seed, data::take_rows(d.train.x, rows),
       data::take_rows(d.train.y, rows));
   report(c.runs, &c);
+  if (step_report) write_step_report(a, d, &c.step);
   c.check_agreement();
 }
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <iostream>
+
 #include "kiln/kiln.h"
 #include "tools/char_lm.h"
 #include "tools/model_zoo.h"
@@ -11,6 +13,17 @@ namespace kiln::tools {
 std::vector<std::string> report_step_kinds() { return {"mlp", "cnn", "lstm", "transformer"}; }
 
 void ReportStep::run() const { model->run_train_step(x, y); }
+
+void write_train_step_report(Model& model, const Tensor& x, const Tensor& y,
+                             const std::string& path, const std::string& title,
+                             const ModeComparison* comparison) {
+  const CompiledForm form = model->train_step_function(x, y).compiled_form();
+  const StepTiming timing = measure_step(form, [&] { model->run_train_step(x, y); });
+  write_report(form, path, {.title = title, .timing = &timing, .comparison = comparison});
+  std::cout << fmt::format("wrote {}: step {:.3f} ms (mean of {} calls){}\n", path,
+                           double(timing.step_ns) / 1e6, timing.calls,
+                           comparison ? ", eager against compiled charted" : "");
+}
 
 ReportStep make_report_step(const std::string& kind, int64_t batch_size, int64_t seq_len) {
   constexpr int64_t kSide = 8, kClasses = 10, kVocabulary = 32;

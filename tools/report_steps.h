@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/frontend/function/compare_modes.h"
 #include "kiln/keras/models/model.h"
 
 namespace kiln::tools {
@@ -25,5 +26,12 @@ ReportStep make_report_step(const std::string& kind, int64_t batch_size, int64_t
 
 // The kinds make_report_step accepts.
 std::vector<std::string> report_step_kinds();
+
+// `kiln train --report FILE`: writes the HTML step report of `model`'s (compiled) train step on
+// (x, y), the run's first batch, its steps timed; with `comparison` (--mode both) the eager
+// against compiled step charted too. Prints "wrote FILE: step T ms (mean of N calls)".
+void write_train_step_report(Model& model, const Tensor& x, const Tensor& y,
+                             const std::string& path, const std::string& title,
+                             const ModeComparison* comparison);
 
 }  // namespace kiln::tools

@@ -9,7 +9,7 @@
 //                              and a comparison table (tools/train_comparison.h)
 //   --json FILE                the history per epoch, the numbers printed, and the
 //                              comparison of --mode both (tools/train_json.h)
-//   --report FILE              mlp, cnn: the HTML step report of the compiled train step
+//   --report FILE              the HTML step report of the compiled train step
 //                              (kiln/frontend/function/report.h), with --mode both the step
 //                              compared eagerly and compiled charted
 // The options common to both paths are tools/train_options.h.
@@ -26,6 +26,7 @@
 #include "tools/commands.h"
 #include "tools/data_parallel_report.h"
 #include "tools/model_zoo.h"
+#include "tools/report_steps.h"
 #include "tools/train_comparison.h"
 #include "tools/train_json.h"
 #include "tools/train_model_files.h"
@@ -123,16 +124,10 @@ void write_step_report(const TrainOptions& a, const Data& d, const ModeCompariso
       {.optimizer = a.optimizer == "sgd" ? SGD({.learning_rate = lr}) : Adam({.learning_rate = lr}),
        .loss = losses::sparse_categorical_crossentropy(/*from_logits=*/true),
        .metrics = {"accuracy"}});
-  const CompiledForm form = model->train_step_function(x, y).compiled_form();
-  const StepTiming timing = measure_step(form, [&] { model->run_train_step(x, y); });
-  write_report(
-      form, a.report,
-      {.title = fmt::format("{} training step, batch {}, {}", a.model, rows.size(), a.dtype_policy),
-       .timing = &timing,
-       .comparison = comparison});
-  std::cout << fmt::format("wrote {}: step {:.3f} ms (mean of {} calls){}\n", a.report,
-                           double(timing.step_ns) / 1e6, timing.calls,
-                           comparison ? ", eager against compiled charted" : "");
+  write_train_step_report(
+      model, x, y, a.report,
+      fmt::format("{} training step, batch {}, {}", a.model, rows.size(), a.dtype_policy),
+      comparison);
 }
 
 void run_char_lm(const TrainArgs& a) {
@@ -152,11 +147,6 @@ void check_dataset(const TrainOptions& a) {
     throw_usage_error(
         fmt::format("--model {} trains on text: use --dataset text:FILE (got --dataset {})",
                     a.model, a.dataset));
-  if (is_char_lm(a.model) && !a.report.empty())
-    throw_usage_error(
-        fmt::format("--report draws the mlp and cnn steps; for --model {} run "
-                    "`kiln report --model lstm|transformer --compare`",
-                    a.model));
   if (!is_char_lm(a.model) && text)
     throw_usage_error(fmt::format(
         "--dataset {} is text: train it with --model lstm, gru or transformer", a.dataset));
@@ -298,7 +288,7 @@ void add_train_command(CLI::App& app) {
                   "eager/compiled comparison (--mode both) to this JSON file (atomically)")
       ->group(files);
   cmd->add_option("--report", t.report,
-                  "mlp, cnn: write the HTML step report of the compiled training step (as "
+                  "write the HTML step report of the compiled training step (as "
                   "`kiln report`: graph, memory plan, kernels, timed), with --mode both the "
                   "step's eager-vs-compiled comparison charted")
       ->group(files);

@@ -188,7 +188,7 @@ Tensor reshape(const Tensor& x, const Axes& shape);
 // A copy of x in a buffer of its own (an identity for values; kept by graph passes).
 Tensor copy(const Tensor& x);
 
-// gather: binary; inputs of any dtype; default axis = 0.
+// gather: binary; selects; inputs of any dtype; default axis = 0.
 // numpy take: params[..., indices, ...] along `axis`; indices must be in [0, dim).
 Tensor gather(const Tensor& params, const Tensor& indices, int64_t axis = 0);
 

@@ -290,7 +290,7 @@ std::vector<std::string_view> trait_names(uint32_t traits) {
       {kRandom, "random"},           {kLayout, "layout"},
       {kContraction, "contraction"}, {kTranscendental, "transcendental"},
       {kNoGradient, "no-gradient"},  {kWindow, "window"},
-      {kInternal, "internal"},
+      {kInternal, "internal"},       {kSelects, "selects"},
   };
   std::vector<std::string_view> names;
   for (const auto& [bit, name] : kNames)

@@ -42,9 +42,12 @@ enum OpTrait : uint32_t {
                               // fuses as a loop op, never duplicated, never run flat
   kInternal = 1u << 10,       // emitted by the library itself (gradients, bookkeeping), not
                               // a user-facing op: the numpy-style Python API leaves it out
+  kSelects = 1u << 11,        // its output is some of input 0's elements (slice, gather): it
+                              // reads as many of them as it writes, however large input 0 is
 };
 // The trait names of a `traits` bit set, in bit order ("elementwise", "reduction", ...,
-// "side-effecting", "no-gradient", "internal"): `kiln ops` and Python's kiln.op_table() print them.
+// "side-effecting", "no-gradient", "internal", "selects"): `kiln ops` and Python's kiln.op_table()
+// print them.
 std::vector<std::string_view> trait_names(uint32_t traits);
 
 // Which input dtypes an op accepts.

@@ -241,14 +241,29 @@ Executable::Executable(std::string name, std::vector<SlotStorage> slots, size_t 
     return t.shape.is_fully_known() ? double(t.shape.num_elements()) * double(dtype_size(t.dtype))
                                     : 0.0;
   };
+  // What a step reads of its operands: all of each, except input 0 of an op that selects some
+  // of its elements (slice, gather), read only as much as the output.
+  auto read_of = [&](const std::vector<int>& inputs, double output_bytes, bool selects) {
+    double bytes = 0;
+    for (size_t j = 0; j < inputs.size(); ++j)
+      bytes +=
+          j == 0 && selects ? std::min(bytes_of(inputs[j]), output_bytes) : bytes_of(inputs[j]);
+    return bytes;
+  };
   for (ExecutableStep& s : steps_) {
     double bytes = 0;
-    for (int i : s.inputs) bytes += bytes_of(i);
-    if (s.output >= 0 && s.kind != ExecutableStep::Kind::kAssign) bytes += bytes_of(s.output);
+    if (s.output >= 0 && s.kind != ExecutableStep::Kind::kAssign) {
+      bytes += bytes_of(s.output);
+      bytes += read_of(s.inputs, bytes_of(s.output), s.selects);
+    } else {
+      bytes += read_of(s.inputs, 0, false);
+    }
     if (s.kernel) {
+      double written = 0;
+      for (int o : s.kernel->outputs) written += bytes_of(o);
       if (s.kind == ExecutableStep::Kind::kKernel)
-        for (int i : s.kernel->inputs) bytes += bytes_of(i);
-      for (int o : s.kernel->outputs) bytes += bytes_of(o);
+        bytes += read_of(s.kernel->inputs, written, s.selects);
+      bytes += written;
     }
     s.bytes = s.kind == ExecutableStep::Kind::kAssign ? 0.0 : bytes;  // assign moves no data
     if (s.kind == ExecutableStep::Kind::kContraction && s.op == OpKind::MatMul) {

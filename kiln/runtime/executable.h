@@ -101,6 +101,9 @@ struct ExecutableStep {
   std::vector<bool>
       stacks_kept;  // a stacked while: per loop variable, does anything read its stack
   // For the profiler (runtime/profiler.h): floating-point operations (contractions) and
+  // The step runs one op with trait kSelects (slice, gather: set by the step builder): input 0
+  // is read only as much as the output, in the byte estimate below.
+  bool selects = false;
   // bytes read + written (kernels, ops, contractions); 0 when unknown. Set by the Executable.
   double flops = 0, bytes = 0;
 };

@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <thread>
 #include <vector>
 
 #include "kiln/ir/error.h"
+#include "kiln/runtime/cpu_info.h"
 #include "kiln/runtime/gemm_engine.h"
 
 namespace kiln::runtime {
@@ -71,6 +73,39 @@ FmaPeak measure_loop_peak(const gemm_detail::MicroKernels* mk, int threads, doub
 }
 
 }  // namespace
+
+CopyBandwidth measure_copy_bandwidth(int threads, int repeats) {
+  if (threads < 1)
+    throw Error(fmt::format("measure_copy_bandwidth: threads must be >= 1 (got {})", threads));
+  const CacheLevel& l3 = cpu_info().l3;
+  CopyBandwidth bw;
+  bw.threads = threads;
+  bw.bytes = std::clamp<int64_t>(2 * l3.bytes, int64_t{64} << 20, int64_t{512} << 20);
+  std::vector<char> from(size_t(bw.bytes), 1), to(size_t(bw.bytes), 0);
+  const int64_t share = (bw.bytes / threads) & ~int64_t{63};
+  auto copy = [&](int t) {
+    const int64_t begin = t * share, end = t + 1 == threads ? bw.bytes : begin + share;
+    std::memcpy(to.data() + begin, from.data() + begin, size_t(end - begin));
+  };
+  for (int r = 0; r < std::max(1, repeats); ++r) {
+    std::atomic<int> ready{0};
+    std::atomic<bool> go{false};
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        ready.fetch_add(1);
+        while (!go.load()) std::this_thread::yield();
+        copy(t);
+      });
+    while (ready.load() < threads - 1) std::this_thread::yield();
+    const Clock::time_point t0 = Clock::now();
+    go.store(true);
+    copy(0);
+    for (std::thread& th : pool) th.join();
+    bw.gbs = std::max(bw.gbs, 2.0 * double(bw.bytes) / seconds_since(t0) * 1e-9);
+  }
+  return bw;
+}
 
 FmaPeak measure_fma_peak(int threads, double seconds, int repeats) {
   return measure_loop_peak(gemm_detail::active_microkernels(), threads, seconds, repeats,

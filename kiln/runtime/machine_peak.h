@@ -1,7 +1,9 @@
 // The machine's float32 FMA peak, measured in this process: the yardstick `kiln bench` and the
-// GEMM benchmarks hold compute-bound work against (docs/benchmarks.md, first paragraph).
+// GEMM benchmarks hold compute-bound work against (docs/benchmarks.md, first paragraph); and
+// its copy bandwidth beyond the caches, the step report's yardstick for steps that move data.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace kiln::runtime {
@@ -22,5 +24,16 @@ FmaPeak measure_fma_peak(int threads, double seconds = 0.05, int repeats = 3);
 // bf16 products is 2 flops each), or the float32 FMA peak where they are the float32 kernels
 // (isa then names the float32 set). The emulated sets have no peak (gflops 0).
 FmaPeak measure_bf16_peak(int threads, double seconds = 0.05, int repeats = 3);
+
+struct CopyBandwidth {
+  int threads = 0;
+  int64_t bytes = 0;  // the size of the buffer copied (twice the last-level cache, >= 64 MiB)
+  double gbs = 0.0;   // GB/s read plus written, summed over the threads
+};
+
+// `threads` threads each memcpy their share of a buffer twice the size of the last-level cache
+// (runtime/cpu_info.h; at least 64 MiB), all starting together, best of `repeats`. kiln::Error
+// if threads < 1.
+CopyBandwidth measure_copy_bandwidth(int threads, int repeats = 3);
 
 }  // namespace kiln::runtime

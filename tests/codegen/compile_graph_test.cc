@@ -112,6 +112,34 @@ TEST(CompileGraph, ContractionProductReturnedByTheGroupIsNotCopied) {
   }
 }
 
+// A step's byte estimate counts each operand read once and its result written once, except the
+// input a slice or gather selects from (op trait kSelects), read only as much as the result:
+// 16 rows of a 1000 x 64 table are 4 KiB of reads, not 250 KiB.
+TEST(CompileGraph, SliceAndGatherStepsCountOnlyTheBytesTheySelect) {
+  testing::ScopedCacheDir cache;
+  auto g = testing::optimized_graph(
+      R"(graph @pick(%0: f32[1000,64], %1: i32[16]) -> (f32[16,64], f32[16,64]) {
+  %2 = gather(%0, %1) {axis=0} : f32[16,64]
+  %3 = slice(%0) {start=[100, 0], stop=[116, 64], step=[1, 1]} : f32[16,64]
+  return %2, %3
+})");
+  auto exe = codegen::compile_graph(*g);
+  const double rows = 16 * 64 * 4, indices = 16 * 4;
+  int checked = 0;
+  for (const runtime::ExecutableStep& s : exe->steps()) {
+    if (s.name.find("gather") != std::string::npos) {
+      EXPECT_TRUE(s.selects);
+      EXPECT_EQ(s.bytes, rows + indices + rows) << s.name;  // selected rows, indices, result
+      ++checked;
+    } else if (s.name.find("slice") != std::string::npos) {
+      EXPECT_TRUE(s.selects);
+      EXPECT_EQ(s.bytes, rows + rows) << s.name;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 2) << ir::print_graph(*g);
+}
+
 // A convolution's epilogue that reads the product only at its own image runs image by image
 // right after it (runtime/executable.cc, conv_by_images): a direct forward convolution and a
 // shallow one, each with bias, ReLU and max-pool, and a direct input gradient with the

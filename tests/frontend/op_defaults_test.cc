@@ -268,6 +268,9 @@ TEST(OpDefaults, TraitNames) {
               ::testing::ElementsAre("elementwise", "commutative"));
   EXPECT_THAT(trait_names(op_info(OpKind::MaxPool2DGrad).traits),
               ::testing::ElementsAre("window", "internal"));
+  EXPECT_THAT(trait_names(op_info(OpKind::Slice).traits),
+              ::testing::ElementsAre("layout", "selects"));
+  EXPECT_THAT(trait_names(op_info(OpKind::Gather).traits), ::testing::ElementsAre("selects"));
   EXPECT_TRUE(op_info(OpKind::ElementCount).has(kInternal));
   EXPECT_FALSE(op_info(OpKind::Sum).has(kInternal));
 }

@@ -150,6 +150,7 @@ StepTiming measure_step(const CompiledForm& form, const std::function<void()>& r
   }
   t.overhead_ns = t.step_ns - sum;
   t.peak_gflops = runtime::measure_fma_peak(num_threads(), 0.02, 2).gflops;
+  t.copy_gbs = runtime::measure_copy_bandwidth(num_threads(), 2).gbs;
   return t;
 }
 

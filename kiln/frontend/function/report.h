@@ -57,6 +57,7 @@ struct StepTiming {
   std::vector<std::vector<NestedStepTime>> nested_of;
   // The machine's float32 FMA peak (runtime/machine_peak.h) at kiln's thread count; 0 unknown.
   double peak_gflops = 0;
+  double copy_gbs = 0;  // the machine's copy bandwidth beyond its caches (measure_copy_bandwidth)
 };
 
 // Runs `run_step` (which must call `form`'s executable, e.g. a ConcreteFunction call with the
