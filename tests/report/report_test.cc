@@ -145,6 +145,9 @@ TEST_P(StepReportOf, EveryBoxNamesTheUserCodeThatMadeIt) {
     }
   }
   EXPECT_GT(boxes, 10);
+  // The step opens collapsed to its layers (fewer boxes than its fusion groups and scopes).
+  EXPECT_NE(report_html(step.form).find("<section id=\"graph\" class=\"view-layers\""),
+            std::string::npos);
   // Every layer the gradient part shows is a forward layer, at one of its locations.
   ASSERT_FALSE(layers_of["gradient"].empty());
   for (const std::string& layer : layers_of["gradient"]) {

@@ -273,8 +273,9 @@ void drawing(std::string& o, const ReportData& d, const std::vector<Box>& all,
 }
 
 void graph_section(std::string& o, const ReportData& d) {
-  // Large graphs open collapsed to their layers.
-  const char* view = d.boxes.size() > 40 ? "layers" : "groups";
+  // A graph opens collapsed to its layers wherever that draws fewer boxes (a model's step: one
+  // box per layer, a recurrent or attention layer's many groups inside it).
+  const char* view = d.layers.size() < d.boxes.size() ? "layers" : "groups";
   o += fmt::format(
       "<section id=\"graph\" class=\"view-{}\"><h2>Optimized graph</h2>\n<p>Drawn by "
       "<button data-show=\"layers\">layer</button> (one box per layer name scope) or by "
