@@ -17,13 +17,6 @@ using ir::Node;
 using ir::NodeKind;
 using ir::Value;
 
-bool KernelEmitter::keeps_last_axis(const Node& n) {
-  if (n.is_op(OpKind::ArgMax) || n.is_op(OpKind::ArgMin)) return false;
-  const int rank = n.input(0)->shape().rank();
-  std::vector<int> axes = reduction_axes(n);
-  return rank >= 2 && !axes.empty() && axes.back() != rank - 1;
-}
-
 void KernelEmitter::emit_reduction_through_memory(const Value* v, const Node& n, Index idx,
                                                   int first) {
   const Value* x = n.input(0);
@@ -33,7 +26,10 @@ void KernelEmitter::emit_reduction_through_memory(const Value* v, const Node& n,
   const DType t = x->dtype();
   llvm::Type* rt = register_type(ctx_, t);
   const std::vector<llvm::Value*>& buffers = out_buffers_.at(v);
-  llvm::Value* acc = buffers.front();
+  // A bf16 result accumulates in its float32 buffer (KernelPlan::accumulators).
+  const auto accumulator = accumulator_.find(v);
+  const bool own = accumulator == accumulator_.end();
+  llvm::Value* acc = own ? buffers.front() : accumulator->second;
   auto at = [&](const Index& o) { return b_.CreateInBoundsGEP(rt, acc, offset(v, o)); };
   Index out_idx = idx;
   nest(v->shape(), first, out_idx,
@@ -53,11 +49,12 @@ void KernelEmitter::emit_reduction_through_memory(const Value* v, const Node& n,
   });
   int64_t count = 1;
   for (int d : axes) count *= in[d];
-  if (!n.is_op(OpKind::Mean) && buffers.size() == 1) return;
+  if (!n.is_op(OpKind::Mean) && buffers.size() == 1 && own) return;
   out_idx = idx;
   nest(v->shape(), first, out_idx, [&](const Index& o) {
     llvm::Value* r = b_.CreateLoad(rt, at(o));
     if (n.is_op(OpKind::Mean)) r = b_.CreateFDiv(r, llvm::ConstantFP::get(rt, double(count)));
+    if (!own) return store_at_offset(v, r, offset(v, o));  // rounded once, into each buffer
     for (llvm::Value* buf : buffers) b_.CreateStore(r, b_.CreateInBoundsGEP(rt, buf, offset(v, o)));
   });
 }

@@ -21,15 +21,18 @@ void KernelEmitter::emit() {
 }
 
 size_t KernelEmitter::buffer_count() const {
-  return g_.parameters().size() + g_.outputs().size() + plan_.temporaries.size();
+  return g_.parameters().size() + g_.outputs().size() + plan_.temporaries.size() +
+         plan_.accumulators.size();
 }
 
-const TensorType& KernelEmitter::buffer_type(size_t i) const {
+TensorType KernelEmitter::buffer_type(size_t i) const {
   size_t np = g_.parameters().size(), no = g_.outputs().size();
   if (i < np) return g_.parameter(i)->type();
   if (i < np + no) return g_.outputs()[i - np]->type();
   for (const auto& [v, t] : plan_.temporaries)
     if (size_t(t) == i - np - no) return v->type();
+  for (const auto& [v, t] : plan_.accumulators)
+    if (size_t(t) == i - np - no) return TensorType{DType::f32, v->shape()};
   internal_error(__FILE__, __LINE__, "bad kernel buffer index");
 }
 
@@ -82,6 +85,7 @@ llvm::Function* KernelEmitter::emit_body_function() {
     b_.CreateAlignmentAssumption(m_.getDataLayout(), const_cast<llvm::Value*>(buf), 64);
   for (const auto& [v, t] : plan_.temporaries)
     out_buffers_[v].push_back(f->getArg(unsigned(np + no + t)));
+  for (const auto& [v, t] : plan_.accumulators) accumulator_[v] = f->getArg(unsigned(np + no + t));
   for (const Value* v : rows_.row_buffers) {  // one row, reused by every row of the call
     llvm::Type* at = llvm::ArrayType::get(storage_type(ctx_, v->dtype()),
                                           uint64_t(v->shape().num_elements() / plan_.extent));
@@ -251,8 +255,9 @@ void KernelEmitter::emit_nest(const Value* v) {
   }
   const Node* n = v->producer();
   // (By rows, the row must be the input's leading dimension too: axis 0 not reduced. A bf16
-  // result cannot accumulate in its own buffer: it is reduced at each output index instead.)
-  if (n != nullptr && is_reduction(*n) && keeps_last_axis(*n) && v->dtype() != DType::bf16 &&
+  // result cannot accumulate in its own buffer: serially it accumulates in a float32 one
+  // (KernelPlan::accumulators); by rows it is reduced at each output index instead.)
+  if (n != nullptr && keeps_last_axis(*n) && (v->dtype() != DType::bf16 || accumulator_.count(v)) &&
       (first == 0 || reduction_axes(*n).front() != 0)) {
     emit_reduction_through_memory(v, *n, idx, first);
     return;

@@ -57,7 +57,7 @@ class KernelEmitter {
   // buffer parameters carry noalias / align 64 / dereferenceable (inlined at O3, they become
   // alias scopes on every access).
   size_t buffer_count() const;
-  const TensorType& buffer_type(size_t i) const;
+  TensorType buffer_type(size_t i) const;
   llvm::Function* emit_body_function();
   void emit_entry(llvm::Function* body);
 
@@ -118,7 +118,6 @@ class KernelEmitter {
   // reduce along strided columns; instead it accumulates in its output buffer, walking the
   // input in memory order, so the inner loop is contiguous and vectorizes without
   // reassociation (each output element is combined in input order).
-  static bool keeps_last_axis(const Node& n);
   void emit_reduction_through_memory(const Value* v, const Node& n, Index idx, int first);
 
   // ---- state
@@ -136,6 +135,8 @@ class KernelEmitter {
   llvm::Value* row_ = nullptr;
   std::unordered_map<const Value*, llvm::Value*> base_;
   std::unordered_map<const Value*, std::vector<llvm::Value*>> out_buffers_;
+  // KernelPlan::accumulators: the float32 buffer each of those reductions accumulates in.
+  std::unordered_map<const Value*, llvm::Value*> accumulator_;
   std::unordered_map<const Value*, llvm::Value*> stored_;
   std::unordered_set<const Value*> row_buffer_;
   std::unordered_set<const llvm::Value*> streaming_;  // output buffers stored non-temporally

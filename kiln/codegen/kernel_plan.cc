@@ -154,6 +154,13 @@ static bool spans_last_level_cache(const ir::Graph& body) {
   return bytes >= kStreamingFootprintBytes;
 }
 
+bool keeps_last_axis(const ir::Node& n) {
+  if (!is_reduction(n) || n.is_op(OpKind::ArgMax) || n.is_op(OpKind::ArgMin)) return false;
+  const int rank = n.input(0)->shape().rank();
+  std::vector<int> axes = reduction_axes(n);
+  return rank >= 2 && !axes.empty() && axes.back() != rank - 1;
+}
+
 KernelPlan plan_kernel(const ir::Graph& body) {
   KernelPlan plan;
   plan.streaming_stores = spans_last_level_cache(body);
@@ -237,6 +244,12 @@ KernelPlan plan_kernel(const ir::Graph& body) {
     return plan;
   }
   plan.mode = IterationMode::kSerial;
+  int accumulators = int(plan.temporaries.size());
+  for (const Value* v : plan.materialized) {
+    const ir::Node* n = op_producer(v);
+    if (v->dtype() == DType::bf16 && n != nullptr && keeps_last_axis(*n))
+      plan.accumulators[v] = accumulators++;
+  }
   plan.streaming_stores = false;
   plan.inputs_by_row.assign(body.parameters().size(), false);
   plan.extent = 1;

@@ -34,6 +34,11 @@ struct KernelPlan {
   std::vector<const ir::Value*> materialized;
   // Materialized values that are not outputs: temporary buffer index of each.
   std::unordered_map<const ir::Value*, int> temporaries;
+  // bf16 reductions a serial kernel accumulates through memory (those that keep the last axis,
+  // such as a bias gradient's sum over the batch): each accumulates along contiguous rows in a
+  // float32 temporary of its shape (buffer index after the temporaries) and is rounded into its
+  // own buffer once at the end, instead of reducing one strided column per output element.
+  std::unordered_map<const ir::Value*, int> accumulators;
   // Per parameter: read only at the row being computed (runtime::KernelLayout::inputs_by_row).
   std::vector<bool> inputs_by_row;
   // Outputs are stored with non-temporal (streaming) stores: the kernel runs flat or by rows
@@ -44,6 +49,9 @@ struct KernelPlan {
 };
 
 bool is_reduction(const ir::Node& n);
+// A reduction (not argmax/argmin) of a rank >= 2 input over axes that leave its last one: it
+// can accumulate along contiguous rows through memory.
+bool keeps_last_axis(const ir::Node& n);
 // Reduction axes of a reduction node, normalized (non-negative, sorted, each once; [] = all).
 std::vector<int> reduction_axes(const ir::Node& n);
 

@@ -36,8 +36,10 @@ LoweredKernel lower_kernel(const ir::Graph& body, const std::string& symbol,
   l.symbol = symbol;
   l.num_inputs = g->parameters().size();
   l.num_outputs = g->outputs().size();
-  l.temporaries.resize(plan.temporaries.size());
+  l.temporaries.resize(plan.temporaries.size() + plan.accumulators.size());
   for (const auto& [v, t] : plan.temporaries) l.temporaries[size_t(t)] = v->type();
+  for (const auto& [v, t] : plan.accumulators)
+    l.temporaries[size_t(t)] = TensorType{DType::f32, v->shape()};
   l.iteration = plan.mode == IterationMode::kFlat   ? "flat"
                 : plan.mode == IterationMode::kRows ? "rows"
                                                     : "serial";

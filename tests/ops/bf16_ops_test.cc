@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "kiln/codegen/compile_graph.h"
+#include "kiln/codegen/kernel_plan.h"
 #include "kiln/ir/parser.h"
 #include "kiln/ir/printer.h"
 #include "kiln/passes/constant_fold.h"
@@ -336,6 +337,40 @@ TEST(Bf16Ops, CompiledRowsRoundTheirFloat32ResultOnce) {
     ++checked;
   }
   EXPECT_GT(checked, 50);
+}
+
+// A reduction that keeps the last axis (a bias gradient: a sum over the batch) runs serially
+// and accumulates along contiguous rows: with a bf16 result, in a float32 buffer rounded once at
+// the end (codegen KernelPlan::accumulators), so every element is bit for bit the float32
+// kernel's on the widened input, rounded; and the kernel reads rows with vector loads instead
+// of one strided column per element.
+TEST(Bf16Ops, CompiledReductionsOverLeadingAxesRoundTheFloat32RowSumOnce) {
+  std::mt19937 rng(77);
+  int checked = 0;
+  for (OpKind kind : {OpKind::Sum, OpKind::Mean, OpKind::Max})
+    for (const std::vector<int64_t>& axes : {std::vector<int64_t>{0}, {0, 1}, {1}}) {
+      SCOPED_TRACE(std::string(op_name(kind)) + " over " + std::to_string(axes.size()) +
+                   " axes from " + std::to_string(axes[0]));
+      const TensorType in_type{DType::bf16, Shape{33, 6, 20}};
+      const Attrs attrs{{"axes", axes}, {"keepdims", false}};
+      const std::vector<Array> in = inputs_for(OneOp{{in_type}, attrs}, rng);
+      const std::vector<Array> wide = {widened(in[0])};
+      std::vector<Array> vars;
+      const std::vector<Array> got =
+          codegen::compile_graph(*one_op_graph(kind, {in_type}, attrs))->run(in, vars);
+      const std::vector<Array> want =
+          codegen::compile_graph(*one_op_graph(kind, f32_types({in_type}), attrs))->run(wide, vars);
+      ASSERT_EQ(got.size(), 1u);
+      EXPECT_TRUE(same_bits(got[0], rounded_like(want[0], DType::bf16)));
+      ++checked;
+    }
+  EXPECT_EQ(checked, 9);
+  // The plan: serial, with one float32 accumulator for the bf16 sum.
+  const codegen::KernelPlan plan = codegen::plan_kernel(
+      *one_op_graph(OpKind::Sum, {TensorType{DType::bf16, Shape{33, 6, 20}}},
+                    Attrs{{"axes", std::vector<int64_t>{0}}, {"keepdims", false}}));
+  EXPECT_EQ(plan.mode, codegen::IterationMode::kSerial);
+  EXPECT_EQ(plan.accumulators.size(), 1u);
 }
 
 // Casts into bf16 round once from every dtype, compiled as eagerly (ir/bfloat16.h): values
