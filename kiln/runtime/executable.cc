@@ -109,7 +109,9 @@ bool blockable(const ExecutableStep& s, std::span<const Array> in) {
 // images it computes: the epilogue then runs image by image after them (conv_by_images).
 bool conv_blockable(const ExecutableStep& s, std::span<const Array> in) {
   if ((s.op != OpKind::Conv2D && s.op != OpKind::Conv2DBackpropInput) || !s.kernel) return false;
-  if (s.type.dtype != DType::f32 || s.type.shape.rank() != 4 || in.size() != 2) return false;
+  if ((s.type.dtype != DType::f32 && s.type.dtype != DType::bf16) || s.type.shape.rank() != 4 ||
+      in.size() != 2)
+    return false;
   const KernelLayout& l = s.kernel->layout;
   if (l.inputs_by_row.empty() || !l.inputs_by_row.back()) return false;
   if (l.iteration == "rows") return l.extent == s.type.shape[0];  // a row per image

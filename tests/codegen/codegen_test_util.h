@@ -15,6 +15,7 @@
 
 #include "kiln/codegen/compile_graph.h"
 #include "kiln/codegen/object_cache.h"
+#include "kiln/ir/bfloat16.h"
 #include "kiln/ir/graph.h"
 #include "kiln/ir/parser.h"
 #include "kiln/passes/pipeline.h"
@@ -24,10 +25,16 @@
 
 namespace kiln::testing {
 
+// Uniform in [lo, hi) (integers: ten times that, rounded; bf16: the float32 draw rounded).
 inline runtime::Array random_array(const TensorType& t, std::mt19937& rng, double lo = -2.0,
                                    double hi = 2.0) {
   runtime::Array a = runtime::Array::empty(t);
   std::uniform_real_distribution<double> u(lo, hi);
+  if (t.dtype == DType::bf16) {
+    auto* p = static_cast<bfloat16*>(a.raw());
+    for (int64_t i = 0; i < a.size(); ++i) p[i] = bfloat16::from_float(float(u(rng)));
+    return a;
+  }
   visit_dtype(t.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = static_cast<T*>(a.raw());
@@ -47,6 +54,7 @@ inline runtime::Array random_array(const TensorType& t, std::mt19937& rng, doubl
 }
 
 inline double element(const runtime::Array& a, int64_t i) {
+  if (a.dtype == DType::bf16) return static_cast<const bfloat16*>(a.raw())[i].to_float();
   double v = 0;
   visit_dtype(a.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;

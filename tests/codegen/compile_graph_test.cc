@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "kiln/ir/printer.h"
+#include "kiln/runtime/gemm.h"
 #include "kiln/runtime/profiler.h"
 #include "tests/codegen/codegen_test_util.h"
 #include "tests/support/error_bound.h"
@@ -143,25 +144,27 @@ TEST(CompileGraph, SliceAndGatherStepsCountOnlyTheBytesTheySelect) {
 // A convolution's epilogue that reads the product only at its own image runs image by image
 // right after it (runtime/executable.cc, conv_by_images): a direct forward convolution and a
 // shallow one, each with bias, ReLU and max-pool, and a direct input gradient with the
-// max-pool and ReLU gradients (the CNN's three). No separate epilogue event is profiled for
-// them, and the outputs equal the reference executor bitwise at 1, 2 and 3 threads.
-TEST(CompileGraph, ConvolutionEpiloguesRunImageByImage) {
-  const char* texts[] = {
-      R"(graph @direct(%0: f32[3,10,10,16], %1: f32[3,3,16,24], %2: f32[24]) -> (f32[3,5,5,24], f32[3,10,10,24]) {
+// max-pool and ReLU gradients (the CNN's three), in float32 and in bf16 (on the float32
+// kernels, where a bf16 convolution runs the direct kernels on widened operands: each image is
+// rounded right before its epilogue rows, conv_bf16_by_images). No separate epilogue event is
+// profiled for them, and the outputs equal the reference executor bitwise at 1, 2 and 3
+// threads.
+const char* const kConvEpilogueGraphs[] = {
+    R"(graph @direct(%0: f32[3,10,10,16], %1: f32[3,3,16,24], %2: f32[24]) -> (f32[3,5,5,24], f32[3,10,10,24]) {
   %3 = conv2d(%0, %1) {strides=[1, 1], dilations=[1, 1], padding="same"} : f32[3,10,10,24]
   %4 = add(%3, %2) : f32[3,10,10,24]
   %5 = relu(%4) : f32[3,10,10,24]
   %6 = max_pool2d(%5) {pool_size=[2, 2], strides=[2, 2], padding="valid"} : f32[3,5,5,24]
   return %6, %3
 })",
-      R"(graph @shallow(%0: f32[3,12,12,1], %1: f32[3,3,1,16], %2: f32[16]) -> (f32[3,6,6,16]) {
+    R"(graph @shallow(%0: f32[3,12,12,1], %1: f32[3,3,1,16], %2: f32[16]) -> (f32[3,6,6,16]) {
   %3 = conv2d(%0, %1) {strides=[1, 1], dilations=[1, 1], padding="same"} : f32[3,12,12,16]
   %4 = add(%3, %2) : f32[3,12,12,16]
   %5 = relu(%4) : f32[3,12,12,16]
   %6 = max_pool2d(%5) {pool_size=[2, 2], strides=[2, 2], padding="valid"} : f32[3,6,6,16]
   return %6
 })",
-      R"(graph @input_grad(%0: f32[3,12,12,16], %1: f32[16], %2: f32[3,3,16,24], %3: f32[3,6,6,24]) -> (f32[3,12,12,16]) {
+    R"(graph @input_grad(%0: f32[3,12,12,16], %1: f32[16], %2: f32[3,3,16,24], %3: f32[3,6,6,24]) -> (f32[3,12,12,16]) {
   %4 = conv2d_backprop_input(%2, %3) {strides=[1, 1], dilations=[1, 1], padding="same", input_shape=[3, 6, 6, 16]} : f32[3,6,6,16]
   %5 = add(%0, %1) : f32[3,12,12,16]
   %6 = relu(%5) : f32[3,12,12,16]
@@ -171,24 +174,41 @@ TEST(CompileGraph, ConvolutionEpiloguesRunImageByImage) {
   %10 = select(%9, %7, %8) : f32[3,12,12,16]
   return %10
 })"};
-  for (const char* text : texts) {
-    testing::ScopedCacheDir cache;
-    auto g = testing::optimized_graph(text);
-    std::mt19937 rng(5);
-    std::vector<runtime::Array> args;
-    for (const auto& p : g->parameters()) args.push_back(testing::random_array(p->type(), rng));
-    testing::expect_bitwise_at_thread_counts(*g, args, text);
-    auto exe = codegen::compile_graph(*g);
-    std::vector<runtime::Array> vars;
-    runtime::start_profiling();
-    exe->run(args, vars);
-    int contractions = 0;
-    for (const runtime::ProfileEvent& e : runtime::stop_profiling()) {
-      EXPECT_NE(e.category, "epilogue") << e.name << " in\n" << text;
-      contractions += e.category == "contraction";
+
+std::string conv_graph_as(std::string text, const std::string& dtype) {
+  for (size_t at = text.find("f32"); at != std::string::npos;
+       at = text.find("f32", at + dtype.size()))
+    text.replace(at, 3, dtype);
+  return text;
+}
+
+TEST(CompileGraph, ConvolutionEpiloguesRunImageByImage) {
+  const std::string bf16_kernels = runtime::gemm_bf16_kernels();
+  runtime::set_gemm_bf16_kernels("float32");
+  struct Restore {
+    std::string kernels;
+    ~Restore() { runtime::set_gemm_bf16_kernels(kernels); }
+  } restore{bf16_kernels};
+  for (const char* dtype : {"f32", "bf16"})
+    for (const char* graph : kConvEpilogueGraphs) {
+      const std::string text = conv_graph_as(graph, dtype);
+      testing::ScopedCacheDir cache;
+      auto g = testing::optimized_graph(text);
+      std::mt19937 rng(5);
+      std::vector<runtime::Array> args;
+      for (const auto& p : g->parameters()) args.push_back(testing::random_array(p->type(), rng));
+      testing::expect_bitwise_at_thread_counts(*g, args, text);
+      auto exe = codegen::compile_graph(*g);
+      std::vector<runtime::Array> vars;
+      runtime::start_profiling();
+      exe->run(args, vars);
+      int contractions = 0;
+      for (const runtime::ProfileEvent& e : runtime::stop_profiling()) {
+        EXPECT_NE(e.category, "epilogue") << e.name << " in\n" << text;
+        contractions += e.category == "contraction";
+      }
+      EXPECT_EQ(contractions, 1) << text;
     }
-    EXPECT_EQ(contractions, 1) << text;
-  }
 }
 
 // A reshape of an arena value is a view of its bytes (codegen/memory_plan.h): no step runs for

@@ -36,7 +36,8 @@ using runtime::Array;
 uint64_t first_seed() {
   const char* env = std::getenv("KILN_RANDOM_FUSED_SEED");
   if (env == nullptr || *env == '\0') env = std::getenv("KILN_RANDOM_FUSED_FIRST_SEED");
-  return env == nullptr || *env == '\0' ? 1 : std::max<uint64_t>(1, std::strtoull(env, nullptr, 10));
+  return env == nullptr || *env == '\0' ? 1
+                                        : std::max<uint64_t>(1, std::strtoull(env, nullptr, 10));
 }
 bool one_seed() {
   const char* env = std::getenv("KILN_RANDOM_FUSED_SEED");

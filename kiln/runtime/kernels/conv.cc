@@ -20,6 +20,7 @@
 
 #include "kiln/runtime/gemm.h"
 #include "kiln/runtime/kernels.h"
+#include "kiln/runtime/kernels/conv_bf16.h"
 #include "kiln/runtime/kernels/conv_direct.h"
 #include "kiln/runtime/kernels/conv_geom.h"
 #include "kiln/runtime/kernels/conv_im2col.h"
@@ -214,6 +215,7 @@ void conv2d_backprop_filter_kernel(std::span<const Array> in, const Attrs& attrs
 
 bool conv_by_images(OpKind kind, std::span<const Array> in, const Attrs& attrs, Array& out,
                     const std::function<void(int64_t, int64_t)>& on_images) {
+  if (out.dtype == DType::bf16) return conv_bf16_by_images(kind, in, attrs, out, on_images);
   if (out.dtype != DType::f32 || out.size() == 0 || in[0].size() == 0 || in[1].size() == 0)
     return false;
   if (kind == OpKind::Conv2D) {

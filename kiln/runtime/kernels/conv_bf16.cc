@@ -231,6 +231,29 @@ ConvBf16Plan conv_bf16_plan(OpKind kind, const ConvGeom& g) {
   return direct ? ConvBf16Plan::kWidenedDirect : ConvBf16Plan::kIm2colBf16;
 }
 
+bool conv_bf16_by_images(OpKind kind, std::span<const Array> in, const Attrs& attrs, Array& out,
+                         const std::function<void(int64_t, int64_t)>& on_images) {
+  if (kind != OpKind::Conv2D && kind != OpKind::Conv2DBackpropInput) return false;
+  if (out.dtype != DType::bf16 || in.size() != 2 || in[0].dtype != DType::bf16 ||
+      in[1].dtype != DType::bf16 || out.size() == 0 || in[0].size() == 0 || in[1].size() == 0)
+    return false;
+  const ConvGeom g = kind == OpKind::Conv2D ? geometry<OpKind::Conv2D>(in, attrs, out)
+                                            : geometry<OpKind::Conv2DBackpropInput>(in, attrs, out);
+  if (conv_bf16_plan(kind, g) != ConvBf16Plan::kWidenedDirect) return false;
+  // The via-f32 rule of conv_bf16_kernel, with the rounding moved into the image loop: the
+  // same float32 kernel on the same widened operands, each image rounded once (the same bits).
+  const Array wide[2] = {widened_bf16(in[0], ScratchSlot::kBf16Input0),
+                         widened_bf16(in[1], ScratchSlot::kBf16Input1)};
+  Array product = scratch_f32(ScratchSlot::kBf16Result, out.shape);
+  const int64_t per_image = out.size() / out.shape[0];
+  const float* f = product.data<float>();
+  bfloat16* y = out.data<bfloat16>();
+  return conv_by_images(kind, wide, attrs, product, [&](int64_t n0, int64_t n1) {
+    for (int64_t i = n0 * per_image; i < n1 * per_image; ++i) y[i] = bfloat16::from_float(f[i]);
+    on_images(n0, n1);
+  });
+}
+
 void register_conv_bf16_kernels(KernelTable& t) {
   t[size_t(OpKind::Conv2D)] = conv_bf16_kernel<OpKind::Conv2D>;
   t[size_t(OpKind::Conv2DBackpropInput)] = conv_bf16_kernel<OpKind::Conv2DBackpropInput>;

@@ -2,7 +2,11 @@
 // rule): exposed for its tests.
 #pragma once
 
+#include <functional>
+#include <span>
+
 #include "kiln/ir/op_table.h"
+#include "kiln/runtime/array.h"
 #include "kiln/runtime/kernels/conv_geom.h"
 
 namespace kiln::runtime {
@@ -15,5 +19,13 @@ enum class ConvBf16Plan {
 // The plan of pass `kind` (Conv2D, Conv2DBackpropInput or Conv2DBackpropFilter) of geometry g
 // on the kernel sets in use (gemm_kernels(), gemm_bf16_kernels()).
 ConvBf16Plan conv_bf16_plan(OpKind kind, const ConvGeom& g);
+
+// conv_by_images (kernels.h) of a bf16 conv2d or conv2d_backprop_input whose plan is
+// kWidenedDirect: the operands widened, the float32 kernel image by image into float32
+// scratch, each image rounded into `out` right before on_images sees it (so an epilogue reads
+// bf16 values still in cache; bitwise the unblocked kernel). False, computing nothing, for
+// any other op, dtype or plan.
+bool conv_bf16_by_images(OpKind kind, std::span<const Array> in, const Attrs& attrs, Array& out,
+                         const std::function<void(int64_t, int64_t)>& on_images);
 
 }  // namespace kiln::runtime

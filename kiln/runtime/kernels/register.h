@@ -2,8 +2,10 @@
 #pragma once
 
 #include <array>
+#include <optional>
 
 #include "kiln/runtime/kernels.h"
+#include "kiln/runtime/scratch.h"
 
 namespace kiln::runtime {
 
@@ -31,6 +33,15 @@ void register_collective_kernels(KernelTable& t);
 void register_matmul_bf16_kernels(KernelTable& t);
 void register_conv_bf16_kernels(KernelTable& t);
 void register_attention_bf16_kernels(KernelTable& t);
+
+// The via-f32 rule's parts (registry.cc), for bf16 kernels that apply it piecewise:
+// - a float32 array of `shape` in the calling thread's scratch slot `slot` (kept between calls,
+//   so a step's conversions do not fault fresh pages in every call); the array keeps the
+//   scratch busy while it lives and must die on this thread;
+// - `a` (bf16) widened to float32 (exact), in scratch slot `slot` (none: a fresh array); while
+//   profiling, a "bf16 widen" event.
+Array scratch_f32(ScratchSlot slot, const Shape& shape);
+Array widened_bf16(const Array& a, std::optional<ScratchSlot> slot);
 
 // The op's kernel of the main table under the via-f32 rule (bf16 operands widened, bf16 results
 // rounded; other dtypes passed through): for a bf16 kernel's cases it does not handle itself.

@@ -46,28 +46,6 @@ const KernelTable& table() {
 // op ran through float32, and what that cost beside its float32 kernel's own events (a
 // product's "gemm" event and plan).
 
-// A float32 array of `shape` in the calling thread's scratch slot `slot` (kept between calls,
-// so a step's conversions do not fault fresh pages in every call); the array keeps the
-// scratch busy while it lives, and must die on this thread (run_via_f32's arrays are local).
-Array scratch_f32(ScratchSlot slot, const Shape& shape) {
-  const size_t bytes = size_t(std::max<int64_t>(shape.num_elements(), 1)) * sizeof(float);
-  auto scratch = std::make_shared<Scratch>(slot, bytes);
-  void* data = scratch->as<void>();
-  return Array{DType::f32, shape, Storage::borrow(data, bytes, std::move(scratch))};
-}
-
-// `a` widened to float32 (exact), in scratch slot `slot` (none: a fresh array).
-Array widened_bf16(const Array& a, std::optional<ScratchSlot> slot) {
-  ProfileScope event("bf16 widen", "bf16", 0, double(a.size()) * 6);
-  Array w = slot ? scratch_f32(*slot, a.shape) : Array::empty(DType::f32, a.shape);
-  const auto* src = static_cast<const bfloat16*>(a.raw());
-  float* dst = w.data<float>();
-  parallel_for(a.size(), kElementwiseGrain, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) dst[i] = src[i].to_float();
-  });
-  return w;
-}
-
 void round_into_bf16(const Array& f, Array& out) {
   ProfileScope event("bf16 round", "bf16", 0, double(out.size()) * 6);
   const float* src = f.data<float>();
@@ -135,6 +113,24 @@ constexpr KernelTable via_f32_table(std::index_sequence<K...>) {
 }
 
 }  // namespace
+
+Array scratch_f32(ScratchSlot slot, const Shape& shape) {
+  const size_t bytes = size_t(std::max<int64_t>(shape.num_elements(), 1)) * sizeof(float);
+  auto scratch = std::make_shared<Scratch>(slot, bytes);
+  void* data = scratch->as<void>();
+  return Array{DType::f32, shape, Storage::borrow(data, bytes, std::move(scratch))};
+}
+
+Array widened_bf16(const Array& a, std::optional<ScratchSlot> slot) {
+  ProfileScope event("bf16 widen", "bf16", 0, double(a.size()) * 6);
+  Array w = slot ? scratch_f32(*slot, a.shape) : Array::empty(DType::f32, a.shape);
+  const auto* src = static_cast<const bfloat16*>(a.raw());
+  float* dst = w.data<float>();
+  parallel_for(a.size(), kElementwiseGrain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) dst[i] = src[i].to_float();
+  });
+  return w;
+}
 
 static const KernelTable& bf16_table() {
   static const KernelTable t = [] {
