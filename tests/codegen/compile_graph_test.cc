@@ -173,6 +173,24 @@ const char* const kConvEpilogueGraphs[] = {
   %9 = greater(%6, %8) : bool[3,12,12,16]
   %10 = select(%9, %7, %8) : f32[3,12,12,16]
   return %10
+})",
+    // Many images: each task of the image loops takes several.
+    R"(graph @many_images(%0: f32[160,28,28,1], %1: f32[3,3,1,32], %2: f32[32]) -> (f32[160,14,14,32]) {
+  %3 = conv2d(%0, %1) {strides=[1, 1], dilations=[1, 1], padding="same"} : f32[160,28,28,32]
+  %4 = add(%3, %2) : f32[160,28,28,32]
+  %5 = relu(%4) : f32[160,28,28,32]
+  %6 = max_pool2d(%5) {pool_size=[2, 2], strides=[2, 2], padding="valid"} : f32[160,14,14,32]
+  return %6
+})",
+    R"(graph @many_input_grads(%0: f32[96,28,28,32], %1: f32[32], %2: f32[3,3,32,16], %3: f32[96,14,14,16]) -> (f32[96,28,28,32]) {
+  %4 = conv2d_backprop_input(%2, %3) {strides=[1, 1], dilations=[1, 1], padding="same", input_shape=[96, 14, 14, 32]} : f32[96,14,14,32]
+  %5 = add(%0, %1) : f32[96,28,28,32]
+  %6 = relu(%5) : f32[96,28,28,32]
+  %7 = max_pool2d_grad(%6, %4) {pool_size=[2, 2], strides=[2, 2], padding="valid"} : f32[96,28,28,32]
+  %8 = constant dense<0.0> : f32[]
+  %9 = greater(%6, %8) : bool[96,28,28,32]
+  %10 = select(%9, %7, %8) : f32[96,28,28,32]
+  return %10
 })"};
 
 std::string conv_graph_as(std::string text, const std::string& dtype) {
