@@ -249,7 +249,7 @@ bool conv_bf16_by_images(OpKind kind, std::span<const Array> in, const Attrs& at
   const float* f = product.data<float>();
   bfloat16* y = out.data<bfloat16>();
   return conv_by_images(kind, wide, attrs, product, [&](int64_t n0, int64_t n1) {
-    for (int64_t i = n0 * per_image; i < n1 * per_image; ++i) y[i] = bfloat16::from_float(f[i]);
+    round_rows(f + n0 * per_image, y + n0 * per_image, (n1 - n0) * per_image);
     on_images(n0, n1);
   });
 }
