@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Checks that the source files of each unity batch (cmake/unity_build.cmake) can share one
-translation unit safely: no two files of a batch give a file-local name (anonymous namespace,
+translation unit safely: no two files of a target give a file-local name (anonymous namespace,
 `static`, a using-declaration or an alias there, a macro left defined) to different things.
+Which files share a batch depends on the configuring machine's cores, so files of a target that
+share no batch here are checked too: they may share one on another machine.
 
 The compiler rejects only some such pairs (a redefinition); others compile and silently change
 what a call means (an overload of the same name from an earlier file is a better match). So
-every name that two files of a batch declare file-locally is reported, whatever the compiler
+every name that two files of a target declare file-locally is reported, whatever the compiler
 says. Rename one, or list the file in its target's KILN_UNITY_SKIP (SKIP_UNITY_BUILD_INCLUSION).
 
-Usage: check-unity-names.py BUILD_DIR    (exit 1 with the list when a batch shares a name)
+Usage: check-unity-names.py BUILD_DIR    (exit 1 with the list when two files of a target share a name)
 """
 import pathlib
 import re
@@ -57,6 +59,8 @@ def declared_name(head):
     head = re.sub(r"\[\[[^\]]*\]\]\s*", "", head)
     if not head or head.startswith(("using namespace", "namespace", "extern ", "friend ")):
         return None
+    if not re.match(r"[A-Za-z_:]", head):
+        return None  # the rest of an expression (`->ArgsProduct({...})` after a macro's use)
     m = re.match(r"(?:struct|class|union|enum(?:\s+class)?)\s+(\w+)", head)
     if m:
         return m.group(1)
@@ -76,7 +80,7 @@ def declared_name(head):
         elif c == "(" and depth == 0:
             m = re.search(r"(\w+)\s*$", head[:k])
             if m and m.group(1) not in KEYWORDS and "=" not in head[:k]:
-                if re.fullmatch(r"[A-Z][A-Z0-9_]*", m.group(1)):
+                if re.fullmatch(r"[A-Z][A-Z0-9_]*", m.group(1)) and m.start(1) == 0:
                     return None  # a macro's use (TEST(...) {), not a declaration
                 return m.group(1)
             break
@@ -84,6 +88,22 @@ def declared_name(head):
     if m and m.group(1) not in KEYWORDS and " " in head.split("=")[0].strip():
         return m.group(1)
     return None
+
+
+def more_declarators(head):
+    """The names a variable declaration introduces after its first (`int a = 1, b = 2;`): the
+    identifiers that follow a comma at the top level of its head."""
+    names, depth = [], 0
+    for k, c in enumerate(head):
+        if c in "(<[{":
+            depth += 1
+        elif c in ")>]}":
+            depth = max(0, depth - 1)
+        elif c == "," and depth == 0:
+            m = re.match(r"\s*\**\s*([A-Za-z_]\w*)\s*(?:=|\[|\{|,|$)", head[k + 1:])
+            if m and m.group(1) not in KEYWORDS:
+                names.append(m.group(1))
+    return names
 
 
 def scope(stack):
@@ -133,6 +153,9 @@ def file_local_names(path):
                 name = declared_name(head)
                 if name:
                     names.setdefault(scope(stack) + name, line)
+                    if " = " not in name and "(" not in head.split("=")[0]:
+                        for more in more_declarators(head):
+                            names.setdefault(scope(stack) + more, line)
             elif c == "}" and stack:
                 stack.pop()
             head_start = i + 1
@@ -150,9 +173,15 @@ def main():
     if not batches:
         print(f"check-unity-names: no unity batches under {build} (KILN_UNITY_BUILD=OFF?)")
         return 0
-    clashes = []
+    # Which files share a batch depends on the batch size, which depends on the configuring
+    # machine's cores (cmake/unity_build.cmake): any two files of a target may share one on
+    # some machine, so every file of a target is checked against every other.
+    targets = {}
     for batch in batches:
-        sources = [pathlib.Path(p) for p in INCLUDE.findall(batch.read_text())]
+        targets.setdefault(batch.parent, []).extend(
+            pathlib.Path(p) for p in INCLUDE.findall(batch.read_text()))
+    clashes = []
+    for unity_dir, sources in sorted(targets.items()):
         seen = {}
         for src in sources:
             for name, no in file_local_names(src).items():
@@ -163,10 +192,11 @@ def main():
         for base, keys in sorted(by_name.items()):
             where = [w for k in sorted(keys) for w in seen[k]]
             if len(keys) > 1 or (" = " not in next(iter(keys)) and len(where) > 1):
-                clashes.append(f"{batch.relative_to(build)}: {base}: " + ", ".join(where))
+                clashes.append(f"{unity_dir.parent.relative_to(build)}: {base}: " + ", ".join(where))
     for c in clashes:
         print(c)
-    print(f"check-unity-names: {len(batches)} batches, {len(clashes)} shared file-local names")
+    print(f"check-unity-names: {len(targets)} targets in {len(batches)} batches, "
+          f"{len(clashes)} shared file-local names")
     return 1 if clashes else 0
 
 

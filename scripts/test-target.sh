@@ -5,7 +5,8 @@
 # Usage: scripts/test-target.sh TARGET [BUILD_DIR]
 #   TARGET: native, x86-64-v2, x86-64-v3, x86-64-v4 or an LLVM CPU name (codegen/target.h)
 #   BUILD_DIR: a configured build directory (default: build); the three binaries are built.
-# ctest runs the same tests at x86-64-v3: ctest --test-dir build -L target-x86-64-v3
+# ctest runs the same tests at x86-64-v3 on hosts with AVX-512F (or configured with
+# -DKILN_TEST_OTHER_TARGET=ON): ctest --test-dir build -L target-x86-64-v3
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="${1:?usage: scripts/test-target.sh TARGET [BUILD_DIR]}"

@@ -41,8 +41,8 @@ Optimizer make_optimizer(const TrainOptions& a) {
 
 // --report FILE: the step report of a fresh model of the run (its configuration, optimizer and
 // dtype policy) on the first training batch; with --mode both the comparison charted.
-void write_step_report(const CharLmTrainArgs& args, const CharLmData& d,
-                       const ModeComparison* comparison) {
+void write_char_lm_step_report(const CharLmTrainArgs& args, const CharLmData& d,
+                               const ModeComparison* comparison) {
   const TrainOptions& a = args.train;
   std::vector<int64_t> rows;
   for (int64_t i = 0; i < std::min(a.batch_size, d.train.size()); ++i) rows.push_back(i);
@@ -62,8 +62,8 @@ void write_step_report(const CharLmTrainArgs& args, const CharLmData& d,
       comparison);
 }
 
-TrainRun train_once(const CharLmTrainArgs& args, const CharLmData& d, const std::string& mode,
-                    bool report) {
+TrainRun train_char_lm_once(const CharLmTrainArgs& args, const CharLmData& d,
+                            const std::string& mode, bool report) {
   const TrainOptions& a = args.train;
   clear_session();
   set_random_seed(a.seed);
@@ -160,15 +160,15 @@ void run_char_lm_training(const CharLmTrainArgs& in) {
   };
   const bool step_report = !t.report.empty() && distributed::is_output_rank();
   if (t.mode != "both") {
-    report({train_once(a, d, t.run_mode(), /*report=*/true)}, nullptr);
-    if (step_report) write_step_report(a, d, nullptr);
+    report({train_char_lm_once(a, d, t.run_mode(), /*report=*/true)}, nullptr);
+    if (step_report) write_char_lm_step_report(a, d, nullptr);
     return;
   }
   std::vector<int64_t> rows;
   for (int64_t i = 0; i < std::min(t.batch_size, d.train.size()); ++i) rows.push_back(i);
   const CharLmConfig config = a.config;
   TrainComparison c = train_both_ways(
-      std::cout, [&](const std::string& mode) { return train_once(a, d, mode, false); },
+      std::cout, [&](const std::string& mode) { return train_char_lm_once(a, d, mode, false); },
       config.model,
       [config, policy = t.dtype_policy] {
         mixed_precision::PolicyScope scope(policy);
@@ -177,7 +177,7 @@ void run_char_lm_training(const CharLmTrainArgs& in) {
       t.optimizer, t.learning_rate(), t.seed, data::take_rows(d.train.x, rows),
       data::take_rows(d.train.y, rows));
   report(c.runs, &c);
-  if (step_report) write_step_report(a, d, &c.step);
+  if (step_report) write_char_lm_step_report(a, d, &c.step);
   c.check_agreement();
 }
 

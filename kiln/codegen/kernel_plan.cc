@@ -20,11 +20,6 @@ bool is_layout_reordering(const Node& n) {
          op_info(n.op()).has(kWindow);
 }
 
-const Node* op_producer(const Value* v) {
-  const Node* p = v->producer();
-  return (p != nullptr && p->kind() == NodeKind::kOp) ? p : nullptr;
-}
-
 // The operands a node's value at some index actually reads (broadcast_like's second operand
 // gives only its shape).
 size_t read_operands(const Node& n) {
@@ -120,6 +115,11 @@ class RowCheck {
 };
 
 }  // namespace
+
+const Node* op_producer(const Value* v) {
+  const Node* p = v->producer();
+  return (p != nullptr && p->kind() == NodeKind::kOp) ? p : nullptr;
+}
 
 bool is_reduction(const Node& n) {
   return n.kind() == NodeKind::kOp && op_info(n.op()).has(kReduction);

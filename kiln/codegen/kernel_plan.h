@@ -48,6 +48,9 @@ struct KernelPlan {
   bool streaming_stores = false;
 };
 
+// The op node that produces `v` (null for parameters, variable entries and constants).
+const ir::Node* op_producer(const ir::Value* v);
+
 bool is_reduction(const ir::Node& n);
 // A reduction (not argmax/argmin) of a rank >= 2 input over axes that leave its last one: it
 // can accumulate along contiguous rows through memory.

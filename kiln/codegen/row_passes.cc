@@ -14,11 +14,6 @@ using ir::NodeKind;
 using ir::Value;
 using Space = std::vector<int64_t>;
 
-const Node* op_producer(const Value* v) {
-  const Node* p = v->producer();
-  return (p != nullptr && p->kind() == NodeKind::kOp) ? p : nullptr;
-}
-
 bool is_full_row_reduction(const Node& n) {
   if (!is_reduction(n) || n.is_op(OpKind::ArgMax) || n.is_op(OpKind::ArgMin)) return false;
   const int rank = n.input(0)->shape().rank();

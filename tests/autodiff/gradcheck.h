@@ -34,6 +34,9 @@ namespace kiln::gradcheck {
 
 using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
 
+// A tensor's elements as doubles.
+inline std::vector<double> doubles_of(const Tensor& t) { return t.to_vector<double>(); }
+
 // ---- deterministic test data ----
 
 // n doubles uniform in [lo, hi).

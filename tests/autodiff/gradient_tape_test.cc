@@ -15,11 +15,11 @@ namespace {
 
 using gradcheck::max_abs_diff;
 
-std::vector<double> values(const Tensor& t) { return t.to_vector<double>(); }
+using gradcheck::doubles_of;
 
 // Expects `fn` to throw kiln::Error whose message contains `needle`.
 template <typename Fn>
-void expect_error(Fn&& fn, const std::string& needle) {
+void expect_tape_error(Fn&& fn, const std::string& needle) {
   try {
     fn();
     ADD_FAILURE() << "expected kiln::Error containing \"" << needle << "\"";
@@ -37,12 +37,12 @@ TEST(GradientTape, UnwatchedSourceIsUndefinedOrZero) {
   Tensor y = sum(x * 2.0);
   std::vector<Tensor> none = tape.gradient(y, {x, z}, UnconnectedGradients::kNone);
   ASSERT_EQ(none.size(), 2u);
-  EXPECT_EQ(values(none[0]), (std::vector<double>{2, 2, 2}));
+  EXPECT_EQ(doubles_of(none[0]), (std::vector<double>{2, 2, 2}));
   EXPECT_FALSE(none[1].defined());
   std::vector<Tensor> zero = tape.gradient(y, {x, z}, UnconnectedGradients::kZero);
   ASSERT_TRUE(zero[1].defined());
   EXPECT_EQ(zero[1].type(), z.type());
-  EXPECT_EQ(values(zero[1]), (std::vector<double>{0, 0}));
+  EXPECT_EQ(doubles_of(zero[1]), (std::vector<double>{0, 0}));
   // The single-source overload too.
   EXPECT_FALSE(tape.gradient(y, z).defined());
 }
@@ -55,9 +55,9 @@ TEST(GradientTape, UnwatchedInputOfARecordedOpHasNoGradient) {
   tape.watch(x);
   Tensor y = x * c;
   std::vector<Tensor> g = tape.gradient(y, {x, c});
-  EXPECT_EQ(values(g[0]), (std::vector<double>{3, 4}));
+  EXPECT_EQ(doubles_of(g[0]), (std::vector<double>{3, 4}));
   EXPECT_FALSE(g[1].defined());
-  EXPECT_EQ(values(tape.gradient(y, std::vector<Tensor>{c}, UnconnectedGradients::kZero)[0]),
+  EXPECT_EQ(doubles_of(tape.gradient(y, std::vector<Tensor>{c}, UnconnectedGradients::kZero)[0]),
             (std::vector<double>{0, 0}));
   // Nor is an unwatched tensor its own gradient source.
   EXPECT_FALSE(tape.gradient(c, c).defined());
@@ -88,7 +88,7 @@ TEST(GradientTape, GradientOfTargetWithRespectToItselfIsOnes) {
   tape.watch(x);
   Tensor g = tape.gradient(x, x);
   ASSERT_TRUE(g.defined());
-  EXPECT_EQ(values(g), (std::vector<double>{1, 1, 1}));
+  EXPECT_EQ(doubles_of(g), (std::vector<double>{1, 1, 1}));
 }
 
 // ---- accumulation, broadcasting, targets ----
@@ -100,7 +100,7 @@ TEST(GradientTape, FanOutAccumulates) {
   Tensor y = x * x + x;
   Tensor g = tape.gradient(y, x);
   ASSERT_TRUE(g.defined());
-  EXPECT_EQ(values(g), (std::vector<double>{-2, 1, 5, 7.5}));  // 2x + 1
+  EXPECT_EQ(doubles_of(g), (std::vector<double>{-2, 1, 5, 7.5}));  // 2x + 1
 }
 
 TEST(GradientTape, BroadcastingReducesToTheSourceShape) {
@@ -112,7 +112,7 @@ TEST(GradientTape, BroadcastingReducesToTheSourceShape) {
   Tensor y = x * c + s;  // (3, 4)
   std::vector<Tensor> g = tape.gradient(y, {x, s});
   EXPECT_EQ(g[0].shape(), (Shape{3, 1}));
-  EXPECT_EQ(values(g[0]), (std::vector<double>{10, 26, 42}));  // row sums of c
+  EXPECT_EQ(doubles_of(g[0]), (std::vector<double>{10, 26, 42}));  // row sums of c
   EXPECT_EQ(g[1].shape(), Shape{});
   EXPECT_EQ(g[1].item<double>(), 12.0);
 }
@@ -122,7 +122,7 @@ TEST(GradientTape, NonScalarTargetIsSummed) {
   GradientTape tape;
   tape.watch(x);
   Tensor g = tape.gradient(x * x, x);
-  EXPECT_EQ(values(g), (std::vector<double>{2, -4, 6, 1}));
+  EXPECT_EQ(doubles_of(g), (std::vector<double>{2, -4, 6, 1}));
 }
 
 TEST(GradientTape, OutputGradientWeightsTheTarget) {
@@ -131,13 +131,13 @@ TEST(GradientTape, OutputGradientWeightsTheTarget) {
   tape.watch(x);
   Tensor y = x * x;
   std::vector<Tensor> g = tape.gradient(y, {x}, UnconnectedGradients::kNone, w);
-  EXPECT_EQ(values(g[0]), (std::vector<double>{1, -8, -6}));  // 2 x w
-  expect_error(
+  EXPECT_EQ(doubles_of(g[0]), (std::vector<double>{1, -8, -6}));  // 2 x w
+  expect_tape_error(
       [&] {
         tape.gradient(y, {x}, UnconnectedGradients::kNone, tensor<double>({1, 2}));
       },
       "output_gradient");
-  expect_error(
+  expect_tape_error(
       [&] {
         tape.gradient(y, {x}, UnconnectedGradients::kNone, tensor<float>({1, 2, 3}));
       },
@@ -166,8 +166,8 @@ TEST(GradientTape, TwoSourcesSharingAPath) {
   Tensor z = c * c + a;
   std::vector<Tensor> g = tape.gradient(z, {a, b});
   // dz/da = 2 c b + 1, dz/db = 2 c a.
-  EXPECT_EQ(values(g[0]), (std::vector<double>{2 * 0.75 * 0.5 + 1, 2 * -6.0 * 3 + 1}));
-  EXPECT_EQ(values(g[1]), (std::vector<double>{2 * 0.75 * 1.5, 2 * -6.0 * -2}));
+  EXPECT_EQ(doubles_of(g[0]), (std::vector<double>{2 * 0.75 * 0.5 + 1, 2 * -6.0 * 3 + 1}));
+  EXPECT_EQ(doubles_of(g[1]), (std::vector<double>{2 * 0.75 * 1.5, 2 * -6.0 * -2}));
 }
 
 TEST(GradientTape, SameSourceListedTwice) {
@@ -175,8 +175,8 @@ TEST(GradientTape, SameSourceListedTwice) {
   GradientTape tape;
   tape.watch(x);
   std::vector<Tensor> g = tape.gradient(x * x, {x, x});
-  EXPECT_EQ(values(g[0]), (std::vector<double>{4, 6}));
-  EXPECT_EQ(values(g[1]), (std::vector<double>{4, 6}));
+  EXPECT_EQ(doubles_of(g[0]), (std::vector<double>{4, 6}));
+  EXPECT_EQ(doubles_of(g[1]), (std::vector<double>{4, 6}));
 }
 
 // ---- persistence, StopRecording, reset ----
@@ -188,8 +188,8 @@ TEST(GradientTape, NonPersistentTapeAllowsOneCall) {
   tape.watch(x);
   Tensor y = sum(x * x);
   Tensor g = tape.gradient(y, x);
-  EXPECT_EQ(values(g), (std::vector<double>{2, 4}));
-  expect_error([&] { tape.gradient(y, x); }, "persistent");
+  EXPECT_EQ(doubles_of(g), (std::vector<double>{2, 4}));
+  expect_tape_error([&] { tape.gradient(y, x); }, "persistent");
 }
 
 TEST(GradientTape, PersistentTapeAllowsSeveralCalls) {
@@ -198,12 +198,12 @@ TEST(GradientTape, PersistentTapeAllowsSeveralCalls) {
   EXPECT_TRUE(tape.persistent());
   tape.watch(x);
   Tensor y = x * x, z = y * x;
-  EXPECT_EQ(values(tape.gradient(y, x)), (std::vector<double>{2, 4}));
-  EXPECT_EQ(values(tape.gradient(z, x)), (std::vector<double>{3, 12}));
-  EXPECT_EQ(values(tape.gradient(y, x)), (std::vector<double>{2, 4}));
+  EXPECT_EQ(doubles_of(tape.gradient(y, x)), (std::vector<double>{2, 4}));
+  EXPECT_EQ(doubles_of(tape.gradient(z, x)), (std::vector<double>{3, 12}));
+  EXPECT_EQ(doubles_of(tape.gradient(y, x)), (std::vector<double>{2, 4}));
   // Recording continues between calls.
   Tensor w = z + y;
-  EXPECT_EQ(values(tape.gradient(w, x)), (std::vector<double>{5, 16}));
+  EXPECT_EQ(doubles_of(tape.gradient(w, x)), (std::vector<double>{5, 16}));
 }
 
 TEST(GradientTape, StopRecordingPausesOnlyThisTape) {
@@ -220,8 +220,8 @@ TEST(GradientTape, StopRecordingPausesOnlyThisTape) {
   }
   Tensor resumed = y * 3.0;  // recorded again
   EXPECT_FALSE(tape.gradient(paused, x).defined());
-  EXPECT_EQ(values(tape.gradient(resumed, x)), (std::vector<double>{6, 12}));
-  EXPECT_EQ(values(other.gradient(paused, x)), (std::vector<double>{3, 12}));
+  EXPECT_EQ(doubles_of(tape.gradient(resumed, x)), (std::vector<double>{6, 12}));
+  EXPECT_EQ(doubles_of(other.gradient(paused, x)), (std::vector<double>{3, 12}));
 }
 
 TEST(GradientTape, StopRecordingOnAPausedPathStopsTheGradient) {
@@ -234,7 +234,7 @@ TEST(GradientTape, StopRecordingOnAPausedPathStopsTheGradient) {
     frozen = x * x;  // acts as a constant
   }
   Tensor y = frozen * x;
-  EXPECT_EQ(values(tape.gradient(y, x)), (std::vector<double>{4}));
+  EXPECT_EQ(doubles_of(tape.gradient(y, x)), (std::vector<double>{4}));
 }
 
 TEST(GradientTape, ResetForgetsRecordsAndWatches) {
@@ -249,7 +249,7 @@ TEST(GradientTape, ResetForgetsRecordsAndWatches) {
   tape.reset();
   tape.watch(x);
   Tensor z = x * x * x;
-  EXPECT_EQ(values(tape.gradient(z, x)), (std::vector<double>{3, 12}));
+  EXPECT_EQ(doubles_of(tape.gradient(z, x)), (std::vector<double>{3, 12}));
 }
 
 // Tapes are per thread: ops run on another thread are not recorded.
@@ -262,16 +262,16 @@ TEST(GradientTape, OpsOnAnotherThreadAreNotRecorded) {
   Tensor z = x * 3.0;
   Tensor g = tape.gradient(y + z, x);
   ASSERT_TRUE(g.defined());
-  EXPECT_EQ(values(g), (std::vector<double>{3, 3}));
+  EXPECT_EQ(doubles_of(g), (std::vector<double>{3, 3}));
 }
 
 // ---- dtypes ----
 
 TEST(GradientTape, WatchingAnIntegerTensorIsAnError) {
   GradientTape tape;
-  expect_error([&] { tape.watch(tensor<int32_t>({1, 2})); }, "floating");
-  expect_error([&] { tape.watch(tensor<bool>({true})); }, "floating");
-  expect_error([&] { tape.watch(Tensor()); }, "undefined");
+  expect_tape_error([&] { tape.watch(tensor<int32_t>({1, 2})); }, "floating");
+  expect_tape_error([&] { tape.watch(tensor<bool>({true})); }, "floating");
+  expect_tape_error([&] { tape.watch(Tensor()); }, "undefined");
 }
 
 TEST(GradientTape, IntegerOpsAreNotRecorded) {
@@ -288,7 +288,7 @@ TEST(GradientTape, IntegerOpsAreNotRecorded) {
   Tensor am = cast(argmax(x), DType::f64);
   EXPECT_FALSE(tape.gradient(am, x).defined());
   // A target that is not floating is an error.
-  expect_error([&] { tape.gradient(j, x); }, "floating");
+  expect_tape_error([&] { tape.gradient(j, x); }, "floating");
 }
 
 TEST(GradientTape, Float32Gradients) {
@@ -310,8 +310,8 @@ TEST(GradientTape, TrainableVariableReadsAreWatched) {
   std::vector<Tensor> g = tape.gradient(loss, std::vector<Variable>{v, frozen});
   ASSERT_EQ(g.size(), 2u);
   ASSERT_TRUE(g[0].defined());
-  EXPECT_EQ(values(g[0]), (std::vector<double>{4, -8, 12}));  // 2 v f
-  EXPECT_FALSE(g[1].defined());                               // not trainable, not watched
+  EXPECT_EQ(doubles_of(g[0]), (std::vector<double>{4, -8, 12}));  // 2 v f
+  EXPECT_FALSE(g[1].defined());                                   // not trainable, not watched
 }
 
 TEST(GradientTape, VariableReadsOutsideTheTapeOrWhilePausedAreNotWatched) {
@@ -328,7 +328,7 @@ TEST(GradientTape, VariableReadsOutsideTheTapeOrWhilePausedAreNotWatched) {
   EXPECT_TRUE(tape.watched().empty());
   Tensor z = v.read() * v.read();  // now watched
   std::vector<Tensor> g = tape.gradient(z, std::vector<Variable>{v}, UnconnectedGradients::kZero);
-  EXPECT_EQ(values(g[0]), (std::vector<double>{2, 4}));
+  EXPECT_EQ(doubles_of(g[0]), (std::vector<double>{2, 4}));
 }
 
 // One training step as fit() runs it: the gradient of a loss w.r.t. a variable, applied with

@@ -15,7 +15,7 @@ namespace {
 
 using gradcheck::uniform;
 
-std::vector<double> values(const Tensor& t) { return t.to_vector<double>(); }
+using gradcheck::doubles_of;
 
 TEST(HigherOrderGradients, SecondAndThirdDerivativeOfCube) {
   Tensor x = tensor<double>({-1.5, 0.5, 2});
@@ -32,9 +32,9 @@ TEST(HigherOrderGradients, SecondAndThirdDerivativeOfCube) {
   }
   Tensor d2 = t2.gradient(d1, x);
   Tensor d3 = t3.gradient(d2, x);
-  EXPECT_EQ(values(d1), (std::vector<double>{6.75, 0.75, 12}));  // 3x²
-  EXPECT_EQ(values(d2), (std::vector<double>{-9, 3, 12}));       // 6x
-  EXPECT_EQ(values(d3), (std::vector<double>{6, 6, 6}));
+  EXPECT_EQ(doubles_of(d1), (std::vector<double>{6.75, 0.75, 12}));  // 3x²
+  EXPECT_EQ(doubles_of(d2), (std::vector<double>{-9, 3, 12}));       // 6x
+  EXPECT_EQ(doubles_of(d3), (std::vector<double>{6, 6, 6}));
 }
 
 TEST(HigherOrderGradients, TanhFirstAndSecondDerivative) {
@@ -48,7 +48,7 @@ TEST(HigherOrderGradients, TanhFirstAndSecondDerivative) {
     d1 = inner.gradient(tanh(x), x);
   }
   Tensor d2 = outer.gradient(d1, x);
-  std::vector<double> xs = values(x), g1 = values(d1), g2 = values(d2);
+  std::vector<double> xs = doubles_of(x), g1 = doubles_of(d1), g2 = doubles_of(d2);
   for (size_t i = 0; i < xs.size(); ++i) {
     double t = std::tanh(xs[i]);
     EXPECT_NEAR(g1[i], 1 - t * t, 1e-14) << "x = " << xs[i];
@@ -71,7 +71,8 @@ TEST(HigherOrderGradients, MatMulHessianVectorProduct) {
   Tensor hv = outer.gradient(sum(gW * V), W);
   ASSERT_TRUE(hv.defined());
   ASSERT_EQ(hv.shape(), (Shape{k, m}));
-  std::vector<double> x = values(X), v = values(V), w = values(W), h = values(hv), g = values(gW);
+  std::vector<double> x = doubles_of(X), v = doubles_of(V), w = doubles_of(W), h = doubles_of(hv),
+                      g = doubles_of(gW);
   for (int i = 0; i < k; ++i) {
     for (int j = 0; j < m; ++j) {
       double expect_h = 0, expect_g = 0;

@@ -341,7 +341,7 @@ TEST(MemoryPlanTest, NoOverlapOnRandomGraphs) {
     pipeline_options.verify = true;
     passes::default_pipeline(pipeline_options).run(*g);
     check_plan(*g, plan_memory(*g));
-    if (testing::Test::HasFailure()) break;
+    if (::testing::Test::HasFailure()) break;
   }
   std::printf(
       "[ random plans ] %d arena values, %d reusing; arena / lower bound: %.3f overall, "

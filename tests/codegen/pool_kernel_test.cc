@@ -33,7 +33,7 @@ struct Geometry {
   std::string padding;
 };
 
-std::string describe(const Geometry& g, DType t) {
+std::string describe_pool_geometry(const Geometry& g, DType t) {
   return fmt::format("{} {} pool [{}] strides [{}] {}", dtype_name(t), g.input.to_string(),
                      fmt::join(g.pool, ","), fmt::join(g.strides, ","), g.padding);
 }
@@ -125,7 +125,7 @@ Array gradient(const TensorType& type, std::mt19937& rng) {
   return a;
 }
 
-bool holds_op(const ir::Graph& g, OpKind op) {
+bool pool_graph_holds_op(const ir::Graph& g, OpKind op) {
   for (const auto& n : g.nodes())
     if (n->is_op(op)) return true;
   return false;
@@ -138,11 +138,12 @@ bool holds_op(const ir::Graph& g, OpKind op) {
     if (n->kind() != ir::NodeKind::kFusion) continue;
     ++fusions;
     for (OpKind op : ops)
-      if (!holds_op(n->subgraph(0), op))
+      if (!pool_graph_holds_op(n->subgraph(0), op))
         return ::testing::AssertionFailure() << "the fusion lacks " << op_name(op);
   }
   for (OpKind op : ops)
-    if (holds_op(g, op)) return ::testing::AssertionFailure() << op_name(op) << " left outside";
+    if (pool_graph_holds_op(g, op))
+      return ::testing::AssertionFailure() << op_name(op) << " left outside";
   if (fusions != 1) return ::testing::AssertionFailure() << fusions << " fusions";
   return ::testing::AssertionSuccess();
 }
@@ -161,7 +162,7 @@ TEST_F(PoolKernel, ReluThenMaxPoolIsOneKernelEqualToTheReference) {
   for (DType t : {DType::f32, DType::f64, DType::i32})
     for (const Geometry& geo : geometries())
       for (bool negative : {false, true}) {
-        std::string what = describe(geo, t) + (negative ? " negative" : "");
+        std::string what = describe_pool_geometry(geo, t) + (negative ? " negative" : "");
         SCOPED_TRACE(what);
         auto g = forward(geo, t, true);
         passes::optimize_pipeline({}).run(*g);
@@ -179,7 +180,7 @@ TEST_F(PoolKernel, MaxPoolGradThenReluGradIsOneKernelEqualToTheReference) {
   for (DType t : {DType::f32, DType::f64})
     for (const Geometry& geo : geometries())
       for (bool negative : {false, true}) {
-        std::string what = describe(geo, t) + (negative ? " negative" : "");
+        std::string what = describe_pool_geometry(geo, t) + (negative ? " negative" : "");
         SCOPED_TRACE(what);
         auto g = backward(geo, t);
         passes::optimize_pipeline({}).run(*g);
@@ -200,7 +201,7 @@ TEST_F(PoolKernel, OnlyWindowsThatTileTheImageAreWalkedByWindow) {
     const Geometry& geo = geometries()[i];
     auto g = backward(geo, DType::f32);
     auto strides = codegen::tiling_pool_grad(*g, geo.input);
-    EXPECT_EQ(strides.has_value(), bool(tiles[i])) << describe(geo, DType::f32);
+    EXPECT_EQ(strides.has_value(), bool(tiles[i])) << describe_pool_geometry(geo, DType::f32);
     if (strides) {
       EXPECT_EQ(*strides, std::make_pair(geo.strides[0], geo.strides[1]));
     }

@@ -7,6 +7,7 @@
 
 #include "kiln/kiln.h"
 #include "tests/support/error_of.h"
+#include "tests/support/weights_of.h"
 
 namespace kiln {
 namespace {
@@ -26,11 +27,7 @@ Sequential small_mlp(uint64_t seed) {
   return m;
 }
 
-std::vector<std::vector<float>> weights_of(const Sequential& m) {
-  std::vector<std::vector<float>> out;
-  for (const Variable& v : m->weights()) out.push_back(v.value().to_vector<float>());
-  return out;
-}
+using test::weights_of;
 
 // One epoch per pass: train_on_batch on every batch of pass `epoch`.
 void train_loop(const Sequential& m, const Dataset& ds, int epochs) {

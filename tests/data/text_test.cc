@@ -13,7 +13,7 @@
 namespace kiln::data {
 namespace {
 
-using test::error_of;
+using ::kiln::test::error_of;
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 

@@ -20,8 +20,8 @@ using test::ref_binary;
 using test::rounded;
 using ::testing::HasSubstr;
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+using test::kInf;
+using test::kNaN;
 
 // Tolerances for transcendental functions (vectorised float approximations are a few ulp off).
 double math_rtol(DType t) { return t == DType::f32 ? 1e-5 : 1e-12; }
@@ -37,16 +37,16 @@ double gelu_ref(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
 double gelu_tanh_ref(double x) {
   return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
 }
-double softplus_ref(double x) { return x > 30 ? x + std::exp(-x) : std::log1p(std::exp(x)); }
+double stable_softplus_ref(double x) { return x > 30 ? x + std::exp(-x) : std::log1p(std::exp(x)); }
 
-struct UnaryCase {
+struct ElementwiseUnaryCase {
   const char* name;
   std::function<Tensor(const Tensor&)> op;
   std::function<double(double)> ref;
   std::vector<double> inputs;
 };
 
-std::vector<UnaryCase> float_unary_cases() {
+std::vector<ElementwiseUnaryCase> float_unary_cases() {
   const std::vector<double> any = {-3.5, -1, -0.25, 0, 0.5, 1, 2.75};
   const std::vector<double> pos = {0.01, 0.5, 1, 2, 100};
   return {
@@ -79,12 +79,12 @@ std::vector<UnaryCase> float_unary_cases() {
       {"gelu", [](const Tensor& x) { return gelu(x); }, gelu_ref, any},
       {"gelu(approximate)", [](const Tensor& x) { return gelu(x, true); }, gelu_tanh_ref, any},
       {"erf", [](const Tensor& x) { return erf(x); }, [](double x) { return std::erf(x); }, any},
-      {"softplus", [](const Tensor& x) { return softplus(x); }, softplus_ref, any},
+      {"softplus", [](const Tensor& x) { return softplus(x); }, stable_softplus_ref, any},
   };
 }
 
 TEST(ElementwiseOps, FloatUnaryOpsMatchStdReference) {
-  for (const UnaryCase& c : float_unary_cases()) {
+  for (const ElementwiseUnaryCase& c : float_unary_cases()) {
     for (DType dt : kFloatDTypes) {
       SCOPED_TRACE(std::string(c.name) + " " + std::string(dtype_name(dt)));
       std::vector<double> in = rounded(c.inputs, dt);

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,8 @@
 namespace kiln::test {
 
 inline constexpr DType kFloatDTypes[] = {DType::f32, DType::f64};
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // The value `v` becomes when stored as `dtype` (bool: v != 0).
 inline double stored(double v, DType dtype) {

@@ -22,8 +22,8 @@ using test::for_each_index;
 using test::kFloatDTypes;
 using test::rounded;
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+using test::kInf;
+using test::kNaN;
 
 using Group = std::vector<double>;
 using GroupFn = std::function<double(const Group&)>;

@@ -15,7 +15,7 @@
 namespace kiln {
 namespace {
 
-struct PoolCase {
+struct MaxPoolGradientCase {
   Shape input;
   Axes pool, strides;
   std::string padding;
@@ -23,14 +23,14 @@ struct PoolCase {
 
 TEST(CompiledMaxPoolGradient, MatchesFiniteDifferencesAndEager) {
   ScopedExecutionMode compiled_mode(ExecutionMode::kCompiled);  // kiln_tests default: reference
-  const PoolCase cases[] = {
+  const MaxPoolGradientCase cases[] = {
       {{3, 6, 6, 4}, {2, 2}, {2, 2}, "valid"},
       {{2, 5, 5, 3}, {2, 2}, {2, 2}, "same"},
       {{2, 7, 6, 2}, {3, 3}, {2, 2}, "same"},  // overlapping windows
       {{2, 6, 7, 3}, {3, 2}, {1, 2}, "valid"},
   };
   uint64_t seed = 40;
-  for (const PoolCase& c : cases) {
+  for (const MaxPoolGradientCase& c : cases) {
     SCOPED_TRACE(c.input.to_string() + " " + c.padding);
     // Distinct values 0.03 apart, the nearest to 0 at 0.01 (no ties, no value at the kink).
     Tensor x = gradcheck::distinct(c.input, seed++, -2.01, 0.03);

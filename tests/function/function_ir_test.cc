@@ -178,10 +178,10 @@ TEST(FunctionIr, ControlFlowGraphRoundTrips) {
   EXPECT_NO_THROW(ir::verify_graph(*parsed));
   check_reference(cf, {x});  // y = (2, 4); sums 6 -> 18 -> 54
   EXPECT_EQ(hits.value().item<float>(), 1);
-  EXPECT_THAT(values(f(x)), testing::ElementsAre(18, 36));
+  EXPECT_THAT(values(f(x)), ::testing::ElementsAre(18, 36));
   EXPECT_EQ(hits.value().item<float>(), 2);
   // False branch: y = (1, 2); sums 3 -> 9 -> 27 -> 81.
-  EXPECT_THAT(values(f(tensor<float>({-1, -2}))), testing::ElementsAre(27, 54));
+  EXPECT_THAT(values(f(tensor<float>({-1, -2}))), ::testing::ElementsAre(27, 54));
   EXPECT_EQ(hits.value().item<float>(), 2);
 }
 

@@ -15,18 +15,18 @@
 namespace kiln {
 namespace {
 
-constexpr double kEps = std::numeric_limits<double>::epsilon();
+constexpr double kDoubleEpsilon = std::numeric_limits<double>::epsilon();
 
-std::vector<double> doubles(const Tensor& t) { return t.to_vector<double>(); }
+std::vector<double> tensor_doubles(const Tensor& t) { return t.to_vector<double>(); }
 
 // |a - b| <= tol_ulps * eps * (scale of the terms), elementwise.
-void expect_close(const Tensor& a, const Tensor& b, double scale, const std::string& what) {
+void expect_tensors_close(const Tensor& a, const Tensor& b, double scale, const std::string& what) {
   ASSERT_TRUE(a.defined()) << what;
   ASSERT_TRUE(b.defined()) << what;
   ASSERT_EQ(a.shape(), b.shape()) << what;
-  std::vector<double> va = doubles(a), vb = doubles(b);
+  std::vector<double> va = tensor_doubles(a), vb = tensor_doubles(b);
   for (size_t i = 0; i < va.size(); ++i)
-    EXPECT_NEAR(va[i], vb[i], 256 * kEps * scale) << what << " element " << i;
+    EXPECT_NEAR(va[i], vb[i], 256 * kDoubleEpsilon * scale) << what << " element " << i;
 }
 
 using test::expect_error;
@@ -68,9 +68,9 @@ TEST(FunctionUnderTape, FirstOrderGradientsEqualEagerAndTheCallableRunsOnce) {
       }
       // Terms of size <= a few units; the two paths round differently only in summation
       // order and (compiled) FMA contraction: a few hundred ulps of the unit scale at most.
-      expect_close(got[0], want[0], 4, "dx");
-      expect_close(got[1], want[1], 4, "dW");
-      expect_close(got[2], want[2], 4, "db");
+      expect_tensors_close(got[0], want[0], 4, "dx");
+      expect_tensors_close(got[1], want[1], 4, "dW");
+      expect_tensors_close(got[2], want[2], 4, "db");
       // Variables as sources work too.
       GradientTape tape;
       Tensor loss = sum(f(x));
@@ -95,7 +95,7 @@ TEST(FunctionUnderTape, GradientMatchesFiniteDifferences) {
   GradientTape tape;
   tape.watch(x);
   Tensor dx = tape.gradient(sum(f(x)), x);
-  std::vector<double> vx = doubles(x), g = doubles(dx);
+  std::vector<double> vx = tensor_doubles(x), g = tensor_doubles(dx);
   const double h = 1e-6;
   for (size_t i = 0; i < vx.size(); ++i) {
     std::vector<double> p = vx, m = vx;
@@ -121,8 +121,8 @@ TEST(FunctionUnderTape, AssignmentsHappenOncePerCall) {
     tape.watch(x);
     Tensor y = f(x);
     std::vector<Tensor> g = tape.gradient(sum(y), {x, w.value()});
-    EXPECT_EQ(doubles(g[0]), std::vector<double>{2.0});
-    EXPECT_EQ(doubles(g[1]), std::vector<double>{3.0});
+    EXPECT_EQ(tensor_doubles(g[0]), std::vector<double>{2.0});
+    EXPECT_EQ(tensor_doubles(g[1]), std::vector<double>{3.0});
   }
   EXPECT_EQ(counter.value().item<double>(), 2.0);
 }
@@ -137,7 +137,7 @@ TEST(FunctionUnderTape, TheGradientUsesTheForwardCallsRandomNumbers) {
     tape.watch(x);
     Tensor y = f(x);
     Tensor dx = tape.gradient(sum(y), x);
-    std::vector<double> vy = doubles(y), g = doubles(dx);
+    std::vector<double> vy = tensor_doubles(y), g = tensor_doubles(dx);
     int kept = 0;
     for (size_t i = 0; i < vy.size(); ++i) {
       EXPECT_EQ(g[i], vy[i] != 0 ? 2.0 : 0.0) << "element " << i;
@@ -162,8 +162,8 @@ TEST(FunctionUnderTape, SecondOrderGradientsEqualEager) {
       inner.watch(x);
       dx = inner.gradient(sum(cube(x)), x);
     }
-    EXPECT_EQ(doubles(dx), (std::vector<double>{12.0, 0.75}));
-    EXPECT_EQ(doubles(outer.gradient(sum(dx), x)), (std::vector<double>{12.0, -3.0}));
+    EXPECT_EQ(tensor_doubles(dx), (std::vector<double>{12.0, 0.75}));
+    EXPECT_EQ(tensor_doubles(outer.gradient(sum(dx), x)), (std::vector<double>{12.0, -3.0}));
   }
   // Third order through three tapes: d^3/dx^3 x^3 = 6.
   {
@@ -181,7 +181,7 @@ TEST(FunctionUnderTape, SecondOrderGradientsEqualEager) {
       }
       d2 = t2.gradient(sum(d1), x);
     }
-    EXPECT_EQ(doubles(t3.gradient(sum(d2), x)), (std::vector<double>{6.0, 6.0}));
+    EXPECT_EQ(tensor_doubles(t3.gradient(sum(d2), x)), (std::vector<double>{6.0, 6.0}));
   }
   // A layer with variables: the second-order gradient with respect to x and W.
   Layer64 layer;
@@ -200,8 +200,8 @@ TEST(FunctionUnderTape, SecondOrderGradientsEqualEager) {
   };
   std::vector<Tensor> want = second([&](const Tensor& t) { return layer(t); });
   std::vector<Tensor> got = second([&](const Tensor& t) { return f(t); });
-  expect_close(got[0], want[0], 16, "d2/dx");
-  expect_close(got[1], want[1], 16, "d2/dW");
+  expect_tensors_close(got[0], want[0], 16, "d2/dx");
+  expect_tensors_close(got[1], want[1], 16, "d2/dW");
 }
 
 // A function with a cond: the branch taken at each call is differentiated.
@@ -218,8 +218,8 @@ TEST(FunctionUnderTape, CondInsideTheFunction) {
     tape.watch(x);
     std::vector<Tensor> grads = tape.gradient(sum(g(x)), {x, w.value()});
     // x > 0: d(x^2 w)/dx = 2xw = 12, d/dw = x^2 = 4;  x < 0: d(xw)/dx = w = 3, d/dw = x = -2.
-    EXPECT_EQ(doubles(grads[0]), std::vector<double>{v > 0 ? 12.0 : 3.0});
-    EXPECT_EQ(doubles(grads[1]), std::vector<double>{v > 0 ? 4.0 : -2.0});
+    EXPECT_EQ(tensor_doubles(grads[0]), std::vector<double>{v > 0 ? 12.0 : 3.0});
+    EXPECT_EQ(tensor_doubles(grads[1]), std::vector<double>{v > 0 ? 4.0 : -2.0});
   }
 }
 

@@ -16,6 +16,9 @@
 
 namespace kiln::test {
 
+// The execution modes a loop test compares: the reference executor and the compiled step.
+inline constexpr ExecutionMode kModes[] = {ExecutionMode::kReference, ExecutionMode::kCompiled};
+
 // A function of float64 tensors returning one float64 tensor, run eagerly.
 using Forward = std::function<Tensor(const std::vector<Tensor>&)>;
 

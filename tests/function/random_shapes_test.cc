@@ -11,7 +11,7 @@
 namespace kiln {
 namespace {
 
-std::vector<float> values(const Tensor& t) { return t.to_vector<float>(); }
+std::vector<float> float_values(const Tensor& t) { return t.to_vector<float>(); }
 
 // x -> (dropout(x, 0.5), random_normal_like(x)), traced once for any batch size.
 auto make_noisy(const char* name, ExecutionMode mode) {
@@ -26,7 +26,7 @@ auto make_noisy(const char* name, ExecutionMode mode) {
 // Dropout at rate 0.5 keeps x * 2 or gives 0, elementwise.
 void expect_dropout_of(const Tensor& y, const Tensor& x) {
   ASSERT_EQ(y.shape(), x.shape());
-  std::vector<float> vx = values(x), vy = values(y);
+  std::vector<float> vx = float_values(x), vy = float_values(y);
   int kept = 0;
   for (size_t i = 0; i < vx.size(); ++i) {
     EXPECT_TRUE(vy[i] == 0.0f || vy[i] == vx[i] * 2.0f) << i << ": " << vy[i] << " " << vx[i];
@@ -48,8 +48,8 @@ TEST(RandomShapes, DropoutAndNormalInAnUnknownBatchFunctionRunInEveryMode) {
       std::vector<Tensor> out = noisy(x);
       expect_dropout_of(out[0], x);
       EXPECT_EQ(out[1].shape(), (Shape{batch, 8}));
-      by_mode[mode == ExecutionMode::kCompiled].push_back(values(out[0]));
-      by_mode[mode == ExecutionMode::kCompiled].push_back(values(out[1]));
+      by_mode[mode == ExecutionMode::kCompiled].push_back(float_values(out[0]));
+      by_mode[mode == ExecutionMode::kCompiled].push_back(float_values(out[1]));
     }
     EXPECT_EQ(noisy.tracing_count(), 1);
   }
@@ -61,8 +61,10 @@ TEST(RandomShapes, DropoutAndNormalInAnUnknownBatchFunctionRunInEveryMode) {
 
 TEST(RandomShapes, EagerLikeFormsEqualTheShapeForms) {
   Tensor x = zeros({4, 6});
-  EXPECT_EQ(values(random_uniform_like(x, 5, -1.0, 2.0)), values(random_uniform({4, 6}, 5, -1, 2)));
-  EXPECT_EQ(values(random_normal_like(x, 6, 1.0, 3.0)), values(random_normal({4, 6}, 6, 1, 3)));
+  EXPECT_EQ(float_values(random_uniform_like(x, 5, -1.0, 2.0)),
+            float_values(random_uniform({4, 6}, 5, -1, 2)));
+  EXPECT_EQ(float_values(random_normal_like(x, 6, 1.0, 3.0)),
+            float_values(random_normal({4, 6}, 6, 1, 3)));
   EXPECT_EQ(random_integers_like(x, 7, 0, 9).to_vector<int64_t>(),
             random_integers({4, 6}, 7, 0, 9).to_vector<int64_t>());
   EXPECT_EQ(random_normal_like(x, 6, 0.0, 1.0, DType::f64).dtype(), DType::f64);

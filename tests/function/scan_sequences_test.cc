@@ -23,12 +23,12 @@ using test::finite_difference;
 using test::Forward;
 using ::testing::HasSubstr;
 
-constexpr ExecutionMode kModes[] = {ExecutionMode::kReference, ExecutionMode::kCompiled};
+using test::kModes;
 
 // h <- tanh(h * w + a[k] * b[k]) + also * sum(a), a and b read through their rows (and a also
 // directly when `also` is nonzero); returns [stacked states, final state].
-std::vector<Tensor> recurrence(const Tensor& h0, const Tensor& a, const Tensor& b, const Tensor& w,
-                               double also) {
+std::vector<Tensor> sequence_recurrence(const Tensor& h0, const Tensor& a, const Tensor& b,
+                                        const Tensor& w, double also) {
   ScanResult r = scan(
       a.shape()[0],
       [a, w, also](const Tensor&, const std::vector<Tensor>& s, const std::vector<Tensor>& rows) {
@@ -41,12 +41,12 @@ std::vector<Tensor> recurrence(const Tensor& h0, const Tensor& a, const Tensor& 
 }
 
 // L = sum(stacked * ws) + sum(final * wf) and its gradients with respect to h0, a, b and w.
-auto recurrence_grads(double also) {
+auto sequence_recurrence_grads(double also) {
   return [also](const Tensor& h0, const Tensor& a, const Tensor& b, const Tensor& w,
                 const Tensor& ws, const Tensor& wf) {
     GradientTape tape;
     tape.watch({h0, a, b, w});
-    std::vector<Tensor> out = recurrence(h0, a, b, w, also);
+    std::vector<Tensor> out = sequence_recurrence(h0, a, b, w, also);
     Tensor loss = sum(out[0] * ws) + sum(out[1] * wf);
     std::vector<Tensor> g = tape.gradient(loss, {h0, a, b, w}, UnconnectedGradients::kZero);
     g.insert(g.begin(), loss);
@@ -63,13 +63,13 @@ TEST(ScanSequences, StatesAndGradientsMatchEagerAndFiniteDifferences) {
       Tensor w = gradcheck::uniform({3}, 4);
       Tensor ws = gradcheck::uniform({steps, 2, 3}, 5);
       Tensor wf = gradcheck::uniform({2, 3}, 6);
-      std::vector<Tensor> eager = recurrence_grads(also)(h0, a, b, w, ws, wf);
+      std::vector<Tensor> eager = sequence_recurrence_grads(also)(h0, a, b, w, ws, wf);
       Tensor weights = concat({ws, expand_dims(wf, 0)}, 0);
       Forward fwd = [also](const std::vector<Tensor>& x) {
-        std::vector<Tensor> out = recurrence(x[0], x[1], x[2], x[3], also);
+        std::vector<Tensor> out = sequence_recurrence(x[0], x[1], x[2], x[3], also);
         return concat({out[0], expand_dims(out[1], 0)}, 0);
       };
-      ConcreteFunction c = function(recurrence_grads(also), {.name = "scan_rows_grads"})
+      ConcreteFunction c = function(sequence_recurrence_grads(also), {.name = "scan_rows_grads"})
                                .concrete(h0, a, b, w, ws, wf);
       for (ExecutionMode mode : kModes) {
         std::vector<Tensor> t = c.run({h0, a, b, w, ws, wf}, mode);

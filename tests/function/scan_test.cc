@@ -24,7 +24,7 @@ using test::finite_difference;
 using test::Forward;
 using ::testing::HasSubstr;
 
-constexpr ExecutionMode kModes[] = {ExecutionMode::kReference, ExecutionMode::kCompiled};
+using test::kModes;
 
 // h <- tanh(h * w + x[k]) for k = 0 .. steps-1 (steps = x's leading dimension); returns
 // [stacked states, final state].

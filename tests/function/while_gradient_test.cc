@@ -21,7 +21,7 @@ using test::finite_difference;
 using test::Forward;
 using ::testing::HasSubstr;
 
-constexpr ExecutionMode kModes[] = {ExecutionMode::kReference, ExecutionMode::kCompiled};
+using test::kModes;
 
 Tensor i64(int64_t v) { return scalar(double(v), DType::i64); }
 

@@ -14,17 +14,19 @@ namespace {
 
 using ::testing::HasSubstr;
 
-TensorType T(DType dtype, std::initializer_list<int64_t> dims) { return {dtype, Shape(dims)}; }
+TensorType tensor_type(DType dtype, std::initializer_list<int64_t> dims) {
+  return {dtype, Shape(dims)};
+}
 
 TEST(Dot, SmallGraphWithAnAssignment) {
   Graph g("train_step");
-  Value* x = g.add_parameter(T(DType::f32, {kUnknownDim, 4}));
-  int v = g.add_variable("dense/kernel", T(DType::f32, {4, 2}), true);
+  Value* x = g.add_parameter(tensor_type(DType::f32, {kUnknownDim, 4}));
+  int v = g.add_variable("dense/kernel", tensor_type(DType::f32, {4, 2}), true);
   Value* w = g.variable(size_t(v)).entry;
   Node* mm = g.add_op(OpKind::MatMul, {x, w}, {{"transpose_a", false}, {"transpose_b", false}});
   mm->set_name("dense_1/matmul");
   float half = 0.5f;
-  Node* c = g.add_constant(Literal::copy_of(T(DType::f32, {}), &half));
+  Node* c = g.add_constant(Literal::copy_of(tensor_type(DType::f32, {}), &half));
   Node* m = g.add_op(OpKind::Mul, {w, c->output()});
   Node* a = g.add_assignment(NodeKind::kAssignSub, v, m->output());
   a->set_name("say \"hi\" \\o/");
@@ -51,7 +53,7 @@ TEST(Dot, SmallGraphWithAnAssignment) {
 
 std::unique_ptr<Graph> identity_branch(const std::string& name, bool negate) {
   auto b = std::make_unique<Graph>(name);
-  Value* x = b->add_parameter(T(DType::f32, {3}));
+  Value* x = b->add_parameter(tensor_type(DType::f32, {3}));
   Value* y = negate ? b->add_op(OpKind::Neg, {x})->output() : x;
   b->set_outputs({y, x});
   return b;
@@ -59,13 +61,13 @@ std::unique_ptr<Graph> identity_branch(const std::string& name, bool negate) {
 
 TEST(Dot, ControlFlowSubGraphsAreClusters) {
   Graph g("branchy \"g\"");
-  Value* p = g.add_parameter(T(DType::b8, {}));
-  Value* x = g.add_parameter(T(DType::f32, {3}));
+  Value* p = g.add_parameter(tensor_type(DType::b8, {}));
+  Value* x = g.add_parameter(tensor_type(DType::f32, {3}));
   std::vector<std::unique_ptr<Graph>> branches;
   branches.push_back(identity_branch("then", true));
   branches.push_back(identity_branch("else", false));
   Node* c = g.add_control_flow(NodeKind::kCond, {p, x}, std::move(branches),
-                               {T(DType::f32, {3}), T(DType::f32, {3})});
+                               {tensor_type(DType::f32, {3}), tensor_type(DType::f32, {3})});
   Node* add = g.add_op(OpKind::Add, {c->output(1), c->output(0)});
   g.set_outputs({add->output()});
   std::string dot = graph_to_dot(g);

@@ -22,21 +22,21 @@ namespace {
 using ::kiln::test::error_of;
 using ::testing::HasSubstr;
 
-TensorType f32(std::vector<int64_t> dims) { return TensorType{DType::f32, Shape(dims)}; }
+TensorType f32_of(std::vector<int64_t> dims) { return TensorType{DType::f32, Shape(dims)}; }
 
 // add(x, b) -> relu, both returned: a two-output loop fusion.
 std::unique_ptr<Graph> build_fused_graph() {
   auto g = std::make_unique<Graph>("f");
-  Value* x = g->add_parameter(f32({2, 3}));
-  Value* b = g->add_parameter(f32({3}));
+  Value* x = g->add_parameter(f32_of({2, 3}));
+  Value* b = g->add_parameter(f32_of({3}));
   auto body = std::make_unique<Graph>("");
-  Value* bx = body->add_parameter(f32({2, 3}));
-  Value* bb = body->add_parameter(f32({3}));
+  Value* bx = body->add_parameter(f32_of({2, 3}));
+  Value* bb = body->add_parameter(f32_of({3}));
   Node* add = body->add_op(OpKind::Add, {bx, bb});
   Node* relu = body->add_op(OpKind::Relu, {add->output()});
   body->set_outputs({add->output(), relu->output()});
   Node* f = g->add_fusion("fused_add_relu_0", "loop", {x, b}, std::move(body),
-                          {f32({2, 3}), f32({2, 3})});
+                          {f32_of({2, 3}), f32_of({2, 3})});
   f->set_name("dense/fused");
   Node* n = g->add_op(OpKind::Neg, {f->output(1)});
   g->set_outputs({n->output(), f->output(0)});
@@ -113,7 +113,7 @@ TEST(FusionIrTest, VerifierChecksSignatureKindNameAndBody) {
   }
   {
     auto g = parse_graph(kText);
-    g->nodes()[0]->output(0)->set_type(f32({3, 2}));
+    g->nodes()[0]->output(0)->set_type(f32_of({3, 2}));
     EXPECT_THAT(error_of([&] { verify_graph(*g); }),
                 HasSubstr("the body sub-graph's output 0 is f32[2,3] but the fusion's output %2 "
                           "is f32[3,2]"));
@@ -150,8 +150,8 @@ TEST(FusionIrTest, DotDrawsTheBodyAsAClusterNamedAfterTheGroup) {
 
 TEST(FusionIrTest, ReferenceExecutorRunsTheBody) {
   auto g = parse_graph(kText);
-  runtime::Array x = runtime::Array::empty(f32({2, 3}));
-  runtime::Array b = runtime::Array::empty(f32({3}));
+  runtime::Array x = runtime::Array::empty(f32_of({2, 3}));
+  runtime::Array b = runtime::Array::empty(f32_of({3}));
   float xs[] = {-1, 2, -3, 4, -5, 6};
   float bs[] = {0.5f, -0.5f, 1};
   std::memcpy(x.raw(), xs, sizeof xs);

@@ -24,7 +24,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 // float64 layers: the comparisons below are then limited by summation order only.
-MultiHeadAttentionOptions f64(MultiHeadAttentionOptions o = {}) {
+MultiHeadAttentionOptions mha_f64(MultiHeadAttentionOptions o = {}) {
   o.dtype = DType::f64;
   return o;
 }
@@ -32,8 +32,8 @@ MultiHeadAttentionOptions f64(MultiHeadAttentionOptions o = {}) {
 // |a - b| <= terms * u * scale element by element, u = 2^-52, scale the largest magnitude (of
 // a and b, or `scale_floor` if larger): the two differ only in the order of at most `terms`
 // rounded operations per element.
-void expect_close(const std::vector<double>& a, const std::vector<double>& b, double terms,
-                  const std::string& what, double scale_floor = 0) {
+void expect_attention_close(const std::vector<double>& a, const std::vector<double>& b,
+                            double terms, const std::string& what, double scale_floor = 0) {
   ASSERT_EQ(a.size(), b.size()) << what;
   double scale = std::max(scale_floor, 1e-300);
   for (size_t j = 0; j < a.size(); ++j) scale = std::max({scale, std::abs(a[j]), std::abs(b[j])});
@@ -82,7 +82,7 @@ TEST(MultiHeadAttention, MatchesTheNaiveLoops) {
     for (bool with_mask : {false, true})
       for (bool use_bias : {true, false}) {
         SCOPED_TRACE(fmt::format("key={} mask={} bias={}", with_key, with_mask, use_bias));
-        MultiHeadAttentionOptions o = f64({.value_dim = V, .use_bias = use_bias});
+        MultiHeadAttentionOptions o = mha_f64({.value_dim = V, .use_bias = use_bias});
         o.return_attention_scores = true;
         if (with_key) o.output_shape = 7;
         MultiHeadAttention mha(H, K, o);
@@ -97,15 +97,15 @@ TEST(MultiHeadAttention, MatchesTheNaiveLoops) {
         MhaReference ref = MhaReference::of(mha, q, v, with_key ? k : v);
         if (with_mask) ref.mask = mask;
         MhaReference::Result want = ref.run();
-        expect_close(out[0].to_vector<double>(), want.output, ref.terms(), "output");
-        expect_close(out[1].to_vector<double>(), want.scores, ref.terms(), "scores");
+        expect_attention_close(out[0].to_vector<double>(), want.output, ref.terms(), "output");
+        expect_attention_close(out[1].to_vector<double>(), want.scores, ref.terms(), "scores");
       }
 }
 
 TEST(MultiHeadAttention, AttentionMaskBroadcastsAndMayBeNumeric) {
   const int64_t B = 2, Tq = 3, Tv = 4;
   Tensor q = gradcheck::uniform({B, Tq, 3}, 4), v = gradcheck::uniform({B, Tv, 3}, 5);
-  MultiHeadAttention mha(2, 2, f64());
+  MultiHeadAttention mha(2, 2, mha_f64());
   build_with_random_weights(mha, {q, v}, 20);
   std::vector<int> one = some_mask(1, Tq, Tv), both;
   for (int64_t b = 0; b < B; ++b) both.insert(both.end(), one.begin(), one.end());
@@ -114,7 +114,7 @@ TEST(MultiHeadAttention, AttentionMaskBroadcastsAndMayBeNumeric) {
           .to_vector<double>();
   MhaReference ref = MhaReference::of(mha, q, v, v);
   ref.mask = both;
-  expect_close(full, ref.run().output, ref.terms(), "[B, Tq, Tv]");
+  expect_attention_close(full, ref.run().output, ref.terms(), "[B, Tq, Tv]");
   // [Tq, Tv], [1, Tq, Tv] and a float 0/1 mask: the same attention.
   std::vector<double> as_double(one.begin(), one.end());
   for (const Tensor& m : {bool_tensor(one, {Tq, Tv}), bool_tensor(one, {1, Tq, Tv}),
@@ -131,7 +131,7 @@ TEST(MultiHeadAttention, GradientsMatchFiniteDifferences) {
   Tensor value_mask = bool_tensor({1, 1, 1, 1, 1, 0}, {B, Tv});
   for (bool causal : {false, true}) {
     SCOPED_TRACE(fmt::format("causal={}", causal));
-    MultiHeadAttentionOptions o = f64({.value_dim = 3});
+    MultiHeadAttentionOptions o = mha_f64({.value_dim = 3});
     o.use_causal_mask = causal;
     o.return_attention_scores = true;
     MultiHeadAttention mha(2, 2, o);
@@ -163,7 +163,7 @@ TEST(MultiHeadAttention, FusedAndComposedPathsAgree) {
   Tensor query_mask = bool_tensor({1, 1, 1, 1, 1, 1, 1, 1, 1, 0}, {B, Tq});
   Tensor value_mask = bool_tensor({1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 0, 0}, {B, Tv});
   Tensor attention_mask = bool_tensor(some_mask(B, Tq, Tv), {B, Tq, Tv});
-  MultiHeadAttention mha(3, 2, f64({.value_dim = 3}));
+  MultiHeadAttention mha(3, 2, mha_f64({.value_dim = 3}));
   build_with_random_weights(mha, {q, v, k}, 70);
   for (bool causal : {false, true})
     for (bool explicit_mask : {false, true}) {
@@ -190,8 +190,8 @@ TEST(MultiHeadAttention, FusedAndComposedPathsAgree) {
         for (double g : composed[i].to_vector<double>()) largest = std::max(largest, std::abs(g));
       ASSERT_EQ(fused.size(), composed.size());
       for (size_t i = 0; i < fused.size(); ++i)
-        expect_close(fused[i].to_vector<double>(), composed[i].to_vector<double>(), terms,
-                     fmt::format("result {}", i), i == 0 ? 0 : largest);
+        expect_attention_close(fused[i].to_vector<double>(), composed[i].to_vector<double>(), terms,
+                               fmt::format("result {}", i), i == 0 ? 0 : largest);
     }
 }
 
@@ -218,7 +218,7 @@ TEST(MultiHeadAttention, TracedAgreesWithEager) {
   Tensor q = gradcheck::uniform({B, Tq, Dq}, 9), v = gradcheck::uniform({B, Tv, 3}, 10);
   Tensor w = gradcheck::uniform({B, Tq, Dq}, 11);
   Tensor value_mask = bool_tensor({1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0}, {B, Tv});
-  MultiHeadAttention mha(H, K, f64());
+  MultiHeadAttention mha(H, K, mha_f64());
   build_with_random_weights(mha, {q, v}, 40);
   // The loss and its gradients with respect to the query, the value and every weight.
   auto grads = [&](const Tensor& x, const Tensor& y, const Tensor& m, const Tensor& wt) {
@@ -264,9 +264,10 @@ TEST(MultiHeadAttention, TracedAgreesWithEager) {
       std::vector<Tensor> traced = f->concrete(q, v, value_mask, w).run(args, mode);
       ASSERT_EQ(traced.size(), eager.size());
       for (size_t i = 0; i < traced.size(); ++i)
-        expect_close(traced[i].to_vector<double>(), eager[i].to_vector<double>(), terms,
-                     fmt::format("{} {} output {}", f->name(), execution_mode_name(mode), i),
-                     i == 0 ? 0 : largest_gradient);
+        expect_attention_close(
+            traced[i].to_vector<double>(), eager[i].to_vector<double>(), terms,
+            fmt::format("{} {} output {}", f->name(), execution_mode_name(mode), i),
+            i == 0 ? 0 : largest_gradient);
     }
 }
 
@@ -275,7 +276,7 @@ TEST(MultiHeadAttention, TracedAgreesWithEager) {
 TEST(MultiHeadAttention, CausalMask) {
   // Self-attention: the output at position i does not change when later positions change.
   const int64_t T = 6, D = 4;
-  MultiHeadAttention mha(2, 3, f64({.use_causal_mask = true}));
+  MultiHeadAttention mha(2, 3, mha_f64({.use_causal_mask = true}));
   Tensor x = gradcheck::uniform({1, T, D}, 12);
   build_with_random_weights(mha, {x}, 50);
   std::vector<double> base = mha(x).to_vector<double>(), xv = x.to_vector<double>();
@@ -290,7 +291,7 @@ TEST(MultiHeadAttention, CausalMask) {
   }
   // Tq != Tv (Keras: query i sees the keys j <= i), as a per-call option of attend.
   const int64_t B = 2, Tq = 3, Tv = 5;
-  MultiHeadAttention cross(2, 2, f64());
+  MultiHeadAttention cross(2, 2, mha_f64());
   Tensor q = gradcheck::uniform({B, Tq, 3}, 13), v = gradcheck::uniform({B, Tv, 2}, 14);
   build_with_random_weights(cross, {q, v}, 60);
   std::vector<Tensor> out =
@@ -300,8 +301,8 @@ TEST(MultiHeadAttention, CausalMask) {
     for (int64_t i = 0; i < Tq; ++i)
       for (int64_t j = 0; j < Tv; ++j) ref.mask.push_back(j <= i);
   MhaReference::Result want = ref.run();
-  expect_close(out[0].to_vector<double>(), want.output, ref.terms(), "causal output");
-  expect_close(out[1].to_vector<double>(), want.scores, ref.terms(), "causal scores");
+  expect_attention_close(out[0].to_vector<double>(), want.output, ref.terms(), "causal output");
+  expect_attention_close(out[1].to_vector<double>(), want.scores, ref.terms(), "causal scores");
   EXPECT_EQ(cross(std::vector<Tensor>{q, v}).size(), 1u);  // the layer's own options again
 }
 
@@ -318,7 +319,7 @@ TEST(MultiHeadAttention, PaddedBatchEqualsEachSequenceAlone) {
     for (int64_t t = 0; t < Tv; ++t) vm.push_back(t < v_len[size_t(b)]);
   }
   Tensor q_mask = bool_tensor(qm, {B, Tq}), v_mask = bool_tensor(vm, {B, Tv});
-  MultiHeadAttention mha(2, 3, f64());
+  MultiHeadAttention mha(2, 3, mha_f64());
   build_with_random_weights(mha, {q, v}, 70);
   Tensor masked = mha({q.with_keras_mask(q_mask), v.with_keras_mask(v_mask)})[0];
   auto traced_fn =
@@ -336,7 +337,7 @@ TEST(MultiHeadAttention, PaddedBatchEqualsEachSequenceAlone) {
     for (const Tensor* got : {&masked, &traced}) {
       std::vector<double> all = got->to_vector<double>();
       std::vector<double> rows(all.begin() + b * Tq * Dq, all.begin() + (b * Tq + lq) * Dq);
-      expect_close(rows, want, terms, fmt::format("sequence {}", b));
+      expect_attention_close(rows, want, terms, fmt::format("sequence {}", b));
     }
   }
 }
@@ -344,15 +345,15 @@ TEST(MultiHeadAttention, PaddedBatchEqualsEachSequenceAlone) {
 TEST(MultiHeadAttention, EmbeddingMaskZeroThroughASequentialModel) {
   // Self-attention over token embeddings: token 0 is padding.
   Embedding emb(10, 4, {.mask_zero = true, .dtype = DType::f64});
-  MultiHeadAttention mha(2, 3, f64());
+  MultiHeadAttention mha(2, 3, mha_f64());
   Sequential model({emb, mha});
   Tensor padded = tensor<int64_t>({3, 1, 4, 0, 0}, {1, 5});
   Tensor plain = tensor<int64_t>({3, 1, 4}, {1, 3});
   Tensor a = model(padded), b = model(plain);
   std::vector<double> av = a.to_vector<double>();
   Tensor e = emb(padded);
-  expect_close(std::vector<double>(av.begin(), av.begin() + 12), b.to_vector<double>(),
-               MhaReference::of(mha, e, e, e).terms(), "real positions");
+  expect_attention_close(std::vector<double>(av.begin(), av.begin() + 12), b.to_vector<double>(),
+                         MhaReference::of(mha, e, e, e).terms(), "real positions");
   EXPECT_EQ(a.keras_mask().to_vector<int>(), (std::vector<int>{1, 1, 1, 0, 0}));
 }
 
@@ -361,7 +362,8 @@ TEST(MultiHeadAttention, ScoresSumToOneWithZerosAtMaskedKeys) {
   Tensor q = gradcheck::uniform({B, Tq, 2}, 17), v = gradcheck::uniform({B, Tv, 2}, 18);
   Tensor v_mask = bool_tensor({1, 1, 1, 1, 1, 0, 1, 0}, {B, Tv});
   // With dropout in training: the scores are the probabilities before the dropout (Keras).
-  MultiHeadAttention mha(H, 2, f64({.dropout = 0.5, .seed = 1, .return_attention_scores = true}));
+  MultiHeadAttention mha(H, 2,
+                         mha_f64({.dropout = 0.5, .seed = 1, .return_attention_scores = true}));
   build_with_random_weights(mha, {q, v}, 80);
   for (bool training : {false, true}) {
     std::vector<Tensor> out = mha({q, v.with_keras_mask(v_mask)}, training);

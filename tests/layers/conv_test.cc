@@ -41,7 +41,7 @@ TEST(Conv2DTest, InputSpecErrors) {
             "shape to have value 3, but received input with shape (1, 5, 5, 2)");
 }
 
-struct ConvCase {
+struct ConvLayerCase {
   Axes kernel, strides;
   std::string padding;
   Axes dilation;
@@ -49,14 +49,14 @@ struct ConvCase {
 };
 
 TEST(Conv2DTest, ForwardMatchesNaiveConvolution) {
-  std::vector<ConvCase> cases = {
+  std::vector<ConvLayerCase> cases = {
       {{3, 3}, {1, 1}, "valid", {1, 1}, {2, 5, 6, 3}},
       {{3, 2}, {2, 1}, "same", {1, 1}, {1, 7, 5, 2}},
       {{2, 3}, {1, 1}, "same", {2, 1}, {2, 6, 6, 1}},
       {{3, 3}, {1, 1}, "valid", {2, 2}, {1, 7, 7, 2}},
       {{1, 1}, {2, 2}, "VALID", {1, 1}, {1, 4, 5, 3}},
   };
-  for (const ConvCase& cc : cases) {
+  for (const ConvLayerCase& cc : cases) {
     SCOPED_TRACE(cc.input.to_string() + " " + cc.padding);
     Conv2D c(3, cc.kernel,
              {.strides = cc.strides,

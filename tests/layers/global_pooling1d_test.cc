@@ -44,21 +44,22 @@ std::vector<double> naive_global(const Tensor& x, const std::vector<int>& keep, 
 }
 
 const std::vector<int64_t> kLengths{5, 2, 4};
-constexpr int64_t kT = 5, kC = 3;
+constexpr int64_t kTimeSteps = 5, kC = 3;
 
 // x [3, 5, 3] whose padding steps hold 50 (larger than any real value: a max that used them
 // would show it) and the mask of kLengths.
 std::pair<Tensor, Tensor> padded_batch() {
   const int64_t B = int64_t(kLengths.size());
-  std::vector<double> xv = gradcheck::uniform({B, kT, kC}, 31).to_vector<double>(), m;
+  std::vector<double> xv = gradcheck::uniform({B, kTimeSteps, kC}, 31).to_vector<double>(), m;
   for (int64_t b = 0; b < B; ++b)
-    for (int64_t t = 0; t < kT; ++t) {
+    for (int64_t t = 0; t < kTimeSteps; ++t) {
       const bool real = t < kLengths[size_t(b)];
       m.push_back(real ? 1 : 0);
       if (!real)
-        for (int64_t c = 0; c < kC; ++c) xv[size_t((b * kT + t) * kC + c)] = 50;
+        for (int64_t c = 0; c < kC; ++c) xv[size_t((b * kTimeSteps + t) * kC + c)] = 50;
     }
-  return {tensor(xv, {B, kT, kC}, DType::f64), cast(tensor(m, {B, kT}, DType::f64), DType::b8)};
+  return {tensor(xv, {B, kTimeSteps, kC}, DType::f64),
+          cast(tensor(m, {B, kTimeSteps}, DType::f64), DType::b8)};
 }
 
 TEST(GlobalPooling1D, MatchesTheNaiveReductions) {
@@ -93,17 +94,17 @@ TEST(GlobalPooling1D, PaddedBatchEqualsEachSequenceAlone) {
     // A numeric mask (nonzero: kept) gives the same.
     Tensor numeric = layer(x.with_keras_mask(cast(mask, DType::f32)));
     expect_close(numeric.to_vector<double>(), masked.to_vector<double>(), 0, "numeric mask");
-    expect_close(masked.to_vector<double>(), naive_global(x, keep, is_max), 2.0 * (kT + 1),
+    expect_close(masked.to_vector<double>(), naive_global(x, keep, is_max), 2.0 * (kTimeSteps + 1),
                  "naive");
     for (size_t b = 0; b < kLengths.size(); ++b) {
       const int64_t L = kLengths[b];
-      std::vector<double> seq(xv.begin() + int64_t(b) * kT * kC,
-                              xv.begin() + (int64_t(b) * kT + L) * kC);
+      std::vector<double> seq(xv.begin() + int64_t(b) * kTimeSteps * kC,
+                              xv.begin() + (int64_t(b) * kTimeSteps + L) * kC);
       std::vector<double> alone = layer(tensor(seq, {1, L, kC}, DType::f64)).to_vector<double>();
       for (const Tensor& got : {masked, traced[0], traced[1], traced[2]}) {
         std::vector<double> all = got.to_vector<double>();
         std::vector<double> row(all.begin() + int64_t(b) * kC, all.begin() + int64_t(b + 1) * kC);
-        expect_close(row, alone, 2.0 * (kT + 2), fmt::format("sequence {}", b));
+        expect_close(row, alone, 2.0 * (kTimeSteps + 2), fmt::format("sequence {}", b));
       }
     }
   }
@@ -124,8 +125,9 @@ TEST(GlobalPooling1D, MaskedGradientsMatchFiniteDifferences) {
     Tensor loss = sum(layer(xd.with_keras_mask(mask)));
     std::vector<double> g = tape.gradient(loss, xd).to_vector<double>();
     for (size_t b = 0; b < kLengths.size(); ++b)
-      for (int64_t t = kLengths[b]; t < kT; ++t)
-        for (int64_t c = 0; c < kC; ++c) EXPECT_EQ(g[size_t((int64_t(b) * kT + t) * kC + c)], 0);
+      for (int64_t t = kLengths[b]; t < kTimeSteps; ++t)
+        for (int64_t c = 0; c < kC; ++c)
+          EXPECT_EQ(g[size_t((int64_t(b) * kTimeSteps + t) * kC + c)], 0);
     // Traced gradients with the mask agree with eager.
     auto grads = [layer](const Tensor& xx, const Tensor& mm) {
       GradientTape t;
@@ -139,7 +141,7 @@ TEST(GlobalPooling1D, MaskedGradientsMatchFiniteDifferences) {
       std::vector<Tensor> traced = fn.concrete(xd, mask).run({xd, mask}, mode);
       for (size_t i = 0; i < 2; ++i)
         expect_close(traced[i].to_vector<double>(), eager[i].to_vector<double>(),
-                     4.0 * (kT + 3 * kLengths.size() * kC),
+                     4.0 * (kTimeSteps + 3 * kLengths.size() * kC),
                      fmt::format("{} output {}", execution_mode_name(mode), i));
     }
   }

@@ -30,7 +30,7 @@ Tensor cf_from_cl(const Tensor& x) {
   return transpose(x, perm);
 }
 
-struct Case {
+struct ArgumentCase {
   std::string what;
   std::function<Layer(const std::string& data_format)> make;
   Shape input_cl;                 // channels-last input shape
@@ -38,7 +38,7 @@ struct Case {
   int64_t terms;                  // values summed (or compared) per output element
 };
 
-std::vector<Case> channels_first_cases() {
+std::vector<ArgumentCase> channels_first_cases() {
   auto conv2d = [](Conv2DOptions o) {
     return [o](const std::string& f) mutable {
       set_random_seed(5);
@@ -150,7 +150,7 @@ TEST(ChannelsFirst, Conv2DShapesAsKeras) {
 }
 
 TEST(ChannelsFirst, EqualsTransposedChannelsLastEagerly) {
-  for (const Case& c : channels_first_cases()) {
+  for (const ArgumentCase& c : channels_first_cases()) {
     SCOPED_TRACE(c.what);
     Layer last = c.make("channels_last"), first = c.make("channels_first");
     Tensor x = random_input(c.input_cl, 11);
@@ -180,7 +180,7 @@ TEST(ChannelsFirst, EqualsTransposedChannelsLastEagerly) {
 }
 
 TEST(ChannelsFirst, TracedAgreesWithChannelsLast) {
-  for (const Case& c : channels_first_cases()) {
+  for (const ArgumentCase& c : channels_first_cases()) {
     SCOPED_TRACE(c.what);
     Layer last = c.make("channels_last"), first = c.make("channels_first");
     Tensor x = random_input(c.input_cl, 12);

@@ -12,14 +12,14 @@ namespace {
 using test::error_message;
 using ::testing::HasSubstr;
 
-struct PoolCase {
+struct PoolingLayerCase {
   Axes pool, strides;
   std::string padding;
   Shape input;
 };
 
-const std::vector<PoolCase>& pool_cases() {
-  static const std::vector<PoolCase> c = {
+const std::vector<PoolingLayerCase>& pooling_layer_cases() {
+  static const std::vector<PoolingLayerCase> c = {
       {{2, 2}, {}, "valid", {2, 4, 6, 3}},
       {{3, 3}, {2, 2}, "same", {1, 5, 7, 2}},
       {{2, 3}, {1, 2}, "valid", {2, 5, 5, 1}},
@@ -29,7 +29,7 @@ const std::vector<PoolCase>& pool_cases() {
 }
 
 TEST(PoolingTest, MaxAndAverageMatchNaivePooling) {
-  for (const PoolCase& pc : pool_cases()) {
+  for (const PoolingLayerCase& pc : pooling_layer_cases()) {
     SCOPED_TRACE(pc.input.to_string() + " " + pc.padding);
     Tensor x = gradcheck::distinct(pc.input, 31);
     Axes strides = pc.strides.empty() ? pc.pool : pc.strides;
@@ -47,7 +47,7 @@ TEST(PoolingTest, MaxAndAverageMatchNaivePooling) {
 }
 
 TEST(PoolingTest, GradientsMatchFiniteDifferences) {
-  for (const PoolCase& pc : pool_cases()) {
+  for (const PoolingLayerCase& pc : pooling_layer_cases()) {
     SCOPED_TRACE(pc.input.to_string() + " " + pc.padding);
     Tensor x = gradcheck::distinct(pc.input, 32, -1, 0.05);
     MaxPooling2D mp(pc.pool, {.strides = pc.strides, .padding = pc.padding});

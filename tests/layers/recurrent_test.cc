@@ -35,7 +35,7 @@ RecurrentOptions f64(RecurrentOptions o = {}) {
   return o;
 }
 
-RnnReference reference_of(const Layer& layer, const std::string& kind, const Tensor& x) {
+RnnReference recurrent_reference_of(const Layer& layer, const std::string& kind, const Tensor& x) {
   RnnReference r;
   r.kind = kind;
   r.batch = x.shape()[0];
@@ -59,21 +59,21 @@ Tensor random_bias(const Layer& layer, uint64_t seed) {
 }
 
 // Builds the layer on x and gives it a random nonzero bias (zeros would hide bias bugs).
-void build_with_random_bias(const Layer& layer, const Tensor& x) {
+void build_recurrent_with_random_bias(const Layer& layer, const Tensor& x) {
   layer(x);
   std::vector<Tensor> w = layer->get_weights();
   w.back() = random_bias(layer, 77);
   layer->set_weights(w);
 }
 
-const char* kKinds[] = {"SimpleRNN", "LSTM", "GRU"};
+const char* kRecurrentLayerKinds[] = {"SimpleRNN", "LSTM", "GRU"};
 
 // ---------------------------------------------------------------- against the naive loops
 
 TEST(Recurrent, MatchesTheNaiveLoops) {
   const int64_t B = 3, T = 5, F = 4, U = 6;
   Tensor x = gradcheck::uniform({B, T, F}, 1);
-  for (const char* kind : kKinds)
+  for (const char* kind : kRecurrentLayerKinds)
     for (bool backwards : {false, true})
       for (bool reset_after : {true, false}) {
         if (std::string(kind) != "GRU" && !reset_after) continue;
@@ -84,8 +84,8 @@ TEST(Recurrent, MatchesTheNaiveLoops) {
         o.go_backwards = backwards;
         o.reset_after = reset_after;
         Layer seq = make_layer(kind, U, o);
-        build_with_random_bias(seq, x);
-        RnnReference ref = reference_of(seq, kind, x);
+        build_recurrent_with_random_bias(seq, x);
+        RnnReference ref = recurrent_reference_of(seq, kind, x);
         RnnReference::Result want = ref.run();
         expect_close(seq(x).to_vector<double>(), want.sequence, 8.0 * T * (F + U), "sequence");
 
@@ -106,17 +106,17 @@ TEST(Recurrent, MatchesTheNaiveLoops) {
 TEST(Recurrent, InitialStates) {
   const int64_t B = 2, T = 4, F = 3, U = 5;
   Tensor x = gradcheck::uniform({B, T, F}, 2);
-  for (const char* kind : kKinds) {
+  for (const char* kind : kRecurrentLayerKinds) {
     SCOPED_TRACE(kind);
     Layer layer = make_layer(kind, U, f64());
-    build_with_random_bias(layer, x);
+    build_recurrent_with_random_bias(layer, x);
     std::vector<Tensor> inputs{x};
     std::vector<std::vector<double>> init;
     for (int s = 0; s < (std::string(kind) == "LSTM" ? 2 : 1); ++s) {
       inputs.push_back(gradcheck::uniform({B, U}, 10 + s));
       init.push_back(inputs.back().to_vector<double>());
     }
-    RnnReference::Result want = reference_of(layer, kind, x).run(init);
+    RnnReference::Result want = recurrent_reference_of(layer, kind, x).run(init);
     expect_close(layer(inputs)[0].to_vector<double>(), want.last, 8.0 * T * (F + U), kind);
   }
 }
@@ -124,12 +124,12 @@ TEST(Recurrent, InitialStates) {
 TEST(Recurrent, GradientsMatchFiniteDifferences) {
   const int64_t B = 2, T = 3, F = 2, U = 3;
   Tensor x = gradcheck::uniform({B, T, F}, 3);
-  for (const char* kind : kKinds) {
+  for (const char* kind : kRecurrentLayerKinds) {
     SCOPED_TRACE(kind);
     RecurrentOptions o = f64();
     o.return_sequences = true;
     Layer layer = make_layer(kind, U, o);
-    build_with_random_bias(layer, x);
+    build_recurrent_with_random_bias(layer, x);
     EXPECT_TRUE(test::check_layer_gradients(layer, x));
   }
 }
@@ -146,13 +146,13 @@ int count_while_nodes(const ir::Graph& g) {
 
 TEST(Recurrent, TracedIsOneWhileNodeAndAgreesWithEager) {
   const int64_t B = 2, F = 3, U = 4;
-  for (const char* kind : kKinds) {
+  for (const char* kind : kRecurrentLayerKinds) {
     SCOPED_TRACE(kind);
     RecurrentOptions o = f64();
     o.return_sequences = true;
     Layer layer = make_layer(kind, U, o);
     Tensor x8 = gradcheck::uniform({B, 8, F}, 4), x40 = gradcheck::uniform({B, 40, F}, 5);
-    build_with_random_bias(layer, x8);
+    build_recurrent_with_random_bias(layer, x8);
     // The loss and its gradients with respect to the input and every weight.
     Tensor weights40 = gradcheck::uniform({B, 40, U}, 6);
     auto grads = [&](const Tensor& x, const Tensor& w) {
@@ -208,7 +208,7 @@ TEST(Recurrent, TracedGradientsAgreeWithEagerForEveryStepForm) {
     o.go_backwards = c.backwards;
     Layer layer = make_layer(c.kind, U, o);
     Tensor x = gradcheck::uniform({B, c.steps, F}, 21);
-    build_with_random_bias(layer, x);
+    build_recurrent_with_random_bias(layer, x);
     std::vector<bool> m;
     for (int64_t b = 0; b < B; ++b)
       for (int64_t t = 0; t < c.steps; ++t) m.push_back(!c.masked || t < c.steps - b);
@@ -257,13 +257,13 @@ TEST(Recurrent, PaddedBatchEqualsEachSequenceAlone) {
     for (int64_t t = 0; t < T; ++t) m[size_t(b * T + t)] = t < lengths[size_t(b)];
   Tensor mask =
       cast(tensor(std::vector<double>(m.begin(), m.end()), {B, T}, DType::f64), DType::b8);
-  for (const char* kind : kKinds)
+  for (const char* kind : kRecurrentLayerKinds)
     for (bool sequences : {true, false}) {
       SCOPED_TRACE(fmt::format("{} return_sequences={}", kind, sequences));
       RecurrentOptions o = f64();
       o.return_sequences = sequences;
       Layer layer = make_layer(kind, U, o);
-      build_with_random_bias(layer, x);
+      build_recurrent_with_random_bias(layer, x);
       Tensor masked = layer(x.with_keras_mask(mask));
       auto traced_fn = function(
           [&](const Tensor& xx, const Tensor& mm) { return layer(xx.with_keras_mask(mm)); });

@@ -22,9 +22,9 @@ using test::expect_close;
 using test::RnnReference;
 using ::testing::HasSubstr;
 
-const char* const kKinds[] = {"SimpleRNN", "LSTM", "GRU"};
+const char* const kCellKinds[] = {"SimpleRNN", "LSTM", "GRU"};
 
-RecurrentOptions f64() {
+RecurrentOptions f64_cell_options() {
   RecurrentOptions o;
   o.dtype = DType::f64;
   return o;
@@ -36,7 +36,7 @@ RecurrentCell make_cell(const std::string& kind, int64_t units, RecurrentOptions
   return SimpleRNNCell(units, o);
 }
 
-Layer make_layer(const std::string& kind, int64_t units, RecurrentOptions o) {
+Layer make_recurrent_layer(const std::string& kind, int64_t units, RecurrentOptions o) {
   if (kind == "LSTM") return LSTM(units, o);
   if (kind == "GRU") return GRU(units, o);
   return SimpleRNN(units, o);
@@ -51,10 +51,10 @@ Tensor step_input(const Tensor& x, int64_t t) {
 
 TEST(RecurrentCell, SteppedByHandMatchesTheNaiveLoop) {
   const int64_t B = 2, T = 5, F = 3, U = 4;
-  for (const char* kind : kKinds) {
+  for (const char* kind : kCellKinds) {
     SCOPED_TRACE(kind);
     clear_session();
-    RecurrentCell cell = make_cell(kind, U, f64());
+    RecurrentCell cell = make_cell(kind, U, f64_cell_options());
     Tensor x = cast(random_uniform({B, T, F}, 11, -1, 1), DType::f64);
     const int n = std::string(kind) == "LSTM" ? 2 : 1;
     std::vector<Tensor> states(size_t(n), zeros({B, U}, DType::f64));
@@ -92,7 +92,7 @@ TEST(RNN, OfACellIsTheLayerOfItsKind) {
   Tensor x = random_uniform({B, T, F}, 4, -1, 1);
   // Sequence 1 is masked after step 3, sequence 2 after step 1.
   Tensor mask = tensor<bool>({1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0}, {B, T});
-  for (const char* kind : kKinds) {
+  for (const char* kind : kCellKinds) {
     for (bool backwards : {false, true}) {
       SCOPED_TRACE(fmt::format("{} go_backwards={}", kind, backwards));
       clear_session();
@@ -100,7 +100,7 @@ TEST(RNN, OfACellIsTheLayerOfItsKind) {
       layer_options.return_sequences = true;
       layer_options.return_state = true;
       layer_options.go_backwards = backwards;
-      Layer layer = make_layer(kind, U, layer_options);
+      Layer layer = make_recurrent_layer(kind, U, layer_options);
       RNN rnn(make_cell(kind, U, {}),
               {.return_sequences = true, .return_state = true, .go_backwards = backwards});
       std::vector<Tensor> a = layer(std::vector<Tensor>{x.with_keras_mask(mask)});

@@ -24,13 +24,13 @@ void set_state(const SeedGenerator& g, int64_t v) {
   s.assign(tensor<int64_t>({v}, Shape{}));
 }
 
-std::vector<std::string> names(const std::vector<Variable>& vs) {
+std::vector<std::string> variable_names(const std::vector<Variable>& vs) {
   std::vector<std::string> out;
   for (const Variable& v : vs) out.push_back(v.name());
   return out;
 }
 
-constexpr ExecutionMode kModes[] = {ExecutionMode::kReference, ExecutionMode::kCompiled};
+constexpr ExecutionMode kSeedModes[] = {ExecutionMode::kReference, ExecutionMode::kCompiled};
 
 // ---------------------------------------------------------------- the generator
 
@@ -99,7 +99,7 @@ TEST(SeedGenerator, SeedTensorsDrawWhatTheSameIntegerSeedsDraw) {
 // numbers are the eager ones of the seeds state, state + 1 (random ops run the same runtime
 // kernel in every mode, so they are compared bitwise).
 TEST(SeedGenerator, TracedCallsDrawTheEagerNumbersAndAdvanceByTheDraws) {
-  for (ExecutionMode mode : kModes) {
+  for (ExecutionMode mode : kSeedModes) {
     SCOPED_TRACE(execution_mode_name(mode));
     SeedGenerator g(7, "twice");
     auto f = function(
@@ -157,7 +157,8 @@ TEST(SeedGenerator, MadeWhileTracingIsAConcreteVariable) {
 TEST(SeedGenerator, StatesAreVariablesButNotWeights) {
   clear_session();
   Dropout d(0.5, {.seed = 1});
-  EXPECT_EQ(names(d->variables()), std::vector<std::string>{"dropout/seed_generator_state"});
+  EXPECT_EQ(variable_names(d->variables()),
+            std::vector<std::string>{"dropout/seed_generator_state"});
   EXPECT_TRUE(d->weights().empty());
   EXPECT_TRUE(d->non_trainable_weights().empty());
   EXPECT_TRUE(d->get_weights().empty());
@@ -165,9 +166,10 @@ TEST(SeedGenerator, StatesAreVariablesButNotWeights) {
   EXPECT_TRUE(Dropout(0.0)->variables().empty());  // Keras: no generator at rate 0
 
   Sequential m({Dense(4), Dropout(0.5), Dense(2)}, Shape{3});
-  EXPECT_EQ(names(m->variables()), (std::vector<std::string>{"dense/kernel", "dense/bias",
-                                                             "dropout_2/seed_generator_state",
-                                                             "dense_1/kernel", "dense_1/bias"}));
+  EXPECT_EQ(
+      variable_names(m->variables()),
+      (std::vector<std::string>{"dense/kernel", "dense/bias", "dropout_2/seed_generator_state",
+                                "dense_1/kernel", "dense_1/bias"}));
   EXPECT_EQ(m->weights().size(), 4u);
   EXPECT_EQ(m->trainable_weights().size(), 4u);
   EXPECT_TRUE(m->non_trainable_weights().empty());
@@ -181,7 +183,7 @@ TEST(SeedGenerator, StatesAreVariablesButNotWeights) {
   EXPECT_EQ(lstm->variables().back().name(), "lstm/seed_generator_state");
   Bidirectional bi(GRU(3, {.recurrent_dropout = 0.1, .name = "gru"}));
   bi(ones({2, 4, 5}));
-  std::vector<std::string> bi_vars = names(bi->variables());
+  std::vector<std::string> bi_vars = variable_names(bi->variables());
   EXPECT_EQ(bi_vars.size(), bi->weights().size() + 2);
   EXPECT_EQ(
       std::count_if(bi_vars.begin(), bi_vars.end(),
@@ -189,11 +191,12 @@ TEST(SeedGenerator, StatesAreVariablesButNotWeights) {
       2);
   MultiHeadAttention mha(2, 4, {.dropout = 0.1, .name = "mha"});
   mha(std::vector<Tensor>{ones({1, 3, 8}), ones({1, 3, 8})});
-  EXPECT_EQ(names(mha->variables()).back(), "mha/seed_generator_state");
+  EXPECT_EQ(variable_names(mha->variables()).back(), "mha/seed_generator_state");
   EXPECT_EQ(mha->variables().size(), mha->weights().size() + 1);
   EXPECT_EQ(MultiHeadAttention(2, 4)->variables().size(), 0u);  // not built, no dropout
   TimeDistributed td(Dropout(0.5, {.name = "inner"}));
-  EXPECT_EQ(names(td->variables()), std::vector<std::string>{"inner/seed_generator_state"});
+  EXPECT_EQ(variable_names(td->variables()),
+            std::vector<std::string>{"inner/seed_generator_state"});
   EXPECT_TRUE(td->weights().empty());
 }
 
@@ -205,7 +208,7 @@ TEST(SeedGenerator, StatesAreVariablesButNotWeights) {
 // kernel, reference executor, JIT kernel), so no tolerance is needed.
 TEST(SeedGenerator, DropoutLayerDrawsTheEagerMasksWhenTraced) {
   Tensor x = random_uniform({16, 33}, 5, 0.5, 1.5);  // no zeros: a zero output is a dropped one
-  for (ExecutionMode mode : kModes) {
+  for (ExecutionMode mode : kSeedModes) {
     SCOPED_TRACE(execution_mode_name(mode));
     Dropout d(0.3, {.seed = 11});
     const SeedGenerator& g = d->seed_generators().at(0);
@@ -242,7 +245,7 @@ TEST(SeedGenerator, DropoutUnderATapeDrawsTheEagerMaskWhenTraced) {
   std::vector<std::vector<float>> eager;
   for (int i = 0; i < 2; ++i)
     for (const Tensor& t : step(x)) eager.push_back(values(t));
-  for (ExecutionMode mode : kModes) {
+  for (ExecutionMode mode : kSeedModes) {
     SCOPED_TRACE(execution_mode_name(mode));
     set_state(g, s0);
     auto f = function(step, {.mode = mode});
@@ -271,7 +274,7 @@ TEST(SeedGenerator, FunctionUnderAnOuterTapeAdvancesOnceAndUsesItsMask) {
   const int64_t s0 = state_of(g);
   auto eager = loss_and_gradient([&d](const Tensor& x) { return d(x, true); });
   EXPECT_EQ(state_of(g), s0 + 1);
-  for (ExecutionMode mode : kModes) {
+  for (ExecutionMode mode : kSeedModes) {
     SCOPED_TRACE(execution_mode_name(mode));
     set_state(g, s0);
     auto f = function([&d](const Tensor& x) { return d(x, true); }, {.mode = mode});
@@ -298,7 +301,7 @@ TEST(SeedGenerator, DrawsInAWhileLoopBodyFollowTheEagerLoop) {
   std::vector<float> eager1 = values(loop(acc0)), eager2 = values(loop(acc0));
   EXPECT_EQ(state_of(g), s0 + 6);
   EXPECT_NE(eager1, eager2);
-  for (ExecutionMode mode : kModes) {
+  for (ExecutionMode mode : kSeedModes) {
     SCOPED_TRACE(execution_mode_name(mode));
     set_state(g, s0);
     auto f = function(loop, {.mode = mode});
@@ -358,7 +361,7 @@ TEST(SeedGenerator, DropoutInACondBranchHasTheGradientOfItsOwnMask) {
   std::vector<std::vector<float>> eager;
   for (const Tensor& t : step(x, scalar(1))) eager.push_back(values(t));
   EXPECT_EQ(state_of(g), s0 + 1);
-  for (ExecutionMode mode : kModes) {
+  for (ExecutionMode mode : kSeedModes) {
     SCOPED_TRACE(execution_mode_name(mode));
     set_state(g, s0);
     auto f = function(step, {.mode = mode});

@@ -23,7 +23,7 @@
 namespace kiln::passes {
 namespace {
 
-using test::error_of;
+using ::kiln::test::error_of;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 

@@ -56,8 +56,8 @@ struct Run {
   std::vector<runtime::Array> variables;
 };
 
-Run run(const ir::Graph& g, const std::vector<runtime::Array>& args,
-        std::vector<runtime::Array> variables) {
+Run run_reference(const ir::Graph& g, const std::vector<runtime::Array>& args,
+                  std::vector<runtime::Array> variables) {
   Run r;
   r.outputs = runtime::execute_reference(g, args, variables);
   r.variables = std::move(variables);
@@ -118,12 +118,12 @@ std::string check_seed(uint64_t seed, PipelineStats& stats,
 
   Run want, got;
   try {
-    want = run(*original, args, variables);
+    want = run_reference(*original, args, variables);
   } catch (const Error& e) {
     return fail(std::string("the original graph failed to run: ") + e.what());
   }
   try {
-    got = run(*optimized, args, variables);
+    got = run_reference(*optimized, args, variables);
   } catch (const Error& e) {
     return fail(std::string("the optimized graph failed to run: ") + e.what());
   }
@@ -172,7 +172,7 @@ TEST(PassPropertyTest, DefaultPipelineIsExactOnRandomGraphs) {
   int graphs = graph_count();
   PipelineStats stats = check_pipeline(default_pipeline, graphs);
   print_stats("default", stats);
-  if (testing::Test::HasFailure()) return;
+  if (::testing::Test::HasFailure()) return;
   EXPECT_EQ(stats.graphs, graphs);
   // The generator must exercise the passes: most graphs change, every pass has work to do,
   // and control flow and variable updates are common.

@@ -34,7 +34,7 @@ class ThreeEqualRanks : public Communicator {
   int calls = 0;
 };
 
-Array values(std::vector<float> v) {
+Array float_array(std::vector<float> v) {
   Array a = Array::empty(DType::f32, Shape{int64_t(v.size())});
   for (size_t i = 0; i < v.size(); ++i) a.data<float>()[i] = v[i];
   return a;
@@ -42,7 +42,7 @@ Array values(std::vector<float> v) {
 
 TEST(Collectives, AllReduceIsTheIdentityInAWorldOfOne) {
   set_communicator(nullptr);
-  Array x = values({1.5f, -2.0f, 0.25f});
+  Array x = float_array({1.5f, -2.0f, 0.25f});
   Array y = run_op(OpKind::AllReduce, std::span<const Array>(&x, 1), {});
   ASSERT_EQ(y.type(), x.type());
   for (int i = 0; i < 3; ++i) EXPECT_EQ(y.data<float>()[i], x.data<float>()[i]);
@@ -52,7 +52,7 @@ TEST(Collectives, TheKernelAndTheReferenceExecutorCallTheCommunicator) {
   auto comm = std::make_shared<ThreeEqualRanks>();
   set_communicator(comm);
   reset_collective_stats();
-  Array x = values({1.0f, 2.0f});
+  Array x = float_array({1.0f, 2.0f});
   Array y = run_op(OpKind::AllReduce, std::span<const Array>(&x, 1), {});
   EXPECT_EQ(y.data<float>()[0], 3.0f);
   EXPECT_EQ(y.data<float>()[1], 6.0f);

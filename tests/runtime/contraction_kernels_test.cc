@@ -19,7 +19,13 @@
 namespace kiln::runtime {
 namespace {
 
-using namespace contraction_test;
+using contraction_test::as_double;
+using contraction_test::bitwise_equal;
+using contraction_test::dot;
+using contraction_test::expect_close;
+using contraction_test::Ints;
+using contraction_test::random_array;
+using contraction_test::tf_window;
 
 // Restores kiln's thread count at scope exit.
 class ThreadCountGuard {

@@ -38,10 +38,10 @@
 namespace kiln::runtime {
 namespace {
 
-using Ints = std::vector<int64_t>;
+using IntList = std::vector<int64_t>;
 
 struct Bf16ConvCase {
-  Ints input, filter, strides, dilations;
+  IntList input, filter, strides, dilations;
   std::string padding;
 };
 
@@ -295,7 +295,7 @@ TEST(ConvBf16, TheProfileShowsThePlan) {
 // Empty operands give zeros (or an empty result), like the float32 kernels.
 TEST(ConvBf16, EmptyOperandsGiveZeros) {
   const Attrs attrs{
-      {"strides", Ints{1, 1}}, {"dilations", Ints{1, 1}}, {"padding", std::string("same")}};
+      {"strides", IntList{1, 1}}, {"dilations", IntList{1, 1}}, {"padding", std::string("same")}};
   const Array x = Array::zeros(DType::bf16, Shape{2, 5, 5, 0});
   const Array w = Array::zeros(DType::bf16, Shape{3, 3, 0, 4});
   const Array in[] = {x, w};

@@ -32,26 +32,29 @@
 namespace kiln::runtime {
 namespace {
 
-using namespace contraction_test;
+using contraction_test::bitwise_equal;
+using contraction_test::dot;
+using contraction_test::Ints;
+using contraction_test::random_array;
 
-struct Case {
+struct ConvDirectCase {
   Ints input, filter, strides, dilations;
   std::string padding;
 };
 
-std::string describe(const Case& c) {
+std::string describe_conv_direct(const ConvDirectCase& c) {
   return "input " + Shape(c.input).to_string() + " filter " + Shape(c.filter).to_string() +
          " strides " + std::to_string(c.strides[0]) + "," + std::to_string(c.strides[1]) +
          " dilations " + std::to_string(c.dilations[0]) + "," + std::to_string(c.dilations[1]) +
          " " + c.padding;
 }
 
-Attrs attrs_of(const Case& c) {
+Attrs attrs_of(const ConvDirectCase& c) {
   return Attrs{{"strides", c.strides}, {"dilations", c.dilations}, {"padding", c.padding}};
 }
 
-const std::vector<Case>& cases() {
-  static const std::vector<Case> all = {
+const std::vector<ConvDirectCase>& conv_direct_cases() {
+  static const std::vector<ConvDirectCase> all = {
       {{3, 14, 14, 16}, {3, 3, 16, 32}, {1, 1}, {1, 1}, "same"},  // kiln bench's CNN conv2
       {{2, 11, 13, 8}, {3, 3, 8, 20}, {1, 1}, {1, 1}, "valid"},   // a partial column tile
       {{2, 12, 15, 6}, {3, 5, 6, 40}, {1, 1}, {2, 1}, "same"},    // dilated rows, 2.5 tiles
@@ -105,7 +108,7 @@ std::vector<float> im2col(const Array& x, const ConvGeom& g) {
 TEST(ConvDirect, ForwardIsBitwiseTheGemmOfItsIm2colMatrix) {
   SettingsGuard guard;
   uint64_t seed = 700;
-  for (const Case& c : cases()) {
+  for (const ConvDirectCase& c : conv_direct_cases()) {
     const ConvGeom g = conv_geom(Shape(c.input), Shape(c.filter), attrs_of(c), "test");
     std::mt19937_64 rng(seed++);
     const Array x = random_array(DType::f32, Shape(c.input), rng);
@@ -113,7 +116,7 @@ TEST(ConvDirect, ForwardIsBitwiseTheGemmOfItsIm2colMatrix) {
     const std::vector<float> col = im2col(x, g);
     for (const std::string& set : microkernel_sets()) {
       set_gemm_kernels(set);
-      ASSERT_TRUE(direct_conv_forward_applies(g)) << describe(c);
+      ASSERT_TRUE(direct_conv_forward_applies(g)) << describe_conv_direct(c);
       std::vector<float> want(size_t(g.rows() * g.o));
       gemm<float>(false, false, g.rows(), g.o, g.k(), col.data(), g.k(), w.data<float>(), g.o,
                   want.data(), g.o);
@@ -125,8 +128,8 @@ TEST(ConvDirect, ForwardIsBitwiseTheGemmOfItsIm2colMatrix) {
         const float* yp = y.data<float>();
         for (size_t e = 0; e < want.size(); ++e)
           ASSERT_EQ(std::memcmp(&yp[e], &want[e], sizeof(float)), 0)
-              << describe(c) << " " << set << " threads " << threads << " at " << e << ": " << yp[e]
-              << " vs " << want[e];
+              << describe_conv_direct(c) << " " << set << " threads " << threads << " at " << e
+              << ": " << yp[e] << " vs " << want[e];
       }
     }
   }
@@ -166,12 +169,12 @@ void expect_gradient(OpKind op, std::span<const Array> in, const Attrs& attrs, c
 TEST(ConvDirect, InputGradientWithinTheDotProductBoundAndThreadIndependent) {
   SettingsGuard guard;
   uint64_t seed = 800;
-  for (const Case& c : cases()) {
+  for (const ConvDirectCase& c : conv_direct_cases()) {
     const ConvGeom g = conv_geom(Shape(c.input), Shape(c.filter), attrs_of(c), "test");
     if (g.sh != 1 || g.sw != 1) continue;  // strided input gradients take the im2col path
     for (const std::string& set : microkernel_sets()) {
       set_gemm_kernels(set);
-      ASSERT_TRUE(direct_conv_backprop_input_applies(g)) << describe(c) << " " << set;
+      ASSERT_TRUE(direct_conv_backprop_input_applies(g)) << describe_conv_direct(c) << " " << set;
     }
     std::mt19937_64 rng(seed++);
     const Array w = random_array(DType::f32, Shape(c.filter), rng);
@@ -184,18 +187,18 @@ TEST(ConvDirect, InputGradientWithinTheDotProductBoundAndThreadIndependent) {
     attrs.set("input_shape", c.input);
     const Array in[] = {w, dy};
     expect_gradient(OpKind::Conv2DBackpropInput, in, attrs, ref, double(g.kh * g.kw * g.o),
-                    describe(c));
+                    describe_conv_direct(c));
   }
 }
 
 TEST(ConvDirect, FilterGradientWithinTheDotProductBoundAndThreadIndependent) {
   SettingsGuard guard;
   uint64_t seed = 900;
-  for (const Case& c : cases()) {
+  for (const ConvDirectCase& c : conv_direct_cases()) {
     const ConvGeom g = conv_geom(Shape(c.input), Shape(c.filter), attrs_of(c), "test");
     for (const std::string& set : microkernel_sets()) {
       set_gemm_kernels(set);
-      ASSERT_TRUE(direct_conv_backprop_filter_applies(g)) << describe(c) << " " << set;
+      ASSERT_TRUE(direct_conv_backprop_filter_applies(g)) << describe_conv_direct(c) << " " << set;
     }
     std::mt19937_64 rng(seed++);
     const Array x = random_array(DType::f32, Shape(c.input), rng);
@@ -207,7 +210,8 @@ TEST(ConvDirect, FilterGradientWithinTheDotProductBoundAndThreadIndependent) {
     Attrs attrs = attrs_of(c);
     attrs.set("filter_shape", c.filter);
     const Array in[] = {x, dy};
-    expect_gradient(OpKind::Conv2DBackpropFilter, in, attrs, ref, double(g.rows()), describe(c));
+    expect_gradient(OpKind::Conv2DBackpropFilter, in, attrs, ref, double(g.rows()),
+                    describe_conv_direct(c));
   }
 }
 
@@ -220,12 +224,12 @@ TEST(ConvDirect, RandomGeometries) {
   auto pick = [&](std::initializer_list<int64_t> v) { return *(v.begin() + rng() % v.size()); };
   int direct = 0, tried = 0;
   while (tried < 30) {
-    Case c{{pick({1, 2, 3}), pick({3, 5, 8, 13, 20}), pick({3, 6, 9, 14, 21}),
-            pick({4, 8, 16, 20, 33})},
-           {pick({1, 2, 3, 5}), pick({1, 2, 3, 4}), 0, pick({5, 16, 32, 40})},
-           {pick({1, 1, 2}), pick({1, 1, 2})},
-           {pick({1, 1, 2}), 1},
-           rng() % 2 ? "same" : "valid"};
+    ConvDirectCase c{{pick({1, 2, 3}), pick({3, 5, 8, 13, 20}), pick({3, 6, 9, 14, 21}),
+                      pick({4, 8, 16, 20, 33})},
+                     {pick({1, 2, 3, 5}), pick({1, 2, 3, 4}), 0, pick({5, 16, 32, 40})},
+                     {pick({1, 1, 2}), pick({1, 1, 2})},
+                     {pick({1, 1, 2}), 1},
+                     rng() % 2 ? "same" : "valid"};
     c.filter[2] = c.input[3];
     ConvGeom g;
     try {
@@ -235,7 +239,7 @@ TEST(ConvDirect, RandomGeometries) {
     }
     ++tried;
     direct += direct_conv_forward_applies(g);
-    const std::string what = describe(c);
+    const std::string what = describe_conv_direct(c);
     const Array x = random_array(DType::f32, Shape(c.input), rng);
     const Array w = random_array(DType::f32, Shape(c.filter), rng);
     const Array dy = random_array(DType::f32, Shape{g.n, g.oh, g.ow, g.o}, rng);

@@ -110,7 +110,7 @@ struct Problem {
   }
 };
 
-std::string describe(const std::string& set, const Problem& p, bool acc) {
+std::string describe_gemm_problem(const std::string& set, const Problem& p, bool acc) {
   return set + " m=" + std::to_string(p.m) + " n=" + std::to_string(p.n) +
          " k=" + std::to_string(p.k) + " ta=" + std::to_string(p.ta) +
          " tb=" + std::to_string(p.tb) + " acc=" + std::to_string(acc);
@@ -167,8 +167,8 @@ TEST(GemmEngineTest, MatchesFloat64WithinTheDotProductBound) {
             Problem p(ta, tb, s[0], s[1], s[2], seed++);
             // Both entry points: one task (whole-task paths such as B's block copies) and
             // the threads' grid.
-            p.check(p.run(acc, 1), acc, describe(set, p, acc) + " serial");
-            p.check(p.run(acc, 0), acc, describe(set, p, acc));
+            p.check(p.run(acc, 1), acc, describe_gemm_problem(set, p, acc) + " serial");
+            p.check(p.run(acc, 0), acc, describe_gemm_problem(set, p, acc));
             if (HasFatalFailure()) return;
           }
   }
@@ -195,7 +195,7 @@ TEST(GemmEngineTest, BitwiseIdenticalAcrossGridsThreadsEntryPointsAndIsas) {
         set_gemm_kernels(engines.front());
         set_num_threads(1);
         const std::vector<float> want = p.run(true, 0);
-        const std::string what = describe(engines.front(), p, true);
+        const std::string what = describe_gemm_problem(engines.front(), p, true);
         p.check(want, true, what);
         for (const std::string& set : engines) {
           set_gemm_kernels(set);
@@ -247,7 +247,7 @@ TEST(GemmEngineTest, RowBlocksAreCompleteWhenTheirCallbackRuns) {
                                        size_t(p.ldc) * sizeof(float));
                          }
                        });
-      const std::string what = describe(set, p, false);
+      const std::string what = describe_gemm_problem(set, p, false);
       for (int64_t i = 0; i < p.m; ++i) {
         ASSERT_EQ(visits[size_t(i)].load(), 1) << what << " row " << i;
       }

@@ -13,7 +13,15 @@
 namespace kiln::runtime {
 namespace {
 
-using namespace layout_test;
+using layout_test::copy_elem;
+using layout_test::expect_same;
+using layout_test::Index;
+using layout_test::make;
+using layout_test::random_elements;
+using layout_test::ravel;
+using layout_test::run;
+using layout_test::ThreadCount;
+using layout_test::unravel;
 
 // ---------------------------------------------------------------- references
 
@@ -81,7 +89,7 @@ TEST(GatherKernels, AxesAndMultiDimIndices) {
     for (const Shape& is : {Shape{}, Shape{4}, Shape{2, 3}, Shape{0, 2}}) {
       for (DType it : {DType::i32, DType::i64}) {
         DType dt = kAllDTypes[size_t(case_no++) % std::size(kAllDTypes)];
-        Array p = random_array(dt, ps, rng);
+        Array p = random_elements(dt, ps, rng);
         Array idx = random_indices(it, is, ps[axis], rng);
         SCOPED_TRACE("axis " + std::to_string(axis) + " indices " + is.to_string());
         expect_same(run(OpKind::Gather, {p, idx}, {{"axis", int64_t(axis)}}),
@@ -96,10 +104,10 @@ TEST(GatherKernels, AxesAndMultiDimIndices) {
 TEST(GatherKernels, AllDTypesAndLarge) {
   std::mt19937_64 rng(13);
   for (DType dt : kAllDTypes) {
-    Array p = random_array(dt, {1000, 64}, rng);  // an embedding table
+    Array p = random_elements(dt, {1000, 64}, rng);  // an embedding table
     Array idx = random_indices(DType::i64, {50, 40}, 1000, rng);
     expect_same(run(OpKind::Gather, {p, idx}, {{"axis", int64_t{0}}}), ref_gather(p, idx, 0));
-    Array q = random_array(dt, {300, 500}, rng);
+    Array q = random_elements(dt, {300, 500}, rng);
     Array jdx = random_indices(DType::i32, {3, 70}, 500, rng);
     expect_same(run(OpKind::Gather, {q, jdx}, {{"axis", int64_t{-1}}}), ref_gather(q, jdx, 1));
   }
@@ -132,7 +140,7 @@ TEST(GatherKernels, BadIndicesThrowWithDetails) {
 template <typename T>
 void check_scatter(DType it, int axis, const Shape& us, int idx_rank, int64_t dim,
                    std::mt19937_64& rng) {
-  Array u = random_array(dtype_of<T>(), us, rng);
+  Array u = random_elements(dtype_of<T>(), us, rng);
   Shape is;
   for (int i = 0; i < idx_rank; ++i) is.push_back(us[axis + i]);
   Array idx = random_indices(it, is, dim, rng);
@@ -157,10 +165,10 @@ TEST(ScatterAddKernels, AxesRepeatedIndicesAllNumericDTypes) {
 
 TEST(ScatterAddKernels, AdjointOfGather) {
   std::mt19937_64 rng(15);
-  Array p = random_array(DType::f64, {4, 9, 3}, rng);
+  Array p = random_elements(DType::f64, {4, 9, 3}, rng);
   Array idx = random_indices(DType::i64, {5, 2}, 9, rng);
   Array g = run(OpKind::Gather, {p, idx}, {{"axis", int64_t{1}}});
-  Array u = random_array(DType::f64, g.shape, rng);
+  Array u = random_elements(DType::f64, g.shape, rng);
   Array s = run(OpKind::ScatterAdd, {u, idx}, {{"axis", int64_t{1}}, {"dim_size", int64_t{9}}});
   ASSERT_EQ(s.shape, p.shape);
   double lhs = 0, rhs = 0;
@@ -171,7 +179,7 @@ TEST(ScatterAddKernels, AdjointOfGather) {
 
 TEST(ScatterAddKernels, DeterministicAcrossThreadCounts) {
   std::mt19937_64 rng(16);
-  Array u = random_array(DType::f32, {200000, 3}, rng);
+  Array u = random_elements(DType::f32, {200000, 3}, rng);
   Array idx = random_indices(DType::i32, {200000}, 100, rng);
   Attrs attrs{{"axis", int64_t{0}}, {"dim_size", int64_t{100}}};
   Array one, many;

@@ -18,7 +18,16 @@
 namespace kiln::runtime {
 namespace {
 
-using namespace layout_test;
+using layout_test::copy_elem;
+using layout_test::expect_same;
+using layout_test::Index;
+using layout_test::make;
+using layout_test::random_elements;
+using layout_test::ravel;
+using layout_test::run;
+using layout_test::ThreadCount;
+using layout_test::unravel;
+using layout_test::values;
 
 // ---------------------------------------------------------------- references
 
@@ -106,7 +115,7 @@ Array ref_pad(const Array& x, const Index& low, const Index& high, const Index& 
 TEST(LayoutKernels, ReshapeCopiesBytes) {
   std::mt19937_64 rng(1);
   for (DType dt : kAllDTypes) {
-    Array x = random_array(dt, {2, 3, 4}, rng);
+    Array x = random_elements(dt, {2, 3, 4}, rng);
     Array y = run(OpKind::Reshape, {x}, {{"shape", Index{4, -1}}});
     EXPECT_EQ(y.shape, Shape({4, 6}));
     expect_same(y.reshaped(x.shape), x);
@@ -125,7 +134,7 @@ TEST(LayoutKernels, TransposeRanks0To6RandomPerms) {
       std::iota(perm.begin(), perm.end(), 0);
       std::shuffle(perm.begin(), perm.end(), rng);
       DType dt = kAllDTypes[size_t(case_no) % std::size(kAllDTypes)];
-      Array x = random_array(dt, s, rng);
+      Array x = random_elements(dt, s, rng);
       SCOPED_TRACE(s.to_string() + " " + std::string(dtype_name(dt)));
       expect_same(run(OpKind::Transpose, {x}, {{"perm", perm}}), ref_transpose(x, perm));
     }
@@ -153,14 +162,14 @@ TEST(LayoutKernels, TransposeLargeParallelPaths) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.shape.to_string());
-    Array x = random_array(c.dtype, c.shape, rng);
+    Array x = random_elements(c.dtype, c.shape, rng);
     expect_same(run(OpKind::Transpose, {x}, {{"perm", c.perm}}), ref_transpose(x, c.perm));
   }
 }
 
 TEST(LayoutKernels, TransposeSameOnOneAndManyThreads) {
   std::mt19937_64 rng(4);
-  Array x = random_array(DType::f32, {257, 129, 33}, rng);
+  Array x = random_elements(DType::f32, {257, 129, 33}, rng);
   Attrs attrs{{"perm", Index{2, 0, 1}}};
   Array one, many;
   {
@@ -192,7 +201,7 @@ TEST(LayoutKernels, BroadcastTo) {
   for (const auto& [from, to] : cases) {
     for (DType dt : kAllDTypes) {
       SCOPED_TRACE(from.to_string() + " -> " + to.to_string() + " " + std::string(dtype_name(dt)));
-      Array x = random_array(dt, from, rng);
+      Array x = random_elements(dt, from, rng);
       expect_same(run(OpKind::BroadcastTo, {x}, {{"shape", to.to_vector()}}), ref_broadcast(x, to));
     }
   }
@@ -211,7 +220,7 @@ TEST(LayoutKernels, ConcatEachAxisWithEmptyPieces) {
       for (int64_t n : sizes) {
         Shape s = base;
         s[axis] = n;
-        xs.push_back(random_array(dt, s, rng));
+        xs.push_back(random_elements(dt, s, rng));
       }
       for (int64_t a : {int64_t(axis), int64_t(axis - 3)}) {
         SCOPED_TRACE("axis " + std::to_string(a) + " pieces " + std::to_string(sizes.size()));
@@ -224,10 +233,11 @@ TEST(LayoutKernels, ConcatEachAxisWithEmptyPieces) {
 TEST(LayoutKernels, ConcatAllDTypesAndLarge) {
   std::mt19937_64 rng(7);
   for (DType dt : kAllDTypes) {
-    std::vector<Array> xs = {random_array(dt, {300, 70}, rng), random_array(dt, {300, 1}, rng),
-                             random_array(dt, {300, 129}, rng)};
+    std::vector<Array> xs = {random_elements(dt, {300, 70}, rng),
+                             random_elements(dt, {300, 1}, rng),
+                             random_elements(dt, {300, 129}, rng)};
     expect_same(run(OpKind::Concat, xs, {{"axis", int64_t{1}}}), ref_concat(xs, 1));
-    std::vector<Array> ys = {random_array(dt, {40000}, rng), random_array(dt, {70000}, rng)};
+    std::vector<Array> ys = {random_elements(dt, {40000}, rng), random_elements(dt, {70000}, rng)};
     expect_same(run(OpKind::Concat, ys, {{"axis", int64_t{0}}}), ref_concat(ys, 0));
   }
 }
@@ -265,7 +275,7 @@ TEST(LayoutKernels, SliceRandomStepsAndClamping) {
       step.push_back(1 + int64_t(rng() % 3));
     }
     DType dt = kAllDTypes[size_t(trial) % std::size(kAllDTypes)];
-    Array x = random_array(dt, s, rng);
+    Array x = random_elements(dt, s, rng);
     SCOPED_TRACE(s.to_string());
     expect_same(run(OpKind::Slice, {x}, slice_attrs(start, stop, step)),
                 ref_slice(x, start, stop, step));
@@ -274,7 +284,7 @@ TEST(LayoutKernels, SliceRandomStepsAndClamping) {
 
 TEST(LayoutKernels, SliceLarge) {
   std::mt19937_64 rng(9);
-  Array x = random_array(DType::f32, {400, 600}, rng);
+  Array x = random_elements(DType::f32, {400, 600}, rng);
   for (const auto& a : {std::tuple{Index{10, 3}, Index{-10, 590}, Index{1, 1}},
                         std::tuple{Index{0, 1}, Index{400, 600}, Index{3, 2}},
                         std::tuple{Index{5, 0}, Index{300, 600}, Index{1, 1}}}) {
@@ -308,7 +318,7 @@ TEST(LayoutKernels, PadRandomAllDTypes) {
       interior.push_back(int64_t(rng() % 3));
     }
     DType dt = kAllDTypes[size_t(trial) % std::size(kAllDTypes)];
-    Array x = random_array(dt, s, rng);
+    Array x = random_elements(dt, s, rng);
     SCOPED_TRACE(s.to_string());
     expect_same(run(OpKind::Pad, {x}, pad_attrs(low, high, interior)),
                 ref_pad(x, low, high, interior));
@@ -318,7 +328,7 @@ TEST(LayoutKernels, PadRandomAllDTypes) {
 // pad with interior is the adjoint of a strided slice: slicing it back gives the input.
 TEST(LayoutKernels, PadUndoesStridedSlice) {
   std::mt19937_64 rng(11);
-  Array x = random_array(DType::f64, {150, 201}, rng);
+  Array x = random_elements(DType::f64, {150, 201}, rng);
   const Index low{3, 0}, high{1, 2}, interior{2, 1};
   Array y = run(OpKind::Pad, {x}, pad_attrs(low, high, interior));
   expect_same(y, ref_pad(x, low, high, interior));

@@ -16,7 +16,7 @@ namespace kiln::runtime::layout_test {
 
 using Index = std::vector<int64_t>;
 
-inline Array random_array(DType dt, const Shape& s, std::mt19937_64& rng) {
+inline Array random_elements(DType dt, const Shape& s, std::mt19937_64& rng) {
   Array a = Array::empty(dt, s);
   visit_storage(dt, [&](auto tag) {  // bfloat16 too: these kernels move its 2-byte elements
     using T = typename decltype(tag)::type;

@@ -14,7 +14,11 @@
 namespace kiln::runtime {
 namespace {
 
-using namespace contraction_test;
+using contraction_test::as_double;
+using contraction_test::expect_close;
+using contraction_test::Ints;
+using contraction_test::random_array;
+using contraction_test::tf_window;
 
 // ---------------------------------------------------------------- pooling
 

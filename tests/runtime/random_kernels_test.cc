@@ -14,11 +14,12 @@
 #include "kiln/runtime/kernels.h"
 #include "kiln/runtime/philox.h"
 #include "kiln/runtime/threading.h"
+#include "tests/runtime/layout_test_util.h"
 
 namespace kiln::runtime {
 namespace {
 
-using Index = std::vector<int64_t>;
+using layout_test::Index;
 
 Array seed_array(int64_t seed) {
   Array a = Array::empty(DType::i64, {});
@@ -44,10 +45,7 @@ Array randint(int64_t seed, const Shape& s, DType dt, int64_t lo, int64_t hi) {
                 {{"shape", s.to_vector()}, {"dtype", dt}, {"minval", lo}, {"maxval", hi}});
 }
 
-template <typename T>
-std::vector<T> values(const Array& a) {
-  return std::vector<T>(a.data<T>(), a.data<T>() + a.size());
-}
+using layout_test::values;
 
 bool same_bytes(const Array& a, const Array& b) {
   return a.dtype == b.dtype && a.shape == b.shape && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
@@ -64,14 +62,7 @@ void mean_var(const Array& a, double& mean, double& var) {
   var = s2 / double(a.size()) - mean * mean;
 }
 
-class ThreadCount {
- public:
-  explicit ThreadCount(int n) : saved_(num_threads()) { set_num_threads(n); }
-  ~ThreadCount() { set_num_threads(saved_); }
-
- private:
-  int saved_;
-};
+using layout_test::ThreadCount;
 
 // ---------------------------------------------------------------- Philox
 

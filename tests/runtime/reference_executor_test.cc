@@ -14,6 +14,7 @@
 #include "kiln/ir/verifier.h"
 #include "kiln/runtime/kernels.h"
 #include "kiln/runtime/reference_executor.h"
+#include "tests/runtime/layout_test_util.h"
 #include "tests/support/error_of.h"
 
 namespace kiln::runtime {
@@ -50,11 +51,8 @@ Array random_f32(const Shape& s, std::mt19937& rng) {
   for (int64_t i = 0; i < a.size(); ++i) a.data<float>()[i] = d(rng);
   return a;
 }
-template <typename T>
-std::vector<T> values(const Array& a) {
-  return std::vector<T>(a.data<T>(), a.data<T>() + a.size());
-}
-bool bitwise_equal(const Array& a, const Array& b) {
+using layout_test::values;
+bool same_bits(const Array& a, const Array& b) {
   return a.type() == b.type() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
 }
 
@@ -62,9 +60,9 @@ template <typename T>
 Node* constant(Graph& g, const TensorType& t, const std::vector<T>& data) {
   return g.add_constant(Literal::copy_of(t, data.data()));
 }
-Attrs matmul_attrs() { return Attrs{{"transpose_a", false}, {"transpose_b", false}}; }
+Attrs plain_matmul_attrs() { return Attrs{{"transpose_a", false}, {"transpose_b", false}}; }
 
-std::vector<Array> run(const Graph& g, std::vector<Array> args) {
+std::vector<Array> run_graph(const Graph& g, std::vector<Array> args) {
   std::vector<Array> no_variables;
   return execute_reference(g, args, no_variables);
 }
@@ -75,11 +73,11 @@ TEST(ReferenceExecutor, DenseReluByHand) {
   Value* x = g.add_parameter(f32({2, 2}));
   Value* w = constant<float>(g, f32({2, 3}), {1, 0, -1, 2, 1, 0})->output();
   Value* b = constant<float>(g, f32({3}), {0.5f, -1, 2})->output();
-  Value* mm = g.add_op(OpKind::MatMul, {x, w}, matmul_attrs())->output();
+  Value* mm = g.add_op(OpKind::MatMul, {x, w}, plain_matmul_attrs())->output();
   Value* z = g.add_op(OpKind::Add, {mm, b})->output();
   Value* y = g.add_op(OpKind::Relu, {z})->output();
   g.set_outputs({y, z});
-  std::vector<Array> out = run(g, {array_of<float>(Shape{2, 2}, {1, 2, 3, -4})});
+  std::vector<Array> out = run_graph(g, {array_of<float>(Shape{2, 2}, {1, 2, 3, -4})});
   ASSERT_EQ(out.size(), 2u);
   // x @ w = [[5, 2, -1], [-5, -4, -3]]; + b = [[5.5, 1, 1], [-4.5, -5, -1]].
   EXPECT_EQ(out[1].type(), f32({2, 3}));
@@ -97,7 +95,7 @@ TEST(ReferenceExecutor, BitwiseEqualToEagerKernels) {
   Value* b = g.add_constant(Literal::copy_of(ba.type(), ba.raw()))->output();
   Attrs softmax{{"axis", int64_t(-1)}};
   Attrs sum{{"axes", std::vector<int64_t>{0}}, {"keepdims", true}};
-  Value* mm = g.add_op(OpKind::MatMul, {x, w}, matmul_attrs())->output();
+  Value* mm = g.add_op(OpKind::MatMul, {x, w}, plain_matmul_attrs())->output();
   Value* z = g.add_op(OpKind::Add, {mm, b})->output();
   Value* t = g.add_op(OpKind::Tanh, {z})->output();
   Value* s = g.add_op(OpKind::Softmax, {t}, softmax)->output();
@@ -105,7 +103,7 @@ TEST(ReferenceExecutor, BitwiseEqualToEagerKernels) {
   Value* e = g.add_op(OpKind::Exp, {r})->output();
   Value* d = g.add_op(OpKind::Div, {s, e})->output();
   g.set_outputs({d, r, d});
-  std::vector<Array> out = run(g, {xa, wa});
+  std::vector<Array> out = run_graph(g, {xa, wa});
 
   auto op2 = [](OpKind k, const Array& a, const Array& c, const Attrs& at = {}) {
     Array in[2] = {a, c};
@@ -114,14 +112,14 @@ TEST(ReferenceExecutor, BitwiseEqualToEagerKernels) {
   auto op1 = [](OpKind k, const Array& a, const Attrs& at = {}) {
     return run_op(k, std::span<const Array>(&a, 1), at);
   };
-  Array emm = op2(OpKind::MatMul, xa, wa, matmul_attrs());
+  Array emm = op2(OpKind::MatMul, xa, wa, plain_matmul_attrs());
   Array ez = op2(OpKind::Add, emm, ba);
   Array es = op1(OpKind::Softmax, op1(OpKind::Tanh, ez), softmax);
   Array er = op1(OpKind::Sum, es, sum);
   Array ed = op2(OpKind::Div, es, op1(OpKind::Exp, er));
   ASSERT_EQ(out.size(), 3u);
-  EXPECT_TRUE(bitwise_equal(out[0], ed));
-  EXPECT_TRUE(bitwise_equal(out[1], er));
+  EXPECT_TRUE(same_bits(out[0], ed));
+  EXPECT_TRUE(same_bits(out[1], er));
   EXPECT_EQ(out[0].storage, out[2].storage);  // the same value returned twice
 }
 
@@ -131,18 +129,18 @@ TEST(ReferenceExecutor, UnknownBatchDimensionRunsAtAnySize) {
   Graph g("batch");
   Value* x = g.add_parameter(f32({kUnknownDim, 3}));
   Value* w = g.add_constant(Literal::copy_of(wa.type(), wa.raw()))->output();
-  Value* y = g.add_op(OpKind::MatMul, {x, w}, matmul_attrs())->output();
+  Value* y = g.add_op(OpKind::MatMul, {x, w}, plain_matmul_attrs())->output();
   Value* s = g.add_op(OpKind::Sigmoid, {y})->output();
   ASSERT_EQ(s->type(), f32({kUnknownDim, 2}));
   g.set_outputs({s});
   for (int64_t batch : {1, 5}) {
     Array xa = random_f32(Shape{batch, 3}, rng);
-    std::vector<Array> out = run(g, {xa});
+    std::vector<Array> out = run_graph(g, {xa});
     Array in[2] = {xa, wa};
-    Array mm = run_op(OpKind::MatMul, in, matmul_attrs());
+    Array mm = run_op(OpKind::MatMul, in, plain_matmul_attrs());
     Array expected = run_op(OpKind::Sigmoid, std::span<const Array>(&mm, 1), {});
     ASSERT_EQ(out[0].type(), f32({batch, 2}));
-    EXPECT_TRUE(bitwise_equal(out[0], expected)) << "batch " << batch;
+    EXPECT_TRUE(same_bits(out[0], expected)) << "batch " << batch;
   }
 }
 
@@ -207,8 +205,9 @@ TEST(ReferenceExecutor, CondRunsTheChosenBranch) {
   Node* c = g.add_control_flow(NodeKind::kCond, {p, x, y}, std::move(branches), {f32({3})});
   g.set_outputs({c->output()});
   Array xa = array_of<float>(Shape{3}, {1, 2, 3}), ya = array_of<float>(Shape{3}, {4, 5, 6});
-  EXPECT_THAT(values<float>(run(g, {scalar_bool(true), xa, ya})[0]), ElementsAre(4, 10, 18));
-  EXPECT_THAT(values<float>(run(g, {scalar_bool(false), xa, ya})[0]), ElementsAre(-3, -3, -3));
+  EXPECT_THAT(values<float>(run_graph(g, {scalar_bool(true), xa, ya})[0]), ElementsAre(4, 10, 18));
+  EXPECT_THAT(values<float>(run_graph(g, {scalar_bool(false), xa, ya})[0]),
+              ElementsAre(-3, -3, -3));
 }
 
 TEST(ReferenceExecutor, WhileSumsOneToTen) {
@@ -241,11 +240,11 @@ TEST(ReferenceExecutor, WhileSumsOneToTen) {
       g.add_control_flow(NodeKind::kWhile, {i0, acc0, n}, std::move(subs), {i64({}), i64({})});
   g.set_outputs({loop->output(1), loop->output(0)});
   Array ten = array_of<int64_t>(Shape{}, {10});
-  std::vector<Array> out = run(g, {ten});
+  std::vector<Array> out = run_graph(g, {ten});
   EXPECT_THAT(values<int64_t>(out[0]), ElementsAre(55));
   EXPECT_THAT(values<int64_t>(out[1]), ElementsAre(11));
   // Zero iterations: the loop variables come out unchanged.
-  out = run(g, {array_of<int64_t>(Shape{}, {0})});
+  out = run_graph(g, {array_of<int64_t>(Shape{}, {0})});
   EXPECT_THAT(values<int64_t>(out[0]), ElementsAre(0));
   EXPECT_THAT(values<int64_t>(out[1]), ElementsAre(1));
 }
@@ -283,7 +282,7 @@ TEST(ReferenceExecutor, StackedWhileOutputsEveryIterationsStateAndTheTripCount) 
   g.set_outputs(
       {loop->output(0), loop->output(1), loop->output(2), loop->output(3), loop->output(4)});
   ir::verify_graph(g);
-  std::vector<Array> out = run(g, {array_of<int64_t>(Shape{}, {4})});
+  std::vector<Array> out = run_graph(g, {array_of<int64_t>(Shape{}, {4})});
   EXPECT_THAT(values<int64_t>(out[0]), ElementsAre(5));
   EXPECT_THAT(values<int64_t>(out[1]), ElementsAre(10));
   EXPECT_EQ(out[2].shape, Shape{4});
@@ -291,7 +290,7 @@ TEST(ReferenceExecutor, StackedWhileOutputsEveryIterationsStateAndTheTripCount) 
   EXPECT_THAT(values<int64_t>(out[3]), ElementsAre(0, 1, 3, 6));
   EXPECT_THAT(values<int64_t>(out[4]), ElementsAre(4));
   // Zero iterations: empty stacks, trip count 0.
-  out = run(g, {array_of<int64_t>(Shape{}, {0})});
+  out = run_graph(g, {array_of<int64_t>(Shape{}, {0})});
   EXPECT_EQ(out[2].shape, Shape{0});
   EXPECT_EQ(out[3].shape, Shape{0});
   EXPECT_THAT(values<int64_t>(out[4]), ElementsAre(0));
@@ -365,8 +364,8 @@ TEST(ReferenceExecutor, DeclaredTypesAreCheckedWhileRunning) {
   n->output()->set_type(f32({3}));
   g.set_outputs({n->output()});
   Array xa = Array::zeros(DType::f32, Shape{2});
-  EXPECT_THAT(error_of([&] { run(g, {xa}); }), HasSubstr("%1 = neg"));
-  EXPECT_THAT(error_of([&] { run(g, {xa}); }), HasSubstr("f32[3]"));
+  EXPECT_THAT(error_of([&] { run_graph(g, {xa}); }), HasSubstr("%1 = neg"));
+  EXPECT_THAT(error_of([&] { run_graph(g, {xa}); }), HasSubstr("f32[3]"));
 }
 
 TEST(ReferenceExecutor, ErrorsInsideSubgraphsNameThePath) {
@@ -385,10 +384,11 @@ TEST(ReferenceExecutor, ErrorsInsideSubgraphsNameThePath) {
   branches.push_back(reshape_graph("else"));
   Node* c = g.add_control_flow(NodeKind::kCond, {p, x}, std::move(branches), {f32({2})});
   g.set_outputs({c->output()});
-  EXPECT_THAT(values<float>(run(g, {scalar_bool(false), array_of<float>(Shape{2}, {7, 8})})[0]),
-              ElementsAreArray({7.f, 8.f}));
+  EXPECT_THAT(
+      values<float>(run_graph(g, {scalar_bool(false), array_of<float>(Shape{2}, {7, 8})})[0]),
+      ElementsAreArray({7.f, 8.f}));
   EXPECT_EQ(error_of([&] {
-              run(g, {scalar_bool(false), Array::zeros(DType::f32, Shape{3})});
+              run_graph(g, {scalar_bool(false), Array::zeros(DType::f32, Shape{3})});
             }),
             "reference executor: graph @outer / cond %2 else: node %1 = reshape: reshape: cannot "
             "reshape a tensor of shape (3,) (3 elements) into shape (2,) (2 elements)");

@@ -15,7 +15,7 @@ namespace kiln::runtime {
 namespace {
 
 template <typename T>
-Array array_of(const Shape& s, const std::vector<T>& values) {
+Array options_array_of(const Shape& s, const std::vector<T>& values) {
   Array a = Array::empty(dtype_of<T>(), s);
   std::memcpy(a.raw(), values.data(), a.nbytes());
   return a;
@@ -40,13 +40,13 @@ constexpr const char* kGraph = R"(graph @g(%x: f32[2], %n: i32[]) -> (f32[2], f3
 
 TEST(ReferenceOptions, Float32GraphsEvaluateInFloat64) {
   auto g = ir::parse_graph(kGraph, "test");
-  std::vector<Array> args = {array_of<float>({2}, {1.0f, -3.0f}),
-                             array_of<int32_t>({}, {16777217})};
-  std::vector<Array> narrow_vars = {array_of<float>({2}, {0.5f, 0.25f})};
+  std::vector<Array> args = {options_array_of<float>({2}, {1.0f, -3.0f}),
+                             options_array_of<int32_t>({}, {16777217})};
+  std::vector<Array> narrow_vars = {options_array_of<float>({2}, {0.5f, 0.25f})};
   std::vector<Array> narrow = execute_reference(*g, args, narrow_vars);
   ReferenceOptions wide;
   wide.widen_f32 = true;
-  std::vector<Array> wide_vars = {array_of<float>({2}, {0.5f, 0.25f})};
+  std::vector<Array> wide_vars = {options_array_of<float>({2}, {0.5f, 0.25f})};
   std::vector<Array> widened = execute_reference(*g, args, wide_vars, wide);
 
   EXPECT_EQ(narrow[0].data<float>()[0], 0.0f);
@@ -88,7 +88,7 @@ TEST(ReferenceOptions, Bf16GraphsEvaluateInFloat32) {
     return a;
   };
   const float third = 1.0f / 3.0f;
-  std::vector<Array> args = {bf16_of({1.0f, -2.0f}), array_of<float>({2}, {third, 0.1f})};
+  std::vector<Array> args = {bf16_of({1.0f, -2.0f}), options_array_of<float>({2}, {third, 0.1f})};
   std::vector<Array> narrow_vars = {bf16_of({0.5f, 1.0f})};
   std::vector<Array> narrow = execute_reference(*g, args, narrow_vars);
   ReferenceOptions wide;
@@ -137,10 +137,11 @@ TEST(ReferenceOptions, HookSeesEveryOpAndCanReplaceResults) {
                       DType declared) {
     seen.push_back(std::string(op_name(op)) + ":" + std::string(dtype_name(declared)) + ":" +
                    std::string(dtype_name(out.dtype)) + ":" + std::to_string(in.size()));
-    if (op == OpKind::Exp) out = array_of<double>({2}, {10.0, 20.0});  // replaced, not written
+    if (op == OpKind::Exp)
+      out = options_array_of<double>({2}, {10.0, 20.0});  // replaced, not written
   };
-  std::vector<Array> args = {array_of<float>({2}, {1.0f, 2.0f})};
-  std::vector<Array> vars = {array_of<float>({2}, {0.0f, 0.0f})};
+  std::vector<Array> args = {options_array_of<float>({2}, {1.0f, 2.0f})};
+  std::vector<Array> vars = {options_array_of<float>({2}, {0.0f, 0.0f})};
   std::vector<Array> out = execute_reference(*g, args, vars, opts);
   EXPECT_EQ(seen, (std::vector<std::string>{"exp:float32:float64:1", "neg:float32:float64:1",
                                             "mul:float32:float64:2", "add:float32:float64:2"}));
@@ -156,17 +157,17 @@ TEST(ReferenceOptions, ScopedHookAppliesUntilDestroyed) {
   return %y
 })",
                            "test");
-  std::vector<Array> args = {array_of<float>({1}, {0.0f})}, vars;
+  std::vector<Array> args = {options_array_of<float>({1}, {0.0f})}, vars;
   auto run = [&] { return execute_reference(*g, args, vars)[0].data<float>()[0]; };
   EXPECT_EQ(run(), 1.0f);
   {
     ScopedReferenceHook outer([](OpKind, const Attrs&, std::span<const Array>, Array& out, DType) {
-      out = array_of<float>({1}, {2.0f});
+      out = options_array_of<float>({1}, {2.0f});
     });
     EXPECT_EQ(run(), 2.0f);
     {
       ScopedReferenceHook inner([](OpKind, const Attrs&, std::span<const Array>, Array& out,
-                                   DType) { out = array_of<float>({1}, {3.0f}); });
+                                   DType) { out = options_array_of<float>({1}, {3.0f}); });
       EXPECT_EQ(run(), 3.0f);
     }
     EXPECT_EQ(run(), 2.0f);

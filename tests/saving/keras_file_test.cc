@@ -64,7 +64,7 @@ std::vector<Tensor> fixture_inputs(const Fixture& f) {
 std::vector<float> as_floats(const Tensor& t) { return cast(t, DType::f32).to_vector<float>(); }
 
 // The weights bit for bit (seed-generator states are not in Keras' files: Keras leaves them out).
-void expect_same_weights(const Model& a, const Model& b) {
+void expect_same_model_weights(const Model& a, const Model& b) {
   auto wa = a->weights(), wb = b->weights();
   ASSERT_EQ(wa.size(), wb.size());
   for (size_t i = 0; i < wa.size(); ++i)
@@ -100,7 +100,7 @@ TEST_P(KerasFixture, SavedByKilnReloadsBitForBit) {
   const std::string path = dir.path("again.keras");
   model->save(path);
   Model again = load_model(path);
-  expect_same_weights(model, again);
+  expect_same_model_weights(model, again);
   const auto& a = model->compile_options().optimizer->slots();
   const auto& b = again->compile_options().optimizer->slots();
   ASSERT_EQ(a.size(), b.size());
@@ -151,7 +151,7 @@ TEST(KerasFile, SaveReplacesAFileAtomicallyAndRespectsOverwrite) {
 
 // ---- errors
 
-std::string error_of(const std::string& path) {
+std::string load_error_of(const std::string& path) {
   try {
     load_model(path);
   } catch (const Error& e) {
@@ -175,35 +175,37 @@ std::string rewritten(const test::TempDir& dir, const std::string& name,
 
 TEST(KerasFileErrors, EachNamesWhatIsWrong) {
   test::TempDir dir;
-  EXPECT_THAT(error_of(dir.path("none.keras")), ::testing::HasSubstr("does not exist"));
+  EXPECT_THAT(load_error_of(dir.path("none.keras")), ::testing::HasSubstr("does not exist"));
 
   io::write_file_atomically(dir.path("junk.keras"), "this is not a zip archive at all");
-  EXPECT_THAT(error_of(dir.path("junk.keras")), ::testing::HasSubstr("is not a valid zip archive"));
+  EXPECT_THAT(load_error_of(dir.path("junk.keras")),
+              ::testing::HasSubstr("is not a valid zip archive"));
 
   const std::string whole = io::read_file(fixture("mlp.keras"));
   io::write_file_atomically(dir.path("cut.keras"), whole.substr(0, whole.size() / 2));
-  EXPECT_THAT(error_of(dir.path("cut.keras")), ::testing::HasSubstr("is not a valid zip archive"));
+  EXPECT_THAT(load_error_of(dir.path("cut.keras")),
+              ::testing::HasSubstr("is not a valid zip archive"));
 
   std::string flipped = whole;
   const size_t at = flipped.find("model.weights.h5") + 200;  // inside the stored weights
   flipped[at] = char(flipped[at] ^ 0x5a);
   io::write_file_atomically(dir.path("crc.keras"), flipped);
-  EXPECT_THAT(error_of(dir.path("crc.keras")), ::testing::HasSubstr("damaged"));
+  EXPECT_THAT(load_error_of(dir.path("crc.keras")), ::testing::HasSubstr("damaged"));
 
   auto no_weights =
       rewritten(dir, "no_weights.keras", [](auto& e) { e.erase("model.weights.h5"); });
-  EXPECT_THAT(error_of(no_weights), ::testing::HasSubstr("has no \"model.weights.h5\""));
+  EXPECT_THAT(load_error_of(no_weights), ::testing::HasSubstr("has no \"model.weights.h5\""));
 
   auto bad_h5 = rewritten(dir, "bad_h5.keras",
                           [](auto& e) { e["model.weights.h5"] = "\x89HDF\r\n\x1a\n garbage"; });
-  EXPECT_THAT(error_of(bad_h5), ::testing::HasSubstr("is not a readable HDF5 file"));
+  EXPECT_THAT(load_error_of(bad_h5), ::testing::HasSubstr("is not a readable HDF5 file"));
 
   auto unknown = rewritten(dir, "unknown.keras", [](auto& e) {
     Json c = Json::parse(e["config.json"]);
     c["config"]["layers"][1]["class_name"] = "FancyDense";
     e["config.json"] = c.dump();
   });
-  EXPECT_THAT(error_of(unknown), ::testing::HasSubstr("unknown layer class \"FancyDense\""));
+  EXPECT_THAT(load_error_of(unknown), ::testing::HasSubstr("unknown layer class \"FancyDense\""));
 
   auto custom = rewritten(dir, "custom.keras", [](auto& e) {
     Json c = Json::parse(e["config.json"]);
@@ -211,31 +213,31 @@ TEST(KerasFileErrors, EachNamesWhatIsWrong) {
     c["config"]["layers"][1]["registered_name"] = "my_package>Dense";
     e["config.json"] = c.dump();
   });
-  EXPECT_THAT(error_of(custom), ::testing::HasSubstr("is a custom object"));
+  EXPECT_THAT(load_error_of(custom), ::testing::HasSubstr("is a custom object"));
 
   auto refused = rewritten(dir, "refused.keras", [](auto& e) {
     Json c = Json::parse(e["config.json"]);
     c["config"]["layers"][1]["config"]["lora_rank"] = 4;
     e["config.json"] = c.dump();
   });
-  EXPECT_THAT(error_of(refused), ::testing::HasSubstr("lora_rank=4"));
+  EXPECT_THAT(load_error_of(refused), ::testing::HasSubstr("lora_rank=4"));
 
   auto policy = rewritten(dir, "policy.keras", [](auto& e) {
     Json c = Json::parse(e["config.json"]);
     c["config"]["layers"][1]["config"]["dtype"]["config"]["name"] = "mixed_float16";
     e["config.json"] = c.dump();
   });
-  EXPECT_THAT(error_of(policy), ::testing::HasSubstr("mixed_float16"));
+  EXPECT_THAT(load_error_of(policy), ::testing::HasSubstr("mixed_float16"));
 
   auto ema = rewritten(dir, "ema.keras", [](auto& e) {
     Json c = Json::parse(e["config.json"]);
     c["compile_config"]["optimizer"]["config"]["use_ema"] = true;
     e["config.json"] = c.dump();
   });
-  EXPECT_THAT(error_of(ema), ::testing::HasSubstr("use_ema"));
+  EXPECT_THAT(load_error_of(ema), ::testing::HasSubstr("use_ema"));
 
   auto assets = rewritten(dir, "assets.keras", [](auto& e) { e["assets/vocab.txt"] = "a\nb\n"; });
-  EXPECT_THAT(error_of(assets), ::testing::HasSubstr("assets/vocab.txt"));
+  EXPECT_THAT(load_error_of(assets), ::testing::HasSubstr("assets/vocab.txt"));
 
   // Weights files with a dataset missing, one too many, one misshapen, one of another dtype.
   auto weights = [&](const std::string& name, const std::function<void(io::Hdf5Writer&)>& edit) {
@@ -253,23 +255,23 @@ TEST(KerasFileErrors, EachNamesWhatIsWrong) {
       e["model.weights.h5"] = out.image();
     });
   };
-  EXPECT_THAT(error_of(weights("missing.keras", [](io::Hdf5Writer&) {})),
+  EXPECT_THAT(load_error_of(weights("missing.keras", [](io::Hdf5Writer&) {})),
               ::testing::HasSubstr("no dataset for 1 of the model's variables: "
                                    "layers/dense_1/vars/1"));
-  EXPECT_THAT(error_of(weights("extra.keras",
-                               [](io::Hdf5Writer& w) {
-                                 w.dataset("layers/dense_1/vars/1", zeros({4}));
-                                 w.dataset("layers/dense_1/vars/2", zeros({4}));
-                               })),
+  EXPECT_THAT(load_error_of(weights("extra.keras",
+                                    [](io::Hdf5Writer& w) {
+                                      w.dataset("layers/dense_1/vars/1", zeros({4}));
+                                      w.dataset("layers/dense_1/vars/2", zeros({4}));
+                                    })),
               ::testing::HasSubstr("layers/dense_1/vars/2"));
-  EXPECT_THAT(
-      error_of(weights("shape.keras",
-                       [](io::Hdf5Writer& w) { w.dataset("layers/dense_1/vars/1", zeros({5})); })),
-      ::testing::HasSubstr("\"layers/dense_1/vars/1\" is f32[5]"));
-  EXPECT_THAT(error_of(weights("dtype.keras",
-                               [](io::Hdf5Writer& w) {
-                                 w.dataset("layers/dense_1/vars/1", zeros({4}, DType::f64));
-                               })),
+  EXPECT_THAT(load_error_of(weights(
+                  "shape.keras",
+                  [](io::Hdf5Writer& w) { w.dataset("layers/dense_1/vars/1", zeros({5})); })),
+              ::testing::HasSubstr("\"layers/dense_1/vars/1\" is f32[5]"));
+  EXPECT_THAT(load_error_of(weights("dtype.keras",
+                                    [](io::Hdf5Writer& w) {
+                                      w.dataset("layers/dense_1/vars/1", zeros({4}, DType::f64));
+                                    })),
               ::testing::HasSubstr("is f64[4]"));
 
   // An optimizer Keras never stepped holds iterations and the learning rate only: it loads so.
@@ -298,7 +300,8 @@ TEST(KerasFileErrors, EachNamesWhatIsWrong) {
     c["compile_config"]["optimizer"]["config"]["amsgrad"] = true;
     e["config.json"] = c.dump();
   });
-  EXPECT_THAT(error_of(optimizer), ::testing::HasSubstr("\"optimizer/vars\" holds 14 variables"));
+  EXPECT_THAT(load_error_of(optimizer),
+              ::testing::HasSubstr("\"optimizer/vars\" holds 14 variables"));
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "kiln/kiln.h"
 #include "tests/function/function_test_util.h"
 #include "tests/support/error_of.h"
+#include "tests/support/weights_of.h"
 
 namespace kiln {
 namespace {
@@ -35,11 +36,7 @@ Sequential toy_model(bool eager) {
   return m;
 }
 
-std::vector<std::vector<float>> weights_of(const Sequential& m) {
-  std::vector<std::vector<float>> out;
-  for (const Tensor& t : m->get_weights()) out.push_back(t.to_vector<float>());
-  return out;
-}
+using test::weights_of;
 
 TEST(DatasetFit, SameBatchesWeightsAndLogsAsTheInMemoryPath) {
   Toy d;

@@ -17,7 +17,7 @@ constexpr double kEps = std::numeric_limits<double>::epsilon();
 
 using test::expect_error;
 
-std::vector<double> values(const Variable& v) { return v.value().to_vector<double>(); }
+std::vector<double> variable_values(const Variable& v) { return v.value().to_vector<double>(); }
 
 // One training step on float64 weights w with loss sum(w * x) (the gradient is x), as a
 // kiln::function (compiled) and as the plain callable (eager).
@@ -57,32 +57,32 @@ TEST(Hyperparameters, LearningRateZeroAfterTheFirstCompiledStepStopsTheWeights) 
     LinearStep s(Optimizer(name), {1.0, -2.0});
     const Tensor x = f64s({0.5, -1.5});
     s.run(x, false);
-    const std::vector<double> after_first = values(s.w);
+    const std::vector<double> after_first = variable_values(s.w);
     EXPECT_NE(after_first, (std::vector<double>{1.0, -2.0})) << "the first step moved nothing";
     s.opt->set_learning_rate(0.0);
     s.run(x, false);
     s.run(x, false);
     // w - 0 * anything finite is w: bitwise. AdamW's decay w - w wd 0 is w too.
-    EXPECT_EQ(values(s.w), after_first);
+    EXPECT_EQ(variable_values(s.w), after_first);
     EXPECT_EQ(s.step.tracing_count(), 1) << "changing the rate retraced";
     EXPECT_EQ(s.opt->iterations(), 3);
     // And back: the next step moves again.
     s.opt->set_learning_rate(0.1);
     s.run(x, false);
-    EXPECT_NE(values(s.w), after_first);
+    EXPECT_NE(variable_values(s.w), after_first);
   }
 }
 
 TEST(Hyperparameters, AssigningTheVariableWorksLikeTheSetter) {
   LinearStep s(SGD({.learning_rate = 0.5}), {1.0});
   s.run(f64s({1.0}), false);  // w = 1 - 0.5 = 0.5
-  EXPECT_EQ(values(s.w)[0], 0.5);
+  EXPECT_EQ(variable_values(s.w)[0], 0.5);
   Variable lr = s.opt->hyperparameters().at(0);
   EXPECT_EQ(lr.name(), "SGD/learning_rate");
   lr.assign(scalar(0.25, DType::f64));
   EXPECT_EQ(s.opt->current_learning_rate(), 0.25);
   s.run(f64s({1.0}), false);  // w = 0.5 - 0.25
-  EXPECT_EQ(values(s.w)[0], 0.25);
+  EXPECT_EQ(variable_values(s.w)[0], 0.25);
 }
 
 // Every hyperparameter of every rule reaches the compiled step: the same trajectory, with a
@@ -124,8 +124,8 @@ TEST(Hyperparameters, ChangedHyperparametersReachTheCompiledStep) {
       compiled.run(xs[k], false);
       unchanged.run(xs[k], true);
     }
-    const std::vector<double> we = values(eager.w), wc = values(compiled.w),
-                              wu = values(unchanged.w);
+    const std::vector<double> we = variable_values(eager.w), wc = variable_values(compiled.w),
+                              wu = variable_values(unchanged.w);
     double moved = 0;
     for (size_t i = 0; i < we.size(); ++i) {
       EXPECT_NEAR(wc[i], we[i], 64 * kEps * (std::fabs(we[i]) + 1)) << "weight " << i;
@@ -147,14 +147,14 @@ TEST(Hyperparameters, ScheduleGivesTheSamePerStepRatesEagerlyAndCompiled) {
   };
   LinearStep eager(make(), {1.0}), compiled(make(), {1.0});
   for (int k = 0; k < 6; ++k) {
-    const double we = values(eager.w)[0], wc = values(compiled.w)[0];
+    const double we = variable_values(eager.w)[0], wc = variable_values(compiled.w)[0];
     eager.run(f64s({1.0}), true);
     compiled.run(f64s({1.0}), false);
     const double want = schedule(int64_t(k));
     // pow in the graph: a few ulps of lr; w - lr rounds to an ulp of w (<= 1).
     const double tol = 16 * kEps * want + 2 * kEps;
-    EXPECT_NEAR(we - values(eager.w)[0], want, tol) << "eager step " << k;
-    EXPECT_NEAR(wc - values(compiled.w)[0], want, tol) << "compiled step " << k;
+    EXPECT_NEAR(we - variable_values(eager.w)[0], want, tol) << "eager step " << k;
+    EXPECT_NEAR(wc - variable_values(compiled.w)[0], want, tol) << "compiled step " << k;
   }
   EXPECT_EQ(compiled.step.tracing_count(), 1);
   // The schedule is part of the traced graph: it cannot change now.
@@ -213,8 +213,8 @@ TEST(GradientClipping, MatchesHandComputedValuesEagerlyAndCompiled) {
         body(f64s({3.0, 4.0}), f64s({12.0}));
       // w = 0 - clipped: one division and a square root away from the hand value.
       for (size_t i = 0; i < c.a.size(); ++i)
-        EXPECT_NEAR(-values(a)[i], c.a[i], 8 * kEps * std::fabs(c.a[i]));
-      EXPECT_NEAR(-values(b)[0], c.b[0], 8 * kEps * std::fabs(c.b[0]));
+        EXPECT_NEAR(-variable_values(a)[i], c.a[i], 8 * kEps * std::fabs(c.a[i]));
+      EXPECT_NEAR(-variable_values(b)[0], c.b[0], 8 * kEps * std::fabs(c.b[0]));
     }
   }
 }
@@ -223,8 +223,8 @@ TEST(GradientClipping, UndefinedGradientsAndErrors) {
   Variable a("a", f64s({0.0, 0.0})), b("b", f64s({1.0}));
   Optimizer opt = SGD({.learning_rate = 1.0, .clip = {.global_clipnorm = 1.0}});
   opt->apply_gradients({f64s({3.0, 4.0}), Tensor()}, {a, b});
-  EXPECT_NEAR(values(a)[0], -0.6, 4 * kEps);
-  EXPECT_EQ(values(b)[0], 1.0);
+  EXPECT_NEAR(variable_values(a)[0], -0.6, 4 * kEps);
+  EXPECT_EQ(variable_values(b)[0], 1.0);
   expect_error([] { SGD({.clip = {.clipnorm = 1.0, .clipvalue = 1.0}}); }, {"only one"});
   expect_error([] { Adam({.clip = {.clipnorm = -1.0}}); }, {"adam", "clipnorm", "-1"});
   expect_error([] { RMSprop({.clip = {.clipvalue = 0.0}}); }, {"clipvalue", "> 0"});
@@ -238,7 +238,7 @@ struct WeightRecorder : Callback {
   void on_epoch_end(int, const Logs&) override { weights.push_back(model()->get_weights()); }
 };
 
-Sequential small_model(Optimizer opt) {
+Sequential small_model_with(Optimizer opt) {
   clear_session();
   set_random_seed(5);
   Sequential m({Dense(4, {.activation = "tanh"}), Dense(1)}, Shape{3});
@@ -258,7 +258,7 @@ bool same(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
 }
 
 TEST(LearningRateCallbacks, SchedulerChangesTheRateOfACompiledFit) {
-  Sequential m = small_model(SGD({.learning_rate = 0.05}));
+  Sequential m = small_model_with(SGD({.learning_rate = 0.05}));
   auto [x, y] = small_data();
   auto recorder = std::make_shared<WeightRecorder>();
   std::vector<double> seen;
@@ -279,7 +279,7 @@ TEST(LearningRateCallbacks, SchedulerChangesTheRateOfACompiledFit) {
 TEST(LearningRateCallbacks, ReduceLROnPlateauChangesTheRateOfACompiledFit) {
   // "loss" never improves by 1e9: epoch 0 sets the best, epoch 1 waits 1 >= patience and
   // multiplies the rate by factor 0; epochs 2 and 3 do not move the weights.
-  Sequential m = small_model(SGD({.learning_rate = 0.05}));
+  Sequential m = small_model_with(SGD({.learning_rate = 0.05}));
   auto [x, y] = small_data();
   auto recorder = std::make_shared<WeightRecorder>();
   auto reduce = std::make_shared<ReduceLROnPlateau>(
@@ -305,7 +305,7 @@ TEST(LearningRateCallbacks, ReduceLROnPlateauChangesTheRateOfACompiledFit) {
 //   epoch 8: 0.98   cooldown -> 0, wait 1
 //   epoch 9: 0.98   wait 2 -> lr max(0.01, 0.02) = 0.02 (Keras compares lr with float32(min_lr))
 TEST(LearningRateCallbacks, ReduceLROnPlateauFollowsKerasBookkeeping) {
-  Sequential m = small_model(SGD({.learning_rate = 0.1}));
+  Sequential m = small_model_with(SGD({.learning_rate = 0.1}));
   ReduceLROnPlateau reduce({.monitor = "val_loss",
                             .factor = 0.5,
                             .patience = 2,

@@ -89,8 +89,8 @@ std::vector<Tensor> loss_and_grads(Model& model, const Tensor& x, const Tensor& 
   return out;
 }
 
-void expect_same(const std::vector<Tensor>& a, const std::vector<Tensor>& b,
-                 const std::string& what) {
+void expect_same_values(const std::vector<Tensor>& a, const std::vector<Tensor>& b,
+                        const std::string& what) {
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) {
     std::vector<double> u = a[i].to_vector<double>(), v = b[i].to_vector<double>();
@@ -114,13 +114,13 @@ TEST(MaskedTraining, PaddedSequenceGivesTheLossAndGradientsOfTheSequenceAlone) {
     SCOPED_TRACE(kind);
     Model model = sequence_model(kind);
     std::vector<Tensor> alone = loss_and_grads(model, alone_x, alone_y);
-    expect_same(loss_and_grads(model, padded_x, padded_y), alone, "eager");
+    expect_same_values(loss_and_grads(model, padded_x, padded_y), alone, "eager");
     auto traced =
         function([&](const Tensor& x, const Tensor& y) { return loss_and_grads(model, x, y); });
     for (ExecutionMode mode : {ExecutionMode::kReference, ExecutionMode::kCompiled}) {
       std::vector<Tensor> t = traced.concrete(padded_x, padded_y).run({padded_x, padded_y}, mode);
       // Compiled: the JIT's vector exp/tanh/sigmoid add a few ulps per step (8 rather than 1).
-      expect_same(t, alone, execution_mode_name(mode));
+      expect_same_values(t, alone, execution_mode_name(mode));
     }
   }
 }

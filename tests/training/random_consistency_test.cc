@@ -112,7 +112,7 @@ void expect_states_advanced(const FitResult& r, const FitCase& s, int64_t exampl
   EXPECT_EQ(total, steps * draws_per_step);
 }
 
-void expect_bitwise_equal(const FitResult& eager, const FitResult& traced) {
+void expect_fits_bitwise_equal(const FitResult& eager, const FitResult& traced) {
   EXPECT_EQ(eager.states_before, traced.states_before);
   EXPECT_EQ(eager.states_after, traced.states_after);
   EXPECT_EQ(eager.losses, traced.losses);
@@ -123,8 +123,8 @@ void expect_bitwise_equal(const FitResult& eager, const FitResult& traced) {
 
 // "" or the first final weight of `got` outside the rounding spread of the rounding-model runs
 // `samples` around `want` (tests/support/rounding_spread.h).
-std::string outside_rounding_spread(const FitResult& got, const FitResult& want,
-                                    const std::vector<FitResult>& samples) {
+std::string fit_outside_rounding_spread(const FitResult& got, const FitResult& want,
+                                        const std::vector<FitResult>& samples) {
   if (got.weights.size() != want.weights.size()) return "a different number of weights";
   std::vector<double> s(samples.size());
   for (size_t w = 0; w < want.weights.size(); ++w)
@@ -151,7 +151,7 @@ void expect_within_rounding_spread(const FitCase& s, const FitResult& got,
     size_t target = samples.empty() ? 4 : 16;
     while (samples.size() < target)
       samples.push_back(fit_run(s, false, ExecutionMode::kReference, samples.size() + 1));
-    failure = outside_rounding_spread(got, reference, samples);
+    failure = fit_outside_rounding_spread(got, reference, samples);
   }
   EXPECT_EQ(failure, "");
   EXPECT_NE(samples[0].weights, reference.weights);  // the rounding model did perturb the runs
@@ -164,7 +164,7 @@ TEST(RandomConsistency, DropoutFitEagerAndTracedOnTheReferenceExecutorAreBitwise
   FitResult eager = fit_run(s, true, ExecutionMode::kReference);
   FitResult traced = fit_run(s, false, ExecutionMode::kReference);
   expect_states_advanced(eager, s, 300, 2);  // two Dropout layers, one draw each per step
-  expect_bitwise_equal(eager, traced);
+  expect_fits_bitwise_equal(eager, traced);
   // The masks matter: a model whose dropout draws from other states trains to other weights.
   FitCase other = s;
   other.model = [](bool run_eagerly) {

@@ -11,6 +11,7 @@
 
 #include "kiln/kiln.h"
 #include "tests/support/error_of.h"
+#include "tests/support/weights_of.h"
 
 namespace kiln {
 namespace {
@@ -18,12 +19,12 @@ namespace {
 using test::error_of;
 using ::testing::HasSubstr;
 
-struct Toy {  // 10 examples: 5 batches of 2 per pass
+struct EpochToy {  // 10 examples: 5 batches of 2 per pass
   Tensor x = random_uniform({10, 3}, 1, -1, 1);
   Tensor y = random_integers({10}, 2, 0, 2);
 };
 
-Sequential toy_model() {
+Sequential epoch_toy_model() {
   clear_session();
   set_random_seed(5);
   Sequential m({Dense(4, {.activation = "tanh"}), Dense(2)}, Shape{3});
@@ -32,11 +33,7 @@ Sequential toy_model() {
   return m;
 }
 
-std::vector<std::vector<float>> weights_of(const Sequential& m) {
-  std::vector<std::vector<float>> out;
-  for (const Tensor& t : m->get_weights()) out.push_back(t.to_vector<float>());
-  return out;
-}
+using test::weights_of;
 
 // Counts the training batches of each epoch.
 struct BatchCounter : Callback {
@@ -57,8 +54,8 @@ struct WarningCapture {
 };
 
 TEST(StepsPerEpoch, EpochsContinueOnePassAndTheShortEpochWarns) {
-  Toy d;
-  Sequential fitted = toy_model();
+  EpochToy d;
+  Sequential fitted = epoch_toy_model();
   auto counter = std::make_shared<BatchCounter>();
   WarningCapture warnings;
   fitted->fit(d.x, d.y,
@@ -76,7 +73,7 @@ TEST(StepsPerEpoch, EpochsContinueOnePassAndTheShortEpochWarns) {
                                               "epoch 3"));
 
   // The same updates, batch by batch.
-  Sequential by_hand = toy_model();
+  Sequential by_hand = epoch_toy_model();
   for (int64_t b : {0, 1, 2, 3, 4, 0, 1}) {
     Tensor rows = tensor<int64_t>({2 * b, 2 * b + 1});
     by_hand->train_on_batch(gather(d.x, rows, 0), gather(d.y, rows, 0));
@@ -85,12 +82,12 @@ TEST(StepsPerEpoch, EpochsContinueOnePassAndTheShortEpochWarns) {
 }
 
 TEST(StepsPerEpoch, ResumingWithInitialEpochEqualsOneRun) {
-  Toy d;
+  EpochToy d;
   WarningCapture warnings;  // epochs 2 and 4 are short (5 batches per pass, 3 per epoch)
   FitOptions o{.batch_size = 2, .epochs = 5, .verbose = 0, .seed = 3, .steps_per_epoch = 3};
-  Sequential whole = toy_model();
+  Sequential whole = epoch_toy_model();
   auto hw = whole->fit(d.x, d.y, o);
-  Sequential resumed = toy_model();
+  Sequential resumed = epoch_toy_model();
   FitOptions first = o;
   first.epochs = 2;
   auto h1 = resumed->fit(d.x, d.y, first);
@@ -102,7 +99,7 @@ TEST(StepsPerEpoch, ResumingWithInitialEpochEqualsOneRun) {
   for (double l : h2->history.at("loss")) losses.push_back(l);
   EXPECT_EQ(losses, hw->history.at("loss"));
   // A shuffled pass differs from the unshuffled one (the schedule shuffles per pass).
-  Sequential unshuffled = toy_model();
+  Sequential unshuffled = epoch_toy_model();
   FitOptions plain = o;
   plain.shuffle = false;
   unshuffled->fit(d.x, d.y, plain);
@@ -110,8 +107,8 @@ TEST(StepsPerEpoch, ResumingWithInitialEpochEqualsOneRun) {
 }
 
 TEST(StepsPerEpoch, BadValuesAreClearErrors) {
-  Toy d;
-  Sequential m = toy_model();
+  EpochToy d;
+  Sequential m = epoch_toy_model();
   for (int64_t steps : {int64_t(0), int64_t(-2)})
     EXPECT_THAT(error_of([&] { m->fit(d.x, d.y, {.verbose = 0, .steps_per_epoch = steps}); }),
                 HasSubstr("steps_per_epoch must be at least 1"));

@@ -8,7 +8,7 @@
 namespace kiln {
 namespace {
 
-Sequential digits_mlp(bool run_eagerly, Optimizer optimizer) {
+Sequential traced_digits_mlp(bool run_eagerly, Optimizer optimizer) {
   clear_session();
   set_random_seed(3);
   Sequential m({Dense(128, {.activation = "relu"}), Dropout(0.0), Dense(10)}, Shape{64});
@@ -32,8 +32,8 @@ TEST(TracedFit, DigitsMlpStepsMatchEagerBitwise) {
   data::Examples d = data::load_digits();
   for (const char* opt : {"adam", "sgd", "rmsprop"}) {
     SCOPED_TRACE(opt);
-    Sequential eager = digits_mlp(true, opt);
-    Sequential traced = digits_mlp(false, opt);
+    Sequential eager = traced_digits_mlp(true, opt);
+    Sequential traced = traced_digits_mlp(false, opt);
     for (int step = 0; step < 6; ++step) {
       // Batches of 64 and a last one of 17 (a second trace).
       int64_t n = step == 5 ? 17 : 64;
@@ -55,8 +55,8 @@ TEST(TracedFit, FitEvaluatePredictAgreeWithEager) {
   // Bitwise comparison with eager: the traced graph on the reference executor.
   ScopedExecutionMode reference_mode(ExecutionMode::kReference);
   auto [train, test] = data::train_test_split(data::load_digits(), 0.2, 0);
-  Sequential eager = digits_mlp(true, "adam");
-  Sequential traced = digits_mlp(false, "adam");
+  Sequential eager = traced_digits_mlp(true, "adam");
+  Sequential traced = traced_digits_mlp(false, "adam");
   FitOptions o{.batch_size = 50, .epochs = 2, .verbose = 0, .validation_split = 0.1};
   auto he = eager->fit(train.x, train.y, o);
   auto ht = traced->fit(train.x, train.y, o);
@@ -68,7 +68,7 @@ TEST(TracedFit, FitEvaluatePredictAgreeWithEager) {
 }
 
 TEST(TracedFit, TracedStepRecordsTheWholeTrainingStep) {
-  Sequential m = digits_mlp(false, "adam");
+  Sequential m = traced_digits_mlp(false, "adam");
   Tensor x = zeros({8, 64}), y = zeros({8}, DType::i64);
   ConcreteFunction step = m->train_step_function(x, y);
   // 4 weights + adam iterations + 2 slots per weight, all read and written, and adam's

@@ -13,7 +13,7 @@
 namespace kiln {
 namespace {
 
-constexpr double kEpsilon = 1e-7;  // keras.backend.epsilon()
+constexpr double kConstraintEpsilon = 1e-7;  // keras.backend.epsilon()
 
 Constraint::Kind kind_of(const std::string& name) {
   if (name == "non_neg" || name == "NonNeg") return Constraint::Kind::kNonNeg;
@@ -96,7 +96,7 @@ Tensor Constraint::operator()(const Tensor& w) const {
     axes.push_back(r);
   }
   Tensor norms = sqrt(sum(square(w), axes, /*keepdims=*/true));
-  Tensor denom = norms + scalar(kEpsilon, t);
+  Tensor denom = norms + scalar(kConstraintEpsilon, t);
   if (kind_ == Kind::kUnitNorm) return w / denom;
   Tensor clipped = minimum(maximum(norms, scalar(kind_ == Kind::kMaxNorm ? 0.0 : min_value_, t)),
                            scalar(max_value_, t));

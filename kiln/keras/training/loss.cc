@@ -25,7 +25,7 @@ namespace kiln {
 namespace {
 
 // Keras' backend.epsilon().
-constexpr double kEpsilon = 1e-7;
+constexpr double kBackendEpsilon = 1e-7;
 
 [[noreturn]] void loss_shape_error(const std::string& loss, const Tensor& y_true,
                                    const Tensor& y_pred, const std::string& expected) {
@@ -109,7 +109,8 @@ Tensor last_axis_mean(const Tensor& elementwise) {
 }
 
 Tensor clip_probabilities(const Tensor& p) {
-  return minimum(maximum(p, scalar(kEpsilon, p.dtype())), scalar(1.0 - kEpsilon, p.dtype()));
+  return minimum(maximum(p, scalar(kBackendEpsilon, p.dtype())),
+                 scalar(1.0 - kBackendEpsilon, p.dtype()));
 }
 
 void require_rank_1(const std::string& loss, const Tensor& y_true, const Tensor& y_pred) {
