@@ -18,6 +18,6 @@ if [ "$preset" = default ] && [ "${KILN_SKIP_FUZZ:-0}" != 1 ]; then
 fi
 kiln_step "Configuring (cmake --preset $preset)"
 cmake --preset "$preset"
-kiln_build "$preset" 30
+kiln_build "$preset" 25
 kiln_step "Running the tests (ctest --preset $preset -j 2)"
 ctest --preset "$preset" -j 2
