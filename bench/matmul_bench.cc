@@ -99,6 +99,21 @@ double fma_peak_gflops(int threads) {
   return it->second;
 }
 
+// The peak of the bf16 kernels in use at `threads` threads (runtime::measure_bf16_peak: the loop
+// of the instruction they run; the FMA peak where bf16 products run on the float32 kernels),
+// measured once per process.
+double bf16_peak_gflops(int threads) {
+  static std::mutex mutex;
+  static std::map<int, double> peaks;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = peaks.find(threads);
+  if (it == peaks.end()) {
+    (void)kiln::runtime::measure_bf16_peak(threads, 0.1, 5);  // warm-up
+    it = peaks.emplace(threads, kiln::runtime::measure_bf16_peak(threads, 0.1, 5).gflops).first;
+  }
+  return it->second;
+}
+
 void set_flops(benchmark::State& state, int64_t m, int64_t k, int64_t n, int threads = 1) {
   const double flops = 2.0 * double(m) * double(n) * double(k);
   state.counters["GFLOPS"] =
@@ -172,6 +187,14 @@ void BM_MatMul_KilnGemmBf16(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   set_flops(state, m, k, n, int(state.range(3)));
+  // of_bf16_peak: against the peak of the instruction the bf16 kernels run (of_peak stays the
+  // float32 FMA peak, for comparison with BM_MatMul_KilnGemm).
+  const double peak = bf16_peak_gflops(int(state.range(3)));
+  if (peak > 0)
+    state.counters["of_bf16_peak"] =
+        benchmark::Counter(2e-9 * double(m) * double(n) * double(k) / peak,
+                           benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(kiln::runtime::gemm_bf16_kernels());
 }
 
 // The same products under plans whose tasks hold at least `panels` row panels where the rows
