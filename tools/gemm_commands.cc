@@ -74,6 +74,8 @@ void print_plan(const PlanArgs& a) {
             ? "operands packed as bf16 pairs in AMX tiles, multiplied by TDPBF16PS"
             : "operands packed as bf16 pairs, multiplied by VDPBF16PS",
         runtime::gemm_bf16_kernels(), cpu.avx512_bf16 ? "yes" : "no", cpu.amx_bf16 ? "yes" : "no");
+    if (const std::string note = gd::vdpbf16ps_choice_note(); !note.empty())
+      std::cout << "          " << note << "\n";
   }
 }
 

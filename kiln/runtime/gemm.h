@@ -83,8 +83,9 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, cons
 // without the instructions) or "float32" (the float32 kernels on widened operands).
 // set_gemm_bf16_kernels("auto") (the default; KILN_GEMM_BF16=NAME at start) picks, where the
 // float32 kernels are avx512, amx if the CPU has AMX-BF16 (and Linux grants this process the
-// tile data), else avx512bf16 if it has AVX512-BF16; else float32. kiln::Error for an unknown
-// name or kernels this CPU cannot run.
+// tile data), else avx512bf16 if it has AVX512-BF16 and its VDPBF16PS loop outruns the float32
+// FMA loop (measured once, gemm_engine.h); else float32. kiln::Error for an unknown name or
+// kernels this CPU cannot run.
 std::string gemm_bf16_kernels();
 void set_gemm_bf16_kernels(const std::string& name);
 

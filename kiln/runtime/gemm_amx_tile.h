@@ -7,9 +7,12 @@
 // in the lower half of each 32-bit element (TDPBF16PS multiplies element 2i of a row of A's tile
 // with element 2i of B's, then 2i + 1 with 2i + 1); kc is a multiple of 16 pairs (one tile of A
 // is 16 rows of 16 pairs). The packed A panel is, per 16 pairs, 32 rows (zero past t.rows) of
-// 16 pairs: a + (q / 16) * 512 + i * 16 + q % 16; B is packed, rows of pairs t.ldb (= nr = 32)
-// elements apart. C's 32 x 32 block is four 16 x 16 float32 tiles (tmm0-3), A's two row halves
-// tmm4-5, B's two column halves tmm6-7. Policy `Tiles`: configure(); load<T>(p, stride_bytes);
+// 16 pairs: a + (q / 16) * 512 + i * 16 + q % 16. The packed B panel (nr = 32 columns) is, per 16
+// pairs, its two 16-column halves one after the other, each 16 pairs of 16 columns:
+// b + (q / 16) * 512 + (j / 16) * 256 + (q % 16) * 16 + j % 16 (every tile load reads 1 KiB
+// of consecutive bytes; t.ldb is unused). C's 32 x 32 block is four 16 x 16 float32 tiles
+// (tmm0-3), A's two row halves tmm4-5, B's two column halves tmm6-7. The caller has configured
+// the tiles on this thread (MicroKernels::begin_tiles). Policy `Tiles`: load<T>(p, stride_bytes);
 // zero<T>(); dot<C, A, B>(); store<T>(p, stride_bytes).
 #pragma once
 
@@ -31,8 +34,7 @@ void amx_tile(const MicroTile& t) {
         buffer[i * kAmxCols + j] =
             t.accumulate && i < t.rows && j < t.cols ? t.c[i * t.ldc + j] : 0.0f;
   }
-  const int64_t c_stride = ldc * 4, b_stride = t.ldb * 4;
-  Tiles::configure();
+  const int64_t c_stride = ldc * 4;
   if (t.accumulate || !whole) {
     Tiles::template load<0>(c, c_stride);
     Tiles::template load<1>(c + 16, c_stride);
@@ -44,15 +46,19 @@ void amx_tile(const MicroTile& t) {
     Tiles::template zero<2>();
     Tiles::template zero<3>();
   }
+  // Each load comes just before the first product that needs it, so that the next chunk's loads
+  // overlap this chunk's last products (the tile registers are not renamed: a load waits for
+  // the products still reading its tile). Measured on Emerald Rapids, 32 x 32 x 176 pairs with
+  // A in L1: 5% over four loads then four products.
   for (int64_t q = 0; q < t.kc; q += kAmxChunk) {
     const float* a = t.a + q * kAmxRows;
-    const float* b = t.b + q * t.ldb;
+    const float* b = t.b + q * kAmxCols;
     Tiles::template load<4>(a, 64);
-    Tiles::template load<5>(a + 16 * kAmxChunk, 64);
-    Tiles::template load<6>(b, b_stride);
-    Tiles::template load<7>(b + 16, b_stride);
+    Tiles::template load<6>(b, 64);
     Tiles::template dot<0, 4, 6>();
+    Tiles::template load<7>(b + 16 * kAmxChunk, 64);
     Tiles::template dot<1, 4, 7>();
+    Tiles::template load<5>(a + 16 * kAmxChunk, 64);
     Tiles::template dot<2, 5, 6>();
     Tiles::template dot<3, 5, 7>();
   }

@@ -21,6 +21,7 @@
 #include "kiln/runtime/gemm_pack_bf16.h"
 #include "kiln/runtime/knobs.h"
 #include "kiln/runtime/log.h"
+#include "kiln/runtime/machine_peak.h"
 #include "kiln/runtime/scratch.h"
 #include "kiln/runtime/threading.h"
 
@@ -164,6 +165,23 @@ struct SlicedPrefetch {
   }
 };
 
+// The calling thread prepared for a kernel set's tiles for the life of a task
+// (MicroKernels::begin_tiles, end_tiles).
+class TileSession {
+ public:
+  explicit TileSession(const MicroKernels& mk) : mk_(mk) {
+    if (mk_.begin_tiles) mk_.begin_tiles();
+  }
+  ~TileSession() {
+    if (mk_.end_tiles) mk_.end_tiles();
+  }
+  TileSession(const TileSession&) = delete;
+  TileSession& operator=(const TileSession&) = delete;
+
+ private:
+  const MicroKernels& mk_;
+};
+
 // One task of the plan's product: C[r0:r1, c0:c1] for every k block. `packed_b` is op(B)
 // packed (BMode::kPacked / kPackedPerTask), else null.
 void run_block(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& g, const KBlocks& kb,
@@ -190,6 +208,7 @@ void run_block(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& g,
     return a_buf->as<float>() +
            (per_panel ? 0 : (tiles ? i * plan.panel_rows : panels.start(i)) * kc);
   };
+  const TileSession session(mk);
   MicroTile t;
   t.ldc = g.ldc;
   t.lda = plan.a == AMode::kRowsDirect ? g.lda : 0;
@@ -449,6 +468,27 @@ bool cpu_has_amx() {
   return usable;
 }
 
+// What auto measured to choose between VDPBF16PS and the float32 kernels ("" until it has).
+std::string& vdpbf16ps_note() {
+  static std::string note;
+  return note;
+}
+
+// vdpbf16ps_outruns_fma (gemm_engine.h) against the float32 kernels `f32`.
+bool vdpbf16ps_outruns(const MicroKernels& f32) {
+  static const bool faster = [&f32] {
+    const double pairs = measure_kernel_loop_peak(avx512bf16_microkernels(), 1, 0.01, 3).gflops;
+    const double fmas = measure_kernel_loop_peak(f32, 1, 0.01, 3).gflops;
+    vdpbf16ps_note() = fmt::format(
+        "auto measured the VDPBF16PS loop at {:.0f} GFLOP/s and the float32 FMA loop at {:.0f} "
+        "on one core: {}",
+        pairs, fmas, pairs > fmas ? "avx512bf16" : "float32");
+    log_info("GEMM: bf16 products: " + vdpbf16ps_note());
+    return pairs > fmas;
+  }();
+  return faster;
+}
+
 // nullptr for float32 (the float32 kernels on widened operands); kiln::Error for a name that is
 // unknown or that this CPU cannot run.
 const MicroKernels* resolve_bf16(const std::string& name, const char* source) {
@@ -456,7 +496,7 @@ const MicroKernels* resolve_bf16(const std::string& name, const char* source) {
     const MicroKernels* f32 = active_microkernels();
     if (!f32 || std::string(f32->isa) != "avx512") return nullptr;
     if (cpu_has_amx()) return &amx_microkernels();
-    return cpu_has_avx512bf16() ? &avx512bf16_microkernels() : nullptr;
+    return cpu_has_avx512bf16() && vdpbf16ps_outruns(*f32) ? &avx512bf16_microkernels() : nullptr;
   }
   if (name == kFloat32) return nullptr;
   struct Set {
@@ -498,6 +538,14 @@ std::atomic<const MicroKernels*>& active_bf16_slot() {
 }  // namespace
 
 const MicroKernels* active_microkernels() { return active_slot().load(std::memory_order_relaxed); }
+
+bool vdpbf16ps_outruns_fma() {
+  const MicroKernels* f32 = active_microkernels();
+  return f32 && std::string(f32->isa) == "avx512" && cpu_has_avx512bf16() &&
+         vdpbf16ps_outruns(*f32);
+}
+
+std::string vdpbf16ps_choice_note() { return vdpbf16ps_note(); }
 
 const MicroKernels* active_bf16_microkernels() {
   return active_bf16_slot().load(std::memory_order_relaxed);

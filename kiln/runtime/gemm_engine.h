@@ -55,8 +55,19 @@ const MicroKernels* active_microkernels();
 
 // The bf16 pair kernels products of bf16 operands use (runtime::gemm_bf16): where the float32
 // kernels in use are avx512, amx where the CPU has AMX-BF16 (and Linux grants it), else
-// avx512bf16 where it has AVX512-BF16; or KILN_GEMM_BF16 / set_gemm_bf16_kernels; nullptr: the
-// float32 kernels on widened operands.
+// avx512bf16 where it has AVX512-BF16 and vdpbf16ps_outruns_fma(); or KILN_GEMM_BF16 /
+// set_gemm_bf16_kernels; nullptr: the float32 kernels on widened operands.
 const MicroKernels* active_bf16_microkernels();
+
+// Whether VDPBF16PS outruns the float32 FMAs on this CPU (false where it lacks AVX512-BF16 or
+// the float32 kernels in use are not avx512): the two kernel sets' loops on one core, measured
+// once per process (about 30 ms; logged at info level). A VDPBF16PS does twice an FMA's
+// multiply-adds, but Intel's cores issue it at a quarter of their FMA rate (Emerald Rapids: 80
+// against 160 GFLOP/s), where widening the operands for the float32 kernels is twice as fast.
+// Either gives the same values (each element one float32 chain in k order), up to the
+// instruction's flushing of denormals.
+bool vdpbf16ps_outruns_fma();
+// What that measurement found ("" before it ran), for the plan printer.
+std::string vdpbf16ps_choice_note();
 
 }  // namespace kiln::runtime::gemm_detail

@@ -45,6 +45,12 @@ enum class PairLayout : uint8_t {
   kTiles,  // AMX pairs: element k in the lower half, A in tiles of 16 pairs (gemm_amx_tile.h)
 };
 
+// Where pair q (of a k block), column j of a packed B panel of the kTiles layout lies
+// (gemm_amx_tile.h): per 16 pairs, the panel's two 16-column halves, each 16 rows of 16.
+constexpr int64_t tiles_b_offset(int64_t q, int64_t j) {
+  return (q / 16) * 512 + (j / 16) * 256 + (q % 16) * 16 + j % 16;
+}
+
 struct MicroTile {
   int64_t kc = 0;            // depth of the k block (>= 1)
   const float* a = nullptr;  // packed panel a[p * rows + i], or rows a[i * lda + p]
@@ -111,8 +117,16 @@ struct MicroKernels {
   // tile contract holds with kc counting pairs.
   int32_t k_per_step = 1;
   // kTiles: the AMX layout instead (gemm_amx_tile.h): the first element of a pair in the lower
-  // half, A panels in tiles of 16 pairs x 32 rows, k padded with zero pairs to whole tiles.
+  // half, A panels in tiles of 16 pairs x 32 rows, B panels in tiles of 16 pairs x 16 columns,
+  // k padded with zero pairs to whole tiles.
   PairLayout pair_layout = PairLayout::kNone;
+  // Sets with state beside the vector registers (AMX: the tile configuration). begin_tiles
+  // prepares the calling thread for this set's tiles (AMX: LDTILECFG, about 100 ns on Emerald
+  // Rapids, a third of a 32 x 32 x 176-pair tile); the engine calls it at the start of each
+  // task, before its first tile, and end_tiles (TILERELEASE) after its last, so nothing else
+  // runs on the thread in between. Null where a set needs neither.
+  void (*begin_tiles)() = nullptr;
+  void (*end_tiles)() = nullptr;
 
   // Pairs of k a k block's depth is a multiple of (16 for AMX tiles, else 1).
   int64_t k_quantum() const { return pair_layout == PairLayout::kTiles ? 16 : 1; }

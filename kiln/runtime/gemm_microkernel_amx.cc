@@ -21,13 +21,17 @@ struct alignas(64) TileConfig {
   uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
 };
 
+// Configures the tiles on this thread (MicroKernels::begin_tiles). Once per task, not per tile:
+// another library in the process may configure the tiles differently, but nothing else runs on
+// the thread within a task.
+void configure_tiles() {
+  static const TileConfig config;
+  _tile_loadconfig(&config);
+}
+
+void release_tiles() { _tile_release(); }
+
 struct AmxTiles {
-  // Loaded on every call: another library in the process may configure the tiles differently,
-  // and a block's work (32 x 32 x kc pairs) outweighs one LDTILECFG by far.
-  static void configure() {
-    static const TileConfig config;
-    _tile_loadconfig(&config);
-  }
   // GCC's tile intrinsics paste their tile number into the instruction's text: it must be a
   // literal, so each template picks its literal.
   template <int T>
@@ -76,9 +80,10 @@ namespace {
 
 TileFn amx_select(int32_t, int32_t, bool, bool) { return amx_tile<AmxTiles>; }
 
-// The bf16 peak: 12 independent TDPBF16PS of 16 x 16 x 16 pairs (16 K flops each) per round.
+// The bf16 peak: four independent TDPBF16PS of 16 x 16 x 16 pairs (16 K flops each) per round,
+// each into its own accumulator tile.
 float tdp_loop(int64_t iterations) {
-  AmxTiles::configure();
+  configure_tiles();
   _tile_zero(0);
   _tile_zero(1);
   _tile_zero(2);
@@ -115,7 +120,9 @@ const MicroKernels& amx_microkernels() {
       transpose_avx2,
       widen_transpose_avx2,
       2,
-      PairLayout::kTiles};
+      PairLayout::kTiles,
+      configure_tiles,
+      release_tiles};
   return kernels;
 }
 

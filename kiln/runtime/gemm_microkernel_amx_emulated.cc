@@ -17,7 +17,6 @@ namespace {
 // The eight tile registers of the calling thread: 16 rows of 16 32-bit elements each.
 struct EmulatedTiles {
   static inline thread_local uint32_t regs[8][16][16];
-  static void configure() {}
   template <int T>
   static void load(const float* p, int64_t stride) {
     for (int r = 0; r < 16; ++r)

@@ -71,12 +71,44 @@ void pack_a_tiles(const SgemmArgs& g, int64_t r0, int64_t h, int64_t e0, int64_t
   }
 }
 
+// The kTiles B panel (nr = 32) of columns [j0, j0 + cols) of op(B), pairs [e0 / 2, e0 / 2 +
+// pairs) (a multiple of 16): per 16 pairs its two 16-column halves (tiles_b_offset), zeros past
+// the columns and past the end of k.
+void pack_b_tiles(const MicroKernels& mk, const SgemmArgs& g, int64_t j0, int64_t cols, int64_t e0,
+                  int64_t pairs, float* dst) {
+  constexpr int64_t kNr = 32, kHalf = 16;
+  if (!g.tb) {
+    alignas(64) float row[kNr];
+    for (int64_t p = 0; p < pairs; ++p) {
+      std::fill(row + cols, row + kNr, 0.0f);
+      interleave_pair_rows(mk, pair_rows(g.b16, g.ldb, e0 + 2 * p, g.k_elements), j0, cols, row);
+      std::memcpy(dst + tiles_b_offset(p, 0), row, kHalf * sizeof(float));
+      std::memcpy(dst + tiles_b_offset(p, kHalf), row + kHalf, kHalf * sizeof(float));
+    }
+    return;
+  }
+  // A stored B^T: each half's columns are 16 rows of it, transposed 16 pairs at a time.
+  for (int64_t h = 0; h < 2; ++h) {
+    const int64_t rows = std::clamp<int64_t>(cols - kHalf * h, 0, kHalf);
+    for (int64_t c = 0; c < pairs; c += kHalf) {
+      float* out = dst + tiles_b_offset(c, kHalf * h);
+      if (rows > 0)
+        pair_transpose(mk, g.b16 + (j0 + kHalf * h) * g.ldb, g.ldb, rows, e0 + 2 * c, g.k_elements,
+                       kHalf, out, kHalf);
+      if (rows < kHalf)
+        for (int64_t q = 0; q < kHalf; ++q)
+          std::fill(out + q * kHalf + rows, out + (q + 1) * kHalf, 0.0f);
+    }
+  }
+}
+
 }  // namespace
 
 void pack_bf16_b_panel(const MicroKernels& mk, const SgemmArgs& g, int64_t j0, int64_t cols,
                        int64_t nr, int64_t k0, int64_t kc, float* dst) {
   if (g.k_elements > 0) {  // pairs: elements [2 k0, 2 k0 + 2 kc) of k
     const int64_t e0 = 2 * k0;
+    if (mk.pair_layout == PairLayout::kTiles) return pack_b_tiles(mk, g, j0, cols, e0, kc, dst);
     if (!g.tb) {
       for (int64_t p = 0; p < kc; ++p)
         interleave_pair_rows(mk, pair_rows(g.b16, g.ldb, e0 + 2 * p, g.k_elements), j0, cols,
@@ -98,6 +130,18 @@ void pack_bf16_b_row(const MicroKernels& mk, const SgemmArgs& g, int64_t nr, int
   // Pairs: row pair p is elements 2 (k0 + p) and the next.
   const PairRows rows = g.k_elements > 0 ? pair_rows(g.b16, g.ldb, 2 * (k0 + p), g.k_elements)
                                          : PairRows{g.b16 + (k0 + p) * g.ldb, nullptr};
+  if (mk.pair_layout == PairLayout::kTiles) {  // nr 32: the row's two halves (tiles_b_offset)
+    alignas(64) float row[32];
+    for (int64_t panel = 0; panel * nr < g.n; ++panel) {
+      const int64_t cols = std::min(nr, g.n - panel * nr);
+      std::fill(row + cols, row + nr, 0.0f);
+      interleave_pair_rows(mk, rows, panel * nr, cols, row);
+      float* dst = block + panel * kc * nr;
+      std::memcpy(dst + tiles_b_offset(p, 0), row, 16 * sizeof(float));
+      std::memcpy(dst + tiles_b_offset(p, 16), row + 16, 16 * sizeof(float));
+    }
+    return;
+  }
   for (int64_t panel = 0; panel * nr < g.n; ++panel) {
     const int64_t cols = std::min(nr, g.n - panel * nr);
     float* dst = block + panel * kc * nr + p * nr;

@@ -5,7 +5,8 @@
 //    of a float32 operand;
 //  - the pair kernels (SgemmArgs::k_elements > 0, k counting pairs): two bf16 of consecutive k
 //    per 32-bit element in the set's half order (PairLayout kDot, kTiles), zero pairs past the
-//    end of k; AMX's A panels in tiles of 32 rows x 16 pairs (gemm_amx_tile.h).
+//    end of k; AMX's A panels in tiles of 32 rows x 16 pairs, its B panels in tiles of 16 pairs x
+//    16 columns (gemm_amx_tile.h).
 // Block and panel arguments are in the engine's units (k0, kc: elements or pairs).
 #pragma once
 
@@ -16,12 +17,13 @@
 namespace kiln::runtime::gemm_detail {
 
 // Columns [j0, j0 + cols) of op(B), k block [k0, k0 + kc), as the panel dst[p * nr + j]
-// (zeros in columns cols .. nr).
+// (AMX: dst[tiles_b_offset(p, j)]; zeros in columns cols .. nr).
 void pack_bf16_b_panel(const MicroKernels& mk, const SgemmArgs& g, int64_t j0, int64_t cols,
                        int64_t nr, int64_t k0, int64_t kc, float* dst);
 
 // Row p of k block [k0, k0 + kc) of a B that is not transposed, into every panel of the packed
-// block `block` (panel i at block + i * kc * nr, zeros past column n).
+// block `block` (panel i at block + i * kc * nr, its row p as in pack_bf16_b_panel; zeros past
+// column n).
 void pack_bf16_b_row(const MicroKernels& mk, const SgemmArgs& g, int64_t nr, int64_t k0, int64_t p,
                      int64_t kc, float* block);
 

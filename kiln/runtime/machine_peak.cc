@@ -112,6 +112,11 @@ FmaPeak measure_fma_peak(int threads, double seconds, int repeats) {
                            "measure_fma_peak");
 }
 
+FmaPeak measure_kernel_loop_peak(const gemm_detail::MicroKernels& mk, int threads, double seconds,
+                                 int repeats) {
+  return measure_loop_peak(&mk, threads, seconds, repeats, "measure_kernel_loop_peak");
+}
+
 FmaPeak measure_bf16_peak(int threads, double seconds, int repeats) {
   const gemm_detail::MicroKernels* pairs = gemm_detail::active_bf16_microkernels();
   return measure_loop_peak(pairs ? pairs : gemm_detail::active_microkernels(), threads, seconds,

@@ -8,6 +8,10 @@
 
 namespace kiln::runtime {
 
+namespace gemm_detail {
+struct MicroKernels;
+}
+
 struct FmaPeak {
   std::string isa;      // the vector ISA measured: that of the GEMM kernels in use
   int threads = 0;      // threads that ran the loop at the same time
@@ -24,6 +28,11 @@ FmaPeak measure_fma_peak(int threads, double seconds = 0.05, int repeats = 3);
 // bf16 products is 2 flops each), or the float32 FMA peak where they are the float32 kernels
 // (isa then names the float32 set). The emulated sets have no peak (gflops 0).
 FmaPeak measure_bf16_peak(int threads, double seconds = 0.05, int repeats = 3);
+
+// The loop of one kernel set (runtime/gemm_microkernel.h), as the two above run it for the sets
+// in use; the CPU must run the set.
+FmaPeak measure_kernel_loop_peak(const gemm_detail::MicroKernels& mk, int threads,
+                                 double seconds = 0.05, int repeats = 3);
 
 struct CopyBandwidth {
   int threads = 0;

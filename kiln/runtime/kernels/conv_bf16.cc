@@ -5,7 +5,13 @@
 // The plan (conv_bf16_plan, conv_bf16.h: by shapes and kernel sets only):
 //  - where bf16 products run on pair kernels (gemm_bf16_kernels(): TDPBF16PS, VDPBF16PS or
 //    their emulations), every pass is bf16 im2col chunks through runtime::gemm_bf16 (below),
-//    so the products reach the bf16 units;
+//    so the products reach the bf16 units, except a shallow window's forward pass and filter
+//    gradient (ConvGeom::shallow: at most kShallowDepth elements per window), which run the
+//    direct kernels on widened operands as below: their products (depth k() in the forward
+//    pass, k() x o outputs in the filter gradient) fill a fraction of a pair kernel's tile (an
+//    AMX tile is 32 x 32 outputs deep in chunks of 32 elements). On Emerald Rapids the bf16
+//    CNN's first layer (3 x 3 x 1) as bf16 im2col products on AMX ran at 10-15 GFLOP/s, a
+//    fifth of its profile (`KILN_PROFILE`, docs/benchmarks.md);
 //  - on the float32 kernels, a pass that conv.cc runs as a direct kernel (conv_direct.h,
 //    conv_shallow.h: no im2col matrix at all) runs that kernel on widened operands (the
 //    via-f32 rule of registry.cc: profile events `bf16 widen` / `bf16 round`): on the Zen 3
@@ -219,7 +225,9 @@ void conv_bf16_kernel(std::span<const Array> in, const Attrs& attrs, Array& out)
 }  // namespace
 
 ConvBf16Plan conv_bf16_plan(OpKind kind, const ConvGeom& g) {
-  if (gemm_bf16_kernels() != "float32") return ConvBf16Plan::kIm2colBf16;
+  if (gemm_bf16_kernels() != "float32")
+    return g.shallow() && kind != OpKind::Conv2DBackpropInput ? ConvBf16Plan::kWidenedDirect
+                                                              : ConvBf16Plan::kIm2colBf16;
   bool direct = false;
   // conv.cc's order of choices: a 1x1 forward pass or input gradient is one GEMM there.
   if (kind == OpKind::Conv2D)
