@@ -39,11 +39,12 @@ struct PlanArgs {
   std::string dtype = "float32";
 };
 
-// A bf16 product runs on the bf16 pair kernels where they are active (VDPBF16PS), else on the
-// float32 kernels with its operands widened as they are packed (runtime::gemm_bf16).
+// A bf16 product runs on the bf16 pair kernels where they are active and fit it
+// (gemm_detail::bf16_kernels_for), else on the float32 kernels with its operands widened as they
+// are packed (runtime::gemm_bf16).
 void print_plan(const PlanArgs& a) {
   const bool bf16 = a.dtype == "bfloat16";
-  const gd::MicroKernels* pairs = bf16 ? gd::active_bf16_microkernels() : nullptr;
+  const gd::MicroKernels* pairs = bf16 ? gd::bf16_kernels_for(a.m, a.n, a.k) : nullptr;
   const gd::MicroKernels& mk = pairs ? *pairs : engine_or_fail("gemm-plan");
   const int threads = a.threads > 0 ? a.threads : num_threads();
   gd::GemmShape shape{a.m, a.n, a.k, a.ta, a.tb, threads, a.epilogue};
@@ -74,6 +75,10 @@ void print_plan(const PlanArgs& a) {
             ? "operands packed as bf16 pairs in AMX tiles, multiplied by TDPBF16PS"
             : "operands packed as bf16 pairs, multiplied by VDPBF16PS",
         runtime::gemm_bf16_kernels(), cpu.avx512_bf16 ? "yes" : "no", cpu.amx_bf16 ? "yes" : "no");
+    if (!pairs && gd::active_bf16_microkernels())
+      std::cout << fmt::format(
+          "          {}x{}x{} has a side under half of the {} kernels' tile: float32 kernels\n",
+          a.m, a.k, a.n, runtime::gemm_bf16_kernels());
     if (const std::string note = gd::vdpbf16ps_choice_note(); !note.empty())
       std::cout << "          " << note << "\n";
   }

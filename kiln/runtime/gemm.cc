@@ -318,7 +318,7 @@ void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const bfloat16
     return;
   }
   static_assert(sizeof(bfloat16) == sizeof(uint16_t));
-  const gemm_detail::MicroKernels* pairs = gemm_detail::active_bf16_microkernels();
+  const gemm_detail::MicroKernels* pairs = gemm_detail::bf16_kernels_for(m, n, k);
   if (const gemm_detail::MicroKernels* mk = pairs ? pairs : engine_for<float>()) {
     const gemm_detail::GemmPlan plan =
         float_plan(*mk, ta, tb, m, n, k, parallel ? num_threads() : 1, on_rows != nullptr, true);

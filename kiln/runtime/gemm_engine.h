@@ -59,6 +59,15 @@ const MicroKernels* active_microkernels();
 // set_gemm_bf16_kernels; nullptr: the float32 kernels on widened operands.
 const MicroKernels* active_bf16_microkernels();
 
+// The kernels an m x n x k product of bf16 operands runs on (runtime::gemm_bf16): the active
+// pair kernels, unless a side of the product fills less than half of their tile (fewer rows
+// than half the tile's mr and fewer columns than half its nr, either way round, as a plan may
+// compute C^T; or a depth under half a step of k_quantum pairs), where most of each tile
+// would multiply padding: then nullptr, the float32 kernels on widened operands. On Emerald
+// Rapids AMX ran 6272 x 64 x 10 (ta) at 0.34x and 64 x 10 x 6272 (tb) at 0.59x the float32
+// kernels' rate, products with every side at least 32 at 1.2-6x.
+const MicroKernels* bf16_kernels_for(int64_t m, int64_t n, int64_t k);
+
 // Whether VDPBF16PS outruns the float32 FMAs on this CPU (false where it lacks AVX512-BF16 or
 // the float32 kernels in use are not avx512): the two kernel sets' loops on one core, measured
 // once per process (about 30 ms; logged at info level). A VDPBF16PS does twice an FMA's

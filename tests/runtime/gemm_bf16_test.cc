@@ -330,6 +330,31 @@ TEST(GemmBf16Test, AmxKernelsStayWithinTheDotProductBound) {
   check_bf16_set("amx", nullptr);
 }
 
+// A product with a side under half of the pair kernels' tile (gemm_detail::bf16_kernels_for)
+// runs on the float32 kernels: the float32 product's bits (checked on the AMX layout's
+// emulation, which any AVX2 CPU runs).
+TEST(GemmBf16Test, ThinProductsRunOnTheFloat32Kernels) {
+  Bf16GemmSettings guard;
+  try {
+    set_gemm_bf16_kernels("amx-emulated");
+  } catch (const Error& e) {
+    GTEST_SKIP() << "no AMX emulation here: " << e.what();
+  }
+  const gemm_detail::MicroKernels* amx = gemm_detail::active_bf16_microkernels();
+  ASSERT_NE(amx, nullptr);
+  EXPECT_EQ(gemm_detail::bf16_kernels_for(64, 64, 64), amx);
+  EXPECT_EQ(gemm_detail::bf16_kernels_for(16, 16, 16), amx);        // half of 32 in every side
+  EXPECT_EQ(gemm_detail::bf16_kernels_for(6272, 10, 64), nullptr);  // 10 of 32 columns
+  EXPECT_EQ(gemm_detail::bf16_kernels_for(10, 6272, 64), nullptr);  // the same, as C^T
+  EXPECT_EQ(gemm_detail::bf16_kernels_for(64, 6272, 10), nullptr);  // 10 of 32 per k step
+  EXPECT_EQ(gemm_detail::bf16_kernels_for(15, 64, 64), nullptr);
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      const Bf16Product p(ta, tb, 300, 10, 70, 77);
+      EXPECT_TRUE(same_values(p.bf16(true), p.float32(true), true)) << p.describe("amx-emulated");
+    }
+}
+
 // Straight through the engine: any grid gives the same bits, and bf16 operands are packed (as
 // pairs by the pair kernels).
 TEST(GemmBf16Test, EveryGridPacksTheBf16OperandsAndGivesTheSameBits) {
