@@ -39,6 +39,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "kiln/ir/bfloat16.h"
@@ -86,32 +87,30 @@ struct StoredOperands {
   }
 };
 
-// The FMA peak at `threads` threads, measured once per process (0 with Eigen's kernels).
-double fma_peak_gflops(int threads) {
+// The peak `measure` (runtime/machine_peak.h) finds at `threads` threads, measured once per
+// process for each (measure, threads) after a warm-up run.
+double measured_peak(kiln::runtime::FmaPeak (*measure)(int, double, int), int threads) {
   static std::mutex mutex;
-  static std::map<int, double> peaks;
+  static std::map<std::pair<void*, int>, double> peaks;
   std::lock_guard<std::mutex> lock(mutex);
-  auto it = peaks.find(threads);
+  const std::pair<void*, int> key{reinterpret_cast<void*>(measure), threads};
+  auto it = peaks.find(key);
   if (it == peaks.end()) {
-    (void)kiln::runtime::measure_fma_peak(threads, 0.1, 5);  // warm-up
-    it = peaks.emplace(threads, kiln::runtime::measure_fma_peak(threads, 0.1, 5).gflops).first;
+    (void)measure(threads, 0.1, 5);  // warm-up
+    it = peaks.emplace(key, measure(threads, 0.1, 5).gflops).first;
   }
   return it->second;
 }
 
+// The FMA peak at `threads` threads (0 with Eigen's kernels).
+double fma_peak_gflops(int threads) {
+  return measured_peak(kiln::runtime::measure_fma_peak, threads);
+}
+
 // The peak of the bf16 kernels in use at `threads` threads (runtime::measure_bf16_peak: the loop
-// of the instruction they run; the FMA peak where bf16 products run on the float32 kernels),
-// measured once per process.
+// of the instruction they run; the FMA peak where bf16 products run on the float32 kernels).
 double bf16_peak_gflops(int threads) {
-  static std::mutex mutex;
-  static std::map<int, double> peaks;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = peaks.find(threads);
-  if (it == peaks.end()) {
-    (void)kiln::runtime::measure_bf16_peak(threads, 0.1, 5);  // warm-up
-    it = peaks.emplace(threads, kiln::runtime::measure_bf16_peak(threads, 0.1, 5).gflops).first;
-  }
-  return it->second;
+  return measured_peak(kiln::runtime::measure_bf16_peak, threads);
 }
 
 void set_flops(benchmark::State& state, int64_t m, int64_t k, int64_t n, int threads = 1) {
