@@ -468,25 +468,28 @@ bool cpu_has_amx() {
   return usable;
 }
 
-// What auto measured to choose between VDPBF16PS and the float32 kernels ("" until it has).
-std::string& vdpbf16ps_note() {
-  static std::string note;
-  return note;
-}
+// What auto measured to choose between VDPBF16PS and the float32 kernels: made once (a static
+// local), published for vdpbf16ps_choice_note once complete.
+struct VdpbfChoice {
+  bool faster = false;
+  std::string note;
+};
+std::atomic<const VdpbfChoice*> measured_vdpbf_choice{nullptr};
 
 // vdpbf16ps_outruns_fma (gemm_engine.h) against the float32 kernels `f32`.
 bool vdpbf16ps_outruns(const MicroKernels& f32) {
-  static const bool faster = [&f32] {
+  static const VdpbfChoice choice = [&f32] {
     const double pairs = measure_kernel_loop_peak(avx512bf16_microkernels(), 1, 0.01, 3).gflops;
     const double fmas = measure_kernel_loop_peak(f32, 1, 0.01, 3).gflops;
-    vdpbf16ps_note() = fmt::format(
-        "auto measured the VDPBF16PS loop at {:.0f} GFLOP/s and the float32 FMA loop at {:.0f} "
-        "on one core: {}",
-        pairs, fmas, pairs > fmas ? "avx512bf16" : "float32");
-    log_info("GEMM: bf16 products: " + vdpbf16ps_note());
-    return pairs > fmas;
+    VdpbfChoice c{pairs > fmas,
+                  fmt::format("auto measured the VDPBF16PS loop at {:.0f} GFLOP/s and the float32 "
+                              "FMA loop at {:.0f} on one core: {}",
+                              pairs, fmas, pairs > fmas ? "avx512bf16" : "float32")};
+    log_info("GEMM: bf16 products: " + c.note);
+    return c;
   }();
-  return faster;
+  measured_vdpbf_choice.store(&choice, std::memory_order_release);
+  return choice.faster;
 }
 
 // nullptr for float32 (the float32 kernels on widened operands); kiln::Error for a name that is
@@ -556,7 +559,10 @@ bool vdpbf16ps_outruns_fma() {
          vdpbf16ps_outruns(*f32);
 }
 
-std::string vdpbf16ps_choice_note() { return vdpbf16ps_note(); }
+std::string vdpbf16ps_choice_note() {
+  const VdpbfChoice* choice = measured_vdpbf_choice.load(std::memory_order_acquire);
+  return choice ? choice->note : std::string();
+}
 
 const MicroKernels* active_bf16_microkernels() {
   return active_bf16_slot().load(std::memory_order_relaxed);
