@@ -167,16 +167,16 @@ struct SlicedPrefetch {
 
 // The calling thread prepared for a kernel set's tiles for the life of a task
 // (MicroKernels::begin_tiles, end_tiles).
-class TileSession {
+class TileScope {
  public:
-  explicit TileSession(const MicroKernels& mk) : mk_(mk) {
+  explicit TileScope(const MicroKernels& mk) : mk_(mk) {
     if (mk_.begin_tiles) mk_.begin_tiles();
   }
-  ~TileSession() {
+  ~TileScope() {
     if (mk_.end_tiles) mk_.end_tiles();
   }
-  TileSession(const TileSession&) = delete;
-  TileSession& operator=(const TileSession&) = delete;
+  TileScope(const TileScope&) = delete;
+  TileScope& operator=(const TileScope&) = delete;
 
  private:
   const MicroKernels& mk_;
@@ -208,7 +208,7 @@ void run_block(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& g,
     return a_buf->as<float>() +
            (per_panel ? 0 : (tiles ? i * plan.panel_rows : panels.start(i)) * kc);
   };
-  const TileSession session(mk);
+  const TileScope tile_scope(mk);
   MicroTile t;
   t.ldc = g.ldc;
   t.lda = plan.a == AMode::kRowsDirect ? g.lda : 0;
