@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <numeric>
 
 #include "kiln/runtime/cpu_info.h"
 
@@ -50,12 +51,24 @@ void plan_product(GemmPlan& plan, const GemmParams& p, int64_t m, int64_t n, int
   // each packed panel; a large B under a single row block is copied block by block instead
   // (the same reads of B, without writing all of it to a buffer larger than the cache).
   const bool large_b = k * n * int64_t(sizeof(float)) > p.large_b_bytes;
-  const bool pack_b =
-      b_bf16 || tb || (m >= p.pack_b_min_rows && !(large_b && grid.row_blocks == 1));
+  // The B block's L2 budget is kc x nc floats: a shallower k block holds more columns (up to
+  // all of them), so that each A panel serves more tiles.
+  const int64_t nc =
+      round_down(std::min(p.nc * p.kc / std::max<int64_t>(1, plan.kc), ceil_div(n, nr) * nr), nr);
+  // B read directly by every row panel (neither packed nor copied, below) must stay in L2:
+  // rows whose distance piles them into few of its sets are packed instead where one task runs
+  // the product (a packing pass, then every panel reads B from L2). On the Zen 3 VM, 32 x 256 x
+  // 1024 (B's rows 4 KiB apart) at one thread: packed 1.15-1.3x direct. With several tasks the
+  // packing costs a phase of its own or a pass per task: there the same product packed ran at
+  // 0.7-1.2x direct at two threads, so B stays direct.
+  const int64_t grid_tasks = grid.row_blocks * grid.col_blocks;
+  const bool copies_b = large_b && ceil_div(m, mr) > 1;
+  const bool pack_b = b_bf16 || tb ||
+                      (m >= p.pack_b_min_rows && !(large_b && grid.row_blocks == 1)) ||
+                      (grid_tasks == 1 && !copies_b && !b_rows_fit_l2(p, n, plan.kc, nc));
   // A transposed B under a product of few rows (an RNN step's input gradient): the tasks split
   // the columns only and each packs its own panels, instead of a packing phase and a barrier.
-  const bool tasks_pack_b =
-      pack_b && !on_rows && grid.row_blocks * grid.col_blocks > 1 && m <= 4 * mr;
+  const bool tasks_pack_b = pack_b && !on_rows && grid_tasks > 1 && m <= 4 * mr;
   if (tasks_pack_b) grid = {1, std::min(panels_n, grid.row_blocks * grid.col_blocks)};
   plan.row_blocks = grid.row_blocks;
   plan.col_blocks = grid.col_blocks;
@@ -72,10 +85,7 @@ void plan_product(GemmPlan& plan, const GemmParams& p, int64_t m, int64_t n, int
   // each kc x nc/2 block is copied into an L2 buffer by the first row panel's tiles (half-width
   // blocks, so that the block, the next one and the A panels fit L2 together).
   const bool copied = !pack_b && !tb && large_b && ceil_div(rows, plan.panel_rows) > 1;
-  // The B block's L2 budget is kc x nc floats: a shallower k block holds more columns (up to
-  // all of them), so that each A panel serves more tiles.
-  const int64_t nc = std::min(p.nc * p.kc / std::max<int64_t>(1, plan.kc), ceil_div(n, nr) * nr);
-  plan.nc = copied ? round_down(nc / 2, nr) : round_down(nc, nr);
+  plan.nc = copied ? round_down(nc / 2, nr) : nc;
   plan.b = pack_b   ? (tasks_pack_b ? BMode::kPackedPerTask : BMode::kPacked)
            : copied ? BMode::kCopiedBlocks
                     : BMode::kDirect;
@@ -88,6 +98,22 @@ void plan_product(GemmPlan& plan, const GemmParams& p, int64_t m, int64_t n, int
 }
 
 }  // namespace
+
+bool b_rows_fit_l2(const GemmParams& p, int64_t row_floats, int64_t kc, int64_t nc) {
+  if (p.l2_sets <= 0 || p.l2_ways <= 0) return true;
+  constexpr int64_t kLine = 64;
+  const int64_t line_floats = kLine / int64_t(sizeof(float));
+  // Rows a whole number of lines apart start in sets `stride` apart (mod l2_sets): `offsets`
+  // distinct ones, `gap` sets apart. A row's `lines` consecutive lines fill the gap or not.
+  // Rows not a whole number of lines apart shift from line to line: they spread.
+  if (row_floats % line_floats != 0) return true;
+  const int64_t stride = (row_floats / line_floats) % p.l2_sets;
+  const int64_t gap = std::gcd(stride == 0 ? p.l2_sets : stride, p.l2_sets);
+  const int64_t offsets = p.l2_sets / gap;
+  const int64_t lines = ceil_div(nc, line_floats) + 1;  // + 1: a row need not start a line
+  const int64_t per_set = lines >= gap ? ceil_div(kc * lines, p.l2_sets) : ceil_div(kc, offsets);
+  return per_set <= p.l2_ways;
+}
 
 GemmParams derive_gemm_params(const MicroKernels& mk, int32_t kernel, const CpuInfo& cpu,
                               double core_gflops) {
@@ -113,6 +139,11 @@ GemmParams derive_gemm_params(const MicroKernels& mk, int32_t kernel, const CpuI
   // power of two apart: no more rows than the L1 has ways.
   p.mr_direct = std::clamp<int32_t>(cpu.l1d.ways > 0 ? cpu.l1d.ways : 8, 1, t.mr);
   p.large_b_bytes = 4 * l2;
+  if (cpu.l2.ways > 0 && cpu.l2.bytes > 0) {
+    // Sets of one L2 instance (a shared L2 shares them too: its ways are the per-core share).
+    p.l2_sets = cpu.l2.bytes / (int64_t(cpu.l2.ways) * 64);
+    p.l2_ways = std::max(1, cpu.l2.ways / std::max(1, cpu.l2.shared_by));
+  }
   p.epilogue_block_bytes = l2 / 4;
   // The plan thresholds weigh a packing pass against the traffic it saves. The cost factors
   // below (strided reads an eighth dearer than packed ones, a directly read A half a pass more

@@ -77,6 +77,10 @@ struct GemmParams {
   int64_t pack_b_min_rows = 192;    // B packed when at least this many rows of C reuse it
   int64_t direct_a_max_cols = 128;  // tasks at most this wide read A directly (0: never)
   int64_t large_b_bytes = 4 << 20;  // B read directly beyond this is copied into L2 blocks
+  // L2's geometry (per core: sets of `l2_ways` 64-byte lines; 0: unknown): a B read directly
+  // must not pile its block's rows into fewer sets than it needs (b_rows_fit_l2).
+  int64_t l2_sets = 0;
+  int32_t l2_ways = 0;
   int64_t epilogue_block_bytes = 256 << 10;     // row blocks of an epilogue hold at most this of C
   double parallel_min_flops = double(1 << 20);  // smaller products run as one task
   double min_task_flops = double(1 << 19);      // tasks carry at least this much work
@@ -101,6 +105,12 @@ struct GemmParams {
 // many as a quarter of L2 holds, if fewer); the reasoning is in gemm_plan.cc.
 GemmParams derive_gemm_params(const MicroKernels& mk, int32_t kernel, const CpuInfo& cpu,
                               double core_gflops);
+
+// Whether a kc x nc block of a B read directly, its rows `row_floats` apart, stays in L2: rows a
+// multiple of many lines apart fall into few of L2's sets (a row of 1024 floats, 4 KiB, puts
+// every row of a 256-row block into 1 of each 64 sets), and the block fits only where no set
+// receives more of its lines than it has ways. Unknown geometry (l2_sets 0): true.
+bool b_rows_fit_l2(const GemmParams& p, int64_t row_floats, int64_t kc, int64_t nc);
 
 // How A (the broadcast operand) and B (the vector operand) reach the microkernels.
 enum class AMode {

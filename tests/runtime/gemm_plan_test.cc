@@ -257,6 +257,60 @@ TEST(GemmPlanTest, LargeBOfFewRowsIsCopiedInBlocks) {
   EXPECT_EQ(p.nc, 192);
 }
 
+// A 512 KiB 8-way L2 (1024 sets of 64-byte lines; Zen 3), with fixed_cpu's L1.
+GemmParams small_l2_params() {
+  CpuInfo cpu = fixed_cpu();
+  cpu.l2 = {512 << 10, 8, 1};
+  return derive_gemm_params(fake_kernels(), 0, cpu, 100.0);
+}
+
+TEST(GemmPlanTest, DirectBRowsMustSpreadOverTheL2Sets) {
+  const GemmParams p = small_l2_params();
+  EXPECT_EQ(p.l2_sets, 1024);
+  EXPECT_EQ(p.l2_ways, 8);
+  // Rows of 1024 floats are 64 lines apart: 256 rows start in 1024 / 64 = 16 sets, and a row
+  // of 240 columns (16 lines with a misaligned start) never reaches the next start: 256 / 16 =
+  // 16 lines per set, over 8 ways.
+  EXPECT_FALSE(b_rows_fit_l2(p, 1024, 256, 240));
+  EXPECT_TRUE(b_rows_fit_l2(p, 1024, 128, 240));  // 8 per set
+  // 512 floats: 32 starts, 8 lines per set.
+  EXPECT_TRUE(b_rows_fit_l2(p, 512, 256, 240));
+  // 1040 floats (65 lines): consecutive rows' starts walk through every set.
+  EXPECT_TRUE(b_rows_fit_l2(p, 1040, 256, 240));
+  // Rows a fraction of a line apart spread too; an unknown geometry never asks for packing.
+  EXPECT_TRUE(b_rows_fit_l2(p, 1028, 256, 240));
+  GemmParams unknown = p;
+  unknown.l2_sets = 0;
+  EXPECT_TRUE(b_rows_fit_l2(unknown, 1024, 1024, 240));
+  // A 2 MiB 16-way L2 (2048 sets) holds the 4 KiB rows: 32 starts, 8 lines per set.
+  CpuInfo big = fixed_cpu();
+  big.l2 = {2 << 20, 16, 1};
+  EXPECT_TRUE(b_rows_fit_l2(derive_gemm_params(fake_kernels(), 0, big, 100.0), 1024, 256, 240));
+}
+
+TEST(GemmPlanTest, OneTaskPacksABWhoseRowsCrowdL2) {
+  const GemmParams p = small_l2_params();
+  const auto small_plan = [&](int64_t n, int threads, bool epilogue) {
+    return make_gemm_plan(fake_kernels(), GemmShape{32, n, 256, false, false, threads, epilogue},
+                          p);
+  };
+  // An RNN step's recurrent product h U, 32 x 256 x 1024 (U's rows 4 KiB apart), at one
+  // thread: one task packs B, then reads it from L2; with an epilogue too (one row block).
+  EXPECT_EQ(small_plan(1024, 1, false).b, BMode::kPacked);
+  EXPECT_EQ(small_plan(1024, 1, true).b, BMode::kPacked);
+  // Several tasks would pack in a phase of their own: B stays direct.
+  const GemmPlan two = small_plan(1024, 2, false);
+  EXPECT_GT(two.tasks(), 1);
+  EXPECT_EQ(two.b, BMode::kDirect);
+  // Rows 2 KiB apart fit: direct.
+  EXPECT_EQ(small_plan(512, 1, false).b, BMode::kDirect);
+  // The fixed 1 MiB 16-way L2 holds the 4 KiB rows as well.
+  EXPECT_EQ(plan(32, 256, 1024, false, false, 1).b, BMode::kDirect);
+  // A large B of several row panels is still copied in blocks (its first panel reads it once).
+  EXPECT_EQ(make_gemm_plan(fake_kernels(), GemmShape{64, 1024, 2048, false, false, 1}, p).b,
+            BMode::kCopiedBlocks);
+}
+
 TEST(GemmPlanTest, TheTileShapeComesFromTheParams) {
   const GemmPlan p = plan(1024, 512, 128, false, false, 1, false, 2);
   EXPECT_STREQ(p.kernel->name, "8x48");
