@@ -69,7 +69,7 @@ void plan_product(GemmPlan& plan, const GemmParams& p, int64_t m, int64_t n, int
   // A transposed B under a product of few rows (an RNN step's input gradient): the tasks split
   // the columns only and each packs its own panels, instead of a packing phase and a barrier.
   const bool tasks_pack_b = pack_b && !on_rows && grid_tasks > 1 && m <= 4 * mr;
-  if (tasks_pack_b) grid = {1, std::min(panels_n, grid.row_blocks * grid.col_blocks)};
+  if (tasks_pack_b) grid = {1, std::min(panels_n, grid_tasks)};
   plan.row_blocks = grid.row_blocks;
   plan.col_blocks = grid.col_blocks;
   // The widest task (column blocks of near-equal whole tiles) and the shortest one.
