@@ -8,6 +8,17 @@ namespace {
 
 using Grads = std::vector<Tensor>;
 
+// The gradient of a matrix b shared by a's batch entries (a Dense layer applied to a sequence:
+// a [..., m, k], not transposed, b [k, n] or [n, k] if tb): the entries' products summed over
+// the batch are one product of depth batch*m over a and g viewed as matrices of stacked rows,
+// as Keras computes it (tensordot), instead of a batched product and a sum over its
+// [batch, k, n] result (16 products of depth 64 for a transformer block's weights).
+Tensor shared_matrix_grad(const Tensor& a, const Tensor& g, bool tb) {
+  const Tensor a2 = reshape(a, {-1, a.shape().dim(-1)});
+  const Tensor g2 = reshape(g, {-1, g.shape().dim(-1)});
+  return tb ? matmul(g2, a2, true, false) : matmul(a2, g2, true, false);
+}
+
 // TensorFlow's MatMulGrad, for every combination of transpose flags; batch dimensions that
 // were broadcast are summed back.
 Grads matmul_grad(const GradContext& c) {

@@ -57,6 +57,22 @@ TEST(NnGradients, MatMulBatchedMatrixTimesBatch) {
   EXPECT_GRADIENTS([](const std::vector<Tensor>& x) { return matmul(x[0], x[1]); }, {c, d});
 }
 
+// A matrix shared by every batch entry (a Dense kernel applied to sequences): its gradient is
+// one product over the entries' stacked rows (frontend/grad_nn.cc), for b stored as it is or
+// transposed and for several batch axes; a transposed a keeps the batched product and its sum.
+TEST(NnGradients, MatMulSharedMatrixOverBatchAxes) {
+  uint64_t seed = 30;
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      SCOPED_TRACE(fmt::format("transpose_a {} transpose_b {}", ta, tb));
+      Tensor a = uniform(ta ? Shape{2, 3, 4, 2} : Shape{2, 3, 2, 4}, seed++);
+      Tensor b = uniform(tb ? Shape{5, 4} : Shape{4, 5}, seed++);
+      EXPECT_GRADIENTS(
+          [ta, tb](const std::vector<Tensor>& x) { return matmul(x[0], x[1], ta, tb); }, {a, b});
+    }
+  }
+}
+
 TEST(NnGradients, MatMulSameOperandTwice) {
   Tensor a = uniform({3, 3}, 24);
   EXPECT_GRADIENTS([](const std::vector<Tensor>& x) { return matmul(x[0], x[0], false, true); },
