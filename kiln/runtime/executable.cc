@@ -13,6 +13,7 @@
 #include "kiln/runtime/collectives.h"
 #include "kiln/runtime/gemm.h"
 #include "kiln/runtime/kernels.h"
+#include "kiln/runtime/loop_invariants.h"
 #include "kiln/runtime/profiler.h"
 #include "kiln/runtime/scratch.h"
 #include "kiln/runtime/threading.h"
@@ -525,12 +526,22 @@ std::vector<Array> Executable::run(std::span<const Array> args, std::vector<Arra
           }
         WhileStacks stacks(std::move(kept), s.stack_trips, std::move(stack_buffers));
         const std::vector<Array> initial(state.begin(), state.begin() + long(n_loop));
+        // The captures (operands after the loop variables) and the loop variables the body
+        // passes through keep their buffers and values until the loop ends: products inside
+        // it pack such a B once (runtime/loop_invariants.h).
+        std::vector<std::pair<const void*, size_t>> invariant;
+        for (size_t i = 0; i < state.size(); ++i)
+          if ((i >= n_loop || s.bodies[1]->passes_through(i)) && state[i].raw() != nullptr)
+            invariant.emplace_back(state[i].raw(), state[i].nbytes());
+        const LoopInvariantScope loop_invariants(std::move(invariant));
         for (;;) {
           std::vector<Array> c = s.bodies[0]->run(state, no_vars);
           if (!c[0].data<bool>()[0]) break;
           if (s.stacked) stacks.push(state);
           std::vector<Array> next = s.bodies[1]->run(state, no_vars);
-          for (size_t i = 0; i < n_loop; ++i) state[i] = next[i];
+          // A variable passed through keeps its array (the body returns a copy of a view).
+          for (size_t i = 0; i < n_loop; ++i)
+            if (!s.bodies[1]->passes_through(i)) state[i] = next[i];
         }
         for (size_t i = 0; i < n_loop; ++i) slots[size_t(s.outputs[i])] = detach(state[i]);
         if (s.stacked) {

@@ -132,6 +132,12 @@ class Executable {
   const std::string& name() const { return name_; }
   const std::vector<ExecutableStep>& steps() const { return steps_; }
   const std::vector<CollectiveBucketLayout>& buckets() const { return buckets_; }
+  // Whether output i is parameter i itself (a while body passing a loop variable through:
+  // its buffer and value stay the same for the whole loop, runtime/loop_invariants.h).
+  bool passes_through(size_t i) const {
+    return i < output_slots_.size() && i < parameter_slots_.size() &&
+           output_slots_[i] == parameter_slots_[i];
+  }
   // Bytes of one arena (planned values, kernel temporaries, contraction products).
   size_t arena_bytes() const { return arena_bytes_; }
   // What the arena pool really allocated so far: arenas and their bytes summed (one arena per

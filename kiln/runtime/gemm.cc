@@ -29,6 +29,7 @@
 #include "kiln/runtime/gemm_plan_log.h"
 #include "kiln/runtime/gemm_tuning.h"
 #include "kiln/runtime/gemm_widen.h"
+#include "kiln/runtime/loop_invariants.h"
 #include "kiln/runtime/threading.h"
 
 namespace kiln::runtime {
@@ -187,19 +188,35 @@ gemm_detail::SgemmArgs sgemm_args(bool ta, bool tb, int64_t m, int64_t n, int64_
   return {ta, tb, m, n, k, a, lda, b, ldb, c, ldc, acc};
 }
 
+// The loop scope in which a float32 B (k x n, n x k stored if tb) stays unchanged: the calling
+// thread runs a loop that passes B's buffer through (runtime/loop_invariants.h); else null.
+LoopInvariantScope* invariant_b(bool tb, int64_t n, int64_t k, const float* b, int64_t ldb) {
+  const int64_t rows = tb ? n : k, cols = tb ? k : n;
+  return LoopInvariantScope::holding(b, size_t((rows - 1) * ldb + cols) * sizeof(float));
+}
+
 // The engine's plan for a float32 product on `threads` threads, and its run (logged and
 // profiled: gemm_plan_log.h).
 gemm_detail::GemmPlan float_plan(const gemm_detail::MicroKernels& mk, bool ta, bool tb, int64_t m,
                                  int64_t n, int64_t k, int threads, bool epilogue,
-                                 bool bf16_operands = false) {
+                                 bool bf16_operands = false, bool b_invariant = false) {
   const gemm_detail::GemmShape shape{
-      m, n, k, ta, tb, threads, epilogue, bf16_operands, bf16_operands};
+      m, n, k, ta, tb, threads, epilogue, bf16_operands, bf16_operands, b_invariant};
   return gemm_detail::make_gemm_plan(mk, shape, gemm_detail::gemm_params(mk, shape));
 }
 
+// `loop`: where a kPrepacked plan's B is packed once (the scope invariant_b found).
 void run_float(const gemm_detail::MicroKernels& mk, const gemm_detail::GemmPlan& plan,
-               const gemm_detail::SgemmArgs& args, const gemm_detail::RowsDone* on_rows) {
+               gemm_detail::SgemmArgs args, const gemm_detail::RowsDone* on_rows,
+               LoopInvariantScope* loop = nullptr) {
   gemm_detail::GemmPlanScope scope(plan);
+  if (plan.b == gemm_detail::BMode::kPrepacked) {
+    KILN_ASSERT(loop != nullptr, "gemm: a plan with B packed once per loop outside a loop");
+    const PackedBKey key{args.b, args.ldb, args.k, args.n, args.tb, plan.kernel->nr, plan.kc};
+    args.packed_b =
+        loop->packed_b(key, size_t(gemm_detail::packed_b_floats(plan)),
+                       [&](float* out) { gemm_detail::pack_b_once(mk, plan, args, out); });
+  }
   gemm_detail::run_gemm(mk, plan, args, on_rows);
 }
 
@@ -235,10 +252,11 @@ void gemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, in
   } else {
     if constexpr (std::is_same_v<T, float>) {
       if (const gemm_detail::MicroKernels* mk = engine_for<T>()) {
-        const gemm_detail::GemmPlan plan =
-            float_plan(*mk, ta, tb, m, n, k, parallel ? num_threads() : 1, false);
+        LoopInvariantScope* loop = invariant_b(tb, n, k, b, ldb);
+        const gemm_detail::GemmPlan plan = float_plan(
+            *mk, ta, tb, m, n, k, parallel ? num_threads() : 1, false, false, loop != nullptr);
         return run_float(*mk, plan, sgemm_args(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, acc),
-                         nullptr);
+                         nullptr, loop);
       }
     }
     eigen_gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, acc, parallel);
@@ -290,9 +308,11 @@ void gemm_rows(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, in
   }
   if constexpr (std::is_same_v<T, float>) {
     if (const gemm_detail::MicroKernels* mk = engine_for<T>()) {
-      const gemm_detail::GemmPlan plan = float_plan(*mk, ta, tb, m, n, k, num_threads(), true);
+      LoopInvariantScope* loop = invariant_b(tb, n, k, b, ldb);
+      const gemm_detail::GemmPlan plan =
+          float_plan(*mk, ta, tb, m, n, k, num_threads(), true, false, loop != nullptr);
       return run_float(*mk, plan, sgemm_args(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, false),
-                       &on_rows);
+                       &on_rows, loop);
     }
   }
   // Eigen: its fixed row split (one block when it would split columns).

@@ -279,18 +279,23 @@ void run_product(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& 
   const int64_t tasks = plan.tasks();
   const bool pack_b = plan.b == BMode::kPacked || plan.b == BMode::kPackedPerTask;
   std::optional<Scratch> b_buf;
-  float* packed_b = nullptr;
+  const float* packed_b = nullptr;
+  if (plan.b == BMode::kPrepacked) {
+    KILN_ASSERT(g.packed_b != nullptr, "gemm: a plan with B packed once per loop needs it packed");
+    packed_b = g.packed_b;
+  }
   if (pack_b) {
     b_buf.emplace(ScratchSlot::kGemmB, size_t(g.k * n_pad) * sizeof(float));
     packed_b = b_buf->as<float>();
   }
+  float* packing = b_buf ? b_buf->as<float>() : nullptr;
   if (plan.b == BMode::kPacked && g.tb) {
     // In parallel by (panel, k block): a transposed B of one panel packs its k blocks on
     // several threads.
     const int64_t block_work = std::max<int64_t>(1, kb.step * nr);
     auto pack = [&](int64_t u0, int64_t u1) {
       for (int64_t u = u0; u < u1; ++u)
-        pack_b_block(mk, nr, g, kb, u / kb.count, u % kb.count, n_pad, packed_b);
+        pack_b_block(mk, nr, g, kb, u / kb.count, u % kb.count, n_pad, packing);
     };
     if (tasks > 1)
       parallel_for(panels_n * kb.count, std::max<int64_t>(1, kElementwiseGrain / 4 / block_work),
@@ -301,7 +306,7 @@ void run_product(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& 
     // By rows of B, in parallel by rows (each row's panels are a row of the packed blocks).
     auto pack = [&](int64_t p0, int64_t p1) {
       for (int64_t p = p0; p < p1; ++p)
-        pack_b_rows(mk, nr, g, kb, p / kb.step, p % kb.step, p % kb.step + 1, n_pad, packed_b);
+        pack_b_rows(mk, nr, g, kb, p / kb.step, p % kb.step, p % kb.step + 1, n_pad, packing);
     };
     if (tasks > 1)
       parallel_for(g.k, std::max<int64_t>(1, kElementwiseGrain / 4 / std::max<int64_t>(1, n_pad)),
@@ -318,12 +323,36 @@ void run_product(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& 
     if (r0 >= r1 || c0 >= c1) return;
     if (plan.b == BMode::kPackedPerTask)
       for (int64_t p = p0; p < p1; ++p)
-        for (int64_t q = 0; q < kb.count; ++q) pack_b_block(mk, nr, g, kb, p, q, n_pad, packed_b);
+        for (int64_t q = 0; q < kb.count; ++q) pack_b_block(mk, nr, g, kb, p, q, n_pad, packing);
     run_block(mk, plan, g, kb, packed_b, n_pad, r0, r1, c0, c1);
     if (on_rows) (*on_rows)(r0, r1);
   };
   parallel_tasks(tasks, run);
 }
+
+}  // namespace
+
+int64_t packed_b_floats(const GemmPlan& plan) {
+  const int64_t nr = plan.kernel->nr;
+  return plan.k * ceil_div(plan.n, nr) * nr;
+}
+
+void pack_b_once(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& g, float* out) {
+  KILN_ASSERT(g.b != nullptr && mk.k_per_step == 1 && !plan.transposed(),
+              "gemm: only a float32 B of a product computed as it is is packed once per loop");
+  const int64_t nr = plan.kernel->nr;
+  const KBlocks kb(g.k, plan.kc, plan.k_quantum);
+  const int64_t panels_n = ceil_div(g.n, nr), n_pad = panels_n * nr;
+  if (g.tb) {
+    for (int64_t panel = 0; panel < panels_n; ++panel)
+      for (int64_t q = 0; q < kb.count; ++q) pack_b_block(mk, nr, g, kb, panel, q, n_pad, out);
+  } else {
+    for (int64_t p = 0; p < g.k; ++p)
+      pack_b_rows(mk, nr, g, kb, p / kb.step, p % kb.step, p % kb.step + 1, n_pad, out);
+  }
+}
+
+namespace {
 
 // A product computed as its transpose: C^T into a buffer, then back into C (by each task, or
 // in a phase of its own). Each element is the same FMA chain (a*b == b*a, the same order), so

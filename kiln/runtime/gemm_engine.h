@@ -38,7 +38,16 @@ struct SgemmArgs {
   // Set by run_gemm for pair kernels (MicroKernels::k_per_step 2): k then counts bf16 pairs and
   // this is the depth in elements.
   int64_t k_elements = 0;
+  // A plan with BMode::kPrepacked: op(B) already packed in the plan's layout (pack_b_once).
+  const float* packed_b = nullptr;
 };
+
+// Floats of op(B) packed in `plan`'s layout (k x the columns rounded up to whole nr panels).
+int64_t packed_b_floats(const GemmPlan& plan);
+
+// Packs op(B) of `args` in `plan`'s layout into `out` (packed_b_floats(plan) floats), on the
+// calling thread: the buffer a kPrepacked plan reads. Float32 B only.
+void pack_b_once(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& args, float* out);
 
 using RowsDone = std::function<void(int64_t, int64_t)>;
 

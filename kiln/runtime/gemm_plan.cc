@@ -36,10 +36,12 @@ bool compute_transposed(const MicroKernel& t, const GemmShape& s) {
 }
 
 // The operand modes and blocking of the product the tasks compute (m x n x k, ta, tb) under
-// `grid`; `on_rows`: a callback finishes each row block.
+// `grid`; `on_rows`: a callback finishes each row block; `b_prepacked`: B is packed once per
+// loop (loop-invariant; in the packed layout whatever the other rules say).
 // A bf16 operand (a_bf16, b_bf16) is always packed: the packing widens it.
 void plan_product(GemmPlan& plan, const GemmParams& p, int64_t m, int64_t n, int64_t k, bool ta,
-                  bool tb, bool a_bf16, bool b_bf16, GemmGrid grid, bool on_rows) {
+                  bool tb, bool a_bf16, bool b_bf16, GemmGrid grid, bool on_rows,
+                  bool b_prepacked = false) {
   const int64_t mr = plan.kernel->mr, nr = plan.kernel->nr;
   plan.m = m, plan.n = n, plan.k = k, plan.ta = ta, plan.tb = tb;
   plan.a_bf16 = a_bf16, plan.b_bf16 = b_bf16;
@@ -63,7 +65,7 @@ void plan_product(GemmPlan& plan, const GemmParams& p, int64_t m, int64_t n, int
   // 0.7-1.2x direct at two threads, so B stays direct.
   const int64_t grid_tasks = grid.row_blocks * grid.col_blocks;
   const bool copies_b = large_b && ceil_div(m, mr) > 1;
-  const bool pack_b = b_bf16 || tb ||
+  const bool pack_b = b_prepacked || b_bf16 || tb ||
                       (m >= p.pack_b_min_rows && !(large_b && grid.row_blocks == 1)) ||
                       (grid_tasks == 1 && !copies_b && !b_rows_fit_l2(p, n, plan.kc, nc));
   // A transposed B under a product of few rows (an RNN step's input gradient): the tasks split
@@ -86,9 +88,10 @@ void plan_product(GemmPlan& plan, const GemmParams& p, int64_t m, int64_t n, int
   // blocks, so that the block, the next one and the A panels fit L2 together).
   const bool copied = !pack_b && !tb && large_b && ceil_div(rows, plan.panel_rows) > 1;
   plan.nc = copied ? round_down(nc / 2, nr) : nc;
-  plan.b = pack_b   ? (tasks_pack_b ? BMode::kPackedPerTask : BMode::kPacked)
-           : copied ? BMode::kCopiedBlocks
-                    : BMode::kDirect;
+  plan.b = b_prepacked ? BMode::kPrepacked
+           : pack_b    ? (tasks_pack_b ? BMode::kPackedPerTask : BMode::kPacked)
+           : copied    ? BMode::kCopiedBlocks
+                       : BMode::kDirect;
   // Packed A: with one column block, each panel right before its tiles into one panel's buffer
   // (it stays in L1); with several, every panel of the k block at its start (each column block
   // reuses them).
@@ -206,6 +209,8 @@ const char* name(BMode mode) {
       return "direct";
     case BMode::kCopiedBlocks:
       return "copied-blocks";
+    case BMode::kPrepacked:
+      return "packed-once-per-loop";
   }
   return "?";
 }
@@ -303,8 +308,11 @@ GemmPlan make_gemm_plan(const MicroKernels& mk, const GemmShape& shape, const Ge
   // them to whole tiles).
   const int64_t steps = mk.steps(shape.k);
   if (!compute_transposed(*plan.kernel, shape)) {
+    // A loop-invariant float32 B is packed once per loop (bf16 operands are widened as they
+    // are packed by every product, which keeps their buffers small).
+    const bool prepacked = shape.b_invariant && !shape.a_bf16 && !shape.b_bf16;
     plan_product(plan, p, shape.m, shape.n, steps, shape.ta, shape.tb, shape.a_bf16, shape.b_bf16,
-                 grid, shape.epilogue);
+                 grid, shape.epilogue, prepacked);
     return plan;
   }
   // C^T = op(B)^T op(A)^T: op(B)^T is B's stored rows when tb, op(A)^T is A's when !ta.

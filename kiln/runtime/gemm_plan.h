@@ -52,13 +52,16 @@ struct APanels {
 // The product a plan is made for: C[m, n] (+)= op(A) op(B), A stored k x m if ta, B stored
 // n x k if tb; `threads` it may use; `epilogue`: whole row blocks, each handed to a callback
 // right after its last product (runtime::gemm_rows); `a_bf16`, `b_bf16`: the operand is stored
-// as bfloat16, and is always packed, widened to float32 as it is packed (runtime/gemm_widen.h).
+// as bfloat16, and is always packed, widened to float32 as it is packed (runtime/gemm_widen.h);
+// `b_invariant`: B is unchanged for the rest of a loop (runtime/loop_invariants.h), so a float32
+// B is packed once and the packed copy reused (BMode::kPrepacked).
 struct GemmShape {
   int64_t m = 0, n = 0, k = 0;
   bool ta = false, tb = false;
   int threads = 1;
   bool epilogue = false;
   bool a_bf16 = false, b_bf16 = false;
+  bool b_invariant = false;
 };
 
 // What a plan takes from the machine, all derived from the CPU's caches, the tile shape and the
@@ -125,6 +128,8 @@ enum class BMode {
   kDirect,         // B's rows read directly
   kCopiedBlocks,   // read directly by the first row panel's tiles, which copy each kc x nc/2
                    // block into an L2 buffer for the later panels
+  kPrepacked,      // packed as kPacked once per loop, by the first product that reads it
+                   // (a loop-invariant B: SgemmArgs::packed_b, runtime/loop_invariants.h)
 };
 // A product computed as its transpose C^T = op(B)^T op(A)^T, then C = (C^T)^T:
 enum class BackTranspose {

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "kiln/kiln.h"
+#include "kiln/runtime/gemm.h"
+#include "kiln/runtime/profiler.h"
 #include "tests/function/function_test_util.h"
 #include "tests/support/error_of.h"
 
@@ -316,6 +318,38 @@ TEST(ControlFlowWhile, TracedMatchesEager) {
   EXPECT_EQ(f.tracing_count(), 1);
   EXPECT_EQ(invocations, 1);
   EXPECT_THAT(f.concrete(tensor<float>({1, 2}), limit).ir_text(), HasSubstr(" = while("));
+}
+
+// An RNN-like loop: h <- (h W) / 2 for `steps` steps, W a loop variable passed through. Traced,
+// the product packs W once for the whole loop (runtime/loop_invariants.h); the bits are those
+// of the eager loop, which multiplies W as it is stored.
+TEST(ControlFlowWhile, ProductsPackAWeightPassedThroughOnce) {
+  auto rnn = [](const Tensor& h0, const Tensor& w) {
+    return while_loop(
+        [](const std::vector<Tensor>& v) { return less(v[2], scalar(5, DType::i32)); },
+        [](const std::vector<Tensor>& v) {
+          return std::vector<Tensor>{matmul(v[0], v[1]) * 0.5, v[1], v[2] + scalar(1, DType::i32)};
+        },
+        {h0, w, scalar(0, DType::i32)})[0];
+  };
+  Tensor h0 = random_uniform({32, 256}, 7, -1, 1);
+  Tensor w = random_uniform({256, 256}, 8, -0.2, 0.2);
+  const std::vector<float> eager = values(rnn(h0, w));
+  auto f = function(rnn, {.name = "rnn_loop", .mode = ExecutionMode::kCompiled});
+  runtime::start_profiling();
+  const std::vector<float> traced = values(f(h0, w));
+  const std::vector<runtime::ProfileEvent> events = runtime::stop_profiling();
+  EXPECT_EQ(traced, eager);
+  int products = 0, packed_once = 0;
+  for (const runtime::ProfileEvent& e : events)
+    if (e.category == "gemm") {
+      ++products;
+      if (e.detail.find("B packed-once-per-loop") != std::string::npos) ++packed_once;
+    }
+  if (runtime::gemm_kernels() != "eigen") {
+    EXPECT_EQ(products, 5);
+    EXPECT_EQ(packed_once, 5);
+  }
 }
 
 TEST(ControlFlowWhile, TracedGradientMatchesEager) {

@@ -1,0 +1,146 @@
+// Loop-invariant operands (runtime/loop_invariants.h): which buffers a scope holds, the packed
+// copies it keeps, and float32 products whose B a loop leaves unchanged (packed once per loop,
+// the same bits as every other plan).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kiln/runtime/gemm.h"
+#include "kiln/runtime/gemm_engine.h"
+#include "kiln/runtime/loop_invariants.h"
+#include "kiln/runtime/profiler.h"
+
+namespace kiln::runtime {
+namespace {
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+TEST(LoopInvariantScope, HoldsWholeRangesOfItsRegionsAndItsOuterScopes) {
+  std::vector<char> outer_buf(256), inner_buf(64), other(64);
+  EXPECT_EQ(LoopInvariantScope::holding(outer_buf.data(), 16), nullptr);
+  {
+    LoopInvariantScope outer({{outer_buf.data(), outer_buf.size()}});
+    EXPECT_EQ(LoopInvariantScope::holding(outer_buf.data(), 256), &outer);
+    EXPECT_EQ(LoopInvariantScope::holding(outer_buf.data() + 200, 56), &outer);
+    EXPECT_EQ(LoopInvariantScope::holding(outer_buf.data() + 200, 57), nullptr);  // runs past
+    EXPECT_EQ(LoopInvariantScope::holding(other.data(), 1), nullptr);
+    {
+      LoopInvariantScope inner({{inner_buf.data(), inner_buf.size()}});
+      EXPECT_EQ(LoopInvariantScope::holding(inner_buf.data(), 64), &inner);
+      EXPECT_EQ(LoopInvariantScope::holding(outer_buf.data(), 8), &outer);
+    }
+    EXPECT_EQ(LoopInvariantScope::holding(inner_buf.data(), 64), nullptr);
+  }
+  EXPECT_EQ(LoopInvariantScope::holding(outer_buf.data(), 16), nullptr);
+}
+
+TEST(LoopInvariantScope, FillsEachKeyOnceAndKeepsNothingAFailedFillWrote) {
+  std::vector<float> b(16);
+  LoopInvariantScope scope({{b.data(), b.size() * sizeof(float)}});
+  int fills = 0;
+  const std::function<void(float*)> fill = [&](float* out) {
+    ++fills;
+    for (int i = 0; i < 8; ++i) out[i] = float(i + fills);
+  };
+  const PackedBKey key{b.data(), 4, 4, 4, false, 16, 4};
+  const float* first = scope.packed_b(key, 8, fill);
+  EXPECT_EQ(scope.packed_b(key, 8, fill), first);
+  EXPECT_EQ(fills, 1);
+  EXPECT_EQ(first[7], 8.0f);
+  PackedBKey other = key;
+  other.k_step = 2;  // another layout of the same operand
+  EXPECT_NE(scope.packed_b(other, 8, fill), first);
+  EXPECT_EQ(fills, 2);
+  PackedBKey failing = key;
+  failing.nr = 8;
+  EXPECT_THROW(scope.packed_b(failing, 8, [](float*) { throw std::runtime_error("no"); }),
+               std::runtime_error);
+  EXPECT_EQ(scope.fills(), 2);
+}
+
+// The plan detail of the profiled products, in order.
+std::vector<std::string> gemm_details(const std::vector<ProfileEvent>& events) {
+  std::vector<std::string> details;
+  for (const ProfileEvent& e : events)
+    if (e.category == "gemm") details.push_back(e.detail);
+  return details;
+}
+
+// Products an RNN step runs against its weights (recurrent 32 x 256 x 1024, a transposed
+// weight, a row-block product with a callback, odd sizes): within a scope holding B, packed once
+// and reused, the same bits as outside any loop.
+TEST(LoopInvariantGemm, PacksBOncePerLoopWithTheBitsOfEveryOtherPlan) {
+  if (gemm_detail::active_microkernels() == nullptr) GTEST_SKIP() << "Eigen GEMM: no plans";
+  struct Case {
+    int64_t m, k, n;
+    bool tb, rows;
+  };
+  for (const Case& c : {Case{32, 256, 1024, false, false}, Case{32, 1024, 256, true, false},
+                        Case{32, 256, 1024, false, true}, Case{7, 45, 33, false, true},
+                        Case{50, 19, 70, true, false}}) {
+    SCOPED_TRACE(::testing::Message() << c.m << "x" << c.k << "x" << c.n << (c.tb ? " tb" : "")
+                                      << (c.rows ? " rows" : ""));
+    const std::vector<float> a = random_floats(size_t(c.m * c.k), 1);
+    const std::vector<float> b = random_floats(size_t(c.k * c.n), 2);
+    const int64_t ldb = c.tb ? c.k : c.n;
+    int64_t rows_done = 0;
+    const std::function<void(int64_t, int64_t)> on_rows = [&](int64_t r0, int64_t r1) {
+      rows_done += r1 - r0;
+    };
+    auto product = [&](std::vector<float>& out) {
+      if (c.rows)
+        gemm_rows<float>(false, c.tb, c.m, c.n, c.k, a.data(), c.k, b.data(), ldb, out.data(), c.n,
+                         on_rows);
+      else
+        gemm<float>(false, c.tb, c.m, c.n, c.k, a.data(), c.k, b.data(), ldb, out.data(), c.n);
+    };
+    std::vector<float> want(size_t(c.m * c.n)), got(want.size(), -1.0f);
+    product(want);
+    LoopInvariantScope loop({{b.data(), b.size() * sizeof(float)}});
+    start_profiling();
+    for (int iteration = 0; iteration < 3; ++iteration) {
+      std::fill(got.begin(), got.end(), -1.0f);
+      product(got);
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
+          << "iteration " << iteration;
+    }
+    const std::vector<std::string> details = gemm_details(stop_profiling());
+    EXPECT_EQ(loop.fills(), 1);
+    ASSERT_EQ(details.size(), 3u);
+    for (const std::string& d : details)
+      EXPECT_NE(d.find("B packed-once-per-loop"), std::string::npos) << d;
+    if (c.rows) {
+      EXPECT_EQ(rows_done, 4 * c.m);
+    }
+  }
+}
+
+// A B partly outside the scope's buffers, or another operand in them, is not packed once.
+TEST(LoopInvariantGemm, OnlyABWhollyInsideTheScopeIsPackedOnce) {
+  if (gemm_detail::active_microkernels() == nullptr) GTEST_SKIP() << "Eigen GEMM: no plans";
+  const int64_t m = 24, k = 64, n = 96;
+  const std::vector<float> a = random_floats(size_t(m * k), 3);
+  const std::vector<float> b = random_floats(size_t(k * n), 4);
+  std::vector<float> c(size_t(m * n));
+  LoopInvariantScope loop({{b.data(), (b.size() - 1) * sizeof(float)},  // B's last float outside
+                           {a.data(), a.size() * sizeof(float)}});
+  start_profiling();
+  gemm<float>(false, false, m, n, k, a.data(), k, b.data(), n, c.data(), n);
+  const std::vector<std::string> details = gemm_details(stop_profiling());
+  EXPECT_EQ(loop.fills(), 0);
+  ASSERT_EQ(details.size(), 1u);
+  EXPECT_EQ(details[0].find("packed-once-per-loop"), std::string::npos) << details[0];
+}
+
+}  // namespace
+}  // namespace kiln::runtime
