@@ -49,6 +49,7 @@
 #include "kiln/runtime/gemm_tuner.h"
 #include "kiln/runtime/gemm_tuning.h"
 #include "kiln/runtime/kernels.h"
+#include "kiln/runtime/loop_invariants.h"
 #include "kiln/runtime/machine_peak.h"
 #include "kiln/runtime/threading.h"
 
@@ -165,6 +166,33 @@ void BM_MatMul_KilnGemm(benchmark::State& state) {
         *mk, shape, kiln::runtime::gemm_detail::gemm_params(*mk, shape));
     label = fmt::format("{} {} kc {} nc {} {}", plan.isa, plan.kernel->name, plan.kc, plan.nc,
                         plan.source);
+  }
+  state.SetLabel(label);
+}
+
+// The same products inside a loop that leaves B unchanged (a while loop's capture, such as an
+// RNN's recurrent kernel: runtime/loop_invariants.h): B packed once, by the first iteration,
+// then read packed by every product (the label shows the plan's B mode). Its ratio to
+// BM_MatMul_KilnGemm is what packing a loop's weight once gains per step.
+void BM_MatMul_KilnGemmLoopInvariant(benchmark::State& state) {
+  const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  const bool ta = state.range(4) != 0, tb = state.range(5) != 0;
+  KilnThreads threads(int(state.range(3)));
+  const StoredOperands ops(m, k, n, ta, tb);
+  kiln::runtime::LoopInvariantScope loop({{ops.b.raw(), ops.b.nbytes()}});
+  for (auto _ : state) {
+    kiln::runtime::gemm<float>(ta, tb, m, n, k, ops.a.data<float>(), ta ? m : k,
+                               ops.b.data<float>(), tb ? k : n, ops.c.data<float>(), n);
+    benchmark::ClobberMemory();
+  }
+  set_flops(state, m, k, n, int(state.range(3)));
+  std::string label = kiln::runtime::gemm_kernels();
+  if (const auto* mk = kiln::runtime::gemm_detail::active_microkernels()) {
+    kiln::runtime::gemm_detail::GemmShape shape{m, n, k, ta, tb, int(state.range(3))};
+    shape.b_invariant = true;
+    const auto plan = kiln::runtime::gemm_detail::make_gemm_plan(
+        *mk, shape, kiln::runtime::gemm_detail::gemm_params(*mk, shape));
+    label = fmt::format("{} {} B {}", plan.isa, plan.kernel->name, name(plan.b));
   }
   state.SetLabel(label);
 }
@@ -348,6 +376,13 @@ void GemmShapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"m", "k", "n", "threads", "ta", "tb"})->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
 
+// The GemmShapes rows of at most 64 rows (an RNN step's products, a small batch's layers).
+void FewRowGemmShapes(benchmark::internal::Benchmark* b) {
+  for (const auto& r : gemm_rows())
+    if (r[0] <= 64) b->Args({r[0], r[1], r[2], r[3], r[4], r[5]});
+  b->ArgNames({"m", "k", "n", "threads", "ta", "tb"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+
 // Every GemmShapes row with tasks of at least 1 and of the default count of row panels.
 void TaskPanelShapes(benchmark::internal::Benchmark* b) {
   for (const auto& r : gemm_rows())
@@ -360,6 +395,7 @@ void TaskPanelShapes(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_MatMul_KilnOp)->Apply([](auto* b) { Shapes(b, {1, 2}); });
 BENCHMARK(BM_MatMul_KilnGemm)->Apply(GemmShapes);
+BENCHMARK(BM_MatMul_KilnGemmLoopInvariant)->Apply(FewRowGemmShapes);
 BENCHMARK(BM_MatMul_KilnGemmBf16)->Apply(GemmShapes);
 BENCHMARK(BM_MatMul_KilnTaskPanels)->Apply(TaskPanelShapes);
 #if KILN_BENCH_ONEDNN

@@ -1,6 +1,6 @@
 # `kiln tune` and `kiln gemm-plan` against a scratch cache directory:
-#   1. no table: gemm-plan says the blocking is derived and prints the plan (with --dtype bf16,
-#      how a bfloat16 product runs);
+#   1. no table: gemm-plan says the blocking is derived and prints the plan (with
+#      --loop-invariant-b, B packed once per loop; with --dtype bf16, how a bfloat16 product runs);
 #   2. a short tuning run writes the table; gemm-plan then reads it;
 #   3. the table torn: gemm-plan warns that it is ignored and uses the derived blocking;
 #   4. tuning again rebuilds it.
@@ -31,6 +31,8 @@ if("${out}" MATCHES "kernels:  eigen" OR "${out}${err}" MATCHES "run on Eigen")
 endif()
 expect("derived" "${out}" "blocking: no tuned table at .*: derived blocking")
 expect("derived" "${out}" "plan: +1024x1024x1024 nn, 2 threads: avx(512|2) [0-9]+x[0-9]+, grid [0-9]+x[0-9]+, A [a-z-]+, B [a-z-]+, kc [0-9]+ x [0-9]+ blocks")
+run_kiln("loop" out err gemm-plan 32 256 1024 --epilogue --loop-invariant-b --threads 2)
+expect("loop" "${out}" "plan: +32x256x1024 nn \\+epilogue, 2 threads: .*, B packed-once-per-loop, ")
 run_kiln("bf16" out err gemm-plan 64 128 256 --dtype bf16)
 expect("bf16" "${out}" "plan: +64x128x256 nn, 2 threads: [a-z0-9-]+ [0-9]+x[0-9]+, grid [0-9]+x[0-9]+, A bf16 [a-z-]+, B bf16 [a-z-]+")
 expect("bf16" "${out}" "bfloat16: operands (widened to float32|packed as bf16 pairs).* \\(bf16 kernels: (amx|avx512bf16|float32), KILN_GEMM_BF16; this CPU: AVX512-BF16 (yes|no), AMX-BF16 (yes|no)\\)")

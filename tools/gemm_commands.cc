@@ -34,7 +34,7 @@ const gd::MicroKernels& engine_or_fail(const char* command) {
 
 struct PlanArgs {
   int64_t m = 0, k = 0, n = 0;
-  bool ta = false, tb = false, epilogue = false;
+  bool ta = false, tb = false, epilogue = false, loop_invariant_b = false;
   int threads = 0;
   std::string dtype = "float32";
 };
@@ -49,6 +49,7 @@ void print_plan(const PlanArgs& a) {
   const int threads = a.threads > 0 ? a.threads : num_threads();
   gd::GemmShape shape{a.m, a.n, a.k, a.ta, a.tb, threads, a.epilogue};
   shape.a_bf16 = shape.b_bf16 = bf16;
+  shape.b_invariant = a.loop_invariant_b;
   const gd::GemmParams& p = gd::gemm_params(mk, shape);
   const gd::GemmPlan plan = gd::make_gemm_plan(mk, shape, p);
   std::cout << "cpu:      " << runtime::cpu_info().describe() << "\n"
@@ -167,6 +168,9 @@ void add_gemm_plan_command(CLI::App& app) {
       ->check(CLI::IsMember({"float32", "bfloat16"}));
   cmd->add_flag("--epilogue", a->epilogue,
                 "whole row blocks finished by an epilogue (a fused matmul of a compiled step)");
+  cmd->add_flag("--loop-invariant-b", a->loop_invariant_b,
+                "B is unchanged for the rest of a while loop (an RNN's recurrent kernel): a "
+                "float32 B is packed once per loop");
   cmd->add_option("--threads", a->threads, "threads the product may use")
       ->check(CLI::PositiveNumber)
       ->default_str("KILN_NUM_THREADS, else the hardware threads");
