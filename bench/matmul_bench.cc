@@ -38,6 +38,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -147,55 +148,40 @@ void BM_MatMul_KilnOp(benchmark::State& state) {
   set_flops(state, m, k, n, int(state.range(3)));
 }
 
-void BM_MatMul_KilnGemm(benchmark::State& state) {
+// kiln's engine on one product; `loop_invariant`: inside a loop that leaves B unchanged (a
+// while loop's capture, such as an RNN's recurrent kernel: runtime/loop_invariants.h), where B
+// is packed once, by the first iteration, then read packed by every product.
+void run_kiln_gemm(benchmark::State& state, bool loop_invariant) {
   const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
   const bool ta = state.range(4) != 0, tb = state.range(5) != 0;
   KilnThreads threads(int(state.range(3)));
   const StoredOperands ops(m, k, n, ta, tb);
+  std::optional<kiln::runtime::LoopInvariantScope> loop;
+  if (loop_invariant)
+    loop.emplace(std::vector<std::pair<const void*, size_t>>{{ops.b.raw(), ops.b.nbytes()}});
   for (auto _ : state) {
     kiln::runtime::gemm<float>(ta, tb, m, n, k, ops.a.data<float>(), ta ? m : k,
                                ops.b.data<float>(), tb ? k : n, ops.c.data<float>(), n);
     benchmark::ClobberMemory();
   }
   set_flops(state, m, k, n, int(state.range(3)));
-  // The plan it ran (tile shape, blocking and where it came from).
+  // The plan it ran (tile shape, blocking, B's mode and where the blocking came from).
   std::string label = kiln::runtime::gemm_kernels();
   if (const auto* mk = kiln::runtime::gemm_detail::active_microkernels()) {
-    const kiln::runtime::gemm_detail::GemmShape shape{m, n, k, ta, tb, int(state.range(3))};
+    kiln::runtime::gemm_detail::GemmShape shape{m, n, k, ta, tb, int(state.range(3))};
+    shape.b_invariant = loop_invariant;
     const auto plan = kiln::runtime::gemm_detail::make_gemm_plan(
         *mk, shape, kiln::runtime::gemm_detail::gemm_params(*mk, shape));
-    label = fmt::format("{} {} kc {} nc {} {}", plan.isa, plan.kernel->name, plan.kc, plan.nc,
-                        plan.source);
+    label = fmt::format("{} {} kc {} nc {} B {} {}", plan.isa, plan.kernel->name, plan.kc, plan.nc,
+                        name(plan.b), plan.source);
   }
   state.SetLabel(label);
 }
 
-// The same products inside a loop that leaves B unchanged (a while loop's capture, such as an
-// RNN's recurrent kernel: runtime/loop_invariants.h): B packed once, by the first iteration,
-// then read packed by every product (the label shows the plan's B mode). Its ratio to
-// BM_MatMul_KilnGemm is what packing a loop's weight once gains per step.
-void BM_MatMul_KilnGemmLoopInvariant(benchmark::State& state) {
-  const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
-  const bool ta = state.range(4) != 0, tb = state.range(5) != 0;
-  KilnThreads threads(int(state.range(3)));
-  const StoredOperands ops(m, k, n, ta, tb);
-  kiln::runtime::LoopInvariantScope loop({{ops.b.raw(), ops.b.nbytes()}});
-  for (auto _ : state) {
-    kiln::runtime::gemm<float>(ta, tb, m, n, k, ops.a.data<float>(), ta ? m : k,
-                               ops.b.data<float>(), tb ? k : n, ops.c.data<float>(), n);
-    benchmark::ClobberMemory();
-  }
-  set_flops(state, m, k, n, int(state.range(3)));
-  std::string label = kiln::runtime::gemm_kernels();
-  if (const auto* mk = kiln::runtime::gemm_detail::active_microkernels()) {
-    kiln::runtime::gemm_detail::GemmShape shape{m, n, k, ta, tb, int(state.range(3))};
-    shape.b_invariant = true;
-    const auto plan = kiln::runtime::gemm_detail::make_gemm_plan(
-        *mk, shape, kiln::runtime::gemm_detail::gemm_params(*mk, shape));
-    label = fmt::format("{} {} B {}", plan.isa, plan.kernel->name, name(plan.b));
-  }
-  state.SetLabel(label);
-}
+void BM_MatMul_KilnGemm(benchmark::State& state) { run_kiln_gemm(state, false); }
+
+// Its ratio to BM_MatMul_KilnGemm is what packing a loop's weight once gains per step.
+void BM_MatMul_KilnGemmLoopInvariant(benchmark::State& state) { run_kiln_gemm(state, true); }
 
 // The same products of bf16 operands into float32 (runtime::gemm_bf16: the engine widens them
 // as it packs them; the values those of BM_MatMul_KilnGemm on the widened operands): the cost

@@ -33,7 +33,9 @@ Grads matmul_grad(const GradContext& c) {
       ga = tb ? matmul(b, g, true, true) : matmul(b, g, false, true);
     ga = unbroadcast(ga, a.shape());
   }
-  if (c.needs_grad(1)) {
+  if (c.needs_grad(1) && !ta && b.shape().rank() == 2 && a.shape().rank() > 2) {
+    gb = shared_matrix_grad(a, g, tb);
+  } else if (c.needs_grad(1)) {
     if (!tb)
       gb = ta ? matmul(a, g) : matmul(a, g, true, false);
     else

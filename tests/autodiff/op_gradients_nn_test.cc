@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kiln/frontend/dispatch.h"
@@ -19,35 +20,55 @@ using gradcheck::uniform;
 
 // ---- matmul ----
 
-// (m, k) @ (k, n) with every combination of transpose flags; a and b are stored transposed
-// when their flag is set.
-TEST(NnGradients, MatMulAllTransposeCombinations) {
-  const int64_t m = 3, k = 4, n = 2;
-  uint64_t seed = 1;
+// The shape stored for an operand whose last two axes are (rows, cols) as multiplied: swapped
+// when its transpose flag is set.
+Shape stored_shape(Shape s, bool transposed) {
+  if (transposed) std::swap(s[s.rank() - 2], s[s.rank() - 1]);
+  return s;
+}
+
+// Finite-difference checks of matmul(a, b) for every combination of transpose flags, a and b of
+// shapes `a_shape` and `b_shape` as multiplied (stored transposed when their flag is set).
+void expect_matmul_gradients(const Shape& a_shape, const Shape& b_shape, uint64_t seed) {
   for (bool ta : {false, true}) {
     for (bool tb : {false, true}) {
       SCOPED_TRACE(fmt::format("transpose_a {} transpose_b {}", ta, tb));
-      Tensor a = uniform(ta ? Shape{k, m} : Shape{m, k}, seed++);
-      Tensor b = uniform(tb ? Shape{n, k} : Shape{k, n}, seed++);
+      Tensor a = uniform(stored_shape(a_shape, ta), seed++);
+      Tensor b = uniform(stored_shape(b_shape, tb), seed++);
       EXPECT_GRADIENTS(
           [ta, tb](const std::vector<Tensor>& x) { return matmul(x[0], x[1], ta, tb); }, {a, b});
     }
   }
 }
 
+TEST(NnGradients, MatMulAllTransposeCombinations) { expect_matmul_gradients({3, 4}, {4, 2}, 1); }
+
 // Batch dimensions broadcast: a (2, 1, 3, 4) with b (3, 4, 5) -> (2, 3, 3, 5); the gradients
 // sum over the stretched batch axes.
 TEST(NnGradients, MatMulBatchedWithBroadcastBatchDims) {
-  uint64_t seed = 10;
-  for (bool ta : {false, true}) {
-    for (bool tb : {false, true}) {
-      SCOPED_TRACE(fmt::format("transpose_a {} transpose_b {}", ta, tb));
-      Tensor a = uniform(ta ? Shape{2, 1, 4, 3} : Shape{2, 1, 3, 4}, seed++);
-      Tensor b = uniform(tb ? Shape{3, 5, 4} : Shape{3, 4, 5}, seed++);
-      EXPECT_GRADIENTS(
-          [ta, tb](const std::vector<Tensor>& x) { return matmul(x[0], x[1], ta, tb); }, {a, b});
-    }
-  }
+  expect_matmul_gradients({2, 1, 3, 4}, {3, 4, 5}, 10);
+}
+
+// A matrix shared by every batch entry (a Dense kernel applied to sequences): its gradient is
+// one product over the entries' stacked rows (frontend/grad_nn.cc), for b stored as it is or
+// transposed and for several batch axes; a transposed a keeps the batched product and its sum.
+TEST(NnGradients, MatMulSharedMatrixOverBatchAxes) {
+  expect_matmul_gradients({2, 3, 2, 4}, {4, 5}, 30);
+}
+
+// Traced, that gradient is one product of the stacked rows ([12, 4] and [12, 5] views): no
+// [2, 3, 4, 5] batch of products summed afterwards.
+TEST(NnGradients, MatMulSharedMatrixGradientIsOneProductOfStackedRows) {
+  auto grad = [](const Tensor& a, const Tensor& b) {
+    GradientTape tape;
+    tape.watch(b);
+    return tape.gradient(sum(matmul(a, b)), b);
+  };
+  auto f = function(grad, {.name = "shared_matrix_grad"});
+  const Tensor a = uniform({2, 3, 2, 4}, 40), b = uniform({4, 5}, 41);
+  const std::string ir = f.concrete(a, b).ir_text();
+  EXPECT_NE(ir.find("[12,4]"), std::string::npos) << ir;
+  EXPECT_EQ(ir.find("[2,3,4,5]"), std::string::npos) << ir;
 }
 
 TEST(NnGradients, MatMulBatchedMatrixTimesBatch) {
@@ -55,22 +76,6 @@ TEST(NnGradients, MatMulBatchedMatrixTimesBatch) {
   EXPECT_GRADIENTS([](const std::vector<Tensor>& x) { return matmul(x[0], x[1]); }, {a, b});
   Tensor c = uniform({2, 3, 4}, 22), d = uniform({4, 2}, 23);
   EXPECT_GRADIENTS([](const std::vector<Tensor>& x) { return matmul(x[0], x[1]); }, {c, d});
-}
-
-// A matrix shared by every batch entry (a Dense kernel applied to sequences): its gradient is
-// one product over the entries' stacked rows (frontend/grad_nn.cc), for b stored as it is or
-// transposed and for several batch axes; a transposed a keeps the batched product and its sum.
-TEST(NnGradients, MatMulSharedMatrixOverBatchAxes) {
-  uint64_t seed = 30;
-  for (bool ta : {false, true}) {
-    for (bool tb : {false, true}) {
-      SCOPED_TRACE(fmt::format("transpose_a {} transpose_b {}", ta, tb));
-      Tensor a = uniform(ta ? Shape{2, 3, 4, 2} : Shape{2, 3, 2, 4}, seed++);
-      Tensor b = uniform(tb ? Shape{5, 4} : Shape{4, 5}, seed++);
-      EXPECT_GRADIENTS(
-          [ta, tb](const std::vector<Tensor>& x) { return matmul(x[0], x[1], ta, tb); }, {a, b});
-    }
-  }
 }
 
 TEST(NnGradients, MatMulSameOperandTwice) {
