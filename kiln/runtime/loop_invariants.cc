@@ -25,12 +25,13 @@ LoopInvariantScope::~LoopInvariantScope() { innermost = outer_; }
 
 LoopInvariantScope* LoopInvariantScope::holding(const void* p, size_t bytes) {
   const auto* begin = static_cast<const char*>(p);
+  LoopInvariantScope* found = nullptr;
   for (LoopInvariantScope* s = innermost; s != nullptr; s = s->outer_)
     for (const auto& [region, size] : s->regions_) {
       const auto* r = static_cast<const char*>(region);
-      if (begin >= r && bytes <= size && size_t(begin - r) <= size - bytes) return s;
+      if (begin >= r && bytes <= size && size_t(begin - r) <= size - bytes) found = s;
     }
-  return nullptr;
+  return found;
 }
 
 const float* LoopInvariantScope::packed_b(const PackedBKey& key, size_t floats,

@@ -7,7 +7,8 @@
 // of them packs B once per loop instead of once per iteration (runtime/gemm.cc: the plan's
 // BMode::kPrepacked): an RNN step's recurrent weight, read by every iteration.
 //
-// Scopes belong to the thread that runs the loop and nest (a loop in a loop body); a product
+// Scopes belong to the thread that runs the loop and nest (a loop in a loop body: a B both
+// hold is packed once, for the outer one); a product
 // on another thread (a batch entry of a batched matmul run by a worker) finds no scope and
 // runs as it would outside a loop. The packed buffers live until the scope ends.
 #pragma once
@@ -39,7 +40,9 @@ class LoopInvariantScope {
   LoopInvariantScope(const LoopInvariantScope&) = delete;
   LoopInvariantScope& operator=(const LoopInvariantScope&) = delete;
 
-  // The innermost scope of the calling thread whose regions hold [p, p + bytes), or null.
+  // The outermost scope of the calling thread whose regions hold [p, p + bytes) (the longest
+  // lived: a weight captured by an outer loop and passed on to an inner one is packed once for
+  // the outer loop), or null.
   static LoopInvariantScope* holding(const void* p, size_t bytes);
 
   // The buffer of `floats` floats cached under `key`: filled by `fill` on the first request

@@ -25,7 +25,7 @@ std::vector<float> random_floats(size_t n, uint32_t seed) {
   return v;
 }
 
-TEST(LoopInvariantScope, HoldsWholeRangesOfItsRegionsAndItsOuterScopes) {
+TEST(LoopInvariantScope, HoldsWholeRangesOfItsRegionsTheOutermostScopeFirst) {
   std::vector<char> outer_buf(256), inner_buf(64), other(64);
   EXPECT_EQ(LoopInvariantScope::holding(outer_buf.data(), 16), nullptr);
   {
@@ -35,7 +35,9 @@ TEST(LoopInvariantScope, HoldsWholeRangesOfItsRegionsAndItsOuterScopes) {
     EXPECT_EQ(LoopInvariantScope::holding(outer_buf.data() + 200, 57), nullptr);  // runs past
     EXPECT_EQ(LoopInvariantScope::holding(other.data(), 1), nullptr);
     {
-      LoopInvariantScope inner({{inner_buf.data(), inner_buf.size()}});
+      // An inner loop holding its own buffer and the outer loop's: the outer scope lives longer.
+      LoopInvariantScope inner(
+          {{inner_buf.data(), inner_buf.size()}, {outer_buf.data(), outer_buf.size()}});
       EXPECT_EQ(LoopInvariantScope::holding(inner_buf.data(), 64), &inner);
       EXPECT_EQ(LoopInvariantScope::holding(outer_buf.data(), 8), &outer);
     }
