@@ -8,9 +8,9 @@
 // BMode::kPrepacked): an RNN step's recurrent weight, read by every iteration.
 //
 // Scopes belong to the thread that runs the loop and nest (a loop in a loop body: a B both
-// hold is packed once, for the outer one); a product
-// on another thread (a batch entry of a batched matmul run by a worker) finds no scope and
-// runs as it would outside a loop. The packed buffers live until the scope ends.
+// hold is packed once, for the outer one); a product on another thread (a batch entry of a
+// batched matmul run by a worker) finds no scope and runs as it would outside a loop. The
+// packed buffers live until the scope ends.
 #pragma once
 
 #include <cstddef>
