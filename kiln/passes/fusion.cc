@@ -44,6 +44,13 @@ Role role_of(const Node& n) {
   return Role::kOther;
 }
 
+// A reshape: a view of its operand's buffer outside a group. One that its consumer's group
+// refuses (an operand of a contraction: a Dense weight gradient's stacked rows) stays a plain
+// op instead of starting a group of its own, which its producer would then join, storing a
+// copy of the value and leaving the producer's group to a serial kernel (two leading
+// dimensions).
+bool is_view(const Node& n) { return n.is_op(OpKind::Reshape); }
+
 bool is_cheap(const Node& n) {
   return role_of(n) == Role::kLoop && !op_info(n.op()).has(kTranscendental) &&
          !op_info(n.op()).has(kWindow);
@@ -263,7 +270,7 @@ class Planner {
       } else if (consumers.size() == 1) {
         if (refusal(p, consumers, keep_out) == nullptr)
           join(p, consumers[0]);
-        else
+        else if (!is_view(n))
           new_group(p);
       } else if (duplicable(n)) {
         bool covered = !outside_user;
