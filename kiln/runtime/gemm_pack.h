@@ -1,0 +1,26 @@
+// Packing float32 operands into the GEMM engine's panels (internal to runtime/: the engine,
+// gemm_engine.cc, packs as its plan says; bf16 operands are widened as they are packed,
+// gemm_pack_bf16.h). Packed B: [k block][panel of nr columns][kc][nr], zero-padded past n; a
+// packed A panel: out[p * h + i] for its h rows.
+#pragma once
+
+#include <cstdint>
+
+#include "kiln/runtime/gemm_engine.h"
+
+namespace kiln::runtime::gemm_detail {
+
+// Packs columns [panel * nr, panel * nr + nr) of op(B) in k block q into `out` (the whole
+// packed B, n_pad = n rounded up to nr), zero-padding columns >= n.
+void pack_b_block(const MicroKernels& mk, int64_t nr, const SgemmArgs& g, const KBlocks& kb,
+                  int64_t panel, int64_t q, int64_t n_pad, float* out);
+
+// Packs rows [p0, p1) of k block q of a B that is not transposed, into every panel of `out`.
+void pack_b_rows(const MicroKernels& mk, int64_t nr, const SgemmArgs& g, const KBlocks& kb,
+                 int64_t q, int64_t p0, int64_t p1, int64_t n_pad, float* out);
+
+// Packs rows [r0, r0 + h) of op(A), columns [k0, k0 + kc), as out[p * h + i].
+void pack_a_panel(const MicroKernels& mk, const SgemmArgs& g, int64_t r0, int64_t h, int64_t k0,
+                  int64_t kc, float* out);
+
+}  // namespace kiln::runtime::gemm_detail
