@@ -16,14 +16,16 @@ namespace {
 // R rows, NV vectors of columns; Masked: the last columns are partial (masked loads and stores
 // of C, masked loads of B unless it is padded); PackedA: A is a packed panel (or A^T's rows
 // read directly, lda_t), else rows at lda; CopyB: the B rows read are also stored at t.b_copy,
-// t.b_copy_ld floats apart. Every step prefetches the B row t.b_ahead rows ahead into L1: B streams
-// through L1 from L2 (or from memory, one row per 4 KiB page for a wide B read directly, where
+// t.b_copy_ld floats apart; OneLineRows: each B row is one cache line (one prefetch per step).
+// Every step prefetches the B row t.b_ahead rows ahead into L1: B streams through L1 from L2 (or from memory, one row per 4 KiB page for a wide B read directly, where
 // the hardware prefetchers restart), and at two vector FMAs per cycle the hardware
 // prefetchers alone leave the FMAs waiting. The next tile's C rows (t.c_next) are prefetched
 // at the start, so that their loads (the chain continues from C) find them in cache.
-// The k steps of a tile: runs of steps (one of kc unless segmented), A jumping after each.
-// Pointers are passed by value so that they stay in registers.
-template <class Isa, int R, int NV, bool MaskedB, bool PackedA, bool CopyB>
+// The k steps of a tile: runs of steps (one of kc unless segmented), A jumping after each;
+// unrolled by 4, so that the loop's counter and pointer updates take fewer of the issue slots
+// the FMAs and loads need (the order of each element's FMA chain is unchanged). Pointers are
+// passed by value so that they stay in registers.
+template <class Isa, int R, int NV, bool MaskedB, bool PackedA, bool CopyB, bool OneLineRows>
 __attribute__((always_inline)) inline void k_steps(typename Isa::Vec (&acc)[R][NV],
                                                    const typename Isa::Mask (&mask)[NV],
                                                    const MicroTile& t) {
@@ -42,6 +44,7 @@ __attribute__((always_inline)) inline void k_steps(typename Isa::Vec (&acc)[R][N
   int64_t left = t.kc, run = t.seg_len > 0 ? t.seg_first : t.kc;
   while (left > 0) {
     const int64_t n = run < left ? run : left;
+#pragma GCC unroll 4
     for (int64_t p = 0; p < n; ++p, a += a_step, b += ldb) {
       if constexpr (!PackedA) {
         __builtin_prefetch(a_next, 0, 2);
@@ -52,7 +55,7 @@ __attribute__((always_inline)) inline void k_steps(typename Isa::Vec (&acc)[R][N
       for (int v = 0; v < NV; ++v)
         bv[v] = MaskedB ? Isa::load(b + v * L, mask[v]) : Isa::load(b + v * L);
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) __builtin_prefetch(b + ahead + v * L);
+      for (int v = 0; v < NV; v += OneLineRows ? NV : 1) __builtin_prefetch(b + ahead + v * L);
       if constexpr (CopyB) {
 #pragma GCC unroll 4
         for (int v = 0; v < NV; ++v) Isa::store(b_copy + v * L, bv[v]);
@@ -70,6 +73,8 @@ __attribute__((always_inline)) inline void k_steps(typename Isa::Vec (&acc)[R][N
     run = t.seg_len;
   }
 }
+
+constexpr size_t kCacheLine = 64;
 
 template <class Isa, int R, int NV, bool Masked, bool PackedA, bool CopyB>
 void tile_kernel(const MicroTile& t) {
@@ -99,10 +104,16 @@ void tile_kernel(const MicroTile& t) {
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) acc[i][v] = Isa::zero();
   }
+  // B's rows of one cache line each (a packed B of 16 floats per row, 64-byte aligned): one
+  // prefetch per row instead of one per vector.
+  constexpr bool kLineRows = NV * L * sizeof(float) == kCacheLine && NV > 1;
   if (Masked && !t.b_padded)
-    k_steps<Isa, R, NV, true, PackedA, CopyB>(acc, mask, t);
+    k_steps<Isa, R, NV, true, PackedA, CopyB, false>(acc, mask, t);
+  else if (kLineRows && t.b_padded && t.ldb * sizeof(float) == kCacheLine &&
+           reinterpret_cast<uintptr_t>(t.b) % kCacheLine == 0)
+    k_steps<Isa, R, NV, false, PackedA, CopyB, kLineRows>(acc, mask, t);
   else
-    k_steps<Isa, R, NV, false, PackedA, CopyB>(acc, mask, t);
+    k_steps<Isa, R, NV, false, PackedA, CopyB, false>(acc, mask, t);
 #pragma GCC unroll 16
   for (int i = 0; i < R; ++i) {
     float* c = t.c + i * t.ldc;
