@@ -17,14 +17,14 @@ namespace {
 // of C, masked loads of B unless it is padded); PackedA: A is a packed panel (or A^T's rows
 // read directly, lda_t), else rows at lda; CopyB: the B rows read are also stored at t.b_copy,
 // t.b_copy_ld floats apart; OneLineRows: each B row is one cache line (one prefetch per step).
-// Every step prefetches the B row t.b_ahead rows ahead into L1: B streams through L1 from L2 (or from memory, one row per 4 KiB page for a wide B read directly, where
-// the hardware prefetchers restart), and at two vector FMAs per cycle the hardware
-// prefetchers alone leave the FMAs waiting. The next tile's C rows (t.c_next) are prefetched
-// at the start, so that their loads (the chain continues from C) find them in cache.
-// The k steps of a tile: runs of steps (one of kc unless segmented), A jumping after each;
-// unrolled by 4, so that the loop's counter and pointer updates take fewer of the issue slots
-// the FMAs and loads need (the order of each element's FMA chain is unchanged). Pointers are
-// passed by value so that they stay in registers.
+// Every step prefetches the B row t.b_ahead rows ahead into L1: B streams through L1 from L2 (or
+// from memory, one row per 4 KiB page for a wide B read directly, where the hardware prefetchers
+// restart), and at two vector FMAs per cycle the hardware prefetchers alone leave the FMAs waiting.
+// The next tile's C rows (t.c_next) are prefetched at the start, so that their loads (the chain
+// continues from C) find them in cache. The k steps of a tile: runs of steps (one of kc unless
+// segmented), A jumping after each; unrolled by 4, so that the loop's counter and pointer updates
+// take fewer of the issue slots the FMAs and loads need (the order of each element's FMA chain is
+// unchanged). Pointers are passed by value so that they stay in registers.
 template <class Isa, int R, int NV, bool MaskedB, bool PackedA, bool CopyB, bool OneLineRows>
 __attribute__((always_inline)) inline void k_steps(typename Isa::Vec (&acc)[R][NV],
                                                    const typename Isa::Mask (&mask)[NV],
