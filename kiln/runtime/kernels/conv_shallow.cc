@@ -14,10 +14,14 @@ using vector_block::load;
 using vector_block::store;
 using vector_block::V;
 
-// Pixels per forward block (4 accumulators; each filter vector serves 4 pixels) and most taps
-// per filter-gradient block (12 accumulators of the 32 AVX-512 registers).
-constexpr int64_t kForwardPixels = 4;
-constexpr int kMaxTaps = 12;
+// Most taps per filter-gradient block: 12 vector registers of accumulators (12 chains cover two
+// FMA pipes of 4 to 6 cycles' latency), whatever a block of 16 floats takes in this build's ISA:
+// one AVX-512 register (12 taps of its 32), two AVX ones (6 taps of 16), four SSE ones (3 of 16).
+// More taps would not fit the register file: their accumulators would live on the stack.
+constexpr int kAccumulatorRegisters = 12;
+constexpr int kMaxTaps = kAccumulatorRegisters / vector_block::kRegistersPerBlock;
+// Pixels per forward block, in the same accumulator registers (12 with AVX-512, 6 with AVX2).
+constexpr int kForwardPixels = kAccumulatorRegisters / vector_block::kRegistersPerBlock;
 // Lines whose strips are built at once: about this many bytes, so they stay in L1/L2.
 constexpr int64_t kStripChunkBytes = int64_t{32} << 10;
 
@@ -68,55 +72,57 @@ struct Strips {
   const T* line(int64_t l, int64_t l0) const { return data.data() + (l - l0) * line_stride; }
 };
 
-template <typename T, int64_t R, bool kFull>
-void forward_pixels(const T* strip, const Strips<T>& st, const V<T>* w, T* y, int64_t ox,
-                    int64_t cols) {
+// P pixels from ox on of one line, a block of channels: P accumulators, each tap's filter
+// block loaded once for the P pixels (from L1; holding all of a 3x3 window's would not fit the
+// registers). K > 0: K taps known at compile time (the tap loop unrolls), else st.tap.size().
+template <typename T, int P, int64_t K, bool kFull>
+void forward_pixels(const T* strip, const Strips<T>& st, const int64_t* off, const V<T>* w, T* y,
+                    int64_t ox, int64_t cols) {
   const ConvGeom& g = st.g;
-  V<T> acc[R] = {};
+  const int64_t taps = K > 0 ? K : int64_t(st.tap.size());
+  V<T> acc[P] = {};
   const int64_t step = g.sw * g.c;
   const T* base = strip + ox * step;
-  for (size_t t = 0; t < st.tap.size(); ++t) {
-    const T* a = base + st.tap[t];
-    for (int64_t p = 0; p < R; ++p) acc[p] += a[p * step] * w[t];
-  }
-  for (int64_t p = 0; p < R; ++p) store<kFull>(y + (ox + p) * g.o, acc[p], cols);
-}
-
-// forward_line for a window of K taps known at compile time (3x3 over one or three channels):
-// the taps' filter vectors and offsets are held for the whole line, and the tap loop unrolls,
-// so a block's loads are its pixels' values alone. The same FMA chain per output.
-template <typename T, int64_t K, bool kFull>
-void forward_line_fixed(const T* strip, const Strips<T>& st, const V<T>* w, T* y, int64_t cols) {
-  const ConvGeom& g = st.g;
-  V<T> wr[K];
-  int64_t off[K];
-  for (int64_t t = 0; t < K; ++t) {
-    wr[t] = w[t];
-    off[t] = st.tap[size_t(t)];
-  }
-  const int64_t step = g.sw * g.c;
-  int64_t ox = 0;
-  for (; ox + kForwardPixels <= g.ow; ox += kForwardPixels) {
-    V<T> acc[kForwardPixels] = {};
-    const T* base = strip + ox * step;
 #pragma GCC unroll 32
-    for (int64_t t = 0; t < K; ++t) {
-      const T* a = base + off[t];
-      for (int64_t p = 0; p < kForwardPixels; ++p) acc[p] += a[p * step] * wr[t];
-    }
-    for (int64_t p = 0; p < kForwardPixels; ++p) store<kFull>(y + (ox + p) * g.o, acc[p], cols);
+  for (int64_t t = 0; t < taps; ++t) {
+    const T* a = base + off[t];
+    const V<T> wt = w[t];
+#pragma GCC unroll 16
+    for (int p = 0; p < P; ++p) acc[p] += a[p * step] * wt;
   }
-  for (; ox < g.ow; ++ox) forward_pixels<T, 1, kFull>(strip, st, w, y, ox, cols);
+#pragma GCC unroll 16
+  for (int p = 0; p < P; ++p) store<kFull>(y + (ox + p) * g.o, acc[p], cols);
 }
 
+// The last `left` (< P) pixels of a line from ox on, as one block.
+template <typename T, int P, int64_t K, bool kFull>
+void forward_rest(int64_t left, const T* strip, const Strips<T>& st, const int64_t* off,
+                  const V<T>* w, T* y, int64_t ox, int64_t cols) {
+  if constexpr (P > 0) {
+    if (left == P) return forward_pixels<T, P, K, kFull>(strip, st, off, w, y, ox, cols);
+    forward_rest<T, P - 1, K, kFull>(left, strip, st, off, w, y, ox, cols);
+  }
+}
+
+// One output line, in blocks of kForwardPixels pixels. The same FMA chain per output whatever
+// the blocks: its taps in order from zero.
+template <typename T, int64_t K, bool kFull>
+void forward_line_taps(const T* strip, const Strips<T>& st, const V<T>* w, T* y, int64_t cols) {
+  const int64_t ow = st.g.ow;
+  const int64_t* off = st.tap.data();
+  int64_t ox = 0;
+  for (; ox + kForwardPixels <= ow; ox += kForwardPixels)
+    forward_pixels<T, kForwardPixels, K, kFull>(strip, st, off, w, y, ox, cols);
+  forward_rest<T, kForwardPixels - 1, K, kFull>(ow - ox, strip, st, off, w, y, ox, cols);
+}
+
+// A 3x3 window over one or three channels (9 or 27 taps) has its tap count known at compile
+// time.
 template <typename T, bool kFull>
 void forward_line(const T* strip, const Strips<T>& st, const V<T>* w, T* y, int64_t cols) {
-  if (st.tap.size() == 9) return forward_line_fixed<T, 9, kFull>(strip, st, w, y, cols);
-  if (st.tap.size() == 27) return forward_line_fixed<T, 27, kFull>(strip, st, w, y, cols);
-  int64_t ox = 0;
-  for (; ox + kForwardPixels <= st.g.ow; ox += kForwardPixels)
-    forward_pixels<T, kForwardPixels, kFull>(strip, st, w, y, ox, cols);
-  for (; ox < st.g.ow; ++ox) forward_pixels<T, 1, kFull>(strip, st, w, y, ox, cols);
+  if (st.tap.size() == 9) return forward_line_taps<T, 9, kFull>(strip, st, w, y, cols);
+  if (st.tap.size() == 27) return forward_line_taps<T, 27, kFull>(strip, st, w, y, cols);
+  forward_line_taps<T, 0, kFull>(strip, st, w, y, cols);
 }
 
 // Taps [t0, t0 + N) x channels [o0, o0 + cols) of the gradient of lines [l0, l1) (strips built
@@ -185,7 +191,8 @@ void shallow_conv_filter_gradient(const T* x, const T* dy, T* dw, const ConvGeom
   Strips<T> st(g);
   const int64_t K = g.k();
   if (l0 == l1 && !accumulate) std::fill(dw, dw + K * g.o, T(0));
-  // The taps in near-equal blocks of at most kMaxTaps (27 taps: 9 + 9 + 9).
+  // The taps in near-equal blocks of at most kMaxTaps (27 taps, AVX-512: 9 + 9 + 9; AVX2:
+  // 6 + 6 + 5 + 5 + 5).
   const int64_t blocks = (K + kMaxTaps - 1) / kMaxTaps;
   const int64_t chunk = st.lines_per_chunk();
   for (int64_t c0 = l0; c0 < l1; c0 += chunk) {

@@ -1,9 +1,10 @@
 // Direct convolutions of shallow windows (ConvGeom::shallow(): kh * kw * c <= kShallowDepth, a
 // first layer over one or three channels): the forward pass and the filter gradient without an
 // im2col matrix. Each output image row ("line": n, oy) reads kh zero-padded input rows
-// ("strips", copied in whole runs) and keeps a block of outputs in vector registers: 4 pixels x
-// 16 channels forward, up to 12 taps x 16 channels for the filter gradient. At such depths the
-// im2col + GEMM path was bound by copying 3-value runs into its patches.
+// ("strips", copied in whole runs) and keeps a block of outputs in 12 vector registers: pixels x
+// 16 channels forward, taps x 16 channels for the filter gradient (12 of them with AVX-512, 6
+// with AVX2). At such depths the im2col + GEMM path was bound by copying 3-value runs into its
+// patches.
 //
 // Arithmetic: each output is one chain of fused multiply-adds over the taps in (kh, kw, c)
 // order from zero, like the GEMM engine's element of the im2col product

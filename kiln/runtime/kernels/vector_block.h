@@ -1,8 +1,11 @@
-// A 64-byte block of values (16 floats, 8 doubles) as a GCC vector, for eager kernels written
-// with explicit vectors where the compiler's loop vectorizer does not keep a block in registers
-// (the direct convolutions of conv_shallow.cc, conv.cc's col2im): one AVX-512 register, two
-// AVX2 ones, four SSE ones. load/store copy exactly n values, so a partial block never touches
-// memory past its end.
+// A 64-byte block of values (16 floats, 8 doubles), for eager kernels written with explicit
+// vectors where the compiler's loop vectorizer does not keep a block in registers (the direct
+// convolutions of conv_shallow.cc, conv.cc's col2im): one AVX-512 register, two AVX ones, four
+// SSE ones. A block is an array of this build's registers (GCC vectors of the register's width),
+// each operation done register by register: GCC lowers a wider-than-register GCC vector through
+// the stack (loads built from scalar moves, the accumulators spilled), which made the shallow
+// filter gradient 10x slower than its FMAs on AVX2. load/store copy exactly n values, so a
+// partial block never touches memory past its end.
 #pragma once
 
 #include <cstdint>
@@ -10,32 +13,71 @@
 
 namespace kiln::runtime::vector_block {
 
-template <typename T>
-struct Vec;
-template <>
-struct Vec<float> {
-  typedef float type __attribute__((vector_size(64)));
-};
-template <>
-struct Vec<double> {
-  typedef double type __attribute__((vector_size(64)));
-};
-template <typename T>
-using V = typename Vec<T>::type;
-template <typename T>
-constexpr int64_t kLanes = 64 / int64_t(sizeof(T));
+// The width of this build's vector registers.
+#if defined(__AVX512F__)
+inline constexpr int kRegisterBytes = 64;
+#elif defined(__AVX__)
+inline constexpr int kRegisterBytes = 32;
+#else
+inline constexpr int kRegisterBytes = 16;
+#endif
+inline constexpr int kBlockBytes = 64;
+inline constexpr int kRegistersPerBlock = kBlockBytes / kRegisterBytes;
 
-// The first n (<= kLanes) values at p, the rest zeros; kFull: n == kLanes (one vector load, a
-// constant-size copy).
+template <typename T>
+struct Register {
+  typedef T type __attribute__((vector_size(kRegisterBytes)));
+};
+
+// kLanes<T> values as kRegistersPerBlock registers; `V<T> v = {}` is all zeros.
+template <typename T>
+struct V {
+  typename Register<T>::type r[kRegistersPerBlock];
+
+  V& operator+=(const V& b) {
+#pragma GCC unroll 4
+    for (int i = 0; i < kRegistersPerBlock; ++i) r[i] += b.r[i];
+    return *this;
+  }
+  friend V operator+(V a, const V& b) { return a += b; }
+  // s * b, each lane (a broadcast of s); `acc += s * b` is one fused multiply-add per register
+  // where the file is compiled with -ffp-contract=fast.
+  friend V operator*(T s, const V& b) {
+    V out;
+#pragma GCC unroll 4
+    for (int i = 0; i < kRegistersPerBlock; ++i) out.r[i] = s * b.r[i];
+    return out;
+  }
+};
+
+template <typename T>
+constexpr int64_t kLanes = kBlockBytes / int64_t(sizeof(T));
+
+// The first n (<= kLanes) values at p, the rest zeros; kFull: n == kLanes (one load per
+// register).
 template <bool kFull, typename T>
 V<T> load(const T* p, int64_t n) {
   V<T> v = {};
-  std::memcpy(&v, p, kFull ? sizeof(V<T>) : size_t(n) * sizeof(T));
+  if constexpr (kFull) {
+    constexpr int64_t kRegisterLanes = kRegisterBytes / int64_t(sizeof(T));
+#pragma GCC unroll 4
+    for (int i = 0; i < kRegistersPerBlock; ++i)
+      std::memcpy(&v.r[i], p + i * kRegisterLanes, kRegisterBytes);
+  } else {
+    std::memcpy(&v.r[0], p, size_t(n) * sizeof(T));
+  }
   return v;
 }
 template <bool kFull, typename T>
 void store(T* p, const V<T>& v, int64_t n) {
-  std::memcpy(p, &v, kFull ? sizeof(V<T>) : size_t(n) * sizeof(T));
+  if constexpr (kFull) {
+    constexpr int64_t kRegisterLanes = kRegisterBytes / int64_t(sizeof(T));
+#pragma GCC unroll 4
+    for (int i = 0; i < kRegistersPerBlock; ++i)
+      std::memcpy(p + i * kRegisterLanes, &v.r[i], kRegisterBytes);
+  } else {
+    std::memcpy(p, &v.r[0], size_t(n) * sizeof(T));
+  }
 }
 
 }  // namespace kiln::runtime::vector_block
