@@ -7,11 +7,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 #include <tuple>
 #include <vector>
 
 #include "kiln/runtime/kernels.h"
+#include "kiln/runtime/kernels/exact_exp.h"
 
 namespace kiln::runtime {
 namespace {
@@ -103,6 +105,43 @@ TEST(ExactExp, MaskedSoftmaxScoresWeighNothing) {
       }
     }
   }
+}
+
+// exact_exp::exp_values itself, in place and not: below kExpTail every value is the C library's
+// (+0 below kExpZero, denormals between), above it Eigen's vectorized exp within a few ulps;
+// the low arguments sit among ordinary ones and at the ends, in arrays of several vector lengths.
+template <typename T>
+void expect_exp_values(const std::vector<T>& low) {
+  std::mt19937_64 rng(9);
+  std::uniform_real_distribution<double> u(-20, 5);
+  for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{16}, int64_t{37}, int64_t{1000}}) {
+    std::vector<T> a(static_cast<size_t>(n));
+    for (T& v : a) v = T(u(rng));
+    for (size_t j = 0; j < low.size() && j < size_t(n); ++j)
+      a[size_t(int64_t(j) * 7919 % n)] = low[j];
+    std::vector<T> out(a.size()), in_place = a;
+    exact_exp::exp_values(a.data(), out.data(), n);
+    exact_exp::exp_values(in_place.data(), in_place.data(), n);
+    // (Eigen peels the unaligned head of an array with scalar exps: in place and not may differ
+    // in the last bit above the tail.)
+    for (const std::vector<T>* y : {&out, &in_place})
+      for (int64_t i = 0; i < n; ++i) {
+        const T v = a[size_t(i)], want = std::exp(v), got = (*y)[size_t(i)];
+        if (v < exact_exp::kExpTail<T>)
+          EXPECT_EQ(got, want) << v << " (n " << n << ")";
+        else
+          EXPECT_NEAR(got, want, 4 * std::numeric_limits<T>::epsilon() * want) << v;
+      }
+  }
+}
+
+TEST(ExactExp, ExpValuesGiveTheLibraryValuesBelowTheTail) {
+  expect_exp_values<float>(
+      {-1e9f, -1e4f, -104.5f, -104, -103.97f, -103.5f, -100, -95, -88.5f, -87.01f, -87, -86.99f});
+  expect_exp_values<double>(
+      {-1e9, -1e5, -746.5, -746, -745.1, -745, -740, -720, -709, -708.01, -708, -707.99});
+  std::vector<float> none;
+  exact_exp::exp_values(none.data(), none.data(), 0);  // no arguments: nothing read or written
 }
 
 }  // namespace

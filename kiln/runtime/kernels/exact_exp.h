@@ -20,22 +20,38 @@ namespace kiln::runtime::exact_exp {
 // Below this argument Eigen's exp is off; above it, it is as accurate as everywhere else.
 template <typename T>
 inline constexpr T kExpTail = std::is_same_v<T, float> ? T(-87) : T(-708);
+// Below this argument IEEE exp rounds to +0: exp(-104) = 6.8e-46 is under half of float's
+// smallest denormal (2^-149 / 2 = 7.0e-46), exp(-746) = 1.0e-324 under half of double's
+// (2.5e-324). The masked scores of a softmax (-1e9 - max) all lie there.
+template <typename T>
+inline constexpr T kExpZero = std::is_same_v<T, float> ? T(-104) : T(-746);
 
-// y[0, n) = exp(a[0, n)) (y may be a): Eigen's vectorized exp, arguments below kExpTail by
-// std::exp. One vectorized compare finds whether any argument is that low.
+// Eigen's exp of any argument below kExpTail (its clamped value, about 2^-127 or 2^-1023) is
+// under this; its exp of kExpTail or more (at least exp(kExpTail) = 1.6e-38 or 3.3e-308) is not.
+template <typename T>
+inline constexpr T kClampedBelow = std::is_same_v<T, float> ? T(8e-39) : T(1.6e-308);
+
+// y[0, n) = exp(a[0, n)) (y may be a): Eigen's vectorized exp; then the results of arguments
+// below kExpTail (Eigen's clamped value) become +0, and those of arguments in
+// [kExpZero, kExpTail), whose results are denormal, std::exp's. A vectorized minimum finds
+// whether any argument is that low.
 template <typename T>
 void exp_values(const T* a, T* y, int64_t n) {
   using Vec = Eigen::Array<T, Eigen::Dynamic, 1>;
   Eigen::Map<const Vec> args(a, n);
-  if (!(args < kExpTail<T>).any()) {
+  if (n == 0 || args.minCoeff() >= kExpTail<T>) {
     Eigen::Map<Vec>(y, n) = args.exp();
     return;
   }
   thread_local std::vector<std::pair<int64_t, T>> tail;
   tail.clear();
-  for (int64_t i = 0; i < n; ++i)
-    if (a[i] < kExpTail<T>) tail.emplace_back(i, a[i]);
+  int64_t denormal = 0;  // (no && and no early exit: a loop the compiler vectorizes)
+  for (int64_t i = 0; i < n; ++i) denormal += (a[i] < kExpTail<T>)&(a[i] >= kExpZero<T>);
+  if (denormal > 0)
+    for (int64_t i = 0; i < n; ++i)
+      if (a[i] < kExpTail<T> && a[i] >= kExpZero<T>) tail.emplace_back(i, a[i]);
   Eigen::Map<Vec>(y, n) = args.exp();
+  for (int64_t i = 0; i < n; ++i) y[i] = y[i] < kClampedBelow<T> ? T(0) : y[i];
   for (const auto& [i, v] : tail) y[i] = std::exp(v);
 }
 
