@@ -49,7 +49,7 @@ class RandomFusedGraphBuilder {
         OpKind::LogSoftmax, OpKind::MatMul,     OpKind::MaxPool2D,    OpKind::MaxPool2DGrad,
         OpKind::Reshape,    OpKind::Transpose,  OpKind::BroadcastTo,  OpKind::Equal,
         OpKind::LessEqual,  OpKind::LogicalAnd, OpKind::LogicalOr,    OpKind::LogicalNot,
-        OpKind::Sign};
+        OpKind::Sign,       OpKind::Slice};
     return k;
   }
   static const std::vector<std::pair<OpKind, const char*>>& left_out() {
@@ -395,6 +395,22 @@ class RandomFusedGraphBuilder {
     return op(OpKind::Transpose, {t}, {{"perm", inv}});
   }
 
+  // x plus a slice of a larger value (a parameter, or one computed from it inside the group):
+  // one axis longer, read from an offset of 0 or 1 with a step of 1 or 2 (a strided view).
+  V slice(V x) {
+    std::vector<int64_t> d = x->shape().to_vector(), big = d, start(d.size(), 0), stop = d,
+                         step(d.size(), 1);
+    const size_t axis = size_t(uniform(0, int(d.size()) - 1));
+    step[axis] = uniform(1, 2);
+    start[axis] = uniform(0, 1);
+    stop[axis] = start[axis] + (d[axis] - 1) * step[axis] + 1;
+    big[axis] = stop[axis] + uniform(0, 1);
+    V p = param(Shape(big));
+    if (chance(0.5)) p = is_float() ? unary(p) : op(OpKind::Neg, {p});
+    V sliced = op(OpKind::Slice, {p}, {{"start", start}, {"stop", stop}, {"step", step}});
+    return op(OpKind::Add, {x, sliced});
+  }
+
   // x[..., K] viewed as [M, K] times w[K, N], + bias[N], activation; reshaped so that the
   // result has x's shape when N == K.
   V matmul(V x) {
@@ -474,8 +490,10 @@ class RandomFusedGraphBuilder {
     V y = nullptr;
     if (r < 25) {
       y = unary(x);
-    } else if (r < 50) {
+    } else if (r < 47) {
       y = binary(x);
+    } else if (r < 50) {
+      y = x->shape().rank() > 0 ? slice(x) : binary(x);
     } else if (r < 62) {
       y = x->shape().rank() > 0 ? reduce_back(x) : unary(x);
     } else if (r < 68) {
