@@ -188,11 +188,13 @@ gemm_detail::SgemmArgs sgemm_args(bool ta, bool tb, int64_t m, int64_t n, int64_
   return {ta, tb, m, n, k, a, lda, b, ldb, c, ldc, acc};
 }
 
-// The loop scope in which a float32 B (k x n, n x k stored if tb) stays unchanged: the calling
-// thread runs a loop that passes B's buffer through (runtime/loop_invariants.h); else null.
-LoopInvariantScope* invariant_b(bool tb, int64_t n, int64_t k, const float* b, int64_t ldb) {
+// The loop scope in which B (k x n, n x k stored if tb; float32 or bf16 elements) stays
+// unchanged: the calling thread runs a loop that passes B's buffer through
+// (runtime/loop_invariants.h); else null.
+template <typename E>
+LoopInvariantScope* invariant_b(bool tb, int64_t n, int64_t k, const E* b, int64_t ldb) {
   const int64_t rows = tb ? n : k, cols = tb ? k : n;
-  return LoopInvariantScope::holding(b, size_t((rows - 1) * ldb + cols) * sizeof(float));
+  return LoopInvariantScope::holding(b, size_t((rows - 1) * ldb + cols) * sizeof(E));
 }
 
 // The engine's plan for a float32 product on `threads` threads, and its run (logged and
@@ -212,7 +214,8 @@ void run_float(const gemm_detail::MicroKernels& mk, const gemm_detail::GemmPlan&
   gemm_detail::GemmPlanScope scope(plan);
   if (plan.b == gemm_detail::BMode::kPrepacked) {
     KILN_ASSERT(loop != nullptr, "gemm: a plan with B packed once per loop outside a loop");
-    const PackedBKey key{args.b, args.ldb, args.k, args.n, args.tb, plan.kernel->nr, plan.kc};
+    const void* b = args.b != nullptr ? static_cast<const void*>(args.b) : args.b16;
+    const PackedBKey key{b, args.ldb, args.k, args.n, args.tb, plan.kernel->nr, plan.kc};
     args.packed_b =
         loop->packed_b(key, size_t(gemm_detail::packed_b_floats(plan)),
                        [&](float* out) { gemm_detail::pack_b_once(mk, plan, args, out); });
@@ -340,13 +343,17 @@ void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const bfloat16
   static_assert(sizeof(bfloat16) == sizeof(uint16_t));
   const gemm_detail::MicroKernels* pairs = gemm_detail::bf16_kernels_for(m, n, k);
   if (const gemm_detail::MicroKernels* mk = pairs ? pairs : engine_for<float>()) {
+    // (The pair kernels pack B per product: loop is null for them.)
+    const auto* b16 = reinterpret_cast<const uint16_t*>(b);
+    LoopInvariantScope* loop = mk->k_per_step == 1 ? invariant_b(tb, n, k, b16, ldb) : nullptr;
     const gemm_detail::GemmPlan plan =
-        float_plan(*mk, ta, tb, m, n, k, parallel ? num_threads() : 1, on_rows != nullptr, true);
+        float_plan(*mk, ta, tb, m, n, k, parallel ? num_threads() : 1, on_rows != nullptr, true,
+                   loop != nullptr);
     gemm_detail::SgemmArgs args =
         sgemm_args(ta, tb, m, n, k, nullptr, lda, nullptr, ldb, c, ldc, accumulate);
     args.a16 = reinterpret_cast<const uint16_t*>(a);
-    args.b16 = reinterpret_cast<const uint16_t*>(b);
-    return run_float(*mk, plan, args, on_rows);
+    args.b16 = b16;
+    return run_float(*mk, plan, args, on_rows, loop);
   }
   // Eigen: the operands widened first, then gemm<float>'s own split (the same bits).
   auto widened = [](const bfloat16* x, int64_t rows, int64_t cols, int64_t ld) {

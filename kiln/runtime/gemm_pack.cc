@@ -109,8 +109,9 @@ int64_t packed_b_floats(const GemmPlan& plan) {
 }
 
 void pack_b_once(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& g, float* out) {
-  KILN_ASSERT(g.b != nullptr && mk.k_per_step == 1 && !plan.transposed(),
-              "gemm: only a float32 B of a product computed as it is is packed once per loop");
+  KILN_ASSERT((g.b != nullptr || g.b16 != nullptr) && mk.k_per_step == 1 && !plan.transposed(),
+              "gemm: only a B of the float32 kernels' product computed as it is is packed once "
+              "per loop");
   const int64_t nr = plan.kernel->nr;
   const KBlocks kb(g.k, plan.kc, plan.k_quantum);
   const int64_t panels_n = ceil_div(g.n, nr), n_pad = panels_n * nr;

@@ -308,9 +308,10 @@ GemmPlan make_gemm_plan(const MicroKernels& mk, const GemmShape& shape, const Ge
   // them to whole tiles).
   const int64_t steps = mk.steps(shape.k);
   if (!compute_transposed(*plan.kernel, shape)) {
-    // A loop-invariant float32 B is packed once per loop (bf16 operands are widened as they
-    // are packed by every product, which keeps their buffers small).
-    const bool prepacked = shape.b_invariant && !shape.a_bf16 && !shape.b_bf16;
+    // A loop-invariant B is packed once per loop where the float32 kernels run the product
+    // (a bf16 B widened as it is packed, once, into a float32 copy twice its size); the bf16
+    // pair kernels pack it per product.
+    const bool prepacked = shape.b_invariant && mk.k_per_step == 1;
     plan_product(plan, p, shape.m, shape.n, steps, shape.ta, shape.tb, shape.a_bf16, shape.b_bf16,
                  grid, shape.epilogue, prepacked);
     return plan;

@@ -53,8 +53,9 @@ struct APanels {
 // n x k if tb; `threads` it may use; `epilogue`: whole row blocks, each handed to a callback
 // right after its last product (runtime::gemm_rows); `a_bf16`, `b_bf16`: the operand is stored
 // as bfloat16, and is always packed, widened to float32 as it is packed (runtime/gemm_widen.h);
-// `b_invariant`: B is unchanged for the rest of a loop (runtime/loop_invariants.h), so a float32
-// B is packed once and the packed copy reused (BMode::kPrepacked).
+// `b_invariant`: B is unchanged for the rest of a loop (runtime/loop_invariants.h), so B is
+// packed once and the packed copy reused (BMode::kPrepacked) where the float32 kernels run the
+// product (a bf16 B widened as it is packed).
 struct GemmShape {
   int64_t m = 0, n = 0, k = 0;
   bool ta = false, tb = false;

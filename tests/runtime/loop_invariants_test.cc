@@ -1,6 +1,6 @@
 // Loop-invariant operands (runtime/loop_invariants.h): which buffers a scope holds, the packed
-// copies it keeps, and float32 products whose B a loop leaves unchanged (packed once per loop,
-// the same bits as every other plan).
+// copies it keeps, and products whose B a loop leaves unchanged (packed once per loop, a bf16 B
+// widened as it is packed; the same bits as every other plan).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "kiln/ir/bfloat16.h"
+#include "kiln/ir/error.h"
 #include "kiln/runtime/gemm.h"
 #include "kiln/runtime/gemm_engine.h"
 #include "kiln/runtime/loop_invariants.h"
@@ -123,6 +125,63 @@ TEST(LoopInvariantGemm, PacksBOncePerLoopWithTheBitsOfEveryOtherPlan) {
       EXPECT_NE(d.find("B packed-once-per-loop"), std::string::npos) << d;
     if (c.rows) {
       EXPECT_EQ(rows_done, 4 * c.m);
+    }
+  }
+}
+
+// A bf16 B (an RNN's recurrent kernel under mixed_bfloat16) on the float32 kernels: widened once
+// into the packed copy, the bits of the product outside any loop. The pair kernels (here their
+// AMX emulation, where this CPU runs it) pack B per product: the same bits outside the loop and
+// in it, packed once exactly where a plan says so.
+TEST(LoopInvariantGemm, Bf16BOnTheFloat32KernelsIsWidenedOncePerLoop) {
+  if (gemm_detail::active_microkernels() == nullptr) GTEST_SKIP() << "Eigen GEMM: no plans";
+  struct Restore {
+    std::string name = gemm_bf16_kernels();
+    ~Restore() { set_gemm_bf16_kernels(name); }
+  } restore;
+  struct Case {
+    int64_t m, k, n;
+    bool tb, rows;
+  };
+  auto bf16s = [](size_t n, uint32_t seed) {
+    std::vector<bfloat16> v;
+    for (float x : random_floats(n, seed)) v.push_back(bfloat16::from_float(x));
+    return v;
+  };
+  for (const char* kernels : {"float32", "amx-emulated"}) {
+    try {
+      set_gemm_bf16_kernels(kernels);
+    } catch (const Error&) {  // this CPU cannot run them
+      continue;
+    }
+    for (const Case& c : {Case{32, 256, 1024, false, false}, Case{32, 1024, 256, true, true},
+                          Case{7, 45, 33, false, false}}) {
+      SCOPED_TRACE(::testing::Message() << kernels << " " << c.m << "x" << c.k << "x" << c.n
+                                        << (c.tb ? " tb" : "") << (c.rows ? " rows" : ""));
+      const std::vector<bfloat16> a = bf16s(size_t(c.m * c.k), 5), b = bf16s(size_t(c.k * c.n), 6);
+      const int64_t ldb = c.tb ? c.k : c.n;
+      const std::function<void(int64_t, int64_t)> on_rows = [](int64_t, int64_t) {};
+      auto product = [&](std::vector<float>& out) {
+        gemm_bf16(false, c.tb, c.m, c.n, c.k, a.data(), c.k, b.data(), ldb, out.data(), c.n, true,
+                  c.rows ? &on_rows : nullptr);
+      };
+      std::vector<float> want(size_t(c.m * c.n)), got(want.size());
+      product(want);
+      LoopInvariantScope loop({{b.data(), b.size() * sizeof(bfloat16)}});
+      start_profiling();
+      for (int iteration = 0; iteration < 3; ++iteration) {
+        std::fill(got.begin(), got.end(), -1.0f);
+        product(got);
+        EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
+            << "iteration " << iteration;
+      }
+      const std::vector<std::string> details = gemm_details(stop_profiling());
+      ASSERT_EQ(details.size(), 3u);
+      const bool once = details[0].find("packed-once-per-loop") != std::string::npos;
+      if (std::string(kernels) == "float32") {
+        EXPECT_TRUE(once) << details[0];
+      }
+      EXPECT_EQ(loop.fills(), once ? 1 : 0) << details[0];
     }
   }
 }
