@@ -1,11 +1,12 @@
 // Internal to the eager kernels that exponentiate with Eigen (elementwise_unary.cc, softmax.cc,
 // attention.cc). Eigen 3.4's vectorized exp, and its logistic built on it, clamp the argument
-// at about the log of the smallest normal number (float -88.38, double -709.78): every smaller
-// argument gives about 2^-127 (float) or 2^-1023 (double), where IEEE exp gives a smaller
-// denormal or +0. So exp(-1e9), the weight of a masked softmax score, came out 2.9e-39 instead
-// of 0, and log(sigmoid(-100)) -88.4 instead of -100 (tests/runtime/exact_exp_test.cc). Here
-// the elements whose argument is below kExpTail get the C library's exp instead; the rest keep
-// Eigen's vectorized values. (The generated kernels' exp is exact there: codegen/vector_math.cc.)
+// near the log of the smallest normal number (float -88.723, double -709.784): every smaller
+// argument gives 2.9e-39 (float) or 5.6e-309 (double), where IEEE exp gives a smaller denormal
+// or +0. So exp(-1e9), the weight of a masked softmax score, came out 2.9e-39 instead of 0, and
+// log(sigmoid(-100)) -88.4 instead of -100 (tests/runtime/exact_exp_test.cc). Here the elements
+// whose argument is below kExpZero get +0 and those in [kExpZero, kExpTail) the C library's exp;
+// the rest keep Eigen's vectorized values. (The generated kernels' exp is exact there:
+// codegen/vector_math.cc.)
 #pragma once
 
 #include <Eigen/Core>
@@ -26,13 +27,14 @@ inline constexpr T kExpTail = std::is_same_v<T, float> ? T(-87) : T(-708);
 template <typename T>
 inline constexpr T kExpZero = std::is_same_v<T, float> ? T(-104) : T(-746);
 
-// Eigen's exp of any argument below kExpTail (its clamped value, about 2^-127 or 2^-1023) is
-// under this; its exp of kExpTail or more (at least exp(kExpTail) = 1.6e-38 or 3.3e-308) is not.
+// Eigen's exp of any argument below kExpZero (its value at its clamp, -88.723 or -709.784:
+// 2.9e-39 or 5.6e-309) is under this; its exp of kExpTail or more (at least exp(kExpTail) =
+// 1.6e-38 or 3.3e-308) is not. (Arguments between the two are the denormal band, std::exp's.)
 template <typename T>
 inline constexpr T kClampedBelow = std::is_same_v<T, float> ? T(8e-39) : T(1.6e-308);
 
 // y[0, n) = exp(a[0, n)) (y may be a): Eigen's vectorized exp; then the results of arguments
-// below kExpTail (Eigen's clamped value) become +0, and those of arguments in
+// below kExpZero become +0 (with any others under kClampedBelow), and those of arguments in
 // [kExpZero, kExpTail), whose results are denormal, std::exp's. A vectorized minimum finds
 // whether any argument is that low.
 template <typename T>
