@@ -80,6 +80,27 @@ std::vector<std::string> gemm_details(const std::vector<ProfileEvent>& events) {
   return details;
 }
 
+// Runs `product` three times inside a loop scope holding [b, b + bytes), each result bitwise
+// `want`; returns the scope's fills and the three products' plan details.
+struct InLoop {
+  int64_t fills = 0;
+  std::vector<std::string> details;
+};
+InLoop three_in_loop(const void* b, size_t bytes,
+                     const std::function<void(std::vector<float>&)>& product,
+                     const std::vector<float>& want) {
+  LoopInvariantScope loop({{b, bytes}});
+  std::vector<float> got(want.size());
+  start_profiling();
+  for (int iteration = 0; iteration < 3; ++iteration) {
+    std::fill(got.begin(), got.end(), -1.0f);
+    product(got);
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
+        << "iteration " << iteration;
+  }
+  return {loop.fills(), gemm_details(stop_profiling())};
+}
+
 // Products an RNN step runs against its weights (recurrent 32 x 256 x 1024, a transposed
 // weight, a row-block product with a callback, odd sizes): within a scope holding B, packed once
 // and reused, the same bits as outside any loop.
@@ -108,20 +129,12 @@ TEST(LoopInvariantGemm, PacksBOncePerLoopWithTheBitsOfEveryOtherPlan) {
       else
         gemm<float>(false, c.tb, c.m, c.n, c.k, a.data(), c.k, b.data(), ldb, out.data(), c.n);
     };
-    std::vector<float> want(size_t(c.m * c.n)), got(want.size(), -1.0f);
+    std::vector<float> want(size_t(c.m * c.n));
     product(want);
-    LoopInvariantScope loop({{b.data(), b.size() * sizeof(float)}});
-    start_profiling();
-    for (int iteration = 0; iteration < 3; ++iteration) {
-      std::fill(got.begin(), got.end(), -1.0f);
-      product(got);
-      EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
-          << "iteration " << iteration;
-    }
-    const std::vector<std::string> details = gemm_details(stop_profiling());
-    EXPECT_EQ(loop.fills(), 1);
-    ASSERT_EQ(details.size(), 3u);
-    for (const std::string& d : details)
+    const InLoop run = three_in_loop(b.data(), b.size() * sizeof(float), product, want);
+    EXPECT_EQ(run.fills, 1);
+    ASSERT_EQ(run.details.size(), 3u);
+    for (const std::string& d : run.details)
       EXPECT_NE(d.find("B packed-once-per-loop"), std::string::npos) << d;
     if (c.rows) {
       EXPECT_EQ(rows_done, 4 * c.m);
@@ -165,23 +178,15 @@ TEST(LoopInvariantGemm, Bf16BOnTheFloat32KernelsIsWidenedOncePerLoop) {
         gemm_bf16(false, c.tb, c.m, c.n, c.k, a.data(), c.k, b.data(), ldb, out.data(), c.n, true,
                   c.rows ? &on_rows : nullptr);
       };
-      std::vector<float> want(size_t(c.m * c.n)), got(want.size());
+      std::vector<float> want(size_t(c.m * c.n));
       product(want);
-      LoopInvariantScope loop({{b.data(), b.size() * sizeof(bfloat16)}});
-      start_profiling();
-      for (int iteration = 0; iteration < 3; ++iteration) {
-        std::fill(got.begin(), got.end(), -1.0f);
-        product(got);
-        EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
-            << "iteration " << iteration;
-      }
-      const std::vector<std::string> details = gemm_details(stop_profiling());
-      ASSERT_EQ(details.size(), 3u);
-      const bool once = details[0].find("packed-once-per-loop") != std::string::npos;
+      const InLoop run = three_in_loop(b.data(), b.size() * sizeof(bfloat16), product, want);
+      ASSERT_EQ(run.details.size(), 3u);
+      const bool once = run.details[0].find("packed-once-per-loop") != std::string::npos;
       if (std::string(kernels) == "float32") {
-        EXPECT_TRUE(once) << details[0];
+        EXPECT_TRUE(once) << run.details[0];
       }
-      EXPECT_EQ(loop.fills(), once ? 1 : 0) << details[0];
+      EXPECT_EQ(run.fills, once ? 1 : 0) << run.details[0];
     }
   }
 }
