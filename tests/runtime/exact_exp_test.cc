@@ -36,10 +36,13 @@ Array with_low_values(const std::vector<T>& low, int64_t n, std::vector<int64_t>
   return a;
 }
 
+// `with_nan`: a NaN beside them too (a chunk's minimum may then be NaN: the low values must
+// still be found).
 template <typename T>
-void expect_tail(OpKind op, T (*exact)(T), const std::vector<T>& low) {
+void expect_tail(OpKind op, T (*exact)(T), const std::vector<T>& low, bool with_nan = false) {
   std::vector<int64_t> at;
-  const Array x = with_low_values<T>(low, 100000, at);
+  Array x = with_low_values<T>(low, 100000, at);
+  if (with_nan) x.data<T>()[1] = std::numeric_limits<T>::quiet_NaN();
   const Array in[] = {x};
   const Array y = run_op(op, in, {});
   for (int64_t i : at) {
@@ -71,6 +74,8 @@ TEST(ExactExp, ElementwiseTailsAreTheLibraryValues) {
         std::tuple{OpKind::Softplus, &softplus_ref<float>, &softplus_ref<double>}}) {
     expect_tail<float>(op, f, lowf);
     expect_tail<double>(op, d, lowd);
+    expect_tail<float>(op, f, lowf, /*with_nan=*/true);
+    expect_tail<double>(op, d, lowd, /*with_nan=*/true);
   }
   // The cases the clamp got wrong, by value.
   Array one = Array::empty(DType::f32, Shape{1});

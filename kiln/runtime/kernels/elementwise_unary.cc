@@ -64,7 +64,8 @@ KILN_UNARY_FLOAT(leaky_relu_kernel,
 
 // exp, sigmoid and softplus: Eigen's vectorized values, except where their exponential's
 // argument is below exact_exp::kExpTail (Eigen's exp is clamped there): those elements take the
-// same formula on the C library's exp, found by one vectorized compare per chunk.
+// same formula on the C library's exp, found by a vectorized minimum per chunk (Eigen's any()
+// of a compare is a scalar loop).
 template <typename T, class F, class Arg, class Exact>
 void exp_family_loop(const Array& in, Array& out, F&& f, Arg&& arg, Exact&& exact) {
   const T* px = static_cast<const T*>(in.raw());
@@ -72,7 +73,7 @@ void exp_family_loop(const Array& in, Array& out, F&& f, Arg&& arg, Exact&& exac
   parallel_for(out.size(), kElementwiseGrain, [&](int64_t b, int64_t e) {
     CMap<T> x(px + b, e - b);
     MMap<T>(po + b, e - b) = f(x);
-    if (!(arg(x) < exact_exp::kExpTail<T>).any()) return;
+    if (arg(x).minCoeff() >= exact_exp::kExpTail<T>) return;  // (a NaN minimum: scan)
     for (int64_t i = b; i < e; ++i)
       if (arg(CMap<T>(px + i, 1)).coeff(0) < exact_exp::kExpTail<T>) po[i] = exact(px[i]);
   });
