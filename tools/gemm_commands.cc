@@ -117,7 +117,10 @@ void run_tune(const TuneArgs& a) {
     p.b_ahead = 1;
     o.start = p;
   }
-  std::cout << "kiln tune: " << mk.isa << " kernels, one thread, start: " << a.start << "\n";
+  const int threads = num_threads();
+  std::cout << "kiln tune: " << mk.isa << " kernels, one thread"
+            << (threads > 1 ? fmt::format(" (task grids on {} threads)", threads) : std::string())
+            << ", start: " << a.start << "\n";
   o.progress = [](const std::string& line) { std::cout << "  " << line << std::endl; };
   const gd::TuneResult r = gd::tune_gemm(mk, o);
   double start_s = 0, chosen_s = 0, flops = 0;
@@ -130,10 +133,15 @@ void run_tune(const TuneArgs& a) {
                             s.ta ? " ta" : "", s.tb ? " tb" : "");
     std::cout << fmt::format(
         "{:<22} {:>6.0f}us {:>6.0f}us {:>8.1f} {:>5.2f}x  {} kc {} nc {} "
-        "prefetch {}, B packed from {} rows, A direct up to {} columns ({})\n",
+        "prefetch {}, B packed from {} rows, A direct up to {} columns, tasks of {} panels{} "
+        "({})\n",
         c.name, c.start_seconds * 1e6, c.chosen_seconds * 1e6, c.flops / c.chosen_seconds * 1e-9,
         c.gain(), c.chosen_kernel, c.chosen.kc, c.chosen.nc, c.chosen.b_ahead,
-        c.chosen.pack_b_min_rows, c.chosen.direct_a_max_cols, shapes);
+        c.chosen.pack_b_min_rows, c.chosen.direct_a_max_cols, c.chosen.min_task_panels,
+        c.grid_candidates == 0
+            ? std::string()
+            : fmt::format(" ({:.2f}x on {} threads)", c.grid_gain(), c.grid_threads),
+        shapes);
     start_s += c.start_seconds;
     chosen_s += c.chosen_seconds;
     flops += c.flops;

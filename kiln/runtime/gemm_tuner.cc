@@ -53,9 +53,15 @@ struct Problem {
     c = random_buffer(s.m * s.n, 3);
   }
   double flops() const { return 2.0 * double(shape.m) * double(shape.n) * double(shape.k); }
-  // The fastest call of `slice` seconds of calls.
-  double time(const MicroKernels& mk, const GemmParams& p, double slice) const {
-    const GemmPlan plan = make_gemm_plan(mk, shape, p);
+  GemmShape on_threads(int threads) const {
+    GemmShape s = shape;
+    s.threads = threads;
+    return s;
+  }
+  // The fastest call of `slice` seconds of calls, planned for `threads` threads (kiln's arena
+  // must have them).
+  double time(const MicroKernels& mk, const GemmParams& p, double slice, int threads) const {
+    const GemmPlan plan = make_gemm_plan(mk, on_threads(threads), p);
     const SgemmArgs g{shape.ta,
                       shape.tb,
                       shape.m,
@@ -87,23 +93,24 @@ struct ClassState {
   double best_seconds = 0;
 };
 
-double class_time(const MicroKernels& mk, const ClassState& c, const GemmParams& p, double slice) {
+double class_time(const MicroKernels& mk, const ClassState& c, const GemmParams& p, double slice,
+                  int threads = 1) {
   double total = 0;
-  for (const Problem* problem : c.problems) total += problem->time(mk, p, slice);
+  for (const Problem* problem : c.problems) total += problem->time(mk, p, slice, threads);
   return total;
 }
 
-// Times `candidates` and the class's best interleaved; adopts the fastest candidate if it beats
-// the best by min_gain. Returns the number of candidates timed.
+// Times `candidates` and the class's best interleaved (planned for `threads` threads); adopts
+// the fastest candidate if it beats the best by min_gain. Returns the number of candidates timed.
 int run_stage(const MicroKernels& mk, ClassState& c, const std::vector<GemmParams>& candidates,
-              const TuneOptions& o) {
+              const TuneOptions& o, int threads = 1) {
   if (candidates.empty()) return 0;
   std::vector<double> times(candidates.size(), 1e30);
   double best = 1e30;
   for (int r = 0; r < std::max(1, o.rounds); ++r) {
-    best = std::min(best, class_time(mk, c, c.best, o.slice_seconds));
+    best = std::min(best, class_time(mk, c, c.best, o.slice_seconds, threads));
     for (size_t i = 0; i < candidates.size(); ++i)
-      times[i] = std::min(times[i], class_time(mk, c, candidates[i], o.slice_seconds));
+      times[i] = std::min(times[i], class_time(mk, c, candidates[i], o.slice_seconds, threads));
   }
   const size_t winner = size_t(std::min_element(times.begin(), times.end()) - times.begin());
   c.best_seconds = best;
@@ -132,13 +139,28 @@ bool same_plan(const GemmPlan& a, const GemmPlan& b) {
          a.b_ahead == b.b_ahead;
 }
 
-// Whether `p` plans some problem of class `c` differently from the class's best blocking.
-bool changes_a_plan(const MicroKernels& mk, const ClassState& c, const GemmParams& p) {
+// Whether `p` plans some problem of class `c` differently from the class's best blocking, on
+// `threads` threads.
+bool changes_a_plan(const MicroKernels& mk, const ClassState& c, const GemmParams& p,
+                    int threads = 1) {
   for (const Problem* problem : c.problems)
-    if (!same_plan(make_gemm_plan(mk, problem->shape, p),
-                   make_gemm_plan(mk, problem->shape, c.best)))
+    if (!same_plan(make_gemm_plan(mk, problem->on_threads(threads), p),
+                   make_gemm_plan(mk, problem->on_threads(threads), c.best)))
       return true;
   return false;
+}
+
+// Stage 6's candidates: the class's best with min_task_panels halved and doubled, those that
+// change the grid of one of its shapes on `threads` threads.
+std::vector<GemmParams> grid_candidates(const MicroKernels& mk, const ClassState& c, int threads) {
+  std::vector<GemmParams> out;
+  for (double f : {0.5, 2.0}) {
+    GemmParams p = c.best;
+    p.min_task_panels = std::max<int64_t>(1, int64_t(double(c.best.min_task_panels) * f));
+    if (p.min_task_panels != c.best.min_task_panels && changes_a_plan(mk, c, p, threads))
+      out.push_back(p);
+  }
+  return out;
 }
 
 void add_unique(std::vector<GemmParams>& list, const GemmParams& current, const GemmParams& p) {
@@ -204,6 +226,7 @@ std::vector<GemmShape> tuning_shapes() {
 TuneResult tune_gemm(const MicroKernels& mk, const TuneOptions& o) {
   const Clock::time_point t0 = Clock::now();
   const int saved_threads = num_threads();
+  const int grid_threads = o.threads > 0 ? o.threads : saved_threads;
   set_num_threads(1);
   struct Restore {
     int threads;
@@ -305,6 +328,33 @@ TuneResult tune_gemm(const MicroKernels& mk, const TuneOptions& o) {
     }
     report.start_seconds = start_s;
     report.chosen_seconds = chosen_s;
+    // 6. The task grids on grid_threads threads (the stages above time one thread, whose plans
+    //    have one task): min_task_panels halved and doubled, where that changes the grid of one
+    //    of the class's shapes; the choice is timed once more against the one-thread choice.
+    report.grid_threads = grid_threads;
+    if (const std::vector<GemmParams> grids =
+            grid_threads > 1 ? grid_candidates(mk, c, grid_threads) : std::vector<GemmParams>{};
+        !grids.empty()) {
+      set_num_threads(grid_threads);
+      const GemmParams one_thread = c.best;
+      report.grid_candidates = run_stage(mk, c, grids, o, grid_threads);
+      double before_s = c.best_seconds, after_s = c.best_seconds;  // kept: the stage's timing
+      if (!same_blocking(one_thread, c.best)) {
+        before_s = after_s = 1e30;
+        for (int r = 0; r < std::max(1, o.rounds); ++r) {
+          before_s =
+              std::min(before_s, class_time(mk, c, one_thread, o.slice_seconds, grid_threads));
+          after_s = std::min(after_s, class_time(mk, c, c.best, o.slice_seconds, grid_threads));
+        }
+        if (after_s > before_s) {  // noise: keep the one-thread choice's grids
+          c.best = one_thread;
+          after_s = before_s;
+        }
+      }
+      report.grid_start_seconds = before_s;
+      report.grid_chosen_seconds = after_s;
+      set_num_threads(1);
+    }
     report.chosen = c.best;
     report.start_kernel = mk.shapes[report.start.kernel].name;
     report.chosen_kernel = mk.shapes[c.best.kernel].name;
@@ -314,10 +364,14 @@ TuneResult tune_gemm(const MicroKernels& mk, const TuneOptions& o) {
     if (o.progress)
       o.progress(fmt::format(
           "{:<22} {} kc {} nc {} prefetch {} -> {} kc {} nc {} prefetch {}, B packed from {} "
-          "rows, A direct to {} columns, tasks of {} panels: {:.2f}x ({} candidates)",
+          "rows, A direct to {} columns, tasks of {} panels: {:.2f}x ({} candidates){}",
           name, report.start_kernel, report.start.kc, report.start.nc, report.start.b_ahead,
           report.chosen_kernel, c.best.kc, c.best.nc, c.best.b_ahead, c.best.pack_b_min_rows,
-          c.best.direct_a_max_cols, c.best.min_task_panels, report.gain(), report.candidates));
+          c.best.direct_a_max_cols, c.best.min_task_panels, report.gain(), report.candidates,
+          report.grid_candidates == 0
+              ? std::string()
+              : fmt::format("; grids on {} threads: {:.2f}x ({} candidates)", grid_threads,
+                            report.grid_gain(), report.grid_candidates)));
     result.classes.push_back(std::move(report));
   }
   result.core_gflops = std::max(result.core_gflops, measure_fma_peak(1, 0.02, 5).gflops);

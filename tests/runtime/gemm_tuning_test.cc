@@ -419,6 +419,41 @@ TEST(GemmTuningTest, DamagedOrForeignTablesAreIgnoredWithAWarningAndRebuilt) {
               pr.run(mk, derived, GemmGrid{2, 1}, true));
 }
 
+// Stage 6 times min_task_panels on the thread count asked for (none at one thread), where the
+// candidates change the product's task grid, restores kiln's thread count, and whatever it
+// chooses computes the contract's chain.
+TEST(GemmTuningTest, GridStageTimesTaskGridsOnTheThreadCountAndKeepsTheBits) {
+  const std::vector<const MicroKernels*> sets = engines();
+  if (sets.empty()) GTEST_SKIP() << "this CPU runs only Eigen's GEMM";
+  const MicroKernels& mk = *sets.front();
+  // 11 row panels of 6 rows (or 6 of 12): min_task_panels 2, 4 and 8 give different grids on
+  // 2 threads.
+  const GemmShape shape{64, 200, 96, false, false};
+  TuneOptions o;
+  o.shapes = {shape};
+  o.slice_seconds = 0.0005;
+  o.rounds = 1;
+  const int threads_before = num_threads();
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(threads);
+    o.threads = threads;
+    const TuneResult r = tune_gemm(mk, o);
+    EXPECT_EQ(num_threads(), threads_before);
+    ASSERT_EQ(r.classes.size(), 1u);
+    const TunedClassReport& c = r.classes[0];
+    EXPECT_EQ(c.grid_threads, threads);
+    if (threads == 1) {
+      EXPECT_EQ(c.grid_candidates, 0);
+      continue;
+    }
+    EXPECT_GE(c.grid_candidates, 1);
+    EXPECT_LE(c.grid_candidates, 2);
+    EXPECT_GT(c.grid_chosen_seconds, 0);
+    const Product pr(shape.m, shape.n, shape.k, false, false, 17);
+    EXPECT_TRUE(pr.run(mk, c.chosen, GemmGrid{0, 0}, false) == pr.reference(false));
+  }
+}
+
 // KILN_LOG=debug shows each product's plan once; while profiling each product is an event of
 // category "gemm" whose detail is its plan (also in the Chrome trace).
 TEST(GemmTuningTest, PlansAreLoggedOnceAndProfiledWithTheirPlan) {
