@@ -22,6 +22,19 @@ std::optional<int> num_threads() {
   return int(n);
 }
 
+std::optional<int64_t> worker_spin_us() {
+  const char* v = std::getenv("KILN_WORKER_SPIN_US");
+  if (!v || !*v) return std::nullopt;
+  char* end = nullptr;
+  long long n = std::strtoll(v, &end, 10);
+  if (*end != '\0' || n < 0 || n > 1000000)
+    throw Error(
+        fmt::format("KILN_WORKER_SPIN_US=\"{}\" is not a time in microseconds: set it to an "
+                    "integer from 0 (workers sleep as oneTBB decides) to 1000000, or unset it",
+                    v));
+  return int64_t(n);
+}
+
 std::optional<double> distributed_timeout() {
   const char* v = std::getenv("KILN_DISTRIBUTED_TIMEOUT");
   if (!v || !*v) return std::nullopt;

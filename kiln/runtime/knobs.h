@@ -13,6 +13,11 @@ namespace kiln::runtime::knobs {
 // Returns nullopt when unset; throws kiln::Error on a value that is not a positive integer.
 std::optional<int> num_threads();
 
+// KILN_WORKER_SPIN_US: how long kiln's workers stay awake after a parallel region, in
+// microseconds (API: kiln::set_worker_spin_us); nullopt when unset; kiln::Error on a value that
+// is not an integer from 0 to 1000000.
+std::optional<int64_t> worker_spin_us();
+
 // KILN_GEMM=auto|avx512|avx2|eigen: the float32 GEMM kernels (runtime/gemm.h; API:
 // runtime::set_gemm_kernels); nullopt when unset or empty (then auto). runtime checks the value.
 std::optional<std::string> gemm_kernels();
