@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <string_view>
 
@@ -9,30 +10,35 @@
 
 namespace kiln::runtime::knobs {
 
-std::optional<int> num_threads() {
-  const char* v = std::getenv("KILN_NUM_THREADS");
+namespace {
+
+// The integer value of environment variable `name`, in [lo, hi]; nullopt when unset or empty;
+// kiln::Error `NAME="value" is not <what>: <advice>` for anything else.
+std::optional<int64_t> integer_knob(const char* name, int64_t lo, int64_t hi, const char* what,
+                                    const char* advice) {
+  const char* v = std::getenv(name);
   if (!v || !*v) return std::nullopt;
   char* end = nullptr;
-  long n = std::strtol(v, &end, 10);
-  if (*end != '\0' || n < 1 || n > 4096)
-    throw Error(
-        fmt::format("KILN_NUM_THREADS=\"{}\" is not a thread count: set it to a positive "
-                    "integer such as 1 or 2, or unset it",
-                    v));
-  return int(n);
+  errno = 0;
+  const long long n = std::strtoll(v, &end, 10);
+  if (*end != '\0' || errno == ERANGE || n < lo || n > hi)
+    throw Error(fmt::format("{}=\"{}\" is not {}: {}", name, v, what, advice));
+  return int64_t(n);
+}
+
+}  // namespace
+
+std::optional<int> num_threads() {
+  const std::optional<int64_t> n =
+      integer_knob("KILN_NUM_THREADS", 1, 4096, "a thread count",
+                   "set it to a positive integer such as 1 or 2, or unset it");
+  return n ? std::optional<int>(int(*n)) : std::nullopt;
 }
 
 std::optional<int64_t> worker_spin_us() {
-  const char* v = std::getenv("KILN_WORKER_SPIN_US");
-  if (!v || !*v) return std::nullopt;
-  char* end = nullptr;
-  long long n = std::strtoll(v, &end, 10);
-  if (*end != '\0' || n < 0 || n > 1000000)
-    throw Error(
-        fmt::format("KILN_WORKER_SPIN_US=\"{}\" is not a time in microseconds: set it to an "
-                    "integer from 0 (workers sleep as oneTBB decides) to 1000000, or unset it",
-                    v));
-  return int64_t(n);
+  return integer_knob("KILN_WORKER_SPIN_US", 0, 1000000, "a time in microseconds",
+                      "set it to an integer from 0 (workers sleep as oneTBB decides) to "
+                      "1000000, or unset it");
 }
 
 std::optional<double> distributed_timeout() {
@@ -49,16 +55,9 @@ std::optional<double> distributed_timeout() {
 }
 
 std::optional<int64_t> bucket_bytes() {
-  const char* v = std::getenv("KILN_BUCKET_BYTES");
-  if (!v || !*v) return std::nullopt;
-  char* end = nullptr;
-  long long n = std::strtoll(v, &end, 10);
-  if (*end != '\0' || n < 0 || n > (int64_t(1) << 40))
-    throw Error(
-        fmt::format("KILN_BUCKET_BYTES=\"{}\" is not a number of bytes: set it to 0 (no "
-                    "buckets) or a positive integer such as 1048576, or unset it (default 1 MiB)",
-                    v));
-  return int64_t(n);
+  return integer_knob("KILN_BUCKET_BYTES", 0, int64_t(1) << 40, "a number of bytes",
+                      "set it to 0 (no buckets) or a positive integer such as 1048576, or unset "
+                      "it (default 1 MiB)");
 }
 
 bool launched_by_mpi() {
