@@ -15,10 +15,10 @@ int num_threads();
 // How long kiln's workers stay awake after a parallel region, in microseconds (default 1000;
 // KILN_WORKER_SPIN_US; 0: as oneTBB decides). oneTBB's workers sleep soon after their last
 // task (within 50-150 us on a 2-core VM), and waking them for the next region is the operating
-// system's business: 33-68 us on that VM (docs/benchmarks.md, ParallelRegionAfterIdle), longer
-// than many of a compiled step's regions. When a region started outside kiln's tasks ends,
-// kiln enqueues one task per worker (at most one each at a time) that spins until a region
-// starts anywhere or the time is up, so serial work shorter than that finds them awake
+// system's business: from 30 to 200 us on that VM (docs/benchmarks.md, ParallelRegionAfterIdle),
+// longer than many of a compiled step's regions. When a region started outside kiln's tasks ends,
+// kiln enqueues one task per worker (at most one each at a time) that pauses, then yields, until a
+// region starts anywhere or the time is up, so serial work shorter than that finds them awake
 // (OpenMP's active wait, as OMP_WAIT_POLICY and KMP_BLOCKTIME set it). The cost: up to that
 // much CPU time per worker after each burst of regions. kiln::Error for a value outside
 // [0, 1000000].

@@ -1,6 +1,7 @@
 // kiln's arena keeps its workers awake for worker_spin_us() after a region started outside its
 // tasks (runtime/threading.h): one lingering task per worker, none for nested regions, none
-// with 0, and they end when the time is up or a region starts.
+// with 0, and they end when the time is up or a region starts. (The suite's name holds
+// "Thread", so scripts/tsan.sh runs it.)
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -38,7 +39,7 @@ struct ThreadsGuard {
   }
 };
 
-TEST(WorkerSpin, OneLingeringTaskPerWorkerAfterATopLevelRegionUntilTheTimeIsUp) {
+TEST(WorkerThreadSpin, OneLingeringTaskPerWorkerAfterATopLevelRegionUntilTheTimeIsUp) {
   ThreadsGuard guard;
   set_num_threads(3);
   set_worker_spin_us(0);
@@ -60,7 +61,7 @@ TEST(WorkerSpin, OneLingeringTaskPerWorkerAfterATopLevelRegionUntilTheTimeIsUp) 
   EXPECT_TRUE(lingering_becomes(0, 5.0)) << "they stop once their time is up";
 }
 
-TEST(WorkerSpin, NestedRegionsDoNotLinger) {
+TEST(WorkerThreadSpin, NestedRegionsDoNotLinger) {
   ThreadsGuard guard;
   set_num_threads(2);
   set_worker_spin_us(0);
@@ -78,7 +79,7 @@ TEST(WorkerSpin, NestedRegionsDoNotLinger) {
   EXPECT_TRUE(lingering_becomes(0, 5.0));
 }
 
-TEST(WorkerSpin, BadValuesAreErrors) {
+TEST(WorkerThreadSpin, BadValuesAreErrors) {
   EXPECT_THROW(set_worker_spin_us(-1), Error);
   EXPECT_THROW(set_worker_spin_us(1000001), Error);
   ::setenv("KILN_WORKER_SPIN_US", "soon", 1);
