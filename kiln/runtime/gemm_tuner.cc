@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <map>
 #include <random>
+#include <tuple>
+#include <utility>
 
 #include "kiln/ir/error.h"
 #include "kiln/runtime/cpu_info.h"
@@ -150,17 +152,21 @@ bool changes_a_plan(const MicroKernels& mk, const ClassState& c, const GemmParam
   return false;
 }
 
-// Stage 6's candidates: the class's best with min_task_panels halved and doubled, those that
-// change the grid of one of its shapes on `threads` threads.
-std::vector<GemmParams> grid_candidates(const MicroKernels& mk, const ClassState& c, int threads) {
-  std::vector<GemmParams> out;
-  for (double f : {0.5, 2.0}) {
-    GemmParams p = c.best;
-    p.min_task_panels = std::max<int64_t>(1, int64_t(double(c.best.min_task_panels) * f));
-    if (p.min_task_panels != c.best.min_task_panels && changes_a_plan(mk, c, p, threads))
-      out.push_back(p);
+// Times `earlier` and the class's best once more side by side (`threads` threads) and goes back
+// to `earlier` unless the best is faster (the stages' gains were noise). Returns the times of
+// `earlier` and of the blocking kept.
+std::pair<double, double> confirm(const MicroKernels& mk, ClassState& c, const GemmParams& earlier,
+                                  const TuneOptions& o, int threads = 1) {
+  double earlier_s = 1e30, best_s = 1e30;
+  for (int r = 0; r < std::max(1, o.rounds); ++r) {
+    earlier_s = std::min(earlier_s, class_time(mk, c, earlier, o.slice_seconds, threads));
+    best_s = std::min(best_s, class_time(mk, c, c.best, o.slice_seconds, threads));
   }
-  return out;
+  if (best_s > earlier_s) {
+    c.best = earlier;
+    best_s = earlier_s;
+  }
+  return {earlier_s, best_s};
 }
 
 void add_unique(std::vector<GemmParams>& list, const GemmParams& current, const GemmParams& p) {
@@ -317,42 +323,24 @@ TuneResult tune_gemm(const MicroKernels& mk, const TuneOptions& o) {
       if (changes_a_plan(mk, c, p)) add_unique(candidates, c.best, p);
     report.candidates += run_stage(mk, c, candidates, o);
     // The start and the choice, timed once more side by side.
-    double start_s = 1e30, chosen_s = 1e30;
-    for (int r = 0; r < std::max(1, o.rounds); ++r) {
-      start_s = std::min(start_s, class_time(mk, c, report.start, o.slice_seconds));
-      chosen_s = std::min(chosen_s, class_time(mk, c, c.best, o.slice_seconds));
-    }
-    if (chosen_s > start_s) {  // the stages' gains were noise: keep the start
-      c.best = report.start;
-      chosen_s = start_s;
-    }
-    report.start_seconds = start_s;
-    report.chosen_seconds = chosen_s;
+    std::tie(report.start_seconds, report.chosen_seconds) = confirm(mk, c, report.start, o);
     // 6. The task grids on grid_threads threads (the stages above time one thread, whose plans
     //    have one task): min_task_panels halved and doubled, where that changes the grid of one
     //    of the class's shapes; the choice is timed once more against the one-thread choice.
     report.grid_threads = grid_threads;
-    if (const std::vector<GemmParams> grids =
-            grid_threads > 1 ? grid_candidates(mk, c, grid_threads) : std::vector<GemmParams>{};
-        !grids.empty()) {
+    std::vector<GemmParams> grids;
+    if (grid_threads > 1)
+      for (const GemmParams& p : threshold_candidates(c.best))
+        if (p.min_task_panels != c.best.min_task_panels && changes_a_plan(mk, c, p, grid_threads))
+          grids.push_back(p);
+    if (!grids.empty()) {
       set_num_threads(grid_threads);
       const GemmParams one_thread = c.best;
       report.grid_candidates = run_stage(mk, c, grids, o, grid_threads);
-      double before_s = c.best_seconds, after_s = c.best_seconds;  // kept: the stage's timing
-      if (!same_blocking(one_thread, c.best)) {
-        before_s = after_s = 1e30;
-        for (int r = 0; r < std::max(1, o.rounds); ++r) {
-          before_s =
-              std::min(before_s, class_time(mk, c, one_thread, o.slice_seconds, grid_threads));
-          after_s = std::min(after_s, class_time(mk, c, c.best, o.slice_seconds, grid_threads));
-        }
-        if (after_s > before_s) {  // noise: keep the one-thread choice's grids
-          c.best = one_thread;
-          after_s = before_s;
-        }
-      }
-      report.grid_start_seconds = before_s;
-      report.grid_chosen_seconds = after_s;
+      report.grid_start_seconds = report.grid_chosen_seconds = c.best_seconds;
+      if (!same_blocking(one_thread, c.best))
+        std::tie(report.grid_start_seconds, report.grid_chosen_seconds) =
+            confirm(mk, c, one_thread, o, grid_threads);
       set_num_threads(1);
     }
     report.chosen = c.best;
