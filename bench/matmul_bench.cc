@@ -5,6 +5,10 @@
 //   MatMul_KilnGemm    kiln::runtime::gemm into a preallocated output (every shape below, with
 //                      the transposes the gradients use); the label is the plan it ran
 //   MatMul_OneDnn      dnnl_sgemm on the same shapes (when built with Debian's libdnnl-dev)
+//   MatMul_KilnGemmCold, MatMul_OneDnnCold  the same two with A, B and C flushed from every
+//                      cache level before each product (untimed), as in a training step whose
+//                      product reads activations written milliseconds before; the other rows
+//                      find the operands in cache, left there by the previous iteration
 //   MatMul_Eigen       Eigen MatrixXf product on row-major maps (1 thread)
 //   MatMul_EigenTensor Eigen Tensor contraction on a ThreadPoolDevice (1 and 2 threads)
 //   GemmTuner_FromPoorPlan  the tuner (runtime/gemm_tuner.h) started from blocks sized for a
@@ -26,6 +30,9 @@
 // --benchmark_repetitions=3
 #define EIGEN_USE_THREADS
 #include <benchmark/benchmark.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include <fmt/format.h>
 
 #include <Eigen/Core>
@@ -125,6 +132,19 @@ void set_flops(benchmark::State& state, int64_t m, int64_t k, int64_t n, int thr
         benchmark::Counter(flops * 1e-9 / peak, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// Flushes the operands from every cache level, outside the timing (the Cold benchmarks).
+void evict_operands(benchmark::State& state, const StoredOperands& ops) {
+  state.PauseTiming();
+#if defined(__x86_64__)
+  for (const Array* x : {&ops.a, &ops.b, &ops.c}) {
+    const char* bytes = static_cast<const char*>(x->raw());
+    for (size_t i = 0; i < x->nbytes(); i += 64) _mm_clflush(bytes + i);
+  }
+  _mm_mfence();
+#endif
+  state.ResumeTiming();
+}
+
 // Sets kiln's thread count for one benchmark and restores it afterwards.
 class KilnThreads {
  public:
@@ -150,8 +170,9 @@ void BM_MatMul_KilnOp(benchmark::State& state) {
 
 // kiln's engine on one product; `loop_invariant`: inside a loop that leaves B unchanged (a
 // while loop's capture, such as an RNN's recurrent kernel: runtime/loop_invariants.h), where B
-// is packed once, by the first iteration, then read packed by every product.
-void run_kiln_gemm(benchmark::State& state, bool loop_invariant) {
+// is packed once, by the first iteration, then read packed by every product; `cold`: the
+// operands flushed from the caches before each product.
+void run_kiln_gemm(benchmark::State& state, bool loop_invariant, bool cold = false) {
   const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
   const bool ta = state.range(4) != 0, tb = state.range(5) != 0;
   KilnThreads threads(int(state.range(3)));
@@ -160,6 +181,7 @@ void run_kiln_gemm(benchmark::State& state, bool loop_invariant) {
   if (loop_invariant)
     loop.emplace(std::vector<std::pair<const void*, size_t>>{{ops.b.raw(), ops.b.nbytes()}});
   for (auto _ : state) {
+    if (cold) evict_operands(state, ops);
     kiln::runtime::gemm<float>(ta, tb, m, n, k, ops.a.data<float>(), ta ? m : k,
                                ops.b.data<float>(), tb ? k : n, ops.c.data<float>(), n);
     benchmark::ClobberMemory();
@@ -179,6 +201,8 @@ void run_kiln_gemm(benchmark::State& state, bool loop_invariant) {
 }
 
 void BM_MatMul_KilnGemm(benchmark::State& state) { run_kiln_gemm(state, false); }
+
+void BM_MatMul_KilnGemmCold(benchmark::State& state) { run_kiln_gemm(state, false, true); }
 
 // Its ratio to BM_MatMul_KilnGemm is what packing a loop's weight once gains per step.
 void BM_MatMul_KilnGemmLoopInvariant(benchmark::State& state) { run_kiln_gemm(state, true); }
@@ -240,13 +264,14 @@ void BM_MatMul_KilnTaskPanels(benchmark::State& state) {
 }
 
 #if KILN_BENCH_ONEDNN
-void BM_MatMul_OneDnn(benchmark::State& state) {
+void run_onednn(benchmark::State& state, bool cold) {
   const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
   const bool ta = state.range(4) != 0, tb = state.range(5) != 0;
   const int threads = int(state.range(3));
   omp_set_num_threads(threads);
   const StoredOperands ops(m, k, n, ta, tb);
   for (auto _ : state) {
+    if (cold) evict_operands(state, ops);
     dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, ops.a.data<float>(), ta ? m : k,
                ops.b.data<float>(), tb ? k : n, 0.0f, ops.c.data<float>(), n);
     benchmark::ClobberMemory();
@@ -254,6 +279,10 @@ void BM_MatMul_OneDnn(benchmark::State& state) {
   set_flops(state, m, k, n, threads);
   state.SetLabel("onednn sgemm");
 }
+
+void BM_MatMul_OneDnn(benchmark::State& state) { run_onednn(state, false); }
+
+void BM_MatMul_OneDnnCold(benchmark::State& state) { run_onednn(state, true); }
 #endif
 
 // The tuner from a deliberately poor blocking (blocks for a quarter of the caches, no
@@ -381,11 +410,13 @@ void TaskPanelShapes(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_MatMul_KilnOp)->Apply([](auto* b) { Shapes(b, {1, 2}); });
 BENCHMARK(BM_MatMul_KilnGemm)->Apply(GemmShapes);
+BENCHMARK(BM_MatMul_KilnGemmCold)->Apply(GemmShapes);
 BENCHMARK(BM_MatMul_KilnGemmLoopInvariant)->Apply(FewRowGemmShapes);
 BENCHMARK(BM_MatMul_KilnGemmBf16)->Apply(GemmShapes);
 BENCHMARK(BM_MatMul_KilnTaskPanels)->Apply(TaskPanelShapes);
 #if KILN_BENCH_ONEDNN
 BENCHMARK(BM_MatMul_OneDnn)->Apply(GemmShapes);
+BENCHMARK(BM_MatMul_OneDnnCold)->Apply(GemmShapes);
 #endif
 BENCHMARK(BM_GemmTuner_FromPoorPlan)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
 BENCHMARK(BM_MatMul_Eigen)->Apply([](auto* b) { Shapes(b, {1}); });
