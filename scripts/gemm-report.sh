@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The GEMM engine on this machine, one command: tunes the engine in-process (as `kiln tune`
 # does, no table written), times every GEMM microbenchmark shape for kiln and oneDNN at 1, 2 and
-# all threads (same process, 3 repetitions), then the tuner from a deliberately poor plan and the
-# AVX2 kernels at one thread, and prints the tables of docs/benchmarks.md (scripts/gemm_table.py).
+# all threads (same process, 3 repetitions), the same at 1 and 2 threads with the operands
+# flushed from the caches before each product (the Cold rows), then the tuner from a
+# deliberately poor plan and the AVX2 kernels at one thread, and prints the tables of
+# docs/benchmarks.md (scripts/gemm_table.py).
 #
 #   bash scripts/gemm-report.sh [OUT_DIR]      (default: build/gemm-report)
 #
@@ -26,6 +28,11 @@ echo "== kiln and oneDNN, tuned in this process ($(date -u +%FT%TZ))"
   > "$out/gemm.txt" 2> "$out/tune.txt"
 cat "$out/tune.txt"
 "$python" scripts/gemm_table.py "$out/gemm.json" | tee "$out/gemm.md"
+echo "== the same at 1 and 2 threads, operands flushed from the caches before each product"
+"$bench" --kiln_tune --benchmark_filter='MatMul_(KilnGemm|OneDnn)Cold/.*threads:(1|2)/' \
+  --benchmark_min_time=0.1 --benchmark_repetitions=3 --benchmark_out="$out/gemm-cold.json" \
+  --benchmark_out_format=json > "$out/gemm-cold.txt" 2> "$out/tune-cold.txt"
+"$python" scripts/gemm_table.py "$out/gemm-cold.json" | tee "$out/gemm-cold.md"
 echo "== the tuner from a deliberately poor plan"
 "$bench" --benchmark_filter=GemmTuner_FromPoorPlan 2>&1 | grep -E 'GemmTuner|kiln_' || true
 if grep -q '"kiln_gemm_kernels": "avx512"' "$out/gemm.json"; then

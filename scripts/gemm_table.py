@@ -2,7 +2,9 @@
 """Summarises kiln_gemm_bench's JSON output (--benchmark_format=json or --benchmark_out) as
 one Markdown table per thread count: each shape's fraction of the FMA peak for kiln and for
 oneDNN (median and best over the repetitions, both from the same process), kiln's median over
-oneDNN's, and the plan kiln ran. Standard library only.
+oneDNN's, and the plan kiln ran; the rows of MatMul_KilnGemmCold / MatMul_OneDnnCold (operands
+flushed from the caches before each product), when present, as tables of their own. Standard
+library only.
 
     kiln_gemm_bench --kiln_tune --benchmark_filter='MatMul_(KilnGemm|OneDnn)/' \\
         --benchmark_repetitions=3 --benchmark_out=gemm.json
@@ -15,13 +17,14 @@ import sys
 from collections import defaultdict
 
 NAME = re.compile(
-    r"(?:BM_)?MatMul_(KilnGemm|OneDnn)/m:(\d+)/k:(\d+)/n:(\d+)/threads:(\d+)/ta:(\d)/tb:(\d)")
+    r"(?:BM_)?MatMul_((?:KilnGemm|OneDnn)(?:Cold)?)/m:(\d+)/k:(\d+)/n:(\d+)/threads:(\d+)/ta:(\d)/tb:(\d)")
 
 
 def load(path):
     with open(path, encoding="utf-8") as f:
         report = json.load(f)
-    runs = defaultdict(list)  # (lib, m, k, n, threads, ta, tb) -> [(of_peak, label)]
+    # (lib, m, k, n, threads, ta, tb) -> [(of_peak, label)]; lib "KilnGemm", "OneDnnCold"...
+    runs = defaultdict(list)
     for b in report.get("benchmarks", []):
         if b.get("run_type") == "aggregate" or "of_peak" not in b:
             continue
@@ -43,18 +46,25 @@ def main(argv):
     for field in ("kiln_cpu", "kiln_gemm_kernels", "kiln_gemm_blocking", "num_cpus", "date"):
         if field in context:
             print(f"- {field}: {context[field]}")
+    tables(runs, "", "")
+    tables(runs, "Cold", ", operands flushed from the caches before each product")
+
+
+def tables(runs, variant, heading):
+    """One table per thread count of the KilnGemm{variant} rows against OneDnn{variant}."""
+    kiln_lib, dnnl_lib = "KilnGemm" + variant, "OneDnn" + variant
     shapes = []
     for key in runs:
-        if key[0] == "KilnGemm" and key[1:] not in shapes:
+        if key[0] == kiln_lib and key[1:] not in shapes:
             shapes.append(key[1:])
     for threads in sorted({s[3] for s in shapes}):
-        print(f"\n{threads} thread(s): fraction of the FMA peak, median (best)\n")
+        print(f"\n{threads} thread(s){heading}: fraction of the FMA peak, median (best)\n")
         print("| shape | kiln | oneDNN | kiln / oneDNN | kiln plan |")
         print("|---|---|---|---|---|")
         ratios = []
         for m, k, n, t, ta, tb in (s for s in shapes if s[3] == threads):
-            kiln = runs[("KilnGemm", m, k, n, t, ta, tb)]
-            dnnl = runs.get(("OneDnn", m, k, n, t, ta, tb), [])
+            kiln = runs[(kiln_lib, m, k, n, t, ta, tb)]
+            dnnl = runs.get((dnnl_lib, m, k, n, t, ta, tb), [])
             name = f"{m}x{k}x{n}" + (" ta" if ta else "") + (" tb" if tb else "")
             km = statistics.median(v for v, _ in kiln)
             cell = lambda rows: (f"{statistics.median(v for v, _ in rows):.2f} "
@@ -66,7 +76,7 @@ def main(argv):
                 ratio = f"{r:.2f}"
             print(f"| {name} | {cell(kiln)} | {cell(dnnl)} | {ratio} | {kiln[0][1]} |")
         if ratios:
-            print(f"\nkiln / oneDNN at {threads} thread(s): median {statistics.median(ratios):.2f}, "
+            print(f"\nkiln / oneDNN at {threads} thread(s){heading}: median {statistics.median(ratios):.2f}, "
                   f"range {min(ratios):.2f}-{max(ratios):.2f} over {len(ratios)} shapes")
 
 
