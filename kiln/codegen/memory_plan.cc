@@ -109,6 +109,67 @@ void plan_buckets(const ir::Graph& g, const MemoryPlanOptions& options, MemoryPl
   }
 }
 
+// The concat regions (memory_plan.h): one buffer per concat with at least one operand computed
+// at its place, with buffer_of set for the result and those operands, and their byte
+// offsets in the region (`in_region`). Runs before the other buffers are made, after the
+// buckets.
+void plan_concat_regions(const ir::Graph& g, const MemoryPlanOptions& options, MemoryPlan& plan,
+                         const ValueIndex& index, std::vector<Buffer>& buffers,
+                         std::vector<int>& buffer_of,
+                         std::vector<std::pair<size_t, size_t>>& in_region) {
+  std::vector<int> uses(plan.values.size(), 0);
+  for (const auto& n : g.nodes())
+    for (const ir::Value* in : n->inputs()) ++uses[index.at(in)];
+  for (const ir::Value* out : g.outputs()) ++uses[index.at(out)];
+  for (const auto& node : g.nodes()) {
+    const ir::Node& n = *node;
+    if (!n.is_op(OpKind::Concat)) continue;
+    const size_t ri = index.at(n.output());
+    const ValuePlan& result = plan.values[ri];
+    if (!result.in_arena() || result.bucket >= 0 || buffer_of[ri] >= 0 || result.size == 0)
+      continue;
+    const Shape& shape = n.output()->shape();
+    const int axis = int(n.attrs().get_int("axis", "concat"));
+    const int rank = shape.rank();
+    const int a = axis < 0 ? axis + rank : axis;
+    bool whole_blocks = a >= 0 && a < rank;
+    for (int d = 0; whole_blocks && d < a; ++d) whole_blocks = shape[d] == 1;
+    if (!whole_blocks) continue;
+    std::vector<std::pair<size_t, size_t>> members;  // (value index, byte offset)
+    int first = result.first_step;
+    size_t offset = 0;
+    for (const ir::Value* in : n.inputs()) {
+      const size_t ii = index.at(in);
+      const ValuePlan& p = plan.values[ii];
+      const ir::Node* producer = in->producer();
+      const bool computed = producer != nullptr && (producer->kind() == ir::NodeKind::kOp ||
+                                                    producer->kind() == ir::NodeKind::kFusion);
+      // A reshape that will view its operand's arena bytes moves nothing: left as it is.
+      bool viewed = false;
+      if (producer != nullptr && options.views.count(producer) > 0) {
+        const ValuePlan& operand = plan.values[index.at(producer->input(0))];
+        viewed = operand.in_arena() && operand.bucket < 0 && operand.size == p.size;
+      }
+      if (p.in_arena() && p.bucket < 0 && buffer_of[ii] < 0 && p.size > 0 && computed && !viewed &&
+          uses[ii] == 1 && offset % options.alignment == 0) {
+        members.emplace_back(ii, offset);
+        first = std::min(first, p.first_step);
+      }
+      offset += p.size;
+    }
+    if (members.empty()) continue;
+    const int b = int(buffers.size());
+    buffers.push_back(Buffer{align_up(result.size, options.alignment), first, result.last_step,
+                             members.front().first, 0});
+    buffer_of[ri] = b;
+    for (const auto& [ii, at] : members) {
+      buffer_of[ii] = b;
+      plan.values[ii].placed_in = n.output();
+      in_region.emplace_back(ii, at);
+    }
+  }
+}
+
 }  // namespace
 
 std::string_view buffer_kind_name(BufferKind kind) {
@@ -172,6 +233,11 @@ int MemoryPlan::view_values() const {
                            [](const ValuePlan& p) { return p.view_of != nullptr; }));
 }
 
+int MemoryPlan::placed_values() const {
+  return int(std::count_if(values.begin(), values.end(),
+                           [](const ValuePlan& p) { return p.placed_in != nullptr; }));
+}
+
 std::string MemoryPlan::to_string() const {
   double ratio = lower_bound_bytes == 0 ? 1.0 : double(arena_bytes) / double(lower_bound_bytes);
   std::string s =
@@ -179,6 +245,8 @@ std::string MemoryPlan::to_string() const {
                   format_bytes(arena_bytes), format_bytes(lower_bound_bytes), ratio, arena_values(),
                   reusing_values());
   if (const int v = view_values(); v > 0) s += fmt::format(", {} view(s)", v);
+  if (const int v = placed_values(); v > 0)
+    s += fmt::format(", {} computed in place in a concat", v);
   if (!buckets.empty()) {
     const auto direct = std::count_if(buckets.begin(), buckets.end(),
                                       [](const CollectiveBucket& b) { return b.direct(); });
@@ -197,6 +265,9 @@ std::string MemoryPlan::to_table(const ir::Graph& g) const {
     if (p.in_arena()) out += fmt::format(" @ {}", p.offset);
     if (p.reuses_buffer_of) out += fmt::format(" reuses {}", numbering.ref(p.reuses_buffer_of));
     if (p.view_of) out += fmt::format(" view of {}", numbering.ref(p.view_of));
+    if (p.placed_in)
+      out +=
+          fmt::format(" in {} +{}", numbering.ref(p.placed_in), p.offset - of(p.placed_in).offset);
     if (p.variable >= 0) out += fmt::format(" ${}", p.variable);
     if (p.graph_output && !p.in_arena() && p.kind != BufferKind::kOutput) out += " (output)";
     if (p.bucket >= 0)
@@ -302,6 +373,9 @@ MemoryPlan plan_memory(const ir::Graph& g, const MemoryPlanOptions& options) {
   std::vector<Buffer> buffers;
   std::vector<int> buffer_of(plan.values.size(), -1);
   if (options.bucket_bytes > 0) plan_buckets(g, options, plan, plan.index_, buffers, buffer_of);
+  std::vector<std::pair<size_t, size_t>> in_region;  // (value index, byte offset in its region)
+  if (options.concat_in_place)
+    plan_concat_regions(g, options, plan, plan.index_, buffers, buffer_of, in_region);
   // Whether an input of n other than `in` lives in buffer b (a view of the same bytes).
   auto other_input_in_buffer = [&](const ir::Node& n, const ir::Value* in, int b) {
     for (const ir::Value* other : n.inputs())
@@ -313,7 +387,12 @@ MemoryPlan plan_memory(const ir::Graph& g, const MemoryPlanOptions& options) {
     for (size_t o = 0; o < n.num_outputs(); ++o) {
       size_t vi = plan.index_.at(n.output(o));
       ValuePlan& p = plan.values[vi];
-      if (!p.in_arena() || p.bucket >= 0) continue;
+      if (!p.in_arena() || p.bucket >= 0 || p.placed_in != nullptr) continue;
+      if (buffer_of[vi] >= 0) {  // a concat region's result, made above
+        Buffer& b = buffers[size_t(buffer_of[vi])];
+        b.last = std::max(b.last, p.last_step);
+        continue;
+      }
       if (n.is_op(OpKind::Reshape) && options.views.count(&n)) {
         const size_t ii = plan.index_.at(n.input(0));
         const ValuePlan& q = plan.values[ii];
@@ -387,6 +466,7 @@ MemoryPlan plan_memory(const ir::Graph& g, const MemoryPlanOptions& options) {
   }
   for (size_t vi = 0; vi < plan.values.size(); ++vi)
     if (buffer_of[vi] >= 0) plan.values[vi].offset = buffers[size_t(buffer_of[vi])].offset;
+  for (const auto& [vi, at] : in_region) plan.values[vi].offset += at;
   for (size_t b = 0; b < plan.buckets.size(); ++b) {  // (region buffers are buffers 0..)
     CollectiveBucket& k = plan.buckets[b];
     k.offset = buffers[b].offset;

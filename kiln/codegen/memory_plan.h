@@ -30,6 +30,14 @@
 //     no byte moves (the executable runs no step for it) and `view_of` records the operand.
 //     The buffer lives until the last use of any of its values, and nothing reuses it
 //     before then.
+//   - Concatenation in place (options.concat_in_place): a concat whose pieces are whole,
+//     contiguous blocks of its arena result (every dimension before its axis is 1: axis 0 of
+//     a stack of time steps, say) is one buffer, its region, and an operand is computed at its
+//     place in it when it is an arena value of an op or fusion whose one use is this concat, at
+//     an offset that is a multiple of the alignment (`placed_in` records the concat's result).
+//     The concat then moves only the other pieces (its kernel skips a piece that already lies
+//     at its place), as XLA's buffer assignment does. The region lives from its first such
+//     operand's step to the result's last use; such operands reuse no buffer.
 //   - Offsets: greedy by size (as TFLite / XLA): buffers sorted by aligned size, largest first
 //     (ties: earlier start, then value order); each goes into the smallest gap (best fit, ties:
 //     lowest offset) between the already placed buffers whose lifetimes overlap its own, or
@@ -83,6 +91,8 @@ struct MemoryPlanOptions {
   // Reshape nodes whose result may be a view of its operand's buffer (see the contract);
   // codegen lists those whose operand and result both stay in its arena.
   std::unordered_set<const ir::Node*> views;
+  // Compute a concat's operands at their place in its result (see the contract).
+  bool concat_in_place = true;
 };
 
 // Where a value lives.
@@ -108,6 +118,8 @@ struct ValuePlan {
   const ir::Value* reuses_buffer_of = nullptr;
   // kArena: the operand whose buffer this reshape result views (null if none).
   const ir::Value* view_of = nullptr;
+  // kArena: the concat result in whose bytes this operand is computed (null if none).
+  const ir::Value* placed_in = nullptr;
   // kVariable: the variable's index.
   int variable = -1;
   bool graph_output = false;
@@ -162,12 +174,15 @@ struct MemoryPlan {
   // Number of arena values, and how many of them reuse an operand's buffer.
   int arena_values() const;
   int reusing_values() const;
-  int view_values() const;  // values with view_of set
-  // "arena 1.2 MiB (lower bound 1.1 MiB, 1.05x), 37 buffers, 12 reusing an operand's" (then, with
-  // buckets, ", 2 gradient buckets (1 direct, 1 packed)").
+  int view_values() const;    // values with view_of set
+  int placed_values() const;  // values with placed_in set (computed in a concat's result)
+  // "arena 1.2 MiB (lower bound 1.1 MiB, 1.05x), 37 buffers, 12 reusing an operand's" (then
+  // ", 2 view(s)", ", 3 computed in place in a concat" and, with buckets, ", 2 gradient
+  // buckets (1 direct, 1 packed)" where there are any).
   std::string to_string() const;
   // to_string() then one line per value: `%7 arena [3, 5] 32768 B @ 65536 reuses %6`
-  // (a bucket's value: `... @ 4160 bucket 0 +64`), then one line per bucket:
+  // (a bucket's value: `... @ 4160 bucket 0 +64`; a concat's operand computed in place:
+  // `... @ 8192 in %9 +4096`), then one line per bucket:
   // `bucket 0 f32 @ 4096 1088 B (padding 48 B) [2, 9], sum at step 6, direct: %5 @ +0 1000 B
   // direct, %8 @ +1024 40 B direct` (a packed member: `packed (while result) from %7`).
   std::string to_table(const ir::Graph& g) const;

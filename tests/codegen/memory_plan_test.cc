@@ -1,7 +1,8 @@
 // Memory planning: buffer reuse on elementwise chains, values alive together, what stays
 // outside the arena, the unknown-shape error, a brute-force overlap check on random graphs,
-// the arena against its lower bound on an MLP training step, and gradient buckets (regions of
-// all_reduce results, their direct and packed members).
+// the arena against its lower bound on an MLP training step, gradient buckets (regions of
+// all_reduce results, their direct and packed members) and concat operands computed in their
+// place in the concat's result.
 #include "kiln/codegen/memory_plan.h"
 
 #include <fmt/format.h>
@@ -86,6 +87,23 @@ void check_plan(const ir::Graph& g, const MemoryPlan& plan) {
       EXPECT_NE(std::find(inputs.begin(), inputs.end(), p.reuses_buffer_of), inputs.end())
           << name(p);
     }
+    if (p.placed_in) {
+      // Computed in its place in a concat's result: its bytes are the window the concat would
+      // copy it to, and the concat is its only reader.
+      const ir::Node* concat = p.placed_in->producer();
+      ASSERT_TRUE(concat != nullptr && concat->is_op(OpKind::Concat)) << name(p);
+      const ValuePlan& r = plan.of(p.placed_in);
+      EXPECT_TRUE(r.in_arena()) << name(p);
+      size_t at = 0;
+      for (const ir::Value* in : concat->inputs()) {
+        if (in == p.value) break;
+        at += plan.of(in).size;
+      }
+      EXPECT_EQ(p.offset, r.offset + at) << name(p);
+      EXPECT_LE(at + p.size, r.size) << name(p);
+      EXPECT_EQ(p.last_step, r.first_step) << name(p) << " is read after the concat";
+      EXPECT_EQ(p.reuses_buffer_of, nullptr) << name(p);
+    }
     if (p.view_of) {
       const ValuePlan& q = plan.of(p.view_of);
       EXPECT_TRUE(q.in_arena()) << name(p);
@@ -113,7 +131,10 @@ void check_plan(const ir::Graph& g, const MemoryPlan& plan) {
       bool bucket_member = a.bucket >= 0 && a.bucket == b.bucket && a.offset == b.offset &&
                            ((pb && pb->is_op(OpKind::AllReduce) && pb->input(0) == a.value) ||
                             (pa && pa->is_op(OpKind::AllReduce) && pa->input(0) == b.value));
-      EXPECT_TRUE(reused || views || bucket_member)
+      // A concat's operand computed in place and the concat's result (or a view of it).
+      bool in_concat = (a.placed_in && view_root(plan, b) == a.placed_in) ||
+                       (b.placed_in && view_root(plan, a) == b.placed_in);
+      EXPECT_TRUE(reused || views || bucket_member || in_concat)
           << name(a) << " [" << a.first_step << ", " << a.last_step << "] @ " << a.offset << " and "
           << name(b) << " [" << b.first_step << ", " << b.last_step << "] @ " << b.offset
           << " overlap";
@@ -206,6 +227,102 @@ TEST(MemoryPlanTest, AReshapeViewKeepsItsOperandsBufferAlive) {
   MemoryPlan plain = plan_memory(g);
   EXPECT_EQ(plain.view_values(), 0);
   EXPECT_EQ(plain.of(r).view_of, nullptr);
+}
+
+TEST(MemoryPlanTest, ConcatOperandsAreComputedInTheirPlace) {
+  ir::Graph g("concat");
+  ir::Value* x = g.add_parameter(f32({4, 8}));  // 128 B pieces: every window aligned
+  ir::Value* a = op(g, OpKind::Exp, {x});
+  ir::Value* b = op(g, OpKind::Neg, {x});
+  ir::Value* shared = op(g, OpKind::Tanh, {x});  // also read below: keeps its own buffer
+  ir::Value* c = op(g, OpKind::Concat, {a, x, b, shared}, {{"axis", int64_t{0}}});  // [16, 8]
+  ir::Value* d = op(g, OpKind::Exp, {c});
+  ir::Value* e = op(g, OpKind::Mul, {shared, shared});
+  g.set_outputs({d, e});
+  ir::verify_graph(g);
+  MemoryPlan plan = plan_memory(g);
+  check_plan(g, plan);
+  EXPECT_EQ(plan.of(a).placed_in, c);
+  EXPECT_EQ(plan.of(a).offset, plan.of(c).offset);
+  EXPECT_EQ(plan.of(b).placed_in, c);
+  EXPECT_EQ(plan.of(b).offset, plan.of(c).offset + 2 * 128) << "after a and the parameter x";
+  EXPECT_EQ(plan.of(shared).placed_in, nullptr) << "read by another node too";
+  EXPECT_EQ(plan.placed_values(), 2);
+  EXPECT_THAT(plan.to_string(), HasSubstr("2 computed in place in a concat"));
+  EXPECT_THAT(plan.to_table(g), HasSubstr(" in %"));
+  // Turned off, or windows that are not whole blocks of the result (axis 1 of [4, 8] pieces):
+  // every operand has a buffer of its own.
+  MemoryPlanOptions off;
+  off.concat_in_place = false;
+  EXPECT_EQ(plan_memory(g, off).placed_values(), 0);
+  ir::Graph h("columns");
+  ir::Value* y = h.add_parameter(f32({4, 8}));
+  ir::Value* cols = op(h, OpKind::Concat, {op(h, OpKind::Exp, {y}), op(h, OpKind::Neg, {y})},
+                       {{"axis", int64_t{1}}});
+  h.set_outputs({op(h, OpKind::Exp, {cols})});
+  EXPECT_EQ(plan_memory(h).placed_values(), 0);
+  // Leading dimensions of 1 before the axis: whole blocks again. A window that would start at
+  // an unaligned offset (after 3 floats) is copied; the first one is still computed in place.
+  ir::Graph k("blocks");
+  ir::Value* z = k.add_parameter(f32({1, 3}));
+  ir::Value* p0 = op(k, OpKind::Exp, {z});
+  ir::Value* p1 = op(k, OpKind::Neg, {z});
+  ir::Value* rows = op(k, OpKind::Concat, {p0, p1}, {{"axis", int64_t{1}}});  // [1, 6]
+  k.set_outputs({op(k, OpKind::Exp, {rows})});
+  MemoryPlan blocks = plan_memory(k);
+  check_plan(k, blocks);
+  EXPECT_EQ(blocks.of(p0).placed_in, rows);
+  EXPECT_EQ(blocks.of(p1).placed_in, nullptr) << "its window starts 12 bytes in";
+}
+
+// Random concats of computed pieces, parameters and pieces read again, against the rule
+// written out independently: a piece is computed in place exactly when it is an op's result,
+// the concat is its one reader, the windows are whole blocks of the result (dimensions before
+// the axis all 1) and its window starts at a multiple of the alignment.
+TEST(MemoryPlanTest, RandomConcatsPlaceExactlyTheQualifyingPieces) {
+  std::mt19937 rng(11);
+  auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  int placed = 0, copied = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    const int rank = uniform(1, 3), axis = uniform(0, rank - 1);
+    std::vector<int64_t> dims(static_cast<size_t>(rank), int64_t{1});
+    for (int d = 0; d < rank; ++d)
+      dims[size_t(d)] = d < axis && uniform(0, 2) > 0 ? 1 : uniform(1, 5);
+    ir::Graph g("random_concat");
+    std::vector<ir::Value*> pieces, again;
+    std::vector<bool> computed;
+    for (int i = uniform(2, 4); i > 0; --i) {
+      std::vector<int64_t> d = dims;
+      d[size_t(axis)] = uniform(1, 4);
+      ir::Value* x = g.add_parameter(f32(Shape(d)));
+      const int kind = uniform(0, 3);  // 0: the parameter itself, 3: computed and read again
+      pieces.push_back(kind == 0 ? x : op(g, kind == 1 ? OpKind::Exp : OpKind::Neg, {x}));
+      computed.push_back(kind != 0);
+      if (kind == 3) again.push_back(pieces.back());
+    }
+    ir::Value* c = op(g, OpKind::Concat, pieces, {{"axis", int64_t{axis}}});
+    std::vector<ir::Value*> outputs = {op(g, OpKind::Exp, {c})};
+    for (ir::Value* v : again) outputs.push_back(op(g, OpKind::Tanh, {v}));
+    g.set_outputs(outputs);
+    ir::verify_graph(g);
+    MemoryPlanOptions options;
+    options.alignment = uniform(0, 1) ? 4 : 16;
+    const MemoryPlan plan = plan_memory(g, options);
+    check_plan(g, plan);
+    bool whole_blocks = true;
+    for (int d = 0; d < axis; ++d) whole_blocks = whole_blocks && dims[size_t(d)] == 1;
+    size_t at = 0;
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      const bool read_again = std::find(again.begin(), again.end(), pieces[i]) != again.end();
+      const bool expect = whole_blocks && computed[i] && !read_again && at % options.alignment == 0;
+      EXPECT_EQ(plan.of(pieces[i]).placed_in, expect ? c : nullptr) << "piece " << i;
+      (expect ? placed : copied) += 1;
+      at += size_t(pieces[i]->shape().num_elements()) * 4;
+    }
+  }
+  EXPECT_GT(placed, 100);
+  EXPECT_GT(copied, 100);
 }
 
 TEST(MemoryPlanTest, DiamondKeepsTwoValuesAlive) {
@@ -310,7 +427,7 @@ TEST(MemoryPlanTest, CondOperandsAndResultsArePlannedAtTheNode) {
 }
 
 TEST(MemoryPlanTest, NoOverlapOnRandomGraphs) {
-  int arena_values = 0, reused = 0, views = 0;
+  int arena_values = 0, reused = 0, views = 0, placed = 0;
   double worst = 1.0;
   size_t arena = 0, bound = 0;
   for (uint64_t seed = 1; seed <= 500; ++seed) {
@@ -320,6 +437,13 @@ TEST(MemoryPlanTest, NoOverlapOnRandomGraphs) {
     check_plan(*g, plan);
     arena_values += plan.arena_values();
     reused += plan.reusing_values();
+    // Element-aligned offsets too: most random concat windows (a few floats each) then qualify
+    // for computing their operands in place.
+    MemoryPlanOptions packed;
+    packed.alignment = 4;
+    const MemoryPlan dense = plan_memory(*g, packed);
+    check_plan(*g, dense);
+    placed += dense.placed_values();
     arena += plan.arena_bytes;
     bound += plan.lower_bound_bytes;
     if (plan.lower_bound_bytes > 0)
@@ -350,6 +474,7 @@ TEST(MemoryPlanTest, NoOverlapOnRandomGraphs) {
   EXPECT_GT(arena_values, 1000);
   EXPECT_GT(reused, 100);
   EXPECT_GT(views, 50) << "the random graphs should exercise reshape views";
+  std::printf("[ random plans ] %d concat operands computed in place\n", placed);
 }
 
 // A traced-style MLP training step: dense + relu layers of `widths` (input first, classes
