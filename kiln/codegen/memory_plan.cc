@@ -246,7 +246,7 @@ std::string MemoryPlan::to_string() const {
                   reusing_values());
   if (const int v = view_values(); v > 0) s += fmt::format(", {} view(s)", v);
   if (const int v = placed_values(); v > 0)
-    s += fmt::format(", {} computed in place in a concat", v);
+    s += fmt::format(", {} computed in a concat's result", v);
   if (!buckets.empty()) {
     const auto direct = std::count_if(buckets.begin(), buckets.end(),
                                       [](const CollectiveBucket& b) { return b.direct(); });
@@ -374,7 +374,7 @@ MemoryPlan plan_memory(const ir::Graph& g, const MemoryPlanOptions& options) {
   std::vector<int> buffer_of(plan.values.size(), -1);
   if (options.bucket_bytes > 0) plan_buckets(g, options, plan, plan.index_, buffers, buffer_of);
   std::vector<std::pair<size_t, size_t>> in_region;  // (value index, byte offset in its region)
-  if (options.concat_in_place)
+  if (options.concat_regions)
     plan_concat_regions(g, options, plan, plan.index_, buffers, buffer_of, in_region);
   // Whether an input of n other than `in` lives in buffer b (a view of the same bytes).
   auto other_input_in_buffer = [&](const ir::Node& n, const ir::Value* in, int b) {

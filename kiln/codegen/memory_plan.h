@@ -30,7 +30,7 @@
 //     no byte moves (the executable runs no step for it) and `view_of` records the operand.
 //     The buffer lives until the last use of any of its values, and nothing reuses it
 //     before then.
-//   - Concatenation in place (options.concat_in_place): a concat whose pieces are whole,
+//   - Concat regions (options.concat_regions): a concat whose pieces are whole,
 //     contiguous blocks of its arena result (every dimension before its axis is 1: axis 0 of
 //     a stack of time steps, say) is one buffer, its region, and an operand is computed at its
 //     place in it when it is an arena value of an op or fusion whose one use is this concat, at
@@ -92,7 +92,7 @@ struct MemoryPlanOptions {
   // codegen lists those whose operand and result both stay in its arena.
   std::unordered_set<const ir::Node*> views;
   // Compute a concat's operands at their place in its result (see the contract).
-  bool concat_in_place = true;
+  bool concat_regions = true;
 };
 
 // Where a value lives.
@@ -177,11 +177,11 @@ struct MemoryPlan {
   int view_values() const;    // values with view_of set
   int placed_values() const;  // values with placed_in set (computed in a concat's result)
   // "arena 1.2 MiB (lower bound 1.1 MiB, 1.05x), 37 buffers, 12 reusing an operand's" (then
-  // ", 2 view(s)", ", 3 computed in place in a concat" and, with buckets, ", 2 gradient
+  // ", 2 view(s)", ", 3 computed in a concat's result" and, with buckets, ", 2 gradient
   // buckets (1 direct, 1 packed)" where there are any).
   std::string to_string() const;
   // to_string() then one line per value: `%7 arena [3, 5] 32768 B @ 65536 reuses %6`
-  // (a bucket's value: `... @ 4160 bucket 0 +64`; a concat's operand computed in place:
+  // (a bucket's value: `... @ 4160 bucket 0 +64`; a concat's operand computed in its result:
   // `... @ 8192 in %9 +4096`), then one line per bucket:
   // `bucket 0 f32 @ 4096 1088 B (padding 48 B) [2, 9], sum at step 6, direct: %5 @ +0 1000 B
   // direct, %8 @ +1024 40 B direct` (a packed member: `packed (while result) from %7`).

@@ -131,7 +131,7 @@ void check_plan(const ir::Graph& g, const MemoryPlan& plan) {
       bool bucket_member = a.bucket >= 0 && a.bucket == b.bucket && a.offset == b.offset &&
                            ((pb && pb->is_op(OpKind::AllReduce) && pb->input(0) == a.value) ||
                             (pa && pa->is_op(OpKind::AllReduce) && pa->input(0) == b.value));
-      // A concat's operand computed in place and the concat's result (or a view of it).
+      // A concat's operand computed in its result, and that result (or a view of it).
       bool in_concat = (a.placed_in && view_root(plan, b) == a.placed_in) ||
                        (b.placed_in && view_root(plan, a) == b.placed_in);
       EXPECT_TRUE(reused || views || bucket_member || in_concat)
@@ -248,12 +248,12 @@ TEST(MemoryPlanTest, ConcatOperandsAreComputedInTheirPlace) {
   EXPECT_EQ(plan.of(b).offset, plan.of(c).offset + 2 * 128) << "after a and the parameter x";
   EXPECT_EQ(plan.of(shared).placed_in, nullptr) << "read by another node too";
   EXPECT_EQ(plan.placed_values(), 2);
-  EXPECT_THAT(plan.to_string(), HasSubstr("2 computed in place in a concat"));
+  EXPECT_THAT(plan.to_string(), HasSubstr("2 computed in a concat's result"));
   EXPECT_THAT(plan.to_table(g), HasSubstr(" in %"));
   // Turned off, or windows that are not whole blocks of the result (axis 1 of [4, 8] pieces):
   // every operand has a buffer of its own.
   MemoryPlanOptions off;
-  off.concat_in_place = false;
+  off.concat_regions = false;
   EXPECT_EQ(plan_memory(g, off).placed_values(), 0);
   ir::Graph h("columns");
   ir::Value* y = h.add_parameter(f32({4, 8}));
@@ -262,7 +262,7 @@ TEST(MemoryPlanTest, ConcatOperandsAreComputedInTheirPlace) {
   h.set_outputs({op(h, OpKind::Exp, {cols})});
   EXPECT_EQ(plan_memory(h).placed_values(), 0);
   // Leading dimensions of 1 before the axis: whole blocks again. A window that would start at
-  // an unaligned offset (after 3 floats) is copied; the first one is still computed in place.
+  // an unaligned offset (after 3 floats) is copied; the first one is still computed in the result.
   ir::Graph k("blocks");
   ir::Value* z = k.add_parameter(f32({1, 3}));
   ir::Value* p0 = op(k, OpKind::Exp, {z});
@@ -276,7 +276,7 @@ TEST(MemoryPlanTest, ConcatOperandsAreComputedInTheirPlace) {
 }
 
 // Random concats of computed pieces, parameters and pieces read again, against the rule
-// written out independently: a piece is computed in place exactly when it is an op's result,
+// written out independently: a piece is computed in the concat's result exactly when it is an op's result,
 // the concat is its one reader, the windows are whole blocks of the result (dimensions before
 // the axis all 1) and its window starts at a multiple of the alignment.
 TEST(MemoryPlanTest, RandomConcatsPlaceExactlyTheQualifyingPieces) {
@@ -438,7 +438,7 @@ TEST(MemoryPlanTest, NoOverlapOnRandomGraphs) {
     arena_values += plan.arena_values();
     reused += plan.reusing_values();
     // Element-aligned offsets too: most random concat windows (a few floats each) then qualify
-    // for computing their operands in place.
+    // for computing their operands in the concat's result.
     MemoryPlanOptions packed;
     packed.alignment = 4;
     const MemoryPlan dense = plan_memory(*g, packed);
@@ -474,7 +474,7 @@ TEST(MemoryPlanTest, NoOverlapOnRandomGraphs) {
   EXPECT_GT(arena_values, 1000);
   EXPECT_GT(reused, 100);
   EXPECT_GT(views, 50) << "the random graphs should exercise reshape views";
-  std::printf("[ random plans ] %d concat operands computed in place\n", placed);
+  std::printf("[ random plans ] %d concat operands computed in the concat's result\n", placed);
 }
 
 // A traced-style MLP training step: dense + relu layers of `widths` (input first, classes

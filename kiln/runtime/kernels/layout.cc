@@ -69,7 +69,7 @@ void element_count_kernel(std::span<const Array> in, const Attrs& attrs, Array& 
 // Each piece is copied into its window of the output (a strided view along `axis`). Where
 // the windows are whole blocks of the output (every dimension before `axis` is 1), a piece
 // already at its place is not moved: the compiled executable computes a concat's operands in
-// its result's bytes where it can (codegen/memory_plan.h, concatenation in place).
+// its result's bytes where it can (codegen/memory_plan.h, concat regions).
 void concat_kernel(std::span<const Array> in, const Attrs& attrs, Array& out) {
   const int axis = normalize_axis(attrs.get_int("axis", "concat"), out.shape.rank(), "concat");
   const Strides os = out.shape.strides();
