@@ -276,9 +276,9 @@ TEST(MemoryPlanTest, ConcatOperandsAreComputedInTheirPlace) {
 }
 
 // Random concats of computed pieces, parameters and pieces read again, against the rule
-// written out independently: a piece is computed in the concat's result exactly when it is an op's result,
-// the concat is its one reader, the windows are whole blocks of the result (dimensions before
-// the axis all 1) and its window starts at a multiple of the alignment.
+// written out independently: a piece is computed in the concat's result exactly when it is an
+// op's result, the concat is its one reader, the windows are whole blocks of the result
+// (dimensions before the axis all 1) and its window starts at a multiple of the alignment.
 TEST(MemoryPlanTest, RandomConcatsPlaceExactlyTheQualifyingPieces) {
   std::mt19937 rng(11);
   auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
