@@ -23,6 +23,14 @@ namespace {
   return want.check(results);
 }
 
+// One seeded random argument per parameter of `g`.
+std::vector<runtime::Array> random_args(const ir::Graph& g, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<runtime::Array> args;
+  for (const auto& p : g.parameters()) args.push_back(testing::random_array(p->type(), rng));
+  return args;
+}
+
 TEST(CompileGraph, ElementwiseChain) {
   auto g = testing::optimized_graph(R"(graph @f(%0: f32[17,33], %1: f32[33]) -> (f32[17,33]) {
   %2 = add(%0, %1) : f32[17,33]
@@ -30,10 +38,7 @@ TEST(CompileGraph, ElementwiseChain) {
   %4 = mul(%3, %0) : f32[17,33]
   return %4
 })");
-  std::mt19937 rng(1);
-  std::vector<runtime::Array> args = {testing::random_array(g->parameter(0)->type(), rng),
-                                      testing::random_array(g->parameter(1)->type(), rng)};
-  EXPECT_TRUE(compiled_within_bounds(*g, args, {}));
+  EXPECT_TRUE(compiled_within_bounds(*g, random_args(*g, 1), {}));
 }
 
 TEST(CompileGraph, AffineWithVariable) {
@@ -67,9 +72,7 @@ TEST(CompileGraph, LayerNormRows) {
   %8 = mul(%2, %7) : f32[64,256]
   return %8
 })");
-  std::mt19937 rng(3);
-  std::vector<runtime::Array> args = {testing::random_array(g->parameter(0)->type(), rng)};
-  EXPECT_TRUE(compiled_within_bounds(*g, args, {}));
+  EXPECT_TRUE(compiled_within_bounds(*g, random_args(*g, 3), {}));
 }
 
 // A contraction group that also returns the product itself (a CNN's forward convolution: the
@@ -106,9 +109,7 @@ TEST(CompileGraph, ContractionProductReturnedByTheGroupIsNotCopied) {
       EXPECT_EQ(s.kernel->layout.num_outputs, 1u) << text;
     }
     EXPECT_TRUE(found) << "no contraction group in\n" << ir::print_graph(*g);
-    std::mt19937 rng(4);
-    std::vector<runtime::Array> args;
-    for (const auto& p : g->parameters()) args.push_back(testing::random_array(p->type(), rng));
+    const std::vector<runtime::Array> args = random_args(*g, 4);
     EXPECT_TRUE(compiled_within_bounds(*g, args, {})) << text;
   }
 }
@@ -212,9 +213,7 @@ TEST(CompileGraph, ConvolutionEpiloguesRunImageByImage) {
       const std::string text = conv_graph_as(graph, dtype);
       testing::ScopedCacheDir cache;
       auto g = testing::optimized_graph(text);
-      std::mt19937 rng(5);
-      std::vector<runtime::Array> args;
-      for (const auto& p : g->parameters()) args.push_back(testing::random_array(p->type(), rng));
+      const std::vector<runtime::Array> args = random_args(*g, 5);
       testing::expect_bitwise_at_thread_counts(*g, args, text);
       auto exe = codegen::compile_graph(*g);
       std::vector<runtime::Array> vars;
@@ -245,9 +244,7 @@ TEST(CompileGraph, ReshapesOfArenaValuesAreViews) {
   %8 = reshape(%3) {shape=[64]} : f32[64]
   return %7, %6, %8
 })");
-  std::mt19937 rng(6);
-  std::vector<runtime::Array> args;
-  for (const auto& p : g->parameters()) args.push_back(testing::random_array(p->type(), rng));
+  const std::vector<runtime::Array> args = random_args(*g, 6);
   EXPECT_TRUE(compiled_within_bounds(*g, args, {})) << ir::print_graph(*g);
   codegen::CompiledGraph compiled = codegen::compile_graph_in_full(*g);
   const auto& exe = compiled.executable;
@@ -280,9 +277,7 @@ TEST(CompileGraph, ConcatOperandsAreComputedInTheirPlace) {
   %14 = concat(%12, %13) {axis=2} : f32[4,4,32]
   return %11, %14
 })");
-  std::mt19937 rng(7);
-  std::vector<runtime::Array> args;
-  for (const auto& p : g->parameters()) args.push_back(testing::random_array(p->type(), rng));
+  const std::vector<runtime::Array> args = random_args(*g, 7);
   EXPECT_TRUE(compiled_within_bounds(*g, args, {})) << ir::print_graph(*g);
   codegen::CompiledGraph compiled = codegen::compile_graph_in_full(*g);
   const codegen::MemoryPlan& plan = compiled.arena.plan;
