@@ -253,9 +253,28 @@ Executable::Executable(std::string name, std::vector<SlotStorage> slots, size_t 
           j == 0 && selects ? std::min(bytes_of(inputs[j]), output_bytes) : bytes_of(inputs[j]);
     return bytes;
   };
+  // A concat operand planned in its window of the concat's arena result (a concat region,
+  // codegen/memory_plan.h) is computed there: the concat neither reads nor writes it.
+  auto in_concat_window = [&](const ExecutableStep& s, size_t j) {
+    if (s.kind != ExecutableStep::Kind::kOp || s.op != OpKind::Concat) return false;
+    const SlotStorage& out = slot_storage_[size_t(s.output)];
+    const SlotStorage& in = slot_storage_[size_t(s.inputs[j])];
+    const Shape& shape = s.type.shape;
+    const int axis = int(s.attrs.get_int("axis", "concat"));
+    const int a = axis < 0 ? axis + shape.rank() : axis;
+    for (int d = 0; d < a; ++d)
+      if (shape[d] != 1) return false;
+    double window = 0;
+    for (size_t i = 0; i < j; ++i) window += bytes_of(s.inputs[i]);
+    return out.kind == SlotStorage::Kind::kArena && in.kind == SlotStorage::Kind::kArena &&
+           double(in.offset) == double(out.offset) + window;
+  };
   for (ExecutableStep& s : steps_) {
     double bytes = 0;
-    if (s.output >= 0 && s.kind != ExecutableStep::Kind::kAssign) {
+    if (s.kind == ExecutableStep::Kind::kOp && s.op == OpKind::Concat) {
+      for (size_t j = 0; j < s.inputs.size(); ++j)
+        if (!in_concat_window(s, j)) bytes += 2 * bytes_of(s.inputs[j]);
+    } else if (s.output >= 0 && s.kind != ExecutableStep::Kind::kAssign) {
       bytes += bytes_of(s.output);
       bytes += read_of(s.inputs, bytes_of(s.output), s.selects);
     } else {

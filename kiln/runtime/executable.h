@@ -104,7 +104,8 @@ struct ExecutableStep {
   // The step runs one op with trait kSelects (slice, gather: set by the step builder): input 0
   // is read only as much as the output, in the byte estimate below.
   bool selects = false;
-  // bytes read + written (kernels, ops, contractions); 0 when unknown. Set by the Executable.
+  // bytes read + written (kernels, ops, contractions; a concat: its pieces not computed in
+  // their window of its result); 0 when unknown. Set by the Executable.
   double flops = 0, bytes = 0;
 };
 
