@@ -1,8 +1,7 @@
 // Memory planning: buffer reuse on elementwise chains, values alive together, what stays
 // outside the arena, the unknown-shape error, a brute-force overlap check on random graphs,
-// the arena against its lower bound on an MLP training step, gradient buckets (regions of
-// all_reduce results, their direct and packed members) and concat operands computed in their
-// place in the concat's result.
+// the arena against its lower bound on an MLP training step, and gradient buckets (regions of
+// all_reduce results, their direct and packed members). Concat regions: concat_region_test.cc.
 #include "kiln/codegen/memory_plan.h"
 
 #include <fmt/format.h>
@@ -18,6 +17,7 @@
 #include "kiln/ir/value_numbering.h"
 #include "kiln/ir/verifier.h"
 #include "kiln/passes/pipeline.h"
+#include "tests/codegen/memory_plan_check.h"
 #include "tests/passes/random_graph.h"
 #include "tests/support/error_of.h"
 
@@ -26,147 +26,11 @@ namespace {
 
 using ::testing::HasSubstr;
 
-TensorType f32(Shape s) { return {DType::f32, s}; }
-
-ir::Value* op(ir::Graph& g, OpKind k, std::vector<ir::Value*> in, Attrs a = {}) {
-  return g.add_op(k, std::move(in), std::move(a))->output(0);
-}
-
-ir::Value* splat(ir::Graph& g, const Shape& s, float x) {
-  std::vector<float> data(size_t(s.num_elements()), x);
-  return g.add_constant(ir::Literal::copy_of(f32(s), data.data()))->output(0);
-}
-
-// The value whose buffer `p` views, through chains of views (p itself when it views none).
-const ir::Value* view_root(const MemoryPlan& plan, const ValuePlan& p) {
-  const ir::Value* v = p.value;
-  while (plan.of(v).view_of) v = plan.of(v).view_of;
-  return v;
-}
-
-// Every reshape node of `g`: plan_memory may make their results views.
-std::unordered_set<const ir::Node*> all_reshapes(const ir::Graph& g) {
-  std::unordered_set<const ir::Node*> out;
-  for (const auto& n : g.nodes())
-    if (n->is_op(OpKind::Reshape)) out.insert(n.get());
-  return out;
-}
-
-// Brute force: lifetimes cover every use, arena offsets are aligned and inside the arena, and
-// two arena values alive at the same step never share bytes, except a value reusing the buffer
-// over an operand that dies at that very step.
-void check_plan(const ir::Graph& g, const MemoryPlan& plan) {
-  ir::ValueNumbering numbering(g);
-  auto name = [&](const ValuePlan& p) { return numbering.ref(p.value); };
-  for (size_t s = 0; s < g.nodes().size(); ++s) {
-    for (const ir::Value* in : g.nodes()[s]->inputs()) {
-      const ValuePlan& p = plan.of(in);
-      EXPECT_LT(p.first_step, int(s)) << name(p);
-      EXPECT_GE(p.last_step, int(s)) << name(p);
-    }
-    for (size_t o = 0; o < g.nodes()[s]->num_outputs(); ++o)
-      EXPECT_EQ(plan.of(g.nodes()[s]->output(o)).first_step, int(s));
-  }
-  for (const ir::Value* out : g.outputs()) {
-    EXPECT_EQ(plan.of(out).last_step, plan.num_steps);
-    EXPECT_FALSE(plan.of(out).in_arena()) << "graph outputs stay out of the arena";
-  }
-  for (const ValuePlan& p : plan.values) {
-    if (!p.in_arena()) {
-      EXPECT_EQ(p.reuses_buffer_of, nullptr) << name(p);
-      continue;
-    }
-    EXPECT_EQ(p.offset % plan.alignment, 0u) << name(p);
-    EXPECT_LE(p.offset + p.size, plan.arena_bytes) << name(p);
-    if (p.reuses_buffer_of) {
-      const ValuePlan& q = plan.of(p.reuses_buffer_of);
-      EXPECT_TRUE(q.in_arena()) << name(p);
-      EXPECT_EQ(q.offset, p.offset) << name(p);
-      EXPECT_EQ(q.last_step, p.first_step) << name(p) << " reuses a value that is still alive";
-      const auto& inputs = p.value->producer()->inputs();
-      EXPECT_NE(std::find(inputs.begin(), inputs.end(), p.reuses_buffer_of), inputs.end())
-          << name(p);
-    }
-    if (p.placed_in) {
-      // Computed in its place in a concat's result: its bytes are the window the concat would
-      // copy it to, and the concat is its only reader.
-      const ir::Node* concat = p.placed_in->producer();
-      ASSERT_TRUE(concat != nullptr && concat->is_op(OpKind::Concat)) << name(p);
-      const ValuePlan& r = plan.of(p.placed_in);
-      EXPECT_TRUE(r.in_arena()) << name(p);
-      size_t at = 0;
-      for (const ir::Value* in : concat->inputs()) {
-        if (in == p.value) break;
-        at += plan.of(in).size;
-      }
-      EXPECT_EQ(p.offset, r.offset + at) << name(p);
-      EXPECT_LE(at + p.size, r.size) << name(p);
-      EXPECT_EQ(p.last_step, r.first_step) << name(p) << " is read after the concat";
-      EXPECT_EQ(p.reuses_buffer_of, nullptr) << name(p);
-    }
-    if (p.view_of) {
-      const ValuePlan& q = plan.of(p.view_of);
-      EXPECT_TRUE(q.in_arena()) << name(p);
-      EXPECT_EQ(q.offset, p.offset) << name(p);
-      EXPECT_EQ(q.size, p.size) << name(p);
-      EXPECT_TRUE(p.value->producer()->is_op(OpKind::Reshape)) << name(p);
-      EXPECT_EQ(p.value->producer()->input(0), p.view_of) << name(p);
-    }
-  }
-  for (size_t i = 0; i < plan.values.size(); ++i)
-    for (size_t j = i + 1; j < plan.values.size(); ++j) {
-      const ValuePlan& a = plan.values[i];
-      const ValuePlan& b = plan.values[j];
-      if (!a.in_arena() || !b.in_arena() || a.size == 0 || b.size == 0) continue;
-      bool in_time = a.first_step <= b.last_step && b.first_step <= a.last_step;
-      bool in_memory = a.offset < b.offset + b.size && b.offset < a.offset + a.size;
-      if (!in_time || !in_memory) continue;
-      bool reused = (b.reuses_buffer_of == a.value && a.last_step == b.first_step) ||
-                    (a.reuses_buffer_of == b.value && b.last_step == a.first_step);
-      // Views of one buffer (a reshape's result and its operand, chains of them) share it.
-      bool views = view_root(plan, a) == view_root(plan, b);
-      // A direct bucket member: the all_reduce's operand and result share their bytes.
-      const auto* pa = a.value->producer();
-      const auto* pb = b.value->producer();
-      bool bucket_member = a.bucket >= 0 && a.bucket == b.bucket && a.offset == b.offset &&
-                           ((pb && pb->is_op(OpKind::AllReduce) && pb->input(0) == a.value) ||
-                            (pa && pa->is_op(OpKind::AllReduce) && pa->input(0) == b.value));
-      // A concat's operand computed in its result, and that result (or a view of it).
-      bool in_concat = (a.placed_in && view_root(plan, b) == a.placed_in) ||
-                       (b.placed_in && view_root(plan, a) == b.placed_in);
-      EXPECT_TRUE(reused || views || bucket_member || in_concat)
-          << name(a) << " [" << a.first_step << ", " << a.last_step << "] @ " << a.offset << " and "
-          << name(b) << " [" << b.first_step << ", " << b.last_step << "] @ " << b.offset
-          << " overlap";
-    }
-  EXPECT_GE(plan.arena_bytes, plan.lower_bound_bytes);
-  // Buckets: the members lie in their region in all_reduce order, each aligned, and no arena
-  // value outside the bucket shares the region's bytes while the region lives.
-  for (size_t k = 0; k < plan.buckets.size(); ++k) {
-    const CollectiveBucket& b = plan.buckets[k];
-    EXPECT_EQ(b.offset % plan.alignment, 0u);
-    EXPECT_LE(b.offset + b.bytes, plan.arena_bytes);
-    size_t expected = 0;
-    for (const BucketMember& m : b.members) {
-      EXPECT_EQ(m.offset, expected) << "bucket " << k << ": members are not contiguous";
-      expected += (m.size + plan.alignment - 1) / plan.alignment * plan.alignment;
-      EXPECT_EQ(plan.of(m.sum).offset, b.offset + m.offset);
-      EXPECT_EQ(plan.of(m.sum).bucket, int(k));
-      if (m.packed.empty()) {
-        EXPECT_EQ(plan.of(m.gradient).offset, b.offset + m.offset);
-        EXPECT_GE(plan.of(m.gradient).first_step, b.first_step);
-      }
-      EXPECT_LE(plan.of(m.sum).last_step, b.last_step);
-    }
-    EXPECT_EQ(b.bytes, expected);
-    for (const ValuePlan& p : plan.values) {
-      if (!p.in_arena() || p.size == 0 || p.bucket == int(k)) continue;
-      bool in_time = p.first_step <= b.last_step && b.first_step <= p.last_step;
-      bool in_memory = p.offset < b.offset + b.bytes && b.offset < p.offset + p.size;
-      EXPECT_FALSE(in_time && in_memory) << name(p) << " overlaps bucket " << k;
-    }
-  }
-}
+using plan_check::all_reshapes;
+using plan_check::check_plan;
+using plan_check::f32;
+using plan_check::op;
+using plan_check::splat;
 
 TEST(MemoryPlanTest, ElementwiseChainRunsInOneBuffer) {
   ir::Graph g("chain");
@@ -227,102 +91,6 @@ TEST(MemoryPlanTest, AReshapeViewKeepsItsOperandsBufferAlive) {
   MemoryPlan plain = plan_memory(g);
   EXPECT_EQ(plain.view_values(), 0);
   EXPECT_EQ(plain.of(r).view_of, nullptr);
-}
-
-TEST(MemoryPlanTest, ConcatOperandsAreComputedInTheirPlace) {
-  ir::Graph g("concat");
-  ir::Value* x = g.add_parameter(f32({4, 8}));  // 128 B pieces: every window aligned
-  ir::Value* a = op(g, OpKind::Exp, {x});
-  ir::Value* b = op(g, OpKind::Neg, {x});
-  ir::Value* shared = op(g, OpKind::Tanh, {x});  // also read below: keeps its own buffer
-  ir::Value* c = op(g, OpKind::Concat, {a, x, b, shared}, {{"axis", int64_t{0}}});  // [16, 8]
-  ir::Value* d = op(g, OpKind::Exp, {c});
-  ir::Value* e = op(g, OpKind::Mul, {shared, shared});
-  g.set_outputs({d, e});
-  ir::verify_graph(g);
-  MemoryPlan plan = plan_memory(g);
-  check_plan(g, plan);
-  EXPECT_EQ(plan.of(a).placed_in, c);
-  EXPECT_EQ(plan.of(a).offset, plan.of(c).offset);
-  EXPECT_EQ(plan.of(b).placed_in, c);
-  EXPECT_EQ(plan.of(b).offset, plan.of(c).offset + 2 * 128) << "after a and the parameter x";
-  EXPECT_EQ(plan.of(shared).placed_in, nullptr) << "read by another node too";
-  EXPECT_EQ(plan.placed_values(), 2);
-  EXPECT_THAT(plan.to_string(), HasSubstr("2 computed in a concat's result"));
-  EXPECT_THAT(plan.to_table(g), HasSubstr(" in %"));
-  // Turned off, or windows that are not whole blocks of the result (axis 1 of [4, 8] pieces):
-  // every operand has a buffer of its own.
-  MemoryPlanOptions off;
-  off.concat_regions = false;
-  EXPECT_EQ(plan_memory(g, off).placed_values(), 0);
-  ir::Graph h("columns");
-  ir::Value* y = h.add_parameter(f32({4, 8}));
-  ir::Value* cols = op(h, OpKind::Concat, {op(h, OpKind::Exp, {y}), op(h, OpKind::Neg, {y})},
-                       {{"axis", int64_t{1}}});
-  h.set_outputs({op(h, OpKind::Exp, {cols})});
-  EXPECT_EQ(plan_memory(h).placed_values(), 0);
-  // Leading dimensions of 1 before the axis: whole blocks again. A window that would start at
-  // an unaligned offset (after 3 floats) is copied; the first one is still computed in the result.
-  ir::Graph k("blocks");
-  ir::Value* z = k.add_parameter(f32({1, 3}));
-  ir::Value* p0 = op(k, OpKind::Exp, {z});
-  ir::Value* p1 = op(k, OpKind::Neg, {z});
-  ir::Value* rows = op(k, OpKind::Concat, {p0, p1}, {{"axis", int64_t{1}}});  // [1, 6]
-  k.set_outputs({op(k, OpKind::Exp, {rows})});
-  MemoryPlan blocks = plan_memory(k);
-  check_plan(k, blocks);
-  EXPECT_EQ(blocks.of(p0).placed_in, rows);
-  EXPECT_EQ(blocks.of(p1).placed_in, nullptr) << "its window starts 12 bytes in";
-}
-
-// Random concats of computed pieces, parameters and pieces read again, against the rule
-// written out independently: a piece is computed in the concat's result exactly when it is an
-// op's result, the concat is its one reader, the windows are whole blocks of the result
-// (dimensions before the axis all 1) and its window starts at a multiple of the alignment.
-TEST(MemoryPlanTest, RandomConcatsPlaceExactlyTheQualifyingPieces) {
-  std::mt19937 rng(11);
-  auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  int placed = 0, copied = 0;
-  for (int trial = 0; trial < 300; ++trial) {
-    SCOPED_TRACE("trial " + std::to_string(trial));
-    const int rank = uniform(1, 3), axis = uniform(0, rank - 1);
-    std::vector<int64_t> dims(static_cast<size_t>(rank), int64_t{1});
-    for (int d = 0; d < rank; ++d)
-      dims[size_t(d)] = d < axis && uniform(0, 2) > 0 ? 1 : uniform(1, 5);
-    ir::Graph g("random_concat");
-    std::vector<ir::Value*> pieces, again;
-    std::vector<bool> computed;
-    for (int i = uniform(2, 4); i > 0; --i) {
-      std::vector<int64_t> d = dims;
-      d[size_t(axis)] = uniform(1, 4);
-      ir::Value* x = g.add_parameter(f32(Shape(d)));
-      const int kind = uniform(0, 3);  // 0: the parameter itself, 3: computed and read again
-      pieces.push_back(kind == 0 ? x : op(g, kind == 1 ? OpKind::Exp : OpKind::Neg, {x}));
-      computed.push_back(kind != 0);
-      if (kind == 3) again.push_back(pieces.back());
-    }
-    ir::Value* c = op(g, OpKind::Concat, pieces, {{"axis", int64_t{axis}}});
-    std::vector<ir::Value*> outputs = {op(g, OpKind::Exp, {c})};
-    for (ir::Value* v : again) outputs.push_back(op(g, OpKind::Tanh, {v}));
-    g.set_outputs(outputs);
-    ir::verify_graph(g);
-    MemoryPlanOptions options;
-    options.alignment = uniform(0, 1) ? 4 : 16;
-    const MemoryPlan plan = plan_memory(g, options);
-    check_plan(g, plan);
-    bool whole_blocks = true;
-    for (int d = 0; d < axis; ++d) whole_blocks = whole_blocks && dims[size_t(d)] == 1;
-    size_t at = 0;
-    for (size_t i = 0; i < pieces.size(); ++i) {
-      const bool read_again = std::find(again.begin(), again.end(), pieces[i]) != again.end();
-      const bool expect = whole_blocks && computed[i] && !read_again && at % options.alignment == 0;
-      EXPECT_EQ(plan.of(pieces[i]).placed_in, expect ? c : nullptr) << "piece " << i;
-      (expect ? placed : copied) += 1;
-      at += size_t(pieces[i]->shape().num_elements()) * 4;
-    }
-  }
-  EXPECT_GT(placed, 100);
-  EXPECT_GT(copied, 100);
 }
 
 TEST(MemoryPlanTest, DiamondKeepsTwoValuesAlive) {
