@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "kiln/ir/shape_rules.h"
 #include "kiln/ir/value_numbering.h"
 
 namespace kiln::codegen {
@@ -30,6 +31,16 @@ struct Buffer {
 
 using ValueIndex = std::unordered_map<const ir::Value*, size_t>;
 
+// How many times each value is read: by top-level nodes (an operand listed twice counts twice)
+// and as a graph output.
+std::vector<int> use_counts(const ir::Graph& g, const ValueIndex& index, size_t values) {
+  std::vector<int> uses(values, 0);
+  for (const auto& n : g.nodes())
+    for (const ir::Value* in : n->inputs()) ++uses[index.at(in)];
+  for (const ir::Value* out : g.outputs()) ++uses[index.at(out)];
+  return uses;
+}
+
 // Why an all_reduce's operand cannot be computed at its result's place in a bucket region
 // (empty: it can).
 std::string packed_because(const ValuePlan& p, int uses) {
@@ -51,14 +62,11 @@ void plan_buckets(const ir::Graph& g, const MemoryPlanOptions& options, MemoryPl
                   std::vector<int>& buffer_of) {
   const size_t align = options.alignment;
   const int end_step = plan.num_steps;
-  std::vector<int> uses(plan.values.size(), 0);
+  const std::vector<int> uses = use_counts(g, index, plan.values.size());
   std::vector<char> assigned(plan.values.size(), 0);
   for (const auto& n : g.nodes())
-    for (const ir::Value* in : n->inputs()) {
-      ++uses[index.at(in)];
-      if (n->is_assignment()) assigned[index.at(in)] = 1;
-    }
-  for (const ir::Value* out : g.outputs()) ++uses[index.at(out)];
+    if (n->is_assignment())
+      for (const ir::Value* in : n->inputs()) assigned[index.at(in)] = 1;
 
   bool open = false;  // the last bucket takes more members
   for (size_t s = 0; s < g.nodes().size(); ++s) {
@@ -117,10 +125,7 @@ void plan_concat_regions(const ir::Graph& g, const MemoryPlanOptions& options, M
                          const ValueIndex& index, std::vector<Buffer>& buffers,
                          std::vector<int>& buffer_of,
                          std::vector<std::pair<size_t, size_t>>& in_region) {
-  std::vector<int> uses(plan.values.size(), 0);
-  for (const auto& n : g.nodes())
-    for (const ir::Value* in : n->inputs()) ++uses[index.at(in)];
-  for (const ir::Value* out : g.outputs()) ++uses[index.at(out)];
+  const std::vector<int> uses = use_counts(g, index, plan.values.size());
   for (const auto& node : g.nodes()) {
     const ir::Node& n = *node;
     if (!n.is_op(OpKind::Concat)) continue;
@@ -128,13 +133,8 @@ void plan_concat_regions(const ir::Graph& g, const MemoryPlanOptions& options, M
     const ValuePlan& result = plan.values[ri];
     if (!result.in_arena() || result.bucket >= 0 || buffer_of[ri] >= 0 || result.size == 0)
       continue;
-    const Shape& shape = n.output()->shape();
-    const int axis = int(n.attrs().get_int("axis", "concat"));
-    const int rank = shape.rank();
-    const int a = axis < 0 ? axis + rank : axis;
-    bool whole_blocks = a >= 0 && a < rank;
-    for (int d = 0; whole_blocks && d < a; ++d) whole_blocks = shape[d] == 1;
-    if (!whole_blocks) continue;
+    if (!rules::concat_pieces_contiguous(n.output()->shape(), n.attrs().get_int("axis", "concat")))
+      continue;
     std::vector<std::pair<size_t, size_t>> members;  // (value index, byte offset)
     int first = result.first_step;
     size_t offset = 0;

@@ -63,4 +63,9 @@ struct SliceRange {
 };
 std::vector<SliceRange> slice_ranges(const Shape& s, const Attrs& attrs, const char* op);
 
+// Whether the pieces of a concat of result shape `result` along `axis` (negative: from the
+// end) are whole contiguous blocks of it, one after another: every dimension before the axis
+// is 1. Throws kiln::Error on an axis out of range.
+bool concat_pieces_contiguous(const Shape& result, int64_t axis);
+
 }  // namespace kiln::rules

@@ -306,4 +306,11 @@ TensorType rule_random(const OpInfo& op, std::span<const TensorType> in, const A
   return {dt, out};
 }
 
+bool concat_pieces_contiguous(const Shape& result, int64_t axis) {
+  const int a = normalize_axis(axis, result.rank(), "concat");
+  for (int d = 0; d < a; ++d)
+    if (result[d] != 1) return false;
+  return true;
+}
+
 }  // namespace kiln::rules

@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "kiln/ir/error.h"
+#include "kiln/ir/shape_rules.h"
 #include "kiln/runtime/collectives.h"
 #include "kiln/runtime/gemm.h"
 #include "kiln/runtime/kernels.h"
@@ -253,27 +254,27 @@ Executable::Executable(std::string name, std::vector<SlotStorage> slots, size_t 
           j == 0 && selects ? std::min(bytes_of(inputs[j]), output_bytes) : bytes_of(inputs[j]);
     return bytes;
   };
-  // A concat operand planned in its window of the concat's arena result (a concat region,
-  // codegen/memory_plan.h) is computed there: the concat neither reads nor writes it.
-  auto in_concat_window = [&](const ExecutableStep& s, size_t j) {
-    if (s.kind != ExecutableStep::Kind::kOp || s.op != OpKind::Concat) return false;
+  // A concat moves each piece once (read and written), except a piece planned in its window
+  // of the concat's arena result (a concat region, codegen/memory_plan.h): computed there, it
+  // is neither read nor written by the concat.
+  auto concat_bytes = [&](const ExecutableStep& s) {
     const SlotStorage& out = slot_storage_[size_t(s.output)];
-    const SlotStorage& in = slot_storage_[size_t(s.inputs[j])];
-    const Shape& shape = s.type.shape;
-    const int axis = int(s.attrs.get_int("axis", "concat"));
-    const int a = axis < 0 ? axis + shape.rank() : axis;
-    for (int d = 0; d < a; ++d)
-      if (shape[d] != 1) return false;
-    double window = 0;
-    for (size_t i = 0; i < j; ++i) window += bytes_of(s.inputs[i]);
-    return out.kind == SlotStorage::Kind::kArena && in.kind == SlotStorage::Kind::kArena &&
-           double(in.offset) == double(out.offset) + window;
+    const bool contiguous =
+        out.kind == SlotStorage::Kind::kArena &&
+        rules::concat_pieces_contiguous(s.type.shape, s.attrs.get_int("axis", "concat"));
+    double bytes = 0, window = double(out.offset);
+    for (int piece : s.inputs) {
+      const SlotStorage& in = slot_storage_[size_t(piece)];
+      if (!contiguous || in.kind != SlotStorage::Kind::kArena || double(in.offset) != window)
+        bytes += 2 * bytes_of(piece);
+      window += bytes_of(piece);
+    }
+    return bytes;
   };
   for (ExecutableStep& s : steps_) {
     double bytes = 0;
     if (s.kind == ExecutableStep::Kind::kOp && s.op == OpKind::Concat) {
-      for (size_t j = 0; j < s.inputs.size(); ++j)
-        if (!in_concat_window(s, j)) bytes += 2 * bytes_of(s.inputs[j]);
+      bytes = concat_bytes(s);
     } else if (s.output >= 0 && s.kind != ExecutableStep::Kind::kAssign) {
       bytes += bytes_of(s.output);
       bytes += read_of(s.inputs, bytes_of(s.output), s.selects);

@@ -74,8 +74,7 @@ void concat_kernel(std::span<const Array> in, const Attrs& attrs, Array& out) {
   const int axis = normalize_axis(attrs.get_int("axis", "concat"), out.shape.rank(), "concat");
   const Strides os = out.shape.strides();
   const size_t es = dtype_size(out.dtype);
-  bool whole_blocks = true;
-  for (int d = 0; d < axis; ++d) whole_blocks = whole_blocks && out.shape[d] == 1;
+  const bool whole_blocks = rules::concat_pieces_contiguous(out.shape, axis);
   int64_t pos = 0;
   for (const Array& x : in) {
     const int64_t at = pos * os[size_t(axis)];
