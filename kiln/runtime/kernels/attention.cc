@@ -12,11 +12,12 @@
 //
 // Causal skipping: a key block whose keys are all after the block's last query row is not
 // visited. Its scores are all -1e9, so its weights exp(-1e9 - m) underflow whenever the row max
-// m exceeds -1e9 by more than the exponential's range (std::exp gives 0, as the visited masked
-// keys get: exact_exp.h); the kernel checks that for every row (std::exp(-1e9 - m) == 0 in the
+// m exceeds -1e9 by more than the exponential's range (+0, as the visited masked keys get:
+// exact_exp.h); the kernel checks that for every row (-1e9 - m below exact_exp::kExpZero in the
 // computation's type) and visits every key of the block otherwise (a row with no unmasked key,
 // or scores near -1e9). Causal attention also takes smaller query blocks (kCausalQueryBlock),
-// so that less of the masked triangle is computed.
+// so that less of the masked triangle is computed, and within a visited tile the causally
+// masked scores of such a row get their weight 0 without an exponential (exp_row).
 //
 // attention_grad: dq, dk, dv packed as ir/shape_rules_attention.cc describes. Per block of
 // query rows the scores of every visited key are computed again (one GEMM, as flash attention
@@ -160,6 +161,11 @@ struct Problem {
   int64_t causal_keys(int64_t r0, int64_t rows) const {
     return causal ? std::min(tv, r0 + rows) : tv;
   }
+  // Of a tile's keys [c0, c0 + cols), how many lead up to the last one query row `row` may see
+  // (all of them without causality; a mask may still hide some of those).
+  int64_t live_keys(int64_t row, int64_t c0, int64_t cols) const {
+    return causal ? std::clamp<int64_t>(row + 1 - c0, 0, cols) : cols;
+  }
 };
 
 // Tiles of scores keep their rows 64-byte aligned and padded to a multiple of kLane elements,
@@ -192,15 +198,31 @@ class TaskScratch {
   std::vector<T> own_;
 };
 
-// Row x (cols scores, ld = padded(cols) elements, aligned) <- exp(x - m) (masked scores' weights
-// exactly 0: exact_exp.h); returns the sum of the cols exponentials. The padding gets exp(0) and
-// is never read.
+// Whether a skipped (fully masked) key may still weigh anything in a row with max m: unless its
+// argument kMasked - m (as the tile computes it) lies below exact_exp::kExpZero, where the
+// exponential is +0 (true for a NaN m). A comparison, not std::exp: libm's exp of an argument
+// that underflows takes a slow path, and this runs per row and tile.
 template <typename T>
-T exp_row(T* x, int64_t cols, int64_t ld, T m) {
-  std::fill(x + cols, x + ld, m);
+bool masked_key_counts(T m) {
+  return !(kMasked<T> - m < exact_exp::kExpZero<T>);
+}
+
+// Row x (cols scores, aligned, room for padded(cols) elements) <- exp(x - m) (masked scores'
+// weights exactly 0: exact_exp.h); returns the sum of the cols exponentials, in the same order
+// whatever `live` is. `live` (<= cols): the scores from there on are causally masked; where they
+// weigh nothing (!masked_key_counts(m)) their weights are set to 0 without exponentiating them
+// (the same +0 the exponential gives), so a causal tile's masked triangle costs no exp and the
+// rows take exp_values' fast path. The padding gets exp(0) and is never read; elements past
+// padded(cols) (a tile's row stride may be longer) are not touched.
+template <typename T>
+T exp_row(T* x, int64_t cols, T m, int64_t live) {
+  if (live < cols && masked_key_counts(m)) live = cols;
+  const int64_t ld = padded(live);
+  std::fill(x + live, x + ld, m);
   AlignedRow<T> row(x, ld);
   row = row - m;
   exact_exp::exp_values(x, x, ld);
+  std::fill(x + live, x + cols, T(0));
   return AlignedRow<T>(x, cols).sum();
 }
 
@@ -237,12 +259,6 @@ void mask_tile(const Problem& p, const bool* entry_mask, T* s, int64_t ld, int64
   }
 }
 
-// Whether a skipped (fully masked) key still weighs anything in a row with max m.
-template <typename T>
-bool masked_key_counts(T m) {
-  return std::exp(kMasked<T> - m) != T(0) || std::isnan(m);
-}
-
 // One block of query rows [r0, r0 + rows) of one entry: out rows = softmax(S) v. S: the
 // arrays' type (bf16 tiles of k and v are widened into the scratch as they are visited).
 template <typename S>
@@ -276,7 +292,7 @@ void forward_block(const Problem& p, const S* q, const S* k, const S* v, const b
         T* srow = s + i * ld;
         const T block_max = AlignedRow<T>(srow, cols).maxCoeff();
         const T mnew = c0 == 0 ? block_max : std::max(m[i], block_max);
-        const T sum = exp_row(srow, cols, ld, mnew);
+        const T sum = exp_row(srow, cols, mnew, p.live_keys(r0 + i, c0, cols));
         if (c0 == 0) {
           l[i] = sum;
         } else {
@@ -373,7 +389,7 @@ void backward_block(const Problem& p, const S* q, const S* k_in, const S* v_in, 
         again = true;
         break;
       }
-      AlignedRow<T>(prow, kend) *= T(1) / exp_row(prow, kend, padded(kend), mx);
+      AlignedRow<T>(prow, kend) *= T(1) / exp_row(prow, kend, mx, p.live_keys(r0 + i, 0, kend));
     }
     if (!again) break;
     kend = tv;
