@@ -42,6 +42,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -203,6 +204,32 @@ void run_kiln_gemm(benchmark::State& state, bool loop_invariant, bool cold = fal
 void BM_MatMul_KilnGemm(benchmark::State& state) { run_kiln_gemm(state, false); }
 
 void BM_MatMul_KilnGemmCold(benchmark::State& state) { run_kiln_gemm(state, false, true); }
+
+// A product with a fused epilogue, as a compiled step's contraction runs it (runtime::gemm_rows:
+// C in blocks of whole rows, each block's epilogue right after it, on its thread): the relu
+// gradient of a dense layer, C = X > 0 ? op(A) op(B) : 0, X an m x n array flushed from the
+// caches before each product with A, B and C (the activation a backward step reads was written
+// long before). Its ratio to BM_MatMul_KilnGemmCold is what the epilogue costs.
+void BM_MatMul_KilnGemmEpilogueCold(benchmark::State& state) {
+  const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  const bool ta = state.range(4) != 0, tb = state.range(5) != 0;
+  KilnThreads threads(int(state.range(3)));
+  const StoredOperands ops(m, k, n, ta, tb);
+  const StoredOperands activations(m, n, 1, false, false);  // its A: the m x n array X
+  const float* x = activations.a.data<float>();
+  float* c = ops.c.data<float>();
+  const std::function<void(int64_t, int64_t)> relu_grad = [&](int64_t r0, int64_t r1) {
+    for (int64_t i = r0 * n; i < r1 * n; ++i) c[i] = x[i] > 0.f ? c[i] : 0.f;
+  };
+  for (auto _ : state) {
+    evict_operands(state, ops);
+    evict_operands(state, activations);
+    kiln::runtime::gemm_rows<float>(ta, tb, m, n, k, ops.a.data<float>(), ta ? m : k,
+                                    ops.b.data<float>(), tb ? k : n, c, n, relu_grad);
+    benchmark::ClobberMemory();
+  }
+  set_flops(state, m, k, n, int(state.range(3)));
+}
 
 // Its ratio to BM_MatMul_KilnGemm is what packing a loop's weight once gains per step.
 void BM_MatMul_KilnGemmLoopInvariant(benchmark::State& state) { run_kiln_gemm(state, true); }
@@ -411,6 +438,7 @@ void TaskPanelShapes(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_MatMul_KilnOp)->Apply([](auto* b) { Shapes(b, {1, 2}); });
 BENCHMARK(BM_MatMul_KilnGemm)->Apply(GemmShapes);
 BENCHMARK(BM_MatMul_KilnGemmCold)->Apply(GemmShapes);
+BENCHMARK(BM_MatMul_KilnGemmEpilogueCold)->Apply(GemmShapes);
 BENCHMARK(BM_MatMul_KilnGemmLoopInvariant)->Apply(FewRowGemmShapes);
 BENCHMARK(BM_MatMul_KilnGemmBf16)->Apply(GemmShapes);
 BENCHMARK(BM_MatMul_KilnTaskPanels)->Apply(TaskPanelShapes);
