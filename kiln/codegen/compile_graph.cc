@@ -185,7 +185,7 @@ class GraphCompiler {
     }
     if (is_view(plan_, n)) return;  // its slot views the operand's arena bytes
     s.selects = op_info(n.op()).has(kSelects);
-    if (can_lower(n)) {
+    if (can_lower(n) && !runs_in_library(n)) {
       bodies_.push_back(one_op_body(n, kernel_name(n)));
       s.kind = Step::Kind::kKernel;
       s.name = kernel_name(n);

@@ -40,6 +40,14 @@ struct LoweredKernel {
 // (ir/ops.def, the codegen column).
 bool can_lower(const ir::Node& node);
 
+// True for a node that, standing alone (not in a fusion group), runs faster as the library's
+// kernel than as a generated loop: a transpose that moves the innermost axis. The library
+// copies it tile by tile with both sides in cache (runtime/kernels/strided_copy.h); a
+// generated kernel reads a strided column per output row (whose loads, at a power-of-two
+// stride, share one L1 set), 4x slower on a 256 x 1024 float32 matrix. The executable runs
+// such a node as an op step; inside a fusion group it stays index arithmetic.
+bool runs_in_library(const ir::Node& node);
+
 // Lowers `body` into a kernel named `symbol`. With `as_parameter`, that node of the body (a
 // contraction) is not computed: its result is an extra input after the body's parameters.
 // `overwrites` asks for outputs written into input buffers, as (output index, input index);

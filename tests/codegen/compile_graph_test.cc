@@ -295,5 +295,31 @@ TEST(CompileGraph, ConcatOperandsAreComputedInTheirPlace) {
   EXPECT_EQ(concats, 1) << ir::print_graph(*g);
 }
 
+// A transpose standing alone that moves the innermost axis runs as the library's tiled copy (an
+// op step), one that keeps it as a generated kernel; both move every element bitwise, at any
+// thread count, for any element size (bf16, bool and int64 included).
+TEST(CompileGraph, LoneTransposesOfTheInnerAxisRunInTheLibrary) {
+  testing::ScopedCacheDir cache;
+  auto g = testing::optimized_graph(
+      R"(graph @t(%0: f32[37,300], %1: bf16[5,7,9], %2: bool[6,10], %3: i64[4,6,8]) -> (f32[300,37], bf16[9,5,7], bool[10,6], i64[6,4,8], f32[37,300]) {
+  %4 = transpose(%0) {perm=[1, 0]} : f32[300,37]
+  %5 = transpose(%1) {perm=[2, 0, 1]} : bf16[9,5,7]
+  %6 = transpose(%2) {perm=[1, 0]} : bool[10,6]
+  %7 = transpose(%3) {perm=[1, 0, 2]} : i64[6,4,8]
+  %8 = neg(%0) : f32[37,300]
+  return %4, %5, %6, %7, %8
+})");
+  testing::expect_bitwise_at_thread_counts(*g, random_args(*g, 8), "lone transposes");
+  auto exe = codegen::compile_graph(*g);
+  int library = 0, generated = 0;
+  for (const runtime::ExecutableStep& s : exe->steps()) {
+    library += s.kind == runtime::ExecutableStep::Kind::kOp && s.op == OpKind::Transpose;
+    generated += s.kind == runtime::ExecutableStep::Kind::kKernel &&
+                 s.name.find("transpose") != std::string::npos;
+  }
+  EXPECT_EQ(library, 3) << ir::print_graph(*g);
+  EXPECT_EQ(generated, 1) << "perm [1, 0, 2] keeps the inner axis: a generated row copy";
+}
+
 }  // namespace
 }  // namespace kiln
