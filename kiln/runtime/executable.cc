@@ -357,9 +357,21 @@ Array Executable::acquire_pooled(size_t slot, bool spare) const {
 }
 
 std::vector<Array> Executable::run(std::span<const Array> args, std::vector<Array>& variables,
-                                   const std::vector<bool>& donate) const {
+                                   const std::vector<bool>& donate,
+                                   std::span<const Array> into) const {
   KILN_ASSERT(args.size() == parameter_slots_.size(), "executable called with the wrong arity");
   KILN_ASSERT(variables.size() == variable_slots_.size(), "executable: wrong variable count");
+  KILN_ASSERT(into.empty() || into.size() == output_slots_.size(),
+              "executable: `into` must hold one array per output");
+  // Per slot: the caller's array to compute it in (a pooled output slot returned once).
+  std::vector<const Array*> given(slot_storage_.size(), nullptr);
+  for (size_t j = 0; j < into.size(); ++j) {
+    const int o = output_slots_[j];
+    if (into[j].storage && slot_storage_[size_t(o)].kind == SlotStorage::Kind::kPooled &&
+        into[j].type() == slot_storage_[size_t(o)].type &&
+        std::count(output_slots_.begin(), output_slots_.end(), o) == 1)
+      given[size_t(o)] = &into[j];
+  }
   std::vector<Array> slots(slot_storage_.size());
   std::shared_ptr<Storage> arena = arena_bytes_ > 0 ? acquire_arena() : nullptr;
   char* base = arena ? static_cast<char*>(arena->data()) : nullptr;
@@ -371,7 +383,7 @@ std::vector<Array> Executable::run(std::span<const Array> args, std::vector<Arra
           Storage::view(base + st.offset,
                         size_t(st.type.shape.num_elements()) * dtype_size(st.type.dtype), arena)};
     else if (st.kind == SlotStorage::Kind::kPooled)
-      slots[i] = acquire_pooled(i);
+      slots[i] = given[i] != nullptr ? *given[i] : acquire_pooled(i);
   }
   for (size_t i = 0; i < args.size(); ++i) slots[size_t(parameter_slots_[i])] = args[i];
   // Per variable: how many hold its storage now, if the caller donated it (else 0). The
@@ -557,8 +569,21 @@ std::vector<Array> Executable::run(std::span<const Array> args, std::vector<Arra
         for (;;) {
           std::vector<Array> c = s.bodies[0]->run(state, no_vars);
           if (!c[0].data<bool>()[0]) break;
-          if (s.stacked) stacks.push(state);
-          std::vector<Array> next = s.bodies[1]->run(state, no_vars);
+          // The body computes each stacked loop variable's next value in the stack row the
+          // next push fills, where it can (that push then moves nothing); one without such a
+          // row that the body passes on to a stacked variable j (output j is parameter i) in
+          // the row of j's stack it will reach a push later.
+          std::vector<Array> rows;
+          if (s.stacked) {
+            stacks.push(state);
+            for (size_t i = 0; i < n_loop; ++i) rows.push_back(stacks.next_row(i));
+            for (size_t j = 0; j < n_loop; ++j) {
+              const int i = s.bodies[1]->output_parameter(j);
+              if (i >= 0 && size_t(i) < n_loop && size_t(i) != j && !rows[size_t(i)].storage)
+                rows[size_t(i)] = stacks.next_row(j, 1);
+            }
+          }
+          std::vector<Array> next = s.bodies[1]->run(state, no_vars, {}, rows);
           // A variable passed through keeps its array (the body returns a copy of a view).
           for (size_t i = 0; i < n_loop; ++i)
             if (!s.bodies[1]->passes_through(i)) state[i] = next[i];
@@ -584,7 +609,15 @@ std::vector<Array> Executable::run(std::span<const Array> args, std::vector<Arra
   pending.clear();
   std::vector<Array> out = gather(output_slots_);
   for (Array& v : variables) v = detach(v);
-  for (Array& o : out) o = detach(o);
+  // Results are detached (copied out of views of this call's arena), except those computed in
+  // the caller's `into` arrays and the caller's own arguments passed back (a while body's loop
+  // variable handed on to another: the caller detaches what it keeps beyond its own call).
+  for (size_t j = 0; j < out.size(); ++j) {
+    const int o = output_slots_[j];
+    const Array* in_place = given[size_t(o)];
+    const bool own = in_place != nullptr && out[j].storage == in_place->storage;
+    if (!own && !argument_slot_[size_t(o)]) out[j] = detach(out[j]);
+  }
   slots.clear();
   if (arena) release_arena(std::move(arena));
   return out;

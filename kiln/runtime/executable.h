@@ -135,9 +135,13 @@ class Executable {
   const std::vector<CollectiveBucketLayout>& buckets() const { return buckets_; }
   // Whether output i is parameter i itself (a while body passing a loop variable through:
   // its buffer and value stay the same for the whole loop, runtime/loop_invariants.h).
-  bool passes_through(size_t i) const {
-    return i < output_slots_.size() && i < parameter_slots_.size() &&
-           output_slots_[i] == parameter_slots_[i];
+  bool passes_through(size_t i) const { return output_parameter(i) == int(i); }
+  // The parameter that output i returns unchanged (the graph passes it on), or -1.
+  int output_parameter(size_t i) const {
+    if (i >= output_slots_.size()) return -1;
+    for (size_t p = 0; p < parameter_slots_.size(); ++p)
+      if (parameter_slots_[p] == output_slots_[i]) return int(p);
+    return -1;
   }
   // Bytes of one arena (planned values, kernel temporaries, contraction products).
   size_t arena_bytes() const { return arena_bytes_; }
@@ -155,13 +159,22 @@ class Executable {
   // it (kiln::ConcreteFunction donates a variable whose value no other tensor shares). A
   // donated variable may be updated in place (its new value is then the same buffer) unless
   // something took hold of the buffer during the call; the executable never writes into
-  // any other array of the caller's. Thread-safe: all per-call state is local (concurrent
-  // calls must not donate the same variable).
+  // any other array of the caller's (but `into`'s, below). Results never view this call's
+  // arena (such a value is copied out); an argument returned as an output is that very array.
+  // Thread-safe: all per-call state is local (concurrent calls must not donate the same
+  // variable).
   // With profiling on (runtime/profiler.h), records one "call" event named after the
   // executable and one event per step (category kernel, contraction, op, assign, control),
   // named as in the IR dump (fusion group names).
+  // `into` (empty, or one array per graph output, each empty or not): an output that would get
+  // a buffer of its own (not a parameter, variable, constant or view) is computed in its
+  // `into` array when that has the output's type and the output is returned once: a while
+  // step hands its body the next rows of its stacks this way (runtime/while_stacks.h). An
+  // output computed there is returned as that very array (not detached); every other output is
+  // returned as without `into`, so callers compare storages, never assume.
   std::vector<Array> run(std::span<const Array> args, std::vector<Array>& variables,
-                         const std::vector<bool>& donate = {}) const;
+                         const std::vector<bool>& donate = {},
+                         std::span<const Array> into = {}) const;
 
  private:
   struct Pools;

@@ -48,12 +48,22 @@ void WhileStacks::push(std::span<const Array> state) {
       if (!kept_[i]) continue;
       const Array& row = state[i];
       check_row(i, state_types_[i], row);
-      if (row.nbytes() > 0)
-        std::memcpy(static_cast<char*>(filled_[i].raw()) + size_t(trips_) * row.nbytes(), row.raw(),
-                    row.nbytes());
+      char* dst = static_cast<char*>(filled_[i].raw()) + size_t(trips_) * row.nbytes();
+      if (row.nbytes() > 0 && row.raw() != dst) std::memcpy(dst, row.raw(), row.nbytes());
     }
   }
   ++trips_;
+}
+
+Array WhileStacks::next_row(size_t i, int64_t ahead) const {
+  const int64_t k = trips_ + ahead;
+  if (declared_ < 0 || filled_.empty() || i >= kept_.size() || !kept_[i] || k >= declared_)
+    return {};
+  const TensorType& t = state_types_[i];
+  const size_t bytes = size_t(t.shape.num_elements()) * dtype_size(t.dtype);
+  if (bytes == 0 || bytes % kAlignment != 0) return {};
+  char* row = static_cast<char*>(filled_[i].raw()) + size_t(k) * bytes;
+  return Array{t.dtype, t.shape, Storage::view(row, bytes, filled_[i].storage)};
 }
 
 std::vector<Array> WhileStacks::finish(std::span<const Array> initial) {

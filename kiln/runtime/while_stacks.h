@@ -12,7 +12,12 @@
 // knows its graph's users) is neither kept nor copied; finish() returns it as a
 // [0, shape...] placeholder. With a declared trip count the caller may hand in the stacks'
 // buffers (the compiled executable reuses them across calls from its pools, so no call pays
-// for fresh pages); a buffer of another type than [trips, row shape...] is not used.
+// for fresh pages); a buffer of another type than [trips, row shape...] is not used. Rows
+// computed in place: next_row(i) is a view of the row the next push fills, which the compiled
+// executable hands its body to compute loop variable i's next value in (Executable::run's
+// `into`); push then finds the value already there and copies nothing. A loop variable whose
+// value the body passes on to another, stacked one (an RNN gradient's "previous dz") is
+// computed two pushes ahead in that one's stack: next_row(j, 1).
 #pragma once
 
 #include <span>
@@ -35,6 +40,12 @@ class WhileStacks {
 
   // The first loop_variables arrays of `state` (the loop variables; captures may follow).
   void push(std::span<const Array> state);
+  // A view of the row the next push fills for loop variable i (`ahead` > 0: the one that many
+  // pushes later), its stack buffer kept alive by the view, or an empty Array: only with a
+  // declared trip count, after the first push, for a kept stack with that row left whose rows
+  // are a multiple of 64 bytes (kernels take aligned buffers). A push whose value for i
+  // already lies in its row moves nothing.
+  Array next_row(size_t i, int64_t ahead = 0) const;
   // The stacks, then the trip count. `initial` (the loop variables' values before the loop)
   // gives each stack's dtype and row shape when the loop ran zero times.
   std::vector<Array> finish(std::span<const Array> initial);

@@ -321,5 +321,38 @@ TEST(CompileGraph, LoneTransposesOfTheInnerAxisRunInTheLibrary) {
   EXPECT_EQ(generated, 1) << "perm [1, 0, 2] keeps the inner axis: a generated row copy";
 }
 
+// Executable::run's `into`: an output with a buffer of its own is computed in the caller's
+// array of its type and returned as that array; an array of another type, an output returned
+// twice or a parameter returned as an output are left alone (their outputs as without it),
+// and an argument is returned as that very array even when it is a view.
+TEST(CompileGraph, OutputsComputedInTheCallersArrays) {
+  testing::ScopedCacheDir cache;
+  auto g = testing::optimized_graph(
+      R"(graph @f(%0: f32[8,16]) -> (f32[8,16], f32[8,16], f32[8,16], f32[8,16], f32[8,16]) {
+  %1 = exp(%0) : f32[8,16]
+  %2 = neg(%0) : f32[8,16]
+  %3 = tanh(%0) : f32[8,16]
+  return %1, %2, %0, %3, %3
+})");
+  auto exe = codegen::compile_graph(*g);
+  std::mt19937 rng(9);
+  // The argument a view (as a while body's operand is): passed back as it is, not copied.
+  const runtime::Array owner = testing::random_array(g->parameter(0)->type(), rng);
+  std::vector<runtime::Array> args = {
+      {owner.dtype, owner.shape,
+       runtime::Storage::view(owner.raw(), owner.nbytes(), owner.storage)}};
+  std::vector<runtime::Array> vars;
+  const std::vector<runtime::Array> want = exe->run(args, vars);
+  std::vector<runtime::Array> into;
+  for (int i = 0; i < 5; ++i) into.push_back(runtime::Array::empty(DType::f32, Shape{8, 16}));
+  into[1] = runtime::Array::empty(DType::f32, Shape{16, 8});  // another type
+  const std::vector<runtime::Array> got = exe->run(args, vars, {}, into);
+  ASSERT_EQ(got.size(), 5u);
+  EXPECT_EQ(got[0].storage, into[0].storage);
+  for (int i = 1; i < 5; ++i) EXPECT_NE(got[size_t(i)].storage, into[size_t(i)].storage) << i;
+  EXPECT_EQ(got[2].storage, args[0].storage) << "the argument itself";
+  for (size_t i = 0; i < 5; ++i) EXPECT_TRUE(testing::bitwise_equal(got[i], want[i])) << i;
+}
+
 }  // namespace
 }  // namespace kiln

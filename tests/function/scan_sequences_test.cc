@@ -227,5 +227,39 @@ TEST(ScanSequences, AStackNothingReadsIsNotBuilt) {
   }
 }
 
+// next_row(i) views the row the next push fills (declared trip count, kept stack, rows of a
+// multiple of 64 bytes, rows left): a value computed there is pushed without a copy; any
+// other array is copied in, as before.
+TEST(ScanSequences, ARowComputedInItsPlaceIsNotCopied) {
+  runtime::WhileStacks stacks(std::vector<bool>{true, true, false}, /*declared_trips=*/3);
+  auto filled = [](const Shape& shape, float value) {
+    runtime::Array a = runtime::Array::empty(DType::f32, shape);
+    std::fill(a.data<float>(), a.data<float>() + a.size(), value);
+    return a;
+  };
+  std::vector<runtime::Array> state{filled({16}, 0), filled({3}, 0), filled({16}, 0)};
+  EXPECT_FALSE(stacks.next_row(0).storage) << "no stack before the first push";
+  stacks.push(state);
+  runtime::Array row = stacks.next_row(0);
+  ASSERT_TRUE(row.storage);
+  EXPECT_EQ(row.type(), state[0].type());
+  EXPECT_FALSE(stacks.next_row(1).storage) << "12-byte rows are not 64-byte aligned";
+  EXPECT_FALSE(stacks.next_row(2).storage) << "a stack nothing reads";
+  std::fill(row.data<float>(), row.data<float>() + 16, 1.0f);  // computed in its place
+  state = {row, filled({3}, 1), filled({16}, 1)};
+  stacks.push(state);
+  state = {filled({16}, 2), filled({3}, 2), filled({16}, 2)};  // elsewhere: copied
+  stacks.push(state);
+  EXPECT_FALSE(stacks.next_row(0).storage) << "no rows left";
+  std::vector<runtime::Array> out = stacks.finish(state);
+  ASSERT_EQ(out.size(), 4u);
+  EXPECT_EQ(out[0].raw(), static_cast<const char*>(row.raw()) - 64) << "row 1 of the stack";
+  for (int64_t k = 0; k < 3; ++k) {
+    EXPECT_EQ(out[0].data<float>()[k * 16 + 15], float(k));
+    EXPECT_EQ(out[1].data<float>()[k * 3 + 2], float(k));
+  }
+  EXPECT_EQ(out[2].shape, Shape({0, 16}));
+}
+
 }  // namespace
 }  // namespace kiln
