@@ -14,11 +14,9 @@
 #include "kiln/runtime/collectives.h"
 #include "kiln/runtime/gemm.h"
 #include "kiln/runtime/kernels.h"
-#include "kiln/runtime/loop_invariants.h"
 #include "kiln/runtime/profiler.h"
 #include "kiln/runtime/scratch.h"
 #include "kiln/runtime/threading.h"
-#include "kiln/runtime/while_stacks.h"
 
 namespace kiln::runtime {
 namespace {
@@ -48,15 +46,6 @@ std::vector<void*> kernel_buffers(const KernelCall& call, std::vector<Array>& sl
   for (size_t off : call.temporary_offsets) buffers.push_back(arena + off);
   for (const auto& [o, i] : call.layout.overwrites) buffers[i] = buffers[call.inputs.size() + o];
   return buffers;
-}
-
-// A step's result that is a view of some arena (a sub-executable passing an operand
-// through) must not outlive the call: copy it.
-Array detach(const Array& a) {
-  if (!a.storage || !a.storage->is_view()) return a;
-  Array c = Array::empty(a.type());
-  if (a.nbytes() > 0) std::memcpy(c.raw(), a.raw(), a.nbytes());
-  return c;
 }
 
 // gather(params, i, axis 0) with a scalar index i of heap-owned params (a while's stacks, a
@@ -190,6 +179,13 @@ const char* category_of(ExecutableStep::Kind k) {
 }
 
 }  // namespace
+
+Array Executable::detach(const Array& a) {
+  if (!a.storage || !a.storage->is_view()) return a;
+  Array c = Array::empty(a.type());
+  if (a.nbytes() > 0) std::memcpy(c.raw(), a.raw(), a.nbytes());
+  return c;
+}
 
 void run_kernel_call(const KernelCall& call, std::span<void* const> buffers) {
   const int64_t extent = call.layout.extent;
@@ -539,70 +535,9 @@ std::vector<Array> Executable::run(std::span<const Array> args, std::vector<Arra
         for (size_t i = 0; i < s.outputs.size(); ++i) slots[size_t(s.outputs[i])] = detach(out[i]);
         break;
       }
-      case ExecutableStep::Kind::kWhile: {
-        const size_t n_loop = s.stacked ? (s.outputs.size() - 1) / 2 : s.outputs.size();
-        std::vector<Array> state = gather(s.inputs);
-        std::vector<Array> no_vars;
-        std::vector<bool> kept = s.stacks_kept.size() == n_loop && s.stacked
-                                     ? s.stacks_kept
-                                     : std::vector<bool>(s.stacked ? n_loop : 0, true);
-        // Declared stacks come from the stack slots' pools: reused across calls.
-        std::vector<Array> stack_buffers;
-        if (s.stacked && s.stack_trips >= 0)
-          for (size_t i = 0; i < n_loop; ++i) {
-            const int slot = s.outputs[n_loop + i];
-            stack_buffers.push_back(kept[i] &&
-                                            slot_storage_[size_t(slot)].type.shape.is_fully_known()
-                                        ? acquire_pooled(size_t(slot), /*spare=*/false)
-                                        : Array{});
-          }
-        WhileStacks stacks(std::move(kept), s.stack_trips, std::move(stack_buffers));
-        const std::vector<Array> initial(state.begin(), state.begin() + long(n_loop));
-        // The captures (operands after the loop variables) and the loop variables the body
-        // passes through keep their buffers and values until the loop ends: products inside
-        // it pack such a B once (runtime/loop_invariants.h).
-        std::vector<std::pair<const void*, size_t>> invariant;
-        for (size_t i = 0; i < state.size(); ++i)
-          if ((i >= n_loop || s.bodies[1]->passes_through(i)) && state[i].raw() != nullptr)
-            invariant.emplace_back(state[i].raw(), state[i].nbytes());
-        const LoopInvariantScope loop_invariants(std::move(invariant));
-        for (;;) {
-          std::vector<Array> c = s.bodies[0]->run(state, no_vars);
-          if (!c[0].data<bool>()[0]) break;
-          // The body computes each stacked loop variable's next value in the stack row the
-          // next push fills, where it can (that push then moves nothing); one without such a
-          // row that the body passes on to a stacked variable j (output j is parameter i) in
-          // the row of j's stack it will reach a push later.
-          std::vector<Array> rows;
-          if (s.stacked) {
-            stacks.push(state);
-            for (size_t i = 0; i < n_loop; ++i) rows.push_back(stacks.next_row(i));
-            for (size_t j = 0; j < n_loop; ++j) {
-              const int i = s.bodies[1]->output_parameter(j);
-              if (i >= 0 && size_t(i) < n_loop && size_t(i) != j && !rows[size_t(i)].storage)
-                rows[size_t(i)] = stacks.next_row(j, 1);
-            }
-          }
-          std::vector<Array> next = s.bodies[1]->run(state, no_vars, {}, rows);
-          // A variable passed through keeps its array (the body returns a copy of a view).
-          for (size_t i = 0; i < n_loop; ++i)
-            if (!s.bodies[1]->passes_through(i)) state[i] = next[i];
-        }
-        for (size_t i = 0; i < n_loop; ++i) slots[size_t(s.outputs[i])] = detach(state[i]);
-        if (s.stacked) {
-          std::vector<Array> stacked = stacks.finish(initial);
-          const int64_t trips = *stacked.back().data<int64_t>();
-          if (s.stack_trips >= 0 && trips != s.stack_trips)
-            throw Error(fmt::format(
-                "executable {}: while step {} ran {} iteration(s) but its stacks are declared "
-                "with {} rows; a loop whose stacks have a known length must run exactly that "
-                "many times",
-                name_, s.name, trips, s.stack_trips));
-          for (size_t i = 0; i < stacked.size(); ++i)
-            slots[size_t(s.outputs[n_loop + i])] = std::move(stacked[i]);
-        }
+      case ExecutableStep::Kind::kWhile:
+        run_while(s, slots);
         break;
-      }
     }
   }
   for (auto& [slot, sum] : pending) sum->wait();

@@ -185,6 +185,12 @@ class Executable {
   Array acquire_pooled(size_t slot, bool spare = true) const;
   void bind_overwrites(const KernelCall& call, std::vector<Array>& slots,
                        const std::vector<long>& donated) const;
+  // A kWhile step (runtime/executable_while.cc): reads its operands from `slots`, writes its
+  // results there.
+  void run_while(const ExecutableStep& s, std::vector<Array>& slots) const;
+  // `a`, or a copy of it when it is a view of some arena (a sub-executable passing an operand
+  // through), which must not outlive the call that made it.
+  static Array detach(const Array& a);
 
   std::string name_;
   std::vector<SlotStorage> slot_storage_;

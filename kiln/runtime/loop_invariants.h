@@ -1,6 +1,6 @@
 // Operands a loop leaves unchanged, and what is derived from them once per loop.
 //
-// While a while step runs (runtime/executable.cc), the loop variables its body passes through
+// While a while step runs (runtime/executable_while.cc), the loop variables its body passes through
 // untouched (body output i is its parameter i) keep their buffers and values for the whole
 // loop: an executable never writes into its arguments. The step registers those buffers in a
 // LoopInvariantScope for the loop's duration, and a product inside the loop whose B lies in one

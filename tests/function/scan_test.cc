@@ -118,7 +118,7 @@ TEST(Scan, StackedStatesEqualTheEagerLoopBitwise) {
   EXPECT_THAT(ir, ::testing::Not(HasSubstr("f32[?,3]")));
 }
 
-// The compiled while takes its stacks from pools reused across calls (runtime/executable.cc):
+// The compiled while takes its stacks from pools reused across calls (runtime/executable_while.cc):
 // a stack the caller still holds is never written by a later call, and once released its
 // buffer serves a later call again.
 TEST(Scan, CompiledStacksAreReusedOnlyOnceReleased) {
