@@ -62,7 +62,7 @@ void Executable::run_while(const ExecutableStep& s, std::vector<Array>& slots) c
       }
     }
     std::vector<Array> next = s.bodies[1]->run(state, no_vars, {}, rows);
-    // A variable passed through keeps its array (the body returns a copy of a view).
+    // A variable passed through keeps its array (the body returns its argument as it is).
     for (size_t i = 0; i < n_loop; ++i)
       if (!s.bodies[1]->passes_through(i)) state[i] = next[i];
   }

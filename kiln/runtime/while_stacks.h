@@ -13,8 +13,8 @@
 // [0, shape...] placeholder. With a declared trip count the caller may hand in the stacks'
 // buffers (the compiled executable reuses them across calls from its pools, so no call pays
 // for fresh pages); a buffer of another type than [trips, row shape...] is not used. Rows
-// computed in place: next_row(i) is a view of the row the next push fills, which the compiled
-// executable hands its body to compute loop variable i's next value in (Executable::run's
+// computed where they are stacked: next_row(i) is a view of the row the next push fills, which the
+// compiled executable hands its body to compute loop variable i's next value in (Executable::run's
 // `into`); push then finds the value already there and copies nothing. A loop variable whose
 // value the body passes on to another, stacked one (an RNN gradient's "previous dz") is
 // computed two pushes ahead in that one's stack: next_row(j, 1).
