@@ -236,6 +236,10 @@ Executable::Executable(std::string name, std::vector<SlotStorage> slots, size_t 
   for (int p : parameter_slots_) argument_slot_[size_t(p)] = true;
   for (size_t i = 0; i < variable_slots_.size(); ++i)
     variable_of_slot_[size_t(variable_slots_[i])] = int(i);
+  output_parameter_.assign(output_slots_.size(), -1);
+  for (size_t o = 0; o < output_slots_.size(); ++o)
+    for (size_t p = 0; p < parameter_slots_.size(); ++p)
+      if (parameter_slots_[p] == output_slots_[o]) output_parameter_[o] = int(p);
   auto bytes_of = [&](int slot) {
     const TensorType& t = slot_storage_[size_t(slot)].type;
     return t.shape.is_fully_known() ? double(t.shape.num_elements()) * double(dtype_size(t.dtype))

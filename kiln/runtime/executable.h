@@ -138,10 +138,7 @@ class Executable {
   bool passes_through(size_t i) const { return output_parameter(i) == int(i); }
   // The parameter that output i returns unchanged (the graph passes it on), or -1.
   int output_parameter(size_t i) const {
-    if (i >= output_slots_.size()) return -1;
-    for (size_t p = 0; p < parameter_slots_.size(); ++p)
-      if (parameter_slots_[p] == output_slots_[i]) return int(p);
-    return -1;
+    return i < output_parameter_.size() ? output_parameter_[i] : -1;
   }
   // Bytes of one arena (planned values, kernel temporaries, contraction products).
   size_t arena_bytes() const { return arena_bytes_; }
@@ -202,6 +199,7 @@ class Executable {
   std::vector<std::pair<int, Array>> constants_;
   std::vector<ExecutableStep> steps_;
   std::vector<int> output_slots_;
+  std::vector<int> output_parameter_;  // per output: the parameter it returns unchanged, or -1
   std::vector<CollectiveBucketLayout> buckets_;
 };
 
