@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <unordered_set>
+#include <unordered_map>
 #include <vector>
 
 #include "kiln/ir/graph_rewrite.h"
@@ -94,20 +94,33 @@ bool infers(OpKind op, const std::vector<Value*>& inputs, const Attrs& attrs,
   }
 }
 
-// Variable values (entry values, assignment results) that a later assignment supersedes. A
-// rewrite must not introduce a use of one of them: the use could come after the assignment,
-// which reads the updated variable (the verifier's stale-value rule). Conservative: such a
-// value is never a rewrite's result or new input, even where its use would still be in time.
-std::unordered_set<const Value*> superseded_values(const Graph& g) {
-  std::unordered_set<const Value*> out;
+// Variable values (entry values, assignment results) that a later assignment supersedes,
+// with the position (in `order`) of that assignment. A rewrite may use such a value only
+// where every use it introduces comes before the assignment, which reads the updated variable
+// (the verifier's stale-value rule).
+std::unordered_map<const Value*, size_t> superseded_values(const Graph& g,
+                                                           const std::vector<Node*>& order) {
+  std::unordered_map<const Value*, size_t> out;
   std::vector<const Value*> current;
   for (const ir::GraphVariable& v : g.variables()) current.push_back(v.entry);
-  for (const auto& n : g.nodes()) {
+  for (size_t i = 0; i < order.size(); ++i) {
+    const Node* n = order[i];
     if (!n->is_assignment() || n->variable() < 0 || size_t(n->variable()) >= current.size())
       continue;
-    out.insert(current[size_t(n->variable())]);
+    out.emplace(current[size_t(n->variable())], i);
     current[size_t(n->variable())] = n->output(0);
   }
+  return out;
+}
+
+// The position (in `order`) of each value's last use; graph outputs count as used after
+// every node. Sub-graphs are closed, so a graph's values are used only by its own nodes.
+std::unordered_map<const Value*, size_t> last_uses(const Graph& g,
+                                                   const std::vector<Node*>& order) {
+  std::unordered_map<const Value*, size_t> out;
+  for (size_t i = 0; i < order.size(); ++i)
+    for (const Value* v : order[i]->inputs()) out[v] = i;
+  for (const Value* v : g.outputs()) out[v] = order.size();
   return out;
 }
 
@@ -120,10 +133,22 @@ class AlgebraicSimplify final : public Pass {
   bool simplify_graph(Graph& g) {
     bool changed = false;
     ir::GraphRewrite rewrite(g);  // rules may add nodes; visit only the original ones
-    const std::unordered_set<const Value*> superseded = superseded_values(g);
-    auto usable = [&](const Value* v) { return !superseded.contains(v); };
-    for (Node* n : rewrite.original_nodes()) {
+    const std::vector<Node*>& order = rewrite.original_nodes();
+    const std::unordered_map<const Value*, size_t> superseded = superseded_values(g, order);
+    const std::unordered_map<const Value*, size_t> last_use = last_uses(g, order);
+    for (size_t at = 0; at < order.size(); ++at) {
+      Node* n = order[at];
       rewrite.visit(*n);
+      // A rewrite of n adds uses at n (new inputs) or at the users of n's outputs (a
+      // replacement): a superseded value is usable when all of them precede its assignment.
+      size_t latest_use = at;
+      for (size_t o = 0; o < n->num_outputs(); ++o)
+        if (auto it = last_use.find(n->output(o)); it != last_use.end())
+          latest_use = std::max(latest_use, it->second);
+      auto usable = [&](const Value* v) {
+        auto it = superseded.find(v);
+        return it == superseded.end() || latest_use < it->second;
+      };
       for (const auto& sub : n->subgraphs()) changed |= simplify_graph(*sub);
       if (n->kind() != NodeKind::kOp) continue;
       bool edited = false;

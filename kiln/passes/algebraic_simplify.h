@@ -27,9 +27,10 @@
 // x + +0.0 -> x on floats (-0.0 + +0.0 is +0.0); x - -0.0 -> x on floats; x - x -> 0 and
 // x / x -> 1 (NaN, inf, 0); any reassociation or rewrite that changes rounding, such as
 // sum(broadcast_to(s)) -> s * count. A rewrite whose result would not have exactly the old
-// type does not fire. Never introduces a use of a variable value (entry value or assignment
-// result) that a later assignment supersedes: such a use could land after the assignment
-// (the verifier's stale-value rule), so x*1 with x = such a value stays. Edited nodes
+// type does not fire. Introduces a use of a variable value (entry value or assignment result)
+// that a later assignment supersedes only where that use comes before the assignment (the
+// verifier's stale-value rule): reshape(v) of v's own type, used only before v's variable is
+// assigned, becomes v; used after it, the reshape (a copy of the old value) stays. Edited nodes
 // (transpose / reshape chains) are rewritten where they stand; replaced nodes are removed, their
 // inputs are left for dce. Runs in every sub-graph too.
 #pragma once
