@@ -182,6 +182,7 @@ void run_block(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& g,
 // each row block.
 void run_product(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& g,
                  const RowsDone* on_rows) {
+  KILN_ASSERT(plan.m == g.m && plan.n == g.n, "gemm: the plan was made for another product");
   const int64_t nr = plan.kernel->nr;
   const KBlocks kb(g.k, plan.kc, plan.k_quantum);
   const int64_t panels_n = ceil_div(g.n, nr), n_pad = panels_n * nr;
@@ -223,10 +224,10 @@ void run_product(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& 
     else
       pack(0, g.k);
   }
-  // Row blocks of near-equal heights, column blocks of whole nr tiles.
+  // Row blocks of whole panels (GemmPlan::row_start), column blocks of whole nr tiles.
   auto run = [&](int64_t task) {
     const int64_t rb = task / plan.col_blocks, cb = task % plan.col_blocks;
-    const int64_t r0 = g.m * rb / plan.row_blocks, r1 = g.m * (rb + 1) / plan.row_blocks;
+    const int64_t r0 = plan.row_start(rb), r1 = plan.row_start(rb + 1);
     const int64_t p0 = panels_n * cb / plan.col_blocks, p1 = panels_n * (cb + 1) / plan.col_blocks;
     const int64_t c0 = std::min(g.n, p0 * nr), c1 = std::min(g.n, p1 * nr);
     if (r0 >= r1 || c0 >= c1) return;

@@ -246,6 +246,11 @@ std::string GemmPlan::describe() const {
   return text;
 }
 
+int64_t GemmPlan::row_start(int64_t rb) const {
+  const int64_t rows = std::max<int64_t>(1, panel_rows);
+  return std::min(m, ceil_div(m, rows) * rb / std::max<int64_t>(1, row_blocks) * rows);
+}
+
 GemmGrid plan_grid(const MicroKernel& kernel, const GemmParams& p, int64_t m, int64_t n, int64_t k,
                    int threads, bool whole_rows) {
   const int64_t mr = kernel.mr, nr = kernel.nr;

@@ -3,6 +3,7 @@
 // expectation follows from the rules in gemm_plan.cc, worked out by hand in the comments.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "kiln/runtime/cpu_info.h"
@@ -151,6 +152,43 @@ TEST(GemmPlanTest, GridsFollowTheThreadsAndTheEpilogue) {
   EXPECT_EQ(plan(32, 1024, 256, false, false, 2, true).row_blocks, 4);
   // A small product is one task.
   EXPECT_EQ(plan(16, 16, 16, false, false, 2).tasks(), 1);
+}
+
+// Every row block but the last holds whole panels, the blocks cover the rows in order, and
+// their panel counts differ by at most one: only the last block runs a short tile.
+TEST(GemmPlanTest, RowBlocksHoldWholePanels) {
+  // 1024 rows of 12-row panels (85 whole and one of 4 rows) in 8 blocks: 10 or 11 panels each
+  // (120 or 132 rows), 124 rows in the last; blocks of 128 rows would run 11 tiles each, one
+  // of them 8 rows high (88 tiles instead of 86).
+  const GemmPlan p = plan(1024, 1024, 1024, false, false, 2);
+  ASSERT_EQ(p.row_blocks, 8);
+  ASSERT_EQ(p.panel_rows, 12);
+  EXPECT_EQ(p.row_start(0), 0);
+  EXPECT_EQ(p.row_start(1), 120);
+  EXPECT_EQ(p.row_start(2), 252);
+  EXPECT_EQ(p.row_start(8), 1024);
+  for (const GemmShape& s :
+       {GemmShape{1024, 1024, 1024, false, false, 2},
+        GemmShape{1000, 512, 128, false, false, 2, true},
+        GemmShape{32, 256, 1024, false, false, 2, true}, GemmShape{100, 64, 256, true, false, 8},
+        GemmShape{4096, 128, 384, false, false, 16}}) {
+    const GemmPlan q = make_gemm_plan(fake_kernels(), s, params());
+    const std::string what = q.describe();
+    int64_t fewest = q.m, most = 0;
+    for (int64_t rb = 0; rb < q.row_blocks; ++rb) {
+      const int64_t r0 = q.row_start(rb), r1 = q.row_start(rb + 1);
+      ASSERT_LE(r0, r1) << what;
+      if (rb + 1 < q.row_blocks) {
+        EXPECT_EQ((r1 - r0) % q.panel_rows, 0) << what << " block " << rb;
+      }
+      const int64_t panels = (r1 - r0 + q.panel_rows - 1) / q.panel_rows;
+      fewest = std::min(fewest, panels);
+      most = std::max(most, panels);
+    }
+    EXPECT_EQ(q.row_start(0), 0) << what;
+    EXPECT_EQ(q.row_start(q.row_blocks), q.m) << what;
+    EXPECT_LE(most - fewest, 1) << what;
+  }
 }
 
 TEST(GemmPlanTest, ManyThreadsGetTasksOfSeveralPanelsAndSplitTheColumns) {
