@@ -15,10 +15,12 @@
 //                      quarter of the caches, on the transformer block's products: counters
 //                      start_gflops, tuned_gflops and gain
 // The FMA peak is measured once per thread count, after half a second of load (a virtual CPU
-// may run slower for its first few hundred milliseconds). Machines shared with other tenants
-// swing by 2x between phases: compare kiln and oneDNN rows of one run, best of repetitions.
-// Arguments: m, k, n, threads (and ta, tb for KilnGemm and OneDnn). Thread counts: 1, 2 and
-// every core of the machine when it has more than two.
+// may run slower for its first few hundred milliseconds), before the first benchmark, so that
+// no benchmark's threads share the cores with it (OpenMP's spin a while after each oneDNN
+// product, and random interleaving may put any row before the first of a thread count). Machines
+// shared with other tenants swing by 2x between phases: compare kiln and oneDNN rows of one run,
+// best of repetitions. Arguments: m, k, n, threads (and ta, tb for KilnGemm and OneDnn). Thread
+// counts: 1, 2 and every core of the machine when it has more than two.
 //
 // This file is its own program, kiln_gemm_bench, linking kiln's runtime alone (no LLVM), so it
 // runs on any x86-64 machine the runtime's shared libraries can be carried to. Its own flag:
@@ -489,6 +491,7 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("kiln_cpu", kiln::runtime::cpu_info().describe());
   benchmark::AddCustomContext("kiln_gemm_kernels", kiln::runtime::gemm_kernels());
   if (tune) tune_in_process();
+  for (int64_t threads : thread_counts()) (void)fma_peak_gflops(int(threads));
   if (const auto* mk = kiln::runtime::gemm_detail::active_microkernels())
     benchmark::AddCustomContext("kiln_gemm_blocking",
                                 tune ? std::string("tuned in this process (--kiln_tune)")

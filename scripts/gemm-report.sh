@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The GEMM engine on this machine, one command: tunes the engine in-process (as `kiln tune`
 # does, no table written), times every GEMM microbenchmark shape for kiln and oneDNN at 1, 2 and
-# all threads (same process, 3 repetitions), the same at 1 and 2 threads with the operands
+# all threads (same process, 5 repetitions each, all of them in random order, so that a slow
+# phase of a shared machine weighs on both columns alike instead of on whichever ran during
+# it), the same at 1 and 2 threads with the operands
 # flushed from the caches before each product (the Cold rows), then the tuner from a
 # deliberately poor plan and the AVX2 kernels at one thread, and prints the tables of
 # docs/benchmarks.md (scripts/gemm_table.py).
@@ -23,14 +25,16 @@ if [ ! -x "$bench" ]; then
 fi
 mkdir -p "$out"
 echo "== kiln and oneDNN, tuned in this process ($(date -u +%FT%TZ))"
-"$bench" --kiln_tune --benchmark_filter='MatMul_(KilnGemm|OneDnn)/' --benchmark_min_time=0.2 \
-  --benchmark_repetitions=3 --benchmark_out="$out/gemm.json" --benchmark_out_format=json \
+"$bench" --kiln_tune --benchmark_filter='MatMul_(KilnGemm|OneDnn)/' --benchmark_min_time=0.1 \
+  --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true \
+  --benchmark_out="$out/gemm.json" --benchmark_out_format=json \
   > "$out/gemm.txt" 2> "$out/tune.txt"
 cat "$out/tune.txt"
 "$python" scripts/gemm_table.py "$out/gemm.json" | tee "$out/gemm.md"
 echo "== the same at 1 and 2 threads, operands flushed from the caches before each product"
 "$bench" --kiln_tune --benchmark_filter='MatMul_(KilnGemm|OneDnn)Cold/.*threads:(1|2)/' \
-  --benchmark_min_time=0.1 --benchmark_repetitions=3 --benchmark_out="$out/gemm-cold.json" \
+  --benchmark_min_time=0.1 --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true \
+  --benchmark_out="$out/gemm-cold.json" \
   --benchmark_out_format=json > "$out/gemm-cold.txt" 2> "$out/tune-cold.txt"
 "$python" scripts/gemm_table.py "$out/gemm-cold.json" | tee "$out/gemm-cold.md"
 echo "== the tuner from a deliberately poor plan"

@@ -7,7 +7,7 @@ flushed from the caches before each product), when present, as tables of their o
 library only.
 
     kiln_gemm_bench --kiln_tune --benchmark_filter='MatMul_(KilnGemm|OneDnn)/' \\
-        --benchmark_repetitions=3 --benchmark_out=gemm.json
+        --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true --benchmark_out=gemm.json
     python3 scripts/gemm_table.py gemm.json
 """
 import json
@@ -24,8 +24,12 @@ def load(path):
     with open(path, encoding="utf-8") as f:
         report = json.load(f)
     # (lib, m, k, n, threads, ta, tb) -> [(of_peak, label)]; lib "KilnGemm", "OneDnnCold"...
+    # Rows in the order the benchmark registers its instances (random interleaving runs them,
+    # and writes them, in another).
     runs = defaultdict(list)
-    for b in report.get("benchmarks", []):
+    rows = sorted(report.get("benchmarks", []),
+                  key=lambda b: (b.get("family_index", 0), b.get("per_family_instance_index", 0)))
+    for b in rows:
         if b.get("run_type") == "aggregate" or "of_peak" not in b:
             continue
         match = NAME.match(b.get("run_name", b["name"]))
