@@ -247,8 +247,12 @@ std::string GemmPlan::describe() const {
 }
 
 int64_t GemmPlan::row_start(int64_t rb) const {
-  const int64_t rows = std::max<int64_t>(1, panel_rows);
-  return std::min(m, ceil_div(m, rows) * rb / std::max<int64_t>(1, row_blocks) * rows);
+  const int64_t rows = std::max<int64_t>(1, panel_rows), blocks = std::max<int64_t>(1, row_blocks);
+  // Whole panels where every block gets at least 4 of them: a block's end then moves by less
+  // than a quarter of it. Thinner blocks (few rows cut finer than their panels to even out the
+  // threads: 32 rows with an epilogue as 4 blocks of 8 on 2 threads) keep equal heights.
+  if (m < 4 * rows * blocks) return m * rb / blocks;
+  return std::min(m, ceil_div(m, rows) * rb / blocks * rows);
 }
 
 GemmGrid plan_grid(const MicroKernel& kernel, const GemmParams& p, int64_t m, int64_t n, int64_t k,

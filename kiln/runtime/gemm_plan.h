@@ -166,11 +166,11 @@ struct GemmPlan {
   const char* source = "";  // where the blocking came from (GemmParams::source)
 
   int64_t tasks() const { return row_blocks * col_blocks; }
-  // The first row of row block rb (rb == row_blocks: m). Blocks hold whole panels of
-  // panel_rows rows, as evenly as the panels split, and the last one the short panel: no other
-  // block runs a short tile (1024 rows in 8 blocks of 6-row panels: 126 or 132 rows each
-  // and 130 in the last, where blocks of 128 rows would run 22 tiles each, 4 of them 5 rows
-  // high). A block is empty where there are more blocks than panels.
+  // The first row of row block rb (rb == row_blocks: m). Where every block gets at least 4
+  // panels of panel_rows rows, blocks hold whole panels, as evenly as the panels split, and the
+  // last one the short panel: no other block runs a short tile (1024 rows in 8 blocks of 6-row
+  // panels: 126 or 132 rows each and 130 in the last, where blocks of 128 rows would run 22
+  // tiles each, 4 of them 5 rows high). Thinner blocks keep equal heights (m * rb / row_blocks).
   int64_t row_start(int64_t rb) const;
   bool transposed() const { return back != BackTranspose::kNone; }
   // One line: "1024x1024x1024 nn 1 thread: avx512 12x32, grid 1x1, A packed-per-panel, B

@@ -154,8 +154,9 @@ TEST(GemmPlanTest, GridsFollowTheThreadsAndTheEpilogue) {
   EXPECT_EQ(plan(16, 16, 16, false, false, 2).tasks(), 1);
 }
 
-// Every row block but the last holds whole panels, the blocks cover the rows in order, and
-// their panel counts differ by at most one: only the last block runs a short tile.
+// Where every row block gets at least 4 panels, every block but the last holds whole panels,
+// the blocks cover the rows in order, and their panel counts differ by at most one: only the
+// last block runs a short tile. Thinner blocks keep equal heights.
 TEST(GemmPlanTest, RowBlocksHoldWholePanels) {
   // 1024 rows of 12-row panels (85 whole and one of 4 rows) in 8 blocks: 10 or 11 panels each
   // (120 or 132 rows), 124 rows in the last; blocks of 128 rows would run 11 tiles each, one
@@ -167,13 +168,18 @@ TEST(GemmPlanTest, RowBlocksHoldWholePanels) {
   EXPECT_EQ(p.row_start(1), 120);
   EXPECT_EQ(p.row_start(2), 252);
   EXPECT_EQ(p.row_start(8), 1024);
+  // 32 rows with an epilogue on 2 threads: 4 blocks of 8 rows (3 panels of 12 would leave
+  // one thread two 12-row tiles and the other one of 8).
+  const GemmPlan thin = plan(32, 1024, 256, false, false, 2, true);
+  ASSERT_EQ(thin.row_blocks, 4);
+  for (int64_t rb = 0; rb <= 4; ++rb) EXPECT_EQ(thin.row_start(rb), 8 * rb);
   for (const GemmShape& s :
        {GemmShape{1024, 1024, 1024, false, false, 2},
         GemmShape{1000, 512, 128, false, false, 2, true},
-        GemmShape{32, 256, 1024, false, false, 2, true}, GemmShape{100, 64, 256, true, false, 8},
-        GemmShape{4096, 128, 384, false, false, 16}}) {
+        GemmShape{4096, 128, 384, false, false, 16}, GemmShape{2048, 256, 1024, false, false, 8}}) {
     const GemmPlan q = make_gemm_plan(fake_kernels(), s, params());
     const std::string what = q.describe();
+    ASSERT_GE(q.m, 4 * q.panel_rows * q.row_blocks) << what;
     int64_t fewest = q.m, most = 0;
     for (int64_t rb = 0; rb < q.row_blocks; ++rb) {
       const int64_t r0 = q.row_start(rb), r1 = q.row_start(rb + 1);
