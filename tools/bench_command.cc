@@ -13,9 +13,14 @@
 // The hand-written baseline does not allocate through Storage and has no memory column. Then
 // `repetitions` rounds, each timing every variant once, interleaved (eager, compiled,
 // hand-written, limit) so machine noise spreads over all of them; one sample is the mean of
-// enough back-to-back calls to last about --min-sample-ms. Reported: median, min and max of
-// the samples; ratios of medians. "compile ms" is cold when any kernel was compiled (missed
-// the in-memory and disk caches, codegen/object_cache.h), warm when all came from the caches.
+// enough back-to-back calls to last about --min-sample-ms. A workload whose hardware limit is
+// its flops also times the FMA peak loop once per round (for about --min-sample-ms, after the
+// variants), so that each round has its own hardware limit beside its compiled sample. Reported:
+// median, min and max of the samples; ratios of medians, except the fraction of the hardware
+// limit: the median over the rounds of that round's limit over its compiled sample (a slow phase
+// of a shared machine weighs on both sides of each ratio, not on whichever ran during it). "compile
+// ms" is cold when any kernel was compiled (missed the in-memory and disk caches,
+// codegen/object_cache.h), warm when all came from the caches.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -103,20 +108,34 @@ struct Result {
   bench::Workload w;
   std::vector<Variant> v;  // eager, compiled, hand_written, limit
   double compile_s = 0;
-  double peak_ms = 0;  // hardware limit: flops at the FMA peak, or the copy's time (memory)
+  // The hardware limit of each round: flops at that round's FMA peak, or the copy's time
+  // (memory); peak_ms is their median.
+  Stats hardware_limit{};
+  double peak_ms = 0;
   codegen::CacheStats cache{};  // kernel cache counters during the warm-up
   double ratio(int num, int den) const {
     const Stats &a = v[size_t(num)].stats, &b = v[size_t(den)].stats;
     return a.samples_ms.empty() || b.samples_ms.empty() || b.median <= 0 ? 0 : a.median / b.median;
   }
-  // The fraction of its hardware limit the compiled variant reaches.
+  // The fraction of its hardware limit the compiled variant reaches: the median over the rounds
+  // of the round's hardware limit over its compiled sample (0 when either is missing).
   double peak_fraction() const {
-    const Stats& c = v[1].stats;
-    return c.samples_ms.empty() || c.median <= 0 || peak_ms <= 0 ? 0 : peak_ms / c.median;
+    const std::vector<double>& c = v[1].stats.samples_ms;
+    const std::vector<double>& h = hardware_limit.samples_ms;
+    if (c.empty() || c.size() != h.size()) return 0;
+    Stats pairs;
+    for (size_t i = 0; i < c.size(); ++i)
+      if (c[i] > 0 && h[i] > 0) pairs.samples_ms.push_back(h[i] / c[i]);
+    if (pairs.samples_ms.size() != c.size()) return 0;
+    pairs.finish();
+    return pairs.median;
   }
 };
 
-Result run_workload(const std::string& name, const BenchArgs& a, double peak_gflops) {
+// `peak_gflops`: one measurement of the FMA peak that bounds the workload (float32, or the bf16
+// instruction's), lasting about the given seconds; 0 where there is none.
+Result run_workload(const std::string& name, const BenchArgs& a,
+                    const std::function<double(double)>& peak_gflops) {
   Result r{bench::make_workload(name, num_threads()), {}, 0};
   r.v = {{"eager", r.w.eager},
          {"compiled", r.w.compiled},
@@ -149,13 +168,19 @@ Result run_workload(const std::string& name, const BenchArgs& a, double peak_gfl
           v.name == "limit" && r.w.limit_kind == "memory" ? r.w.limit_bytes / r.w.copy_bytes : 1.0;
       v.stats.samples_ms.push_back(s * 1e3 * scale / v.iterations);
     }
+    if (r.w.limit_kind == "gemm") {
+      const double gflops = peak_gflops(a.min_sample_ms * 1e-3);
+      if (gflops > 0) r.hardware_limit.samples_ms.push_back(r.w.limit_flops / (gflops * 1e6));
+    } else if (!r.v[3].stats.samples_ms.empty()) {
+      r.hardware_limit.samples_ms.push_back(r.v[3].stats.samples_ms.back());
+    }
   }
   for (Variant& v : r.v)
     if (v.run) v.stats.finish();
-  if (r.w.limit_kind == "gemm")
-    r.peak_ms = peak_gflops > 0 ? r.w.limit_flops / (peak_gflops * 1e6) : 0;
-  else
-    r.peak_ms = r.v[3].stats.median;
+  if (!r.hardware_limit.samples_ms.empty()) {
+    r.hardware_limit.finish();
+    r.peak_ms = r.hardware_limit.median;
+  }
   return r;
 }
 
@@ -281,6 +306,7 @@ nlohmann::json results_json(const std::vector<Result>& results, const BenchArgs&
                    {"limit_over_hand_written", ratio(r.ratio(3, 2))},
                    {"hardware_limit_over_compiled", ratio(r.peak_fraction())}};
     w["hardware_limit_ms"] = r.peak_ms > 0 ? nlohmann::json(r.peak_ms) : nlohmann::json(nullptr);
+    w["hardware_limit"] = stats_json(r.hardware_limit);
     out["workloads"].push_back(w);
   }
   return out;
@@ -303,7 +329,7 @@ void run_bench(const BenchArgs& a) {
   std::cout << fmt::format("kiln {} bench: {} threads, host {}, load average {}\n", kVersion,
                            num_threads(), codegen::host_cpu_name(), load_average());
   const runtime::FmaPeak peak = runtime::measure_fma_peak(num_threads(), 0.1, 5);
-  std::cout << fmt::format("FMA peak: {:.1f} GFLOP/s float32 ({}, {} threads at once)\n",
+  std::cout << fmt::format("FMA peak: {:.1f} GFLOP/s float32 ({}, {} threads at once; best of 5)\n",
                            peak.gflops, peak.isa, peak.threads);
   // The bf16 workloads' limit: the peak of the instruction their products run.
   std::optional<runtime::FmaPeak> bf16_peak;
@@ -317,13 +343,28 @@ void run_bench(const BenchArgs& a) {
                                bf16_peak->gflops, runtime::gemm_bf16_kernels(), bf16_peak->isa,
                                bf16_peak->threads);
     }
+  // Each round's hardware limit: the loop measured above, once, for about a sample's time.
+  auto float32_peak = [&](double seconds) {
+    return peak.gflops > 0 ? runtime::measure_fma_peak(num_threads(), seconds, 1).gflops : 0.0;
+  };
+  auto bf16_round_peak = [&](double seconds) {
+    if (bf16_peak->gflops <= 0) return 0.0;
+    return runtime::gemm_bf16_kernels() == "float32"
+               ? float32_peak(seconds)
+               : runtime::measure_bf16_peak(num_threads(), seconds, 1).gflops;
+  };
   std::vector<Result> results;
   for (const std::string& n : names) {
     std::cerr << "running " << n << "...\n";
-    results.push_back(run_workload(n, a, n.ends_with("_bf16") ? bf16_peak->gflops : peak.gflops));
+    if (n.ends_with("_bf16"))
+      results.push_back(run_workload(n, a, bf16_round_peak));
+    else
+      results.push_back(run_workload(n, a, float32_peak));
   }
   std::cout << fmt::format(
-      "medians of {} interleaved samples (±: half the min-max spread), per call in ms\n",
+      "medians of {} interleaved samples (±: half the min-max spread), per call in ms; peak ms: "
+      "the flops at the FMA peak timed in each round (or the copy's time), peak/comp: the median "
+      "of the rounds' ratios\n",
       a.repetitions);
   print_table(results, std::cout);
   print_targets(results, std::cout);
