@@ -192,6 +192,8 @@ class AlgebraicSimplify final : public Pass {
         return "broadcast to x's type -> x";
       case OpKind::Cast:
         return "cast to x's type -> x";
+      case OpKind::MatMul:
+        return "matmul by zeros -> broadcast(sum(x*0) + 0)";
       default:
         return "other";
     }
@@ -246,9 +248,61 @@ class AlgebraicSimplify final : public Pass {
         return type.shape.is_fully_known() ? same_type(n.input(0)) : nullptr;
       case OpKind::Cast:
         return same_type(n.input(0));
+      case OpKind::MatMul:
+        return product_by_zeros(g, rewrite, n, usable);
       default:
         return nullptr;
     }
+  }
+
+  // matmul(A, B) of 2-d operands where one is a zero splat constant (a recurrent layer's zero
+  // initial state in its kernel's gradient): each element of C is a sum of zeros times a column
+  // of op(B) (A zero) or a row of op(A) (B zero), so it is +0.0 where that column (row) is finite
+  // and NaN where it holds an inf or a NaN (0 * inf), the same for every row (column) of C. The
+  // product's chain starts at +0.0, and +0.0 plus a signed zero is +0.0. Without the product:
+  // broadcast_to(sum(x * 0, k axis) + 0.0), x the other operand: the sum is a signed zero or NaN,
+  // and the + 0.0 makes it +0.0 (floats; other dtypes sum zeros to 0). Bitwise the product.
+  template <typename Usable>
+  static Value* product_by_zeros(Graph& g, ir::GraphRewrite& rewrite, Node& n,
+                                 const Usable& usable) {
+    const TensorType& type = n.output(0)->type();
+    Value* a = n.input(0);
+    Value* b = n.input(1);
+    if (type.shape.rank() != 2 || !type.shape.is_fully_known() || a->type().shape.rank() != 2 ||
+        b->type().shape.rank() != 2 || a->dtype() != type.dtype || b->dtype() != type.dtype)
+      return nullptr;
+    const bool ta = n.attrs().get_bool("transpose_a", "matmul"),
+               tb = n.attrs().get_bool("transpose_b", "matmul");
+    // The other operand, the axis of it that k runs along, and the sum's shape in C ([1, n]
+    // for a zero A: a row of C; [m, 1] for a zero B: a column).
+    Value* x = nullptr;
+    int64_t axis = 0;
+    std::vector<int64_t> line;
+    if (is_splat(a, Splat::kZero)) {
+      x = b, axis = tb ? 1 : 0, line = {1, type.shape[1]};
+    } else if (is_splat(b, Splat::kZero)) {
+      x = a, axis = ta ? 0 : 1, line = {type.shape[0], 1};
+    } else {
+      return nullptr;
+    }
+    if (!usable(x) || !x->type().shape.is_fully_known()) return nullptr;
+    auto add = [&](OpKind op, std::vector<Value*> in, Attrs attrs) {
+      Node* node = g.add_op(op, std::move(in), std::move(attrs));
+      node->set_name(n.name());
+      node->set_location(n.location());
+      rewrite.insert_before(node, &n);
+      return node->output(0);
+    };
+    const uint64_t zero_bytes = 0;  // 0 in every dtype kiln has (at most 8 bytes)
+    Node* zero = g.add_constant(ir::Literal::copy_of({x->dtype(), Shape{}}, &zero_bytes));
+    rewrite.insert_before(zero, &n);
+    Value* times_zero = add(OpKind::Mul, {x, zero->output(0)}, {});
+    Value* sum =
+        add(OpKind::Sum, {times_zero}, {{"axes", std::vector<int64_t>{axis}}, {"keepdims", true}});
+    if (sum->type().shape.to_vector() != line) sum = add(OpKind::Reshape, {sum}, {{"shape", line}});
+    // (A line of C broadcasts to C's fully known shape: add_op cannot refuse it.)
+    return add(OpKind::BroadcastTo, {plus_zero(g, rewrite, n, sum)},
+               {{"shape", type.shape.to_vector()}});
   }
 
   template <typename Usable>

@@ -104,23 +104,34 @@ ReductionSpan span_of(const Node& n) {
   return ReductionSpan::kAlongRows;
 }
 
+// The elements of n's largest output (unknown sizes count as none).
+int64_t largest_output(const Node& n) {
+  int64_t most = 0;
+  for (size_t i = 0; i < n.num_outputs(); ++i)
+    most = std::max(most, n.output(i)->shape().num_elements());
+  return most;
+}
+
 // What a group holds, for the kind rules (rule 5).
 struct GroupKind {
   Node* contraction = nullptr;
   bool has_reduction = false;
   bool along_rows = false, across_rows = false;  // reductions of each span (rule 5b)
+  int64_t largest = 0;  // elements of its members' largest output (rule 5d)
 
   void add(Node& n) {
     if (role_of(n) == Role::kContraction) contraction = &n;
     if (role_of(n) == Role::kReduction) has_reduction = true;
     along_rows = along_rows || span_of(n) == ReductionSpan::kAlongRows;
     across_rows = across_rows || span_of(n) == ReductionSpan::kAcrossRows;
+    largest = std::max(largest, largest_output(n));
   }
   void add(const GroupKind& o) {
     if (contraction == nullptr) contraction = o.contraction;
     has_reduction = has_reduction || o.has_reduction;
     along_rows = along_rows || o.along_rows;
     across_rows = across_rows || o.across_rows;
+    largest = std::max(largest, o.largest);
   }
 };
 
@@ -230,8 +241,26 @@ class Planner {
     if (why == nullptr &&
         std::any_of(gids.begin(), gids.end(), [&](int gid) { return serializes(gid, keep_out); }))
       why = "rule 5c: a large stored value kept out of a serial group";
+    if (why == nullptr && would_serialize(*units_.node(p), gids))
+      why = "rule 5d: a reduction across rows kept out of a larger group";
     if (why != nullptr) stats_.add(fmt::format("refused by {}", why));
     return why;
+  }
+
+  // Rule 5d: a reduction across rows does not join groups that run by rows and compute a large
+  // value (>= kParallelValueElements) larger than the reduction's operand: with it they would
+  // run serially, every row of that value included (an Adam update of a 256 x 1024 kernel
+  // reading the column sums of a 32 x 1024 array); apart, the reduction runs alone and the
+  // large group by rows, reading its small result. Where the operand is as large (a batch
+  // mean centring its own input), the group keeps it and reads the operand once.
+  bool would_serialize(const Node& n, const std::vector<int>& gids) {
+    if (span_of(n) != ReductionSpan::kAcrossRows) return false;
+    const int64_t operand = n.input(0)->shape().num_elements();
+    if (operand < 0) return false;
+    return std::any_of(gids.begin(), gids.end(), [&](int gid) {
+      const GroupKind& k = kind_of(gid);
+      return !k.across_rows && k.largest >= kParallelValueElements && k.largest > operand;
+    });
   }
 
   // ---- planning (rules 1-6)

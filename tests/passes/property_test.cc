@@ -237,6 +237,83 @@ TEST(PassPropertyTest, SummedPadsOfSlicesBecomeAConcatBitwise) {
   for (int64_t j = 0; j < 24; ++j) EXPECT_FALSE(w[j] == 0.0f && std::signbit(w[j])) << j;
 }
 
+// A product by a zero constant (an RNN's zero initial state in its kernel's gradient):
+// algebraic-simplify replaces it by a sum of the other operand times zero, broadcast. Bitwise
+// the product on columns and rows holding NaN, +-inf and signed zeros (a NaN in the result
+// where one is multiplied by zero, +0.0 elsewhere), with either operand zero, transposed or
+// not, in float32, float64 and int32.
+TEST(PassPropertyTest, ProductsByAZeroConstantAreColumnSumsBitwise) {
+  const char* const forms[] = {// zero A: C's rows are the sums over k of B's columns
+                               R"(graph @za(%b: T[4,5]) -> (T[3,5]) {
+  %z = constant dense<0> : T[3,4]
+  %c = matmul(%z, %b) {transpose_a=false, transpose_b=false} : T[3,5]
+  return %c
+})",
+                               R"(graph @zat(%b: T[5,4]) -> (T[3,5]) {
+  %z = constant dense<0> : T[4,3]
+  %c = matmul(%z, %b) {transpose_a=true, transpose_b=true} : T[3,5]
+  return %c
+})",
+                               // zero B: C's columns are the sums over k of A's rows
+                               R"(graph @zb(%a: T[3,4]) -> (T[3,5]) {
+  %z = constant dense<0> : T[4,5]
+  %c = matmul(%a, %z) {transpose_a=false, transpose_b=false} : T[3,5]
+  return %c
+})",
+                               R"(graph @zbt(%a: T[4,3]) -> (T[3,5]) {
+  %z = constant dense<0> : T[5,4]
+  %c = matmul(%a, %z) {transpose_a=true, transpose_b=true} : T[3,5]
+  return %c
+})"};
+  // Signed zeros and finite values, a NaN first and an infinity last: the first and the last
+  // line of the operand (its first and last row, or column) are non-finite, the others not.
+  const std::vector<double> finite = {-0.0, 0.0, -1.5, 2.25, 3.0, -2.0};
+  for (const char* dtype : {"f32", "f64", "i32"})
+    for (const char* form : forms) {
+      std::string text = form;
+      for (size_t at = text.find("T["); at != std::string::npos; at = text.find("T[", at))
+        text.replace(at, 1, dtype);
+      // Zeros of either sign: -0.0 in float32, +0.0 in float64.
+      if (std::string(dtype) != "i32")
+        text.replace(text.find("dense<0>"), 8,
+                     std::string(dtype) == "f32" ? "dense<-0.0>" : "dense<0.0>");
+      std::unique_ptr<ir::Graph> original = ir::parse_graph(text);
+      std::unique_ptr<ir::Graph> optimized = ir::parse_graph(text);
+      PipelineOptions options;
+      options.verify = true;
+      default_pipeline(options).run(*optimized);
+      const std::string ir = ir::print_graph(*optimized);
+      EXPECT_EQ(ir.find("matmul("), std::string::npos) << ir;
+      const TensorType in_type = original->parameter_types()[0];
+      runtime::Array x = runtime::Array::empty(in_type);
+      visit_dtype(in_type.dtype, [&](auto tag) {
+        using V = typename decltype(tag)::type;
+        V* v = x.data<V>();
+        for (int64_t j = 0; j < x.size(); ++j) v[j] = V(finite[size_t(j) % finite.size()]);
+        if constexpr (std::is_floating_point_v<V>) {
+          v[0] = std::numeric_limits<V>::quiet_NaN();
+          v[x.size() - 1] = -std::numeric_limits<V>::infinity();
+        }
+      });
+      const std::vector<runtime::Array> args = {x};
+      std::vector<runtime::Array> no_variables;
+      const std::vector<runtime::Array> want =
+          runtime::execute_reference(*original, args, no_variables);
+      const std::vector<runtime::Array> got =
+          runtime::execute_reference(*optimized, args, no_variables);
+      ASSERT_EQ(got.size(), 1u);
+      EXPECT_EQ(difference(want[0], got[0]), "") << text << ir;
+      if (std::string(dtype) == "f32") {
+        // Both outcomes: NaN in C's first and last line (a non-finite value times zero), +0.0
+        // in the middle one (C is 3 x 5: its lines are columns for a zero B, rows for a zero A).
+        const float* w = want[0].data<float>();
+        const int64_t nans = std::count_if(w, w + 15, [](float v) { return std::isnan(v); });
+        EXPECT_EQ(nans, text.find("@zb") != std::string::npos ? 10 : 6) << text;
+        for (int64_t j = 0; j < 15; ++j) EXPECT_FALSE(w[j] == 0.0f && std::signbit(w[j])) << j;
+      }
+    }
+}
+
 TEST(PassPropertyTest, GeneratorIsDeterministic) {
   for (uint64_t seed : {1ull, 2ull, 99ull})
     EXPECT_EQ(ir::print_graph(*test::random_graph(seed)),
