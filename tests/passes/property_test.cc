@@ -194,6 +194,27 @@ TEST(PassPropertyTest, OptimizePipelineIsExactOnRandomGraphs) {
   print_stats("optimize", stats);
 }
 
+// `text` parsed, and again through the default pipeline (verified after every pass), with the
+// optimized graph printed; run() gives both graphs' outputs on `args` under the reference
+// executor (no variables).
+struct Optimized {
+  std::unique_ptr<ir::Graph> original, optimized;
+  std::string printed;  // the optimized graph
+  explicit Optimized(const std::string& text)
+      : original(ir::parse_graph(text)), optimized(ir::parse_graph(text)) {
+    PipelineOptions options;
+    options.verify = true;
+    default_pipeline(options).run(*optimized);
+    printed = ir::print_graph(*optimized);
+  }
+  std::pair<std::vector<runtime::Array>, std::vector<runtime::Array>> run(
+      const std::vector<runtime::Array>& args) const {
+    std::vector<runtime::Array> no_variables;
+    return {runtime::execute_reference(*original, args, no_variables),
+            runtime::execute_reference(*optimized, args, no_variables)};
+  }
+};
+
 // The gradient of an LSTM's four gate slices: pads summed, which algebraic-simplify turns into
 // one concat of the pieces plus 0.0. Bitwise the same on values whose zeros carry a sign, NaNs
 // and infinities (without the `+ 0.0`, a -0.0 in a piece stays -0.0 and this fails).
@@ -209,12 +230,8 @@ TEST(PassPropertyTest, SummedPadsOfSlicesBecomeAConcatBitwise) {
   %c = add(%b, %pi) : f32[2,12]
   return %c
 })";
-  std::unique_ptr<ir::Graph> original = ir::parse_graph(text);
-  std::unique_ptr<ir::Graph> optimized = ir::parse_graph(text);
-  PipelineOptions options;
-  options.verify = true;
-  default_pipeline(options).run(*optimized);
-  const std::string ir = ir::print_graph(*optimized);
+  const Optimized g(text);
+  const std::string& ir = g.printed;
   EXPECT_NE(ir.find("concat("), std::string::npos) << ir;
   EXPECT_EQ(ir.find("pad("), std::string::npos) << ir;
   const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
@@ -225,16 +242,25 @@ TEST(PassPropertyTest, SummedPadsOfSlicesBecomeAConcatBitwise) {
     for (int j = 0; j < 6; ++j) a.data<float>()[j] = special[size_t(k + j) % special.size()];
     args.push_back(a);
   }
-  std::vector<runtime::Array> no_variables;
-  const std::vector<runtime::Array> want =
-      runtime::execute_reference(*original, args, no_variables);
-  const std::vector<runtime::Array> got =
-      runtime::execute_reference(*optimized, args, no_variables);
+  const auto [want, got] = g.run(args);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(difference(want[0], got[0]), "") << ir;
   // The sum made every -0.0 a +0.0 (so the check above sees a -0.0 the rewrite would keep).
   const float* w = want[0].data<float>();
   for (int64_t j = 0; j < 24; ++j) EXPECT_FALSE(w[j] == 0.0f && std::signbit(w[j])) << j;
+}
+
+// C[3, 5] = matmul(A, B) of depth 4, A or B a zero constant (`zero` in `dtype`, the other the
+// graph's parameter), both stored transposed or neither.
+std::string zero_product_graph(bool zero_a, bool transposed, const std::string& dtype,
+                               const std::string& zero) {
+  const std::string a = dtype + (transposed ? "[4,3]" : "[3,4]");
+  const std::string b = dtype + (transposed ? "[5,4]" : "[4,5]");
+  const std::string t = transposed ? "true" : "false";
+  return "graph @p(%x: " + (zero_a ? b : a) + ") -> (" + dtype + "[3,5]) {\n" +
+         "  %z = constant dense<" + zero + "> : " + (zero_a ? a : b) + "\n" + "  %c = matmul(" +
+         (zero_a ? "%z, %x" : "%x, %z") + ") {transpose_a=" + t + ", transpose_b=" + t +
+         "} : " + dtype + "[3,5]\n  return %c\n}";
 }
 
 // A product by a zero constant (an RNN's zero initial state in its kernel's gradient):
@@ -243,48 +269,18 @@ TEST(PassPropertyTest, SummedPadsOfSlicesBecomeAConcatBitwise) {
 // where one is multiplied by zero, +0.0 elsewhere), with either operand zero, transposed or
 // not, in float32, float64 and int32.
 TEST(PassPropertyTest, ProductsByAZeroConstantAreColumnSumsBitwise) {
-  const char* const forms[] = {// zero A: C's rows are the sums over k of B's columns
-                               R"(graph @za(%b: T[4,5]) -> (T[3,5]) {
-  %z = constant dense<0> : T[3,4]
-  %c = matmul(%z, %b) {transpose_a=false, transpose_b=false} : T[3,5]
-  return %c
-})",
-                               R"(graph @zat(%b: T[5,4]) -> (T[3,5]) {
-  %z = constant dense<0> : T[4,3]
-  %c = matmul(%z, %b) {transpose_a=true, transpose_b=true} : T[3,5]
-  return %c
-})",
-                               // zero B: C's columns are the sums over k of A's rows
-                               R"(graph @zb(%a: T[3,4]) -> (T[3,5]) {
-  %z = constant dense<0> : T[4,5]
-  %c = matmul(%a, %z) {transpose_a=false, transpose_b=false} : T[3,5]
-  return %c
-})",
-                               R"(graph @zbt(%a: T[4,3]) -> (T[3,5]) {
-  %z = constant dense<0> : T[5,4]
-  %c = matmul(%a, %z) {transpose_a=true, transpose_b=true} : T[3,5]
-  return %c
-})"};
   // Signed zeros and finite values, a NaN first and an infinity last: the first and the last
   // line of the operand (its first and last row, or column) are non-finite, the others not.
   const std::vector<double> finite = {-0.0, 0.0, -1.5, 2.25, 3.0, -2.0};
-  for (const char* dtype : {"f32", "f64", "i32"})
-    for (const char* form : forms) {
-      std::string text = form;
-      for (size_t at = text.find("T["); at != std::string::npos; at = text.find("T[", at))
-        text.replace(at, 1, dtype);
-      // Zeros of either sign: -0.0 in float32, +0.0 in float64.
-      if (std::string(dtype) != "i32")
-        text.replace(text.find("dense<0>"), 8,
-                     std::string(dtype) == "f32" ? "dense<-0.0>" : "dense<0.0>");
-      std::unique_ptr<ir::Graph> original = ir::parse_graph(text);
-      std::unique_ptr<ir::Graph> optimized = ir::parse_graph(text);
-      PipelineOptions options;
-      options.verify = true;
-      default_pipeline(options).run(*optimized);
-      const std::string ir = ir::print_graph(*optimized);
+  // Zeros of either sign: -0.0 in float32, +0.0 in float64.
+  for (const auto& [dtype, zero] : {std::pair{"f32", "-0.0"}, {"f64", "0.0"}, {"i32", "0"}})
+    for (int form = 0; form < 4; ++form) {
+      const bool zero_a = form < 2;
+      const std::string text = zero_product_graph(zero_a, form % 2 == 1, dtype, zero);
+      const Optimized g(text);
+      const std::string& ir = g.printed;
       EXPECT_EQ(ir.find("matmul("), std::string::npos) << ir;
-      const TensorType in_type = original->parameter_types()[0];
+      const TensorType in_type = g.original->parameter_types()[0];
       runtime::Array x = runtime::Array::empty(in_type);
       visit_dtype(in_type.dtype, [&](auto tag) {
         using V = typename decltype(tag)::type;
@@ -295,12 +291,7 @@ TEST(PassPropertyTest, ProductsByAZeroConstantAreColumnSumsBitwise) {
           v[x.size() - 1] = -std::numeric_limits<V>::infinity();
         }
       });
-      const std::vector<runtime::Array> args = {x};
-      std::vector<runtime::Array> no_variables;
-      const std::vector<runtime::Array> want =
-          runtime::execute_reference(*original, args, no_variables);
-      const std::vector<runtime::Array> got =
-          runtime::execute_reference(*optimized, args, no_variables);
+      const auto [want, got] = g.run({x});
       ASSERT_EQ(got.size(), 1u);
       EXPECT_EQ(difference(want[0], got[0]), "") << text << ir;
       if (std::string(dtype) == "f32") {
@@ -308,7 +299,7 @@ TEST(PassPropertyTest, ProductsByAZeroConstantAreColumnSumsBitwise) {
         // in the middle one (C is 3 x 5: its lines are columns for a zero B, rows for a zero A).
         const float* w = want[0].data<float>();
         const int64_t nans = std::count_if(w, w + 15, [](float v) { return std::isnan(v); });
-        EXPECT_EQ(nans, text.find("@zb") != std::string::npos ? 10 : 6) << text;
+        EXPECT_EQ(nans, zero_a ? 6 : 10) << text;
         for (int64_t j = 0; j < 15; ++j) EXPECT_FALSE(w[j] == 0.0f && std::signbit(w[j])) << j;
       }
     }
