@@ -48,7 +48,8 @@ Role role_of(const Node& n) {
 // refuses (an operand of a contraction: a Dense weight gradient's stacked rows) stays a plain
 // op instead of starting a group of its own, which its producer would then join, storing a
 // copy of the value and leaving the producer's group to a serial kernel (two leading
-// dimensions).
+// dimensions); so does one that no group consumes (a result, an LSTM's input gradient read
+// back as steps), whose producer then writes its bytes directly instead of a copying epilogue.
 bool is_view(const Node& n) { return n.is_op(OpKind::Reshape); }
 
 bool is_cheap(const Node& n) {
@@ -295,7 +296,7 @@ class Planner {
       consumers.erase(std::unique(consumers.begin(), consumers.end()), consumers.end());
       const bool keep_out = keeps_out_of_serial_groups(n, outside_user || consumers.size() > 1);
       if (consumers.empty()) {
-        new_group(p);
+        if (!is_view(n)) new_group(p);
       } else if (consumers.size() == 1) {
         if (refusal(p, consumers, keep_out) == nullptr)
           join(p, consumers[0]);
