@@ -63,6 +63,11 @@ bool inline_constant(const Node* p) {
   return p->literal()->is_splat() || p->literal()->num_elements() <= 16;
 }
 
+// The elements of v, or -1 if its shape is not fully known.
+int64_t known_elements(const Value* v) {
+  return v->shape().is_fully_known() ? v->shape().num_elements() : int64_t(-1);
+}
+
 // A cheap node worth duplicating (rule 3): it reads at most one operand as large as its
 // result, the others being broadcast (smaller) or inlined constants, so each copy reads no
 // more memory than reading its materialized value would (XLA's "effectively at most unary").
@@ -70,14 +75,11 @@ bool inline_constant(const Node* p) {
 // residual stream) copied into every consumer grows with the chain.
 bool duplicable(const Node& n) {
   if (!is_cheap(n)) return false;
-  auto elements = [](const Value* v) {
-    return v->shape().is_fully_known() ? v->shape().num_elements() : int64_t(-1);
-  };
-  const int64_t size = elements(n.output(0));
+  const int64_t size = known_elements(n.output(0));
   int full = 0;
   for (const Value* v : n.inputs()) {
     if (inline_constant(v->producer())) continue;
-    const int64_t s = elements(v);
+    const int64_t s = known_elements(v);
     if (size < 0 || s < 0 || s >= size) ++full;  // unknown sizes count as full
   }
   return full <= 1;
@@ -108,8 +110,7 @@ ReductionSpan span_of(const Node& n) {
 // The elements of n's largest output (unknown sizes count as none).
 int64_t largest_output(const Node& n) {
   int64_t most = 0;
-  for (size_t i = 0; i < n.num_outputs(); ++i)
-    most = std::max(most, n.output(i)->shape().num_elements());
+  for (size_t i = 0; i < n.num_outputs(); ++i) most = std::max(most, known_elements(n.output(i)));
   return most;
 }
 
@@ -256,7 +257,7 @@ class Planner {
   // mean centring its own input), the group keeps it and reads the operand once.
   bool would_serialize(const Node& n, const std::vector<int>& gids) {
     if (span_of(n) != ReductionSpan::kAcrossRows) return false;
-    const int64_t operand = n.input(0)->shape().num_elements();
+    const int64_t operand = known_elements(n.input(0));
     if (operand < 0) return false;
     return std::any_of(gids.begin(), gids.end(), [&](int gid) {
       const GroupKind& k = kind_of(gid);
@@ -272,9 +273,7 @@ class Planner {
   // the value is computed by rows in parallel and the reduction reads it.
   static bool keeps_out_of_serial_groups(const Node& n, bool stored_anyway) {
     if (!stored_anyway) return false;
-    for (size_t i = 0; i < n.num_outputs(); ++i)
-      if (n.output(i)->shape().num_elements() >= kParallelValueElements) return true;
-    return false;
+    return largest_output(n) >= kParallelValueElements;  // an unknown size is not large
   }
   bool serializes(int gid, bool keep_out) { return keep_out && kind_of(gid).across_rows; }
 
