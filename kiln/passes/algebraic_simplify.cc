@@ -124,6 +124,16 @@ std::unordered_map<const Value*, size_t> last_uses(const Graph& g,
   return out;
 }
 
+// A new op node inserted right before `before`, with its name and location: the output.
+Value* insert_op(Graph& g, ir::GraphRewrite& rewrite, Node& before, OpKind op,
+                 std::vector<Value*> inputs, Attrs attrs = {}) {
+  Node* node = g.add_op(op, std::move(inputs), std::move(attrs));
+  node->set_name(before.name());
+  node->set_location(before.location());
+  rewrite.insert_before(node, &before);
+  return node->output(0);
+}
+
 class AlgebraicSimplify final : public Pass {
  public:
   std::string_view name() const override { return "algebraic-simplify"; }
@@ -286,23 +296,17 @@ class AlgebraicSimplify final : public Pass {
       return nullptr;
     }
     if (!usable(x) || !x->type().shape.is_fully_known()) return nullptr;
-    auto add = [&](OpKind op, std::vector<Value*> in, Attrs attrs) {
-      Node* node = g.add_op(op, std::move(in), std::move(attrs));
-      node->set_name(n.name());
-      node->set_location(n.location());
-      rewrite.insert_before(node, &n);
-      return node->output(0);
-    };
     const uint64_t zero_bytes = 0;  // 0 in every dtype kiln has (at most 8 bytes)
     Node* zero = g.add_constant(ir::Literal::copy_of({x->dtype(), Shape{}}, &zero_bytes));
     rewrite.insert_before(zero, &n);
-    Value* times_zero = add(OpKind::Mul, {x, zero->output(0)}, {});
-    Value* sum =
-        add(OpKind::Sum, {times_zero}, {{"axes", std::vector<int64_t>{axis}}, {"keepdims", true}});
-    if (sum->type().shape.to_vector() != line) sum = add(OpKind::Reshape, {sum}, {{"shape", line}});
+    Value* times_zero = insert_op(g, rewrite, n, OpKind::Mul, {x, zero->output(0)});
+    Value* sum = insert_op(g, rewrite, n, OpKind::Sum, {times_zero},
+                           {{"axes", std::vector<int64_t>{axis}}, {"keepdims", true}});
+    if (sum->type().shape.to_vector() != line)
+      sum = insert_op(g, rewrite, n, OpKind::Reshape, {sum}, {{"shape", line}});
     // (A line of C broadcasts to C's fully known shape: add_op cannot refuse it.)
-    return add(OpKind::BroadcastTo, {plus_zero(g, rewrite, n, sum)},
-               {{"shape", type.shape.to_vector()}});
+    return insert_op(g, rewrite, n, OpKind::BroadcastTo, {plus_zero(g, rewrite, n, sum)},
+                     {{"shape", type.shape.to_vector()}});
   }
 
   template <typename Usable>
@@ -379,21 +383,14 @@ class AlgebraicSimplify final : public Pass {
     TensorType joined_type = type;
     joined_type.shape[axis] = dim - low(*first, axis) - high(*second, axis);
     if (!infers(OpKind::Concat, pieces, concat_attrs, joined_type)) return nullptr;
-    Node* c = g.add_op(OpKind::Concat, std::move(pieces), concat_attrs);
-    c->set_name(n.name());
-    c->set_location(n.location());
-    rewrite.insert_before(c, &n);
+    Value* c = insert_op(g, rewrite, n, OpKind::Concat, std::move(pieces), concat_attrs);
     std::vector<int64_t> lo(size_t(type.shape.rank()), 0), hi = lo, in = lo;
     lo[size_t(axis)] = low(*first, axis);
     hi[size_t(axis)] = high(*second, axis);
     Attrs pad_attrs{{"low", lo}, {"high", hi}, {"interior", in}};
-    if (!infers(OpKind::Pad, {c->output(0)}, pad_attrs, type)) return nullptr;
-    if (lo[size_t(axis)] == 0 && hi[size_t(axis)] == 0) return c->output(0);
-    Node* p = g.add_op(OpKind::Pad, {c->output(0)}, std::move(pad_attrs));
-    p->set_name(n.name());
-    p->set_location(n.location());
-    rewrite.insert_before(p, &n);
-    return p->output(0);
+    if (!infers(OpKind::Pad, {c}, pad_attrs, type)) return nullptr;
+    if (lo[size_t(axis)] == 0 && hi[size_t(axis)] == 0) return c;
+    return insert_op(g, rewrite, n, OpKind::Pad, {c}, std::move(pad_attrs));
   }
 
   // x + 0.0 (a +0.0 scalar) for floats, unless x is one already; x for other dtypes.
@@ -405,11 +402,7 @@ class AlgebraicSimplify final : public Pass {
     const uint64_t zero_bytes = 0;  // +0.0 in every floating dtype kiln has (at most 8 bytes)
     Node* zero = g.add_constant(ir::Literal::copy_of({x->dtype(), Shape{}}, &zero_bytes));
     rewrite.insert_before(zero, &before);
-    Node* sum = g.add_op(OpKind::Add, {x, zero->output(0)});
-    sum->set_name(before.name());
-    sum->set_location(before.location());
-    rewrite.insert_before(sum, &before);
-    return sum->output(0);
+    return insert_op(g, rewrite, before, OpKind::Add, {x, zero->output(0)});
   }
 
   // x * 1 where the 1 only broadcasts x: broadcast_to(x) to the (fully known) result shape.
@@ -418,11 +411,7 @@ class AlgebraicSimplify final : public Pass {
     if (x->dtype() != type.dtype || !type.shape.is_fully_known()) return nullptr;
     Attrs attrs{{"shape", type.shape.to_vector()}};
     if (!infers(OpKind::BroadcastTo, {x}, attrs, type)) return nullptr;
-    Node* b = g.add_op(OpKind::BroadcastTo, {x}, std::move(attrs));
-    b->set_name(n.name());
-    b->set_location(n.location());
-    rewrite.insert_before(b, &n);
-    return b->output(0);
+    return insert_op(g, rewrite, n, OpKind::BroadcastTo, {x}, std::move(attrs));
   }
 };
 

@@ -22,6 +22,10 @@
 //                                       types mean equal shapes)
 //   broadcast_to(x), broadcast_like(x, y) of x's own, fully known type -> x
 //   cast(x) {dtype = x's dtype} -> x
+//   pad(a) + pad(b), adjacent windows along one axis -> pad(concat(a + 0.0, b + 0.0))
+//   matmul(0, x), matmul(x, 0) of 2-d operands, fully known shapes
+//                            -> broadcast_to(sum(x * 0, x's k axis) + 0.0)   (every element of
+//                               the product is +0.0, or NaN where its line of x holds inf/NaN)
 //
 // Must never fire (not exact): x*0 -> 0 (NaN*0 and inf*0 are NaN, -1*0 is -0.0);
 // x + +0.0 -> x on floats (-0.0 + +0.0 is +0.0); x - -0.0 -> x on floats; x - x -> 0 and
