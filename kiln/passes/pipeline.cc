@@ -241,6 +241,7 @@ PassPipeline optimize_pipeline(const PipelineOptions& options) {
   p.add(make_hoist_loop_transposes());
   p.add(make_lower_assignments());
   p.add(make_fusion());
+  p.add(make_schedule_last_uses());
   p.add(make_schedule_collectives());
   return p;
 }

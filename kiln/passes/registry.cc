@@ -21,6 +21,7 @@ const Entry kPasses[] = {
     {"lower-assignments", [] { return make_lower_assignments(); }},
     {"refine-shapes", [] { return make_refine_shapes(); }},
     {"schedule-collectives", [] { return make_schedule_collectives(); }},
+    {"schedule-last-uses", [] { return make_schedule_last_uses(); }},
     {"transpose-folding", [] { return make_transpose_folding(); }},
 };
 

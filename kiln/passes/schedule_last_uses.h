@@ -1,0 +1,38 @@
+// Scheduling last uses early: the pass "schedule-last-uses".
+//
+// Moves a top-level node earlier when it is the last reader of intermediate values larger than
+// everything it defines: to just after the last node it depends on, or after the last other
+// reader of a value whose last reader it is, whichever comes later. So the larger values are
+// freed sooner (the memory plan's live bytes between the two positions shrink by the difference)
+// and read while they are still in cache from their previous use. In a training step a weight
+// gradient x^T dy is the last reader of the layer input x (batch x features) and defines a
+// gradient of the weights' size; traced after the rest of the layer's backward pass, it read x
+// from memory milliseconds after the forward pass had (XLA's memory scheduler prefers, among the
+// ready nodes, the one freeing the most bytes, for the same reason).
+//
+// "Freed" counts storage, not SSA values: a reshape's result and its operand are one buffer (a
+// view, codegen/memory_plan.h), and so are a concat's operands and its result (computed in
+// place); such a group is freed after the last reader of any of its values. Values of graph
+// parameters, variable entries and graph outputs are never freed. A value of unknown size
+// counts as not freed; a node with an output of unknown size does not move.
+//
+// A moved node also stays after every other reader of a variable's entry value that it reads,
+// so that a node computing a variable's new value from its entry value (an optimizer update) is
+// still its entry value's last reader and updates it in place (codegen/variable_updates.h).
+//
+// Never moves assignments, all_reduce nodes, constants or reshapes, never moves a node later,
+// and never reorders two nodes that depend on each other: results are bitwise unchanged (every
+// node is a pure function of its inputs; assignments keep their order and the stale-value rule
+// still holds, since a node read a variable's value before its next store and moves earlier).
+// Top level only (sub-graphs run as one node).
+#pragma once
+
+#include <memory>
+
+#include "kiln/passes/pass.h"
+
+namespace kiln::passes {
+
+std::unique_ptr<Pass> make_schedule_last_uses();
+
+}  // namespace kiln::passes
