@@ -73,7 +73,9 @@ class StorageGroups {
     Group& grp = group(v);
     const int64_t b = value_bytes(v);
     grp.bytes = b < 0 || grp.bytes < 0 ? -1 : std::max(grp.bytes, b);
-    if (v->def() != Value::Def::kNodeOutput) grp.freeable = false;
+    // Parameters, variable entries and literal constants are not in the arena.
+    if (v->def() != Value::Def::kNodeOutput || v->producer()->kind() == ir::NodeKind::kConstant)
+      grp.freeable = false;
   }
 
   std::unordered_map<const Value*, const Value*> parent_;

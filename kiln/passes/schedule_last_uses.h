@@ -12,8 +12,8 @@
 //
 // "Freed" counts storage, not SSA values: a reshape's result and its operand are one buffer (a
 // view, codegen/memory_plan.h), and so are a concat's operands and its result (computed in
-// place); such a group is freed after the last reader of any of its values. Values of graph
-// parameters, variable entries and graph outputs are never freed. A value of unknown size
+// place); such a group is freed after the last reader of any of its values. Graph parameters,
+// variable entries, constants and graph outputs are never freed. A value of unknown size
 // counts as not freed; a node with an output of unknown size does not move.
 //
 // A moved node also stays after every other reader of a variable's entry value that it reads,
