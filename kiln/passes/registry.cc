@@ -10,8 +10,9 @@ struct Entry {
   std::unique_ptr<Pass> (*make)();
 };
 
-// Sorted by name.
-const Entry kPasses[] = {
+// Sorted by name. constexpr: initialized before any dynamic initializer runs, so that code
+// running at static initialization (benchmark registration) sees the names.
+constexpr Entry kPasses[] = {
     {"algebraic-simplify", [] { return make_algebraic_simplify(); }},
     {"constant-fold", [] { return make_constant_fold(); }},
     {"cse", [] { return make_cse(); }},
