@@ -49,7 +49,7 @@ class StorageGroups {
   struct Group {
     std::vector<const Node*> readers;  // top-level readers, in program order (each once)
     int64_t bytes = 0;                 // the largest member's size; -1: some size unknown
-    bool freeable = true;              // no member is a parameter, variable entry or output
+    bool freeable = true;  // no member is a parameter, variable entry, constant or output
   };
 
   const Value* root(const Value* v) const {
