@@ -66,7 +66,7 @@ double seconds_per_call(F&& f) {
   return elapsed / calls;
 }
 
-double median(std::vector<double> v) {
+double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
 }
@@ -90,12 +90,12 @@ void pass_ab(benchmark::State& state, const std::string& name, const std::string
       ratio.push_back(with_s.back() / without_s.back());
     }
   }
-  state.counters["with_over_without"] = median(ratio);
-  state.counters["with_ms"] = median(with_s) * 1e3;
-  state.counters["without_ms"] = median(without_s) * 1e3;
+  state.counters["with_over_without"] = median_of(ratio);
+  state.counters["with_ms"] = median_of(with_s) * 1e3;
+  state.counters["without_ms"] = median_of(without_s) * 1e3;
 }
 
-const bool registered = [] {
+const bool pass_ab_registered = [] {
   for (const std::string& name : kiln::bench::workload_names())
     for (std::string_view pass : kiln::passes::registered_pass_names()) {
       const std::string p(pass);
