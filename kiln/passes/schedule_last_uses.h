@@ -16,9 +16,9 @@
 // variable entries, constants and graph outputs are never freed. A value of unknown size
 // counts as not freed; a node with an output of unknown size does not move.
 //
-// A moved node also stays after every other reader of a variable's entry value that it reads,
-// so that a node computing a variable's new value from its entry value (an optimizer update) is
-// still its entry value's last reader and updates it in place (codegen/variable_updates.h).
+// A node computing a variable's new value from its entry value (an optimizer update) also stays
+// after the entry value's other readers, so that it is still its last reader and updates the
+// variable in place (codegen/variable_updates.h).
 //
 // Never moves assignments, all_reduce nodes, constants or reshapes, never moves a node later,
 // and never reorders two nodes that depend on each other: results are bitwise unchanged (every
