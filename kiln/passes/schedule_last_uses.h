@@ -11,9 +11,12 @@
 // ready nodes, the one freeing the most bytes, for the same reason).
 //
 // "Freed" counts storage, not SSA values: a reshape's result and its operand are one buffer (a
-// view, codegen/memory_plan.h), and so are a concat's operands and its result (computed in
-// place); such a group is freed after the last reader of any of its values. Graph parameters,
-// variable entries, constants and graph outputs are never freed. A value of unknown size
+// view, codegen/memory_plan.h), and so may be a concat's operands and its result (computed in
+// place); a node frees such a group only as the last reader of all its values, and counts the
+// largest value it reads from it (that buffer at least dies with it). Sizes are rounded up to
+// the arena's alignment, as the memory plan counts them, so the plan's live bytes never grow
+// at any step (tests/codegen/memory_plan_test.cc). Graph parameters, variable entries,
+// constants, assignment results and graph outputs are never freed. A value of unknown size
 // counts as not freed; a node with an output of unknown size does not move.
 //
 // A node computing a variable's new value from its entry value (an optimizer update) also stays
