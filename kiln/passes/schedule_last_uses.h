@@ -2,13 +2,16 @@
 //
 // Moves a top-level node earlier when it is the last reader of intermediate values larger than
 // everything it defines: to just after the last node it depends on, or after the last other
-// reader of a value whose last reader it is, whichever comes later. So the larger values are
-// freed sooner (the memory plan's live bytes between the two positions shrink by the difference)
-// and read while they are still in cache from their previous use. In a training step a weight
-// gradient x^T dy is the last reader of the layer input x (batch x features) and defines a
-// gradient of the weights' size; traced after the rest of the layer's backward pass, it read x
-// from memory milliseconds after the forward pass had (XLA's memory scheduler prefers, among the
-// ready nodes, the one freeing the most bytes, for the same reason).
+// reader of a value whose last reader it is, whichever comes later, and from there on before
+// the first node that adds at least as many bytes to the arena as it does (at its new step the
+// values that die at the nodes it now precedes are still live). So the larger values are freed
+// sooner (the live bytes at the steps it passes shrink by the difference, and at its new step
+// they grow by no more than the node it lands before added) and read while they are still in
+// cache from their previous use. In a training step a weight gradient x^T dy is the last reader
+// of the layer input x (batch x features) and defines a gradient of the weights' size; traced
+// after the rest of the layer's backward pass, it read x from memory milliseconds after the
+// forward pass had (XLA's memory scheduler prefers, among the ready nodes, the one freeing the
+// most bytes, for the same reason).
 //
 // "Freed" counts storage, not SSA values: a reshape's result and its operand are one buffer (a
 // view, codegen/memory_plan.h), and so may be a concat's operands and its result (computed in
@@ -16,7 +19,8 @@
 // largest value it reads from it (that buffer at least dies with it). Sizes are rounded up to
 // the arena's alignment, as the memory plan counts them, so the plan's live bytes never grow
 // at any step (tests/codegen/memory_plan_test.cc). Graph parameters, variable entries,
-// constants, assignment results and graph outputs are never freed. A value of unknown size
+// constants, assignment results, cond / while results (outside the arena) and graph outputs are
+// never freed. A value of unknown size
 // counts as not freed; a node with an output of unknown size does not move.
 //
 // A node computing a variable's new value from its entry value (an optimizer update) also stays
