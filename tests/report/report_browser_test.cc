@@ -161,11 +161,13 @@ TEST_F(BrowserTest, TenThousandBoxesLoad) {
 // style and layout it causes; painting is not included): switch to the layer view and back,
 // open a layer (select its 50 boxes), open a box's ops, scroll to the 10,000-row kernel table
 // and sort it by two columns. (Scrolling is not timed: the browser renders the bands that come
-// into view at its next frame, after any synchronous measurement.) Each must finish well within
-// a second: kiln's layout is precomputed, the browser renders only the drawing's bands and the
-// table's rows on screen, and every handler touches only the boxes or rows it changes (a sort
-// is n log n); the page that rendered everything took 1.3-3 s here, and a handler that grew
-// quadratic in the page would take minutes, on any CPU.
+// into view at its next frame, after any synchronous measurement.) Each must finish within
+// kMaxHandlerMs: kiln's layout is precomputed, the browser renders only the drawing's bands and
+// the table's rows on screen, and every handler touches only the boxes or rows it changes (a
+// sort is n log n). The bound catches what this guards against, a handler that grew quadratic
+// in the page (minutes, on any CPU), with room for a loaded machine: on a 2-core VM running the
+// test suite beside it the second sort took 1.02 s, alone 0.27 s (the slowest handler 0.32 s).
+constexpr double kMaxHandlerMs = 10000.0;
 TEST_F(BrowserTest, TenThousandBoxesStayResponsive) {
   std::string html = report_detail::render_html(test::synthetic_report(10000));
   html.insert(html.rfind("</body>"), R"(<script>
@@ -204,7 +206,7 @@ timed('sort-again',function(){click(th[1]);});
     const double ms = std::stod(body->get(attr));
     RecordProperty(attr, body->get(attr));
     std::printf("[ 10,000 boxes ] %-10s %8.1f ms\n", what, ms);
-    EXPECT_LT(ms, 1000.0) << what;
+    EXPECT_LT(ms, kMaxHandlerMs) << what;
   }
 }
 
