@@ -50,7 +50,6 @@ class StorageGroups {
       }
       for (size_t i = 0; i < p->num_outputs(); ++i) group(p->output(i));
     }
-    for (const Value* out : g.outputs()) group(out).freeable = false;
     // Freeability over every member.
     for (const auto& [v, root] : parent_) add_member(v);
     for (const auto& p : g.nodes())
@@ -133,9 +132,11 @@ class ScheduleLastUses : public Pass {
         if (v->producer() == &n) return true;
       return false;
     };
-    std::unordered_set<const Value*> outside;  // graph outputs and variables' new values
+    // Graph outputs and variables' new values (pooled: they outlive the call) are never freed.
+    std::unordered_set<const Value*> outside;
     for (const Value* v : g.outputs()) outside.insert(v);
     for (const auto& [variable, values] : stored) outside.insert(values.begin(), values.end());
+    for (const Value* v : outside) groups.group(v).freeable = false;
     // The arena bytes a node's step adds (a lower bound): its results' buffers, none for a
     // node whose results live elsewhere or in its operands' buffers (a reshape's view, a
     // concat computed in place).

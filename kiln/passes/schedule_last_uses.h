@@ -19,8 +19,8 @@
 // largest value it reads from it (that buffer at least dies with it). Sizes are rounded up to
 // the arena's alignment, as the memory plan counts them, so the plan's live bytes never grow
 // at any step (tests/codegen/memory_plan_test.cc). Graph parameters, variable entries,
-// constants, assignment results, cond / while results (outside the arena) and graph outputs are
-// never freed. A value of unknown size
+// constants, assignment results and the values they store (pooled: they outlive the call), cond
+// / while results (outside the arena) and graph outputs are never freed. A value of unknown size
 // counts as not freed; a node with an output of unknown size does not move.
 //
 // A node computing a variable's new value from its entry value (an optimizer update) also stays
