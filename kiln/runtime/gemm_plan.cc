@@ -58,19 +58,21 @@ void plan_product(GemmPlan& plan, const GemmParams& p, int64_t m, int64_t n, int
   const int64_t nc =
       round_down(std::min(p.nc * p.kc / std::max<int64_t>(1, plan.kc), ceil_div(n, nr) * nr), nr);
   // B read directly by every row panel (neither packed nor copied, below) must stay in L2:
-  // rows whose distance piles them into few of its sets are packed instead where one task runs
-  // the product (a packing pass, then every panel reads B from L2). On the Zen 3 VM, 32 x 256 x
-  // 1024 (B's rows 4 KiB apart) at one thread: packed 1.15-1.3x direct. With several tasks the
-  // packing costs a phase of its own or a pass per task: there the same product packed ran at
-  // 0.7-1.2x direct at two threads, so B stays direct.
+  // rows whose distance piles them into few of its sets are packed instead where each column
+  // of B is read by one task (one row block: a packing pass over the task's own columns, then
+  // every panel reads them from L2). On the Zen 3 VM, 32 x 256 x 1024 (B's rows 4 KiB apart):
+  // packed 1.15-1.3x direct at one thread; at two, columns split and packed by their tasks
+  // 0.33-0.5x the time of 6 row blocks each reading all of B directly.
   const int64_t grid_tasks = grid.row_blocks * grid.col_blocks;
   const bool copies_b = large_b && ceil_div(m, mr) > 1;
   const bool pack_b = b_prepacked || b_bf16 || tb ||
                       (m >= p.pack_b_min_rows && !(large_b && grid.row_blocks == 1)) ||
-                      (grid_tasks == 1 && !copies_b && !b_rows_fit_l2(p, n, plan.kc, nc));
-  // A transposed B under a product of few rows (an RNN step's input gradient): the tasks split
-  // the columns only and each packs its own panels, instead of a packing phase and a barrier.
-  const bool tasks_pack_b = pack_b && !on_rows && grid_tasks > 1 && m <= 4 * mr;
+                      (grid.row_blocks == 1 && !copies_b && !b_rows_fit_l2(p, n, plan.kc, nc));
+  // A transposed B under a product of few rows (an RNN step's input gradient), or columns
+  // split alone: the tasks split the columns only and each packs its own panels, instead of a
+  // packing phase and a barrier.
+  const bool tasks_pack_b =
+      pack_b && !on_rows && grid_tasks > 1 && (m <= 4 * mr || grid.row_blocks == 1);
   if (tasks_pack_b) grid = {1, std::min(panels_n, grid_tasks)};
   plan.row_blocks = grid.row_blocks;
   plan.col_blocks = grid.col_blocks;
@@ -274,11 +276,22 @@ GemmGrid plan_grid(const MicroKernel& kernel, const GemmParams& p, int64_t m, in
   const int64_t panels = ceil_div(m, mr);
   const int64_t fat = std::max<int64_t>(1, p.min_task_panels);
   const int64_t t64 = threads;
+  const int64_t panels_n = ceil_div(n, nr);
+  // Rows too few to give every thread that many panels, against more columns than rows: the
+  // threads split the columns only, so that each task reads its own columns of B once (and all
+  // of A, the smaller operand) instead of thin row blocks each streaming all of B (32 x 256 x
+  // 1024 on 2 threads: 6 blocks of one panel each read its 1 MB B). One column block per
+  // thread: every further one reads all of A again (on the Zen 3 VM 1 x 2 ran at 0.94-0.95x
+  // the time of 1 x 8). Whole rows (an epilogue) keep their row blocks.
+  if (!whole_rows && panels < fat * t64 && n > m && panels_n >= t64) {
+    grid.col_blocks = t64;
+    return grid;
+  }
   const int64_t row_limit = panels >= fat * t64 ? std::max(t64, panels / fat / t64 * t64) : panels;
   grid.row_blocks = std::max(cache_blocks, std::min(row_limit, max_tasks));
   // Splitting columns re-packs A in every column block; do it only to occupy the threads.
   if (!whole_rows && grid.row_blocks < 2 * int64_t(threads))
-    grid.col_blocks = std::min(ceil_div(n, nr), ceil_div(max_tasks, grid.row_blocks));
+    grid.col_blocks = std::min(panels_n, ceil_div(max_tasks, grid.row_blocks));
   // Equal tasks in a multiple of the thread count, where the panels allow it (9 tasks on 2
   // threads leave one running alone at the end). Row blocks may hold fewer than mr rows (down
   // to min_rounded_rows) for it: 32 rows with an epilogue as 3 blocks of 10-11 rows on 2

@@ -214,10 +214,18 @@ TEST(GemmPlanTest, ManyThreadsGetTasksOfSeveralPanelsAndSplitTheColumns) {
       make_gemm_plan(fake_kernels(), GemmShape{512, 1024, 1024, false, false, 8}, thin);
   EXPECT_EQ(t.row_blocks, 32);
   EXPECT_EQ(t.col_blocks, 1);
-  // Rows too few to give every thread 4 panels keep the thin blocks: 64 rows on 2 threads.
+  // Rows too few to give every thread 4 panels (64 rows: 6 panels on 2 threads), against more
+  // columns: the columns are split instead, one block per thread, so that each task reads its
+  // own half of B; with min_task_panels 1 the 6 panels are enough for row blocks again.
+  const GemmPlan few = plan(64, 1024, 1024, false, false, 2);
+  EXPECT_EQ(few.row_blocks, 1);
+  EXPECT_EQ(few.col_blocks, 2);
   EXPECT_EQ(
-      plan(64, 1024, 1024, false, false, 2).row_blocks,
-      make_gemm_plan(fake_kernels(), GemmShape{64, 1024, 1024, false, false, 2}, thin).row_blocks);
+      make_gemm_plan(fake_kernels(), GemmShape{64, 1024, 1024, false, false, 2}, thin).col_blocks,
+      1);
+  // Fewer columns than rows, or an epilogue (whole rows), keep the row blocks.
+  EXPECT_EQ(plan(64, 1024, 32, false, false, 2).col_blocks, 1);
+  EXPECT_EQ(plan(64, 1024, 1024, false, false, 2, true).col_blocks, 1);
 }
 
 TEST(GemmPlanTest, NarrowTasksReadADirectly) {
@@ -342,10 +350,17 @@ TEST(GemmPlanTest, OneTaskPacksABWhoseRowsCrowdL2) {
   // thread: one task packs B, then reads it from L2; with an epilogue too (one row block).
   EXPECT_EQ(small_plan(1024, 1, false).b, BMode::kPacked);
   EXPECT_EQ(small_plan(1024, 1, true).b, BMode::kPacked);
-  // Several tasks would pack in a phase of their own: B stays direct.
+  // Two threads split the columns (32 rows are too few for row blocks of 4 panels each): each
+  // task packs its own columns of B.
   const GemmPlan two = small_plan(1024, 2, false);
-  EXPECT_GT(two.tasks(), 1);
-  EXPECT_EQ(two.b, BMode::kDirect);
+  EXPECT_EQ(two.row_blocks, 1);
+  EXPECT_EQ(two.col_blocks, 2);
+  EXPECT_EQ(two.b, BMode::kPackedPerTask);
+  // Row blocks (an epilogue's) would each read all of B: they read it where it lies, without a
+  // packing phase of its own.
+  const GemmPlan rows = small_plan(1024, 2, true);
+  EXPECT_GT(rows.row_blocks, 1);
+  EXPECT_EQ(rows.b, BMode::kDirect);
   // Rows 2 KiB apart fit: direct.
   EXPECT_EQ(small_plan(512, 1, false).b, BMode::kDirect);
   // The fixed 1 MiB 16-way L2 holds the 4 KiB rows as well.

@@ -185,9 +185,11 @@ TEST(GemmEngineTest, BitwiseIdenticalAcrossGridsThreadsEntryPointsAndIsas) {
   // {150, 30, 700}: one AVX-512 column tile, so a transposed A is read directly there and
   // packed by the AVX2 kernels (two tiles of 16 columns) and by grids that split the columns.
   // {40, 70, 16000}: B (16000 x 70) over 4 MiB, packed block by block; {200, 70, 16000}: the
-  // same on one thread, packed whole on two or three.
-  const int64_t shapes[][3] = {{515, 641, 384}, {64, 256, 784},  {32, 1024, 256},  {9, 70, 600},
-                               {150, 30, 700},  {40, 70, 16000}, {200, 70, 16000}, {500, 10, 64}};
+  // same on one thread, packed whole on two or three. {40, 1024, 256}: more rows than 4
+  // AVX2 panels, a transposed B packed by the tasks of the grids that split only the columns.
+  const int64_t shapes[][3] = {{515, 641, 384},  {64, 256, 784}, {32, 1024, 256},
+                               {9, 70, 600},     {150, 30, 700}, {40, 70, 16000},
+                               {200, 70, 16000}, {500, 10, 64},  {40, 1024, 256}};
   for (const auto& s : shapes)
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {
