@@ -281,10 +281,12 @@ GemmGrid plan_grid(const MicroKernel& kernel, const GemmParams& p, int64_t m, in
   // threads split the columns only, so that each task reads its own columns of B once (and all
   // of A, the smaller operand) instead of thin row blocks each streaming all of B (32 x 256 x
   // 1024 on 2 threads: 6 blocks of one panel each read its 1 MB B). One column block per
-  // thread: every further one reads all of A again (on the Zen 3 VM 1 x 2 ran at 0.94-0.95x
-  // the time of 1 x 8). Whole rows (an epilogue) keep their row blocks.
-  if (!whole_rows && panels < fat * t64 && n > m && panels_n >= t64) {
-    grid.col_blocks = t64;
+  // thread (fewer where the product has flops for fewer tasks): every further one reads all of
+  // A again (on the Zen 3 VM 1 x 2 ran at 0.94-0.95x the time of 1 x 8). Whole rows (an
+  // epilogue) keep their row blocks.
+  const int64_t thin_blocks = std::min(t64, max_tasks);
+  if (!whole_rows && panels < fat * t64 && n > m && panels_n >= thin_blocks) {
+    grid.col_blocks = thin_blocks;
     return grid;
   }
   const int64_t row_limit = panels >= fat * t64 ? std::max(t64, panels / fat / t64 * t64) : panels;

@@ -223,6 +223,11 @@ TEST(GemmPlanTest, ManyThreadsGetTasksOfSeveralPanelsAndSplitTheColumns) {
   EXPECT_EQ(
       make_gemm_plan(fake_kernels(), GemmShape{64, 1024, 1024, false, false, 2}, thin).col_blocks,
       1);
+  // On 16 threads a thin product of 4.2 Mflop has work for 10 tasks of at least 400 kflop
+  // (core_gflops 100: 4 us each): 10 column blocks, not one per thread.
+  const GemmPlan small = plan(32, 64, 1024, false, false, 16);
+  EXPECT_EQ(small.row_blocks, 1);
+  EXPECT_EQ(small.col_blocks, 10);
   // Fewer columns than rows, or an epilogue (whole rows), keep the row blocks.
   EXPECT_EQ(plan(64, 1024, 32, false, false, 2).col_blocks, 1);
   EXPECT_EQ(plan(64, 1024, 1024, false, false, 2, true).col_blocks, 1);
