@@ -25,8 +25,11 @@ int64_t round_down(int64_t x, int64_t multiple) {
 //    panels, a larger share of their mr rows than of nr columns (10 classes: 10 of 12 rows
 //    against 10 of 16 columns with 6x16 tiles), and A's stored rows are read directly as the
 //    right operand.
-// Neither transposed problem is one of these again.
-bool compute_transposed(const MicroKernel& t, const GemmShape& s) {
+// Neither transposed problem is one of these again. A B packed once per loop (`prepacked`) keeps
+// the product as it is: transposed, B would be the left operand, read or packed (a bf16 B
+// widened) by every product of the loop instead of once.
+bool compute_transposed(const MicroKernel& t, const GemmShape& s, bool prepacked) {
+  if (prepacked) return false;
   if (s.tb && s.m <= t.nr && s.n >= 4 * t.nr && s.k >= t.nr) return true;
   // The share of whole tiles of `tile` values that n values fill, compared as n / whole tiles.
   const auto tiles = [&](int32_t tile) { return ceil_div(s.n, int64_t(tile)) * tile; };
@@ -331,11 +334,11 @@ GemmPlan make_gemm_plan(const MicroKernels& mk, const GemmShape& shape, const Ge
   // The depth the tiles step through: k, or its bf16 pairs (the last one may be half; AMX pads
   // them to whole tiles).
   const int64_t steps = mk.steps(shape.k);
-  if (!compute_transposed(*plan.kernel, shape)) {
-    // A loop-invariant B is packed once per loop where the float32 kernels run the product
-    // (a bf16 B widened as it is packed, once, into a float32 copy twice its size); the bf16
-    // pair kernels pack it per product.
-    const bool prepacked = shape.b_invariant && mk.k_per_step == 1;
+  // A loop-invariant B is packed once per loop where the float32 kernels run the product (a
+  // bf16 B widened as it is packed, once, into a float32 copy twice its size); the bf16 pair
+  // kernels pack it per product.
+  const bool prepacked = shape.b_invariant && mk.k_per_step == 1;
+  if (!compute_transposed(*plan.kernel, shape, prepacked)) {
     plan_product(plan, p, shape.m, shape.n, steps, shape.ta, shape.tb, shape.a_bf16, shape.b_bf16,
                  grid, shape.epilogue, prepacked);
     return plan;

@@ -263,6 +263,18 @@ TEST(GemmPlanTest, FewRowsAgainstATransposedBRunAsTheTranspose) {
   EXPECT_NE(p.describe().find("as C^T = 256x1024x32 nt (back-transposed per-task)"),
             std::string::npos)
       << p.describe();
+  // Inside a loop that holds B (an RNN's recurrent kernel) B is packed once per loop and reused:
+  // the product stays as it is (transposed, B would be read per product: a bf16 B widened per
+  // product), with or without an epilogue, bf16 operands too.
+  for (const bool epilogue : {false, true})
+    for (const bool bf16 : {false, true}) {
+      const GemmPlan in_loop = make_gemm_plan(
+          fake_kernels(), GemmShape{32, 256, 1024, false, true, 2, epilogue, bf16, bf16, true},
+          params());
+      EXPECT_EQ(in_loop.back, BackTranspose::kNone) << in_loop.describe();
+      EXPECT_EQ(in_loop.m, 32);
+      EXPECT_EQ(in_loop.b, BMode::kPrepacked) << in_loop.describe();
+    }
   // A narrow C = A^T B (10 classes): C^T = 10 x 64 x 6272, transposed back after.
   const GemmPlan q = plan(6272, 64, 10, true, false, 2);
   EXPECT_EQ(q.back, BackTranspose::kAfter);
