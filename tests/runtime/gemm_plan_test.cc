@@ -148,8 +148,19 @@ TEST(GemmPlanTest, GridsFollowTheThreadsAndTheEpilogue) {
   const GemmPlan e = plan(1024, 1024, 1024, false, false, 2, true);
   EXPECT_EQ(e.row_blocks, 16);
   EXPECT_EQ(e.col_blocks, 1);
-  // 32 rows with an epilogue on 2 threads: 3 panels of rows, rounded up to 4 blocks of 8.
-  EXPECT_EQ(plan(32, 1024, 256, false, false, 2, true).row_blocks, 4);
+  // 32 rows with an epilogue on 2 threads: 3 panels of rows, fewer than 4 per thread, and no
+  // column split (whole rows): one block per thread, as each block reads all of B.
+  EXPECT_EQ(plan(32, 1024, 256, false, false, 2, true).row_blocks, 2);
+  // The same with tasks of 8 panels (a tuned table): 64 x 2048 x 1024 ta, 6 panels of rows,
+  // and an epilogue: 2 blocks of 32 rows, not 6 of one panel each reading the 8 MB B.
+  GemmParams fat = params();
+  fat.min_task_panels = 8;
+  const GemmPlan w =
+      make_gemm_plan(fake_kernels(), GemmShape{64, 1024, 2048, true, false, 2, true}, fat);
+  EXPECT_EQ(w.row_blocks, 2) << w.describe();
+  EXPECT_EQ(w.col_blocks, 1) << w.describe();
+  // 16 threads: one block per panel, as many as there are.
+  EXPECT_EQ(plan(32, 1024, 256, false, false, 16, true).row_blocks, 3);
   // A small product is one task.
   EXPECT_EQ(plan(16, 16, 16, false, false, 2).tasks(), 1);
 }
@@ -168,11 +179,11 @@ TEST(GemmPlanTest, RowBlocksHoldWholePanels) {
   EXPECT_EQ(p.row_start(1), 120);
   EXPECT_EQ(p.row_start(2), 252);
   EXPECT_EQ(p.row_start(8), 1024);
-  // 32 rows with an epilogue on 2 threads: 4 blocks of 8 rows (3 panels of 12 would leave
+  // 32 rows with an epilogue on 2 threads: 2 blocks of 16 rows (3 panels of 12 would leave
   // one thread two 12-row tiles and the other one of 8).
   const GemmPlan thin = plan(32, 1024, 256, false, false, 2, true);
-  ASSERT_EQ(thin.row_blocks, 4);
-  for (int64_t rb = 0; rb <= 4; ++rb) EXPECT_EQ(thin.row_start(rb), 8 * rb);
+  ASSERT_EQ(thin.row_blocks, 2);
+  for (int64_t rb = 0; rb <= 2; ++rb) EXPECT_EQ(thin.row_start(rb), 16 * rb);
   for (const GemmShape& s :
        {GemmShape{1024, 1024, 1024, false, false, 2},
         GemmShape{1000, 512, 128, false, false, 2, true},

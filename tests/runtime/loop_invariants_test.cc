@@ -3,6 +3,8 @@
 // widened as it is packed; the same bits as every other plan).
 #include <gtest/gtest.h>
 
+#include <atomic>
+
 #include <cstring>
 #include <functional>
 #include <random>
@@ -118,7 +120,7 @@ TEST(LoopInvariantGemm, PacksBOncePerLoopWithTheBitsOfEveryOtherPlan) {
     const std::vector<float> a = random_floats(size_t(c.m * c.k), 1);
     const std::vector<float> b = random_floats(size_t(c.k * c.n), 2);
     const int64_t ldb = c.tb ? c.k : c.n;
-    int64_t rows_done = 0;
+    std::atomic<int64_t> rows_done{0};  // the row blocks finish on several threads
     const std::function<void(int64_t, int64_t)> on_rows = [&](int64_t r0, int64_t r1) {
       rows_done += r1 - r0;
     };
@@ -137,7 +139,7 @@ TEST(LoopInvariantGemm, PacksBOncePerLoopWithTheBitsOfEveryOtherPlan) {
     for (const std::string& d : run.details)
       EXPECT_NE(d.find("B packed-once-per-loop"), std::string::npos) << d;
     if (c.rows) {
-      EXPECT_EQ(rows_done, 4 * c.m);
+      EXPECT_EQ(rows_done.load(), 4 * c.m);
     }
   }
 }
