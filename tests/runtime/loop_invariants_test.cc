@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-
 #include <cstring>
 #include <functional>
 #include <random>
