@@ -255,7 +255,8 @@ int64_t GemmPlan::row_start(int64_t rb) const {
   const int64_t rows = std::max<int64_t>(1, panel_rows), blocks = std::max<int64_t>(1, row_blocks);
   // Whole panels where every block gets at least 4 of them: a block's end then moves by less
   // than a quarter of it. Thinner blocks (few rows cut finer than their panels to even out the
-  // threads: 32 rows with an epilogue as 4 blocks of 8 on 2 threads) keep equal heights.
+  // threads: 32 rows with an epilogue as 2 blocks of 16 on 2 threads, 12-row panels) keep
+  // equal heights.
   if (m < 4 * rows * blocks) return m * rb / blocks;
   return std::min(m, ceil_div(m, rows) * rb / blocks * rows);
 }
