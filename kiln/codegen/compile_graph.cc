@@ -10,6 +10,7 @@
 #include "kiln/codegen/compiler.h"
 #include "kiln/codegen/lower_kernel.h"
 #include "kiln/codegen/variable_updates.h"
+#include "kiln/ir/operand_prologue.h"
 
 namespace kiln::codegen {
 namespace {
@@ -223,6 +224,11 @@ class GraphCompiler {
     s.attrs = c->attrs();
     s.type = c->output()->type();
     for (const Value* v : c->inputs()) {
+      // An operand's prologue cast to bf16: the runtime rounds the float32 parameter as it
+      // packs it (ir/operand_prologue.h); the cast itself is never stored.
+      if (const Value* source = ir::prologue_source(*c, v);
+          source != nullptr && source->def() == Value::Def::kParameter)
+        v = source;
       if (v->def() == Value::Def::kParameter) {
         s.inputs.push_back(slot(n.input(size_t(v->index()))));
       } else if (v->producer() != nullptr && v->producer()->kind() == NodeKind::kConstant) {

@@ -1,5 +1,7 @@
 #include "kiln/codegen/variable_updates.h"
 
+#include "kiln/ir/operand_prologue.h"
+
 namespace kiln::codegen {
 
 using ir::Node;
@@ -36,8 +38,10 @@ std::vector<std::pair<size_t, size_t>> VariableUpdates::pairs(const Node& n,
       if (n.input(i) != entry) continue;
       bool read_by_contraction = false;
       if (contraction != nullptr)
-        for (const Value* cv : contraction->inputs())
+        for (const Value* cv : contraction->inputs()) {
+          if (const Value* source = ir::prologue_source(*contraction, cv)) cv = source;
           read_by_contraction |= cv->def() == Value::Def::kParameter && size_t(cv->index()) == i;
+        }
       if (!read_by_contraction) pairs.emplace_back(o, i);
       break;
     }

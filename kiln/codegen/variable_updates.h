@@ -7,8 +7,9 @@
 //   - it is assigned to a variable (an `assign` node) that has no other assignment in the graph,
 //   - n reads that variable's entry value, and n is the entry value's last reader (no later
 //     node reads it, and it is not a graph output), and
-//   - `contraction` (the contraction of n's fusion body, if any) does not read the entry value:
-//     its GEMM runs block by block alongside the epilogue that overwrites it.
+//   - `contraction` (the contraction of n's fusion body, if any) does not read the entry value,
+//     directly or through an operand's prologue cast (ir/operand_prologue.h): its GEMM runs
+//     block by block alongside the epilogue that overwrites it.
 // Points at the graph's nodes and values: valid while the graph lives unchanged.
 #pragma once
 

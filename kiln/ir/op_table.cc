@@ -285,12 +285,19 @@ std::string_view rounding_class_word(RoundingClass r) {
 
 std::vector<std::string_view> trait_names(uint32_t traits) {
   static constexpr std::pair<OpTrait, std::string_view> kNames[] = {
-      {kElementwise, "elementwise"}, {kReduction, "reduction"},
-      {kCommutative, "commutative"}, {kSideEffecting, "side-effecting"},
-      {kRandom, "random"},           {kLayout, "layout"},
-      {kContraction, "contraction"}, {kTranscendental, "transcendental"},
-      {kNoGradient, "no-gradient"},  {kWindow, "window"},
-      {kInternal, "internal"},       {kSelects, "selects"},
+      {kElementwise, "elementwise"},
+      {kReduction, "reduction"},
+      {kCommutative, "commutative"},
+      {kSideEffecting, "side-effecting"},
+      {kRandom, "random"},
+      {kLayout, "layout"},
+      {kContraction, "contraction"},
+      {kTranscendental, "transcendental"},
+      {kNoGradient, "no-gradient"},
+      {kWindow, "window"},
+      {kInternal, "internal"},
+      {kSelects, "selects"},
+      {kRoundsOperands, "rounds-operands"},
   };
   std::vector<std::string_view> names;
   for (const auto& [bit, name] : kNames)

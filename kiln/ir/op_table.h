@@ -29,25 +29,29 @@ inline constexpr int kNumOps = 0
 // Op traits (bit flags).
 enum OpTrait : uint32_t {
   kNone = 0,
-  kElementwise = 1u << 0,     // output[i] depends only on inputs at i (after broadcasting)
-  kReduction = 1u << 1,       // reduces over axes
-  kCommutative = 1u << 2,     // f(a, b) == f(b, a)
-  kSideEffecting = 1u << 3,   // must not be removed or reordered (variable updates)
-  kRandom = 1u << 4,          // output depends on a seed input
-  kLayout = 1u << 5,          // moves data without arithmetic
-  kContraction = 1u << 6,     // matmul / convolution: library GEMM territory
-  kTranscendental = 1u << 7,  // expensive per element (exp, log, tanh ...): never duplicate
-  kNoGradient = 1u << 8,      // not differentiable (comparisons, argmax, random, one_hot)
-  kWindow = 1u << 9,          // an output element reads a window of its input (max-pool):
-                              // fuses as a loop op, never duplicated, never run flat
-  kInternal = 1u << 10,       // emitted by the library itself (gradients, bookkeeping), not
-                              // a user-facing op: the numpy-style Python API leaves it out
-  kSelects = 1u << 11,        // its output is some of input 0's elements (slice, gather): it
-                              // reads as many of them as it writes, however large input 0 is
+  kElementwise = 1u << 0,      // output[i] depends only on inputs at i (after broadcasting)
+  kReduction = 1u << 1,        // reduces over axes
+  kCommutative = 1u << 2,      // f(a, b) == f(b, a)
+  kSideEffecting = 1u << 3,    // must not be removed or reordered (variable updates)
+  kRandom = 1u << 4,           // output depends on a seed input
+  kLayout = 1u << 5,           // moves data without arithmetic
+  kContraction = 1u << 6,      // matmul / convolution: library GEMM territory
+  kTranscendental = 1u << 7,   // expensive per element (exp, log, tanh ...): never duplicate
+  kNoGradient = 1u << 8,       // not differentiable (comparisons, argmax, random, one_hot)
+  kWindow = 1u << 9,           // an output element reads a window of its input (max-pool):
+                               // fuses as a loop op, never duplicated, never run flat
+  kInternal = 1u << 10,        // emitted by the library itself (gradients, bookkeeping), not
+                               // a user-facing op: the numpy-style Python API leaves it out
+  kSelects = 1u << 11,         // its output is some of input 0's elements (slice, gather): it
+                               // reads as many of them as it writes, however large input 0 is
+  kRoundsOperands = 1u << 12,  // a bf16 contraction whose fusion group may read an operand as
+                               // a cast of a float32 value (operand_prologue.h): the runtime
+                               // rounds the float32 values as it packs them, never storing the
+                               // bf16 copy
 };
 // The trait names of a `traits` bit set, in bit order ("elementwise", "reduction", ...,
-// "side-effecting", "no-gradient", "internal", "selects"): `kiln ops` and Python's kiln.op_table()
-// print them.
+// "side-effecting", "no-gradient", "internal", "selects", "rounds-operands"): `kiln ops` and
+// Python's kiln.op_table() print them.
 std::vector<std::string_view> trait_names(uint32_t traits);
 
 // Which input dtypes an op accepts.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kiln/ir/graph_rewrite.h"
+#include "kiln/ir/operand_prologue.h"
 #include "kiln/passes/fusion_units.h"
 
 namespace kiln::passes {
@@ -217,9 +218,13 @@ class Planner {
     if (const Node* contraction = merged.contraction; contraction != nullptr) {
       // Nothing that feeds the contraction may be in its group: neither `n` nor a member of
       // a group being merged (a path from such a producer to the contraction through nodes
-      // outside the group is a cycle, which rule 6 rejects).
+      // outside the group is a cycle, which rule 6 rejects), except an operand's cast to
+      // bf16 that the runtime applies as it packs the operand (ir/operand_prologue.h).
       for (const Value* v : contraction->inputs()) {
         const Node* producer = v->producer();
+        // Rule 5e: an operand's prologue cast may be in the group; what feeds it may not.
+        if (producer != nullptr && ir::is_operand_prologue(*producer, *contraction))
+          producer = producer->input(0)->producer();
         if (producer == nullptr) continue;
         if (producer == &n) return kFeedsContraction;
         int q = units_.position(producer);

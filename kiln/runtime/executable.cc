@@ -127,8 +127,9 @@ bool blocked_conv(const ExecutableStep& s, std::span<const Array> in, Array& pro
 }
 
 // The product in blocks of whole rows, each block's epilogue rows run right after it. A bf16
-// product is computed in float32 scratch (gemm_bf16: its operands widened as they are packed),
-// each block's rows rounded into c right before their epilogue rows.
+// product is computed in float32 scratch (gemm_bf16: its operands widened as they are packed, a
+// float32 operand of a fused cast rounded first), each block's rows rounded into c right before
+// their epilogue rows.
 template <typename T>
 void blocked_matmul(const ExecutableStep& s, std::span<const Array> in, Array& c,
                     std::span<void* const> buffers) {
@@ -154,7 +155,7 @@ void blocked_matmul(const ExecutableStep& s, std::span<const Array> in, Array& c
       for (int64_t i = r0 * n; i < r1 * n; ++i) out[i] = bfloat16::from_float(f[i]);
       epilogue(r0, r1);
     };
-    gemm_bf16(ta, tb, m, n, k, in[0].data<bfloat16>(), lda, in[1].data<bfloat16>(), ldb,
+    gemm_bf16(ta, tb, m, n, k, bf16_matmul_operand(in[0]), lda, bf16_matmul_operand(in[1]), ldb,
               product.as<float>(), n, true, &rows);
   } else {
     gemm_rows<T>(ta, tb, m, n, k, in[0].data<T>(), lda, in[1].data<T>(), ldb, c.data<T>(), n,

@@ -215,7 +215,8 @@ void run_float(const gemm_detail::MicroKernels& mk, const gemm_detail::GemmPlan&
   if (plan.b == gemm_detail::BMode::kPrepacked) {
     KILN_ASSERT(loop != nullptr, "gemm: a plan with B packed once per loop outside a loop");
     const void* b = args.b != nullptr ? static_cast<const void*>(args.b) : args.b16;
-    const PackedBKey key{b, args.ldb, args.k, args.n, args.tb, plan.kernel->nr, plan.kc};
+    const PackedBKey key{b,       args.ldb,        args.k,  args.n,
+                         args.tb, plan.kernel->nr, plan.kc, args.b_rounds};
     args.packed_b =
         loop->packed_b(key, size_t(gemm_detail::packed_b_floats(plan)),
                        [&](float* out) { gemm_detail::pack_b_once(mk, plan, args, out); });
@@ -331,8 +332,8 @@ void gemm_rows(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, in
   });
 }
 
-void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const bfloat16* a, int64_t lda,
-               const bfloat16* b, int64_t ldb, float* c, int64_t ldc, bool parallel,
+void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Bf16Operand a, int64_t lda,
+               Bf16Operand b, int64_t ldb, float* c, int64_t ldc, bool parallel,
                const std::function<void(int64_t, int64_t)>* on_rows, bool accumulate) {
   KILN_ASSERT(parallel || on_rows == nullptr, "gemm_bf16: row callbacks need the parallel form");
   KILN_ASSERT(!(accumulate && on_rows), "gemm_bf16: row callbacks see whole products only");
@@ -343,23 +344,50 @@ void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const bfloat16
   static_assert(sizeof(bfloat16) == sizeof(uint16_t));
   const gemm_detail::MicroKernels* pairs = gemm_detail::bf16_kernels_for(m, n, k);
   if (const gemm_detail::MicroKernels* mk = pairs ? pairs : engine_for<float>()) {
-    // (The pair kernels pack B per product: loop is null for them.)
-    const auto* b16 = reinterpret_cast<const uint16_t*>(b);
-    LoopInvariantScope* loop = mk->k_per_step == 1 ? invariant_b(tb, n, k, b16, ldb) : nullptr;
-    const gemm_detail::GemmPlan plan =
-        float_plan(*mk, ta, tb, m, n, k, parallel ? num_threads() : 1, on_rows != nullptr, true,
-                   loop != nullptr);
     gemm_detail::SgemmArgs args =
         sgemm_args(ta, tb, m, n, k, nullptr, lda, nullptr, ldb, c, ldc, accumulate);
-    args.a16 = reinterpret_cast<const uint16_t*>(a);
-    args.b16 = b16;
+    auto set = [](Bf16Operand x, const float*& f32, const uint16_t*& b16, bool& rounds) {
+      rounds = x.rounds_float32;
+      if (rounds)
+        f32 = static_cast<const float*>(x.data);
+      else
+        b16 = static_cast<const uint16_t*>(x.data);
+    };
+    set(a, args.a, args.a16, args.a_rounds);
+    set(b, args.b, args.b16, args.b_rounds);
+    // (The pair kernels pack B per product: loop is null for them.)
+    LoopInvariantScope* loop = nullptr;
+    if (mk->k_per_step == 1)
+      loop =
+          args.b_rounds ? invariant_b(tb, n, k, args.b, ldb) : invariant_b(tb, n, k, args.b16, ldb);
+    gemm_detail::GemmShape shape{m,
+                                 n,
+                                 k,
+                                 ta,
+                                 tb,
+                                 parallel ? num_threads() : 1,
+                                 on_rows != nullptr,
+                                 true,
+                                 true,
+                                 loop != nullptr};
+    shape.a_rounded = args.a_rounds;
+    shape.b_rounded = args.b_rounds;
+    const gemm_detail::GemmPlan plan =
+        gemm_detail::make_gemm_plan(*mk, shape, gemm_detail::gemm_params(*mk, shape));
     return run_float(*mk, plan, args, on_rows, loop);
   }
-  // Eigen: the operands widened first, then gemm<float>'s own split (the same bits).
-  auto widened = [](const bfloat16* x, int64_t rows, int64_t cols, int64_t ld) {
+  // Eigen: the operands widened (or rounded) first, then gemm<float>'s own split (the same bits).
+  auto widened = [](Bf16Operand x, int64_t rows, int64_t cols, int64_t ld) {
     std::vector<float> w(size_t(rows * cols));
-    gemm_detail::widen_bf16_rows(reinterpret_cast<const uint16_t*>(x), ld, rows, cols, w.data(),
-                                 cols);
+    if (!x.rounds_float32) {
+      gemm_detail::widen_bf16_rows(static_cast<const uint16_t*>(x.data), ld, rows, cols, w.data(),
+                                   cols);
+      return w;
+    }
+    const auto* f = static_cast<const float*>(x.data);
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j)
+        w[size_t(i * cols + j)] = bfloat16::from_float(f[i * ld + j]).to_float();
     return w;
   };
   const std::vector<float> wa = ta ? widened(a, k, m, lda) : widened(a, m, k, lda);

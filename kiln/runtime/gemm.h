@@ -59,22 +59,46 @@ template <typename T>
 int64_t gemm_row_blocks(int64_t m, int64_t n, int64_t k, bool trans_a = false,
                         bool trans_b = false);
 
+// An operand of gemm_bf16: bfloat16 values, or float32 values read as bf16, each rounded to the
+// nearest bf16 (ties to even, as bfloat16::from_float and a cast do) while it is packed: the
+// product of a fused cast (ir/operand_prologue.h) without a stored bf16 copy, bit for bit the
+// product of the rounded values.
+struct Bf16Operand {
+  const void* data = nullptr;
+  bool rounds_float32 = false;
+
+  Bf16Operand(const bfloat16* values) : data(values) {}  // NOLINT(google-explicit-constructor)
+  static Bf16Operand rounded(const float* values) {
+    Bf16Operand o(nullptr);
+    o.data = values;
+    o.rounds_float32 = true;
+    return o;
+  }
+  // The operand from `elements` further on.
+  Bf16Operand offset(int64_t elements) const {
+    Bf16Operand o = *this;
+    o.data = static_cast<const char*>(data) + elements * (rounds_float32 ? 4 : 2);
+    return o;
+  }
+};
+
 // A product of bfloat16 operands into float32: C[m, n] = op(A) * op(B), A and B stored as bf16
-// (gemm's layout contract), C float32, each element the float32 chain of FMAs over k in k order
-// of the widened operands. On the bf16 pair kernels (gemm_bf16_kernels(): TDPBF16PS where the
-// CPU has AMX-BF16, VDPBF16PS where it has AVX512-BF16) the operands are packed as pairs of bf16
-// and the instruction adds the two products of each pair in k order (as documented; the AMX
-// test on such a CPU holds it to the float32 dot-product bound, in any order): bitwise
-// gemm<float> of the widened operands except where denormals occur (the instructions flush
-// them) and for the sign of a zero result when k is odd or padded (zero pairs add +0). Elsewhere
-// bitwise gemm<float> (or gemm_serial<float> when !parallel) of the widened operands: kiln's engine
-// widens each operand as it packs it (always packed: runtime/gemm_widen.h), never in a pass of its
-// own; Eigen's path widens them first. With on_rows (parallel only), C is computed in blocks of
-// whole rows and on_rows(r0, r1) runs for each right after its last product, on the thread that
-// computed it (gemm_rows' contract): the place to round the rows back to bf16 while they are in
-// cache. accumulate (not with on_rows): C += op(A) * op(B), each element's chain continuing from C.
-void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const bfloat16* a,
-               int64_t lda, const bfloat16* b, int64_t ldb, float* c, int64_t ldc, bool parallel,
+// (gemm's layout contract) or float32 rounded to bf16 (Bf16Operand), C float32, each element
+// the float32 chain of FMAs over k in k order of the widened operands. On the bf16 pair kernels
+// (gemm_bf16_kernels(): TDPBF16PS where the CPU has AMX-BF16, VDPBF16PS where it has AVX512-BF16)
+// the operands are packed as pairs of bf16 and the instruction adds the two products of each pair
+// in k order (as documented; the AMX test on such a CPU holds it to the float32 dot-product bound,
+// in any order): bitwise gemm<float> of the widened operands except where denormals occur (the
+// instructions flush them) and for the sign of a zero result when k is odd or padded (zero pairs
+// add +0). Elsewhere bitwise gemm<float> (or gemm_serial<float> when !parallel) of the widened
+// operands: kiln's engine widens each operand as it packs it (always packed: runtime/gemm_widen.h),
+// never in a pass of its own; Eigen's path widens them first. With on_rows (parallel only), C is
+// computed in blocks of whole rows and on_rows(r0, r1) runs for each right after its last product,
+// on the thread that computed it (gemm_rows' contract): the place to round the rows back to bf16
+// while they are in cache. accumulate (not with on_rows): C += op(A) * op(B), each element's chain
+// continuing from C.
+void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, Bf16Operand a,
+               int64_t lda, Bf16Operand b, int64_t ldb, float* c, int64_t ldc, bool parallel,
                const std::function<void(int64_t, int64_t)>* on_rows = nullptr,
                bool accumulate = false);
 

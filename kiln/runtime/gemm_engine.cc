@@ -257,6 +257,8 @@ void run_transposed(const MicroKernels& mk, const GemmPlan& plan, const SgemmArg
   t.ldb = g.lda;
   t.a16 = g.b16;
   t.b16 = g.a16;
+  t.a_rounds = g.b_rounds;
+  t.b_rounds = g.a_rounds;
   t.k_elements = g.k_elements;
   t.m = g.n;
   t.n = g.m;
@@ -285,12 +287,12 @@ void run_transposed(const MicroKernels& mk, const GemmPlan& plan, const SgemmArg
 void run_gemm(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& g,
               const RowsDone* on_rows) {
   // bf16 operands are read only by the packing, which widens them.
-  KILN_ASSERT(plan.shape.a_bf16 == (g.a16 != nullptr) && plan.shape.b_bf16 == (g.b16 != nullptr),
+  KILN_ASSERT(plan.shape.a_bf16 == a_as_bf16(g) && plan.shape.b_bf16 == b_as_bf16(g),
               "gemm: the plan was made for other operand dtypes than the product's");
   if (mk.k_per_step == 2) {
     // bf16 pairs: the tiles step through ceil(k / 2) pairs of the packed operands (AMX: padded
     // with zero pairs to whole tiles).
-    KILN_ASSERT(g.a16 != nullptr && g.b16 != nullptr && plan.k_per_step == 2,
+    KILN_ASSERT(a_as_bf16(g) && b_as_bf16(g) && plan.k_per_step == 2,
                 "gemm: bf16 pair kernels need two bf16 operands and a plan made for them");
     SgemmArgs pairs = g;
     pairs.k_elements = g.k;

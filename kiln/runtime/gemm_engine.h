@@ -22,7 +22,9 @@ namespace kiln::runtime::gemm_detail {
 // C[m, n] (+)= op(A) op(B), row-major with leading dimensions; A is k x m stored if ta, B is
 // n x k stored if tb. Sizes are > 0 (gemm.cc handles empty products). An operand stored as
 // bfloat16 is given by its bits (a16 or b16, its leading dimension in elements) instead of a or
-// b; its plan must have been made with GemmShape::a_bf16 / b_bf16 (it is packed, widened).
+// b; its plan must have been made with GemmShape::a_bf16 / b_bf16 (it is packed, widened). A
+// float32 operand read as bf16 (a_rounds / b_rounds: a fused cast, ir/operand_prologue.h) is
+// given in a or b and has the same plan: each value is rounded to bf16 as it is packed.
 struct SgemmArgs {
   bool ta = false, tb = false;
   int64_t m = 0, n = 0, k = 0;
@@ -35,12 +37,17 @@ struct SgemmArgs {
   bool accumulate = false;
   const uint16_t* a16 = nullptr;
   const uint16_t* b16 = nullptr;
+  bool a_rounds = false, b_rounds = false;
   // Set by run_gemm for pair kernels (MicroKernels::k_per_step 2): k then counts bf16 pairs and
   // this is the depth in elements.
   int64_t k_elements = 0;
   // A plan with BMode::kPrepacked: op(B) already packed in the plan's layout (pack_b_once).
   const float* packed_b = nullptr;
 };
+
+// Whether op(A) / op(B) is read as bf16 (stored as bf16, or float32 rounded as it is packed).
+inline bool a_as_bf16(const SgemmArgs& g) { return g.a16 != nullptr || g.a_rounds; }
+inline bool b_as_bf16(const SgemmArgs& g) { return g.b16 != nullptr || g.b_rounds; }
 
 // Floats of op(B) packed in `plan`'s layout (k x the columns rounded up to whole nr panels).
 int64_t packed_b_floats(const GemmPlan& plan);

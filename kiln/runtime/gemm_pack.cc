@@ -6,6 +6,7 @@
 
 #include "kiln/ir/error.h"
 #include "kiln/runtime/gemm_pack_bf16.h"
+#include "kiln/runtime/gemm_widen.h"
 
 namespace kiln::runtime::gemm_detail {
 namespace {
@@ -47,6 +48,13 @@ void copy_panel_of(int64_t h, const float* src, int64_t ld, int64_t kc, float* o
     for (int64_t p = 0; p < kc; ++p) std::memcpy(out + p * h, src + p * ld, size_t(h) * 4);
 }
 
+// Whether an operand goes through the bf16 packers: stored as bf16, or float32 rounded to bf16
+// for the pair kernels (the float32 kernels pack a rounded operand as a float32 one and round
+// the packed panel in place, while it is in cache: one read of the operand).
+bool bf16_packing(const MicroKernels& mk, const uint16_t* bits, bool rounds) {
+  return bits != nullptr || (rounds && mk.k_per_step == 2);
+}
+
 }  // namespace
 
 // Packs columns [j0, j0 + nr) of op(B) in k block q, zero-padding columns >= n.
@@ -55,7 +63,8 @@ void pack_b_block(const MicroKernels& mk, int64_t nr, const SgemmArgs& g, const 
   const int64_t j0 = panel * nr, cols = std::min(nr, g.n - j0);
   const int64_t k0 = kb.begin(q), kc = kb.depth(q, g.k);
   float* dst = out + k0 * n_pad + panel * kc * nr;
-  if (g.b16 != nullptr) return pack_bf16_b_panel(mk, g, j0, cols, nr, k0, kc, dst);
+  if (bf16_packing(mk, g.b16, g.b_rounds))
+    return pack_bf16_b_panel(mk, g, j0, cols, nr, k0, kc, dst);
   if (!g.tb) {
     for (int64_t p = 0; p < kc; ++p) {
       std::memcpy(dst + p * nr, g.b + (k0 + p) * g.ldb + j0, size_t(cols) * sizeof(float));
@@ -66,6 +75,7 @@ void pack_b_block(const MicroKernels& mk, int64_t nr, const SgemmArgs& g, const 
     if (cols < nr)
       for (int64_t p = 0; p < kc; ++p) std::fill(dst + p * nr + cols, dst + (p + 1) * nr, 0.0f);
   }
+  if (g.b_rounds) round_to_bf16_in_place(dst, kc * nr);
 }
 
 // Packs rows [p0, p1) of k block q of a B that is not transposed, every panel: each row of B is
@@ -77,7 +87,7 @@ void pack_b_rows(const MicroKernels& mk, int64_t nr, const SgemmArgs& g, const K
   const int64_t k0 = kb.begin(q), kc = kb.depth(q, g.k);
   const int64_t full = g.n / nr, rest = g.n - full * nr;
   float* block = out + k0 * n_pad;
-  if (g.b16 != nullptr) {
+  if (bf16_packing(mk, g.b16, g.b_rounds)) {
     for (int64_t p = p0; p < p1; ++p) pack_bf16_b_row(mk, g, nr, k0, p, kc, block);
     return;
   }
@@ -91,16 +101,20 @@ void pack_b_rows(const MicroKernels& mk, int64_t nr, const SgemmArgs& g, const K
       std::fill(dst + rest, dst + nr, 0.0f);
     }
   }
+  if (g.b_rounds)
+    for (int64_t panel = 0; panel * nr < g.n; ++panel)
+      round_to_bf16_in_place(block + panel * kc * nr + p0 * nr, (p1 - p0) * nr);
 }
 
 // Packs rows [r0, r0 + h) of op(A), columns [k0, k0 + kc), as out[p * h + i].
 void pack_a_panel(const MicroKernels& mk, const SgemmArgs& g, int64_t r0, int64_t h, int64_t k0,
                   int64_t kc, float* out) {
-  if (g.a16 != nullptr) return pack_bf16_a_panel(mk, g, r0, h, k0, kc, out);
+  if (bf16_packing(mk, g.a16, g.a_rounds)) return pack_bf16_a_panel(mk, g, r0, h, k0, kc, out);
   if (g.ta)
     copy_panel_of(h, g.a + k0 * g.lda + r0, g.lda, kc, out, std::make_integer_sequence<int, 16>{});
   else
     mk.transpose(g.a + r0 * g.lda + k0, g.lda, h, kc, out, h);
+  if (g.a_rounds) round_to_bf16_in_place(out, kc * h);
 }
 
 int64_t packed_b_floats(const GemmPlan& plan) {

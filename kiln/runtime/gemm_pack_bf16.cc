@@ -5,10 +5,43 @@
 #include <bit>
 #include <cstring>
 
+#include "kiln/ir/bfloat16.h"
+#include "kiln/ir/error.h"
 #include "kiln/runtime/gemm_widen.h"
+#include "kiln/runtime/scratch.h"
 
 namespace kiln::runtime::gemm_detail {
 namespace {
+
+// ---- float32 operands rounded to bf16 as they are packed
+
+// dst[i * cols + j] = src[i * ld + j] rounded to bf16, i < rows, j < cols.
+void round_rows(const float* src, int64_t ld, int64_t rows, int64_t cols, uint16_t* dst) {
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      dst[i * cols + j] = bfloat16::from_float(src[i * ld + j]).bits;
+}
+
+// The elements of k a packer reads in k block [k0, k0 + kc) (engine units): the block's
+// elements, or its pairs' elements up to the end of k.
+int64_t k_elements_of_block(const SgemmArgs& g, int64_t k0, int64_t kc) {
+  if (g.k_elements == 0) return kc;
+  const int64_t elements = std::clamp<int64_t>(g.k_elements - 2 * k0, 0, 2 * kc);
+  KILN_ASSERT(elements > 0, "gemm: a k block past the end of the product's depth");
+  return elements;
+}
+
+// The rounded block of a float32 operand in the calling thread's scratch, described as a bf16
+// operand whose k starts at the block (`rows` x `cols` of `src`, ld apart).
+struct RoundedBlock {
+  Scratch buffer;
+  const uint16_t* data;
+  RoundedBlock(const float* src, int64_t ld, int64_t rows, int64_t cols)
+      : buffer(ScratchSlot::kGemmRounded, size_t(std::max<int64_t>(1, rows * cols)) * 2),
+        data(buffer.as<uint16_t>()) {
+    round_rows(src, ld, rows, cols, buffer.as<uint16_t>());
+  }
+};
 
 // The rows of elements e and e + 1 of a bf16 operand stored with k along its rows (B, or a
 // stored A^T), null past the end of k (their pair halves are zeros).
@@ -106,6 +139,18 @@ void pack_b_tiles(const MicroKernels& mk, const SgemmArgs& g, int64_t j0, int64_
 
 void pack_bf16_b_panel(const MicroKernels& mk, const SgemmArgs& g, int64_t j0, int64_t cols,
                        int64_t nr, int64_t k0, int64_t kc, float* dst) {
+  if (g.b_rounds) {  // the panel's block of B rounded, then packed as a bf16 B from its start
+    const int64_t e0 = g.k_elements > 0 ? 2 * k0 : k0, elements = k_elements_of_block(g, k0, kc);
+    const RoundedBlock r = g.tb ? RoundedBlock(g.b + j0 * g.ldb + e0, g.ldb, cols, elements)
+                                : RoundedBlock(g.b + e0 * g.ldb + j0, g.ldb, elements, cols);
+    SgemmArgs block = g;
+    block.b = nullptr;
+    block.b_rounds = false;
+    block.b16 = r.data;
+    block.ldb = g.tb ? elements : cols;
+    if (g.k_elements > 0) block.k_elements = elements;
+    return pack_bf16_b_panel(mk, block, 0, cols, nr, 0, kc, dst);
+  }
   if (g.k_elements > 0) {  // pairs: elements [2 k0, 2 k0 + 2 kc) of k
     const int64_t e0 = 2 * k0;
     if (mk.pair_layout == PairLayout::kTiles) return pack_b_tiles(mk, g, j0, cols, e0, kc, dst);
@@ -125,11 +170,12 @@ void pack_bf16_b_panel(const MicroKernels& mk, const SgemmArgs& g, int64_t j0, i
     for (int64_t p = 0; p < kc; ++p) std::fill(dst + p * nr + cols, dst + (p + 1) * nr, 0.0f);
 }
 
-void pack_bf16_b_row(const MicroKernels& mk, const SgemmArgs& g, int64_t nr, int64_t k0, int64_t p,
-                     int64_t kc, float* block) {
-  // Pairs: row pair p is elements 2 (k0 + p) and the next.
-  const PairRows rows = g.k_elements > 0 ? pair_rows(g.b16, g.ldb, 2 * (k0 + p), g.k_elements)
-                                         : PairRows{g.b16 + (k0 + p) * g.ldb, nullptr};
+namespace {
+
+// Row p of a packed block of B (every panel) from `rows`: B's row k0 + p, or its rows of pair
+// k0 + p (a null second row past the end of k).
+void pack_b_row_from(const MicroKernels& mk, const SgemmArgs& g, PairRows rows, int64_t nr,
+                     int64_t p, int64_t kc, float* block) {
   if (mk.pair_layout == PairLayout::kTiles) {  // nr 32: the row's two halves (tiles_b_offset)
     alignas(64) float row[32];
     for (int64_t panel = 0; panel * nr < g.n; ++panel) {
@@ -153,8 +199,36 @@ void pack_bf16_b_row(const MicroKernels& mk, const SgemmArgs& g, int64_t nr, int
   }
 }
 
+}  // namespace
+
+void pack_bf16_b_row(const MicroKernels& mk, const SgemmArgs& g, int64_t nr, int64_t k0, int64_t p,
+                     int64_t kc, float* block) {
+  // Pairs: row pair p is elements 2 (k0 + p) and the next.
+  const int64_t e = g.k_elements > 0 ? 2 * (k0 + p) : k0 + p;
+  const int64_t count = g.k_elements > 0 ? std::clamp<int64_t>(g.k_elements - e, 0, 2) : 1;
+  if (count == 0) return pack_b_row_from(mk, g, {nullptr, nullptr}, nr, p, kc, block);
+  if (g.b_rounds) {
+    const RoundedBlock r(g.b + e * g.ldb, g.ldb, count, g.n);
+    return pack_b_row_from(mk, g, {r.data, count == 2 ? r.data + g.n : nullptr}, nr, p, kc, block);
+  }
+  pack_b_row_from(mk, g, {g.b16 + e * g.ldb, count == 2 ? g.b16 + (e + 1) * g.ldb : nullptr}, nr, p,
+                  kc, block);
+}
+
 void pack_bf16_a_panel(const MicroKernels& mk, const SgemmArgs& g, int64_t r0, int64_t h,
                        int64_t k0, int64_t kc, float* out) {
+  if (g.a_rounds) {  // the panel's block of A rounded, then packed as a bf16 A from its start
+    const int64_t e0 = g.k_elements > 0 ? 2 * k0 : k0, elements = k_elements_of_block(g, k0, kc);
+    const RoundedBlock r = g.ta ? RoundedBlock(g.a + e0 * g.lda + r0, g.lda, elements, h)
+                                : RoundedBlock(g.a + r0 * g.lda + e0, g.lda, h, elements);
+    SgemmArgs block = g;
+    block.a = nullptr;
+    block.a_rounds = false;
+    block.a16 = r.data;
+    block.lda = g.ta ? h : elements;
+    if (g.k_elements > 0) block.k_elements = elements;
+    return pack_bf16_a_panel(mk, block, 0, h, 0, kc, out);
+  }
   if (g.k_elements > 0) {  // pairs: elements [2 k0, 2 k0 + 2 kc) of k
     const int64_t e0 = 2 * k0;
     if (mk.pair_layout == PairLayout::kTiles) return pack_a_tiles(g, r0, h, e0, kc, out);

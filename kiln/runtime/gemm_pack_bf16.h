@@ -7,6 +7,10 @@
 //    per 32-bit element in the set's half order (PairLayout kDot, kTiles), zero pairs past the
 //    end of k; AMX's A panels in tiles of 32 rows x 16 pairs, its B panels in tiles of 16 pairs x
 //    16 columns (gemm_amx_tile.h).
+// A float32 operand read as bf16 (SgemmArgs::a_rounds / b_rounds) by the pair kernels is packed
+// the same way: the block of it a packer reads is first rounded to bf16 (nearest even, as a cast
+// does) into the calling thread's scratch, which the packer then reads as a bf16 operand. (The
+// float32 kernels pack it as a float32 operand and round the packed panel: gemm_pack.cc.)
 // Block and panel arguments are in the engine's units (k0, kc: elements or pairs).
 #pragma once
 

@@ -232,6 +232,13 @@ const char* name(BackTranspose mode) {
   return "?";
 }
 
+namespace {
+// How describe() shows an operand read as bf16.
+const char* operand_dtype(bool bf16, bool rounded) {
+  return !bf16 ? "" : rounded ? "f32->bf16 " : "bf16 ";
+}
+}  // namespace
+
 std::string GemmPlan::describe() const {
   const GemmShape& s = shape;
   std::string text =
@@ -245,7 +252,8 @@ std::string GemmPlan::describe() const {
   text += fmt::format(
       ", grid {}x{}, A {}{}, B {}{}, kc {}{} x {} block{}, nc {}, {} rows per tile, B prefetch {} "
       "rows ({})",
-      row_blocks, col_blocks, a_bf16 ? "bf16 " : "", name(a), b_bf16 ? "bf16 " : "", name(b), kc,
+      row_blocks, col_blocks, operand_dtype(a_bf16, transposed() ? s.b_rounded : s.a_rounded),
+      name(a), operand_dtype(b_bf16, transposed() ? s.a_rounded : s.b_rounded), name(b), kc,
       k_per_step == 2 ? " pairs" : "", k_blocks, k_blocks == 1 ? "" : "s", nc, panel_rows, b_ahead,
       source);
   return text;

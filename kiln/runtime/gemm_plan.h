@@ -55,7 +55,9 @@ struct APanels {
 // as bfloat16, and is always packed, widened to float32 as it is packed (runtime/gemm_widen.h);
 // `b_invariant`: B is unchanged for the rest of a loop (runtime/loop_invariants.h), so B is
 // packed once and the packed copy reused (BMode::kPrepacked) where the float32 kernels run the
-// product (a bf16 B widened as it is packed).
+// product (a bf16 B widened as it is packed); `a_rounded`, `b_rounded` (with a_bf16, b_bf16):
+// the operand is float32, rounded to bf16 as it is packed (a fused cast): the same plan, printed
+// "A f32->bf16".
 struct GemmShape {
   int64_t m = 0, n = 0, k = 0;
   bool ta = false, tb = false;
@@ -63,6 +65,7 @@ struct GemmShape {
   bool epilogue = false;
   bool a_bf16 = false, b_bf16 = false;
   bool b_invariant = false;
+  bool a_rounded = false, b_rounded = false;
 };
 
 // What a plan takes from the machine, all derived from the CPU's caches, the tile shape and the
@@ -175,7 +178,8 @@ struct GemmPlan {
   bool transposed() const { return back != BackTranspose::kNone; }
   // One line: "1024x1024x1024 nn 1 thread: avx512 12x32, grid 1x1, A packed-per-panel, B
   // packed, kc 336 x 4 blocks, nc 448, 12 rows per tile, prefetch 8 rows (derived)"; a bf16
-  // operand shows as "A bf16 packed-per-panel" (widened as it is packed).
+  // operand shows as "A bf16 packed-per-panel" (widened as it is packed), a float32 one rounded
+  // to bf16 as "A f32->bf16 packed-per-panel".
   std::string describe() const;
 };
 

@@ -37,6 +37,17 @@ inline void widen_bf16_rows(const uint16_t* src, int64_t src_ld, int64_t rows, i
   for (int64_t i = 0; i < rows; ++i) widen_bf16(src + i * src_ld, cols, dst + i * dst_ld);
 }
 
+// x[i] = x[i] rounded to the nearest bf16 (ties to even, NaN kept quiet with its sign, as
+// bfloat16::from_float), as a float32, for i < n: a packed panel of a float32 operand read as
+// bf16 by the float32 kernels, rounded in place while it is in cache.
+inline void round_to_bf16_in_place(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t u = std::bit_cast<uint32_t>(x[i]);
+    const uint32_t nan = u | 0x00400000u, rounded = u + 0x7FFFu + ((u >> 16) & 1u);
+    x[i] = std::bit_cast<float>(((u & 0x7FFFFFFFu) > 0x7F800000u ? nan : rounded) & 0xFFFF0000u);
+  }
+}
+
 // Pairs of bf16 for the pair kernels (gemm_microkernel.h): dst[j] = upper[j] in the upper half
 // and lower[j] in the lower half, j < n; a null row gives zeros (past the end of k).
 inline void interleave_bf16_pairs(const uint16_t* upper, const uint16_t* lower, int64_t n,

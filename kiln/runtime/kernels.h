@@ -9,6 +9,7 @@
 
 #include "kiln/ir/op_table.h"
 #include "kiln/runtime/array.h"
+#include "kiln/runtime/gemm.h"
 
 namespace kiln::runtime {
 
@@ -32,5 +33,10 @@ Array run_kernel(OpKind kind, std::span<const Array> inputs, const Attrs& attrs,
 // the kernel and its epilogue after it.
 bool conv_by_images(OpKind kind, std::span<const Array> inputs, const Attrs& attrs, Array& out,
                     const std::function<void(int64_t, int64_t)>& on_images);
+
+// A matmul operand of a bf16 product as gemm_bf16 reads it: bf16 values, or float32 values
+// rounded to bf16 as they are packed (a compiled group's fused cast, ir/operand_prologue.h).
+// kiln::Error naming the dtype for any other.
+Bf16Operand bf16_matmul_operand(const Array& x);
 
 }  // namespace kiln::runtime

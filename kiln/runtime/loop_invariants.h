@@ -29,6 +29,7 @@ struct PackedBKey {
   int64_t ldb = 0, k = 0, n = 0;
   bool tb = false;
   int64_t nr = 0, k_step = 0;
+  bool rounded = false;  // a float32 B rounded to bf16 as it is packed
   bool operator==(const PackedBKey&) const = default;
 };
 

@@ -14,11 +14,13 @@ namespace kiln::runtime {
 // (on any thread) fill them; kConvFilter: a convolution's rearranged filter (the turned filter
 // of a direct input gradient), read by its tasks.
 // kBf16Input0..2, kBf16Result: a via-f32 op's widened bf16 operands and its float32 result
-// before rounding (runtime/kernels/registry.cc).
+// before rounding (runtime/kernels/registry.cc). kGemmRounded: the block of a float32 operand
+// a GEMM packer rounds to bf16 before packing it (gemm_pack_bf16.h).
 enum class ScratchSlot {
   kGemmA,
   kGemmB,
   kGemmC,
+  kGemmRounded,
   kConvColumns,
   kConvPartials,
   kConvFilter,

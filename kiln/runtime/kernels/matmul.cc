@@ -103,17 +103,16 @@ void matmul_typed(const Array& a, const Array& b, bool ta, bool tb, Array& out) 
       });
 }
 
-// bf16 operands and result: each product of the widened operands in float32 (gemm_bf16: the
-// engine widens them as it packs them), into the calling thread's float32 scratch, rounded to
-// bf16 once (nearest even) right after its rows are computed, while they are in cache. The
-// values of the op table's via-f32 rule, without its passes that widen the operands and round
-// the result over memory.
+// A bf16 result: each product of the widened operands in float32 (gemm_bf16: the engine widens
+// them as it packs them, float32 operands of a fused cast rounded first), into the calling
+// thread's float32 scratch, rounded to bf16 once (nearest even) right after its rows are
+// computed, while they are in cache. The values of the op table's via-f32 rule, without its
+// passes that widen the operands and round the result over memory.
 void matmul_bf16(const Array& a, const Array& b, bool ta, bool tb, Array& out) {
   if (out.size() == 0) return;
   const int64_t n = out.shape.dim(-1), k = ta ? a.shape.dim(-2) : a.shape.dim(-1);
   const int64_t lda = a.shape.dim(-1), ldb = b.shape.dim(-1);
-  const bfloat16* pa = a.data<bfloat16>();
-  const bfloat16* pb = b.data<bfloat16>();
+  const Bf16Operand pa = bf16_matmul_operand(a), pb = bf16_matmul_operand(b);
   bfloat16* po = out.data<bfloat16>();
   Scratch c_buf(ScratchSlot::kBf16Result, size_t(out.size()) * sizeof(float));
   float* pc = c_buf.as<float>();
@@ -124,21 +123,22 @@ void matmul_bf16(const Array& a, const Array& b, bool ta, bool tb, Array& out) {
       a.shape, b.shape, out.shape, ta, tb,
       [&](bool ta_, bool tb_, int64_t rows, int64_t oa, int64_t ob, int64_t oc, bool parallel) {
         if (!parallel) {
-          gemm_bf16(ta_, tb_, rows, n, k, pa + oa, lda, pb + ob, ldb, pc + oc, n, false);
+          gemm_bf16(ta_, tb_, rows, n, k, pa.offset(oa), lda, pb.offset(ob), ldb, pc + oc, n,
+                    false);
           return round(oc, oc + rows * n);
         }
         const std::function<void(int64_t, int64_t)> rounded = [&](int64_t r0, int64_t r1) {
           round(oc + r0 * n, oc + r1 * n);
         };
-        gemm_bf16(ta_, tb_, rows, n, k, pa + oa, lda, pb + ob, ldb, pc + oc, n, true, &rounded);
+        gemm_bf16(ta_, tb_, rows, n, k, pa.offset(oa), lda, pb.offset(ob), ldb, pc + oc, n, true,
+                  &rounded);
       });
 }
 
 void matmul_kernel(std::span<const Array> in, const Attrs& attrs, Array& out) {
   const bool ta = attrs.get_bool("transpose_a", "matmul");
   const bool tb = attrs.get_bool("transpose_b", "matmul");
-  if (out.dtype == DType::bf16 && in[0].dtype == DType::bf16 && in[1].dtype == DType::bf16)
-    return matmul_bf16(in[0], in[1], ta, tb, out);
+  if (out.dtype == DType::bf16) return matmul_bf16(in[0], in[1], ta, tb, out);
   visit_dtype(out.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> ||
@@ -153,6 +153,15 @@ void matmul_kernel(std::span<const Array> in, const Attrs& attrs, Array& out) {
 }
 
 }  // namespace
+
+Bf16Operand bf16_matmul_operand(const Array& x) {
+  if (x.dtype == DType::bf16) return x.data<bfloat16>();
+  if (x.dtype == DType::f32) return Bf16Operand::rounded(x.data<float>());
+  throw Error(fmt::format(
+      "matmul: a bf16 product reads bf16 operands (or float32 ones rounded to bf16 by a fused "
+      "cast), not {} {}",
+      dtype_name(x.dtype), x.shape.to_string()));
+}
 
 void register_matmul_kernels(KernelTable& t) { t[size_t(OpKind::MatMul)] = matmul_kernel; }
 
