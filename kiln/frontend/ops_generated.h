@@ -175,8 +175,8 @@ Tensor softmax(const Tensor& x, int64_t axis = -1);
 // default axis = -1.
 Tensor log_softmax(const Tensor& x, int64_t axis = -1);
 
-// matmul: binary; contraction; inputs of a numeric dtype (not bool); defaults transpose_a = false,
-// transpose_b = false.
+// matmul: binary; contraction, rounds-operands; inputs of a numeric dtype (not bool); defaults
+// transpose_a = false, transpose_b = false.
 // Matrix product of the last two axes; leading (batch) axes broadcast.
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool transpose_b = false);
 
