@@ -263,6 +263,43 @@ void BM_MatMul_KilnGemmBf16(benchmark::State& state) {
   state.SetLabel(kiln::runtime::gemm_bf16_kernels());
 }
 
+// Products of float32 operands read as bf16 (a Dense layer under mixed_bfloat16): `form` 0
+// casts both operands to bf16 in a parallel pass each (what a compiled step did before the casts
+// fused into the product) and multiplies the bf16 copies; 1 hands gemm_bf16 the float32
+// operands, rounded as they are packed (runtime::Bf16Operand::rounded, fusion rule 5e). The
+// same bits; their ratio is what fusing the casts saves. Operands are as they are after a
+// step's other work (in L3 where they fit).
+void BM_MatMul_KilnGemmBf16FromFloat32(benchmark::State& state) {
+  const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  const bool ta = state.range(4) != 0, tb = state.range(5) != 0, fused = state.range(6) != 0;
+  KilnThreads threads(int(state.range(3)));
+  const StoredOperands ops(m, k, n, ta, tb);
+  std::vector<kiln::bfloat16> a(size_t(ops.a.size())), b(size_t(ops.b.size()));
+  auto cast = [](const float* src, std::vector<kiln::bfloat16>& dst) {
+    kiln::runtime::parallel_for(int64_t(dst.size()), kiln::runtime::kElementwiseGrain,
+                                [&](int64_t i0, int64_t i1) {
+                                  for (int64_t i = i0; i < i1; ++i)
+                                    dst[size_t(i)] = kiln::bfloat16::from_float(src[i]);
+                                });
+  };
+  for (auto _ : state) {
+    if (fused) {
+      kiln::runtime::gemm_bf16(ta, tb, m, n, k,
+                               kiln::runtime::Bf16Operand::rounded(ops.a.data<float>()), ta ? m : k,
+                               kiln::runtime::Bf16Operand::rounded(ops.b.data<float>()), tb ? k : n,
+                               ops.c.data<float>(), n, true);
+    } else {
+      cast(ops.a.data<float>(), a);
+      cast(ops.b.data<float>(), b);
+      kiln::runtime::gemm_bf16(ta, tb, m, n, k, a.data(), ta ? m : k, b.data(), tb ? k : n,
+                               ops.c.data<float>(), n, true);
+    }
+    benchmark::ClobberMemory();
+  }
+  set_flops(state, m, k, n, int(state.range(3)));
+  state.SetLabel(fused ? "rounded as packed" : "cast passes");
+}
+
 // The same products under plans whose tasks hold at least `panels` row panels where the rows
 // allow it (GemmParams::min_task_panels; 1: the thinnest row blocks), the rest of the plan
 // as kiln makes it: the grid rule's A/B in one process.
@@ -444,6 +481,17 @@ BENCHMARK(BM_MatMul_KilnGemmEpilogueCold)->Apply(GemmShapes);
 BENCHMARK(BM_MatMul_KilnGemmLoopInvariant)->Apply(FewRowGemmShapes);
 BENCHMARK(BM_MatMul_KilnGemmBf16)->Apply(GemmShapes);
 BENCHMARK(BM_MatMul_KilnTaskPanels)->Apply(TaskPanelShapes);
+BENCHMARK(BM_MatMul_KilnGemmBf16FromFloat32)->Apply([](auto* b) {
+  // The MLP-1024 step's Dense products: forward, weight gradient (ta), input gradient (tb).
+  for (int64_t t : {1, 2})
+    for (const auto& s : {std::array<int64_t, 5>{512, 1024, 1024, 0, 0},
+                          std::array<int64_t, 5>{1024, 512, 1024, 1, 0},
+                          std::array<int64_t, 5>{512, 1024, 1024, 0, 1}})
+      for (int64_t form : {0, 1}) b->Args({s[0], s[1], s[2], t, s[3], s[4], form});
+  b->ArgNames({"m", "k", "n", "threads", "ta", "tb", "fused"})
+      ->UseRealTime()
+      ->Unit(benchmark::kMicrosecond);
+});
 #if KILN_BENCH_ONEDNN
 BENCHMARK(BM_MatMul_OneDnn)->Apply(GemmShapes);
 BENCHMARK(BM_MatMul_OneDnnCold)->Apply(GemmShapes);
