@@ -46,8 +46,8 @@ enum OpTrait : uint32_t {
                                // reads as many of them as it writes, however large input 0 is
   kRoundsOperands = 1u << 12,  // a bf16 contraction whose fusion group may read an operand as
                                // a cast of a float32 value (operand_prologue.h): the runtime
-                               // rounds the float32 values as it packs them, never storing the
-                               // bf16 copy
+                               // rounds the float32 values where it reads them (a GEMM as it
+                               // packs them), never storing the bf16 copy in the arena
 };
 // The trait names of a `traits` bit set, in bit order ("elementwise", "reduction", ...,
 // "side-effecting", "no-gradient", "internal", "selects", "rounds-operands"): `kiln ops` and

@@ -34,7 +34,8 @@
 //   5. Contractions: a group holds at most one, as its root: the contraction joins only a
 //      group of loop ops (its epilogue: bias add, activation, residual add); nothing that
 //      feeds the contraction joins its group, except (5e) the cast to bf16 of a float32
-//      value that a bf16 matmul (op-table trait kRoundsOperands) reads as an operand: it
+//      value that a bf16 matmul or convolution (op-table trait kRoundsOperands) reads as an
+//      operand: it
 //      joins as the operand's prologue (ir/operand_prologue.h), is copied by rule 3 into
 //      each product reading it, and the runtime rounds the float32 value as it packs it, so
 //      the bf16 copy is never stored; what feeds the cast stays out. Reductions never join a

@@ -1,12 +1,13 @@
-// Casts to bf16 of a matmul's float32 operands fused into its contraction group (operand
-// prologues: ir/operand_prologue.h, fusion rule 5e): after the optimize pipeline no cast feeding
-// a bf16 matmul is left outside a fusion, the runtime receives the float32 values and rounds
-// them as it packs them, and the compiled results equal the reference executor (which runs the
+// Casts to bf16 of a matmul's or convolution's float32 operands fused into its contraction group
+// (operand prologues: ir/operand_prologue.h, fusion rule 5e): after the optimize pipeline no
+// cast feeding a bf16 contraction is left outside a fusion, the runtime receives the float32
+// values and rounds them where it reads them, and the compiled results equal the reference executor (which runs the
 // cast, then the product of bf16 values) bit for bit at 1, 2 and 3 threads, on every bf16
 // kernel set this CPU runs. Graphs: a Dense layer (input and kernel cast, bias, ReLU), a
 // kernel cast read by a forward product and a transposed input-gradient product and a
-// weight gradient of a cast input (ta), a product with no epilogue, a batched product, and a
-// cast read by the epilogue too.
+// weight gradient of a cast input (ta), a product with no epilogue, a batched product, the
+// CNN's convolutions and their gradients (on the float32 kernels their direct kernels, on the
+// pair kernels bf16 im2col chunks), and a cast read by the epilogue too.
 #include <gtest/gtest.h>
 
 #include "kiln/ir/printer.h"
@@ -44,13 +45,13 @@ struct RestorePrologueKernels {
   ~RestorePrologueKernels() { runtime::set_gemm_bf16_kernels(kernels); }
 };
 
-// Casts outside fusions that feed a matmul (none may be left).
+// Casts outside fusions that feed a matmul or convolution (none may be left).
 int unfused_operand_casts(const ir::Graph& g) {
   int count = 0;
   for (const auto& n : g.nodes())
     if (n->is_op(OpKind::Cast))
       for (const auto& m : g.nodes())
-        if (m->is_op(OpKind::MatMul))
+        if (m->kind() == ir::NodeKind::kOp && op_info(m->op()).has(kContraction))
           for (const ir::Value* v : m->inputs()) count += v == n->output();
   return count;
 }
@@ -93,6 +94,32 @@ const char* const kPrologueGraphs[] = {
   %4 = matmul(%2, %3) {transpose_a=false, transpose_b=false} : bf16[4,33,24]
   %5 = neg(%4) : bf16[4,33,24]
   return %5
+})",
+    // The CNN's convolutions: a shallow first layer (one channel: its direct kernel) and a
+    // deeper one with the image and filter cast, bias, ReLU and max-pool as the epilogue run
+    // image by image; the filter's cast in the input gradient, the image's in the filter
+    // gradient.
+    R"(graph @conv(%0: f32[3,12,12,1], %1: f32[3,3,1,16], %2: f32[3,3,16,8], %3: bf16[8]) -> (bf16[3,6,6,8]) {
+  %4 = cast(%0) {dtype=bf16} : bf16[3,12,12,1]
+  %5 = cast(%1) {dtype=bf16} : bf16[3,3,1,16]
+  %6 = conv2d(%4, %5) {strides=[1, 1], dilations=[1, 1], padding="same"} : bf16[3,12,12,16]
+  %7 = relu(%6) : bf16[3,12,12,16]
+  %8 = cast(%2) {dtype=bf16} : bf16[3,3,16,8]
+  %9 = conv2d(%7, %8) {strides=[1, 1], dilations=[1, 1], padding="same"} : bf16[3,12,12,8]
+  %10 = add(%9, %3) : bf16[3,12,12,8]
+  %11 = relu(%10) : bf16[3,12,12,8]
+  %12 = max_pool2d(%11) {pool_size=[2, 2], strides=[2, 2], padding="valid"} : bf16[3,6,6,8]
+  return %12
+})",
+    R"(graph @conv_grads(%0: f32[3,10,10,4], %1: f32[3,3,4,8], %2: bf16[3,10,10,8]) -> (bf16[3,10,10,4], f32[3,3,4,8]) {
+  %3 = cast(%0) {dtype=bf16} : bf16[3,10,10,4]
+  %4 = cast(%1) {dtype=bf16} : bf16[3,3,4,8]
+  %5 = conv2d_backprop_input(%4, %2) {strides=[1, 1], dilations=[1, 1], padding="same", input_shape=[3, 10, 10, 4]} : bf16[3,10,10,4]
+  %6 = neg(%5) : bf16[3,10,10,4]
+  %7 = conv2d_backprop_filter(%3, %2) {filter_shape=[3, 3, 4, 8], strides=[1, 1], dilations=[1, 1], padding="same"} : bf16[3,3,4,8]
+  %8 = cast(%7) {dtype=f32} : f32[3,3,4,8]
+  %9 = sub(%1, %8) : f32[3,3,4,8]
+  return %6, %9
 })",
     // The cast is read by the epilogue as well: the epilogue kernel computes it there.
     R"(graph @epilogue_reads_it(%0: f32[64,64], %1: bf16[64,64]) -> (bf16[64,64]) {

@@ -11,6 +11,8 @@
 //    im2col products (the pairs keep the chain; a zero's sign aside); the real TDPBF16PS adds in
 //    an order of its own (on Emerald Rapids its sums differ from the chain's in the last bit),
 //    so the AMX kernels are held to the bound alone;
+//  - float32 operands (a compiled group's fused cast) give the bits of the bf16 operands they
+//    round to;
 //  - the profile shows the plan that ran.
 // The cases take each path of conv_bf16.cc on every kernel set (dilated columns and strided
 // input gradients are im2col on the float32 kernels too): a 1x1 product, shallow and deep
@@ -18,6 +20,7 @@
 // of a large one, filter gradients in several parts. Fixed seeds.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -108,19 +111,23 @@ std::vector<std::pair<std::string, std::string>> bf16_conv_kernel_sets() {
   return sets;
 }
 
-// Values in [-1, 1] that bf16 holds exactly, as bf16 and widened to float32.
+// Values in [-1, 1] that bf16 holds exactly, as bf16 and widened to float32; `unrounded`: float32
+// values that round to them (random low halves under a tie), the operand of a fused cast.
 struct ConvOperand {
-  Array bf16, f32;
+  Array bf16, f32, unrounded;
   std::vector<double> values;
 };
 
 ConvOperand random_conv_operand(const Shape& s, std::mt19937_64& rng) {
-  ConvOperand o{Array::empty(DType::bf16, s), Array::empty(DType::f32, s), {}};
+  ConvOperand o{Array::empty(DType::bf16, s), Array::empty(DType::f32, s),
+                Array::empty(DType::f32, s), {}};
   std::uniform_real_distribution<double> u(-1, 1);
+  std::uniform_int_distribution<uint32_t> low(0, 0x7FFF);
   auto* b = static_cast<bfloat16*>(o.bf16.raw());
   for (int64_t i = 0; i < s.num_elements(); ++i) {
     b[i] = bfloat16::from_double(u(rng));
     o.f32.data<float>()[i] = b[i].to_float();
+    o.unrounded.data<float>()[i] = std::bit_cast<float>(uint32_t(b[i].bits) << 16 | low(rng));
     o.values.push_back(double(b[i].to_float()));
   }
   return o;
@@ -174,6 +181,16 @@ void check_conv_op(OpKind op, const ConvGeom& g, std::span<const ConvOperand> op
     const std::vector<uint16_t> got = conv_bits(run_op(op, in_bf16, attrs));
     set_num_threads(2);
     ASSERT_EQ(conv_bits(run_op(op, in_bf16, attrs)), got) << where << ": 1 and 2 threads differ";
+    // Float32 operands of a fused cast (either or both) are rounded by the kernel itself: the
+    // same bits as from the rounded operands.
+    for (int which = 1; which <= 3; ++which) {
+      std::vector<Array> mixed = in_bf16;
+      for (size_t i = 0; i < 2; ++i)
+        if (which & (1 << i)) mixed[i] = operands[i].unrounded;
+      Array out = Array::empty(DType::bf16, run_op(op, in_bf16, attrs).shape);
+      kernel_for(op)(mixed, attrs, out);
+      ASSERT_EQ(conv_bits(out), got) << where << ": float32 operands " << which << " rounded";
+    }
     for (size_t e = 0; e < got.size(); ++e) {
       const double s_bound = gamma * exact.magnitude[e];
       const double bound = std::ldexp(std::abs(exact.sum[e]) + s_bound, -8) + s_bound;

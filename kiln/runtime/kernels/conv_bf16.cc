@@ -28,6 +28,11 @@
 //    image (an image's chunks in order on one thread, as conv.cc does), rounded per image group;
 //  - filter gradient: im2col(x)^T * dy accumulated in float32 over fixed parts of the pixels,
 //    the parts added in order and rounded once.
+// A float32 operand with a bf16 result is a compiled group's fused cast (ir/operand_prologue.h):
+// it is rounded to bf16 where a bf16 operand would be read, into the scratch the pass would
+// widen a bf16 one into (float32_values: one pass, in place of the cast's and the widening's),
+// or into a bf16 scratch copy for the im2col passes (bf16_values). The same values as the cast.
+//
 // These are the im2col algorithms of conv.cc (conv_im2col.h), so on the float32 kernels every
 // pass is bitwise the float32 convolution of the widened operands, rounded once. On the pair
 // kernels the forward pass is too (the direct kernels keep the im2col product's chains,
@@ -195,24 +200,62 @@ ConvGeom geometry(std::span<const Array> in, const Attrs& attrs, const Array& ou
     return conv_geom(in[0].shape, out.shape, attrs, "conv2d_backprop_filter");
 }
 
-// The three kernels: bf16 operands and result by the plan of the file comment, any other dtypes
-// through the float32 table's kernel under the via-f32 rule (which passes float32 and float64
-// through unchanged).
+// ---- operands: bf16, or float32 of a fused cast (ir/operand_prologue.h), rounded here
+
+// A bf16 result from operands that are each bf16, or float32 that a compiled group's fused cast
+// hands over to be rounded to bf16 here (never stored as bf16 in the arena).
+bool bf16_convolution(std::span<const Array> in, const Array& out) {
+  auto readable = [](const Array& x) { return x.dtype == DType::bf16 || x.dtype == DType::f32; };
+  return out.dtype == DType::bf16 && in.size() == 2 && readable(in[0]) && readable(in[1]);
+}
+
+// x as bf16 values: itself, or its float32 values rounded (nearest even, as the cast) into the
+// calling thread's scratch `slot`.
+Array bf16_values(const Array& x, ScratchSlot slot) {
+  if (x.dtype == DType::bf16) return x;
+  const size_t bytes = size_t(std::max<int64_t>(x.size(), 1)) * sizeof(bfloat16);
+  auto scratch = std::make_shared<Scratch>(slot, bytes);
+  auto* dst = scratch->as<bfloat16>();
+  const float* src = x.data<float>();
+  parallel_for(x.size(), kElementwiseGrain,
+               [&](int64_t b, int64_t e) { round_rows(src + b, dst + b, e - b); });
+  return Array{DType::bf16, x.shape, Storage::borrow(dst, bytes, std::move(scratch))};
+}
+
+// x as the float32 values the widened-direct kernels multiply: bf16 widened (exact), or float32
+// rounded to bf16 and held as float32; one pass over x either way.
+Array float32_values(const Array& x, ScratchSlot slot) {
+  if (x.dtype == DType::bf16) return widened_bf16(x, slot);
+  Array w = scratch_f32(slot, x.shape);
+  const float* src = x.data<float>();
+  float* dst = w.data<float>();
+  parallel_for(x.size(), kElementwiseGrain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) dst[i] = bfloat16::from_float(src[i]).to_float();
+  });
+  return w;
+}
+
+// The three kernels: bf16 results by the plan of the file comment (from bf16 operands, or
+// float32 ones rounded first: a fused cast), any other dtypes through the float32 table's
+// kernel under the via-f32 rule (which passes float32 and float64 through unchanged).
 template <OpKind kKind>
 void conv_bf16_kernel(std::span<const Array> in, const Attrs& attrs, Array& out) {
-  const bool all_bf16 =
-      out.dtype == DType::bf16 && in[0].dtype == DType::bf16 && in[1].dtype == DType::bf16;
-  if (!all_bf16) return run_via_f32_kernel(kKind, in, attrs, out);
+  if (!bf16_convolution(in, out)) return run_via_f32_kernel(kKind, in, attrs, out);
   if (out.size() == 0) return;
   if (in[0].size() == 0 || in[1].size() == 0) {
     std::fill_n(out.data<bfloat16>(), out.size(), bfloat16{});
     return;
   }
   const ConvGeom g = geometry<kKind>(in, attrs, out);
-  if (conv_bf16_plan(kKind, g) == ConvBf16Plan::kWidenedDirect)
-    return run_via_f32_kernel(kKind, in, attrs, out);
-  const bfloat16* a = in[0].data<bfloat16>();
-  const bfloat16* b = in[1].data<bfloat16>();
+  if (conv_bf16_plan(kKind, g) == ConvBf16Plan::kWidenedDirect) {
+    const Array wide[2] = {float32_values(in[0], ScratchSlot::kBf16Input0),
+                           float32_values(in[1], ScratchSlot::kBf16Input1)};
+    return run_via_f32_kernel(kKind, wide, attrs, out);
+  }
+  const Array operands[2] = {bf16_values(in[0], ScratchSlot::kBf16Input0),
+                             bf16_values(in[1], ScratchSlot::kBf16Input1)};
+  const bfloat16* a = operands[0].data<bfloat16>();
+  const bfloat16* b = operands[1].data<bfloat16>();
   bfloat16* o = out.data<bfloat16>();
   if constexpr (kKind == OpKind::Conv2D)
     conv_forward_bf16(a, b, o, g);
@@ -242,16 +285,15 @@ ConvBf16Plan conv_bf16_plan(OpKind kind, const ConvGeom& g) {
 bool conv_bf16_by_images(OpKind kind, std::span<const Array> in, const Attrs& attrs, Array& out,
                          const std::function<void(int64_t, int64_t)>& on_images) {
   if (kind != OpKind::Conv2D && kind != OpKind::Conv2DBackpropInput) return false;
-  if (out.dtype != DType::bf16 || in.size() != 2 || in[0].dtype != DType::bf16 ||
-      in[1].dtype != DType::bf16 || out.size() == 0 || in[0].size() == 0 || in[1].size() == 0)
+  if (!bf16_convolution(in, out) || out.size() == 0 || in[0].size() == 0 || in[1].size() == 0)
     return false;
   const ConvGeom g = kind == OpKind::Conv2D ? geometry<OpKind::Conv2D>(in, attrs, out)
                                             : geometry<OpKind::Conv2DBackpropInput>(in, attrs, out);
   if (conv_bf16_plan(kind, g) != ConvBf16Plan::kWidenedDirect) return false;
   // The via-f32 rule of conv_bf16_kernel, with the rounding moved into the image loop: the
   // same float32 kernel on the same widened operands, each image rounded once (the same bits).
-  const Array wide[2] = {widened_bf16(in[0], ScratchSlot::kBf16Input0),
-                         widened_bf16(in[1], ScratchSlot::kBf16Input1)};
+  const Array wide[2] = {float32_values(in[0], ScratchSlot::kBf16Input0),
+                         float32_values(in[1], ScratchSlot::kBf16Input1)};
   Array product = scratch_f32(ScratchSlot::kBf16Result, out.shape);
   const int64_t per_image = out.size() / out.shape[0];
   const float* f = product.data<float>();
