@@ -31,15 +31,23 @@ int64_t k_elements_of_block(const SgemmArgs& g, int64_t k0, int64_t kc) {
   return elements;
 }
 
-// The rounded block of a float32 operand in the calling thread's scratch, described as a bf16
-// operand whose k starts at the block (`rows` x `cols` of `src`, ld apart).
+// The block of a float32 operand a packer reads, rounded into the calling thread's scratch: k
+// elements [e0, e0 + elements) of `count` rows or columns from `first`, with k along the
+// operand's rows (`k_rows`: a B, or a stored A^T) or along its columns; `ld` is the block's
+// leading dimension, its k starting at the block.
 struct RoundedBlock {
   Scratch buffer;
   const uint16_t* data;
-  RoundedBlock(const float* src, int64_t ld, int64_t rows, int64_t cols)
-      : buffer(ScratchSlot::kGemmRounded, size_t(std::max<int64_t>(1, rows * cols)) * 2),
-        data(buffer.as<uint16_t>()) {
-    round_rows(src, ld, rows, cols, buffer.as<uint16_t>());
+  int64_t ld;
+  RoundedBlock(const float* base, int64_t base_ld, bool k_rows, int64_t first, int64_t count,
+               int64_t e0, int64_t elements)
+      : buffer(ScratchSlot::kGemmRounded, size_t(std::max<int64_t>(1, count * elements)) * 2),
+        data(buffer.as<uint16_t>()),
+        ld(k_rows ? count : elements) {
+    if (k_rows)
+      round_rows(base + e0 * base_ld + first, base_ld, elements, count, buffer.as<uint16_t>());
+    else
+      round_rows(base + first * base_ld + e0, base_ld, count, elements, buffer.as<uint16_t>());
   }
 };
 
@@ -141,13 +149,12 @@ void pack_bf16_b_panel(const MicroKernels& mk, const SgemmArgs& g, int64_t j0, i
                        int64_t nr, int64_t k0, int64_t kc, float* dst) {
   if (g.b_rounds) {  // the panel's block of B rounded, then packed as a bf16 B from its start
     const int64_t e0 = g.k_elements > 0 ? 2 * k0 : k0, elements = k_elements_of_block(g, k0, kc);
-    const RoundedBlock r = g.tb ? RoundedBlock(g.b + j0 * g.ldb + e0, g.ldb, cols, elements)
-                                : RoundedBlock(g.b + e0 * g.ldb + j0, g.ldb, elements, cols);
+    const RoundedBlock r(g.b, g.ldb, !g.tb, j0, cols, e0, elements);
     SgemmArgs block = g;
     block.b = nullptr;
     block.b_rounds = false;
     block.b16 = r.data;
-    block.ldb = g.tb ? elements : cols;
+    block.ldb = r.ld;
     if (g.k_elements > 0) block.k_elements = elements;
     return pack_bf16_b_panel(mk, block, 0, cols, nr, 0, kc, dst);
   }
@@ -208,8 +215,8 @@ void pack_bf16_b_row(const MicroKernels& mk, const SgemmArgs& g, int64_t nr, int
   const int64_t count = g.k_elements > 0 ? std::clamp<int64_t>(g.k_elements - e, 0, 2) : 1;
   if (count == 0) return pack_b_row_from(mk, g, {nullptr, nullptr}, nr, p, kc, block);
   if (g.b_rounds) {
-    const RoundedBlock r(g.b + e * g.ldb, g.ldb, count, g.n);
-    return pack_b_row_from(mk, g, {r.data, count == 2 ? r.data + g.n : nullptr}, nr, p, kc, block);
+    const RoundedBlock r(g.b, g.ldb, true, 0, g.n, e, count);
+    return pack_b_row_from(mk, g, {r.data, count == 2 ? r.data + r.ld : nullptr}, nr, p, kc, block);
   }
   pack_b_row_from(mk, g, {g.b16 + e * g.ldb, count == 2 ? g.b16 + (e + 1) * g.ldb : nullptr}, nr, p,
                   kc, block);
@@ -219,13 +226,12 @@ void pack_bf16_a_panel(const MicroKernels& mk, const SgemmArgs& g, int64_t r0, i
                        int64_t k0, int64_t kc, float* out) {
   if (g.a_rounds) {  // the panel's block of A rounded, then packed as a bf16 A from its start
     const int64_t e0 = g.k_elements > 0 ? 2 * k0 : k0, elements = k_elements_of_block(g, k0, kc);
-    const RoundedBlock r = g.ta ? RoundedBlock(g.a + e0 * g.lda + r0, g.lda, elements, h)
-                                : RoundedBlock(g.a + r0 * g.lda + e0, g.lda, h, elements);
+    const RoundedBlock r(g.a, g.lda, g.ta, r0, h, e0, elements);
     SgemmArgs block = g;
     block.a = nullptr;
     block.a_rounds = false;
     block.a16 = r.data;
-    block.lda = g.ta ? h : elements;
+    block.lda = r.ld;
     if (g.k_elements > 0) block.k_elements = elements;
     return pack_bf16_a_panel(mk, block, 0, h, 0, kc, out);
   }

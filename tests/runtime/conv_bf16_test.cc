@@ -39,6 +39,7 @@
 #include "kiln/runtime/profiler.h"
 #include "kiln/runtime/threading.h"
 #include "tests/runtime/conv_test_util.h"
+#include "tests/runtime/gemm_settings_guard.h"
 
 namespace kiln::runtime {
 namespace {
@@ -78,37 +79,9 @@ const std::vector<Bf16ConvCase>& bf16_cases() {
   return all;
 }
 
-// Restores the kernel sets and thread count at scope exit.
-class Bf16KernelSetGuard {
- public:
-  Bf16KernelSetGuard()
-      : f32_(gemm_kernels()), bf16_(gemm_bf16_kernels()), threads_(num_threads()) {}
-  ~Bf16KernelSetGuard() {
-    set_gemm_kernels(f32_);
-    set_gemm_bf16_kernels(bf16_);
-    set_num_threads(threads_);
-  }
-
- private:
-  std::string f32_, bf16_;
-  int threads_;
-};
-
-// (float32 set, bf16 set) pairs this CPU runs; the bf16 pair kernels need the avx512 set.
+// (float32 set, bf16 set) pairs this CPU runs.
 std::vector<std::pair<std::string, std::string>> bf16_conv_kernel_sets() {
-  std::vector<std::pair<std::string, std::string>> sets;
-  for (const char* f32 : {"avx512", "avx2"})
-    for (const char* bf16 :
-         {"float32", "avx512bf16-emulated", "amx-emulated", "avx512bf16", "amx"}) {
-      try {
-        Bf16KernelSetGuard guard;
-        set_gemm_kernels(f32);
-        set_gemm_bf16_kernels(bf16);
-        sets.emplace_back(f32, bf16);
-      } catch (const Error&) {  // this CPU cannot run them
-      }
-    }
-  return sets;
+  return runnable_kernel_set_pairs({"avx512", "avx2"});
 }
 
 // Values in [-1, 1] that bf16 holds exactly, as bf16 and widened to float32; `unrounded`: float32
@@ -119,8 +92,8 @@ struct ConvOperand {
 };
 
 ConvOperand random_conv_operand(const Shape& s, std::mt19937_64& rng) {
-  ConvOperand o{Array::empty(DType::bf16, s), Array::empty(DType::f32, s),
-                Array::empty(DType::f32, s), {}};
+  ConvOperand o{
+      Array::empty(DType::bf16, s), Array::empty(DType::f32, s), Array::empty(DType::f32, s), {}};
   std::uniform_real_distribution<double> u(-1, 1);
   std::uniform_int_distribution<uint32_t> low(0, 0x7FFF);
   auto* b = static_cast<bfloat16*>(o.bf16.raw());
@@ -218,7 +191,7 @@ Attrs conv_window_attrs(const Bf16ConvCase& c) {
 }
 
 TEST(ConvBf16, EveryPassIsItsFloat32SumRoundedOnce) {
-  Bf16KernelSetGuard guard;
+  GemmSettingsGuard guard;
   uint64_t seed = 4100;
   for (const Bf16ConvCase& c : bf16_cases()) {
     const std::string what = describe_conv_case(c);
@@ -260,7 +233,7 @@ TEST(ConvBf16, EveryPassIsItsFloat32SumRoundedOnce) {
 // operands ("bf16 packed" in the plan); a direct float32 kernel has its operands widened and
 // its result rounded, and no bf16 GEMM. On the float32 kernels both plans occur in these cases.
 TEST(ConvBf16, TheProfileShowsThePlan) {
-  Bf16KernelSetGuard guard;
+  GemmSettingsGuard guard;
   const std::vector<Bf16ConvCase> cases = {
       {{2, 14, 14, 16}, {3, 3, 16, 32}, {1, 1}, {1, 1}, "same"},
       {{2, 21, 26, 5}, {4, 3, 5, 12}, {2, 2}, {1, 1}, "same"},  // strided: im2col input grad
@@ -315,7 +288,7 @@ TEST(ConvBf16, TheProfileShowsThePlan) {
 // operands on every kernel set (their products would fill a fraction of a pair kernel's tile);
 // its input gradient and deeper windows' passes take bf16 im2col chunks on the pair kernels.
 TEST(ConvBf16, ShallowWindowsRunDirectOnEveryKernelSet) {
-  Bf16KernelSetGuard guard;
+  GemmSettingsGuard guard;
   const Attrs attrs = conv_window_attrs({{}, {}, {1, 1}, {1, 1}, "same"});
   const ConvGeom shallow = conv_geom(Shape{3, 20, 20, 3}, Shape{3, 3, 3, 16}, attrs, "test");
   const ConvGeom deep = conv_geom(Shape{2, 14, 14, 16}, Shape{3, 3, 16, 32}, attrs, "test");

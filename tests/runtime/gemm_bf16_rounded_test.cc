@@ -24,43 +24,19 @@
 #include "kiln/runtime/kernels.h"
 #include "kiln/runtime/loop_invariants.h"
 #include "kiln/runtime/threading.h"
+#include "tests/runtime/gemm_settings_guard.h"
 
 namespace kiln::runtime {
 namespace {
-
-class RoundedSettings {
- public:
-  RoundedSettings()
-      : kernels_(gemm_kernels()), bf16_(gemm_bf16_kernels()), threads_(num_threads()) {}
-  ~RoundedSettings() {
-    set_gemm_kernels(kernels_);
-    set_gemm_bf16_kernels(bf16_);
-    set_num_threads(threads_);
-  }
-
- private:
-  std::string kernels_, bf16_;
-  int threads_;
-};
 
 // (float32 kernel set, bf16 kernel set) pairs this CPU runs: every bf16 set beside avx512
 // float32 kernels, and the AMX layout's emulation beside avx2 ones too (it needs only AVX2), so
 // that the pair packers' rounding runs on every AVX2 CPU.
 std::vector<std::pair<std::string, std::string>> rounded_kernel_sets() {
   std::vector<std::pair<std::string, std::string>> sets;
-  for (const char* f32 : {"avx512", "avx2", "eigen"})
-    for (const char* bf16 :
-         {"float32", "avx512bf16-emulated", "amx-emulated", "avx512bf16", "amx"}) {
-      const std::string b(bf16), f(f32);
-      if (b != "float32" && f != "avx512" && !(b == "amx-emulated" && f == "avx2")) continue;
-      try {
-        RoundedSettings guard;
-        set_gemm_kernels(f32);
-        set_gemm_bf16_kernels(bf16);
-        sets.emplace_back(f32, bf16);
-      } catch (const Error&) {  // this CPU cannot run them
-      }
-    }
+  for (const auto& [f32, bf16] : runnable_kernel_set_pairs({"avx512", "avx2", "eigen"}))
+    if (bf16 == "float32" || f32 == "avx512" || (bf16 == "amx-emulated" && f32 == "avx2"))
+      sets.emplace_back(f32, bf16);
   return sets;
 }
 
@@ -131,7 +107,7 @@ constexpr int64_t kRoundedShapes[][3] = {{130, 97, 300}, {32, 256, 129}, {9, 70,
                                          {150, 30, 70},  {33, 47, 1100}, {1, 1, 1}};
 
 TEST(GemmBf16Rounded, BitwiseTheProductOfTheRoundedOperands) {
-  RoundedSettings guard;
+  GemmSettingsGuard guard;
   for (const auto& [f32, bf16] : rounded_kernel_sets()) {
     set_gemm_kernels(f32);
     set_gemm_bf16_kernels(bf16);
@@ -164,7 +140,7 @@ TEST(GemmBf16Rounded, BitwiseTheProductOfTheRoundedOperands) {
 // float32 product and a bf16 product reading the same float32 buffer in one loop each get their
 // own packed copy (the float32 kernels pack B once per loop).
 TEST(GemmBf16Rounded, LoopInvariantBKeepsRoundedAndFloat32CopiesApart) {
-  RoundedSettings guard;
+  GemmSettingsGuard guard;
   set_gemm_bf16_kernels("float32");
   if (gemm_kernels() == "eigen") GTEST_SKIP() << "Eigen's GEMM packs nothing once per loop";
   set_num_threads(2);
@@ -187,7 +163,7 @@ TEST(GemmBf16Rounded, LoopInvariantBKeepsRoundedAndFloat32CopiesApart) {
 
 // The plan says which operand is rounded as it is packed.
 TEST(GemmBf16Rounded, PlansNameTheRoundedOperand) {
-  RoundedSettings guard;
+  GemmSettingsGuard guard;
   set_gemm_bf16_kernels("float32");
   const gemm_detail::MicroKernels* mk = gemm_detail::active_microkernels();
   if (mk == nullptr) GTEST_SKIP() << "this CPU runs only Eigen's GEMM (no plans)";

@@ -27,25 +27,10 @@
 #include "kiln/runtime/gemm_tuning.h"
 #include "kiln/runtime/kernels.h"
 #include "kiln/runtime/threading.h"
+#include "tests/runtime/gemm_settings_guard.h"
 
 namespace kiln::runtime {
 namespace {
-
-// Restores the kernel sets and thread count at scope exit.
-class Bf16GemmSettings {
- public:
-  Bf16GemmSettings()
-      : kernels_(gemm_kernels()), bf16_(gemm_bf16_kernels()), threads_(num_threads()) {}
-  ~Bf16GemmSettings() {
-    set_gemm_kernels(kernels_);
-    set_gemm_bf16_kernels(bf16_);
-    set_num_threads(threads_);
-  }
-
- private:
-  std::string kernels_, bf16_;
-  int threads_;
-};
 
 // The bf16 kernel sets this CPU runs: float32 always, the emulated VDPBF16PS pairs on AVX-512F
 // and AMX tiles on AVX2, the VDPBF16PS kernels on AVX512-BF16, the AMX ones on AMX-BF16.
@@ -53,7 +38,7 @@ std::vector<std::string> runnable_bf16_sets() {
   std::vector<std::string> sets;
   for (const char* name : {"float32", "avx512bf16-emulated", "amx-emulated", "avx512bf16", "amx"}) {
     try {
-      Bf16GemmSettings guard;
+      GemmSettingsGuard guard;
       set_gemm_bf16_kernels(name);
       sets.push_back(name);
     } catch (const Error&) {  // this CPU cannot run them
@@ -74,7 +59,7 @@ std::vector<std::string> runnable_kernel_sets() {
   std::vector<std::string> sets;
   for (const char* name : {"avx512", "avx2", "eigen"}) {
     try {
-      Bf16GemmSettings guard;
+      GemmSettingsGuard guard;
       set_gemm_kernels(name);
       sets.push_back(name);
     } catch (const Error&) {  // this CPU cannot run them
@@ -150,7 +135,7 @@ constexpr int64_t kShapes[][3] = {{515, 641, 384}, {64, 256, 784}, {32, 1024, 25
 // On every float32 kernel set and every bf16 one: the float32 kernels bit for bit, the pair
 // kernels up to a zero's sign (the values here have no denormal products or sums).
 TEST(GemmBf16Test, BitwiseTheFloat32ProductOfTheWidenedOperands) {
-  Bf16GemmSettings guard;
+  GemmSettingsGuard guard;
   for (const std::string& set : runnable_kernel_sets())
     for (const std::string& bf16_set : runnable_bf16_sets()) {
       if (bf16_set != "float32" && set != "avx512") continue;  // pair kernels pack with AVX2
@@ -187,7 +172,7 @@ TEST(GemmBf16Test, BitwiseTheFloat32ProductOfTheWidenedOperands) {
 // accumulate on the widened operands (from a C of random values, twice in a row: a filter
 // gradient's chunks), serial and split, on every kernel set.
 TEST(GemmBf16Test, AccumulateContinuesFromC) {
-  Bf16GemmSettings guard;
+  GemmSettingsGuard guard;
   for (const std::string& set : runnable_kernel_sets())
     for (const std::string& bf16_set : runnable_bf16_sets()) {
       if (bf16_set != "float32" && set != "avx512") continue;
@@ -225,7 +210,7 @@ TEST(GemmBf16Test, AccumulateContinuesFromC) {
 }
 
 TEST(GemmBf16Test, Bf16KernelSetsAreNamedAndCheckedAgainstTheCpu) {
-  Bf16GemmSettings guard;
+  GemmSettingsGuard guard;
   EXPECT_THROW(set_gemm_bf16_kernels("tpu"), Error);
   set_gemm_bf16_kernels("float32");
   EXPECT_EQ(gemm_bf16_kernels(), "float32");
@@ -252,7 +237,7 @@ TEST(GemmBf16Test, Bf16KernelSetsAreNamedAndCheckedAgainstTheCpu) {
 // VDPBF16PS and the float32 kernels follows the two loops it measured, and says so (skipped
 // elsewhere, saying so; the choice itself is the faster loop, whatever the CPU).
 TEST(GemmBf16Test, VdpbfChoiceFollowsTheMeasuredLoops) {
-  Bf16GemmSettings guard;
+  GemmSettingsGuard guard;
   __builtin_cpu_init();
   set_gemm_kernels("auto");
   if (!__builtin_cpu_supports("avx512bf16") || gemm_kernels() != "avx512")
@@ -309,7 +294,7 @@ void check_bf16_set(const std::string& real, const char* bitwise_with) {
 // and bit for bit their emulation, the order the SDM gives VDPBF16PS (a lane's upper pair
 // element first).
 TEST(GemmBf16Test, Avx512Bf16KernelsAgreeWithTheirEmulation) {
-  Bf16GemmSettings guard;
+  GemmSettingsGuard guard;
   __builtin_cpu_init();
   if (!__builtin_cpu_supports("avx512bf16") || !__builtin_cpu_supports("avx512f"))
     GTEST_SKIP() << "this CPU has no AVX512-BF16: the VDPBF16PS kernels are not run here";
@@ -321,7 +306,7 @@ TEST(GemmBf16Test, Avx512Bf16KernelsAgreeWithTheirEmulation) {
 // ways (one chain per element, or even and odd products apart); the layout itself is checked
 // bit for bit on every AVX2 CPU through amx-emulated.
 TEST(GemmBf16Test, AmxKernelsStayWithinTheDotProductBound) {
-  Bf16GemmSettings guard;
+  GemmSettingsGuard guard;
   try {
     set_gemm_bf16_kernels("amx");
   } catch (const Error& e) {
@@ -334,7 +319,7 @@ TEST(GemmBf16Test, AmxKernelsStayWithinTheDotProductBound) {
 // runs on the float32 kernels: the float32 product's bits (checked on the AMX layout's
 // emulation, which any AVX2 CPU runs).
 TEST(GemmBf16Test, ThinProductsRunOnTheFloat32Kernels) {
-  Bf16GemmSettings guard;
+  GemmSettingsGuard guard;
   try {
     set_gemm_bf16_kernels("amx-emulated");
   } catch (const Error& e) {
@@ -358,7 +343,7 @@ TEST(GemmBf16Test, ThinProductsRunOnTheFloat32Kernels) {
 // Straight through the engine: any grid gives the same bits, and bf16 operands are packed (as
 // pairs by the pair kernels).
 TEST(GemmBf16Test, EveryGridPacksTheBf16OperandsAndGivesTheSameBits) {
-  Bf16GemmSettings guard;
+  GemmSettingsGuard guard;
   bool ran = false;
   std::vector<std::string> sets = runnable_kernel_sets();
   if (std::find(sets.begin(), sets.end(), "avx512") != sets.end()) {
@@ -419,7 +404,7 @@ TEST(GemmBf16Test, EveryGridPacksTheBf16OperandsAndGivesTheSameBits) {
 
 // The widening transposing copy of each kernel set, every block and remainder size.
 TEST(GemmBf16Test, WideningTransposeIsExact) {
-  Bf16GemmSettings guard;
+  GemmSettingsGuard guard;
   std::mt19937 rng(9);
   std::uniform_int_distribution<int> bits(0, 0xFFFF);
   bool ran = false;
@@ -475,7 +460,7 @@ Array widened(const Array& x) {
 // kernels, whose TDPBF16PS adds in an order of its own, within the bound of a float32 sum in any
 // order rounded to bf16.
 TEST(GemmBf16Test, MatMulKernelRoundsTheFloat32ProductOnce) {
-  Bf16GemmSettings guard;
+  GemmSettingsGuard guard;
   struct Case {
     Shape a, b;
     bool ta, tb;
