@@ -1,6 +1,7 @@
 # `kiln tune` and `kiln gemm-plan` against a scratch cache directory:
 #   1. no table: gemm-plan says the blocking is derived and prints the plan (with
-#      --loop-invariant-b, B packed once per loop; with --dtype bf16, how a bfloat16 product runs);
+#      --loop-invariant-b, B packed once per loop; with --dtype bf16, how a bfloat16 product runs;
+#      with --rounded, which float32 operand is rounded as it is packed, and that it needs bf16);
 #   2. a short tuning run writes the table; gemm-plan then reads it;
 #   3. the table torn: gemm-plan warns that it is ignored and uses the derived blocking;
 #   4. tuning again rebuilds it.
@@ -36,6 +37,13 @@ expect("loop" "${out}" "plan: +32x256x1024 nn \\+epilogue, 2 threads: .*, B pack
 run_kiln("bf16" out err gemm-plan 64 128 256 --dtype bf16)
 expect("bf16" "${out}" "plan: +64x128x256 nn, 2 threads: [a-z0-9-]+ [0-9]+x[0-9]+, grid [0-9]+x[0-9]+, A bf16 [a-z-]+, B bf16 [a-z-]+")
 expect("bf16" "${out}" "bfloat16: operands (widened to float32|packed as bf16 pairs).* \\(bf16 kernels: (amx|avx512bf16|float32), KILN_GEMM_BF16; this CPU: AVX512-BF16 (yes|no), AMX-BF16 (yes|no)\\)")
+run_kiln("rounded" out err gemm-plan 512 1024 1024 --dtype bf16 --rounded b --threads 2)
+expect("rounded" "${out}" "plan: +512x1024x1024 nn, 2 threads: .*, A bf16 [a-z-]+, B f32->bf16 [a-z-]+")
+execute_process(COMMAND ${CMAKE_COMMAND} -E env KILN_CACHE_DIR=${WORK} ${KILN} gemm-plan 64 64 64
+                        --rounded a RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(rc EQUAL 0 OR NOT "${err}" MATCHES "--rounded a describes float32 operands read as bf16; it needs --dtype bf16")
+  message(FATAL_ERROR "rounded without bf16: expected an error, got ${rc}: ${out}${err}")
+endif()
 
 run_kiln("tune" out err tune --slice-ms 0.5 --rounds 1)
 expect("tune" "${out}" "all classes: [0-9.]+ -> [0-9.]+ GFLOP/s .* tuned in [0-9.]+ s")

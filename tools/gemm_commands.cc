@@ -37,6 +37,7 @@ struct PlanArgs {
   bool ta = false, tb = false, epilogue = false, loop_invariant_b = false;
   int threads = 0;
   std::string dtype = "float32";
+  std::string rounded;  // "", "a", "b" or "ab": float32 operands rounded to bf16 as packed
 };
 
 // A bf16 product runs on the bf16 pair kernels where they are active and fit it
@@ -44,11 +45,18 @@ struct PlanArgs {
 // are packed (runtime::gemm_bf16).
 void print_plan(const PlanArgs& a) {
   const bool bf16 = a.dtype == "bfloat16";
+  if (!a.rounded.empty() && !bf16)
+    throw Error(fmt::format(
+        "kiln gemm-plan: --rounded {} describes float32 operands read as bf16; it needs --dtype "
+        "bf16",
+        a.rounded));
   const gd::MicroKernels* pairs = bf16 ? gd::bf16_kernels_for(a.m, a.n, a.k) : nullptr;
   const gd::MicroKernels& mk = pairs ? *pairs : engine_or_fail("gemm-plan");
   const int threads = a.threads > 0 ? a.threads : num_threads();
   gd::GemmShape shape{a.m, a.n, a.k, a.ta, a.tb, threads, a.epilogue};
   shape.a_bf16 = shape.b_bf16 = bf16;
+  shape.a_rounded = a.rounded.find('a') != std::string::npos;
+  shape.b_rounded = a.rounded.find('b') != std::string::npos;
   shape.b_invariant = a.loop_invariant_b;
   const gd::GemmParams& p = gd::gemm_params(mk, shape);
   const gd::GemmPlan plan = gd::make_gemm_plan(mk, shape, p);
@@ -176,6 +184,10 @@ void add_gemm_plan_command(CLI::App& app) {
       ->check(CLI::IsMember({"float32", "bfloat16"}));
   cmd->add_flag("--epilogue", a->epilogue,
                 "whole row blocks finished by an epilogue (a fused matmul of a compiled step)");
+  cmd->add_option("--rounded", a->rounded,
+                  "with --dtype bf16: A, B or both are float32 rounded to bf16 as they are "
+                  "packed (a mixed_bfloat16 layer's fused casts): a, b or ab")
+      ->check(CLI::IsMember({"a", "b", "ab"}));
   cmd->add_flag("--loop-invariant-b", a->loop_invariant_b,
                 "B is unchanged for the rest of a while loop (an RNN's recurrent kernel): a "
                 "float32 B is packed once per loop");
