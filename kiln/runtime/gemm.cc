@@ -201,9 +201,9 @@ LoopInvariantScope* invariant_b(bool tb, int64_t n, int64_t k, const E* b, int64
 // profiled: gemm_plan_log.h).
 gemm_detail::GemmPlan float_plan(const gemm_detail::MicroKernels& mk, bool ta, bool tb, int64_t m,
                                  int64_t n, int64_t k, int threads, bool epilogue,
-                                 bool bf16_operands = false, bool b_invariant = false) {
-  const gemm_detail::GemmShape shape{
-      m, n, k, ta, tb, threads, epilogue, bf16_operands, bf16_operands, b_invariant};
+                                 bool b_invariant) {
+  gemm_detail::GemmShape shape{m, n, k, ta, tb, threads, epilogue};
+  shape.b_invariant = b_invariant;
   return gemm_detail::make_gemm_plan(mk, shape, gemm_detail::gemm_params(mk, shape));
 }
 
@@ -257,8 +257,8 @@ void gemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, in
     if constexpr (std::is_same_v<T, float>) {
       if (const gemm_detail::MicroKernels* mk = engine_for<T>()) {
         LoopInvariantScope* loop = invariant_b(tb, n, k, b, ldb);
-        const gemm_detail::GemmPlan plan = float_plan(
-            *mk, ta, tb, m, n, k, parallel ? num_threads() : 1, false, false, loop != nullptr);
+        const gemm_detail::GemmPlan plan =
+            float_plan(*mk, ta, tb, m, n, k, parallel ? num_threads() : 1, false, loop != nullptr);
         return run_float(*mk, plan, sgemm_args(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, acc),
                          nullptr, loop);
       }
@@ -314,7 +314,7 @@ void gemm_rows(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, in
     if (const gemm_detail::MicroKernels* mk = engine_for<T>()) {
       LoopInvariantScope* loop = invariant_b(tb, n, k, b, ldb);
       const gemm_detail::GemmPlan plan =
-          float_plan(*mk, ta, tb, m, n, k, num_threads(), true, false, loop != nullptr);
+          float_plan(*mk, ta, tb, m, n, k, num_threads(), true, loop != nullptr);
       return run_float(*mk, plan, sgemm_args(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, false),
                        &on_rows, loop);
     }
@@ -360,16 +360,9 @@ void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Bf16Operand a,
     if (mk->k_per_step == 1)
       loop =
           args.b_rounds ? invariant_b(tb, n, k, args.b, ldb) : invariant_b(tb, n, k, args.b16, ldb);
-    gemm_detail::GemmShape shape{m,
-                                 n,
-                                 k,
-                                 ta,
-                                 tb,
-                                 parallel ? num_threads() : 1,
-                                 on_rows != nullptr,
-                                 true,
-                                 true,
-                                 loop != nullptr};
+    gemm_detail::GemmShape shape{m, n, k, ta, tb, parallel ? num_threads() : 1, on_rows != nullptr};
+    shape.a_bf16 = shape.b_bf16 = true;
+    shape.b_invariant = loop != nullptr;
     shape.a_rounded = args.a_rounds;
     shape.b_rounded = args.b_rounds;
     const gemm_detail::GemmPlan plan =
