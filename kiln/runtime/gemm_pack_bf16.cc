@@ -22,10 +22,12 @@ void round_rows(const float* src, int64_t ld, int64_t rows, int64_t cols, uint16
       dst[i * cols + j] = bfloat16::from_float(src[i * ld + j]).bits;
 }
 
-// The elements of k a packer reads in k block [k0, k0 + kc) (engine units): the block's
-// elements, or its pairs' elements up to the end of k.
+// The elements of k a pair packer reads in the k block of pairs [k0, k0 + kc): up to the end of
+// k. (Only the pair kernels round through here: the float32 kernels round their packed panels,
+// gemm_pack.cc.)
 int64_t k_elements_of_block(const SgemmArgs& g, int64_t k0, int64_t kc) {
-  if (g.k_elements == 0) return kc;
+  KILN_ASSERT(g.k_elements > 0,
+              "gemm: a rounded operand reaches the bf16 packers on pair kernels only");
   const int64_t elements = std::clamp<int64_t>(g.k_elements - 2 * k0, 0, 2 * kc);
   KILN_ASSERT(elements > 0, "gemm: a k block past the end of the product's depth");
   return elements;
@@ -148,14 +150,14 @@ void pack_b_tiles(const MicroKernels& mk, const SgemmArgs& g, int64_t j0, int64_
 void pack_bf16_b_panel(const MicroKernels& mk, const SgemmArgs& g, int64_t j0, int64_t cols,
                        int64_t nr, int64_t k0, int64_t kc, float* dst) {
   if (g.b_rounds) {  // the panel's block of B rounded, then packed as a bf16 B from its start
-    const int64_t e0 = g.k_elements > 0 ? 2 * k0 : k0, elements = k_elements_of_block(g, k0, kc);
+    const int64_t e0 = 2 * k0, elements = k_elements_of_block(g, k0, kc);
     const RoundedBlock r(g.b, g.ldb, !g.tb, j0, cols, e0, elements);
     SgemmArgs block = g;
     block.b = nullptr;
     block.b_rounds = false;
     block.b16 = r.data;
     block.ldb = r.ld;
-    if (g.k_elements > 0) block.k_elements = elements;
+    block.k_elements = elements;
     return pack_bf16_b_panel(mk, block, 0, cols, nr, 0, kc, dst);
   }
   if (g.k_elements > 0) {  // pairs: elements [2 k0, 2 k0 + 2 kc) of k
@@ -225,14 +227,14 @@ void pack_bf16_b_row(const MicroKernels& mk, const SgemmArgs& g, int64_t nr, int
 void pack_bf16_a_panel(const MicroKernels& mk, const SgemmArgs& g, int64_t r0, int64_t h,
                        int64_t k0, int64_t kc, float* out) {
   if (g.a_rounds) {  // the panel's block of A rounded, then packed as a bf16 A from its start
-    const int64_t e0 = g.k_elements > 0 ? 2 * k0 : k0, elements = k_elements_of_block(g, k0, kc);
+    const int64_t e0 = 2 * k0, elements = k_elements_of_block(g, k0, kc);
     const RoundedBlock r(g.a, g.lda, g.ta, r0, h, e0, elements);
     SgemmArgs block = g;
     block.a = nullptr;
     block.a_rounds = false;
     block.a16 = r.data;
     block.lda = r.ld;
-    if (g.k_elements > 0) block.k_elements = elements;
+    block.k_elements = elements;
     return pack_bf16_a_panel(mk, block, 0, h, 0, kc, out);
   }
   if (g.k_elements > 0) {  // pairs: elements [2 k0, 2 k0 + 2 kc) of k
