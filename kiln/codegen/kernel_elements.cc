@@ -106,6 +106,7 @@ llvm::Value* KernelEmitter::compute(const Value* v, const Index& idx) {
   const Node& n = *v->producer();
   if (n.kind() == NodeKind::kConstant) return constant(n, idx);
   if (is_reduction(n)) internal_error(__FILE__, __LINE__, "a reduction must be materialized");
+  if (n.is_op(OpKind::Concat)) internal_error(__FILE__, __LINE__, "a concat must be materialized");
   if (n.is_op(OpKind::OneHot)) return one_hot(n, idx, v);
   if (llvm::Value* x = reshape_of_memory(n, v, idx)) return x;
   if (op_info(n.op()).has(kWindow))  // max-pool (codegen/pool_window.h)

@@ -200,9 +200,17 @@ void KernelEmitter::emit_shared_pass(const std::vector<const Value*>& values) {
     const Node* n = v->producer();
     return is_reduction(*n) ? n : nullptr;
   };
+  auto concat = [](const Value* v) -> const Node* {
+    const Node* n = v->producer();
+    return n != nullptr && n->is_op(OpKind::Concat) ? n : nullptr;
+  };
   const Value* first = values.front();
   if (values.size() == 1 && !reduced(first) && emit_reshape_walk(first, Index{row_}, 1)) return;
-  const Shape& loop = reduced(first) ? first->producer()->input(0)->shape() : first->shape();
+  // The pass's space (codegen/row_passes.h): a reduction's input's, a concat's pieces', or the
+  // value's own.
+  const Shape& loop = reduced(first)  ? first->producer()->input(0)->shape()
+                      : concat(first) ? *shared_piece_shape(*concat(first))
+                                      : first->shape();
   std::vector<std::unique_ptr<Accumulator>> acc(values.size());
   for (size_t k = 0; k < values.size(); ++k)
     if (const Node* n = reduced(values[k]))
@@ -212,6 +220,8 @@ void KernelEmitter::emit_shared_pass(const std::vector<const Value*>& values) {
     for (size_t k = 0; k < values.size(); ++k) {
       if (const Node* n = reduced(values[k]))
         acc[k]->add(elem(n->input(0), i));
+      else if (const Node* c = concat(values[k]))
+        for (size_t q = 0; q < c->inputs().size(); ++q) store_piece(values[k], q, i);
       else
         store_at(values[k], elem(values[k], i), i);
     }
@@ -263,6 +273,7 @@ void KernelEmitter::emit_nest(const Value* v) {
     return;
   }
   if (emit_reshape_walk(v, idx, first)) return;
+  if (n != nullptr && n->is_op(OpKind::Concat)) return emit_concat_walk(v, idx, first);
   if (auto strides = tiling_pool_grad(g_, s)) {
     window_nest(s, first, idx, strides->first, strides->second,
                 [&](const Index& full) { store_value(v, full); });
@@ -314,6 +325,25 @@ bool KernelEmitter::emit_reshape_walk(const Value* v, Index idx, int first) {
                     row_major_offset(b_, u->shape(), row_buffer_.count(v) != 0, full));
   });
   return true;
+}
+
+void KernelEmitter::emit_concat_walk(const Value* v, const Index& idx, int first) {
+  const Node& n = *v->producer();
+  for (size_t q = 0; q < n.inputs().size(); ++q) {
+    Index i = idx;
+    nest(n.input(q)->shape(), first, i, [&](const Index& full) { store_piece(v, q, full); });
+  }
+}
+
+void KernelEmitter::store_piece(const Value* v, size_t piece, const Index& i) {
+  const Node& n = *v->producer();
+  const int axis = concat_axis(n);
+  int64_t offset = 0;
+  for (size_t q = 0; q < piece; ++q) offset += n.input(q)->shape()[axis];
+  Index at = i;
+  if (offset != 0)
+    at[size_t(axis)] = b_.CreateAdd(i[size_t(axis)], b_.getInt64(offset), "", true, true);
+  store_at(v, elem(n.input(piece), i), at);
 }
 
 void KernelEmitter::nest(const Shape& s, int d, Index& idx,

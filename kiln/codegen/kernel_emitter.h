@@ -85,6 +85,10 @@ class KernelEmitter {
   // output's, from whose index the input's would be divisions per element (scalar code).
   // False (nothing emitted) for other values.
   bool emit_reshape_walk(const Value* v, Index idx, int first);
+  // A concat (KernelPlan: always materialized) by one loop nest per operand over its shape.
+  void emit_concat_walk(const Value* v, const Index& idx, int first);
+  // Operand `piece` of concat `v` at index `i` of the operand, stored into its window of v.
+  void store_piece(const Value* v, size_t piece, const Index& i);
   void nest(const Shape& s, int d, Index& idx, const std::function<void(const Index&)>& body);
   void store_value(const Value* v, const Index& idx);
   void store_at(const Value* v, llvm::Value* x, const Index& idx);

@@ -17,7 +17,7 @@ using ir::Value;
 // linear index, so none of them runs flat; a window op reads a window of its input).
 bool is_layout_reordering(const Node& n) {
   return n.is_op(OpKind::Transpose) || n.is_op(OpKind::Slice) || n.is_op(OpKind::OneHot) ||
-         op_info(n.op()).has(kWindow);
+         n.is_op(OpKind::Concat) || op_info(n.op()).has(kWindow);
 }
 
 // The operands a node's value at some index actually reads (broadcast_like's second operand
@@ -116,6 +116,17 @@ class RowCheck {
 
 }  // namespace
 
+int concat_axis(const Node& n) {
+  const int64_t axis = n.attrs().get_int("axis", "concat");
+  return int(axis < 0 ? axis + n.output()->shape().rank() : axis);
+}
+
+const Shape* shared_piece_shape(const Node& n) {
+  for (const Value* in : n.inputs())
+    if (in->shape() != n.input(0)->shape()) return nullptr;
+  return &n.input(0)->shape();
+}
+
 const Node* op_producer(const Value* v) {
   const Node* p = v->producer();
   return (p != nullptr && p->kind() == NodeKind::kOp) ? p : nullptr;
@@ -173,7 +184,8 @@ KernelPlan plan_kernel(const ir::Graph& body) {
     if (op_producer(o) == nullptr) add(o);
   for (const auto& n : body.nodes()) {
     if (n->kind() != NodeKind::kOp) continue;
-    if (is_reduction(*n) || outputs.count(n->output())) add(n->output());
+    if (is_reduction(*n) || n->is_op(OpKind::Concat) || outputs.count(n->output()))
+      add(n->output());
   }
   int temps = 0;
   for (const Value* v : plan.materialized)
@@ -206,7 +218,10 @@ KernelPlan plan_kernel(const ir::Graph& body) {
   int64_t p = -1;
   bool rows = !plan.materialized.empty();
   for (const Value* v : plan.materialized) {
-    if (v->shape().rank() == 0)
+    // (A concat along the leading axis puts its pieces' rows at other rows.)
+    const ir::Node* n = op_producer(v);
+    if (v->shape().rank() == 0 ||
+        (n != nullptr && n->is_op(OpKind::Concat) && concat_axis(*n) == 0))
       rows = false;
     else if (p < 0)
       p = v->shape()[0];

@@ -58,6 +58,14 @@ bool keeps_last_axis(const ir::Node& n);
 // Reduction axes of a reduction node, normalized (non-negative, sorted, each once; [] = all).
 std::vector<int> reduction_axes(const ir::Node& n);
 
+// A concat in a kernel body (fusion role Output, passes/fusion.h rule 8) is always
+// materialized: its operands are stored into their windows of its buffer as they are computed
+// (a pass over all of them at once where they share one shape), and whatever else in the
+// kernel reads it loads it back. Its normalized axis, and the shape every operand has (null
+// when they differ).
+int concat_axis(const ir::Node& n);
+const Shape* shared_piece_shape(const ir::Node& n);
+
 // `body` must be decomposed (codegen/decompose.h) with fully known shapes.
 KernelPlan plan_kernel(const ir::Graph& body);
 

@@ -18,6 +18,7 @@ using ir::NodeKind;
 bool can_lower(const Node& n) { return n.kind() == NodeKind::kOp && op_info(n.op()).generated(); }
 
 bool runs_in_library(const Node& n) {
+  if (n.is_op(OpKind::Concat)) return true;
   if (!n.is_op(OpKind::Transpose)) return false;
   const auto& perm = n.attrs().get_ints("perm", "transpose");
   return !perm.empty() && perm.back() != int64_t(perm.size()) - 1;

@@ -40,12 +40,18 @@ struct LoweredKernel {
 // (ir/ops.def, the codegen column).
 bool can_lower(const ir::Node& node);
 
-// True for a node that, standing alone (not in a fusion group), runs faster as the library's
-// kernel than as a generated loop: a transpose that moves the innermost axis. The library
-// copies it tile by tile with both sides in cache (runtime/kernels/strided_copy.h); a
-// generated kernel reads a strided column per output row (whose loads, at a power-of-two
-// stride, share one L1 set), 4x slower on a 256 x 1024 float32 matrix. The executable runs
-// such a node as an op step; inside a fusion group it stays index arithmetic.
+// True for a node that, standing alone (not in a fusion group), runs as the library's kernel
+// rather than a generated loop:
+//   - a transpose that moves the innermost axis. The library copies it tile by tile with both
+//     sides in cache (runtime/kernels/strided_copy.h); a generated kernel reads a strided
+//     column per output row (whose loads, at a power-of-two stride, share one L1 set), 4x
+//     slower on a 256 x 1024 float32 matrix;
+//   - a concat: the library copies its pieces as runs of lines and skips a piece that the
+//     memory plan already computed in its window of the result (codegen/memory_plan.h, concat
+//     regions). Inside a fusion group (fusion role Output) its pieces are stored into their
+//     windows as the group computes them.
+// The executable runs such a node as an op step; inside a fusion group a transpose stays index
+// arithmetic.
 bool runs_in_library(const ir::Node& node);
 
 // Lowers `body` into a kernel named `symbol`. With `as_parameter`, that node of the body (a

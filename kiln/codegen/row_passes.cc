@@ -31,7 +31,20 @@ std::optional<Space> row_space(const Value* v) {
     if (!is_full_row_reduction(*n)) return std::nullopt;
     return tail(n->input(0)->shape());
   }
+  if (n->is_op(OpKind::Concat)) {  // its pieces' space, where they share one shape
+    const Shape* pieces = shared_piece_shape(*n);
+    if (pieces == nullptr || pieces->rank() < 1) return std::nullopt;
+    return tail(*pieces);
+  }
   return tail(v->shape());
+}
+
+// Whether a value of the pass can be read by a later value of the same pass: an elementwise
+// one, computed at the index being computed; not a reduction (complete when the pass ends) nor
+// a concat (stored piece by piece, never computed at an index of its own).
+bool readable_in_its_pass(const Value* v) {
+  const Node* n = op_producer(v);
+  return n != nullptr && !is_reduction(*n) && !n->is_op(OpKind::Concat);
 }
 
 // What computing a materialized value reads, not following other materialized values.
@@ -50,8 +63,12 @@ Reads reads_of(const Value* root, const std::unordered_set<const Value*>& materi
   std::vector<std::pair<const Value*, bool>> stack;
   auto operands = [&](const Node& m, bool same) {
     const bool elementwise = op_info(m.op()).has(kElementwise) && !is_reduction(m);
+    // (A concat, always the root here, walks its pieces' space: where they share one shape,
+    // each is read at the loop's index.)
+    const bool pieces = m.is_op(OpKind::Concat) && shared_piece_shape(m) != nullptr;
     for (const Value* in : m.inputs())
-      stack.emplace_back(in, same && elementwise && in->shape() == m.output()->shape());
+      stack.emplace_back(in,
+                         same && (pieces || (elementwise && in->shape() == m.output()->shape())));
   };
   if (is_reduction(*n))
     stack.emplace_back(n->input(0), true);  // read at the reduction loop's index
@@ -90,7 +107,7 @@ RowPlan plan_row_passes(const ir::Graph& body, const KernelPlan& plan,
     size_t lo = 0;  // the earliest pass v may join
     for (const Value* w : reads.back().materialized) {
       const size_t p = pass_of.at(w);
-      const bool same_pass_ok = out.passes[p].shared && !is_reduction(*op_producer(w));
+      const bool same_pass_ok = out.passes[p].shared && readable_in_its_pass(w);
       lo = std::max(lo, same_pass_ok ? p : p + 1);
     }
     size_t p = lo;
@@ -129,7 +146,7 @@ RowPlan plan_row_passes(const ir::Graph& body, const KernelPlan& plan,
     bool ready = true;
     for (const Value* w : reads_of(v, materialized).materialized) {
       const size_t p = pass_of.at(w);
-      ready = ready && (p < first || (p == first && !is_reduction(*op_producer(w))));
+      ready = ready && (p < first || (p == first && readable_in_its_pass(w)));
     }
     // (reads_of(v) starts from v's operands; a materialized operand counts the same way.)
     if (!ready) continue;

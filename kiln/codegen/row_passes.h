@@ -3,13 +3,15 @@
 //
 // Each materialized value is computed by a loop nest over its row; values whose loops cover
 // the same row space (the dimensions after the leading one: an elementwise value's own, a
-// reduction's input's when it reduces every dimension but the leading one) share one pass, so
-// a softmax cross-entropy row is read three times (max; exp and its sum; loss and gradient),
-// not once per value. A value joins the earliest pass after every pass holding a value it
-// reads, and may share a pass with an elementwise value it reads (read at the index being
-// computed, that value is in a register; read elsewhere, it is recomputed there), never with
-// a reduction it reads (not complete until the pass ends). Passes run in order; within a pass
-// values are computed in order at each index, so every value is exactly the expression it was.
+// reduction's input's when it reduces every dimension but the leading one, a concat's pieces'
+// when they share one shape, each piece stored into its window at the index) share one pass,
+// so a softmax cross-entropy row is read three times (max; exp and its sum; loss and
+// gradient), not once per value. A value joins the earliest pass after every pass holding a
+// value it reads, and may share a pass with an elementwise value it reads (read at the index
+// being computed, that value is in a register; read elsewhere, it is recomputed there), never
+// with a reduction or a concat it reads (complete only when the pass ends). Passes run in
+// order; within a pass values are computed in order at each index, so every value is exactly
+// the expression it was.
 //
 // Row buffers: an elementwise value with a vector-math op (exp, tanh, ...) that values in
 // two passes or more read is stored by the first pass in a buffer of one row on the stack

@@ -253,6 +253,8 @@ std::string_view fusion_role_name(FusionRole r) {
       return "reduction";
     case FusionRole::Contraction:
       return "contraction";
+    case FusionRole::Output:
+      return "output";
   }
   return "?";
 }

@@ -82,6 +82,9 @@ enum class FusionRole : uint8_t {
   Loop,         // computed per output element where it is read (elementwise, broadcasts)
   Reduction,    // combines elements along axes (sum, max, softmax)
   Contraction,  // a GEMM or convolution a group forms around (its epilogue fuses)
+  Output,       // starts a group and is one of its results, never read elementwise inside it:
+                // concat along an axis whose pieces are not contiguous, each piece written
+                // into its window of the result as the group computes it
 };
 // Whether codegen emits code for an op inside a kernel (the `codegen` column).
 enum class Lowering : uint8_t {

@@ -13,6 +13,7 @@
 
 #include "kiln/ir/graph_rewrite.h"
 #include "kiln/ir/operand_prologue.h"
+#include "kiln/ir/shape_rules.h"
 #include "kiln/passes/fusion_units.h"
 
 namespace kiln::passes {
@@ -27,11 +28,18 @@ using ir::Node;
 using ir::NodeKind;
 using ir::Value;
 
-enum class Role { kOther, kLoop, kReduction, kContraction };
+enum class Role { kOther, kLoop, kReduction, kContraction, kOutput };
 
-// The op's `fusion` column in ir/ops.def.
+// The op's `fusion` column in ir/ops.def. A concat whose pieces are contiguous blocks of its
+// result (every dimension before its axis is 1) stays a plain op: the memory plan computes
+// such pieces in place in the result (codegen/memory_plan.h, concat regions), so it costs
+// nothing; others (rule 8) gather their pieces in a group.
 Role role_of(const Node& n) {
   if (n.kind() != NodeKind::kOp) return Role::kOther;
+  if (n.is_op(OpKind::Concat) &&
+      (!n.output()->shape().is_fully_known() ||
+       rules::concat_pieces_contiguous(n.output()->shape(), n.attrs().get_int("axis", "concat"))))
+    return Role::kOther;
   switch (op_info(n.op()).fusion) {
     case FusionRole::Loop:
       return Role::kLoop;
@@ -39,6 +47,8 @@ Role role_of(const Node& n) {
       return Role::kReduction;
     case FusionRole::Contraction:
       return Role::kContraction;
+    case FusionRole::Output:
+      return Role::kOutput;
     case FusionRole::NoFusion:
       break;
   }
@@ -299,7 +309,9 @@ class Planner {
       std::sort(consumers.begin(), consumers.end());
       consumers.erase(std::unique(consumers.begin(), consumers.end()), consumers.end());
       const bool keep_out = keeps_out_of_serial_groups(n, outside_user || consumers.size() > 1);
-      if (consumers.empty()) {
+      if (role_of(n) == Role::kOutput) {
+        new_group(p);  // rule 8: never read inside a group, so it only starts one
+      } else if (consumers.empty()) {
         if (!is_view(n)) new_group(p);
       } else if (consumers.size() == 1) {
         if (refusal(p, consumers, keep_out) == nullptr)

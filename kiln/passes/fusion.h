@@ -9,6 +9,8 @@
 //               input; expensive, so never duplicated);
 //   reduction   kReduction ops (sum, mean, max, ...), softmax, log_softmax;
 //   contraction matmul, conv2d and the conv2d backprops (kContraction);
+//   output      concat where its pieces are not contiguous blocks of its result (an inner
+//               axis; fusion column Output, rule 8);
 //   other       everything else (transpose, gather, avg-pool, random, assignments, cond, ...)
 //               never joins a group; constants are copied into the bodies that use them when
 //               splat or at most 16 elements (else they are operands) and stay outside.
@@ -51,13 +53,21 @@
 //      graph of passes/fusion_units.h, whose topological order bounds each search.
 //   7. A group of one node is dissolved (a lone op stays a plain node); constants are never
 //      group members.
-// So an elementwise chain becomes one "loop" fusion; a reduction with the elementwise ops
-// that feed it and the elementwise consumers of its result one "reduction" fusion (softmax +
-// cross-entropy, layer normalization: at most two); matmul/conv + epilogue one "contraction"
-// fusion; after lower-assignments (passes/lower_assignments.h), one variable's optimizer
-// update (and its slots', e.g. Adam's m and v) one fusion whose outputs feed the assign
-// nodes. Kind: "contraction" if the group has a contraction, else "reduction" if it has a
-// reduction, else "loop".
+//   8. A concat along an axis whose pieces are strided windows of its result (any dimension
+//      before the axis exceeds 1: an LSTM step's four [32, 256] gate gradients joined into
+//      [32, 1024]) starts a group and never joins or is copied into one: the ops computing its
+//      pieces join it by the rules above (a product whose epilogue computes them too), and the
+//      kernel stores each piece into its window of the result as it computes it
+//      (codegen/kernel_plan.h), instead of storing the pieces and copying them. A concat whose
+//      pieces are contiguous blocks (along the leading axis) stays a plain op: the memory plan
+//      computes its pieces in place in its result (codegen/memory_plan.h, concat regions).
+// So an elementwise chain becomes one "loop" fusion (with the inner-axis concat of its results); a
+// reduction with the elementwise ops that feed it and the elementwise consumers of its result one
+// "reduction" fusion (softmax + cross-entropy, layer normalization: at most two); matmul/conv +
+// epilogue one "contraction" fusion; after lower-assignments (passes/lower_assignments.h), one
+// variable's optimizer update (and its slots', e.g. Adam's m and v) one fusion whose outputs feed
+// the assign nodes. Kind: "contraction" if the group has a contraction, else "reduction" if it has
+// a reduction, else "loop".
 //
 // Never: moves assignments into bodies (they stay outside, as stores, in program order);
 // duplicates an expensive node; fuses inside fusion bodies; changes results (bodies run the

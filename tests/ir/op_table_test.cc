@@ -54,13 +54,15 @@ TEST(OpTable, TraitsAreConsistent) {
 }
 
 // The fusion and codegen columns keep what the traits promise: a fusion group is lowered as
-// one kernel, so every op that joins one as a loop or reduction member must be generated;
+// one kernel, so every op that joins one as a loop, reduction or output member must be
+// generated;
 // elementwise ops and reductions fuse; contractions are the groups' library GEMMs; random
 // and side-effecting ops never fuse.
 TEST(OpTable, FusionAndCodegenColumnsAgreeWithTheTraits) {
   for (const OpInfo& op : all_ops()) {
     SCOPED_TRACE(op.name);
-    if (op.fusion == FusionRole::Loop || op.fusion == FusionRole::Reduction) {
+    if (op.fusion == FusionRole::Loop || op.fusion == FusionRole::Reduction ||
+        op.fusion == FusionRole::Output) {
       EXPECT_TRUE(op.generated()) << "fuses as " << fusion_role_name(op.fusion);
     }
     if (op.has(kRandom) || op.has(kSideEffecting)) {
@@ -81,6 +83,8 @@ TEST(OpTable, FusionAndCodegenColumnsAgreeWithTheTraits) {
   }
   EXPECT_EQ(op_info(OpKind::Softmax).fusion, FusionRole::Reduction);
   EXPECT_EQ(op_info(OpKind::Gather).fusion, FusionRole::NoFusion);
+  EXPECT_EQ(op_info(OpKind::Concat).fusion, FusionRole::Output);
+  EXPECT_EQ(fusion_role_name(FusionRole::Output), "output");
   EXPECT_TRUE(op_info(OpKind::Transpose).generated());
   EXPECT_FALSE(op_info(OpKind::MatMul).generated());
 }
