@@ -30,16 +30,21 @@ using ir::Value;
 
 enum class Role { kOther, kLoop, kReduction, kContraction, kOutput };
 
-// The op's `fusion` column in ir/ops.def. A concat whose pieces are contiguous blocks of its
-// result (every dimension before its axis is 1) stays a plain op: the memory plan computes
-// such pieces in place in the result (codegen/memory_plan.h, concat regions), so it costs
-// nothing; others (rule 8) gather their pieces in a group.
+// The op's `fusion` column in ir/ops.def. A concat (rule 8) gathers its pieces' group only
+// where they are strided windows of a result whose leading dimension exceeds 1, so that the
+// kernel storing them runs by rows. One whose pieces are contiguous blocks of its result
+// (every dimension before its axis is 1) stays a plain op: the memory plan computes such
+// pieces in place in the result (codegen/memory_plan.h, concat regions), so it costs nothing.
+// One of unknown shape, or of leading dimension 1 ([1, T, F] along F: its kernel would run
+// serially), stays plain too: the runtime's copy is parallel.
 Role role_of(const Node& n) {
   if (n.kind() != NodeKind::kOp) return Role::kOther;
-  if (n.is_op(OpKind::Concat) &&
-      (!n.output()->shape().is_fully_known() ||
-       rules::concat_pieces_contiguous(n.output()->shape(), n.attrs().get_int("axis", "concat"))))
-    return Role::kOther;
+  if (n.is_op(OpKind::Concat)) {
+    const Shape& s = n.output()->shape();
+    if (!s.is_fully_known() || s.rank() < 2 || s[0] < 2 ||
+        rules::concat_pieces_contiguous(s, n.attrs().get_int("axis", "concat")))
+      return Role::kOther;
+  }
   switch (op_info(n.op()).fusion) {
     case FusionRole::Loop:
       return Role::kLoop;

@@ -53,14 +53,16 @@
 //      graph of passes/fusion_units.h, whose topological order bounds each search.
 //   7. A group of one node is dissolved (a lone op stays a plain node); constants are never
 //      group members.
-//   8. A concat along an axis whose pieces are strided windows of its result (any dimension
-//      before the axis exceeds 1: an LSTM step's four [32, 256] gate gradients joined into
+//   8. A concat along an axis whose pieces are strided windows of its result, of a leading
+//      dimension above 1 (an LSTM step's four [32, 256] gate gradients joined into
 //      [32, 1024]) starts a group and never joins or is copied into one: the ops computing its
 //      pieces join it by the rules above (a product whose epilogue computes them too), and the
 //      kernel stores each piece into its window of the result as it computes it
-//      (codegen/kernel_plan.h), instead of storing the pieces and copying them. A concat whose
-//      pieces are contiguous blocks (along the leading axis) stays a plain op: the memory plan
-//      computes its pieces in place in its result (codegen/memory_plan.h, concat regions).
+//      (codegen/kernel_plan.h), by rows, instead of storing the pieces and copying them. A
+//      concat whose pieces are contiguous blocks (along the leading axis) stays a plain op: the
+//      memory plan computes its pieces in place in its result (codegen/memory_plan.h, concat
+//      regions); so does one whose result's leading dimension is 1 (its kernel would run
+//      serially; the runtime's copy is parallel) or unknown.
 // So an elementwise chain becomes one "loop" fusion (with the inner-axis concat of its results); a
 // reduction with the elementwise ops that feed it and the elementwise consumers of its result one
 // "reduction" fusion (softmax + cross-entropy, layer normalization: at most two); matmul/conv +
