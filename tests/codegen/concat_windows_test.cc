@@ -6,6 +6,7 @@
 // four pieces of one shape, stored in one pass), pieces of several shapes (a pass each) with
 // one also read elsewhere, a group that also reduces across rows (run serially), bf16 pieces,
 // and a concat read back inside its group.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "kiln/ir/parser.h"
@@ -138,28 +139,19 @@ TEST(ConcatWindows, TheLstmGateGradientAgreesWithTheReference) {
 TEST(ConcatWindows, AGroupReadingItsConcatLoadsItBack) {
   for (int axis : {0, 1}) {
     testing::ScopedCacheDir cache;
-    const std::string text = axis == 1 ? R"(graph @g(%0: f32[9,6], %1: f32[9,6]) -> (f32[9,12]) {
-  %2 = fusion(%0, %1) : f32[9,12] kind("loop") @fused_abs_concat_neg_0 {
-    body (%0: f32[9,6], %1: f32[9,6]) -> (f32[9,12]) {
+    const std::string result = axis == 1 ? "f32[9,12]" : "f32[18,6]";
+    const std::string text = fmt::format(R"(graph @g(%0: f32[9,6], %1: f32[9,6]) -> ({0}) {{
+  %2 = fusion(%0, %1) : {0} kind("loop") @fused_abs_concat_neg_0 {{
+    body (%0: f32[9,6], %1: f32[9,6]) -> ({0}) {{
       %2 = abs(%0) : f32[9,6]
-      %3 = concat(%2, %1) {axis=1} : f32[9,12]
-      %4 = neg(%3) : f32[9,12]
+      %3 = concat(%2, %1) {{axis={1}}} : {0}
+      %4 = neg(%3) : {0}
       return %4
-    }
-  }
+    }}
+  }}
   return %2
-})"
-                                       : R"(graph @g(%0: f32[9,6], %1: f32[9,6]) -> (f32[18,6]) {
-  %2 = fusion(%0, %1) : f32[18,6] kind("loop") @fused_abs_concat_neg_0 {
-    body (%0: f32[9,6], %1: f32[9,6]) -> (f32[18,6]) {
-      %2 = abs(%0) : f32[9,6]
-      %3 = concat(%2, %1) {axis=0} : f32[18,6]
-      %4 = neg(%3) : f32[18,6]
-      return %4
-    }
-  }
-  return %2
-})";
+}})",
+                                         result, axis);
     auto g = ir::parse_graph(text, "concat read back");
     testing::expect_bitwise_at_thread_counts(*g, window_args(*g, 6), text);
   }
