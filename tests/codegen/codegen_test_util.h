@@ -53,6 +53,14 @@ inline runtime::Array random_array(const TensorType& t, std::mt19937& rng, doubl
   return a;
 }
 
+// One seeded random argument (random_array) per parameter of `g`.
+inline std::vector<runtime::Array> random_args(const ir::Graph& g, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<runtime::Array> args;
+  for (const auto& p : g.parameters()) args.push_back(random_array(p->type(), rng));
+  return args;
+}
+
 inline double element(const runtime::Array& a, int64_t i) {
   if (a.dtype == DType::bf16) return static_cast<const bfloat16*>(a.raw())[i].to_float();
   double v = 0;

@@ -23,13 +23,7 @@ namespace {
   return want.check(results);
 }
 
-// One seeded random argument per parameter of `g`.
-std::vector<runtime::Array> random_args(const ir::Graph& g, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::vector<runtime::Array> args;
-  for (const auto& p : g.parameters()) args.push_back(testing::random_array(p->type(), rng));
-  return args;
-}
+using testing::random_args;
 
 TEST(CompileGraph, ElementwiseChain) {
   auto g = testing::optimized_graph(R"(graph @f(%0: f32[17,33], %1: f32[33]) -> (f32[17,33]) {

@@ -28,26 +28,38 @@ std::pair<int, int> concats(const ir::Graph& g) {
   return {plain, fused};
 }
 
+// An LSTM step's gate gradient: dh = dgates_next W^T, then four gate gradients from the gates'
+// activations (`gate` for the input, forget and output gates, `cell` for the candidate),
+// concatenated into the next dgates, and a cell-state gradient.
+std::string lstm_gate_gradient(const char* gate, const char* cell) {
+  return fmt::format(
+      R"(graph @lstm_gates(%0: f32[32,256], %1: f32[256,64], %2: f32[32,256], %3: f32[32,64]) -> (f32[32,256], f32[32,64]) {{
+  %4 = matmul(%0, %1) {{transpose_a=false, transpose_b=false}} : f32[32,64]
+  %5 = slice(%2) {{start=[0, 0], stop=[32, 64], step=[1, 1]}} : f32[32,64]
+  %6 = slice(%2) {{start=[0, 64], stop=[32, 128], step=[1, 1]}} : f32[32,64]
+  %7 = slice(%2) {{start=[0, 128], stop=[32, 192], step=[1, 1]}} : f32[32,64]
+  %8 = slice(%2) {{start=[0, 192], stop=[32, 256], step=[1, 1]}} : f32[32,64]
+  %9 = {0}(%5) : f32[32,64]
+  %10 = {0}(%6) : f32[32,64]
+  %11 = {1}(%7) : f32[32,64]
+  %12 = {0}(%8) : f32[32,64]
+  %13 = mul(%4, %12) : f32[32,64]
+  %14 = mul(%13, %11) : f32[32,64]
+  %15 = mul(%13, %9) : f32[32,64]
+  %16 = mul(%13, %10) : f32[32,64]
+  %17 = mul(%13, %3) : f32[32,64]
+  %18 = concat(%14, %15, %16, %17) {{axis=1}} : f32[32,256]
+  %19 = add(%13, %3) : f32[32,64]
+  return %18, %19
+}})",
+      gate, cell);
+}
+
 // Graphs of exact operations (a product, and ops whose float32 / bf16 result is one correct
 // rounding), so that compiled and reference agree bit for bit.
-const char* const kWindowGraphs[] = {
-    // An LSTM step's gate gradient: dh = dgates_next W^T, then four gate gradients from the
-    // gates' activations, concatenated into the next dgates (and a cell-state gradient).
-    R"(graph @lstm_gates(%0: f32[24,160], %1: f32[160,40], %2: f32[24,160], %3: f32[24,40]) -> (f32[24,160], f32[24,40]) {
-  %4 = matmul(%0, %1) {transpose_a=false, transpose_b=false} : f32[24,40]
-  %5 = slice(%2) {start=[0, 0], stop=[24, 40], step=[1, 1]} : f32[24,40]
-  %6 = slice(%2) {start=[0, 40], stop=[24, 80], step=[1, 1]} : f32[24,40]
-  %7 = slice(%2) {start=[0, 80], stop=[24, 120], step=[1, 1]} : f32[24,40]
-  %8 = slice(%2) {start=[0, 120], stop=[24, 160], step=[1, 1]} : f32[24,40]
-  %9 = mul(%4, %8) : f32[24,40]
-  %10 = mul(%9, %5) : f32[24,40]
-  %11 = mul(%9, %6) : f32[24,40]
-  %12 = mul(%9, %7) : f32[24,40]
-  %13 = mul(%4, %3) : f32[24,40]
-  %14 = concat(%10, %11, %12, %13) {axis=1} : f32[24,160]
-  %15 = add(%9, %3) : f32[24,40]
-  return %14, %15
-})",
+const std::string kWindowGraphs[] = {
+    // The gate gradient with exact activations (abs) in place of sigmoid and tanh.
+    lstm_gate_gradient("abs", "abs"),
     // Pieces of several shapes along the last axis of a rank-3 value; the abs is a result too.
     R"(graph @uneven(%0: f32[3,17,5], %1: f32[3,17,11], %2: f32[3,17,1]) -> (f32[3,17,17], f32[3,17,11]) {
   %3 = mul(%0, %0) : f32[3,17,5]
@@ -72,15 +84,8 @@ const char* const kWindowGraphs[] = {
   return %4
 })"};
 
-std::vector<runtime::Array> window_args(const ir::Graph& g, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::vector<runtime::Array> args;
-  for (const auto& p : g.parameters()) args.push_back(testing::random_array(p->type(), rng));
-  return args;
-}
-
 TEST(ConcatWindows, PiecesAreStoredInTheirWindowsAndGiveTheReferenceBits) {
-  for (const char* text : kWindowGraphs) {
+  for (const std::string& text : kWindowGraphs) {
     testing::ScopedCacheDir cache;
     auto g = testing::optimized_graph(text);
     EXPECT_EQ(concats(*g), std::make_pair(0, 1)) << ir::print_graph(*g);
@@ -88,7 +93,7 @@ TEST(ConcatWindows, PiecesAreStoredInTheirWindowsAndGiveTheReferenceBits) {
     for (const auto& s : exe->steps())
       EXPECT_FALSE(s.kind == runtime::ExecutableStep::Kind::kOp && s.op == OpKind::Concat)
           << s.name;
-    testing::expect_bitwise_at_thread_counts(*g, window_args(*g, 5), text);
+    testing::expect_bitwise_at_thread_counts(*g, testing::random_args(*g, 5), text);
   }
 }
 
@@ -97,28 +102,9 @@ TEST(ConcatWindows, PiecesAreStoredInTheirWindowsAndGiveTheReferenceBits) {
 // bounds at 1, 2 and 3 threads, and the same bits at every thread count.
 TEST(ConcatWindows, TheLstmGateGradientAgreesWithTheReference) {
   testing::ScopedCacheDir cache;
-  auto g = testing::optimized_graph(
-      R"(graph @lstm(%0: f32[32,256], %1: f32[256,64], %2: f32[32,256], %3: f32[32,64]) -> (f32[32,256], f32[32,64]) {
-  %4 = matmul(%0, %1) {transpose_a=false, transpose_b=false} : f32[32,64]
-  %5 = slice(%2) {start=[0, 0], stop=[32, 64], step=[1, 1]} : f32[32,64]
-  %6 = slice(%2) {start=[0, 64], stop=[32, 128], step=[1, 1]} : f32[32,64]
-  %7 = slice(%2) {start=[0, 128], stop=[32, 192], step=[1, 1]} : f32[32,64]
-  %8 = slice(%2) {start=[0, 192], stop=[32, 256], step=[1, 1]} : f32[32,64]
-  %9 = sigmoid(%5) : f32[32,64]
-  %10 = sigmoid(%6) : f32[32,64]
-  %11 = tanh(%7) : f32[32,64]
-  %12 = sigmoid(%8) : f32[32,64]
-  %13 = mul(%4, %12) : f32[32,64]
-  %14 = mul(%13, %11) : f32[32,64]
-  %15 = mul(%13, %9) : f32[32,64]
-  %16 = mul(%13, %10) : f32[32,64]
-  %17 = mul(%13, %3) : f32[32,64]
-  %18 = concat(%14, %15, %16, %17) {axis=1} : f32[32,256]
-  %19 = add(%13, %3) : f32[32,64]
-  return %18, %19
-})");
+  auto g = testing::optimized_graph(lstm_gate_gradient("sigmoid", "tanh"));
   EXPECT_EQ(concats(*g), std::make_pair(0, 1)) << ir::print_graph(*g);
-  const std::vector<runtime::Array> args = window_args(*g, 8);
+  const std::vector<runtime::Array> args = testing::random_args(*g, 8);
   testing::ErrorBoundedReference want(*g, args, {}, 8);
   std::vector<runtime::Array> first;
   const int before = num_threads();
@@ -153,7 +139,7 @@ TEST(ConcatWindows, AGroupReadingItsConcatLoadsItBack) {
 }})",
                                          result, axis);
     auto g = ir::parse_graph(text, "concat read back");
-    testing::expect_bitwise_at_thread_counts(*g, window_args(*g, 6), text);
+    testing::expect_bitwise_at_thread_counts(*g, testing::random_args(*g, 6), text);
   }
 }
 

@@ -1,9 +1,9 @@
 // Casts to bf16 of a matmul's or convolution's float32 operands fused into its contraction group
 // (operand prologues: ir/operand_prologue.h, fusion rule 5e): after the optimize pipeline no
 // cast feeding a bf16 contraction is left outside a fusion, the runtime receives the float32
-// values and rounds them where it reads them, and the compiled results equal the reference executor (which runs the
-// cast, then the product of bf16 values) bit for bit at 1, 2 and 3 threads, on every bf16
-// kernel set this CPU runs. Graphs: a Dense layer (input and kernel cast, bias, ReLU), a
+// values and rounds them where it reads them, and the compiled results equal the reference executor
+// (which runs the cast, then the product of bf16 values) bit for bit at 1, 2 and 3 threads, on
+// every bf16 kernel set this CPU runs. Graphs: a Dense layer (input and kernel cast, bias, ReLU), a
 // kernel cast read by a forward product and a transposed input-gradient product and a
 // weight gradient of a cast input (ta), a product with no epilogue, a batched product, the
 // CNN's convolutions and their gradients (on the float32 kernels their direct kernels, on the
@@ -17,13 +17,6 @@
 
 namespace kiln {
 namespace {
-
-std::vector<runtime::Array> prologue_args(const ir::Graph& g, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::vector<runtime::Array> args;
-  for (const auto& p : g.parameters()) args.push_back(testing::random_array(p->type(), rng));
-  return args;
-}
 
 // The bf16 kernel sets this CPU runs (the pair layouts' emulations need avx512 float32 kernels).
 std::vector<std::string> prologue_bf16_sets() {
@@ -137,7 +130,7 @@ TEST(OperandPrologue, CastsJoinTheProductAndGiveTheReferenceBits) {
       testing::ScopedCacheDir cache;
       auto g = testing::optimized_graph(text);
       EXPECT_EQ(unfused_operand_casts(*g), 0) << ir::print_graph(*g);
-      testing::expect_bitwise_at_thread_counts(*g, prologue_args(*g, 9), set + "\n" + text);
+      testing::expect_bitwise_at_thread_counts(*g, testing::random_args(*g, 9), set + "\n" + text);
     }
   }
 }
@@ -155,7 +148,7 @@ TEST(OperandPrologue, ThePlanNamesTheRoundedOperands) {
   EXPECT_EQ(exe->steps()[0].kind, runtime::ExecutableStep::Kind::kContraction);
   std::vector<runtime::Array> vars;
   runtime::start_profiling();
-  exe->run(prologue_args(*g, 2), vars);
+  exe->run(testing::random_args(*g, 2), vars);
   int plans = 0;
   for (const runtime::ProfileEvent& e : runtime::stop_profiling())
     if (e.category == "gemm") {
