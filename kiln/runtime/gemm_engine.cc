@@ -371,7 +371,7 @@ bool cpu_has_amx() {
   static const bool usable = [] {
     __builtin_cpu_init();
     if (!__builtin_cpu_supports("amx-tile") || !__builtin_cpu_supports("amx-bf16") ||
-        !__builtin_cpu_supports("avx512f"))
+        !__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw"))
       return false;
 #if defined(__linux__) && defined(__x86_64__)
     constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;

@@ -127,6 +127,12 @@ struct MicroKernels {
   // runs on the thread in between. Null where a set needs neither.
   void (*begin_tiles)() = nullptr;
   void (*end_tiles)() = nullptr;
+  // kTiles sets: row q (a pair of k) of `panels` whole 32-column panels of a packed B block,
+  // `panel_floats` apart from `block`, from two rows of bf16 read from column 0: element k
+  // (`first`) and k + 1 (`second`, null past the end of k: zero halves), in the layout of
+  // tiles_b_offset. Null: the portable packer (gemm_pack_bf16.cc) does it.
+  void (*tiles_b_row)(const uint16_t* first, const uint16_t* second, int64_t panels,
+                      int64_t panel_floats, int64_t q, float* block) = nullptr;
 
   // Pairs of k a k block's depth is a multiple of (16 for AMX tiles, else 1).
   int64_t k_quantum() const { return pair_layout == PairLayout::kTiles ? 16 : 1; }

@@ -1,8 +1,8 @@
 // AMX-BF16 GEMM microkernel: the tile kernel of gemm_amx_tile.h on the AMX unit (TDPBF16PS), one
 // 32 x 32 block of C per call (layout: gemm_amx_tile.h). This file is compiled with
-// -mamx-tile -mamx-bf16 and must include nothing but intrinsics and the kernel headers;
-// gemm_engine.cc runs it only on a CPU with AMX-BF16 whose kernel granted this process the tile
-// data (arch_prctl ARCH_REQ_XCOMP_PERM).
+// -mamx-tile -mamx-bf16 (and AVX-512F/BW for its B packer) and must include nothing but intrinsics
+// and the kernel headers; gemm_engine.cc runs it only on a CPU with AMX-BF16 whose kernel granted
+// this process the tile data (arch_prctl ARCH_REQ_XCOMP_PERM).
 #include <immintrin.h>
 
 #include <cstdint>
@@ -80,6 +80,28 @@ namespace {
 
 TileFn amx_select(int32_t, int32_t, bool, bool) { return amx_tile<AmxTiles>; }
 
+// MicroKernels::tiles_b_row with AVX-512BW (every CPU with AMX has it): per panel, the 32
+// columns of both rows in two vectors, each half's 16 pairs gathered by one two-source word
+// permute (the pair's first element, word 2j, from `first`; word 2j + 1 from `second`).
+void tiles_b_row(const uint16_t* first, const uint16_t* second, int64_t panels,
+                 int64_t panel_floats, int64_t q, float* block) {
+  alignas(64) uint16_t low_words[32], high_words[32];
+  for (int w = 0; w < 32; ++w) {
+    const int column = w / 2, source = w % 2 == 0 ? 0 : 32;
+    low_words[w] = uint16_t(source + column);
+    high_words[w] = uint16_t(source + column + 16);
+  }
+  const __m512i low = _mm512_load_si512(low_words), high = _mm512_load_si512(high_words);
+  const int64_t low_at = tiles_b_offset(q, 0), high_at = tiles_b_offset(q, 16);
+  for (int64_t panel = 0; panel < panels; ++panel) {
+    const __m512i a = _mm512_loadu_si512(first + 32 * panel);
+    const __m512i b = second ? _mm512_loadu_si512(second + 32 * panel) : _mm512_setzero_si512();
+    float* dst = block + panel * panel_floats;
+    _mm512_storeu_si512(dst + low_at, _mm512_permutex2var_epi16(a, low, b));
+    _mm512_storeu_si512(dst + high_at, _mm512_permutex2var_epi16(a, high, b));
+  }
+}
+
 // The bf16 peak: four independent TDPBF16PS of 16 x 16 x 16 pairs (16 K flops each) per round,
 // each into its own accumulator tile.
 float tdp_loop(int64_t iterations) {
@@ -122,7 +144,8 @@ const MicroKernels& amx_microkernels() {
       2,
       PairLayout::kTiles,
       configure_tiles,
-      release_tiles};
+      release_tiles,
+      tiles_b_row};
   return kernels;
 }
 

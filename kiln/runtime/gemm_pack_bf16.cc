@@ -74,6 +74,28 @@ void interleave_pair_rows(const MicroKernels& mk, PairRows rows, int64_t col0, i
     interleave_bf16_pairs(second, first, n, dst);
 }
 
+// Row q (a pair of k) of a kTiles B panel (nr = 32) from `rows`' columns [col0, col0 + cols):
+// the pairs of columns 0-15 and 16-31 into the panel's two halves (tiles_b_offset), zeros
+// past `cols`. A whole panel's halves are interleaved in place; a partial one through a row.
+void tiles_b_pair_row(const MicroKernels& mk, PairRows rows, int64_t col0, int64_t cols, int64_t q,
+                      float* panel) {
+  constexpr int64_t kNr = 32, kHalf = 16;
+  if (cols == kNr && mk.tiles_b_row && rows.first) {
+    mk.tiles_b_row(rows.first + col0, rows.second ? rows.second + col0 : nullptr, 1, 0, q, panel);
+    return;
+  }
+  if (cols == kNr) {
+    interleave_pair_rows(mk, rows, col0, kHalf, panel + tiles_b_offset(q, 0));
+    interleave_pair_rows(mk, rows, col0 + kHalf, kHalf, panel + tiles_b_offset(q, kHalf));
+    return;
+  }
+  alignas(64) float row[kNr];
+  std::fill(row + cols, row + kNr, 0.0f);
+  interleave_pair_rows(mk, rows, col0, cols, row);
+  std::memcpy(panel + tiles_b_offset(q, 0), row, kHalf * sizeof(float));
+  std::memcpy(panel + tiles_b_offset(q, kHalf), row + kHalf, kHalf * sizeof(float));
+}
+
 // A bf16 operand stored with k along its columns (a stored B^T, or A), `rows` rows `ld` apart
 // from `base`: dst[p * dst_ld + i] = the pair of elements e0 + 2p, e0 + 2p + 1 of row i, for
 // p < pairs (zeros past the end of k).
@@ -93,18 +115,31 @@ void pair_transpose(const MicroKernels& mk, const uint16_t* base, int64_t ld, in
 void pack_a_tiles(const SgemmArgs& g, int64_t r0, int64_t h, int64_t e0, int64_t pairs,
                   float* out) {
   constexpr int64_t kRows = 32, kChunk = 16;
-  std::fill(out, out + pairs * kRows, 0.0f);
   const int64_t elements = std::clamp<int64_t>(g.k_elements - e0, 0, 2 * pairs);
   if (!g.ta) {
-    // A row's pairs lie in memory as the tile wants them: 64 bytes per 16 pairs.
+    // A row's pairs lie in memory as the tile wants them: 64 bytes per 16 pairs, copied whole
+    // (a constant size, so the copy is inline); only what no row fills is zeroed.
+    constexpr size_t kChunkBytes = 2 * kChunk * sizeof(uint16_t);
+    const int64_t whole = elements / (2 * kChunk), part = elements % (2 * kChunk);
+    const int64_t chunks = pairs / kChunk;
     for (int64_t i = 0; i < h; ++i) {
       const uint16_t* row = g.a16 + (r0 + i) * g.lda + e0;
-      for (int64_t c = 0; c * 2 * kChunk < elements; ++c)
-        std::memcpy(out + c * kChunk * kRows + i * kChunk, row + c * 2 * kChunk,
-                    size_t(std::min(2 * kChunk, elements - c * 2 * kChunk)) * sizeof(uint16_t));
+      for (int64_t c = 0; c < whole; ++c)
+        std::memcpy(out + c * kChunk * kRows + i * kChunk, row + c * 2 * kChunk, kChunkBytes);
+      if (part > 0) {
+        float* dst = out + whole * kChunk * kRows + i * kChunk;
+        std::fill(dst, dst + kChunk, 0.0f);
+        std::memcpy(dst, row + whole * 2 * kChunk, size_t(part) * sizeof(uint16_t));
+      }
     }
+    const int64_t filled = whole + (part > 0 ? 1 : 0);
+    if (h < kRows)
+      for (int64_t c = 0; c < filled; ++c)
+        std::fill(out + c * kChunk * kRows + h * kChunk, out + (c + 1) * kChunk * kRows, 0.0f);
+    std::fill(out + filled * kChunk * kRows, out + chunks * kChunk * kRows, 0.0f);
     return;
   }
+  std::fill(out, out + pairs * kRows, 0.0f);
   for (int64_t p = 0; 2 * p < elements; ++p) {
     const PairRows rows = pair_rows(g.a16, g.lda, e0 + 2 * p, e0 + elements);
     float* dst = out + (p / kChunk) * kChunk * kRows + p % kChunk;
@@ -119,15 +154,10 @@ void pack_a_tiles(const SgemmArgs& g, int64_t r0, int64_t h, int64_t e0, int64_t
 // the columns and past the end of k.
 void pack_b_tiles(const MicroKernels& mk, const SgemmArgs& g, int64_t j0, int64_t cols, int64_t e0,
                   int64_t pairs, float* dst) {
-  constexpr int64_t kNr = 32, kHalf = 16;
+  constexpr int64_t kHalf = 16;
   if (!g.tb) {
-    alignas(64) float row[kNr];
-    for (int64_t p = 0; p < pairs; ++p) {
-      std::fill(row + cols, row + kNr, 0.0f);
-      interleave_pair_rows(mk, pair_rows(g.b16, g.ldb, e0 + 2 * p, g.k_elements), j0, cols, row);
-      std::memcpy(dst + tiles_b_offset(p, 0), row, kHalf * sizeof(float));
-      std::memcpy(dst + tiles_b_offset(p, kHalf), row + kHalf, kHalf * sizeof(float));
-    }
+    for (int64_t p = 0; p < pairs; ++p)
+      tiles_b_pair_row(mk, pair_rows(g.b16, g.ldb, e0 + 2 * p, g.k_elements), j0, cols, p, dst);
     return;
   }
   // A stored B^T: each half's columns are 16 rows of it, transposed 16 pairs at a time.
@@ -186,15 +216,12 @@ namespace {
 void pack_b_row_from(const MicroKernels& mk, const SgemmArgs& g, PairRows rows, int64_t nr,
                      int64_t p, int64_t kc, float* block) {
   if (mk.pair_layout == PairLayout::kTiles) {  // nr 32: the row's two halves (tiles_b_offset)
-    alignas(64) float row[32];
-    for (int64_t panel = 0; panel * nr < g.n; ++panel) {
-      const int64_t cols = std::min(nr, g.n - panel * nr);
-      std::fill(row + cols, row + nr, 0.0f);
-      interleave_pair_rows(mk, rows, panel * nr, cols, row);
-      float* dst = block + panel * kc * nr;
-      std::memcpy(dst + tiles_b_offset(p, 0), row, 16 * sizeof(float));
-      std::memcpy(dst + tiles_b_offset(p, 16), row + 16, 16 * sizeof(float));
-    }
+    // Whole panels by the set's packer where it has one, then the partial one.
+    const int64_t whole = mk.tiles_b_row && rows.first ? g.n / nr : 0;
+    if (whole > 0) mk.tiles_b_row(rows.first, rows.second, whole, kc * nr, p, block);
+    for (int64_t panel = whole; panel * nr < g.n; ++panel)
+      tiles_b_pair_row(mk, rows, panel * nr, std::min(nr, g.n - panel * nr), p,
+                       block + panel * kc * nr);
     return;
   }
   for (int64_t panel = 0; panel * nr < g.n; ++panel) {

@@ -24,6 +24,7 @@
 #include "kiln/ir/error.h"
 #include "kiln/runtime/gemm.h"
 #include "kiln/runtime/gemm_engine.h"
+#include "kiln/runtime/gemm_pack_bf16.h"
 #include "kiln/runtime/gemm_tuning.h"
 #include "kiln/runtime/kernels.h"
 #include "kiln/runtime/threading.h"
@@ -430,6 +431,43 @@ TEST(GemmBf16Test, WideningTransposeIsExact) {
       }
   }
   if (!ran) GTEST_SKIP() << "this CPU runs only Eigen's GEMM (no packing to test)";
+}
+
+// The AMX set's AVX-512 packer of B's pair rows (MicroKernels::tiles_b_row) against the portable
+// packer it replaces, bit for bit: whole and partial panels, odd depths (a half pair at the end
+// of k) and k blocks past the end of k, in the rows pack_bf16_b_row packs.
+TEST(GemmBf16Test, AmxPairRowPackerMatchesThePortableOne) {
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw"))
+    GTEST_SKIP() << "this CPU has no AVX-512BW: the AMX set's B packer is not run here";
+  const gemm_detail::MicroKernels& amx = gemm_detail::amx_microkernels();
+  ASSERT_NE(amx.tiles_b_row, nullptr);
+  gemm_detail::MicroKernels portable = amx;
+  portable.tiles_b_row = nullptr;
+  std::mt19937 rng(17);
+  std::uniform_int_distribution<int> bits(0, 0xFFFF);
+  constexpr int64_t kNr = 32, kPairs = 16;
+  for (int64_t n : {32, 64, 70, 96, 31})
+    for (int64_t k : {32, 31, 7, 1}) {
+      const int64_t ldb = n + 3;
+      std::vector<uint16_t> b(size_t(k * ldb));
+      for (uint16_t& x : b) x = uint16_t(bits(rng));
+      gemm_detail::SgemmArgs g;
+      g.n = n;
+      g.k = (k + 1) / 2;
+      g.k_elements = k;
+      g.b16 = b.data();
+      g.ldb = ldb;
+      const int64_t panels = (n + kNr - 1) / kNr, block_floats = panels * kPairs * kNr;
+      std::vector<float> fast(size_t(block_floats), 3.0f), slow(size_t(block_floats), 3.0f);
+      // Every row of one k block of 16 pairs: those past the end of k are zero pairs.
+      for (int64_t p = 0; p < kPairs; ++p) {
+        gemm_detail::pack_bf16_b_row(amx, g, kNr, 0, p, kPairs, fast.data());
+        gemm_detail::pack_bf16_b_row(portable, g, kNr, 0, p, kPairs, slow.data());
+      }
+      EXPECT_EQ(std::memcmp(fast.data(), slow.data(), fast.size() * sizeof(float)), 0)
+          << "n=" << n << " k=" << k;
+    }
 }
 
 Array bf16_array(const Shape& shape, std::mt19937& rng) {
