@@ -5,6 +5,8 @@
 //   MatMul_KilnGemm    kiln::runtime::gemm into a preallocated output (every shape below, with
 //                      the transposes the gradients use); the label is the plan it ran
 //   MatMul_OneDnn      dnnl_sgemm on the same shapes (when built with Debian's libdnnl-dev)
+//   MatMul_OneDnnBf16  oneDNN's matmul primitive on bf16 operands (float32 C), beside
+//                      MatMul_KilnGemmBf16 (both with of_bf16_peak)
 //   MatMul_KilnGemmCold, MatMul_OneDnnCold  the same two with A, B and C flushed from every
 //                      cache level before each product (untimed), as in a training step whose
 //                      product reads activations written milliseconds before; the other rows
@@ -67,6 +69,8 @@
 #if KILN_BENCH_ONEDNN
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
+
+#include <oneapi/dnnl/dnnl.hpp>
 #endif
 
 namespace {
@@ -348,6 +352,45 @@ void run_onednn(benchmark::State& state, bool cold) {
 
 void BM_MatMul_OneDnn(benchmark::State& state) { run_onednn(state, false); }
 
+// oneDNN's matmul primitive on bf16 operands into float32 (created before the timed loop, as a
+// framework caches it): the peer of BM_MatMul_KilnGemmBf16, on the same bf16 peak.
+void BM_MatMul_OneDnnBf16(benchmark::State& state) {
+  const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  const bool ta = state.range(4) != 0, tb = state.range(5) != 0;
+  const int threads = int(state.range(3));
+  omp_set_num_threads(threads);
+  using tag = dnnl::memory::format_tag;
+  using dt = dnnl::memory::data_type;
+  const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  const dnnl::memory::desc a_desc({m, k}, dt::bf16, ta ? tag::ba : tag::ab);
+  const dnnl::memory::desc b_desc({k, n}, dt::bf16, tb ? tag::ba : tag::ab);
+  const dnnl::memory::desc c_desc({m, n}, dt::f32, tag::ab);
+  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_desc, b_desc, c_desc), engine);
+  const dnnl::matmul product(pd);
+  dnnl::memory a(a_desc, engine), b(b_desc, engine), c(c_desc, engine);
+  const StoredOperands ops(m, k, n, ta, tb);
+  auto to_bf16 = [](const Array& from, const dnnl::memory& to) {
+    auto* bits = static_cast<kiln::bfloat16*>(to.get_data_handle());
+    for (int64_t i = 0; i < from.size(); ++i)
+      bits[i] = kiln::bfloat16::from_float(from.data<float>()[i]);
+  };
+  to_bf16(ops.a, a);
+  to_bf16(ops.b, b);
+  for (auto _ : state) {
+    product.execute(stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
+    stream.wait();
+    benchmark::ClobberMemory();
+  }
+  set_flops(state, m, k, n, threads);
+  const double peak = bf16_peak_gflops(threads);
+  if (peak > 0)
+    state.counters["of_bf16_peak"] =
+        benchmark::Counter(2e-9 * double(m) * double(n) * double(k) / peak,
+                           benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(std::string("onednn matmul bf16 ") + pd.impl_info_str());
+}
+
 void BM_MatMul_OneDnnCold(benchmark::State& state) { run_onednn(state, true); }
 #endif
 
@@ -495,6 +538,7 @@ BENCHMARK(BM_MatMul_KilnGemmBf16FromFloat32)->Apply([](auto* b) {
 #if KILN_BENCH_ONEDNN
 BENCHMARK(BM_MatMul_OneDnn)->Apply(GemmShapes);
 BENCHMARK(BM_MatMul_OneDnnCold)->Apply(GemmShapes);
+BENCHMARK(BM_MatMul_OneDnnBf16)->Apply(GemmShapes);
 #endif
 BENCHMARK(BM_GemmTuner_FromPoorPlan)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
 BENCHMARK(BM_MatMul_Eigen)->Apply([](auto* b) { Shapes(b, {1}); });

@@ -127,12 +127,17 @@ struct MicroKernels {
   // runs on the thread in between. Null where a set needs neither.
   void (*begin_tiles)() = nullptr;
   void (*end_tiles)() = nullptr;
-  // kTiles sets: row q (a pair of k) of `panels` whole 32-column panels of a packed B block,
-  // `panel_floats` apart from `block`, from two rows of bf16 read from column 0: element k
-  // (`first`) and k + 1 (`second`, null past the end of k: zero halves), in the layout of
-  // tiles_b_offset. Null: the portable packer (gemm_pack_bf16.cc) does it.
-  void (*tiles_b_row)(const uint16_t* first, const uint16_t* second, int64_t panels,
+  // kTiles sets: row q (a pair of k) of the 32-column panels of a packed B block that hold
+  // columns [0, cols), `panel_floats` apart from `block`, from two rows of bf16 read from column
+  // 0: element k (`first`) and k + 1 (`second`, null past the end of k: zero halves), in the
+  // layout of tiles_b_offset, zeros past `cols`. Null: the portable packer (gemm_pack_bf16.cc).
+  void (*tiles_b_row)(const uint16_t* first, const uint16_t* second, int64_t cols,
                       int64_t panel_floats, int64_t q, float* block) = nullptr;
+  // kTiles sets: the A panel (gemm_amx_tile.h) of `rows` (<= 32) rows and `pairs` (a multiple
+  // of 16) pairs of k from a stored A^T: element e of row i at at[e * ld + i], for e <
+  // `elements` (zeros past it and past `rows`). Null: the portable packer does it.
+  void (*tiles_a_from_columns)(const uint16_t* at, int64_t ld, int64_t rows, int64_t elements,
+                               int64_t pairs, float* out) = nullptr;
 
   // Pairs of k a k block's depth is a multiple of (16 for AMX tiles, else 1).
   int64_t k_quantum() const { return pair_layout == PairLayout::kTiles ? 16 : 1; }

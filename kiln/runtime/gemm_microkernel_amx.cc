@@ -83,19 +83,25 @@ TileFn amx_select(int32_t, int32_t, bool, bool) { return amx_tile<AmxTiles>; }
 // MicroKernels::tiles_b_row with AVX-512BW (every CPU with AMX has it): per panel, the 32
 // columns of both rows in two vectors, each half's 16 pairs gathered by one two-source word
 // permute (the pair's first element, word 2j, from `first`; word 2j + 1 from `second`).
-void tiles_b_row(const uint16_t* first, const uint16_t* second, int64_t panels,
-                 int64_t panel_floats, int64_t q, float* block) {
-  alignas(64) uint16_t low_words[32], high_words[32];
-  for (int w = 0; w < 32; ++w) {
-    const int column = w / 2, source = w % 2 == 0 ? 0 : 32;
-    low_words[w] = uint16_t(source + column);
-    high_words[w] = uint16_t(source + column + 16);
-  }
-  const __m512i low = _mm512_load_si512(low_words), high = _mm512_load_si512(high_words);
+// The word indices of _mm512_permutex2var_epi16 that pair columns [first_column, first_column
+// + 16) of two 32-word rows: word 2j from the first row, 2j + 1 from the second.
+__m512i pair_words(int first_column) {
+  alignas(64) uint16_t words[32];
+  for (int w = 0; w < 32; ++w) words[w] = uint16_t((w % 2 == 0 ? 0 : 32) + first_column + w / 2);
+  return _mm512_load_si512(words);
+}
+
+void tiles_b_row(const uint16_t* first, const uint16_t* second, int64_t cols, int64_t panel_floats,
+                 int64_t q, float* block) {
+  const __m512i low = pair_words(0), high = pair_words(16);
   const int64_t low_at = tiles_b_offset(q, 0), high_at = tiles_b_offset(q, 16);
-  for (int64_t panel = 0; panel < panels; ++panel) {
-    const __m512i a = _mm512_loadu_si512(first + 32 * panel);
-    const __m512i b = second ? _mm512_loadu_si512(second + 32 * panel) : _mm512_setzero_si512();
+  for (int64_t panel = 0; panel * 32 < cols; ++panel) {
+    // The last panel's columns past `cols` are neither read nor packed (zeros).
+    const int64_t left = cols - panel * 32;
+    const __mmask32 read = left >= 32 ? ~__mmask32(0) : (__mmask32(1) << left) - 1;
+    const __m512i a = _mm512_maskz_loadu_epi16(read, first + 32 * panel);
+    const __m512i b =
+        second ? _mm512_maskz_loadu_epi16(read, second + 32 * panel) : _mm512_setzero_si512();
     float* dst = block + panel * panel_floats;
     _mm512_storeu_si512(dst + low_at, _mm512_permutex2var_epi16(a, low, b));
     _mm512_storeu_si512(dst + high_at, _mm512_permutex2var_epi16(a, high, b));
@@ -126,6 +132,60 @@ float tdp_loop(int64_t iterations) {
   return out[0];
 }
 
+// r[q] = r[q][i] for q, i < 16 becomes r[i][q] (32-bit elements): pairs within 128-bit lanes,
+// then quads, then the lanes themselves.
+void transpose_16x16(__m512i (&r)[16]) {
+  __m512i t[16], u[16];
+  for (int j = 0; j < 16; j += 2) {
+    t[j] = _mm512_unpacklo_epi32(r[j], r[j + 1]);
+    t[j + 1] = _mm512_unpackhi_epi32(r[j], r[j + 1]);
+  }
+  // u[4j + c], lane L: column 4L + c of rows 4j .. 4j + 3.
+  for (int j = 0; j < 16; j += 4) {
+    u[j] = _mm512_unpacklo_epi64(t[j], t[j + 2]);
+    u[j + 1] = _mm512_unpackhi_epi64(t[j], t[j + 2]);
+    u[j + 2] = _mm512_unpacklo_epi64(t[j + 1], t[j + 3]);
+    u[j + 3] = _mm512_unpackhi_epi64(t[j + 1], t[j + 3]);
+  }
+  for (int c = 0; c < 4; ++c) {
+    const __m512i low01 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x44);
+    const __m512i low23 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x44);
+    const __m512i high01 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xEE);
+    const __m512i high23 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xEE);
+    r[c] = _mm512_shuffle_i32x4(low01, low23, 0x88);
+    r[4 + c] = _mm512_shuffle_i32x4(low01, low23, 0xDD);
+    r[8 + c] = _mm512_shuffle_i32x4(high01, high23, 0x88);
+    r[12 + c] = _mm512_shuffle_i32x4(high01, high23, 0xDD);
+  }
+}
+
+// MicroKernels::tiles_a_from_columns: per 16 pairs, the pairs of the 32 rows (two 16-row
+// halves, a word permute each), then each half transposed from (pair, row) to (row, pair).
+void tiles_a_from_columns(const uint16_t* at, int64_t ld, int64_t rows, int64_t elements,
+                          int64_t pairs, float* out) {
+  const __m512i low = pair_words(0), high = pair_words(16);
+  const __mmask32 columns = rows >= 32 ? ~__mmask32(0) : (__mmask32(1) << rows) - 1;
+  auto row = [&](int64_t e) {
+    return e < elements ? _mm512_maskz_loadu_epi16(columns, at + e * ld) : _mm512_setzero_si512();
+  };
+  for (int64_t c = 0; c < pairs; c += 16) {
+    __m512i top[16], bottom[16];
+    for (int q = 0; q < 16; ++q) {
+      const int64_t e = 2 * (c + q);
+      const __m512i first = row(e), second = row(e + 1);
+      top[q] = _mm512_permutex2var_epi16(first, low, second);
+      bottom[q] = _mm512_permutex2var_epi16(first, high, second);
+    }
+    transpose_16x16(top);
+    transpose_16x16(bottom);
+    float* chunk = out + c * 32;
+    for (int i = 0; i < 16; ++i) {
+      _mm512_storeu_si512(chunk + i * 16, top[i]);
+      _mm512_storeu_si512(chunk + (16 + i) * 16, bottom[i]);
+    }
+  }
+}
+
 }  // namespace
 
 const MicroKernels& amx_microkernels() {
@@ -145,7 +205,8 @@ const MicroKernels& amx_microkernels() {
       PairLayout::kTiles,
       configure_tiles,
       release_tiles,
-      tiles_b_row};
+      tiles_b_row,
+      tiles_a_from_columns};
   return kernels;
 }
 

@@ -80,8 +80,9 @@ void interleave_pair_rows(const MicroKernels& mk, PairRows rows, int64_t col0, i
 void tiles_b_pair_row(const MicroKernels& mk, PairRows rows, int64_t col0, int64_t cols, int64_t q,
                       float* panel) {
   constexpr int64_t kNr = 32, kHalf = 16;
-  if (cols == kNr && mk.tiles_b_row && rows.first) {
-    mk.tiles_b_row(rows.first + col0, rows.second ? rows.second + col0 : nullptr, 1, 0, q, panel);
+  if (mk.tiles_b_row && rows.first) {
+    mk.tiles_b_row(rows.first + col0, rows.second ? rows.second + col0 : nullptr, cols, 0, q,
+                   panel);
     return;
   }
   if (cols == kNr) {
@@ -112,8 +113,8 @@ void pair_transpose(const MicroKernels& mk, const uint16_t* base, int64_t ld, in
 // The AMX panel of rows [r0, r0 + h) of op(A), pairs [e0 / 2, e0 / 2 + pairs) (a multiple of
 // 16): per 16 pairs, 32 rows (zeros past h) of 16 pairs, the first element in the lower half
 // (gemm_amx_tile.h).
-void pack_a_tiles(const SgemmArgs& g, int64_t r0, int64_t h, int64_t e0, int64_t pairs,
-                  float* out) {
+void pack_a_tiles(const MicroKernels& mk, const SgemmArgs& g, int64_t r0, int64_t h, int64_t e0,
+                  int64_t pairs, float* out) {
   constexpr int64_t kRows = 32, kChunk = 16;
   const int64_t elements = std::clamp<int64_t>(g.k_elements - e0, 0, 2 * pairs);
   if (!g.ta) {
@@ -139,6 +140,8 @@ void pack_a_tiles(const SgemmArgs& g, int64_t r0, int64_t h, int64_t e0, int64_t
     std::fill(out + filled * kChunk * kRows, out + chunks * kChunk * kRows, 0.0f);
     return;
   }
+  if (mk.tiles_a_from_columns)
+    return mk.tiles_a_from_columns(g.a16 + e0 * g.lda + r0, g.lda, h, elements, pairs, out);
   std::fill(out, out + pairs * kRows, 0.0f);
   for (int64_t p = 0; 2 * p < elements; ++p) {
     const PairRows rows = pair_rows(g.a16, g.lda, e0 + 2 * p, e0 + elements);
@@ -216,10 +219,9 @@ namespace {
 void pack_b_row_from(const MicroKernels& mk, const SgemmArgs& g, PairRows rows, int64_t nr,
                      int64_t p, int64_t kc, float* block) {
   if (mk.pair_layout == PairLayout::kTiles) {  // nr 32: the row's two halves (tiles_b_offset)
-    // Whole panels by the set's packer where it has one, then the partial one.
-    const int64_t whole = mk.tiles_b_row && rows.first ? g.n / nr : 0;
-    if (whole > 0) mk.tiles_b_row(rows.first, rows.second, whole, kc * nr, p, block);
-    for (int64_t panel = whole; panel * nr < g.n; ++panel)
+    if (mk.tiles_b_row && rows.first)
+      return mk.tiles_b_row(rows.first, rows.second, g.n, kc * nr, p, block);
+    for (int64_t panel = 0; panel * nr < g.n; ++panel)
       tiles_b_pair_row(mk, rows, panel * nr, std::min(nr, g.n - panel * nr), p,
                        block + panel * kc * nr);
     return;
@@ -266,7 +268,7 @@ void pack_bf16_a_panel(const MicroKernels& mk, const SgemmArgs& g, int64_t r0, i
   }
   if (g.k_elements > 0) {  // pairs: elements [2 k0, 2 k0 + 2 kc) of k
     const int64_t e0 = 2 * k0;
-    if (mk.pair_layout == PairLayout::kTiles) return pack_a_tiles(g, r0, h, e0, kc, out);
+    if (mk.pair_layout == PairLayout::kTiles) return pack_a_tiles(mk, g, r0, h, e0, kc, out);
     if (g.ta)
       for (int64_t p = 0; p < kc; ++p)
         interleave_pair_rows(mk, pair_rows(g.a16, g.lda, e0 + 2 * p, g.k_elements), r0, h,

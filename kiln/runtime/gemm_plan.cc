@@ -28,8 +28,15 @@ int64_t round_down(int64_t x, int64_t multiple) {
 // Neither transposed problem is one of these again. A B packed once per loop (`prepacked`) keeps
 // the product as it is: transposed, B would be the left operand, read or packed (a bf16 B
 // widened) by every product of the loop instead of once.
-bool compute_transposed(const MicroKernel& t, const GemmShape& s, bool prepacked) {
+//
+// On AMX tiles (`tile_pairs`), a stored A^T is packed by transposing it (16 x 16 blocks of pairs,
+// gemm_microkernel.h: tiles_a_from_columns), while a B of k rows packs with a permute per row: a
+// product of two k-major operands (ta, not tb: a weight or filter gradient) computes C^T = B^T A
+// when that transposes fewer elements, counting C's to transpose back: (m - n) k > m n (a
+// convolution's filter gradient, 144 x 1568 x 32 ta: 175 K elements fewer, 4.6 K back).
+bool compute_transposed(const MicroKernel& t, const GemmShape& s, bool prepacked, bool tile_pairs) {
   if (prepacked) return false;
+  if (tile_pairs && s.ta && !s.tb && s.n < s.m && (s.m - s.n) * s.k > s.m * s.n) return true;
   if (s.tb && s.m <= t.nr && s.n >= 4 * t.nr && s.k >= t.nr) return true;
   // The share of whole tiles of `tile` values that n values fill, compared as n / whole tiles.
   const auto tiles = [&](int32_t tile) { return ceil_div(s.n, int64_t(tile)) * tile; };
@@ -353,7 +360,7 @@ GemmPlan make_gemm_plan(const MicroKernels& mk, const GemmShape& shape, const Ge
   // bf16 B widened as it is packed, once, into a float32 copy twice its size); the bf16 pair
   // kernels pack it per product.
   const bool prepacked = shape.b_invariant && mk.k_per_step == 1;
-  if (!compute_transposed(*plan.kernel, shape, prepacked)) {
+  if (!compute_transposed(*plan.kernel, shape, prepacked, mk.pair_layout == PairLayout::kTiles)) {
     plan_product(plan, p, shape.m, shape.n, steps, shape.ta, shape.tb, shape.a_bf16, shape.b_bf16,
                  grid, shape.epilogue, prepacked);
     return plan;

@@ -470,6 +470,48 @@ TEST(GemmBf16Test, AmxPairRowPackerMatchesThePortableOne) {
     }
 }
 
+// The AMX set's AVX-512 packer of a stored A^T's panels (MicroKernels::tiles_a_from_columns)
+// against the portable packer, bit for bit: whole and partial panels (rows), odd depths and k
+// blocks reaching past the end of k, at a k block's offset.
+TEST(GemmBf16Test, AmxColumnPanelPackerMatchesThePortableOne) {
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw"))
+    GTEST_SKIP() << "this CPU has no AVX-512BW: the AMX set's A packer is not run here";
+  const gemm_detail::MicroKernels& amx = gemm_detail::amx_microkernels();
+  ASSERT_NE(amx.tiles_a_from_columns, nullptr);
+  gemm_detail::MicroKernels portable = amx;
+  portable.tiles_a_from_columns = nullptr;
+  std::mt19937 rng(23);
+  std::uniform_int_distribution<int> bits(0, 0xFFFF);
+  constexpr int64_t kRows = 32;
+  for (int64_t m : {32, 45, 7})
+    for (int64_t k : {64, 63, 40, 3}) {
+      const int64_t lda = m + 5;  // A^T: k rows of m
+      std::vector<uint16_t> at(size_t(k * lda));
+      for (uint16_t& x : at) x = uint16_t(bits(rng));
+      gemm_detail::SgemmArgs g;
+      g.ta = true;
+      g.m = m;
+      g.k = (k + 1) / 2;
+      g.k_elements = k;
+      g.a16 = at.data();
+      g.lda = lda;
+      // k blocks of 16 and 32 pairs from pair 0 and from pair 16 (past the end of a short k).
+      for (auto [k0, kc] : {std::pair<int64_t, int64_t>{0, 32}, {0, 16}, {16, 16}}) {
+        if (2 * k0 >= k) continue;
+        for (int64_t r0 = 0; r0 < m; r0 += kRows) {
+          const int64_t h = std::min(kRows, m - r0);
+          std::vector<float> fast(size_t(kc * kRows), 3.0f), slow(size_t(kc * kRows), 3.0f);
+          gemm_detail::pack_bf16_a_panel(amx, g, r0, h, k0, kc, fast.data());
+          gemm_detail::pack_bf16_a_panel(portable, g, r0, h, k0, kc, slow.data());
+          EXPECT_EQ(std::memcmp(fast.data(), slow.data(), fast.size() * sizeof(float)), 0)
+              << "m=" << m << " k=" << k << " rows " << r0 << "+" << h << " pairs " << k0 << "+"
+              << kc;
+        }
+      }
+    }
+}
+
 Array bf16_array(const Shape& shape, std::mt19937& rng) {
   Array x = Array::empty({DType::bf16, shape});
   std::uniform_real_distribution<float> u(-2.0f, 2.0f);

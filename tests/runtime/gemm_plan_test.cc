@@ -327,6 +327,43 @@ TEST(GemmPlanTest, NarrowATransposedBRunsTransposedWhereRowsFillTilesBetter) {
   EXPECT_EQ(plan(6272, 64, 25, true, false, 2).back, BackTranspose::kNone);
 }
 
+// An AMX-like set (pair tiles of 32 x 32, kTiles): a product of two k-major operands (ta) runs
+// transposed where its A side transposes more elements than C has: (m - n) k > m n.
+const MicroKernels& fake_tile_kernels() {
+  static const MicroKernels mk{"amx",
+                               16,
+                               {{"32x32", 32, 32, nullptr, nullptr}},
+                               1,
+                               nullptr,
+                               0,
+                               nullptr,
+                               nullptr,
+                               2,
+                               PairLayout::kTiles};
+  return mk;
+}
+
+TEST(GemmPlanTest, TilePairsTransposeTheNarrowerSideOfKMajorOperands) {
+  const auto tile_plan = [](int64_t m, int64_t k, int64_t n, bool ta, bool tb) {
+    return make_gemm_plan(fake_tile_kernels(), GemmShape{m, n, k, ta, tb, 1, false, true, true},
+                          derive_gemm_params(fake_tile_kernels(), 0, fixed_cpu(), 100.0));
+  };
+  // A convolution's filter gradient: (144 - 32) x 1568 = 175,616 > 144 x 32 = 4,608.
+  const GemmPlan filter = tile_plan(144, 1568, 32, true, false);
+  EXPECT_EQ(filter.back, BackTranspose::kAfter);
+  EXPECT_EQ(filter.m, 32);
+  EXPECT_EQ(filter.n, 144);
+  EXPECT_EQ(filter.k, 784);  // pairs
+  // 784 x 64 x 256: (784 - 256) x 64 = 33,792 < 200,704 elements of C to transpose back.
+  EXPECT_EQ(tile_plan(784, 64, 256, true, false).back, BackTranspose::kNone);
+  // n >= m, a B^T operand, or A not transposed: as it is.
+  EXPECT_EQ(tile_plan(32, 1568, 144, true, false).back, BackTranspose::kNone);
+  EXPECT_EQ(tile_plan(144, 1568, 32, true, true).back, BackTranspose::kNone);
+  EXPECT_EQ(tile_plan(144, 1568, 32, false, false).back, BackTranspose::kNone);
+  // The float32 kernels keep their own rules: the same product is not transposed there.
+  EXPECT_EQ(plan(144, 1568, 32, true, false, 1).back, BackTranspose::kNone);
+}
+
 TEST(GemmPlanTest, LargeBOfFewRowsIsCopiedInBlocks) {
   // 64 x 2048 x 1024 ta: B (2048 x 1024, 8 MiB) over 4 x L2, 64 rows < 192: copied block by
   // block by the first panel's tiles, half-width blocks.
