@@ -4,14 +4,17 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <mutex>
 #include <sstream>
+#include <vector>
 
 #include "kiln/ir/error.h"
 #include "kiln/runtime/cpu_info.h"
@@ -59,8 +62,57 @@ uint64_t fnv1a(std::string_view text) {
   return h;
 }
 
-// One core's FMA peak for `mk`, measured once (a few milliseconds) when no table gives it.
+// The rate of `mk`'s first tile shape on packed panels, best of 4 rounds: an A panel (in L1)
+// against 16 B panels of the same depth (from L2), each tile continuing its C block.
+double measure_tile_gflops(const MicroKernels& mk) {
+  using Clock = std::chrono::steady_clock;
+  const MicroKernel& shape = mk.shapes[0];
+  // 128 steps of k (pairs on the pair sets): whole AMX tiles of 16 pairs.
+  const int64_t kc = 128, panels = 16;
+  const int64_t panel_floats = kc * std::max(shape.mr, shape.nr);
+  std::vector<float> a(size_t(panel_floats) + 16, 0.0f),
+      b(size_t(panels * panel_floats) + 16, 0.0f);
+  std::vector<float> c(size_t(shape.mr * panels * shape.nr) + 16, 0.0f);
+  // 64-byte aligned panels, as the engine's scratch gives them (tile loads of unaligned rows
+  // read twice the lines).
+  auto aligned = [](std::vector<float>& v) {
+    return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(v.data()) + 63) / 64 * 64);
+  };
+  MicroTile t;
+  t.kc = kc;
+  t.a = aligned(a);
+  t.ldb = shape.nr;
+  t.ldc = panels * shape.nr;
+  t.rows = shape.mr;
+  t.cols = shape.nr;
+  t.accumulate = 1;
+  t.b_padded = 1;
+  double best = 0;
+  if (mk.begin_tiles) mk.begin_tiles();
+  for (int r = 0; r < 4; ++r) {
+    const Clock::time_point t0 = Clock::now();
+    for (int rep = 0; rep < 16; ++rep)
+      for (int64_t j = 0; j < panels; ++j) {
+        t.b = aligned(b) + j * panel_floats;
+        t.c = aligned(c) + j * shape.nr;
+        shape.tile(t);
+      }
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    const double flops = 16.0 * double(panels) * 2.0 * shape.mr * shape.nr * kc * mk.k_per_step;
+    if (s > 0) best = std::max(best, flops / s * 1e-9);
+  }
+  if (mk.end_tiles) mk.end_tiles();
+  return best;
+}
+
+// One core's rate for `mk`'s task sizes, measured once (a few milliseconds) when no table gives
+// it: the FMA peak (its instruction loop), or, for a set whose tiles load their operands into
+// tile registers (AMX), its tile kernel's rate on packed panels: there the tile loads bound a
+// product, not the dot products (on a Xeon with AMX: 0.5-0.6 of TDPBF16PS's loop), and tasks
+// sized at the loop's rate were two to three times longer than meant, so that products of
+// tens of MFLOP ran on one thread.
 double measure_core_gflops(const MicroKernels& mk) {
+  if (mk.pair_layout == PairLayout::kTiles) return measure_tile_gflops(mk);
   using Clock = std::chrono::steady_clock;
   const int64_t iterations = 1 << 15;
   double best = 0;
