@@ -92,10 +92,11 @@ class TileScope {
 };
 
 // One task of the plan's product: C[r0:r1, c0:c1] for every k block. `packed_b` is op(B)
-// packed (BMode::kPacked / kPackedPerTask), else null.
+// packed (BMode::kPacked / kPackedPerTask / kPackedPerKBlock), else null; with kPackedPerKBlock
+// the task packs each k block into `packing` (= packed_b) right before its tiles.
 void run_block(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& g, const KBlocks& kb,
-               const float* packed_b, int64_t n_pad, int64_t r0, int64_t r1, int64_t c0,
-               int64_t c1) {
+               const float* packed_b, int64_t n_pad, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
+               float* packing = nullptr) {
   const int64_t nr = plan.kernel->nr;
   const bool pack_a = plan.a == AMode::kPackedAll || plan.a == AMode::kPackedPerPanel;
   const bool per_panel = plan.a == AMode::kPackedPerPanel;
@@ -126,6 +127,13 @@ void run_block(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& g,
   t.b_copy_ld = nr;
   for (int64_t q = 0; q < kb.count; ++q) {
     const int64_t k0 = kb.begin(q), kc = kb.depth(q, g.k);
+    if (plan.b == BMode::kPackedPerKBlock) {  // the task's (all) columns of this k block
+      if (g.tb)
+        for (int64_t panel = 0; panel * nr < g.n; ++panel)
+          pack_b_block(mk, nr, g, kb, panel, q, n_pad, packing);
+      else
+        pack_b_rows(mk, nr, g, kb, q, 0, kc, n_pad, packing);
+    }
     if (pack_a && !per_panel)
       for (int64_t i = 0; i < panels.count; ++i)
         pack_a_panel(mk, g, r0 + panels.start(i), panels.height(i), k0, kc, a_panel(i, kc));
@@ -187,7 +195,8 @@ void run_product(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& 
   const KBlocks kb(g.k, plan.kc, plan.k_quantum);
   const int64_t panels_n = ceil_div(g.n, nr), n_pad = panels_n * nr;
   const int64_t tasks = plan.tasks();
-  const bool pack_b = plan.b == BMode::kPacked || plan.b == BMode::kPackedPerTask;
+  const bool pack_b = plan.b == BMode::kPacked || plan.b == BMode::kPackedPerTask ||
+                      plan.b == BMode::kPackedPerKBlock;
   std::optional<Scratch> b_buf;
   const float* packed_b = nullptr;
   if (plan.b == BMode::kPrepacked) {
@@ -234,7 +243,7 @@ void run_product(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& 
     if (plan.b == BMode::kPackedPerTask)
       for (int64_t p = p0; p < p1; ++p)
         for (int64_t q = 0; q < kb.count; ++q) pack_b_block(mk, nr, g, kb, p, q, n_pad, packing);
-    run_block(mk, plan, g, kb, packed_b, n_pad, r0, r1, c0, c1);
+    run_block(mk, plan, g, kb, packed_b, n_pad, r0, r1, c0, c1, packing);
     if (on_rows) (*on_rows)(r0, r1);
   };
   parallel_tasks(tasks, run);

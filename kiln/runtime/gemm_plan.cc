@@ -100,10 +100,17 @@ void plan_product(GemmPlan& plan, const GemmParams& p, int64_t m, int64_t n, int
   // blocks, so that the block, the next one and the A panels fit L2 together).
   const bool copied = !pack_b && !tb && large_b && ceil_div(rows, plan.panel_rows) > 1;
   plan.nc = copied ? round_down(nc / 2, nr) : nc;
-  plan.b = b_prepacked ? BMode::kPrepacked
-           : pack_b    ? (tasks_pack_b ? BMode::kPackedPerTask : BMode::kPacked)
-           : copied    ? BMode::kCopiedBlocks
-                       : BMode::kDirect;
+  // A single task packing all of B before its first tile writes the packed B out to memory
+  // when it exceeds the caches, and its tiles read it back; packed a k block at a time, right
+  // before that block's tiles, each block stays in L2 for them (where it fits in half of it).
+  // The packing is the same work either way (one thread), done while its result is in cache.
+  const bool per_k_block = pack_b && !tasks_pack_b && grid_tasks == 1 && kb.count > 1 &&
+                           plan.kc * panels_n * nr * int64_t(sizeof(float)) <= p.l2_bytes / 2;
+  plan.b = b_prepacked   ? BMode::kPrepacked
+           : per_k_block ? BMode::kPackedPerKBlock
+           : pack_b      ? (tasks_pack_b ? BMode::kPackedPerTask : BMode::kPacked)
+           : copied      ? BMode::kCopiedBlocks
+                         : BMode::kDirect;
   // Packed A: with one column block, each panel right before its tiles into one panel's buffer
   // (it stays in L1); with several, every panel of the k block at its start (each column block
   // reuses them).
@@ -154,6 +161,7 @@ GemmParams derive_gemm_params(const MicroKernels& mk, int32_t kernel, const CpuI
   // power of two apart: no more rows than the L1 has ways.
   p.mr_direct = std::clamp<int32_t>(cpu.l1d.ways > 0 ? cpu.l1d.ways : 8, 1, t.mr);
   p.large_b_bytes = 4 * l2;
+  p.l2_bytes = l2;
   if (cpu.l2.ways > 0 && cpu.l2.bytes > 0) {
     // Sets of one L2 instance (a shared L2 shares them too: its ways are the per-core share).
     p.l2_sets = cpu.l2.bytes / (int64_t(cpu.l2.ways) * 64);
@@ -217,6 +225,8 @@ const char* name(BMode mode) {
       return "packed";
     case BMode::kPackedPerTask:
       return "packed-by-tasks";
+    case BMode::kPackedPerKBlock:
+      return "packed-per-k-block";
     case BMode::kDirect:
       return "direct";
     case BMode::kCopiedBlocks:

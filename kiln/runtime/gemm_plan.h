@@ -84,6 +84,7 @@ struct GemmParams {
   int64_t pack_b_min_rows = 192;    // B packed when at least this many rows of C reuse it
   int64_t direct_a_max_cols = 128;  // tasks at most this wide read A directly (0: never)
   int64_t large_b_bytes = 4 << 20;  // B read directly beyond this is copied into L2 blocks
+  int64_t l2_bytes = 1 << 20;       // L2 per core
   // L2's geometry (per core: sets of `l2_ways` 64-byte lines; 0: unknown): a B read directly
   // must not pile its block's rows into fewer sets than it needs (b_rows_fit_l2).
   int64_t l2_sets = 0;
@@ -127,13 +128,15 @@ enum class AMode {
   kColumnsDirect,   // a stored A^T's rows read directly (one k's values are contiguous)
 };
 enum class BMode {
-  kPacked,         // op(B) packed into nr-column panels before the tasks, in parallel
-  kPackedPerTask,  // each task packs its own column panels (few rows, no packing phase)
-  kDirect,         // B's rows read directly
-  kCopiedBlocks,   // read directly by the first row panel's tiles, which copy each kc x nc/2
-                   // block into an L2 buffer for the later panels
-  kPrepacked,      // packed as kPacked once per loop, by the first product that reads it
-                   // (a loop-invariant B: SgemmArgs::packed_b, runtime/loop_invariants.h)
+  kPacked,           // op(B) packed into nr-column panels before the tasks, in parallel
+  kPackedPerTask,    // each task packs its own column panels (few rows, no packing phase)
+  kPackedPerKBlock,  // one task: each k block of op(B) packed right before its tiles, which
+                     // read it from L2 (no packing phase writing all of B out to memory first)
+  kDirect,           // B's rows read directly
+  kCopiedBlocks,     // read directly by the first row panel's tiles, which copy each kc x nc/2
+                     // block into an L2 buffer for the later panels
+  kPrepacked,        // packed as kPacked once per loop, by the first product that reads it
+                     // (a loop-invariant B: SgemmArgs::packed_b, runtime/loop_invariants.h)
 };
 // A product computed as its transpose C^T = op(B)^T op(A)^T, then C = (C^T)^T:
 enum class BackTranspose {

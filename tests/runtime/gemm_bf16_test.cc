@@ -380,7 +380,8 @@ TEST(GemmBf16Test, EveryGridPacksTheBf16OperandsAndGivesTheSameBits) {
                         plan.a == gemm_detail::AMode::kPackedPerPanel)
                 << what;
             EXPECT_TRUE(plan.b == gemm_detail::BMode::kPacked ||
-                        plan.b == gemm_detail::BMode::kPackedPerTask)
+                        plan.b == gemm_detail::BMode::kPackedPerTask ||
+                        plan.b == gemm_detail::BMode::kPackedPerKBlock)
                 << what;
             EXPECT_NE(plan.describe().find("A bf16 packed"), std::string::npos) << what;
             EXPECT_NE(plan.describe().find("B bf16 packed"), std::string::npos) << what;

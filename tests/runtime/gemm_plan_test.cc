@@ -261,8 +261,8 @@ TEST(GemmPlanTest, NarrowTasksReadADirectly) {
 
 TEST(GemmPlanTest, FewRowsAgainstATransposedBRunAsTheTranspose) {
   // 32 x 1024 x 256 tb (an RNN step's input gradient): C^T = 256 x 1024 x 32 with A' = B's
-  // stored rows (read directly) and B' = A (k x m stored, so transposed: packed), C^T's rows back
-  // per task.
+  // stored rows (read directly) and B' = A (k x m stored, so transposed: packed; by its one
+  // task a k block at a time, 256 x 32 floats each), C^T's rows back per task.
   const GemmPlan p = plan(32, 1024, 256, false, true, 1);
   EXPECT_EQ(p.back, BackTranspose::kPerTask);
   EXPECT_EQ(p.m, 256);
@@ -270,7 +270,7 @@ TEST(GemmPlanTest, FewRowsAgainstATransposedBRunAsTheTranspose) {
   EXPECT_FALSE(p.ta);
   EXPECT_TRUE(p.tb);
   EXPECT_EQ(p.a, AMode::kRowsDirect);
-  EXPECT_EQ(p.b, BMode::kPacked);
+  EXPECT_EQ(p.b, BMode::kPackedPerKBlock);
   EXPECT_NE(p.describe().find("as C^T = 256x1024x32 nt (back-transposed per-task)"),
             std::string::npos)
       << p.describe();
@@ -362,6 +362,19 @@ TEST(GemmPlanTest, TilePairsTransposeTheNarrowerSideOfKMajorOperands) {
   EXPECT_EQ(tile_plan(144, 1568, 32, false, false).back, BackTranspose::kNone);
   // The float32 kernels keep their own rules: the same product is not transposed there.
   EXPECT_EQ(plan(144, 1568, 32, true, false, 1).back, BackTranspose::kNone);
+}
+
+TEST(GemmPlanTest, OneTaskPacksBAKBlockAtATimeWhereTheBlockFitsL2) {
+  // 1024 x 1024 x 1024 on one thread: kc at most 336, so 4 k blocks of 256; a block of all 32
+  // panels is 256 x 1024 floats, 1 MiB, over half of the 1 MiB L2: packed before the tiles.
+  EXPECT_EQ(plan(1024, 1024, 1024, false, false, 1).b, BMode::kPacked);
+  // 1024 x 1024 x 256: a block of 256 x 256 floats (256 KiB) fits half of L2.
+  const GemmPlan narrow = plan(1024, 1024, 256, false, false, 1);
+  EXPECT_EQ(narrow.b, BMode::kPackedPerKBlock);
+  EXPECT_NE(narrow.describe().find("B packed-per-k-block"), std::string::npos) << narrow.describe();
+  // One k block: nothing to interleave. Several tasks share the packed B: packed before them.
+  EXPECT_EQ(plan(1024, 256, 256, false, false, 1).b, BMode::kPacked);
+  EXPECT_EQ(plan(1024, 1024, 256, false, false, 2).b, BMode::kPacked);
 }
 
 TEST(GemmPlanTest, LargeBOfFewRowsIsCopiedInBlocks) {
