@@ -24,7 +24,6 @@
 #include "kiln/ir/error.h"
 #include "kiln/runtime/gemm.h"
 #include "kiln/runtime/gemm_engine.h"
-#include "kiln/runtime/gemm_pack_bf16.h"
 #include "kiln/runtime/gemm_tuning.h"
 #include "kiln/runtime/kernels.h"
 #include "kiln/runtime/threading.h"
@@ -432,85 +431,6 @@ TEST(GemmBf16Test, WideningTransposeIsExact) {
       }
   }
   if (!ran) GTEST_SKIP() << "this CPU runs only Eigen's GEMM (no packing to test)";
-}
-
-// The AMX set's AVX-512 packer of B's pair rows (MicroKernels::tiles_b_row) against the portable
-// packer it replaces, bit for bit: whole and partial panels, odd depths (a half pair at the end
-// of k) and k blocks past the end of k, in the rows pack_bf16_b_row packs.
-TEST(GemmBf16Test, AmxPairRowPackerMatchesThePortableOne) {
-  __builtin_cpu_init();
-  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw"))
-    GTEST_SKIP() << "this CPU has no AVX-512BW: the AMX set's B packer is not run here";
-  const gemm_detail::MicroKernels& amx = gemm_detail::amx_microkernels();
-  ASSERT_NE(amx.tiles_b_row, nullptr);
-  gemm_detail::MicroKernels portable = amx;
-  portable.tiles_b_row = nullptr;
-  std::mt19937 rng(17);
-  std::uniform_int_distribution<int> bits(0, 0xFFFF);
-  constexpr int64_t kNr = 32, kPairs = 16;
-  for (int64_t n : {32, 64, 70, 96, 31})
-    for (int64_t k : {32, 31, 7, 1}) {
-      const int64_t ldb = n + 3;
-      std::vector<uint16_t> b(size_t(k * ldb));
-      for (uint16_t& x : b) x = uint16_t(bits(rng));
-      gemm_detail::SgemmArgs g;
-      g.n = n;
-      g.k = (k + 1) / 2;
-      g.k_elements = k;
-      g.b16 = b.data();
-      g.ldb = ldb;
-      const int64_t panels = (n + kNr - 1) / kNr, block_floats = panels * kPairs * kNr;
-      std::vector<float> fast(size_t(block_floats), 3.0f), slow(size_t(block_floats), 3.0f);
-      // Every row of one k block of 16 pairs: those past the end of k are zero pairs.
-      for (int64_t p = 0; p < kPairs; ++p) {
-        gemm_detail::pack_bf16_b_row(amx, g, kNr, 0, p, kPairs, fast.data());
-        gemm_detail::pack_bf16_b_row(portable, g, kNr, 0, p, kPairs, slow.data());
-      }
-      EXPECT_EQ(std::memcmp(fast.data(), slow.data(), fast.size() * sizeof(float)), 0)
-          << "n=" << n << " k=" << k;
-    }
-}
-
-// The AMX set's AVX-512 packer of a stored A^T's panels (MicroKernels::tiles_a_from_columns)
-// against the portable packer, bit for bit: whole and partial panels (rows), odd depths and k
-// blocks reaching past the end of k, at a k block's offset.
-TEST(GemmBf16Test, AmxColumnPanelPackerMatchesThePortableOne) {
-  __builtin_cpu_init();
-  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw"))
-    GTEST_SKIP() << "this CPU has no AVX-512BW: the AMX set's A packer is not run here";
-  const gemm_detail::MicroKernels& amx = gemm_detail::amx_microkernels();
-  ASSERT_NE(amx.tiles_a_from_columns, nullptr);
-  gemm_detail::MicroKernels portable = amx;
-  portable.tiles_a_from_columns = nullptr;
-  std::mt19937 rng(23);
-  std::uniform_int_distribution<int> bits(0, 0xFFFF);
-  constexpr int64_t kRows = 32;
-  for (int64_t m : {32, 45, 7})
-    for (int64_t k : {64, 63, 40, 3}) {
-      const int64_t lda = m + 5;  // A^T: k rows of m
-      std::vector<uint16_t> at(size_t(k * lda));
-      for (uint16_t& x : at) x = uint16_t(bits(rng));
-      gemm_detail::SgemmArgs g;
-      g.ta = true;
-      g.m = m;
-      g.k = (k + 1) / 2;
-      g.k_elements = k;
-      g.a16 = at.data();
-      g.lda = lda;
-      // k blocks of 16 and 32 pairs from pair 0 and from pair 16 (past the end of a short k).
-      for (auto [k0, kc] : {std::pair<int64_t, int64_t>{0, 32}, {0, 16}, {16, 16}}) {
-        if (2 * k0 >= k) continue;
-        for (int64_t r0 = 0; r0 < m; r0 += kRows) {
-          const int64_t h = std::min(kRows, m - r0);
-          std::vector<float> fast(size_t(kc * kRows), 3.0f), slow(size_t(kc * kRows), 3.0f);
-          gemm_detail::pack_bf16_a_panel(amx, g, r0, h, k0, kc, fast.data());
-          gemm_detail::pack_bf16_a_panel(portable, g, r0, h, k0, kc, slow.data());
-          EXPECT_EQ(std::memcmp(fast.data(), slow.data(), fast.size() * sizeof(float)), 0)
-              << "m=" << m << " k=" << k << " rows " << r0 << "+" << h << " pairs " << k0 << "+"
-              << kc;
-        }
-      }
-    }
 }
 
 Array bf16_array(const Shape& shape, std::mt19937& rng) {
