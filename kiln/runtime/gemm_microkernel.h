@@ -182,4 +182,11 @@ const MicroKernels& amx_emulated_microkernels();
 void pair_transpose_avx2(const uint16_t* src, int64_t src_ld, int64_t rows, int64_t elements,
                          float* dst, int64_t dst_ld, bool first_high);
 
+// The same from an operand stored with k along its rows (a B, or a stored A^T): dst[p * dst_ld +
+// j] = the pair of src[2p * src_ld + j] and src[(2p + 1) * src_ld + j] (0 when 2p + 1 ==
+// elements) for j < cols, p < ceil(elements / 2); the pair's first element in the upper half if
+// first_high, else in the lower. Reads nothing past column `cols` of any row.
+void pair_interleave_avx2(const uint16_t* src, int64_t src_ld, int64_t cols, int64_t elements,
+                          float* dst, int64_t dst_ld, bool first_high);
+
 }  // namespace kiln::runtime::gemm_detail

@@ -192,6 +192,48 @@ void pair_transpose_avx2(const uint16_t* src, int64_t src_ld, int64_t rows, int6
       dst[pairs * dst_ld + i] = pair(src[i * src_ld + 2 * pairs], 0);
 }
 
+void pair_interleave_avx2(const uint16_t* src, int64_t src_ld, int64_t cols, int64_t elements,
+                          float* dst, int64_t dst_ld, bool first_high) {
+  // Per pair, 16 columns at a time (unpack within 128-bit lanes, then the lanes put in order),
+  // then 8 and 4 (SSE2), then one by one: no load reads past column `cols`.
+  const __m128i zero = _mm_setzero_si128();
+  for (int64_t p = 0; 2 * p < elements; ++p) {
+    const uint16_t* first = src + 2 * p * src_ld;
+    const uint16_t* second = 2 * p + 1 < elements ? first + src_ld : nullptr;
+    // hi/lo: the rows whose values go to the upper and to the lower halves.
+    const uint16_t* hi = first_high ? first : second;
+    const uint16_t* lo = first_high ? second : first;
+    float* out = dst + p * dst_ld;
+    int64_t j = 0;
+    for (; j + 16 <= cols; j += 16) {
+      const __m256i h = hi ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(hi + j))
+                           : _mm256_setzero_si256();
+      const __m256i l = lo ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(lo + j))
+                           : _mm256_setzero_si256();
+      const __m256i a = _mm256_unpacklo_epi16(l, h), b = _mm256_unpackhi_epi16(l, h);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j),
+                          _mm256_permute2x128_si256(a, b, 0x20));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j + 8),
+                          _mm256_permute2x128_si256(a, b, 0x31));
+    }
+    for (; j + 8 <= cols; j += 8) {
+      const __m128i h = hi ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(hi + j)) : zero;
+      const __m128i l = lo ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(lo + j)) : zero;
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j), _mm_unpacklo_epi16(l, h));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j + 4), _mm_unpackhi_epi16(l, h));
+    }
+    for (; j + 4 <= cols; j += 4) {
+      const __m128i h = hi ? _mm_loadl_epi64(reinterpret_cast<const __m128i*>(hi + j)) : zero;
+      const __m128i l = lo ? _mm_loadl_epi64(reinterpret_cast<const __m128i*>(lo + j)) : zero;
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j), _mm_unpacklo_epi16(l, h));
+    }
+    for (; j < cols; ++j) {
+      const uint32_t u = uint32_t(hi ? hi[j] : 0u) << 16 | (lo ? lo[j] : 0u);
+      __builtin_memcpy(out + j, &u, sizeof u);
+    }
+  }
+}
+
 // Of the 16 ymm registers, the accumulators take 12 (6 x 2 vectors, 4 x 3), the rest hold B's
 // vectors and the broadcast of A.
 const MicroKernels& avx2_microkernels() {

@@ -110,6 +110,21 @@ void pair_transpose(const MicroKernels& mk, const uint16_t* base, int64_t ld, in
     std::fill(dst + p * dst_ld, dst + p * dst_ld + rows, 0.0f);
 }
 
+// A bf16 operand stored with k along its rows (B, or a stored A^T), columns [col0, col0 + cols)
+// of the rows `ld` apart from `base`: dst[p * dst_ld + j] = the pair of elements e0 + 2p,
+// e0 + 2p + 1 of column col0 + j, for p < pairs (zeros past the end of k), in the set's half
+// order.
+void pair_interleave(const MicroKernels& mk, const uint16_t* base, int64_t ld, int64_t col0,
+                     int64_t cols, int64_t e0, int64_t k_elements, int64_t pairs, float* dst,
+                     int64_t dst_ld) {
+  const int64_t elements = std::clamp<int64_t>(k_elements - e0, 0, 2 * pairs);
+  if (elements > 0)
+    pair_interleave_avx2(base + e0 * ld + col0, ld, cols, elements, dst, dst_ld,
+                         mk.pair_layout == PairLayout::kDot);
+  for (int64_t p = (elements + 1) / 2; p < pairs; ++p)
+    std::fill(dst + p * dst_ld, dst + p * dst_ld + cols, 0.0f);
+}
+
 // The AMX panel of rows [r0, r0 + h) of op(A), pairs [e0 / 2, e0 / 2 + pairs) (a multiple of
 // 16): per 16 pairs, 32 rows (zeros past h) of 16 pairs, the first element in the lower half
 // (gemm_amx_tile.h).
@@ -197,9 +212,7 @@ void pack_bf16_b_panel(const MicroKernels& mk, const SgemmArgs& g, int64_t j0, i
     const int64_t e0 = 2 * k0;
     if (mk.pair_layout == PairLayout::kTiles) return pack_b_tiles(mk, g, j0, cols, e0, kc, dst);
     if (!g.tb) {
-      for (int64_t p = 0; p < kc; ++p)
-        interleave_pair_rows(mk, pair_rows(g.b16, g.ldb, e0 + 2 * p, g.k_elements), j0, cols,
-                             dst + p * nr);
+      pair_interleave(mk, g.b16, g.ldb, j0, cols, e0, g.k_elements, kc, dst, nr);
     } else {
       pair_transpose(mk, g.b16 + j0 * g.ldb, g.ldb, cols, e0, g.k_elements, kc, dst, nr);
     }
@@ -270,9 +283,7 @@ void pack_bf16_a_panel(const MicroKernels& mk, const SgemmArgs& g, int64_t r0, i
     const int64_t e0 = 2 * k0;
     if (mk.pair_layout == PairLayout::kTiles) return pack_a_tiles(mk, g, r0, h, e0, kc, out);
     if (g.ta)
-      for (int64_t p = 0; p < kc; ++p)
-        interleave_pair_rows(mk, pair_rows(g.a16, g.lda, e0 + 2 * p, g.k_elements), r0, h,
-                             out + p * h);
+      pair_interleave(mk, g.a16, g.lda, r0, h, e0, g.k_elements, kc, out, h);
     else
       pair_transpose(mk, g.a16 + r0 * g.lda, g.lda, h, e0, g.k_elements, kc, out, h);
   } else if (g.ta) {
