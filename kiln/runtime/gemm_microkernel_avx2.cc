@@ -192,45 +192,78 @@ void pair_transpose_avx2(const uint16_t* src, int64_t src_ld, int64_t rows, int6
       dst[pairs * dst_ld + i] = pair(src[i * src_ld + 2 * pairs], 0);
 }
 
+namespace {
+
+// Columns [0, cols) of one pair row: out[j] = hi[j] in the upper half, lo[j] in the lower
+// (kHi / kLo false: that row is past the end of k, zeros). 16 columns at a time (unpacked
+// within 128-bit lanes, the lanes then put in order), then 8 and 4, then the last 1-3 through
+// 8-byte copies: nothing read or written past column `cols`.
+template <bool kHi, bool kLo>
+inline void interleave_pair_row(const uint16_t* hi, const uint16_t* lo, int64_t cols, float* out) {
+  auto load256 = [](const uint16_t* row, int64_t j) {
+    return row ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + j))
+               : _mm256_setzero_si256();
+  };
+  auto load128 = [](const uint16_t* row, int64_t j) {
+    return row ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + j)) : _mm_setzero_si128();
+  };
+  auto load64 = [](const uint16_t* row, int64_t j) {
+    return row ? _mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + j)) : _mm_setzero_si128();
+  };
+  const uint16_t* h = kHi ? hi : nullptr;
+  const uint16_t* l = kLo ? lo : nullptr;
+  int64_t j = 0;
+  for (; j + 16 <= cols; j += 16) {
+    const __m256i vh = load256(h, j), vl = load256(l, j);
+    const __m256i a = _mm256_unpacklo_epi16(vl, vh), b = _mm256_unpackhi_epi16(vl, vh);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j), _mm256_permute2x128_si256(a, b, 0x20));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j + 8),
+                        _mm256_permute2x128_si256(a, b, 0x31));
+  }
+  if (j + 8 <= cols) {
+    const __m128i vh = load128(h, j), vl = load128(l, j);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j), _mm_unpacklo_epi16(vl, vh));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j + 4), _mm_unpackhi_epi16(vl, vh));
+    j += 8;
+  }
+  if (j + 4 <= cols) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j),
+                     _mm_unpacklo_epi16(load64(l, j), load64(h, j)));
+    j += 4;
+  }
+  if (j < cols) {
+    const size_t rest = size_t(cols - j);
+    uint64_t vh = 0, vl = 0;
+    if (h) __builtin_memcpy(&vh, h + j, rest * sizeof(uint16_t));
+    if (l) __builtin_memcpy(&vl, l + j, rest * sizeof(uint16_t));
+    alignas(16) float pairs[4];
+    _mm_store_si128(
+        reinterpret_cast<__m128i*>(pairs),
+        _mm_unpacklo_epi16(_mm_cvtsi64_si128(int64_t(vl)), _mm_cvtsi64_si128(int64_t(vh))));
+    __builtin_memcpy(out + j, pairs, rest * sizeof(float));
+  }
+}
+
+}  // namespace
+
 void pair_interleave_avx2(const uint16_t* src, int64_t src_ld, int64_t cols, int64_t elements,
                           float* dst, int64_t dst_ld, bool first_high) {
-  // Per pair, 16 columns at a time (unpack within 128-bit lanes, then the lanes put in order),
-  // then 8 and 4 (SSE2), then one by one: no load reads past column `cols`.
-  const __m128i zero = _mm_setzero_si128();
-  for (int64_t p = 0; 2 * p < elements; ++p) {
+  // Whole pairs (both rows), then the last element alone when there is an odd number.
+  const int64_t whole = elements / 2;
+  for (int64_t p = 0; p < whole; ++p) {
     const uint16_t* first = src + 2 * p * src_ld;
-    const uint16_t* second = 2 * p + 1 < elements ? first + src_ld : nullptr;
-    // hi/lo: the rows whose values go to the upper and to the lower halves.
-    const uint16_t* hi = first_high ? first : second;
-    const uint16_t* lo = first_high ? second : first;
-    float* out = dst + p * dst_ld;
-    int64_t j = 0;
-    for (; j + 16 <= cols; j += 16) {
-      const __m256i h = hi ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(hi + j))
-                           : _mm256_setzero_si256();
-      const __m256i l = lo ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(lo + j))
-                           : _mm256_setzero_si256();
-      const __m256i a = _mm256_unpacklo_epi16(l, h), b = _mm256_unpackhi_epi16(l, h);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j),
-                          _mm256_permute2x128_si256(a, b, 0x20));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j + 8),
-                          _mm256_permute2x128_si256(a, b, 0x31));
-    }
-    for (; j + 8 <= cols; j += 8) {
-      const __m128i h = hi ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(hi + j)) : zero;
-      const __m128i l = lo ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(lo + j)) : zero;
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j), _mm_unpacklo_epi16(l, h));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j + 4), _mm_unpackhi_epi16(l, h));
-    }
-    for (; j + 4 <= cols; j += 4) {
-      const __m128i h = hi ? _mm_loadl_epi64(reinterpret_cast<const __m128i*>(hi + j)) : zero;
-      const __m128i l = lo ? _mm_loadl_epi64(reinterpret_cast<const __m128i*>(lo + j)) : zero;
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j), _mm_unpacklo_epi16(l, h));
-    }
-    for (; j < cols; ++j) {
-      const uint32_t u = uint32_t(hi ? hi[j] : 0u) << 16 | (lo ? lo[j] : 0u);
-      __builtin_memcpy(out + j, &u, sizeof u);
-    }
+    const uint16_t* second = first + src_ld;
+    if (first_high)
+      interleave_pair_row<true, true>(first, second, cols, dst + p * dst_ld);
+    else
+      interleave_pair_row<true, true>(second, first, cols, dst + p * dst_ld);
+  }
+  if (elements % 2 != 0) {
+    const uint16_t* last = src + 2 * whole * src_ld;
+    if (first_high)
+      interleave_pair_row<true, false>(last, nullptr, cols, dst + whole * dst_ld);
+    else
+      interleave_pair_row<false, true>(nullptr, last, cols, dst + whole * dst_ld);
   }
 }
 
