@@ -287,7 +287,7 @@ int64_t GemmPlan::row_start(int64_t rb) const {
 }
 
 GemmGrid plan_grid(const MicroKernel& kernel, const GemmParams& p, int64_t m, int64_t n, int64_t k,
-                   int threads, bool whole_rows) {
+                   int threads, bool whole_rows, bool a_bf16) {
   const int64_t mr = kernel.mr, nr = kernel.nr;
   // Row blocks for an epilogue (whole_rows) hold at most epilogue_block_bytes of C, so that the
   // epilogue reads them from L2, whatever the thread count.
@@ -326,9 +326,14 @@ GemmGrid plan_grid(const MicroKernel& kernel, const GemmParams& p, int64_t m, in
                             : whole_rows        ? std::min(panels, t64)
                                                 : panels;
   grid.row_blocks = std::max(cache_blocks, std::min(row_limit, max_tasks));
-  // Splitting columns re-packs A in every column block; do it only to occupy the threads.
-  if (!whole_rows && grid.row_blocks < 2 * int64_t(threads))
-    grid.col_blocks = std::min(panels_n, ceil_div(max_tasks, grid.row_blocks));
+  // Splitting columns re-packs A in every column block; do it only to occupy the threads: a
+  // float32 A (which many products read directly) in up to max_tasks tasks, two a thread; a bf16
+  // A, which every task packs (into pairs on the bf16 kernels), in one task a thread (128 x 1024
+  // x 128 ta on VDPBF16PS, 2 threads, on the Zen 4 VM: 2 x 1 took 0.65-0.72x the time of 2 x 4).
+  if (!whole_rows && grid.row_blocks < 2 * int64_t(threads)) {
+    const int64_t tasks = a_bf16 ? std::min(t64, max_tasks) : max_tasks;
+    grid.col_blocks = std::min(panels_n, ceil_div(tasks, grid.row_blocks));
+  }
   // Equal tasks in a multiple of the thread count, where the panels allow it (9 tasks on 2
   // threads leave one running alone at the end). Row blocks may hold fewer than mr rows (down
   // to min_rounded_rows) for it: 32 rows with an epilogue as 3 blocks of 10-11 rows on 2
@@ -350,7 +355,8 @@ GemmGrid plan_grid(const MicroKernel& kernel, const GemmParams& p, int64_t m, in
 GemmPlan make_gemm_plan(const MicroKernels& mk, const GemmShape& shape, const GemmParams& p) {
   const MicroKernel& kernel = mk.shapes[std::clamp<int32_t>(p.kernel, 0, mk.shape_count - 1)];
   return make_gemm_plan(
-      mk, shape, p, plan_grid(kernel, p, shape.m, shape.n, shape.k, shape.threads, shape.epilogue));
+      mk, shape, p,
+      plan_grid(kernel, p, shape.m, shape.n, shape.k, shape.threads, shape.epilogue, shape.a_bf16));
 }
 
 GemmPlan make_gemm_plan(const MicroKernels& mk, const GemmShape& shape, const GemmParams& p,
@@ -386,13 +392,13 @@ GemmPlan make_gemm_plan(const MicroKernels& mk, const GemmShape& shape, const Ge
     // instead of a phase of its own after a barrier.
     plan.back = BackTranspose::kPerTask;
     const GemmGrid inner =
-        parallel ? plan_grid(*plan.kernel, p, m, n, k, threads, true) : GemmGrid{};
+        parallel ? plan_grid(*plan.kernel, p, m, n, k, threads, true, a_bf16) : GemmGrid{};
     plan_product(plan, p, m, n, k, ta, tb, a_bf16, b_bf16, inner, true);
     return plan;
   }
   plan.back = BackTranspose::kAfter;
   const GemmGrid inner =
-      parallel ? plan_grid(*plan.kernel, p, m, n, k, threads, false) : GemmGrid{};
+      parallel ? plan_grid(*plan.kernel, p, m, n, k, threads, false, a_bf16) : GemmGrid{};
   plan_product(plan, p, m, n, k, ta, tb, a_bf16, b_bf16, inner, false);
   // C = (C^T)^T by blocks of rows (the caller's row blocks, each finished by its callback).
   plan.back_blocks = shape.epilogue ? grid.row_blocks

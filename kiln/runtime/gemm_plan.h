@@ -187,12 +187,15 @@ struct GemmPlan {
 };
 
 // The task grid of an m x n x k product on `threads` threads (C cut into row blocks of whole
-// panels and column blocks of whole nr tiles). Any grid gives the same result.
+// panels and column blocks of whole nr tiles). Any grid gives the same result. `a_bf16`: A is
+// stored as bf16, so every task packs its panels of A (a_bf16 operands are always packed), and
+// every column block packs them again: its columns are split into one task a thread at most
+// (a float32 A's into up to two).
 struct GemmGrid {
   int64_t row_blocks = 1, col_blocks = 1;
 };
 GemmGrid plan_grid(const MicroKernel& kernel, const GemmParams& p, int64_t m, int64_t n, int64_t k,
-                   int threads, bool whole_rows);
+                   int threads, bool whole_rows, bool a_bf16 = false);
 
 // The plan of `shape` on kernel set `mk` with blocking `p`. Sizes must be > 0.
 GemmPlan make_gemm_plan(const MicroKernels& mk, const GemmShape& shape, const GemmParams& p);

@@ -244,6 +244,31 @@ TEST(GemmPlanTest, ManyThreadsGetTasksOfSeveralPanelsAndSplitTheColumns) {
   EXPECT_EQ(plan(64, 1024, 1024, false, false, 2, true).col_blocks, 1);
 }
 
+TEST(GemmPlanTest, ABf16OperandSplitsTheColumnsOnlyToOccupyTheThreads) {
+  // 128 x 1024 x 128 ta on 2 threads: 11 panels, tasks of at least 4 panels, so 2 row blocks.
+  // A float32 A (read directly by 128-column tasks) splits the columns too, to up to two tasks
+  // a thread: 2 x 4.
+  const GemmPlan f32 = plan(128, 1024, 128, true, false, 2);
+  EXPECT_EQ(f32.row_blocks, 2);
+  EXPECT_EQ(f32.col_blocks, 4);
+  // A bf16 A is packed by every task, again in each column block: the 2 row blocks already
+  // occupy the 2 threads, so no column split.
+  const GemmPlan bf16 = make_gemm_plan(
+      fake_kernels(), GemmShape{128, 128, 1024, true, false, 2, false, true, true}, params());
+  EXPECT_EQ(bf16.row_blocks, 2);
+  EXPECT_EQ(bf16.col_blocks, 1) << bf16.describe();
+  // Fewer row blocks than threads: the columns split to one task a thread. 96 x 4096 x 96 ta on
+  // 16 threads: 8 panels, 8 row blocks (as many as the panels); a bf16 A gets 2 column blocks
+  // (16 tasks), a float32 one all 3 column panels (up to two tasks a thread: 24 tasks).
+  const GemmPlan wide = make_gemm_plan(
+      fake_kernels(), GemmShape{96, 96, 4096, true, false, 16, false, true, true}, params());
+  EXPECT_EQ(wide.row_blocks, 8);
+  EXPECT_EQ(wide.col_blocks, 2) << wide.describe();
+  const GemmPlan wide_f32 = plan(96, 4096, 96, true, false, 16);
+  EXPECT_EQ(wide_f32.row_blocks, 8);
+  EXPECT_EQ(wide_f32.col_blocks, 3) << wide_f32.describe();
+}
+
 TEST(GemmPlanTest, NarrowTasksReadADirectly) {
   // 1024 x 512 x 128: one column block of 128 columns: A's rows read directly, 8 rows per tile.
   const GemmPlan p = plan(1024, 512, 128, false, false, 1);
