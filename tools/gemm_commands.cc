@@ -1,6 +1,7 @@
-// `kiln gemm-plan`: how the float32 GEMM engine runs one product on this machine (the plan, the
+// `kiln gemm-plan`: how the GEMM engine runs one product on this machine (the plan, the
 // blocking's source, the CPU facts it was derived from). `kiln tune`: measures the blocking of
-// each class of products the training steps use and keeps it in the machine's tuned table
+// each class of products the training steps use and keeps it in the machine's tuned table, one
+// per kernel set: the float32 kernels, and the bf16 pair kernels where the CPU runs them
 // (runtime/gemm_tuner.h).
 #include <fmt/format.h>
 
@@ -94,23 +95,22 @@ void print_plan(const PlanArgs& a) {
   }
 }
 
-enum class Start { kDerived, kConstants, kPoor };
-
 struct TuneArgs {
   bool dry_run = false;
   std::string start = "derived";
+  std::string dtype = "all";  // the kernel sets tuned: float32, bfloat16 (the pair set) or all
   double slice_ms = 8;
   int rounds = 3;
 };
 
-void run_tune(const TuneArgs& a) {
-  const gd::MicroKernels& mk = engine_or_fail("tune");
+// Tunes kernel set `mk` (the float32 one, or the bf16 pair set) and writes its table.
+void tune_set(const gd::MicroKernels& mk, const TuneArgs& a) {
   gd::TuneOptions o;
   o.slice_seconds = a.slice_ms / 1e3;
   o.rounds = a.rounds;
   if (a.start == "constants") {
-    // The engine's fixed blocking before it was derived from the machine: 12 x 32 tiles (the
-    // first AVX-512 shape; 6 x 16 on AVX2), k blocks of 512, B blocks of 256 columns,
+    // The engine's fixed blocking before it was derived from the machine: the set's first tile
+    // shape (12 x 32 on AVX-512, 6 x 16 on AVX2), k blocks of 512, B blocks of 256 columns,
     // 16 rows of prefetch.
     gd::GemmParams p = gd::derived_gemm_params(mk, 0);
     p.kc = 512;
@@ -125,12 +125,19 @@ void run_tune(const TuneArgs& a) {
     p.b_ahead = 1;
     o.start = p;
   }
+  const bool pairs = mk.k_per_step == 2;
   const int threads = num_threads();
-  std::cout << "kiln tune: " << mk.isa << " kernels, one thread"
+  std::cout << "kiln tune: " << mk.isa << " kernels"
+            << (pairs ? " (products of bf16 operands)" : "") << ", one thread"
             << (threads > 1 ? fmt::format(" (task grids on {} threads)", threads) : std::string())
             << ", start: " << a.start << "\n";
   o.progress = [](const std::string& line) { std::cout << "  " << line << std::endl; };
   const gd::TuneResult r = gd::tune_gemm(mk, o);
+  for (const gd::GemmShape& s : r.skipped)
+    std::cout << fmt::format(
+        "  {}x{}x{}{}{}: a side under half of the {} tile, runs on the float32 kernels (their "
+        "table)\n",
+        s.m, s.k, s.n, s.ta ? " ta" : "", s.tb ? " tb" : "", mk.isa);
   double start_s = 0, chosen_s = 0, flops = 0;
   std::cout << fmt::format("\n{:<22} {:>8} {:>8} {:>8} {:>6}  {}\n", "class", "start", "tuned",
                            "GFLOP/s", "gain", "chosen (shapes)");
@@ -140,12 +147,13 @@ void run_tune(const TuneArgs& a) {
       shapes += fmt::format("{}{}x{}x{}{}{}", shapes.empty() ? "" : ", ", s.m, s.k, s.n,
                             s.ta ? " ta" : "", s.tb ? " tb" : "");
     std::cout << fmt::format(
-        "{:<22} {:>6.0f}us {:>6.0f}us {:>8.1f} {:>5.2f}x  {} kc {} nc {} "
+        "{:<22} {:>6.0f}us {:>6.0f}us {:>8.1f} {:>5.2f}x  {} kc {}{} nc {} "
         "prefetch {}, B packed from {} rows, A direct up to {} columns, tasks of {} panels{} "
         "({})\n",
         c.name, c.start_seconds * 1e6, c.chosen_seconds * 1e6, c.flops / c.chosen_seconds * 1e-9,
-        c.gain(), c.chosen_kernel, c.chosen.kc, c.chosen.nc, c.chosen.b_ahead,
-        c.chosen.pack_b_min_rows, c.chosen.direct_a_max_cols, c.chosen.min_task_panels,
+        c.gain(), c.chosen_kernel, c.chosen.kc, pairs ? " pairs" : "", c.chosen.nc,
+        c.chosen.b_ahead, c.chosen.pack_b_min_rows, c.chosen.direct_a_max_cols,
+        c.chosen.min_task_panels,
         c.grid_candidates == 0
             ? std::string()
             : fmt::format(" ({:.2f}x on {} threads)", c.grid_gain(), c.grid_threads),
@@ -154,11 +162,13 @@ void run_tune(const TuneArgs& a) {
     chosen_s += c.chosen_seconds;
     flops += c.flops;
   }
-  std::cout << fmt::format(
-      "all classes: {:.1f} -> {:.1f} GFLOP/s ({:.2f}x over the {} blocking; {:.0f}% of the "
-      "{:.1f} GFLOP/s FMA peak), tuned in {:.1f} s\n",
-      flops / start_s * 1e-9, flops / chosen_s * 1e-9, start_s / chosen_s, a.start,
-      100 * flops / chosen_s * 1e-9 / r.core_gflops, r.core_gflops, r.seconds);
+  if (chosen_s > 0)
+    std::cout << fmt::format(
+        "all classes: {:.1f} -> {:.1f} GFLOP/s ({:.2f}x over the {} blocking; {:.0f}% of the "
+        "{:.1f} GFLOP/s {} peak), tuned in {:.1f} s\n",
+        flops / start_s * 1e-9, flops / chosen_s * 1e-9, start_s / chosen_s, a.start,
+        100 * flops / chosen_s * 1e-9 / r.core_gflops, r.core_gflops, pairs ? mk.isa : "FMA",
+        r.seconds);
   if (a.dry_run) {
     std::cout << "dry run: the table was not written\n";
     return;
@@ -166,6 +176,27 @@ void run_tune(const TuneArgs& a) {
   const std::string path = gd::tuned_table_path(mk.isa);
   gd::save_tuned_table(r.table, path);
   std::cout << "wrote " << path << "\n" << gd::reload_gemm_tuning(mk) << "\n";
+}
+
+// The float32 kernel set, then the bf16 pair set where bf16 products run on one.
+void run_tune(const TuneArgs& a) {
+  const gd::MicroKernels& mk = engine_or_fail("tune");
+  const gd::MicroKernels* pairs = gd::active_bf16_microkernels();
+  if (a.dtype == "bfloat16" && pairs == nullptr)
+    throw Error(fmt::format(
+        "kiln tune --dtype bfloat16: bf16 products run on the float32 kernels here (bf16 "
+        "kernels: {}; AVX512-BF16 or AMX-BF16 and the avx512 float32 kernels are needed for "
+        "pair kernels), which the float32 table serves; use --dtype float32 or all",
+        runtime::gemm_bf16_kernels()));
+  if (a.dtype != "bfloat16") tune_set(mk, a);
+  if (a.dtype == "float32") return;
+  if (pairs == nullptr) {
+    std::cout << "\nbf16 products run on the float32 kernels here (bf16 kernels: "
+              << runtime::gemm_bf16_kernels() << "): the table above serves them\n";
+    return;
+  }
+  if (a.dtype == "all") std::cout << "\n";
+  tune_set(*pairs, a);
 }
 
 }  // namespace
@@ -204,6 +235,11 @@ void add_tune_command(CLI::App& app) {
       "measure the GEMM blocking of each class of products on this machine and keep the "
       "fastest in its tuned table (under KILN_CACHE_DIR, else ~/.cache/kiln)");
   cmd->add_flag("--dry-run", a->dry_run, "measure and print, but write no table");
+  cmd->add_option("--dtype", a->dtype,
+                  "the kernel sets to tune: float32, bfloat16 (the bf16 pair kernels, where "
+                  "this CPU runs them) or all")
+      ->transform(CLI::Transformer({{"bf16", "bfloat16"}, {"f32", "float32"}}))
+      ->check(CLI::IsMember({"all", "float32", "bfloat16"}));
   cmd->add_option("--start", a->start,
                   "the blocking the search starts from: derived (from the caches), constants "
                   "(the fixed blocking kiln used before) or poor (blocks for a quarter of the "

@@ -468,15 +468,16 @@ std::atomic<const MicroKernels*>& active_bf16_slot() {
 
 const MicroKernels* active_microkernels() { return active_slot().load(std::memory_order_relaxed); }
 
+bool pair_tiles_fill(const MicroKernels& pairs, int64_t m, int64_t n, int64_t k) {
+  const MicroKernel& tile = pairs.shapes[0];
+  const int64_t rows = std::min(m, n), cols = std::max(m, n);
+  return 2 * rows >= std::min(tile.mr, tile.nr) && 2 * cols >= std::max(tile.mr, tile.nr) &&
+         2 * k >= pairs.k_quantum() * pairs.k_per_step;
+}
+
 const MicroKernels* bf16_kernels_for(int64_t m, int64_t n, int64_t k) {
   const MicroKernels* pairs = active_bf16_microkernels();
-  if (!pairs) return nullptr;
-  const MicroKernel& tile = pairs->shapes[0];
-  const int64_t rows = std::min(m, n), cols = std::max(m, n);
-  const bool thin = 2 * rows < std::min(tile.mr, tile.nr) ||
-                    2 * cols < std::max(tile.mr, tile.nr) ||
-                    2 * k < pairs->k_quantum() * pairs->k_per_step;
-  return thin ? nullptr : pairs;
+  return pairs && pair_tiles_fill(*pairs, m, n, k) ? pairs : nullptr;
 }
 
 bool vdpbf16ps_outruns_fma() {

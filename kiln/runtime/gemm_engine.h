@@ -84,6 +84,10 @@ const MicroKernels* active_bf16_microkernels();
 // kernels' rate, products with every side at least 32 at 1.2-6x.
 const MicroKernels* bf16_kernels_for(int64_t m, int64_t n, int64_t k);
 
+// That rule for pair kernel set `pairs`: whether every side of an m x n x k product fills at
+// least half of its tile (true: the product runs on `pairs`).
+bool pair_tiles_fill(const MicroKernels& pairs, int64_t m, int64_t n, int64_t k);
+
 // Whether VDPBF16PS outruns the float32 FMAs on this CPU (false where it lacks AVX512-BF16 or
 // the float32 kernels in use are not avx512): the two kernel sets' loops on one core, measured
 // once per process (about 30 ms; logged at info level). A VDPBF16PS does twice an FMA's

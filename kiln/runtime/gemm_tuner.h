@@ -20,6 +20,10 @@
 // shared machine is larger than the gains of most retunings). A class's time is the sum over
 // its shapes of the fastest call. At most 21 candidates per class, under a minute in all.
 //
+// A bf16 pair kernel set (avx512bf16, amx: MicroKernels::k_per_step 2) is tuned the same way on
+// products of bf16 operands, into a table of its own: its tile shapes, k blocks in pairs, and
+// its own peak as the rate of its task sizes (measure_core_gflops).
+//
 // Tuning changes speed only: every candidate computes the same bits (gemm_microkernel.h).
 #pragma once
 
@@ -36,7 +40,9 @@ namespace kiln::runtime::gemm_detail {
 
 struct TuneOptions {
   // The products to tune for (their classes are tuned; threads and epilogue are ignored):
-  // default, tuning_shapes().
+  // default, tuning_shapes(). On a pair set they are products of bf16 operands, and those with
+  // a side under half of its tile (pair_tiles_fill: they run on the float32 kernels) are
+  // skipped.
   std::vector<GemmShape> shapes;
   // Starting blocking for every class instead of the derived one (a benchmark starts from a
   // deliberately poor one); its kernel field is the starting tile shape.
@@ -70,7 +76,8 @@ struct TunedClassReport {
 struct TuneResult {
   TunedTable table;
   std::vector<TunedClassReport> classes;
-  double core_gflops = 0;  // one core's FMA peak, measured before tuning
+  std::vector<GemmShape> skipped;  // shapes a pair set does not run (TuneOptions::shapes)
+  double core_gflops = 0;  // one core's peak (FMA, or the pair set's rate), measured before tuning
   double seconds = 0;      // the tuner's wall time
 };
 

@@ -105,12 +105,13 @@ double measure_tile_gflops(const MicroKernels& mk) {
   return best;
 }
 
-// One core's rate for `mk`'s task sizes, measured once (a few milliseconds) when no table gives
-// it: the FMA peak (its instruction loop), or, for a set whose tiles load their operands into
-// tile registers (AMX), its tile kernel's rate on packed panels: there the tile loads bound a
+}  // namespace
+
+// Measured once (a few milliseconds) when no table gives it. For a set whose tiles load their
+// operands into tile registers (AMX) the tile kernel's rate: there the tile loads bound a
 // product, not the dot products (on a Xeon with AMX: 0.5-0.6 of TDPBF16PS's loop), and tasks
-// sized at the loop's rate were two to three times longer than meant, so that products of
-// tens of MFLOP ran on one thread.
+// sized at the loop's rate were two to three times longer than meant, so that products of tens
+// of MFLOP ran on one thread.
 double measure_core_gflops(const MicroKernels& mk) {
   if (mk.pair_layout == PairLayout::kTiles) return measure_tile_gflops(mk);
   using Clock = std::chrono::steady_clock;
@@ -125,6 +126,8 @@ double measure_core_gflops(const MicroKernels& mk) {
   }
   return best;
 }
+
+namespace {
 
 // Everything gemm_params() reads for one kernel set; immutable once published.
 struct Tuning {

@@ -69,6 +69,10 @@ const GemmParams& gemm_params(const MicroKernels& mk, const GemmShape& shape);
 // and the core FMA peak kiln uses (the table's, else a short measurement made once).
 GemmParams derived_gemm_params(const MicroKernels& mk, int32_t kernel = 0);
 
+// One core's rate on kernel set `mk`, which sets its derived task sizes (gemm_plan.h): the loop
+// of its instruction (the FMA, VDPBF16PS), or for AMX its tile kernel's rate on packed panels.
+double measure_core_gflops(const MicroKernels& mk);
+
 // Reads the table of `mk` from disk again (after `kiln tune` wrote one, or a test changed the
 // cache directory). Returns a one-line status: "tuned table PATH (N classes)", or why the
 // derived blocking is used.

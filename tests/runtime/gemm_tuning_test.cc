@@ -25,6 +25,7 @@
 #include "kiln/runtime/log.h"
 #include "kiln/runtime/profiler.h"
 #include "kiln/runtime/threading.h"
+#include "tests/runtime/tuning_cache_dir_guard.h"
 
 namespace kiln::runtime::gemm_detail {
 namespace {
@@ -303,32 +304,10 @@ TEST(GemmTuningTest, TableTextRoundTripsAndRejectsDamage) {
   rejects(resigned(u), "a table for the");
 }
 
-// KILN_CACHE_DIR pointed at a fresh directory for one test, restored (and the tuning reread)
-// after it.
-class CacheDirGuard {
+// KILN_CACHE_DIR in a fresh directory, the float32 sets' tuning reread after the test.
+class CacheDirGuard : public TuningCacheDirGuard {
  public:
-  explicit CacheDirGuard(const std::string& name)
-      : dir_(fs::temp_directory_path() / fmt::format("kiln_gemm_tuning_{}_{}", name, ::getpid())) {
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    const char* old = std::getenv("KILN_CACHE_DIR");
-    if (old) saved_ = old;
-    had_ = old != nullptr;
-    ::setenv("KILN_CACHE_DIR", dir_.c_str(), 1);
-  }
-  ~CacheDirGuard() {
-    if (had_)
-      ::setenv("KILN_CACHE_DIR", saved_.c_str(), 1);
-    else
-      ::unsetenv("KILN_CACHE_DIR");
-    for (const MicroKernels* mk : engines()) reload_gemm_tuning(*mk);
-    fs::remove_all(dir_);
-  }
-
- private:
-  fs::path dir_;
-  std::string saved_;
-  bool had_ = false;
+  explicit CacheDirGuard(const std::string& name) : TuningCacheDirGuard(name, engines()) {}
 };
 
 // Collects warnings while alive.
