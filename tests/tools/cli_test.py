@@ -29,8 +29,9 @@ SUBCOMMANDS = ["train", "predict", "generate", "dump-ir", "report", "run", "benc
 VALID_KIR = "graph @ok(%x: f32[2]) -> (f32[2]) {\n  %e = exp(%x) : f32[2]\n  %d = exp(%x) : f32[2]\n  %s = add(%e, %d) : f32[2]\n  return %s\n}\n"
 
 
-def run(*args, stdin=None):
-    return subprocess.run(list(args), capture_output=True, text=True, input=stdin, timeout=600)
+def run(*args, stdin=None, env=None):
+    return subprocess.run(list(args), capture_output=True, text=True, input=stdin, timeout=600,
+                          env=None if env is None else {**os.environ, **env})
 
 
 def option_lines(help_text):
@@ -158,6 +159,7 @@ class ConventionsTest(unittest.TestCase):
             ([KILN, "dump-ir", self.kir, "--model", "cnn"], "or --model cnn, not both",
              "kiln dump-ir"),
             ([KILN, "--target-cpu", "not-a-cpu", "--version"], "not known to LLVM", "kiln"),
+            ([KILN, "tune", "--dtype", "f16"], "f16", "kiln tune"),
         ]
         for args, message, hint in cases:
             with self.subTest(args=args[1:]):
@@ -178,8 +180,8 @@ class ConventionsTest(unittest.TestCase):
 
     # ---- runtime failures: exit 1, "PROGRAM: error: MESSAGE" on stderr
 
-    def check_failure(self, args, message):
-        r = run(*args)
+    def check_failure(self, args, message, env=None):
+        r = run(*args, env=env)
         self.assertEqual(r.returncode, 1, f"{args}: {r.stdout}{r.stderr}")
         program = os.path.basename(args[0])
         self.assertRegex(r.stderr, rf"(^|\n){program}: error: [^\n]*{message}", r.stderr)
@@ -191,6 +193,12 @@ class ConventionsTest(unittest.TestCase):
         self.check_failure([KILN, "run", missing], "missing.kir")
         self.check_failure([KILN, "train", "--dataset", os.path.join(WORK, "no_mnist")],
                            "no_mnist")
+        # Tuning the bf16 pair kernels where bf16 products run on the float32 ones (or, on a
+        # CPU without AVX2, where kiln tunes nothing).
+        self.check_failure([KILN, "tune", "--dtype", "bf16", "--dry-run"],
+                           "(bf16 products run on the float32 kernels here|"
+                           "float32 GEMMs run on Eigen here)",
+                           env={"KILN_GEMM_BF16": "float32"})
         # A std::filesystem error (not a kiln::Error): the output directory is under a file.
         blocker = os.path.join(WORK, "a_file")
         with open(blocker, "w") as f:
