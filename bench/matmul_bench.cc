@@ -396,11 +396,15 @@ void BM_MatMul_OneDnnCold(benchmark::State& state) { run_onednn(state, true); }
 
 // The tuner from a deliberately poor blocking (blocks for a quarter of the caches, no
 // prefetch) on the transformer block's products, in memory only (no table written, the
-// blocking in use unchanged). One iteration is one tuning run.
+// blocking in use unchanged), on the float32 kernels (set:0) or the bf16 pair kernels in use
+// (set:1: products of bf16 operands). One iteration is one tuning run.
 void BM_GemmTuner_FromPoorPlan(benchmark::State& state) {
   namespace gd = kiln::runtime::gemm_detail;
-  const gd::MicroKernels* mk = gd::active_microkernels();
-  if (mk == nullptr) return state.SkipWithError("Eigen's GEMM: nothing to tune");
+  const bool pairs = state.range(0) == 1;
+  const gd::MicroKernels* mk = pairs ? gd::active_bf16_microkernels() : gd::active_microkernels();
+  if (mk == nullptr)
+    return state.SkipWithError(pairs ? "bf16 products run on the float32 kernels: no pair set"
+                                     : "Eigen's GEMM: nothing to tune");
   gd::TuneOptions o;
   o.shapes = {gd::GemmShape{1024, 384, 128, false, false},
               gd::GemmShape{1024, 128, 512, false, false},
@@ -540,11 +544,18 @@ BENCHMARK(BM_MatMul_OneDnn)->Apply(GemmShapes);
 BENCHMARK(BM_MatMul_OneDnnCold)->Apply(GemmShapes);
 BENCHMARK(BM_MatMul_OneDnnBf16)->Apply(GemmShapes);
 #endif
-BENCHMARK(BM_GemmTuner_FromPoorPlan)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
+BENCHMARK(BM_GemmTuner_FromPoorPlan)
+    ->ArgName("set")
+    ->Arg(0)
+    ->Arg(1)
+    ->Iterations(1)
+    ->Unit(benchmark::kSecond)
+    ->UseRealTime();
 BENCHMARK(BM_MatMul_Eigen)->Apply([](auto* b) { Shapes(b, {1}); });
 BENCHMARK(BM_MatMul_EigenTensor)->Apply([](auto* b) { Shapes(b, {1, 2}); });
 
-// --kiln_tune: tunes every class of tuning_shapes() in this process and uses the result.
+// --kiln_tune: tunes every class of tuning_shapes() in this process and uses the result, on
+// the float32 kernels and on the bf16 pair kernels where bf16 products run on them.
 void tune_in_process() {
   namespace gd = kiln::runtime::gemm_detail;
   const gd::MicroKernels* mk = gd::active_microkernels();
@@ -553,17 +564,21 @@ void tune_in_process() {
                  "(KILN_GEMM=eigen or a CPU without AVX2): nothing to tune\n";
     return;
   }
-  gd::TuneOptions o;
-  o.progress = [](const std::string& line) { std::cerr << "tune: " << line << "\n"; };
-  const gd::TuneResult r = gd::tune_gemm(*mk, o);
-  double start_s = 0, tuned_s = 0;
-  for (const gd::TunedClassReport& c : r.classes) {
-    start_s += c.start_seconds;
-    tuned_s += c.chosen_seconds;
+  for (const gd::MicroKernels* set : {mk, gd::active_bf16_microkernels()}) {
+    if (set == nullptr) continue;
+    gd::TuneOptions o;
+    o.progress = [](const std::string& line) { std::cerr << "tune: " << line << "\n"; };
+    const gd::TuneResult r = gd::tune_gemm(*set, o);
+    double start_s = 0, tuned_s = 0;
+    for (const gd::TunedClassReport& c : r.classes) {
+      start_s += c.start_seconds;
+      tuned_s += c.chosen_seconds;
+    }
+    std::cerr << fmt::format(
+        "tune: {}: {} classes in {:.1f} s, {:.3f}x over the derived blocking\n", set->isa,
+        r.classes.size(), r.seconds, tuned_s > 0 ? start_s / tuned_s : 1.0);
+    gd::use_gemm_tuning(*set, r.table);
   }
-  std::cerr << fmt::format("tune: {} classes in {:.1f} s, {:.3f}x over the derived blocking\n",
-                           r.classes.size(), r.seconds, tuned_s > 0 ? start_s / tuned_s : 1.0);
-  gd::use_gemm_tuning(*mk, r.table);
 }
 
 }  // namespace
