@@ -69,12 +69,13 @@ void print_plan(const PlanArgs& a) {
       << "blocking: " << gd::gemm_tuning_status(mk) << "\n"
       << "class:    " << gd::gemm_class(shape) << " (" << p.source << ")\n"
       << fmt::format(
-             "params:   kc {} nc {} prefetch {} rows, A read directly up to {} columns "
+             "params:   kc {}{} nc {} prefetch {} rows, A read directly up to {} columns "
              "and {} rows per tile, B packed from {} rows or where its rows crowd L2's {} "
              "sets of {} ways, B copied in blocks over {} KiB, tasks of at least {:.0f} kflop "
              "and {} row panels where the rows allow\n",
-             p.kc, p.nc, p.b_ahead, p.direct_a_max_cols, p.mr_direct, p.pack_b_min_rows, p.l2_sets,
-             p.l2_ways, p.large_b_bytes >> 10, p.min_task_flops / 1e3, p.min_task_panels)
+             p.kc, mk.k_per_step == 2 ? " pairs" : "", p.nc, p.b_ahead, p.direct_a_max_cols,
+             p.mr_direct, p.pack_b_min_rows, p.l2_sets, p.l2_ways, p.large_b_bytes >> 10,
+             p.min_task_flops / 1e3, p.min_task_panels)
       << "plan:     " << plan.describe() << "\n";
   if (bf16) {
     const runtime::CpuInfo& cpu = runtime::cpu_info();

@@ -385,11 +385,12 @@ TuneResult tune_gemm(const MicroKernels& mk, const TuneOptions& o) {
         c.best.direct_a_max_cols, c.best.min_task_panels, report.gain()});
     if (o.progress)
       o.progress(fmt::format(
-          "{:<22} {} kc {} nc {} prefetch {} -> {} kc {} nc {} prefetch {}, B packed from {} "
-          "rows, A direct to {} columns, tasks of {} panels: {:.2f}x ({} candidates){}",
-          name, report.start_kernel, report.start.kc, report.start.nc, report.start.b_ahead,
-          report.chosen_kernel, c.best.kc, c.best.nc, c.best.b_ahead, c.best.pack_b_min_rows,
-          c.best.direct_a_max_cols, c.best.min_task_panels, report.gain(), report.candidates,
+          "{:<22} {} kc {}{} nc {} prefetch {} -> {} kc {}{} nc {} prefetch {}, B packed from "
+          "{} rows, A direct to {} columns, tasks of {} panels: {:.2f}x ({} candidates){}",
+          name, report.start_kernel, report.start.kc, pairs ? " pairs" : "", report.start.nc,
+          report.start.b_ahead, report.chosen_kernel, c.best.kc, pairs ? " pairs" : "", c.best.nc,
+          c.best.b_ahead, c.best.pack_b_min_rows, c.best.direct_a_max_cols, c.best.min_task_panels,
+          report.gain(), report.candidates,
           report.grid_candidates == 0
               ? std::string()
               : fmt::format("; grids on {} threads: {:.2f}x ({} candidates)", grid_threads,
