@@ -13,9 +13,7 @@
 //                      find the operands in cache, left there by the previous iteration
 //   MatMul_Eigen       Eigen MatrixXf product on row-major maps (1 thread)
 //   MatMul_EigenTensor Eigen Tensor contraction on a ThreadPoolDevice (1 and 2 threads)
-//   GemmTuner_FromPoorPlan  the tuner (runtime/gemm_tuner.h) started from blocks sized for a
-//                      quarter of the caches, on the transformer block's products: counters
-//                      start_gflops, tuned_gflops and gain
+//   GemmTuner_FromPoorPlan  the tuner from a poor blocking (bench/gemm_tuner_bench.cc)
 // The FMA peak is measured once per thread count, after half a second of load (a virtual CPU
 // may run slower for its first few hundred milliseconds), before the first benchmark, so that
 // no benchmark's threads share the cores with it (OpenMP's spin a while after each oneDNN
@@ -55,6 +53,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/gemm_tuner_bench.h"
 #include "kiln/ir/bfloat16.h"
 #include "kiln/runtime/cpu_info.h"
 #include "kiln/runtime/gemm.h"
@@ -394,41 +393,6 @@ void BM_MatMul_OneDnnBf16(benchmark::State& state) {
 void BM_MatMul_OneDnnCold(benchmark::State& state) { run_onednn(state, true); }
 #endif
 
-// The tuner from a deliberately poor blocking (blocks for a quarter of the caches, no
-// prefetch) on the transformer block's products, in memory only (no table written, the
-// blocking in use unchanged), on the float32 kernels (set:0) or the bf16 pair kernels in use
-// (set:1: products of bf16 operands). One iteration is one tuning run.
-void BM_GemmTuner_FromPoorPlan(benchmark::State& state) {
-  namespace gd = kiln::runtime::gemm_detail;
-  const bool pairs = state.range(0) == 1;
-  const gd::MicroKernels* mk = pairs ? gd::active_bf16_microkernels() : gd::active_microkernels();
-  if (mk == nullptr)
-    return state.SkipWithError(pairs ? "bf16 products run on the float32 kernels: no pair set"
-                                     : "Eigen's GEMM: nothing to tune");
-  gd::TuneOptions o;
-  o.shapes = {gd::GemmShape{1024, 384, 128, false, false},
-              gd::GemmShape{1024, 128, 512, false, false},
-              gd::GemmShape{128, 512, 1024, true, false}};
-  gd::GemmParams poor = gd::derived_gemm_params(*mk, 0);
-  poor.kc = std::max<int64_t>(16, poor.kc / 4 / 16 * 16);
-  poor.nc = std::max<int64_t>(mk->shapes[0].nr, poor.nc / 4 / mk->shapes[0].nr * mk->shapes[0].nr);
-  poor.b_ahead = 1;
-  o.start = poor;
-  double start_s = 0, tuned_s = 0, flops = 0;
-  for (auto _ : state) {
-    const gd::TuneResult r = gd::tune_gemm(*mk, o);
-    start_s = tuned_s = flops = 0;
-    for (const gd::TunedClassReport& c : r.classes) {
-      start_s += c.start_seconds;
-      tuned_s += c.chosen_seconds;
-      flops += c.flops;
-    }
-  }
-  state.counters["start_gflops"] = flops / start_s * 1e-9;
-  state.counters["tuned_gflops"] = flops / tuned_s * 1e-9;
-  state.counters["gain"] = start_s / tuned_s;
-}
-
 void BM_MatMul_Eigen(benchmark::State& state) {
   const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
   using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -544,42 +508,8 @@ BENCHMARK(BM_MatMul_OneDnn)->Apply(GemmShapes);
 BENCHMARK(BM_MatMul_OneDnnCold)->Apply(GemmShapes);
 BENCHMARK(BM_MatMul_OneDnnBf16)->Apply(GemmShapes);
 #endif
-BENCHMARK(BM_GemmTuner_FromPoorPlan)
-    ->ArgName("set")
-    ->Arg(0)
-    ->Arg(1)
-    ->Iterations(1)
-    ->Unit(benchmark::kSecond)
-    ->UseRealTime();
 BENCHMARK(BM_MatMul_Eigen)->Apply([](auto* b) { Shapes(b, {1}); });
 BENCHMARK(BM_MatMul_EigenTensor)->Apply([](auto* b) { Shapes(b, {1, 2}); });
-
-// --kiln_tune: tunes every class of tuning_shapes() in this process and uses the result, on
-// the float32 kernels and on the bf16 pair kernels where bf16 products run on them.
-void tune_in_process() {
-  namespace gd = kiln::runtime::gemm_detail;
-  const gd::MicroKernels* mk = gd::active_microkernels();
-  if (mk == nullptr) {
-    std::cerr << "kiln_gemm_bench --kiln_tune: the float32 GEMMs run on Eigen here "
-                 "(KILN_GEMM=eigen or a CPU without AVX2): nothing to tune\n";
-    return;
-  }
-  for (const gd::MicroKernels* set : {mk, gd::active_bf16_microkernels()}) {
-    if (set == nullptr) continue;
-    gd::TuneOptions o;
-    o.progress = [](const std::string& line) { std::cerr << "tune: " << line << "\n"; };
-    const gd::TuneResult r = gd::tune_gemm(*set, o);
-    double start_s = 0, tuned_s = 0;
-    for (const gd::TunedClassReport& c : r.classes) {
-      start_s += c.start_seconds;
-      tuned_s += c.chosen_seconds;
-    }
-    std::cerr << fmt::format(
-        "tune: {}: {} classes in {:.1f} s, {:.3f}x over the derived blocking\n", set->isa,
-        r.classes.size(), r.seconds, tuned_s > 0 ? start_s / tuned_s : 1.0);
-    gd::use_gemm_tuning(*set, r.table);
-  }
-}
 
 }  // namespace
 
@@ -597,7 +527,7 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::AddCustomContext("kiln_cpu", kiln::runtime::cpu_info().describe());
   benchmark::AddCustomContext("kiln_gemm_kernels", kiln::runtime::gemm_kernels());
-  if (tune) tune_in_process();
+  if (tune) kiln::bench::tune_gemm_in_process();
   for (int64_t threads : thread_counts()) (void)fma_peak_gflops(int(threads));
   if (const auto* mk = kiln::runtime::gemm_detail::active_microkernels())
     benchmark::AddCustomContext("kiln_gemm_blocking",
