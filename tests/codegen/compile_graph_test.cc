@@ -3,6 +3,7 @@
 // tests/support/error_bound.h.
 #include <gtest/gtest.h>
 
+#include "kiln/ir/error.h"
 #include "kiln/ir/printer.h"
 #include "kiln/runtime/gemm.h"
 #include "kiln/runtime/profiler.h"
@@ -140,10 +141,10 @@ TEST(CompileGraph, SliceAndGatherStepsCountOnlyTheBytesTheySelect) {
 // right after it (runtime/executable.cc, conv_by_images): a direct forward convolution and a
 // shallow one, each with bias, ReLU and max-pool, and a direct input gradient with the
 // max-pool and ReLU gradients (the CNN's three), in float32 and in bf16 (on the float32
-// kernels, where a bf16 convolution runs the direct kernels on widened operands: each image is
-// rounded right before its epilogue rows, conv_bf16_by_images). No separate epilogue event is
-// profiled for them, and the outputs equal the reference executor bitwise at 1, 2 and 3
-// threads.
+// kernels, where a bf16 convolution runs the direct kernels on widened operands, and on the
+// VDPBF16PS sets this CPU runs, where it runs them on bf16 pairs: each image is rounded right
+// before its epilogue rows, conv_bf16_by_images). No separate epilogue event is profiled for
+// them, and the outputs equal the reference executor bitwise at 1, 2 and 3 threads.
 const char* const kConvEpilogueGraphs[] = {
     R"(graph @direct(%0: f32[3,10,10,16], %1: f32[3,3,16,24], %2: f32[24]) -> (f32[3,5,5,24], f32[3,10,10,24]) {
   %3 = conv2d(%0, %1) {strides=[1, 1], dilations=[1, 1], padding="same"} : f32[3,10,10,24]
@@ -202,9 +203,19 @@ TEST(CompileGraph, ConvolutionEpiloguesRunImageByImage) {
     std::string kernels;
     ~Restore() { runtime::set_gemm_bf16_kernels(kernels); }
   } restore{bf16_kernels};
-  for (const char* dtype : {"f32", "bf16"})
+  std::vector<std::pair<std::string, std::string>> runs = {{"f32", "float32"}, {"bf16", "float32"}};
+  for (const char* pairs : {"avx512bf16-emulated", "avx512bf16"}) {
+    try {
+      runtime::set_gemm_bf16_kernels(pairs);
+      runs.emplace_back("bf16", pairs);
+    } catch (const Error&) {  // this CPU cannot run them
+    }
+  }
+  for (const auto& [dtype, bf16_set] : runs)
     for (const char* graph : kConvEpilogueGraphs) {
+      runtime::set_gemm_bf16_kernels(bf16_set);
       const std::string text = conv_graph_as(graph, dtype);
+      SCOPED_TRACE("bf16 kernels " + bf16_set);
       testing::ScopedCacheDir cache;
       auto g = testing::optimized_graph(text);
       const std::vector<runtime::Array> args = random_args(*g, 5);

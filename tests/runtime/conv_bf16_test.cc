@@ -7,10 +7,11 @@
 //  - on the float32 kernels, bitwise the float32 convolution of the widened operands, rounded
 //    once, whichever plan (conv_bf16_plan) the pass takes;
 //  - on the bf16 pair kernels (VDPBF16PS, its emulation and the AMX emulation), the float32
-//    kernels' values for the forward pass and for gradients that the float32 kernels also run as
-//    im2col products (the pairs keep the chain; a zero's sign aside); the real TDPBF16PS adds in
-//    an order of its own (on Emerald Rapids its sums differ from the chain's in the last bit),
-//    so the AMX kernels are held to the bound alone;
+//    kernels' values for the forward pass and for gradients that both kernel sets run by the
+//    same algorithm (im2col products, or the direct kernel: on bf16 pairs, on widened operands)
+//    (the pairs keep the chain; a zero's sign aside); the real TDPBF16PS adds in an order of its
+//    own (on Emerald Rapids its sums differ from the chain's in the last bit), so the AMX
+//    kernels are held to the bound alone;
 //  - float32 operands (a compiled group's fused cast) give the bits of the bf16 operands they
 //    round to;
 //  - the profile shows the plan that ran.
@@ -75,6 +76,11 @@ const std::vector<Bf16ConvCase>& bf16_cases() {
       {{9, 14, 14, 16}, {3, 3, 16, 24}, {2, 2}, {1, 1}, "same"},
       {{9, 14, 14, 64}, {3, 3, 64, 8}, {2, 2}, {1, 1}, "same"},  // groups of 4 images in parallel
       {{1, 60, 60, 32}, {3, 3, 32, 8}, {2, 2}, {1, 1}, "same"},
+      // the direct kernel on bf16 pairs: k blocks of a deep window (1152 pairs), a strided
+      // forward pass, an odd count of output channels (the input gradient then im2col)
+      {{1, 10, 10, 256}, {3, 3, 256, 16}, {1, 1}, {1, 1}, "same"},
+      {{2, 21, 26, 8}, {4, 3, 8, 12}, {2, 2}, {1, 1}, "same"},
+      {{2, 14, 14, 16}, {3, 3, 16, 15}, {1, 1}, {1, 1}, "same"},
   };
   return all;
 }
@@ -145,7 +151,7 @@ void check_conv_op(OpKind op, const ConvGeom& g, std::span<const ConvOperand> op
     in_f32.push_back(o.f32);
   }
   std::vector<uint16_t> float32_set_bits;
-  bool float32_set_im2col = false;
+  ConvBf16Plan float32_set_plan = ConvBf16Plan::kIm2colBf16;
   for (const auto& [f32_set, bf16_set] : bf16_conv_kernel_sets()) {
     const std::string where = what + " on " + f32_set + " / " + bf16_set;
     set_gemm_kernels(f32_set);
@@ -174,10 +180,13 @@ void check_conv_op(OpKind op, const ConvGeom& g, std::span<const ConvOperand> op
       ASSERT_EQ(got, rounded_conv_bits(run_op(op, in_f32, attrs)))
           << where << ": not the float32 op's result rounded";
       float32_set_bits = got;
-      float32_set_im2col = conv_bf16_plan(op, g) == ConvBf16Plan::kIm2colBf16;
-    } else if (bf16_set != "amx" && (op == OpKind::Conv2D || float32_set_im2col)) {
+      float32_set_plan = conv_bf16_plan(op, g);
+    } else if (bf16_set != "amx" &&
+               (op == OpKind::Conv2D || (conv_bf16_plan(op, g) == ConvBf16Plan::kPairDirect) ==
+                                            (float32_set_plan == ConvBf16Plan::kWidenedDirect))) {
       // Pair kernels keep the chains of the float32 kernels' im2col product (and of the
-      // direct forward pass); TDPBF16PS does not (file comment).
+      // direct kernels: the forward pass, an input gradient that both run directly);
+      // TDPBF16PS does not (file comment).
       ASSERT_FALSE(float32_set_bits.empty());
       for (size_t e = 0; e < got.size(); ++e)
         ASSERT_EQ(bf16_value(got[e]), bf16_value(float32_set_bits[e]))
@@ -231,7 +240,9 @@ TEST(ConvBf16, EveryPassIsItsFloat32SumRoundedOnce) {
 // The profile shows the plan of each pass (conv_bf16_plan): bf16 im2col chunks have no
 // `bf16 widen` / `bf16 round` events (the via-f32 rule's passes over memory) and GEMMs of bf16
 // operands ("bf16 packed" in the plan); a direct float32 kernel has its operands widened and
-// its result rounded, and no bf16 GEMM. On the float32 kernels both plans occur in these cases.
+// its result rounded, and no bf16 GEMM; the direct kernel on bf16 pairs neither, and one
+// "conv" event naming the pair set. On the float32 kernels the first two plans occur in these
+// cases, on the VDPBF16PS sets the first and the last, on the AMX sets im2col alone.
 TEST(ConvBf16, TheProfileShowsThePlan) {
   GemmSettingsGuard guard;
   const std::vector<Bf16ConvCase> cases = {
@@ -260,25 +271,29 @@ TEST(ConvBf16, TheProfileShowsThePlan) {
         seen.insert(plan);
         start_profiling();
         run_op(op, in, attrs);
-        int widen = 0, bf16_products = 0;
+        int widen = 0, bf16_products = 0, pair_convs = 0;
         for (const ProfileEvent& e : stop_profiling()) {
           widen += e.category == "bf16";
           bf16_products +=
               e.category == "gemm" && e.detail.find("bf16 packed") != std::string::npos;
+          pair_convs += e.category == "conv" && e.detail.find(bf16_set + " ") == 0 &&
+                        e.detail.find("on bf16 pairs") != std::string::npos;
         }
         const std::string what = std::string(op_name(op)) + " " + describe_conv_case(c) + " on " +
                                  f32_set + " / " + bf16_set;
-        if (plan == ConvBf16Plan::kIm2colBf16) {
-          EXPECT_EQ(widen, 0) << what;
-          EXPECT_GT(bf16_products, 0) << what;
-        } else {
-          EXPECT_GT(widen, 0) << what;
-          EXPECT_EQ(bf16_products, 0) << what;
-        }
+        EXPECT_EQ(widen > 0, plan == ConvBf16Plan::kWidenedDirect) << what;
+        EXPECT_EQ(bf16_products > 0, plan == ConvBf16Plan::kIm2colBf16) << what;
+        EXPECT_EQ(pair_convs, plan == ConvBf16Plan::kPairDirect ? 1 : 0) << what;
       }
     }
     if (bf16_set == "float32")
-      EXPECT_EQ(seen.size(), 2u) << f32_set << ": both plans should occur";
+      EXPECT_EQ(seen,
+                (std::set<ConvBf16Plan>{ConvBf16Plan::kIm2colBf16, ConvBf16Plan::kWidenedDirect}))
+          << f32_set;
+    else if (bf16_set.starts_with("avx512bf16"))
+      EXPECT_EQ(seen,
+                (std::set<ConvBf16Plan>{ConvBf16Plan::kIm2colBf16, ConvBf16Plan::kPairDirect}))
+          << bf16_set;
     else
       EXPECT_EQ(seen, std::set<ConvBf16Plan>{ConvBf16Plan::kIm2colBf16}) << bf16_set;
   }
@@ -286,14 +301,18 @@ TEST(ConvBf16, TheProfileShowsThePlan) {
 
 // A shallow window's forward pass and filter gradient run the direct kernels on widened
 // operands on every kernel set (their products would fill a fraction of a pair kernel's tile);
-// its input gradient and deeper windows' passes take bf16 im2col chunks on the pair kernels.
+// its input gradient and deeper windows' passes take bf16 im2col chunks on the pair kernels,
+// but for a deeper window's forward pass and input gradient on the VDPBF16PS sets (the direct
+// kernel on bf16 pairs), unless the channels summed are odd.
 TEST(ConvBf16, ShallowWindowsRunDirectOnEveryKernelSet) {
   GemmSettingsGuard guard;
   const Attrs attrs = conv_window_attrs({{}, {}, {1, 1}, {1, 1}, "same"});
   const ConvGeom shallow = conv_geom(Shape{3, 20, 20, 3}, Shape{3, 3, 3, 16}, attrs, "test");
   const ConvGeom deep = conv_geom(Shape{2, 14, 14, 16}, Shape{3, 3, 16, 32}, attrs, "test");
+  const ConvGeom odd = conv_geom(Shape{2, 14, 14, 17}, Shape{3, 3, 17, 31}, attrs, "test");
   ASSERT_TRUE(shallow.shallow());
   ASSERT_FALSE(deep.shallow());
+  ASSERT_FALSE(odd.shallow());
   for (const auto& [f32_set, bf16_set] : bf16_conv_kernel_sets()) {
     set_gemm_kernels(f32_set);
     set_gemm_bf16_kernels(bf16_set);
@@ -304,8 +323,14 @@ TEST(ConvBf16, ShallowWindowsRunDirectOnEveryKernelSet) {
     if (bf16_set != "float32") {
       EXPECT_EQ(conv_bf16_plan(OpKind::Conv2DBackpropInput, shallow), ConvBf16Plan::kIm2colBf16)
           << where;
+      const ConvBf16Plan direct = bf16_set.starts_with("avx512bf16") ? ConvBf16Plan::kPairDirect
+                                                                     : ConvBf16Plan::kIm2colBf16;
+      EXPECT_EQ(conv_bf16_plan(OpKind::Conv2D, deep), direct) << where;
+      EXPECT_EQ(conv_bf16_plan(OpKind::Conv2DBackpropInput, deep), direct) << where;
       for (OpKind op : {OpKind::Conv2D, OpKind::Conv2DBackpropInput, OpKind::Conv2DBackpropFilter})
-        EXPECT_EQ(conv_bf16_plan(op, deep), ConvBf16Plan::kIm2colBf16) << where;
+        EXPECT_EQ(conv_bf16_plan(op, odd), ConvBf16Plan::kIm2colBf16) << where;
+      EXPECT_EQ(conv_bf16_plan(OpKind::Conv2DBackpropFilter, deep), ConvBf16Plan::kIm2colBf16)
+          << where;
     }
   }
 }

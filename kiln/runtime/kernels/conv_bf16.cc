@@ -5,13 +5,19 @@
 // The plan (conv_bf16_plan, conv_bf16.h: by shapes and kernel sets only):
 //  - where bf16 products run on pair kernels (gemm_bf16_kernels(): TDPBF16PS, VDPBF16PS or
 //    their emulations), every pass is bf16 im2col chunks through runtime::gemm_bf16 (below),
-//    so the products reach the bf16 units, except a shallow window's forward pass and filter
-//    gradient (ConvGeom::shallow: at most kShallowDepth elements per window), which run the
-//    direct kernels on widened operands as below: their products (depth k() in the forward
-//    pass, k() x o outputs in the filter gradient) fill a fraction of a pair kernel's tile (an
-//    AMX tile is 32 x 32 outputs deep in chunks of 32 elements). On Emerald Rapids the bf16
-//    CNN's first layer (3 x 3 x 1) as bf16 im2col products on AMX ran at 10-15 GFLOP/s, a
-//    fifth of its profile (`KILN_PROFILE`, docs/benchmarks.md);
+//    so the products reach the bf16 units, except
+//     - a forward pass or stride-1 input gradient that the direct kernels take, on the
+//       VDPBF16PS sets (not AMX: its A panels are tiles) with an even count of summed channels:
+//       the direct kernel on bf16 pairs (conv_direct.h), no im2col matrix nor packed A; on the
+//       Zen 4 VM the bf16 CNN's 3x3x16x32 convolution ran at 0.3-0.4 of the VDPBF16PS peak as
+//       im2col products (docs/benchmarks.md);
+//     - a shallow window's forward pass and filter gradient (ConvGeom::shallow: at most
+//       kShallowDepth elements per window), which run the direct kernels on widened operands
+//       as below: their products (depth k() in the forward pass, k() x o outputs in the filter
+//       gradient) fill a fraction of a pair kernel's tile (an AMX tile is 32 x 32 outputs deep
+//       in chunks of 32 elements). On Emerald Rapids the bf16 CNN's first layer (3 x 3 x 1) as
+//       bf16 im2col products on AMX ran at 10-15 GFLOP/s, a fifth of its profile
+//       (`KILN_PROFILE`, docs/benchmarks.md);
 //  - on the float32 kernels, a pass that conv.cc runs as a direct kernel (conv_direct.h,
 //    conv_shallow.h: no im2col matrix at all) runs that kernel on widened operands (the
 //    via-f32 rule of registry.cc: profile events `bf16 widen` / `bf16 round`): on the Zen 3
@@ -36,9 +42,10 @@
 // These are the im2col algorithms of conv.cc (conv_im2col.h), so on the float32 kernels every
 // pass is bitwise the float32 convolution of the widened operands, rounded once. On the pair
 // kernels the forward pass is too (the direct kernels keep the im2col product's chains,
-// conv_direct.h); a gradient that conv.cc computes directly sums the same terms in another
-// order (tests/runtime/conv_bf16_test.cc holds it to the float32 dot-product bound). Work is
-// cut by shapes only: results do not depend on the thread count.
+// conv_direct.h), and so is an input gradient that both run directly; a gradient that one
+// computes directly and the other by im2col sums the same terms in another order
+// (tests/runtime/conv_bf16_test.cc holds it to the float32 dot-product bound). Work is cut by
+// shapes only: results do not depend on the thread count.
 #include <algorithm>
 #include <functional>
 
@@ -190,6 +197,30 @@ void conv_backprop_filter_bf16(const bfloat16* x, const bfloat16* dy, bfloat16* 
                [&](int64_t e0, int64_t e1) { round_rows(sums + e0, dw + e0, e1 - e0); });
 }
 
+// A pass of plan kPairDirect: the direct kernel on bf16 pairs into float32 scratch, rounded
+// into `out`: image by image right after each is computed when on_images is given (which then
+// sees the image), else in one pass after all of them (the kernel then splits bands, not
+// images, over the threads). The same bits either way.
+void conv_pairs_direct(OpKind kind, const bfloat16* a, const bfloat16* b, Array& out,
+                       const ConvGeom& g, const std::function<void(int64_t, int64_t)>* on_images) {
+  Array product = scratch_f32(ScratchSlot::kBf16Result, out.shape);
+  const float* f = product.data<float>();
+  bfloat16* y = out.data<bfloat16>();
+  const int64_t per_image = out.size() / out.shape[0];
+  const std::function<void(int64_t, int64_t)> rounded = [&](int64_t n0, int64_t n1) {
+    round_rows(f + n0 * per_image, y + n0 * per_image, (n1 - n0) * per_image);
+    (*on_images)(n0, n1);
+  };
+  const ImagesDone* by_images = on_images != nullptr ? &rounded : nullptr;
+  if (kind == OpKind::Conv2D)
+    direct_conv_forward_pairs(a, b, product.data<float>(), g, by_images);
+  else
+    direct_conv_backprop_input_pairs(a, b, product.data<float>(), g, by_images);
+  if (on_images == nullptr)
+    parallel_for(out.size(), kElementwiseGrain,
+                 [&](int64_t e0, int64_t e1) { round_rows(f + e0, y + e0, e1 - e0); });
+}
+
 template <OpKind kKind>
 ConvGeom geometry(std::span<const Array> in, const Attrs& attrs, const Array& out) {
   if constexpr (kKind == OpKind::Conv2D)
@@ -256,6 +287,8 @@ void conv_bf16_kernel(std::span<const Array> in, const Attrs& attrs, Array& out)
                              bf16_values(in[1], ScratchSlot::kBf16Input1)};
   const bfloat16* a = operands[0].data<bfloat16>();
   const bfloat16* b = operands[1].data<bfloat16>();
+  if (conv_bf16_plan(kKind, g) == ConvBf16Plan::kPairDirect)
+    return conv_pairs_direct(kKind, a, b, out, g, nullptr);
   bfloat16* o = out.data<bfloat16>();
   if constexpr (kKind == OpKind::Conv2D)
     conv_forward_bf16(a, b, o, g);
@@ -268,9 +301,14 @@ void conv_bf16_kernel(std::span<const Array> in, const Attrs& attrs, Array& out)
 }  // namespace
 
 ConvBf16Plan conv_bf16_plan(OpKind kind, const ConvGeom& g) {
-  if (gemm_bf16_kernels() != "float32")
-    return g.shallow() && kind != OpKind::Conv2DBackpropInput ? ConvBf16Plan::kWidenedDirect
-                                                              : ConvBf16Plan::kIm2colBf16;
+  if (gemm_bf16_kernels() != "float32") {
+    if (g.shallow() && kind != OpKind::Conv2DBackpropInput) return ConvBf16Plan::kWidenedDirect;
+    const bool pairs = kind == OpKind::Conv2D ? direct_conv_forward_pairs_applies(g)
+                       : kind == OpKind::Conv2DBackpropInput
+                           ? direct_conv_backprop_input_pairs_applies(g)
+                           : false;
+    return pairs ? ConvBf16Plan::kPairDirect : ConvBf16Plan::kIm2colBf16;
+  }
   bool direct = false;
   // conv.cc's order of choices: a 1x1 forward pass or input gradient is one GEMM there.
   if (kind == OpKind::Conv2D)
@@ -289,7 +327,15 @@ bool conv_bf16_by_images(OpKind kind, std::span<const Array> in, const Attrs& at
     return false;
   const ConvGeom g = kind == OpKind::Conv2D ? geometry<OpKind::Conv2D>(in, attrs, out)
                                             : geometry<OpKind::Conv2DBackpropInput>(in, attrs, out);
-  if (conv_bf16_plan(kind, g) != ConvBf16Plan::kWidenedDirect) return false;
+  const ConvBf16Plan plan = conv_bf16_plan(kind, g);
+  if (plan == ConvBf16Plan::kPairDirect) {
+    const Array operands[2] = {bf16_values(in[0], ScratchSlot::kBf16Input0),
+                               bf16_values(in[1], ScratchSlot::kBf16Input1)};
+    conv_pairs_direct(kind, operands[0].data<bfloat16>(), operands[1].data<bfloat16>(), out, g,
+                      &on_images);
+    return true;
+  }
+  if (plan != ConvBf16Plan::kWidenedDirect) return false;
   // The via-f32 rule of conv_bf16_kernel, with the rounding moved into the image loop: the
   // same float32 kernel on the same widened operands, each image rounded once (the same bits).
   const Array wide[2] = {float32_values(in[0], ScratchSlot::kBf16Input0),

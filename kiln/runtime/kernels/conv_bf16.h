@@ -14,6 +14,7 @@ namespace kiln::runtime {
 enum class ConvBf16Plan {
   kIm2colBf16,     // bf16 im2col chunks through gemm_bf16 (no pass widens an operand)
   kWidenedDirect,  // operands widened, conv.cc's direct float32 kernel, result rounded
+  kPairDirect,     // the direct kernel on bf16 pairs (VDPBF16PS, conv_direct.h), result rounded
 };
 
 // The plan of pass `kind` (Conv2D, Conv2DBackpropInput or Conv2DBackpropFilter) of geometry g
@@ -21,10 +22,10 @@ enum class ConvBf16Plan {
 ConvBf16Plan conv_bf16_plan(OpKind kind, const ConvGeom& g);
 
 // conv_by_images (kernels.h) of a bf16 conv2d or conv2d_backprop_input whose plan is
-// kWidenedDirect: the operands widened, the float32 kernel image by image into float32
-// scratch, each image rounded into `out` right before on_images sees it (so an epilogue reads
-// bf16 values still in cache; bitwise the unblocked kernel). False, computing nothing, for
-// any other op, dtype or plan.
+// kWidenedDirect or kPairDirect: the direct kernel image by image into float32 scratch (on the
+// widened operands, or on bf16 pairs), each image rounded into `out` right before on_images
+// sees it (so an epilogue reads bf16 values still in cache; bitwise the unblocked kernel).
+// False, computing nothing, for any other op, dtype or plan.
 bool conv_bf16_by_images(OpKind kind, std::span<const Array> in, const Attrs& attrs, Array& out,
                          const std::function<void(int64_t, int64_t)>& on_images);
 

@@ -2,11 +2,16 @@
 #include "kiln/runtime/kernels/conv_direct.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
+#include <fmt/format.h>
+
+#include "kiln/ir/error.h"
 #include "kiln/runtime/gemm_engine.h"
 #include "kiln/runtime/gemm_tuning.h"
 #include "kiln/runtime/kernels/conv_partials.h"
+#include "kiln/runtime/profiler.h"
 #include "kiln/runtime/scratch.h"
 #include "kiln/runtime/threading.h"
 
@@ -41,6 +46,11 @@ struct Direct {
   int64_t sh, sw, dh;  // strides; kernel rows' dilation (columns are undilated)
   int64_t ph, pw;      // padding rows / columns before the input (may be negative)
   const float* b;
+  // bf16 operands on a pair kernel set: every 32-bit unit above is a pair of consecutive
+  // channels (c counts pairs, K pairs of k, b's rows pairs of filter rows), and the band rows
+  // are copied with each pair's halves swapped (element k in the upper half, as VDPBF16PS
+  // adds it first: gemm_microkernel.h's kDot layout).
+  bool pairs = false;
 
   int64_t k() const { return kh * kw * c; }
   int64_t padded_width() const { return (ow - 1) * sw + kw; }  // pixels of a buffer row
@@ -54,16 +64,29 @@ struct Tiles {
   const MicroKernel* kernel;
   int64_t kc;
   int32_t b_ahead;
+  // `depth` in elements of k (kc comes in the set's steps: pairs on a pair set).
   Tiles(const MicroKernels& mk, int64_t rows, int64_t cols, int64_t depth, bool ta) {
-    const gemm_detail::GemmParams& p =
-        gemm_detail::gemm_params(mk, gemm_detail::GemmShape{rows, cols, depth, ta, false});
+    gemm_detail::GemmShape shape{rows, cols, depth, ta, false};
+    shape.a_bf16 = shape.b_bf16 = mk.k_per_step == 2;
+    const gemm_detail::GemmParams& p = gemm_detail::gemm_params(mk, shape);
     kernel = &mk.shapes[p.kernel];
     kc = p.kc;
     b_ahead = p.b_ahead;
   }
   Tiles(const MicroKernels& mk, const Direct& d)
-      : Tiles(mk, d.n * d.oh * d.ow, d.o, d.k(), false) {}
+      : Tiles(mk, d.n * d.oh * d.ow, d.o, d.k() * mk.k_per_step, false) {}
 };
+
+// count pairs of bf16 from src to dst with their halves swapped: the pair of memory order
+// (element k in the lower half) in the VDPBF16PS layout (k in the upper half).
+void copy_swapped_pairs(const float* src, float* dst, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) {
+    uint32_t u;
+    std::memcpy(&u, src + i, sizeof(u));
+    u = std::rotl(u, 16);
+    std::memcpy(dst + i, &u, sizeof(u));
+  }
+}
 
 // Copies the input rows that output lines [l0, l0 + lines) of image `img` read into `buf`
 // (band_rows x padded_width x c), zeros where they fall outside the image.
@@ -81,7 +104,10 @@ void fill_band(const Direct& d, const float* x, int64_t img, int64_t l0, int64_t
     }
     std::fill(dst, dst + q0 * d.c, 0.0f);
     const float* src = x + ((img * d.h + iy) * d.w + (q0 - d.pw)) * d.c;
-    std::memcpy(dst + q0 * d.c, src, size_t((q1 - q0) * d.c) * sizeof(float));
+    if (d.pairs)
+      copy_swapped_pairs(src, dst + q0 * d.c, (q1 - q0) * d.c);
+    else
+      std::memcpy(dst + q0 * d.c, src, size_t((q1 - q0) * d.c) * sizeof(float));
     std::fill(dst + q1 * d.c, dst + row_len, 0.0f);
   }
 }
@@ -150,8 +176,9 @@ struct Bands {
 
 // Every output line of every image, bands in parallel; with on_images, whole images per task,
 // each handed to on_images once all its bands are done.
-void run_direct(const Direct& d, const float* x, float* y, const ImagesDone* on_images) {
-  const Tiles tiles(*gemm_detail::active_microkernels(), d);
+void run_direct(const MicroKernels& mk, const Direct& d, const float* x, float* y,
+                const ImagesDone* on_images) {
+  const Tiles tiles(mk, d);
   const Bands bands(d);
   const double band_flops = 2.0 * double(bands.lines * d.ow) * double(d.k()) * double(d.o);
   const size_t buf_bytes = size_t(bands.buf_floats) * sizeof(float);
@@ -212,15 +239,38 @@ void filter_band(const Tiles& tiles, const Direct& d, const float* buf, const fl
     }
 }
 
-bool direct_applies(const ConvGeom& g, int64_t line_pixels) {
-  const MicroKernels* mk = gemm_detail::active_microkernels();
+bool direct_applies(const MicroKernels* mk, const ConvGeom& g, int64_t line_pixels) {
   if (mk == nullptr || g.dw != 1 || g.pointwise() || g.shallow()) return false;
   return 2 * line_pixels >= Tiles(*mk, g.rows(), g.o, g.kh * g.kw * g.c, false).kernel->mr;
 }
 
+// The pair kernel set a bf16 pass runs directly on: VDPBF16PS's layout (an AMX set's A panels
+// are tiles, not rows read in place), with an even channel count `channels` (so that no pair
+// straddles two pixels).
+const MicroKernels* pair_set(int64_t channels) {
+  const MicroKernels* mk = gemm_detail::active_bf16_microkernels();
+  if (mk == nullptr || mk->pair_layout != gemm_detail::PairLayout::kDot || channels % 2 != 0)
+    return nullptr;
+  return mk;
+}
+
+// The profile event of a pass on the pair kernels: the set, its tile and k blocks.
+struct PairsEvent {
+  ProfileScope scope;
+  PairsEvent(const char* pass, const MicroKernels& mk, const Direct& d)
+      : scope(pass, "conv", 2.0 * double(d.n * d.oh * d.ow) * double(d.k() * 2) * double(d.o)) {
+    if (!scope.recording()) return;
+    const Tiles tiles(mk, d);
+    scope.set_detail(
+        fmt::format("{} {} on bf16 pairs, kc {} pairs", mk.isa, tiles.kernel->name, tiles.kc));
+  }
+};
+
 }  // namespace
 
-bool direct_conv_forward_applies(const ConvGeom& g) { return direct_applies(g, g.ow); }
+bool direct_conv_forward_applies(const ConvGeom& g) {
+  return direct_applies(gemm_detail::active_microkernels(), g, g.ow);
+}
 
 bool direct_conv_backprop_filter_applies(const ConvGeom& g) {
   const MicroKernels* mk = gemm_detail::active_microkernels();
@@ -229,13 +279,39 @@ bool direct_conv_backprop_filter_applies(const ConvGeom& g) {
 }
 
 bool direct_conv_backprop_input_applies(const ConvGeom& g) {
-  return g.sh == 1 && g.sw == 1 && direct_applies(g, g.w);
+  return g.sh == 1 && g.sw == 1 && direct_applies(gemm_detail::active_microkernels(), g, g.w);
+}
+
+bool direct_conv_forward_pairs_applies(const ConvGeom& g) {
+  return direct_applies(pair_set(g.c), g, g.ow);
+}
+
+bool direct_conv_backprop_input_pairs_applies(const ConvGeom& g) {
+  return g.sh == 1 && g.sw == 1 && direct_applies(pair_set(g.o), g, g.w);
 }
 
 void direct_conv_forward(const float* x, const float* w, float* y, const ConvGeom& g,
                          const ImagesDone* on_images) {
   const Direct d{g.n, g.h, g.w, g.c, g.kh, g.kw, g.o, g.oh, g.ow, g.sh, g.sw, g.dh, g.ph, g.pw, w};
-  run_direct(d, x, y, on_images);
+  run_direct(*gemm_detail::active_microkernels(), d, x, y, on_images);
+}
+
+void direct_conv_forward_pairs(const bfloat16* x, const bfloat16* w, float* y, const ConvGeom& g,
+                               const ImagesDone* on_images) {
+  const MicroKernels* mk = pair_set(g.c);
+  if (mk == nullptr || !direct_conv_forward_pairs_applies(g))
+    throw Error("direct_conv_forward_pairs: not a direct bf16 convolution on VDPBF16PS pairs");
+  // The filter's K x O matrix as K / 2 rows of pairs (rows 2q and 2q + 1), K even as c is.
+  const int64_t K = g.k(), O = g.o;
+  Scratch filter_buf(ScratchSlot::kConvFilter, size_t(K / 2 * O) * sizeof(float));
+  gemm_detail::pair_interleave_avx2(reinterpret_cast<const uint16_t*>(w), O, O, K,
+                                    filter_buf.as<float>(), O, true);
+  const Direct d{g.n,  g.h,  g.w,  g.c / 2, g.kh,
+                 g.kw, g.o,  g.oh, g.ow,    g.sh,
+                 g.sw, g.dh, g.ph, g.pw,    filter_buf.as<float>(),
+                 true};
+  PairsEvent event("conv2d direct bf16", *mk, d);
+  run_direct(*mk, d, reinterpret_cast<const float*>(x), y, on_images);
 }
 
 void direct_conv_backprop_input(const float* w, const float* dy, float* dx, const ConvGeom& g,
@@ -273,7 +349,51 @@ void direct_conv_backprop_input(const float* w, const float* dy, float* dx, cons
                  (g.kh - 1) * g.dh - g.ph,
                  (g.kw - 1) - g.pw,
                  turned};
-  run_direct(d, dy, dx, on_images);
+  run_direct(mk, d, dy, dx, on_images);
+}
+
+void direct_conv_backprop_input_pairs(const bfloat16* w, const bfloat16* dy, float* dx,
+                                      const ConvGeom& g, const ImagesDone* on_images) {
+  const MicroKernels* mk = pair_set(g.o);
+  if (mk == nullptr || !direct_conv_backprop_input_pairs_applies(g))
+    throw Error(
+        "direct_conv_backprop_input_pairs: not a direct bf16 input gradient on VDPBF16PS pairs");
+  // The turned filter (direct_conv_backprop_input) in pairs of its rows, which are consecutive
+  // output channels o: turned[(i, j, q), c] = the pair of w[kh-1-i, kw-1-j, c, 2q] and
+  // w[.., c, 2q + 1], adjacent in w: each tap's C x O/2 matrix of pairs transposed, then
+  // swapped into the VDPBF16PS layout.
+  const int64_t C = g.c, P = g.o / 2, taps = g.kh * g.kw;
+  Scratch turned_buf(ScratchSlot::kConvFilter, size_t(taps * P * C) * sizeof(float));
+  float* turned = turned_buf.as<float>();
+  const auto* w_pairs = reinterpret_cast<const float*>(w);
+  parallel_for(taps, std::max<int64_t>(1, kElementwiseGrain / (C * P)),
+               [&](int64_t t0, int64_t t1) {
+                 for (int64_t t = t0; t < t1; ++t) {
+                   const int64_t i = t / g.kw, j = t % g.kw;
+                   const float* src = w_pairs + ((g.kh - 1 - i) * g.kw + (g.kw - 1 - j)) * C * P;
+                   float* dst = turned + t * P * C;
+                   mk->transpose(src, P, C, P, dst, C);  // dst[q * C + c] = src[c * P + q]
+                   copy_swapped_pairs(dst, dst, P * C);
+                 }
+               });
+  const Direct d{g.n,
+                 g.oh,
+                 g.ow,
+                 P,
+                 g.kh,
+                 g.kw,
+                 C,
+                 g.h,
+                 g.w,
+                 1,
+                 1,
+                 g.dh,
+                 (g.kh - 1) * g.dh - g.ph,
+                 (g.kw - 1) - g.pw,
+                 turned,
+                 true};
+  PairsEvent event("conv2d_backprop_input direct bf16", *mk, d);
+  run_direct(*mk, d, reinterpret_cast<const float*>(dy), dx, on_images);
 }
 
 }  // namespace kiln::runtime

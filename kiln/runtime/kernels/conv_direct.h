@@ -27,10 +27,22 @@
 // sum, so it differs from conv.cc's in the last bits, and is equally independent of threads.
 // The filter gradient sums fixed ranges of bands into partials (each one chain continued band
 // by band) that are then added in order, like conv.cc's chunks: independent of threads.
+//
+// bf16 operands (runtime/kernels/conv_bf16.cc) run the forward pass and the stride-1 input
+// gradient the same way on the VDPBF16PS pair kernels (gemm_microkernel.h, the kDot layout),
+// where the summed channels (c forward, o for the input gradient) are even: two consecutive
+// channels of a pixel are one 32-bit pair of k, so the band buffer holds the input's pairs as
+// they are (halves swapped as they are copied: element k in the upper half), the filter is
+// packed as pairs of its rows, and each tile step is one VDPBF16PS per vector. The chain of
+// every output is the float32 kernels' chain over the widened operands in the same k order
+// ((kh, kw, c), or (kh, kw, o) of the turned filter): the bits of the float32 direct kernel
+// (and for the forward pass, of the im2col product), denormals aside (VDPBF16PS flushes them).
 #pragma once
 
 #include <cstdint>
 #include <functional>
+
+#include "kiln/ir/bfloat16.h"
 
 #include "kiln/runtime/kernels/conv_geom.h"
 
@@ -46,6 +58,10 @@ namespace kiln::runtime {
 bool direct_conv_forward_applies(const ConvGeom& g);
 bool direct_conv_backprop_input_applies(const ConvGeom& g);
 bool direct_conv_backprop_filter_applies(const ConvGeom& g);
+// The same for bf16 operands on the pair kernels in use (gemm_bf16_kernels(): avx512bf16 or its
+// emulation; not the AMX sets, whose A panels are tiles), with an even channel count.
+bool direct_conv_forward_pairs_applies(const ConvGeom& g);
+bool direct_conv_backprop_input_pairs_applies(const ConvGeom& g);
 
 // Called with [n0, n1) on the thread that computed output images n0 .. n1 - 1, right after
 // them (runtime/kernels.h, conv_by_images).
@@ -58,6 +74,12 @@ void direct_conv_forward(const float* x, const float* w, float* y, const ConvGeo
 // dx[n, h, w, c] = the input gradient of dy [n, oh, ow, o] through w [kh, kw, c, o] (parallel).
 void direct_conv_backprop_input(const float* w, const float* dy, float* dx, const ConvGeom& g,
                                 const ImagesDone* on_images = nullptr);
+
+// The two passes on bf16 operands, float32 results (kiln::Error where *_pairs_applies is false).
+void direct_conv_forward_pairs(const bfloat16* x, const bfloat16* w, float* y, const ConvGeom& g,
+                               const ImagesDone* on_images = nullptr);
+void direct_conv_backprop_input_pairs(const bfloat16* w, const bfloat16* dy, float* dx,
+                                      const ConvGeom& g, const ImagesDone* on_images = nullptr);
 
 // dw[kh, kw, c, o] = the filter gradient of x [n, h, w, c] and dy [n, oh, ow, o] (parallel).
 void direct_conv_backprop_filter(const float* x, const float* dy, float* dw, const ConvGeom& g);
