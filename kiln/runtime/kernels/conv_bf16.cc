@@ -6,11 +6,12 @@
 //  - where bf16 products run on pair kernels (gemm_bf16_kernels(): TDPBF16PS, VDPBF16PS or
 //    their emulations), every pass is bf16 im2col chunks through runtime::gemm_bf16 (below),
 //    so the products reach the bf16 units, except
-//     - a forward pass or stride-1 input gradient that the direct kernels take, on the
-//       VDPBF16PS sets (not AMX: its A panels are tiles) with an even count of summed channels:
-//       the direct kernel on bf16 pairs (conv_direct.h), no im2col matrix nor packed A; on the
-//       Zen 4 VM the bf16 CNN's 3x3x16x32 convolution ran at 0.3-0.4 of the VDPBF16PS peak as
-//       im2col products (docs/benchmarks.md);
+//     - a pass that the direct kernels take, on the VDPBF16PS sets (not AMX: its A panels are
+//       tiles) with an even count of summed channels (forward: c; input gradient: o) or of
+//       pixels per output line (filter gradient): the direct kernel on bf16 pairs
+//       (conv_direct.h), no im2col matrix nor packed A; on the Zen 4 VM the bf16 CNN's
+//       3x3x16x32 convolution ran at 0.3-0.4 of the VDPBF16PS peak as im2col products
+//       (docs/benchmarks.md);
 //     - a shallow window's forward pass and filter gradient (ConvGeom::shallow: at most
 //       kShallowDepth elements per window), which run the direct kernels on widened operands
 //       as below: their products (depth k() in the forward pass, k() x o outputs in the filter
@@ -214,8 +215,10 @@ void conv_pairs_direct(OpKind kind, const bfloat16* a, const bfloat16* b, Array&
   const ImagesDone* by_images = on_images != nullptr ? &rounded : nullptr;
   if (kind == OpKind::Conv2D)
     direct_conv_forward_pairs(a, b, product.data<float>(), g, by_images);
-  else
+  else if (kind == OpKind::Conv2DBackpropInput)
     direct_conv_backprop_input_pairs(a, b, product.data<float>(), g, by_images);
+  else
+    direct_conv_backprop_filter_pairs(a, b, product.data<float>(), g);
   if (on_images == nullptr)
     parallel_for(out.size(), kElementwiseGrain,
                  [&](int64_t e0, int64_t e1) { round_rows(f + e0, y + e0, e1 - e0); });
@@ -306,7 +309,7 @@ ConvBf16Plan conv_bf16_plan(OpKind kind, const ConvGeom& g) {
     const bool pairs = kind == OpKind::Conv2D ? direct_conv_forward_pairs_applies(g)
                        : kind == OpKind::Conv2DBackpropInput
                            ? direct_conv_backprop_input_pairs_applies(g)
-                           : false;
+                           : direct_conv_backprop_filter_pairs_applies(g);
     return pairs ? ConvBf16Plan::kPairDirect : ConvBf16Plan::kIm2colBf16;
   }
   bool direct = false;

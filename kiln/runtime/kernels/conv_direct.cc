@@ -112,6 +112,25 @@ void fill_band(const Direct& d, const float* x, int64_t img, int64_t l0, int64_t
   }
 }
 
+// fill_band of bf16 values (the rows `row_ld` values apart), without swapping anything.
+void fill_band_bf16(const Direct& d, const uint16_t* x, int64_t img, int64_t l0, int64_t lines,
+                    uint16_t* buf, int64_t row_ld) {
+  const int64_t wp = d.padded_width();
+  const int64_t q0 = std::clamp<int64_t>(d.pw, 0, wp), q1 = std::clamp<int64_t>(d.w + d.pw, q0, wp);
+  for (int64_t r = 0; r < d.band_rows(lines); ++r) {
+    uint16_t* dst = buf + r * row_ld;
+    const int64_t iy = l0 * d.sh - d.ph + r;
+    if (iy < 0 || iy >= d.h) {
+      std::fill(dst, dst + row_ld, uint16_t{0});
+      continue;
+    }
+    std::fill(dst, dst + q0 * d.c, uint16_t{0});
+    const uint16_t* src = x + ((img * d.h + iy) * d.w + (q0 - d.pw)) * d.c;
+    std::memcpy(dst + q0 * d.c, src, size_t((q1 - q0) * d.c) * sizeof(uint16_t));
+    std::fill(dst + q1 * d.c, dst + row_ld, uint16_t{0});
+  }
+}
+
 // Output lines [l0, l0 + lines) of image `img` from their band.
 void run_band(const Tiles& tiles, const Direct& d, const float* buf, int64_t img, int64_t l0,
               int64_t lines, float* y) {
@@ -400,36 +419,137 @@ void direct_conv_backprop_input_pairs(const bfloat16* w, const bfloat16* dy, flo
 
 namespace kiln::runtime {
 
-void direct_conv_backprop_filter(const float* x, const float* dy, float* dw, const ConvGeom& g) {
-  const Direct d{g.n,  g.h,  g.w,  g.c,  g.kh, g.kw, g.o,    g.oh,
-                 g.ow, g.sh, g.sw, g.dh, g.ph, g.pw, nullptr};
-  // The product dW = window^T dy: K x O of depth n * oh * ow, A (the windows) read transposed.
-  const Tiles tiles(*gemm_detail::active_microkernels(), d.k(), d.o, g.rows(), true);
-  // Deep bands, but at least kMaxFilterParts of them in all where the lines allow (a batch of
-  // 2 keeps 4 bands per image): the parts below are ranges of bands.
+namespace {
+
+// The filter gradient's bands (deep, but at least kMaxFilterParts of them in all where the
+// lines allow: a batch of 2 keeps 4 bands per image) and parts: fixed ranges of bands, each
+// summing its own partial in band order; the partials are added in part order, so the bits do
+// not depend on the thread count. `band(scratch, img, l0, lines, out, accumulate)` adds one
+// band's product into out (K x O floats), from a per-task scratch of `scratch_bytes`.
+template <class Band>
+void filter_gradient_by_parts(const Direct& d, float* dw, size_t scratch_bytes, const Band& band) {
   const int64_t bands_per_image = gemm_detail::ceil_div(kMaxFilterParts, d.n);
   const Bands bands(d, kFilterBandPixels, std::max<int64_t>(1, d.oh / bands_per_image));
   const int64_t units = d.n * bands.per_image, size = d.k() * d.o;
-  // Parts: fixed ranges of bands, each summing its own partial in band order; the partials are
-  // added in part order, so the bits do not depend on the thread count.
-  const double flops = 2.0 * double(g.rows()) * double(d.k()) * double(d.o);
+  const double flops = 2.0 * double(d.n * d.oh * d.ow) * double(d.k()) * double(d.o);
   int64_t parts = std::min<int64_t>(kMaxFilterParts, int64_t(flops / kMinPartFlops));
   parts = std::clamp<int64_t>(parts, 1, units);
   const int64_t per_part = gemm_detail::ceil_div(units, parts);
   parts = gemm_detail::ceil_div(units, per_part);
   Scratch partial_buf(ScratchSlot::kConvPartials, size_t((parts - 1) * size) * sizeof(float));
   float* partials = partial_buf.as<float>();
+  const size_t bytes = std::max(scratch_bytes, size_t(bands.buf_floats) * sizeof(float));
   parallel_tasks(parts, [&](int64_t p) {
-    Scratch buf(ScratchSlot::kConvColumns, size_t(bands.buf_floats) * sizeof(float));
+    Scratch buf(ScratchSlot::kConvColumns, bytes);
     float* out = p == 0 ? dw : partials + (p - 1) * size;
     const int64_t u0 = p * per_part, u1 = std::min(units, u0 + per_part);
-    for (int64_t u = u0; u < u1; ++u) {
-      const int64_t img = bands.image(u), l0 = bands.first_line(u), lines = bands.count(d, u);
-      fill_band(d, x, img, l0, lines, buf.as<float>());
-      filter_band(tiles, d, buf.as<float>(), dy, img, l0, lines, out, u != u0);
-    }
+    for (int64_t u = u0; u < u1; ++u)
+      band(buf.as<float>(), bands.image(u), bands.first_line(u), bands.count(d, u), out, u != u0);
   });
   add_partials(dw, partials, parts, size);
+}
+
+// The bands of a bf16 filter gradient on pairs of pixels: the band's rows of the input as bf16
+// (fill_band of the pairs of its bf16 values, in memory order: c even or not, the copy moves
+// whole rows of pixels), rows of `pairs` PB[u][e] = the pair of the row's element e of pixel u
+// (upper half) and of pixel u + sw (lower), and dy's rows interleaved in pairs of pixels.
+struct PairBand {
+  int64_t row_bf16;   // bf16 values per band row: padded_width * c (rounded up to even)
+  int64_t row_pairs;  // pairs per PB row: (padded_width - sw) * c
+  int64_t rows;       // band rows
+  int64_t dy_pairs;   // pairs of dy rows per band (lines * ow / 2)
+  explicit PairBand(const Direct& d, int64_t lines)
+      : row_bf16((d.padded_width() * d.c + 1) / 2 * 2),
+        row_pairs((d.padded_width() - d.sw) * d.c),
+        rows(d.band_rows(lines)),
+        dy_pairs(lines * d.ow / 2) {}
+  size_t bytes(int64_t o) const {
+    return size_t(rows * row_bf16) * 2 + size_t(rows * row_pairs + dy_pairs * o) * sizeof(float);
+  }
+};
+
+}  // namespace
+
+void direct_conv_backprop_filter(const float* x, const float* dy, float* dw, const ConvGeom& g) {
+  const Direct d{g.n,  g.h,  g.w,  g.c,  g.kh, g.kw, g.o,    g.oh,
+                 g.ow, g.sh, g.sw, g.dh, g.ph, g.pw, nullptr};
+  // The product dW = window^T dy: K x O of depth n * oh * ow, A (the windows) read transposed.
+  const Tiles tiles(*gemm_detail::active_microkernels(), d.k(), d.o, g.rows(), true);
+  filter_gradient_by_parts(
+      d, dw, 0,
+      [&](float* buf, int64_t img, int64_t l0, int64_t lines, float* out, bool accumulate) {
+        fill_band(d, x, img, l0, lines, buf);
+        filter_band(tiles, d, buf, dy, img, l0, lines, out, accumulate);
+      });
+}
+
+bool direct_conv_backprop_filter_pairs_applies(const ConvGeom& g) {
+  const MicroKernels* mk = pair_set(g.ow);
+  if (mk == nullptr || g.dw != 1 || g.pointwise() || g.shallow()) return false;
+  return 2 * g.kw * g.c >= Tiles(*mk, g.kh * g.kw * g.c, g.o, g.rows(), true).kernel->mr;
+}
+
+void direct_conv_backprop_filter_pairs(const bfloat16* x, const bfloat16* dy, float* dw,
+                                       const ConvGeom& g) {
+  const MicroKernels* mk = pair_set(g.ow);
+  if (mk == nullptr || !direct_conv_backprop_filter_pairs_applies(g))
+    throw Error(
+        "direct_conv_backprop_filter_pairs: not a direct bf16 filter gradient on VDPBF16PS pairs");
+  // Bands and parts as the float32 kernel's (Direct in float32 values: the same sums).
+  const Direct d{g.n,  g.h,  g.w,  g.c,  g.kh, g.kw, g.o,    g.oh,
+                 g.ow, g.sh, g.sw, g.dh, g.ph, g.pw, nullptr};
+  const Tiles tiles(*mk, d.k(), d.o, g.rows(), true);
+  const MicroKernel& kernel = *tiles.kernel;
+  const Bands sizing(d, kFilterBandPixels);
+  const auto* x_bits = reinterpret_cast<const uint16_t*>(x);
+  const auto* dy_bits = reinterpret_cast<const uint16_t*>(dy);
+  const int64_t run = d.kw * d.c;
+  ProfileScope event("conv2d_backprop_filter direct bf16", "conv",
+                     2.0 * double(g.rows()) * double(d.k()) * double(d.o));
+  if (event.recording())
+    event.set_detail(fmt::format("{} {} on bf16 pairs of pixels", mk->isa, kernel.name));
+  auto band = [&](float* scratch, int64_t img, int64_t l0, int64_t lines, float* out,
+                  bool accumulate) {
+    const PairBand pb(d, lines);
+    auto* rows = reinterpret_cast<uint16_t*>(scratch);
+    float* pairs = scratch + pb.rows * pb.row_bf16 / 2;
+    float* dy_pairs = pairs + pb.rows * pb.row_pairs;
+    fill_band_bf16(d, x_bits, img, l0, lines, rows, pb.row_bf16);
+    const int64_t shift = d.sw * d.c;
+    for (int64_t r = 0; r < pb.rows; ++r) {
+      const uint16_t* row = rows + r * pb.row_bf16;
+      float* dst = pairs + r * pb.row_pairs;
+      for (int64_t e = 0; e < pb.row_pairs; ++e)
+        dst[e] = std::bit_cast<float>(uint32_t(row[e]) << 16 | row[e + shift]);
+    }
+    gemm_detail::pair_interleave_avx2(dy_bits + (img * d.oh + l0) * d.ow * d.o, d.o, d.o,
+                                      lines * d.ow, dy_pairs, d.o, true);
+    // filter_band on the pairs: k steps are pairs of pixels, ow / 2 per line.
+    const APanels panels(0, run, kernel.mr);
+    MicroTile t;
+    t.b_ahead = tiles.b_ahead;
+    t.kc = pb.dy_pairs;
+    t.lda_t = 2 * d.sw * d.c;
+    t.ldb = d.o;
+    t.ldc = d.o;
+    t.seg_len = d.ow / 2;
+    t.seg_first = d.ow / 2;
+    t.seg_jump = d.sh * pb.row_pairs - d.ow * d.sw * d.c;
+    t.accumulate = accumulate;
+    for (int64_t ky = 0; ky < d.kh; ++ky)
+      for (int64_t i = 0; i < panels.count; ++i) {
+        t.rows = int32_t(panels.height(i));
+        t.a = pairs + ky * d.dh * pb.row_pairs + panels.start(i);
+        for (int64_t j = 0; j < d.o; j += kernel.nr) {
+          t.cols = int32_t(std::min<int64_t>(kernel.nr, d.o - j));
+          t.b = dy_pairs + j;
+          t.c = out + (ky * run + panels.start(i)) * d.o + j;
+          kernel.tile(t);
+        }
+      }
+  };
+  const PairBand largest(d, sizing.lines);
+  filter_gradient_by_parts(d, dw, largest.bytes(d.o), band);
 }
 
 }  // namespace kiln::runtime

@@ -62,6 +62,9 @@ bool direct_conv_backprop_filter_applies(const ConvGeom& g);
 // emulation; not the AMX sets, whose A panels are tiles), with an even channel count.
 bool direct_conv_forward_pairs_applies(const ConvGeom& g);
 bool direct_conv_backprop_input_pairs_applies(const ConvGeom& g);
+// The filter gradient's k is the pixels: on pairs of consecutive pixels of a line (an even
+// count of pixels per output line).
+bool direct_conv_backprop_filter_pairs_applies(const ConvGeom& g);
 
 // Called with [n0, n1) on the thread that computed output images n0 .. n1 - 1, right after
 // them (runtime/kernels.h, conv_by_images).
@@ -80,6 +83,8 @@ void direct_conv_forward_pairs(const bfloat16* x, const bfloat16* w, float* y, c
                                const ImagesDone* on_images = nullptr);
 void direct_conv_backprop_input_pairs(const bfloat16* w, const bfloat16* dy, float* dx,
                                       const ConvGeom& g, const ImagesDone* on_images = nullptr);
+void direct_conv_backprop_filter_pairs(const bfloat16* x, const bfloat16* dy, float* dw,
+                                       const ConvGeom& g);
 
 // dw[kh, kw, c, o] = the filter gradient of x [n, h, w, c] and dy [n, oh, ow, o] (parallel).
 void direct_conv_backprop_filter(const float* x, const float* dy, float* dw, const ConvGeom& g);
