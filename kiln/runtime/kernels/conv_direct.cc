@@ -333,42 +333,60 @@ void direct_conv_forward_pairs(const bfloat16* x, const bfloat16* w, float* y, c
   run_direct(*mk, d, reinterpret_cast<const float*>(x), y, on_images);
 }
 
+namespace {
+
+// The filter turned by 180 degrees, in/out channels swapped, for an input gradient computed
+// as a forward convolution of dy: turned[(i, j, u), c] = w[kh-1-i, kw-1-j, c, u] over w's
+// `units` per (c) row (o floats, or o / 2 bf16 pairs: `swap` then puts each pair's halves in
+// the VDPBF16PS layout). Each tap's C x units block transposed with the engine's AVX copy, taps
+// in parallel, into a scratch slot (a 3x3x512x512 filter is 9.4 MB: a scalar loop into a fresh
+// vector cost more than a third of that input gradient).
+struct TurnedFilter {
+  Scratch buf;
+  TurnedFilter(const MicroKernels& mk, const float* w, const ConvGeom& g, int64_t units, bool swap)
+      : buf(ScratchSlot::kConvFilter, size_t(g.kh * g.kw * units * g.c) * sizeof(float)) {
+    const int64_t C = g.c, taps = g.kh * g.kw;
+    float* turned = buf.as<float>();
+    parallel_for(
+        taps, std::max<int64_t>(1, kElementwiseGrain / (C * units)), [&](int64_t t0, int64_t t1) {
+          for (int64_t t = t0; t < t1; ++t) {
+            const int64_t i = t / g.kw, j = t % g.kw;
+            const float* src = w + ((g.kh - 1 - i) * g.kw + (g.kw - 1 - j)) * C * units;
+            float* dst = turned + t * units * C;
+            mk.transpose(src, units, C, units, dst, C);  // dst[u * C + c] = src[c * units + u]
+            if (swap) copy_swapped_pairs(dst, dst, units * C);
+          }
+        });
+  }
+  // dx[iy, ix] = sum over (i, j, u) of dy[iy - ph' + i * dh, ix - pw' + j] turned[(i, j, u)]:
+  // the forward convolution of dy (`units` per pixel) computing dx.
+  Direct as_forward(const ConvGeom& g, int64_t units, bool pairs) const {
+    return Direct{g.n,
+                  g.oh,
+                  g.ow,
+                  units,
+                  g.kh,
+                  g.kw,
+                  g.c,
+                  g.h,
+                  g.w,
+                  1,
+                  1,
+                  g.dh,
+                  (g.kh - 1) * g.dh - g.ph,
+                  (g.kw - 1) - g.pw,
+                  buf.as<float>(),
+                  pairs};
+  }
+};
+
+}  // namespace
+
 void direct_conv_backprop_input(const float* w, const float* dy, float* dx, const ConvGeom& g,
                                 const ImagesDone* on_images) {
-  // The filter turned by 180 degrees, in/out channels swapped: turned[(i, j, o), c] =
-  // w[kh-1-i, kw-1-j, c, o].
-  // Each tap's C x O block transposed with the engine's AVX copy, taps in parallel, into a
-  // scratch slot (a 3x3x512x512 filter is 9.4 MB: a scalar loop into a fresh vector cost more
-  // than a third of that input gradient).
-  const int64_t C = g.c, O = g.o, taps = g.kh * g.kw;
   const MicroKernels& mk = *gemm_detail::active_microkernels();
-  Scratch turned_buf(ScratchSlot::kConvFilter, size_t(taps * O * C) * sizeof(float));
-  float* turned = turned_buf.as<float>();
-  parallel_for(
-      taps, std::max<int64_t>(1, kElementwiseGrain / (C * O)), [&](int64_t t0, int64_t t1) {
-        for (int64_t t = t0; t < t1; ++t) {
-          const int64_t i = t / g.kw, j = t % g.kw;
-          const float* src = w + ((g.kh - 1 - i) * g.kw + (g.kw - 1 - j)) * C * O;
-          mk.transpose(src, O, C, O, turned + t * O * C, C);  // dst[o * C + c] = src[c * O + o]
-        }
-      });
-  // dx[iy, ix] = sum over (i, j, o) of dy[iy - ph' + i * dh, ix - pw' + j] turned[(i, j, o)].
-  const Direct d{g.n,
-                 g.oh,
-                 g.ow,
-                 O,
-                 g.kh,
-                 g.kw,
-                 C,
-                 g.h,
-                 g.w,
-                 1,
-                 1,
-                 g.dh,
-                 (g.kh - 1) * g.dh - g.ph,
-                 (g.kw - 1) - g.pw,
-                 turned};
-  run_direct(mk, d, dy, dx, on_images);
+  const TurnedFilter turned(mk, w, g, g.o, false);
+  run_direct(mk, turned.as_forward(g, g.o, false), dy, dx, on_images);
 }
 
 void direct_conv_backprop_input_pairs(const bfloat16* w, const bfloat16* dy, float* dx,
@@ -377,40 +395,11 @@ void direct_conv_backprop_input_pairs(const bfloat16* w, const bfloat16* dy, flo
   if (mk == nullptr || !direct_conv_backprop_input_pairs_applies(g))
     throw Error(
         "direct_conv_backprop_input_pairs: not a direct bf16 input gradient on VDPBF16PS pairs");
-  // The turned filter (direct_conv_backprop_input) in pairs of its rows, which are consecutive
-  // output channels o: turned[(i, j, q), c] = the pair of w[kh-1-i, kw-1-j, c, 2q] and
-  // w[.., c, 2q + 1], adjacent in w: each tap's C x O/2 matrix of pairs transposed, then
-  // swapped into the VDPBF16PS layout.
-  const int64_t C = g.c, P = g.o / 2, taps = g.kh * g.kw;
-  Scratch turned_buf(ScratchSlot::kConvFilter, size_t(taps * P * C) * sizeof(float));
-  float* turned = turned_buf.as<float>();
-  const auto* w_pairs = reinterpret_cast<const float*>(w);
-  parallel_for(taps, std::max<int64_t>(1, kElementwiseGrain / (C * P)),
-               [&](int64_t t0, int64_t t1) {
-                 for (int64_t t = t0; t < t1; ++t) {
-                   const int64_t i = t / g.kw, j = t % g.kw;
-                   const float* src = w_pairs + ((g.kh - 1 - i) * g.kw + (g.kw - 1 - j)) * C * P;
-                   float* dst = turned + t * P * C;
-                   mk->transpose(src, P, C, P, dst, C);  // dst[q * C + c] = src[c * P + q]
-                   copy_swapped_pairs(dst, dst, P * C);
-                 }
-               });
-  const Direct d{g.n,
-                 g.oh,
-                 g.ow,
-                 P,
-                 g.kh,
-                 g.kw,
-                 C,
-                 g.h,
-                 g.w,
-                 1,
-                 1,
-                 g.dh,
-                 (g.kh - 1) * g.dh - g.ph,
-                 (g.kw - 1) - g.pw,
-                 turned,
-                 true};
+  // Rows of the turned filter in pairs of consecutive output channels o: w[.., c, 2q] and
+  // w[.., c, 2q + 1], adjacent in w, are one 32-bit unit.
+  const int64_t P = g.o / 2;
+  const TurnedFilter turned(*mk, reinterpret_cast<const float*>(w), g, P, true);
+  const Direct d = turned.as_forward(g, P, true);
   PairsEvent event("conv2d_backprop_input direct bf16", *mk, d);
   run_direct(*mk, d, reinterpret_cast<const float*>(dy), dx, on_images);
 }
