@@ -49,6 +49,13 @@ llvm::Value* round_to_bf16(llvm::IRBuilder<>& b, llvm::Value* x) {
   return b.CreateBitCast(b.CreateAnd(r, int_like(r, 0xFFFF0000u)), x->getType());
 }
 
+llvm::Value* quiet_bf16_nan(llvm::IRBuilder<>& b, llvm::Value* x) {
+  llvm::Type* i32 = with_element(x->getType(), b.getInt32Ty());
+  llvm::Value* u = b.CreateBitCast(x, i32);
+  llvm::Value* quiet = b.CreateOr(u, int_like(u, 0x00400000));
+  return b.CreateBitCast(b.CreateSelect(b.CreateFCmpUNO(x, x), quiet, u), x->getType());
+}
+
 llvm::Value* convert_to_bf16(llvm::IRBuilder<>& b, llvm::Value* x, DType from) {
   llvm::Type* f32 = with_element(x->getType(), b.getFloatTy());
   llvm::Type* i32 = with_element(x->getType(), b.getInt32Ty());

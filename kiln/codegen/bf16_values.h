@@ -24,6 +24,11 @@ llvm::Value* widen_bf16(llvm::IRBuilder<>& b, llvm::Value* bits);
 llvm::Value* narrow_bf16(llvm::IRBuilder<>& b, llvm::Value* x);
 // A float32 -> the float32 holding its bf16 rounding (widen_bf16(narrow_bf16(x))).
 llvm::Value* round_to_bf16(llvm::IRBuilder<>& b, llvm::Value* x);
+// round_to_bf16(x) for an x that is a bf16 value or a NaN whose lower 16 bits are zero (the
+// float32 result of an op that picks or negates bf16 operands: exact_on_bf16 in
+// kernel_elements.cc): x, a NaN quieted as the rounding quiets it. Three instructions where
+// the rounding takes eight.
+llvm::Value* quiet_bf16_nan(llvm::IRBuilder<>& b, llvm::Value* x);
 // A value of dtype `from` (in its register type) -> the float32 holding its bf16 rounding, one
 // rounding from every dtype.
 llvm::Value* convert_to_bf16(llvm::IRBuilder<>& b, llvm::Value* x, DType from);

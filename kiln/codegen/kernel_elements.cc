@@ -101,6 +101,25 @@ llvm::Value* KernelEmitter::constant(const Node& n, const Index& idx) {
   return load(n.output(), global, idx);
 }
 
+namespace {
+
+// Whether op n's float32 result is a bf16 value (or a NaN with a zero lower half) whenever its
+// operands are: an elementwise or window op of rounding class Exact that computes from its
+// operands alone (max, min, relu, neg, abs, sign, max-pool: an operand's value up to its sign,
+// a constant bf16 holds, or a NaN of an operand or the default one), every float operand
+// bf16. Its rounding is the identity but for a NaN's quiet bit (quiet_bf16_nan).
+bool exact_on_bf16(const Node& n) {
+  const OpInfo& info = op_info(n.op());
+  if (info.rounding != RoundingClass::Exact || info.has(kRandom) ||
+      !(info.has(kElementwise) || info.has(kWindow)))
+    return false;
+  return std::all_of(n.inputs().begin(), n.inputs().end(), [](const Value* in) {
+    return !is_floating(in->dtype()) || in->dtype() == DType::bf16;
+  });
+}
+
+}  // namespace
+
 llvm::Value* KernelEmitter::compute(const Value* v, const Index& idx) {
   if (v->def() != Value::Def::kNodeOutput) return load(v, base_.at(v), idx);
   const Node& n = *v->producer();
@@ -110,7 +129,7 @@ llvm::Value* KernelEmitter::compute(const Value* v, const Index& idx) {
   if (n.is_op(OpKind::OneHot)) return one_hot(n, idx, v);
   if (llvm::Value* x = reshape_of_memory(n, v, idx)) return x;
   if (op_info(n.op()).has(kWindow))  // max-pool (codegen/pool_window.h)
-    return rounded(v,
+    return rounded(n, v,
                    emit_pool(
                        b_, n, idx, [&](size_t i, const Index& at) { return elem(n.input(i), at); },
                        window_tile_));
@@ -126,11 +145,12 @@ llvm::Value* KernelEmitter::compute(const Value* v, const Index& idx) {
   llvm::Value* x = emit_scalar_op(ctx, n.op(), args, in, v->dtype(), n.attrs());
   // (A cast rounds itself; copy and select pass bf16 values on.)
   const bool passes_on = n.is_op(OpKind::Cast) || n.is_op(OpKind::Copy) || n.is_op(OpKind::Select);
-  return passes_on ? x : rounded(v, x);
+  return passes_on ? x : rounded(n, v, x);
 }
 
-llvm::Value* KernelEmitter::rounded(const Value* v, llvm::Value* x) {
-  return v->dtype() == DType::bf16 ? round_to_bf16(b_, x) : x;
+llvm::Value* KernelEmitter::rounded(const Node& n, const Value* v, llvm::Value* x) {
+  if (v->dtype() != DType::bf16) return x;
+  return exact_on_bf16(n) ? quiet_bf16_nan(b_, x) : round_to_bf16(b_, x);
 }
 
 llvm::Value* KernelEmitter::one_hot(const Node& n, const Index& idx, const Value* v) {

@@ -112,8 +112,9 @@ class KernelEmitter {
   // else a compare.
   llvm::Value* one_hot(const Node& n, const Index& idx, const Value* v);
   llvm::Value* elem(const Value* v, const Index& idx);
-  // x, computed for v in float32, rounded to bf16 where v is bf16 (codegen/bf16_values.h).
-  llvm::Value* rounded(const Value* v, llvm::Value* x);
+  // x, computed by n for v in float32, rounded to bf16 where v is bf16 (codegen/bf16_values.h;
+  // only a NaN's quiet bit where n picks or negates bf16 operands: exact_on_bf16).
+  llvm::Value* rounded(const Node& n, const Value* v, llvm::Value* x);
 
   // ---- reductions
   // A reduction computed at an output index, by loops over its reduced axes.
