@@ -507,7 +507,7 @@ TEST(Bf16Ops, FusedExactOpsQuietNaNsAsTheRoundingDoes) {
       R"(graph @exact(%x: bf16[2,4,4,2], %y: bf16[2,4,4,2]) -> (f32[2,4,4,2], f32[2,4,4,2], f32[2,4,4,2], f32[2,4,4,2], f32[2,4,4,2], f32[2,4,4,2], f32[2,2,2,2]) {
   %1 = relu(%x) : bf16[2,4,4,2]
   %2 = cast(%1) {dtype=f32} : f32[2,4,4,2]
-  %3 = neg(%x) : bf16[2,4,4,2]
+  %3 = neg(%y) : bf16[2,4,4,2]
   %4 = cast(%3) {dtype=f32} : f32[2,4,4,2]
   %5 = abs(%x) : bf16[2,4,4,2]
   %6 = cast(%5) {dtype=f32} : f32[2,4,4,2]
@@ -525,7 +525,8 @@ TEST(Bf16Ops, FusedExactOpsQuietNaNsAsTheRoundingDoes) {
   const std::vector<uint16_t> special = {0x7F81, 0xFF85, 0x7FC3, 0xFFC0, 0x0000, 0x8000,
                                          0x7F80, 0xFF80, 0x0001, 0x8003, 0x3F80, 0xBFC0,
                                          0x4049, 0xC2F7, 0x0080, 0x3C00};
-  // y holds no NaN: which of two NaNs maximum / minimum return is the kernels' own choice.
+  // y holds no NaN: which of two NaNs maximum / minimum return is the kernels' own choice, and
+  // the sign of neg(NaN) is the eager kernel's (x * -1: the build decides, neg_kernel).
   const std::vector<uint16_t> numbers(special.begin() + 4, special.end());
   std::vector<uint16_t> xs(64), ys(64);
   for (size_t i = 0; i < xs.size(); ++i) {
