@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -89,45 +90,33 @@ void copy_swapped_pairs(const float* src, float* dst, int64_t count) {
 }
 
 // Copies the input rows that output lines [l0, l0 + lines) of image `img` read into `buf`
-// (band_rows x padded_width x c), zeros where they fall outside the image.
-void fill_band(const Direct& d, const float* x, int64_t img, int64_t l0, int64_t lines,
-               float* buf) {
-  const int64_t wp = d.padded_width(), row_len = wp * d.c;
+// (band_rows rows of padded_width x c values, `row_ld` values apart: at least padded_width x c),
+// zeros where they fall outside the image. T: float (float32 values, or bf16 pairs, whose halves
+// are swapped where d.pairs), or uint16_t (bf16 values as they are).
+template <class T>
+void fill_band(const Direct& d, const T* x, int64_t img, int64_t l0, int64_t lines, T* buf,
+               int64_t row_ld) {
+  const int64_t wp = d.padded_width();
   // Buffer columns q read input column q - pw: those in [q0, q1) lie inside the image.
   const int64_t q0 = std::clamp<int64_t>(d.pw, 0, wp), q1 = std::clamp<int64_t>(d.w + d.pw, q0, wp);
   for (int64_t r = 0; r < d.band_rows(lines); ++r) {
-    float* dst = buf + r * row_len;
+    T* dst = buf + r * row_ld;
     const int64_t iy = l0 * d.sh - d.ph + r;
     if (iy < 0 || iy >= d.h) {
-      std::fill(dst, dst + row_len, 0.0f);
+      std::fill(dst, dst + row_ld, T{0});
       continue;
     }
-    std::fill(dst, dst + q0 * d.c, 0.0f);
-    const float* src = x + ((img * d.h + iy) * d.w + (q0 - d.pw)) * d.c;
-    if (d.pairs)
-      copy_swapped_pairs(src, dst + q0 * d.c, (q1 - q0) * d.c);
-    else
-      std::memcpy(dst + q0 * d.c, src, size_t((q1 - q0) * d.c) * sizeof(float));
-    std::fill(dst + q1 * d.c, dst + row_len, 0.0f);
-  }
-}
-
-// fill_band of bf16 values (the rows `row_ld` values apart), without swapping anything.
-void fill_band_bf16(const Direct& d, const uint16_t* x, int64_t img, int64_t l0, int64_t lines,
-                    uint16_t* buf, int64_t row_ld) {
-  const int64_t wp = d.padded_width();
-  const int64_t q0 = std::clamp<int64_t>(d.pw, 0, wp), q1 = std::clamp<int64_t>(d.w + d.pw, q0, wp);
-  for (int64_t r = 0; r < d.band_rows(lines); ++r) {
-    uint16_t* dst = buf + r * row_ld;
-    const int64_t iy = l0 * d.sh - d.ph + r;
-    if (iy < 0 || iy >= d.h) {
-      std::fill(dst, dst + row_ld, uint16_t{0});
-      continue;
+    std::fill(dst, dst + q0 * d.c, T{0});
+    const T* src = x + ((img * d.h + iy) * d.w + (q0 - d.pw)) * d.c;
+    if constexpr (std::is_same_v<T, float>) {
+      if (d.pairs) {
+        copy_swapped_pairs(src, dst + q0 * d.c, (q1 - q0) * d.c);
+        std::fill(dst + q1 * d.c, dst + row_ld, T{0});
+        continue;
+      }
     }
-    std::fill(dst, dst + q0 * d.c, uint16_t{0});
-    const uint16_t* src = x + ((img * d.h + iy) * d.w + (q0 - d.pw)) * d.c;
-    std::memcpy(dst + q0 * d.c, src, size_t((q1 - q0) * d.c) * sizeof(uint16_t));
-    std::fill(dst + q1 * d.c, dst + row_ld, uint16_t{0});
+    std::memcpy(dst + q0 * d.c, src, size_t((q1 - q0) * d.c) * sizeof(T));
+    std::fill(dst + q1 * d.c, dst + row_ld, T{0});
   }
 }
 
@@ -203,7 +192,7 @@ void run_direct(const MicroKernels& mk, const Direct& d, const float* x, float* 
   const size_t buf_bytes = size_t(bands.buf_floats) * sizeof(float);
   auto unit = [&](int64_t u, float* buf) {
     const int64_t img = bands.image(u), l0 = bands.first_line(u), lines = bands.count(d, u);
-    fill_band(d, x, img, l0, lines, buf);
+    fill_band(d, x, img, l0, lines, buf, d.padded_width() * d.c);
     run_band(tiles, d, buf, img, l0, lines, y);
   };
   if (on_images != nullptr) {
@@ -439,9 +428,9 @@ void filter_gradient_by_parts(const Direct& d, float* dw, size_t scratch_bytes, 
 }
 
 // The bands of a bf16 filter gradient on pairs of pixels: the band's rows of the input as bf16
-// (fill_band of the pairs of its bf16 values, in memory order: c even or not, the copy moves
-// whole rows of pixels), rows of `pairs` PB[u][e] = the pair of the row's element e of pixel u
-// (upper half) and of pixel u + sw (lower), and dy's rows interleaved in pairs of pixels.
+// values (fill_band<uint16_t>: any c), rows of `pairs` PB[u][e] = the pair of the row's element
+// e of pixel u (upper half) and of pixel u + sw (lower), and dy's rows interleaved in pairs of
+// pixels.
 struct PairBand {
   int64_t row_bf16;   // bf16 values per band row: padded_width * c (rounded up to even)
   int64_t row_pairs;  // pairs per PB row: (padded_width - sw) * c
@@ -467,7 +456,7 @@ void direct_conv_backprop_filter(const float* x, const float* dy, float* dw, con
   filter_gradient_by_parts(
       d, dw, 0,
       [&](float* buf, int64_t img, int64_t l0, int64_t lines, float* out, bool accumulate) {
-        fill_band(d, x, img, l0, lines, buf);
+        fill_band(d, x, img, l0, lines, buf, d.padded_width() * d.c);
         filter_band(tiles, d, buf, dy, img, l0, lines, out, accumulate);
       });
 }
@@ -503,7 +492,7 @@ void direct_conv_backprop_filter_pairs(const bfloat16* x, const bfloat16* dy, fl
     auto* rows = reinterpret_cast<uint16_t*>(scratch);
     float* pairs = scratch + pb.rows * pb.row_bf16 / 2;
     float* dy_pairs = pairs + pb.rows * pb.row_pairs;
-    fill_band_bf16(d, x_bits, img, l0, lines, rows, pb.row_bf16);
+    fill_band(d, x_bits, img, l0, lines, rows, pb.row_bf16);
     const int64_t shift = d.sw * d.c;
     for (int64_t r = 0; r < pb.rows; ++r) {
       const uint16_t* row = rows + r * pb.row_bf16;
