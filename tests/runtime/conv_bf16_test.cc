@@ -24,6 +24,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <random>
 #include <set>
@@ -36,6 +37,7 @@
 #include "kiln/runtime/gemm.h"
 #include "kiln/runtime/kernels.h"
 #include "kiln/runtime/kernels/conv_bf16.h"
+#include "kiln/runtime/kernels/conv_direct.h"
 #include "kiln/runtime/kernels/conv_geom.h"
 #include "kiln/runtime/profiler.h"
 #include "kiln/runtime/threading.h"
@@ -332,6 +334,47 @@ TEST(ConvBf16, ShallowWindowsRunDirectOnEveryKernelSet) {
         EXPECT_EQ(conv_bf16_plan(op, odd), ConvBf16Plan::kIm2colBf16) << where;
       }
     }
+  }
+}
+
+// The pair passes (conv_direct.h) refuse, with a kiln::Error naming the pass, what they do not
+// take: any geometry without a VDPBF16PS set, an odd count of summed channels (forward: c;
+// input gradient: o) or of pixels per output line (filter gradient) with one.
+TEST(ConvBf16, PairPassesRefuseWhatTheyDoNotTake) {
+  GemmSettingsGuard guard;
+  const Attrs attrs = conv_window_attrs({{}, {}, {1, 1}, {1, 1}, "same"});
+  const ConvGeom even = conv_geom(Shape{2, 14, 14, 16}, Shape{3, 3, 16, 32}, attrs, "test");
+  const ConvGeom odd = conv_geom(Shape{2, 15, 15, 17}, Shape{3, 3, 17, 31}, attrs, "test");
+  std::vector<bfloat16> x(size_t(2 * 15 * 15 * 32)), w(size_t(3 * 3 * 32 * 32)),
+      dy(size_t(2 * 15 * 15 * 32));
+  std::vector<float> out(size_t(2 * 15 * 15 * 32 * 4));
+  auto refused = [&](const ConvGeom& g, const std::string& where) {
+    EXPECT_FALSE(direct_conv_forward_pairs_applies(g)) << where;
+    EXPECT_FALSE(direct_conv_backprop_input_pairs_applies(g)) << where;
+    EXPECT_FALSE(direct_conv_backprop_filter_pairs_applies(g)) << where;
+    auto expect_error = [&](const char* pass, const std::function<void()>& call) {
+      try {
+        call();
+        ADD_FAILURE() << pass << " ran " << where;
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(pass), std::string::npos) << e.what();
+      }
+    };
+    expect_error("direct_conv_forward_pairs",
+                 [&] { direct_conv_forward_pairs(x.data(), w.data(), out.data(), g); });
+    expect_error("direct_conv_backprop_input_pairs",
+                 [&] { direct_conv_backprop_input_pairs(w.data(), dy.data(), out.data(), g); });
+    expect_error("direct_conv_backprop_filter_pairs",
+                 [&] { direct_conv_backprop_filter_pairs(x.data(), dy.data(), out.data(), g); });
+  };
+  set_gemm_bf16_kernels("float32");
+  refused(even, "on the float32 kernels");
+  for (const auto& [f32_set, bf16_set] : bf16_conv_kernel_sets()) {
+    if (!bf16_set.starts_with("avx512bf16")) continue;
+    set_gemm_kernels(f32_set);
+    set_gemm_bf16_kernels(bf16_set);
+    EXPECT_TRUE(direct_conv_forward_pairs_applies(even)) << bf16_set;
+    refused(odd, "with odd channels and lines on " + bf16_set);
   }
 }
 
