@@ -56,6 +56,13 @@ llvm::Value* quiet_bf16_nan(llvm::IRBuilder<>& b, llvm::Value* x) {
   return b.CreateBitCast(b.CreateSelect(b.CreateFCmpUNO(x, x), quiet, u), x->getType());
 }
 
+llvm::Value* narrow_exact_bf16(llvm::IRBuilder<>& b, llvm::Value* x) {
+  llvm::Value* u =
+      b.CreateBitCast(quiet_bf16_nan(b, x), with_element(x->getType(), b.getInt32Ty()));
+  return b.CreateTrunc(b.CreateLShr(u, int_like(u, 16)),
+                       with_element(x->getType(), b.getInt16Ty()));
+}
+
 llvm::Value* convert_to_bf16(llvm::IRBuilder<>& b, llvm::Value* x, DType from) {
   llvm::Type* f32 = with_element(x->getType(), b.getFloatTy());
   llvm::Type* i32 = with_element(x->getType(), b.getInt32Ty());

@@ -29,6 +29,11 @@ llvm::Value* round_to_bf16(llvm::IRBuilder<>& b, llvm::Value* x);
 // kernel_elements.cc): x, a NaN quieted as the rounding quiets it. Three instructions where
 // the rounding takes eight.
 llvm::Value* quiet_bf16_nan(llvm::IRBuilder<>& b, llvm::Value* x);
+// narrow_bf16(x) for an x whose lower 16 bits are zero (every bf16 value a kernel computes but
+// a reduction's float32 result: a widened load, a rounded result, a pick of them): its upper
+// half, a NaN quieted as narrow_bf16 quiets it. Two instructions fewer than the rounding per
+// stored vector.
+llvm::Value* narrow_exact_bf16(llvm::IRBuilder<>& b, llvm::Value* x);
 // A value of dtype `from` (in its register type) -> the float32 holding its bf16 rounding, one
 // rounding from every dtype.
 llvm::Value* convert_to_bf16(llvm::IRBuilder<>& b, llvm::Value* x, DType from);

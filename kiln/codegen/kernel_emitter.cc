@@ -223,7 +223,7 @@ void KernelEmitter::emit_shared_pass(const std::vector<const Value*>& values) {
       else if (const Node* c = concat(values[k]))
         for (size_t q = 0; q < c->inputs().size(); ++q) store_piece(values[k], q, i);
       else
-        store_at(values[k], elem(values[k], i), i);
+        store_at(values[k], elem(values[k], i), i, true);
     }
   };
   // Window order only without reductions, whose terms must come in the nest's order.
@@ -322,7 +322,7 @@ bool KernelEmitter::emit_reshape_walk(const Value* v, Index idx, int first) {
   const Value* u = n->input(0);
   nest(u->shape(), first, idx, [&](const Index& full) {
     store_at_offset(v, elem(u, full),
-                    row_major_offset(b_, u->shape(), row_buffer_.count(v) != 0, full));
+                    row_major_offset(b_, u->shape(), row_buffer_.count(v) != 0, full), true);
   });
   return true;
 }
@@ -343,7 +343,7 @@ void KernelEmitter::store_piece(const Value* v, size_t piece, const Index& i) {
   Index at = i;
   if (offset != 0)
     at[size_t(axis)] = b_.CreateAdd(i[size_t(axis)], b_.getInt64(offset), "", true, true);
-  store_at(v, elem(n.input(piece), i), at);
+  store_at(v, elem(n.input(piece), i), at, true);
 }
 
 void KernelEmitter::nest(const Shape& s, int d, Index& idx,
@@ -367,18 +367,19 @@ void KernelEmitter::nest(const Shape& s, int d, Index& idx,
 
 void KernelEmitter::store_value(const Value* v, const Index& idx) {
   const Node* n = v->producer();
-  llvm::Value* x = (n != nullptr && is_reduction(*n)) ? emit_reduction(*n, idx) : compute(v, idx);
-  store_at(v, x, idx);
+  if (n != nullptr && is_reduction(*n)) return store_at(v, emit_reduction(*n, idx), idx);
+  store_at(v, compute(v, idx), idx, true);
 }
 
-void KernelEmitter::store_at(const Value* v, llvm::Value* x, const Index& idx) {
-  store_at_offset(v, x, offset(v, idx));
+void KernelEmitter::store_at(const Value* v, llvm::Value* x, const Index& idx, bool computed) {
+  store_at_offset(v, x, offset(v, idx), computed);
 }
 
-void KernelEmitter::store_at_offset(const Value* v, llvm::Value* x, llvm::Value* off) {
+void KernelEmitter::store_at_offset(const Value* v, llvm::Value* x, llvm::Value* off,
+                                    bool computed) {
   llvm::Type* st = storage_type(ctx_, v->dtype());
   if (v->dtype() == DType::b8) x = b_.CreateZExt(x, st);
-  if (v->dtype() == DType::bf16) x = narrow_bf16(b_, x);
+  if (v->dtype() == DType::bf16) x = computed ? narrow_exact_bf16(b_, x) : narrow_bf16(b_, x);
   for (llvm::Value* buf : out_buffers_.at(v)) {
     llvm::StoreInst* store = b_.CreateStore(x, b_.CreateInBoundsGEP(st, buf, off));
     if (streaming_.count(buf))

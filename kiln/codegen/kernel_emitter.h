@@ -91,8 +91,10 @@ class KernelEmitter {
   void store_piece(const Value* v, size_t piece, const Index& i);
   void nest(const Shape& s, int d, Index& idx, const std::function<void(const Index&)>& body);
   void store_value(const Value* v, const Index& idx);
-  void store_at(const Value* v, llvm::Value* x, const Index& idx);
-  void store_at_offset(const Value* v, llvm::Value* x, llvm::Value* off);
+  // `computed`: x is elem()'s value of v (not a reduction's float32 result), which for a bf16
+  // v is already a bf16 value: stored without rounding again (narrow_exact_bf16).
+  void store_at(const Value* v, llvm::Value* x, const Index& idx, bool computed = false);
+  void store_at_offset(const Value* v, llvm::Value* x, llvm::Value* off, bool computed = false);
 
   // ---- elemental emission
   llvm::Value* offset(const Value* v, const Index& idx);

@@ -29,8 +29,8 @@ Array run_kernel(OpKind kind, std::span<const Array> inputs, const Attrs& attrs,
 // contraction's epilogue reads them while they are in cache (runtime/executable.cc). The
 // values are the kernel's own, bit for bit. Returns false, computing nothing, where the op,
 // dtype or geometry has no such form (the direct and shallow float32 convolutions have it,
-// runtime/kernels/conv.cc, and bf16 ones that run on them, conv_bf16.cc): the caller then runs
-// the kernel and its epilogue after it.
+// runtime/kernels/conv.cc, bf16 ones that run on them and bf16 im2col passes of several
+// chunks, conv_bf16.cc): the caller then runs the kernel and its epilogue after it.
 bool conv_by_images(OpKind kind, std::span<const Array> inputs, const Attrs& attrs, Array& out,
                     const std::function<void(int64_t, int64_t)>& on_images);
 

@@ -3,6 +3,9 @@
 // tests/support/error_bound.h.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <string_view>
+
 #include "kiln/ir/error.h"
 #include "kiln/ir/printer.h"
 #include "kiln/runtime/gemm.h"
@@ -143,7 +146,9 @@ TEST(CompileGraph, SliceAndGatherStepsCountOnlyTheBytesTheySelect) {
 // max-pool and ReLU gradients (the CNN's three), in float32 and in bf16 (on the float32
 // kernels, where a bf16 convolution runs the direct kernels on widened operands, and on the
 // VDPBF16PS sets this CPU runs, where it runs them on bf16 pairs: each image is rounded right
-// before its epilogue rows, conv_bf16_by_images). No separate epilogue event is profiled for
+// before its epilogue rows, conv_bf16_by_images). On the AMX sets, whose bf16 passes are im2col
+// chunks, the graphs of many images (several chunks or image groups; one chunk is one product
+// split over the threads, its epilogue after it). No separate epilogue event is profiled for
 // them, and the outputs equal the reference executor bitwise at 1, 2 and 3 threads.
 const char* const kConvEpilogueGraphs[] = {
     R"(graph @direct(%0: f32[3,10,10,16], %1: f32[3,3,16,24], %2: f32[24]) -> (f32[3,5,5,24], f32[3,10,10,24]) {
@@ -171,6 +176,13 @@ const char* const kConvEpilogueGraphs[] = {
   return %10
 })",
     // Many images: each task of the image loops takes several.
+    R"(graph @many_forward(%0: f32[40,14,14,16], %1: f32[3,3,16,32], %2: f32[32]) -> (f32[40,7,7,32]) {
+  %3 = conv2d(%0, %1) {strides=[1, 1], dilations=[1, 1], padding="same"} : f32[40,14,14,32]
+  %4 = add(%3, %2) : f32[40,14,14,32]
+  %5 = relu(%4) : f32[40,14,14,32]
+  %6 = max_pool2d(%5) {pool_size=[2, 2], strides=[2, 2], padding="valid"} : f32[40,7,7,32]
+  return %6
+})",
     R"(graph @many_images(%0: f32[160,28,28,1], %1: f32[3,3,1,32], %2: f32[32]) -> (f32[160,14,14,32]) {
   %3 = conv2d(%0, %1) {strides=[1, 1], dilations=[1, 1], padding="same"} : f32[160,28,28,32]
   %4 = add(%3, %2) : f32[160,28,28,32]
@@ -204,7 +216,7 @@ TEST(CompileGraph, ConvolutionEpiloguesRunImageByImage) {
     ~Restore() { runtime::set_gemm_bf16_kernels(kernels); }
   } restore{bf16_kernels};
   std::vector<std::pair<std::string, std::string>> runs = {{"f32", "float32"}, {"bf16", "float32"}};
-  for (const char* pairs : {"avx512bf16-emulated", "avx512bf16"}) {
+  for (const char* pairs : {"avx512bf16-emulated", "avx512bf16", "amx-emulated", "amx"}) {
     try {
       runtime::set_gemm_bf16_kernels(pairs);
       runs.emplace_back("bf16", pairs);
@@ -213,6 +225,8 @@ TEST(CompileGraph, ConvolutionEpiloguesRunImageByImage) {
   }
   for (const auto& [dtype, bf16_set] : runs)
     for (const char* graph : kConvEpilogueGraphs) {
+      if (bf16_set.starts_with("amx") && !std::string_view(graph).starts_with("graph @many"))
+        continue;
       runtime::set_gemm_bf16_kernels(bf16_set);
       const std::string text = conv_graph_as(graph, dtype);
       SCOPED_TRACE("bf16 kernels " + bf16_set);

@@ -28,11 +28,14 @@
 //
 // The im2col passes, every product runtime::gemm_bf16 (on the bf16 kernels, or on the float32
 // kernels with the operands widened as they are packed):
-//  - forward: the im2col matrix of a chunk of output pixels is built in bf16 (half the bytes
-//    of float32), multiplied by the HWIO filter into float32 scratch and rounded into y while
-//    the chunk is in cache (a 1x1 stride-1 convolution: one product of the input itself);
+//  - forward: the im2col matrix of a chunk of output pixels (whole images where an image fits
+//    in one) is built in bf16 (half the bytes of float32), multiplied by the HWIO filter into
+//    float32 scratch and rounded into y while the chunk is in cache (a 1x1 stride-1
+//    convolution: one product of the input itself);
 //  - input gradient: dy * W^T per chunk into a float32 im2col matrix, col2im_add into a float32
 //    image (an image's chunks in order on one thread, as conv.cc does), rounded per image group;
+//  - in a compiled group (conv_bf16_by_images) both hand each chunk's or group's images to the
+//    epilogue right after rounding them, where there are several chunks or groups;
 //  - filter gradient: im2col(x)^T * dy accumulated in float32 over fixed parts of the pixels,
 //    the parts added in order and rounded once.
 // A float32 operand with a bf16 result is a compiled group's fused cast (ir/operand_prologue.h):
@@ -50,6 +53,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "kiln/ir/error.h"
 #include "kiln/runtime/gemm.h"
 #include "kiln/runtime/kernels.h"
 #include "kiln/runtime/kernels/conv_bf16.h"
@@ -73,11 +77,37 @@ void round_rows(const float* src, bfloat16* dst, int64_t count) {
   for (int64_t i = 0; i < count; ++i) dst[i] = bfloat16::from_float(src[i]);
 }
 
-// y[rows, O] = im2col(x) * W, rounded.
-void conv_forward_bf16(const bfloat16* x, const bfloat16* w, bfloat16* y, const ConvGeom& g) {
-  const int64_t K = g.k(), O = g.o, rows = g.rows();
-  const int64_t step = g.pointwise() ? rows : std::min(rows, chunk_rows(g, sizeof(bfloat16)));
+using ImagesFn = std::function<void(int64_t, int64_t)>;
+
+// The forward pass's chunks of output pixels: cache-sized, and where an image fits in one, as
+// many whole images as an even split of the images over that many chunks gives (so that a
+// chunk's images are done when it is). The row count of a chunk changes no element's chain
+// (each is one product row), so neither does this choice.
+int64_t forward_chunk_rows(const ConvGeom& g) {
+  const int64_t rows = g.rows(), pixels = g.oh * g.ow;
+  if (g.pointwise()) return rows;
+  const int64_t step = std::min(rows, chunk_rows(g, sizeof(bfloat16)));
+  if (step < pixels) return step;
+  const int64_t chunks = (g.n + step / pixels - 1) / (step / pixels);
+  return (g.n + chunks - 1) / chunks * pixels;
+}
+
+// Whether conv_forward_bf16 can hand its images to on_images chunk by chunk: several chunks
+// (one chunk is one product that the engine splits over the threads), each of whole images.
+bool forward_by_images(const ConvGeom& g) {
+  const int64_t step = forward_chunk_rows(g);
+  return step < g.rows() && step % (g.oh * g.ow) == 0;
+}
+
+// y[rows, O] = im2col(x) * W, rounded; with on_images (forward_by_images), each chunk's images
+// are handed to it right after they are rounded, on the thread that computed them.
+void conv_forward_bf16(const bfloat16* x, const bfloat16* w, bfloat16* y, const ConvGeom& g,
+                       const ImagesFn* on_images = nullptr) {
+  const int64_t K = g.k(), O = g.o, rows = g.rows(), pixels = g.oh * g.ow;
+  const int64_t step = forward_chunk_rows(g);
   const int64_t chunks = (rows + step - 1) / step;
+  KILN_ASSERT(on_images == nullptr || forward_by_images(g),
+              "conv2d bf16: image by image where the chunks are not whole images");
   if (chunks == 1) {  // one product, split by the engine, rounded by row blocks
     Scratch col_buf(ScratchSlot::kConvColumns, g.pointwise() ? 0 : size_t(rows * K) * 2);
     Scratch c_buf(ScratchSlot::kBf16Result, size_t(rows * O) * sizeof(float));
@@ -105,15 +135,39 @@ void conv_forward_bf16(const bfloat16* x, const bfloat16* w, bfloat16* y, const 
       }
       gemm_bf16(false, false, len, O, K, a, K, w, O, c, O, false);
       round_rows(c, y + r0 * O, len * O);
+      if (on_images) (*on_images)(r0 / pixels, (r0 + len) / pixels);
     }
   });
 }
 
-// dx = col2im(dy * W^T), in float32 per group of images, rounded per group.
+// The input gradient's grouping (conv.cc's): small images go in groups that fill a chunk (one
+// product per group), larger ones chunk by chunk (`step` rows); an image's chunks in order on
+// one thread.
+struct InputGradientGroups {
+  int64_t step, group, count;
+  explicit InputGradientGroups(const ConvGeom& g) {
+    const int64_t pixels = g.oh * g.ow, rows_per_chunk = chunk_rows(g, sizeof(float));
+    step = std::min(pixels, rows_per_chunk);
+    group = std::max<int64_t>(1, rows_per_chunk / pixels);
+    count = (g.n + group - 1) / group;
+  }
+};
+
+// Whether conv_backprop_input_bf16 can hand its images to on_images group by group: several
+// groups (one group's products are split over the threads by the engine).
+bool input_gradient_by_images(const ConvGeom& g) {
+  return !g.pointwise() && InputGradientGroups(g).count > 1;
+}
+
+// dx = col2im(dy * W^T), in float32 per group of images, rounded per group; with on_images
+// (input_gradient_by_images), each group is handed to it right after it is rounded, on the
+// thread that computed it.
 void conv_backprop_input_bf16(const bfloat16* w, const bfloat16* dy, bfloat16* dx,
-                              const ConvGeom& g) {
+                              const ConvGeom& g, const ImagesFn* on_images = nullptr) {
   const int64_t K = g.k(), O = g.o, C = g.c;
   const int64_t pixels = g.oh * g.ow, image_size = g.h * g.w * C;
+  KILN_ASSERT(on_images == nullptr || input_gradient_by_images(g),
+              "conv2d_backprop_input bf16: image by image with a single group of images");
   if (g.pointwise()) {
     const int64_t rows = g.rows();
     Scratch c_buf(ScratchSlot::kBf16Result, size_t(rows * C) * sizeof(float));
@@ -123,12 +177,8 @@ void conv_backprop_input_bf16(const bfloat16* w, const bfloat16* dy, bfloat16* d
     };
     return gemm_bf16(false, true, rows, C, O, dy, O, w, O, c, C, true, &rounded);
   }
-  // conv.cc's grouping: small images go in groups that fill a chunk (one product per group),
-  // larger ones chunk by chunk; an image's chunks in order on one thread.
-  const int64_t rows_per_chunk = chunk_rows(g, sizeof(float));
-  const int64_t step = std::min(pixels, rows_per_chunk);
-  const int64_t group = std::max<int64_t>(1, rows_per_chunk / pixels);
-  const int64_t groups = (g.n + group - 1) / group;
+  const InputGradientGroups grouping(g);
+  const int64_t step = grouping.step, group = grouping.group, groups = grouping.count;
   const size_t col_bytes = size_t(std::max(step, group * pixels) * K) * sizeof(float);
   const size_t image_bytes = size_t(group * image_size) * sizeof(float);
   // Images [n0, n1) into the float32 image buffer `img` (image n0 at its start), then rounded.
@@ -143,6 +193,7 @@ void conv_backprop_input_bf16(const bfloat16* w, const bfloat16* dy, bfloat16* d
       col2im_add(col, g, p0, p0 + len, img);
     }
     round_rows(img, dx + n0 * image_size, (n1 - n0) * image_size);
+    if (on_images) (*on_images)(n0, n1);
   };
   if (groups == 1) {
     Scratch col(ScratchSlot::kConvColumns, col_bytes);
@@ -338,7 +389,22 @@ bool conv_bf16_by_images(OpKind kind, std::span<const Array> in, const Attrs& at
                       &on_images);
     return true;
   }
-  if (plan != ConvBf16Plan::kWidenedDirect) return false;
+  if (plan == ConvBf16Plan::kIm2colBf16) {
+    // The im2col chunks (forward) or image groups (input gradient) hand over their images as
+    // they are done, where there are several of them (else the one product is split over the
+    // threads, and its epilogue is better run after it, in parallel).
+    const bool forward = kind == OpKind::Conv2D;
+    if (!(forward ? forward_by_images(g) : input_gradient_by_images(g))) return false;
+    const Array operands[2] = {bf16_values(in[0], ScratchSlot::kBf16Input0),
+                               bf16_values(in[1], ScratchSlot::kBf16Input1)};
+    const bfloat16* a = operands[0].data<bfloat16>();
+    const bfloat16* b = operands[1].data<bfloat16>();
+    if (forward)
+      conv_forward_bf16(a, b, out.data<bfloat16>(), g, &on_images);
+    else
+      conv_backprop_input_bf16(a, b, out.data<bfloat16>(), g, &on_images);
+    return true;
+  }
   // The via-f32 rule of conv_bf16_kernel, with the rounding moved into the image loop: the
   // same float32 kernel on the same widened operands, each image rounded once (the same bits).
   const Array wide[2] = {float32_values(in[0], ScratchSlot::kBf16Input0),

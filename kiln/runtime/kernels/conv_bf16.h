@@ -21,11 +21,13 @@ enum class ConvBf16Plan {
 // on the kernel sets in use (gemm_kernels(), gemm_bf16_kernels()).
 ConvBf16Plan conv_bf16_plan(OpKind kind, const ConvGeom& g);
 
-// conv_by_images (kernels.h) of a bf16 conv2d or conv2d_backprop_input whose plan is
-// kWidenedDirect or kPairDirect: the direct kernel image by image into float32 scratch (on the
-// widened operands, or on bf16 pairs), each image rounded into `out` right before on_images
-// sees it (so an epilogue reads bf16 values still in cache; bitwise the unblocked kernel).
-// False, computing nothing, for any other op, dtype or plan.
+// conv_by_images (kernels.h) of a bf16 conv2d or conv2d_backprop_input: with plan
+// kWidenedDirect or kPairDirect the direct kernel image by image into float32 scratch (on the
+// widened operands, or on bf16 pairs); with kIm2colBf16 the im2col chunks of whole images
+// (forward) or groups of images (input gradient), where there are several. Each image is
+// rounded into `out` right before on_images sees it (so an epilogue reads bf16 values still in
+// cache; bitwise the unblocked kernel). False, computing nothing, for any other op, dtype or
+// geometry (a single im2col chunk or group: one product the engine splits over the threads).
 bool conv_bf16_by_images(OpKind kind, std::span<const Array> in, const Attrs& attrs, Array& out,
                          const std::function<void(int64_t, int64_t)>& on_images);
 
