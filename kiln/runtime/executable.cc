@@ -93,6 +93,10 @@ bool blockable(const ExecutableStep& s, std::span<const Array> in) {
       f32 ? gemm_tasks<float>(m, n, k, ta, tb) : gemm_tasks<double>(m, n, k, ta, tb);
   const int64_t row_blocks =
       f32 ? gemm_row_blocks<float>(m, n, k, ta, tb) : gemm_row_blocks<double>(m, n, k, ta, tb);
+  // A float32 product whose tasks split the columns to pack B block by block also runs whole,
+  // its epilogue after it (runtime/gemm_plan.cc: faster than row blocks each packing all of B).
+  if (s.type.dtype == DType::f32 && tasks > 1 && gemm_packs_b_by_columns(m, n, k, ta, tb))
+    return false;
   return tasks <= 1 || row_blocks > 1;
 }
 

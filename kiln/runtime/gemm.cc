@@ -302,6 +302,13 @@ int64_t gemm_row_blocks(int64_t m, int64_t n, int64_t k, bool ta, bool tb) {
   return plan.by_rows ? plan.blocks : 1;
 }
 
+bool gemm_packs_b_by_columns(int64_t m, int64_t n, int64_t k, bool ta, bool tb) {
+  const gemm_detail::MicroKernels* mk = engine_for<float>();
+  if (mk == nullptr || m <= 0 || n <= 0 || k <= 0) return false;
+  const gemm_detail::GemmPlan plan = float_plan(*mk, ta, tb, m, n, k, num_threads(), false, false);
+  return plan.b == gemm_detail::BMode::kPackedBlocks && plan.tasks() > 1;
+}
+
 template <typename T>
 void gemm_rows(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
                const T* b, int64_t ldb, T* c, int64_t ldc,

@@ -58,6 +58,11 @@ void gemm_rows(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, cons
 template <typename T>
 int64_t gemm_row_blocks(int64_t m, int64_t n, int64_t k, bool trans_a = false,
                         bool trans_b = false);
+// Whether gemm<float>() splits the product's columns over its tasks so that each packs its own
+// blocks of B (a B that outgrows L2 under fewer rows, runtime/gemm_plan.cc): faster so than in
+// row blocks, so an epilogue is better run after it than by gemm_rows.
+bool gemm_packs_b_by_columns(int64_t m, int64_t n, int64_t k, bool trans_a = false,
+                             bool trans_b = false);
 
 // An operand of gemm_bf16: bfloat16 values, or float32 values read as bf16, each rounded to the
 // nearest bf16 (ties to even, as bfloat16::from_float and a cast do) while it is packed: the

@@ -101,10 +101,12 @@ void run_block(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& g,
   const bool pack_a = plan.a == AMode::kPackedAll || plan.a == AMode::kPackedPerPanel;
   const bool per_panel = plan.a == AMode::kPackedPerPanel;
   const bool copied_blocks = plan.b == BMode::kCopiedBlocks;
+  const bool packed_blocks = plan.b == BMode::kPackedBlocks;
   const APanels panels(r0, r1 - r0, plan.panel_rows);
   const int64_t nc = plan.nc;
   std::optional<Scratch> b_block;
-  if (copied_blocks) b_block.emplace(ScratchSlot::kGemmB, size_t(kb.step * nc) * sizeof(float));
+  if (copied_blocks || packed_blocks)
+    b_block.emplace(ScratchSlot::kGemmB, size_t(kb.step * ceil_div(nc, nr) * nr) * sizeof(float));
   // AMX panels are whole tiles of panel_rows rows, however many rows they hold.
   const bool tiles = mk.pair_layout == PairLayout::kTiles;
   std::optional<Scratch> a_buf;
@@ -151,6 +153,7 @@ void run_block(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& g,
           next_b = {g.b + kb.begin(nq) * g.ldb + njc, g.ldb, kb.depth(nq, g.k),
                     std::min(c1, njc + nc) - njc, panels.count * ceil_div(jc_end - jc, nr)};
       }
+      if (packed_blocks) pack_b_columns(nr, g, k0, kc, jc, jc_end, b_block->as<float>());
       int64_t tile_index = 0;
       for (int64_t i = 0; i < panels.count; ++i) {
         const int64_t row = r0 + panels.start(i);
@@ -167,11 +170,12 @@ void run_block(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& g,
           // A copied block: the first panel's tiles read B directly and copy it, the later
           // panels read the copy.
           const bool copying = copied_blocks && i == 0;
-          t.b = packed_b                    ? packed_b + k0 * n_pad + (j / nr) * kc * nr
-                : copied_blocks && !copying ? b_block->as<float>() + (j - jc) * kc
-                                            : g.b + k0 * g.ldb + j;
-          t.ldb = copying ? g.ldb : packed_b || copied_blocks ? nr : g.ldb;
-          t.b_padded = packed_b != nullptr || (copied_blocks && !copying);
+          t.b = packed_b ? packed_b + k0 * n_pad + (j / nr) * kc * nr
+                : (copied_blocks && !copying) || packed_blocks
+                    ? b_block->as<float>() + (j - jc) * kc
+                    : g.b + k0 * g.ldb + j;
+          t.ldb = copying ? g.ldb : packed_b || copied_blocks || packed_blocks ? nr : g.ldb;
+          t.b_padded = packed_b != nullptr || (copied_blocks && !copying) || packed_blocks;
           t.b_copy = copying ? b_block->as<float>() + (j - jc) * kc : nullptr;
           t.c = g.c + row * g.ldc + j;
           // The next tile's C: the next column tile of this panel, or the first of the next.

@@ -106,6 +106,25 @@ void pack_b_rows(const MicroKernels& mk, int64_t nr, const SgemmArgs& g, const K
       round_to_bf16_in_place(block + panel * kc * nr + p0 * nr, (p1 - p0) * nr);
 }
 
+void pack_b_columns(int64_t nr, const SgemmArgs& g, int64_t k0, int64_t kc, int64_t j0, int64_t j1,
+                    float* dst) {
+  KILN_ASSERT(!g.tb && g.b16 == nullptr && j0 % nr == 0,
+              "gemm: blocks packed by their tasks take a float32 B stored k x n");
+  j1 = std::min(j1, g.n);
+  const int64_t full = (j1 - j0) / nr, rest = (j1 - j0) - full * nr;
+  for (int64_t p = 0; p < kc; ++p) {
+    const float* src = g.b + (k0 + p) * g.ldb + j0;
+    for (int64_t panel = 0; panel < full; ++panel)
+      copy_floats(src + panel * nr, nr, dst + panel * kc * nr + p * nr);
+    if (rest > 0) {
+      float* row = dst + full * kc * nr + p * nr;
+      std::memcpy(row, src + full * nr, size_t(rest) * sizeof(float));
+      std::fill(row + rest, row + nr, 0.0f);
+    }
+  }
+  if (g.b_rounds) round_to_bf16_in_place(dst, ceil_div(j1 - j0, nr) * nr * kc);
+}
+
 // Packs rows [r0, r0 + h) of op(A), columns [k0, k0 + kc), as out[p * h + i].
 void pack_a_panel(const MicroKernels& mk, const SgemmArgs& g, int64_t r0, int64_t h, int64_t k0,
                   int64_t kc, float* out) {

@@ -19,6 +19,13 @@ void pack_b_block(const MicroKernels& mk, int64_t nr, const SgemmArgs& g, const 
 void pack_b_rows(const MicroKernels& mk, int64_t nr, const SgemmArgs& g, const KBlocks& kb,
                  int64_t q, int64_t p0, int64_t p1, int64_t n_pad, float* out);
 
+// Packs columns [j0, j1) (j0 a multiple of nr) of rows [k0, k0 + kc) of a float32 B that is
+// not transposed into `dst` as the panels of one block: dst[(j / nr - j0 / nr) * kc * nr +
+// p * nr + j % nr], zero-padded past n (BMode::kPackedBlocks' block buffer; the float32
+// kernels: a B rounded to bf16 is rounded in place). Row by row, each read once, sequentially.
+void pack_b_columns(int64_t nr, const SgemmArgs& g, int64_t k0, int64_t kc, int64_t j0, int64_t j1,
+                    float* dst);
+
 // Packs rows [r0, r0 + h) of op(A), columns [k0, k0 + kc), as out[p * h + i].
 void pack_a_panel(const MicroKernels& mk, const SgemmArgs& g, int64_t r0, int64_t h, int64_t k0,
                   int64_t kc, float* out);

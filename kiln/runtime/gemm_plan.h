@@ -135,6 +135,8 @@ enum class BMode {
   kDirect,           // B's rows read directly
   kCopiedBlocks,     // read directly by the first row panel's tiles, which copy each kc x nc/2
                      // block into an L2 buffer for the later panels
+  kPackedBlocks,     // each task packs each kc x nc block of its columns into an L2 buffer
+                     // right before the block's tiles (no packing phase; B never written whole)
   kPrepacked,        // packed as kPacked once per loop, by the first product that reads it
                      // (a loop-invariant B: SgemmArgs::packed_b, runtime/loop_invariants.h)
 };

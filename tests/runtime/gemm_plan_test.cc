@@ -402,6 +402,33 @@ TEST(GemmPlanTest, OneTaskPacksBAKBlockAtATimeWhereTheBlockFitsL2) {
   EXPECT_EQ(plan(1024, 1024, 256, false, false, 2).b, BMode::kPacked);
 }
 
+TEST(GemmPlanTest, ALargeBUnderFewerRowsIsPackedInBlocksByColumnTasks) {
+  // 256 x 2048 x 1024 ta (an LSTM's weight gradient): B, 8 MiB, outgrows the 1 MiB L2 under
+  // 256 rows (>= 192: packed). On 2 threads one task per thread splits the columns, each
+  // packing its kc x nc blocks right before their tiles; A is packed by both, 256 rows fewer
+  // than the 1024 columns.
+  const GemmPlan p = plan(256, 2048, 1024, true, false, 2);
+  EXPECT_EQ(p.b, BMode::kPackedBlocks) << p.describe();
+  EXPECT_EQ(p.row_blocks, 1);
+  EXPECT_EQ(p.col_blocks, 2);
+  EXPECT_NE(p.describe().find("B packed-in-blocks"), std::string::npos) << p.describe();
+  // One task: B, over 4 x L2 under a single row block, is copied in blocks by the tiles
+  // (LargeBOfFewRowsIsCopiedInBlocks); within 4 x L2 (a 512-column half), packed in blocks.
+  EXPECT_EQ(plan(256, 2048, 1024, true, false, 1).b, BMode::kCopiedBlocks);
+  EXPECT_EQ(plan(256, 2048, 512, true, false, 1).b, BMode::kPackedBlocks);
+  // Row blocks finished by an epilogue would each pack all of B: packed before them.
+  const GemmPlan e = plan(256, 2048, 1024, true, false, 2, true);
+  EXPECT_EQ(e.b, BMode::kPacked) << e.describe();
+  EXPECT_GT(e.row_blocks, 1);
+  // As many rows as columns, a transposed B, or 8 column tasks each packing all of A (7 x 256
+  // rows over 1024 columns): packed before the tasks.
+  EXPECT_EQ(plan(1024, 512, 1024, true, false, 2).b, BMode::kPacked);
+  EXPECT_EQ(plan(256, 2048, 1024, false, true, 2).b, BMode::kPacked);
+  EXPECT_NE(plan(256, 2048, 1024, true, false, 8).b, BMode::kPackedBlocks);
+  // A B within L2 stays as it was (512 x 256 floats, 512 KiB).
+  EXPECT_NE(plan(256, 512, 256, true, false, 2).b, BMode::kPackedBlocks);
+}
+
 TEST(GemmPlanTest, LargeBOfFewRowsIsCopiedInBlocks) {
   // 64 x 2048 x 1024 ta: B (2048 x 1024, 8 MiB) over 4 x L2, 64 rows < 192: copied block by
   // block by the first panel's tiles, half-width blocks.

@@ -94,11 +94,13 @@ TEST(GemmTuningTest, EveryCandidatePlanComputesTheContractsFmaChain) {
   const int saved = num_threads();
   set_num_threads(3);
   // Deep k (several k blocks whatever kc), transposed operands, the C^T products, a B large
-  // enough to be copied block by block, a narrow and a one-row C.
+  // enough to be copied block by block, a narrow and a one-row C, fewer rows than a B packed in
+  // blocks by column tasks has columns.
   const std::vector<Product> products = {
       Product(37, 70, 301, false, false, 1),   Product(29, 131, 200, true, false, 2),
       Product(20, 200, 90, false, true, 3),    Product(300, 10, 50, true, false, 4),
-      Product(40, 70, 16000, false, false, 5), Product(1, 45, 33, true, true, 6)};
+      Product(40, 70, 16000, false, false, 5), Product(1, 45, 33, true, true, 6),
+      Product(60, 300, 500, true, false, 7)};
   for (const MicroKernels* mk : sets) {
     for (const Product& pr : products) {
       const std::vector<float> want_set = pr.reference(false), want_acc = pr.reference(true);
@@ -135,6 +137,17 @@ TEST(GemmTuningTest, EveryCandidatePlanComputesTheContractsFmaChain) {
               p.min_task_panels = panels;
               thresholds.push_back(p);
             }
+        // A small L2: a B of 300 x 500 floats outgrows it, packed in blocks by column tasks
+        // under 60 rows (B packed from 1 row).
+        GemmParams blocks = base;
+        blocks.pack_b_min_rows = 1;
+        blocks.l2_bytes = 64 << 10;
+        thresholds.push_back(blocks);
+        if (pr.m == 60) {
+          EXPECT_EQ(make_gemm_plan(*mk, GemmShape{pr.m, pr.n, pr.k, pr.ta, pr.tb, 3}, blocks).b,
+                    BMode::kPackedBlocks)
+              << mk->isa << " " << mk->shapes[kernel].name;
+        }
         for (const GemmParams& p : thresholds)
           for (GemmGrid grid : {GemmGrid{3, 2}, GemmGrid{0, 0}}) {
             const std::string what = fmt::format(
