@@ -48,6 +48,20 @@ void copy_panel_of(int64_t h, const float* src, int64_t ld, int64_t kc, float* o
     for (int64_t p = 0; p < kc; ++p) std::memcpy(out + p * h, src + p * ld, size_t(h) * 4);
 }
 
+// Row p of the kc x nr panels of `block` from `cols` floats of a row of B: whole panels, then
+// the last one zero-padded.
+void pack_row_into_panels(const float* src, int64_t cols, int64_t nr, int64_t kc, int64_t p,
+                          float* block) {
+  const int64_t full = cols / nr, rest = cols - full * nr;
+  for (int64_t panel = 0; panel < full; ++panel)
+    copy_floats(src + panel * nr, nr, block + panel * kc * nr + p * nr);
+  if (rest > 0) {
+    float* dst = block + full * kc * nr + p * nr;
+    std::memcpy(dst, src + full * nr, size_t(rest) * sizeof(float));
+    std::fill(dst + rest, dst + nr, 0.0f);
+  }
+}
+
 // Whether an operand goes through the bf16 packers: stored as bf16, or float32 rounded to bf16
 // for the pair kernels (the float32 kernels pack a rounded operand as a float32 one and round
 // the packed panel in place, while it is in cache: one read of the operand).
@@ -85,22 +99,13 @@ void pack_b_block(const MicroKernels& mk, int64_t nr, const SgemmArgs& g, const 
 void pack_b_rows(const MicroKernels& mk, int64_t nr, const SgemmArgs& g, const KBlocks& kb,
                  int64_t q, int64_t p0, int64_t p1, int64_t n_pad, float* out) {
   const int64_t k0 = kb.begin(q), kc = kb.depth(q, g.k);
-  const int64_t full = g.n / nr, rest = g.n - full * nr;
   float* block = out + k0 * n_pad;
   if (bf16_packing(mk, g.b16, g.b_rounds)) {
     for (int64_t p = p0; p < p1; ++p) pack_bf16_b_row(mk, g, nr, k0, p, kc, block);
     return;
   }
-  for (int64_t p = p0; p < p1; ++p) {
-    const float* src = g.b + (k0 + p) * g.ldb;
-    for (int64_t panel = 0; panel < full; ++panel)
-      copy_floats(src + panel * nr, nr, block + panel * kc * nr + p * nr);
-    if (rest > 0) {
-      float* dst = block + full * kc * nr + p * nr;
-      std::memcpy(dst, src + full * nr, size_t(rest) * sizeof(float));
-      std::fill(dst + rest, dst + nr, 0.0f);
-    }
-  }
+  for (int64_t p = p0; p < p1; ++p)
+    pack_row_into_panels(g.b + (k0 + p) * g.ldb, g.n, nr, kc, p, block);
   if (g.b_rounds)
     for (int64_t panel = 0; panel * nr < g.n; ++panel)
       round_to_bf16_in_place(block + panel * kc * nr + p0 * nr, (p1 - p0) * nr);
@@ -111,17 +116,8 @@ void pack_b_columns(int64_t nr, const SgemmArgs& g, int64_t k0, int64_t kc, int6
   KILN_ASSERT(!g.tb && g.b16 == nullptr && j0 % nr == 0,
               "gemm: blocks packed by their tasks take a float32 B stored k x n");
   j1 = std::min(j1, g.n);
-  const int64_t full = (j1 - j0) / nr, rest = (j1 - j0) - full * nr;
-  for (int64_t p = 0; p < kc; ++p) {
-    const float* src = g.b + (k0 + p) * g.ldb + j0;
-    for (int64_t panel = 0; panel < full; ++panel)
-      copy_floats(src + panel * nr, nr, dst + panel * kc * nr + p * nr);
-    if (rest > 0) {
-      float* row = dst + full * kc * nr + p * nr;
-      std::memcpy(row, src + full * nr, size_t(rest) * sizeof(float));
-      std::fill(row + rest, row + nr, 0.0f);
-    }
-  }
+  for (int64_t p = 0; p < kc; ++p)
+    pack_row_into_panels(g.b + (k0 + p) * g.ldb + j0, j1 - j0, nr, kc, p, dst);
   if (g.b_rounds) round_to_bf16_in_place(dst, ceil_div(j1 - j0, nr) * nr * kc);
 }
 
