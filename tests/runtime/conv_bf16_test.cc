@@ -66,6 +66,8 @@ const std::vector<Bf16ConvCase>& bf16_cases() {
       {{2, 14, 14, 16}, {3, 3, 16, 32}, {1, 1}, {1, 1}, "same"},  // one forward chunk
       {{2, 7, 9, 24}, {1, 1, 24, 40}, {1, 1}, {1, 1}, "same"},    // pointwise
       {{3, 20, 20, 3}, {3, 3, 3, 16}, {1, 1}, {1, 1}, "same"},    // shallow (K = 27)
+      {{2, 9, 11, 1}, {3, 3, 1, 20}, {1, 1}, {1, 1}, "same"},     // shallow: a partial block
+      {{2, 8, 9, 3}, {2, 3, 3, 10}, {2, 1}, {1, 1}, "valid"},     // shallow, strided: 10 of 16
       {{2, 21, 26, 5}, {4, 3, 5, 12}, {2, 2}, {1, 1}, "same"},    // strided
       {{2, 12, 15, 6}, {3, 5, 6, 40}, {1, 1}, {2, 1}, "valid"},   // dilated rows
       {{4, 24, 24, 16}, {3, 3, 16, 32}, {1, 1}, {1, 1}, "same"},  // chunks; filter in parts

@@ -39,17 +39,33 @@ using namespace conv_im2col;
 
 // ---------------------------------------------------------------- forward
 
+// A shallow window's forward pass in parallel: by lines, or by whole images each handed to
+// on_images (when set) right after it.
+template <typename T, typename Y>
+void shallow_forward(const T* x, const T* w, Y* y, const ConvGeom& g,
+                     const std::function<void(int64_t, int64_t)>* on_images) {
+  const double line_flops = 2.0 * double(g.ow * g.k() * g.o);
+  if (on_images == nullptr) {
+    const int64_t grain = std::max<int64_t>(1, int64_t(double(kMinShallowPartFlops) / line_flops));
+    return parallel_for(g.n * g.oh, grain, [&](int64_t l0, int64_t l1) {
+      shallow_conv_forward<T, Y>(x, w, y, g, l0, l1);
+    });
+  }
+  const double image_flops = line_flops * double(g.oh);
+  const int64_t grain = std::max<int64_t>(1, int64_t(double(kMinShallowPartFlops) / image_flops));
+  parallel_for(g.n, grain, [&](int64_t n0, int64_t n1) {
+    for (int64_t n = n0; n < n1; ++n) {
+      shallow_conv_forward<T, Y>(x, w, y, g, n * g.oh, (n + 1) * g.oh);
+      (*on_images)(n, n + 1);
+    }
+  });
+}
+
 template <typename T>
 void conv_forward(const T* x, const T* w, T* y, const ConvGeom& g) {
   const int64_t K = g.k(), O = g.o, rows = g.rows();
   if (g.pointwise()) return gemm<T>(false, false, rows, O, K, x, K, w, O, y, O);
-  if (g.shallow()) {
-    const double line_flops = 2.0 * double(g.ow * K * O);
-    const int64_t grain = std::max<int64_t>(1, int64_t(double(kMinShallowPartFlops) / line_flops));
-    return parallel_for(g.n * g.oh, grain, [&](int64_t l0, int64_t l1) {
-      shallow_conv_forward<T>(x, w, y, g, l0, l1);
-    });
-  }
+  if (g.shallow()) return shallow_forward<T, T>(x, w, y, g, nullptr);
   if constexpr (std::is_same_v<T, float>)
     if (direct_conv_forward_applies(g)) return direct_conv_forward(x, w, y, g);
   const int64_t step = chunk_rows(g, sizeof(T));
@@ -124,10 +140,13 @@ void conv_backprop_input(const T* w, const T* dy, T* dx, const ConvGeom& g) {
 
 // dW[K, O] = sum over pixels r of col[r, :]^T dy[r, :]. The pixels (for a shallow window: the
 // output lines) are cut into `parts` fixed ranges; each accumulates its own partial (in chunk
-// order), and the partials are added in range order.
-template <typename T>
-void conv_backprop_filter(const T* x, const T* dy, T* dw, const ConvGeom& g) {
-  if constexpr (std::is_same_v<T, float>)
+// order), and the partials are added in range order. DY: T, or bfloat16 for a shallow window's
+// float32 pass (dy widened as the kernel loads it).
+template <typename T, typename DY = T>
+void conv_backprop_filter(const T* x, const DY* dy, T* dw, const ConvGeom& g) {
+  constexpr bool kSameTypes = std::is_same_v<T, DY>;
+  KILN_ASSERT(kSameTypes || g.shallow(), "conv_backprop_filter: bf16 dy for a shallow window only");
+  if constexpr (std::is_same_v<T, float> && kSameTypes)
     if (direct_conv_backprop_filter_applies(g)) return direct_conv_backprop_filter(x, dy, dw, g);
   const int64_t K = g.k(), O = g.o, rows = g.rows();
   const int64_t units = g.shallow() ? g.n * g.oh : rows;
@@ -137,20 +156,22 @@ void conv_backprop_filter(const T* x, const T* dy, T* dw, const ConvGeom& g) {
   // Units [r0, r1) into out (accumulating after the first chunk); `split` lets gemm use the
   // arena.
   auto range = [&](int64_t r0, int64_t r1, T* out, bool split, T* col) {
-    if (g.shallow()) return shallow_conv_filter_gradient<T>(x, dy, out, g, r0, r1, false);
+    if (g.shallow()) return shallow_conv_filter_gradient<T, DY>(x, dy, out, g, r0, r1, false);
     if (r0 == r1) return std::fill(out, out + K * O, T(0));
-    for (int64_t c0 = r0; c0 < r1; c0 += step) {
-      const int64_t len = std::min(step, r1 - c0);
-      const T* a = x + c0 * K;  // pointwise: the input rows are the im2col rows
-      if (!g.pointwise()) {
-        im2col(x, g, c0, c0 + len, col);
-        a = col;
+    if constexpr (kSameTypes) {
+      for (int64_t c0 = r0; c0 < r1; c0 += step) {
+        const int64_t len = std::min(step, r1 - c0);
+        const T* a = x + c0 * K;  // pointwise: the input rows are the im2col rows
+        if (!g.pointwise()) {
+          im2col(x, g, c0, c0 + len, col);
+          a = col;
+        }
+        const bool acc = c0 != r0;
+        if (split)
+          gemm<T>(true, false, K, O, len, a, K, dy + c0 * O, O, out, O, acc);
+        else
+          gemm_serial<T>(true, false, K, O, len, a, K, dy + c0 * O, O, out, O, acc);
       }
-      const bool acc = c0 != r0;
-      if (split)
-        gemm<T>(true, false, K, O, len, a, K, dy + c0 * O, O, out, O, acc);
-      else
-        gemm_serial<T>(true, false, K, O, len, a, K, dy + c0 * O, O, out, O, acc);
     }
   };
   const size_t col_bytes = g.pointwise() || g.shallow() ? 0 : size_t(step * K) * sizeof(T);
@@ -223,15 +244,7 @@ bool conv_by_images(OpKind kind, std::span<const Array> in, const Attrs& attrs, 
     const float *x = in[0].data<float>(), *w = in[1].data<float>();
     float* y = out.data<float>();
     if (g.shallow()) {
-      const double image_flops = 2.0 * double(g.oh * g.ow * g.k() * g.o);
-      const int64_t grain =
-          std::max<int64_t>(1, int64_t(double(kMinShallowPartFlops) / image_flops));
-      parallel_for(g.n, grain, [&](int64_t n0, int64_t n1) {
-        for (int64_t n = n0; n < n1; ++n) {
-          shallow_conv_forward<float>(x, w, y, g, n * g.oh, (n + 1) * g.oh);
-          on_images(n, n + 1);
-        }
-      });
+      shallow_forward<float, float>(x, w, y, g, &on_images);
       return true;
     }
     if (!direct_conv_forward_applies(g)) return false;
@@ -246,6 +259,18 @@ bool conv_by_images(OpKind kind, std::span<const Array> in, const Attrs& attrs, 
     return true;
   }
   return false;
+}
+
+void shallow_conv_forward_rounded(const float* x, const float* w, bfloat16* y, const ConvGeom& g,
+                                  const std::function<void(int64_t, int64_t)>* on_images) {
+  shallow_forward<float, bfloat16>(x, w, y, g, on_images);
+}
+
+void shallow_conv_backprop_filter_bf16_dy(const float* x, const bfloat16* dy, float* dw,
+                                          const ConvGeom& g) {
+  if (!g.shallow())
+    throw Error("shallow_conv_backprop_filter_bf16_dy: the window is not shallow (a kernel bug)");
+  conv_backprop_filter<float, bfloat16>(x, dy, dw, g);
 }
 
 void register_conv_kernels(KernelTable& t) {

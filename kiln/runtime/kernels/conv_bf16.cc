@@ -61,6 +61,7 @@
 #include "kiln/runtime/kernels/conv_geom.h"
 #include "kiln/runtime/kernels/conv_im2col.h"
 #include "kiln/runtime/kernels/conv_partials.h"
+#include "kiln/runtime/kernels/conv_shallow.h"
 #include "kiln/runtime/kernels/register.h"
 #include "kiln/runtime/scratch.h"
 #include "kiln/runtime/threading.h"
@@ -320,6 +321,28 @@ Array float32_values(const Array& x, ScratchSlot slot) {
   return w;
 }
 
+// A shallow window's forward pass or filter gradient under kWidenedDirect (false for any other
+// pass): conv_shallow.h's float32 kernels reading the small operands widened (x, w) and the
+// large one as it is: the forward pass rounds each output as it stores it (no float32 result
+// and no rounding pass over it), the filter gradient loads dy's bf16 values (no widened copy).
+bool shallow_widened(OpKind kind, std::span<const Array> in, Array& out, const ConvGeom& g,
+                     const std::function<void(int64_t, int64_t)>* on_images) {
+  if (!g.shallow() || (kind != OpKind::Conv2D && kind != OpKind::Conv2DBackpropFilter))
+    return false;
+  const Array x = float32_values(in[0], ScratchSlot::kBf16Input0);
+  if (kind == OpKind::Conv2D) {
+    const Array w = float32_values(in[1], ScratchSlot::kBf16Input1);
+    shallow_conv_forward_rounded(x.data<float>(), w.data<float>(), out.data<bfloat16>(), g,
+                                 on_images);
+    return true;
+  }
+  const Array dy = bf16_values(in[1], ScratchSlot::kBf16Input1);
+  Array dw = scratch_f32(ScratchSlot::kBf16Result, out.shape);
+  shallow_conv_backprop_filter_bf16_dy(x.data<float>(), dy.data<bfloat16>(), dw.data<float>(), g);
+  round_rows(dw.data<float>(), out.data<bfloat16>(), out.size());
+  return true;
+}
+
 // The three kernels: bf16 results by the plan of the file comment (from bf16 operands, or
 // float32 ones rounded first: a fused cast), any other dtypes through the float32 table's
 // kernel under the via-f32 rule (which passes float32 and float64 through unchanged).
@@ -333,6 +356,7 @@ void conv_bf16_kernel(std::span<const Array> in, const Attrs& attrs, Array& out)
   }
   const ConvGeom g = geometry<kKind>(in, attrs, out);
   if (conv_bf16_plan(kKind, g) == ConvBf16Plan::kWidenedDirect) {
+    if (shallow_widened(kKind, in, out, g, nullptr)) return;
     const Array wide[2] = {float32_values(in[0], ScratchSlot::kBf16Input0),
                            float32_values(in[1], ScratchSlot::kBf16Input1)};
     return run_via_f32_kernel(kKind, wide, attrs, out);
@@ -405,6 +429,7 @@ bool conv_bf16_by_images(OpKind kind, std::span<const Array> in, const Attrs& at
       conv_backprop_input_bf16(a, b, out.data<bfloat16>(), g, &on_images);
     return true;
   }
+  if (shallow_widened(kind, in, out, g, &on_images)) return true;
   // The via-f32 rule of conv_bf16_kernel, with the rounding moved into the image loop: the
   // same float32 kernel on the same widened operands, each image rounded once (the same bits).
   const Array wide[2] = {float32_values(in[0], ScratchSlot::kBf16Input0),

@@ -14,6 +14,25 @@ using vector_block::load;
 using vector_block::store;
 using vector_block::V;
 
+// Values of storage type S as blocks of T (a bf16 S: float32 T, widened as loaded, rounded as
+// stored).
+template <bool kFull, typename T>
+V<T> load_as(const T* p, int64_t n) {
+  return load<kFull>(p, n);
+}
+template <bool kFull>
+V<float> load_as(const bfloat16* p, int64_t n) {
+  return vector_block::load_widened<kFull>(p, n);
+}
+template <bool kFull, typename T>
+void store_as(T* p, const V<T>& v, int64_t n) {
+  store<kFull>(p, v, n);
+}
+template <bool kFull>
+void store_as(bfloat16* p, const V<float>& v, int64_t n) {
+  vector_block::store_rounded<kFull>(p, v, n);
+}
+
 // Most taps per filter-gradient block: 12 vector registers of accumulators (12 chains cover two
 // FMA pipes of 4 to 6 cycles' latency), whatever a block of 16 floats takes in this build's ISA:
 // one AVX-512 register (12 taps of its 32), two AVX ones (6 taps of 16), four SSE ones (3 of 16).
@@ -75,8 +94,8 @@ struct Strips {
 // P pixels from ox on of one line, a block of channels: P accumulators, each tap's filter
 // block loaded once for the P pixels (from L1; holding all of a 3x3 window's would not fit the
 // registers). K > 0: K taps known at compile time (the tap loop unrolls), else st.tap.size().
-template <typename T, int P, int64_t K, bool kFull>
-void forward_pixels(const T* strip, const Strips<T>& st, const int64_t* off, const V<T>* w, T* y,
+template <typename T, typename Y, int P, int64_t K, bool kFull>
+void forward_pixels(const T* strip, const Strips<T>& st, const int64_t* off, const V<T>* w, Y* y,
                     int64_t ox, int64_t cols) {
   const ConvGeom& g = st.g;
   const int64_t taps = K > 0 ? K : int64_t(st.tap.size());
@@ -91,44 +110,44 @@ void forward_pixels(const T* strip, const Strips<T>& st, const int64_t* off, con
     for (int p = 0; p < P; ++p) acc[p] += a[p * step] * wt;
   }
 #pragma GCC unroll 16
-  for (int p = 0; p < P; ++p) store<kFull>(y + (ox + p) * g.o, acc[p], cols);
+  for (int p = 0; p < P; ++p) store_as<kFull>(y + (ox + p) * g.o, acc[p], cols);
 }
 
 // The last `left` (< P) pixels of a line from ox on, as one block.
-template <typename T, int P, int64_t K, bool kFull>
+template <typename T, typename Y, int P, int64_t K, bool kFull>
 void forward_rest(int64_t left, const T* strip, const Strips<T>& st, const int64_t* off,
-                  const V<T>* w, T* y, int64_t ox, int64_t cols) {
+                  const V<T>* w, Y* y, int64_t ox, int64_t cols) {
   if constexpr (P > 0) {
-    if (left == P) return forward_pixels<T, P, K, kFull>(strip, st, off, w, y, ox, cols);
-    forward_rest<T, P - 1, K, kFull>(left, strip, st, off, w, y, ox, cols);
+    if (left == P) return forward_pixels<T, Y, P, K, kFull>(strip, st, off, w, y, ox, cols);
+    forward_rest<T, Y, P - 1, K, kFull>(left, strip, st, off, w, y, ox, cols);
   }
 }
 
 // One output line, in blocks of kForwardPixels pixels. The same FMA chain per output whatever
 // the blocks: its taps in order from zero.
-template <typename T, int64_t K, bool kFull>
-void forward_line_taps(const T* strip, const Strips<T>& st, const V<T>* w, T* y, int64_t cols) {
+template <typename T, typename Y, int64_t K, bool kFull>
+void forward_line_taps(const T* strip, const Strips<T>& st, const V<T>* w, Y* y, int64_t cols) {
   const int64_t ow = st.g.ow;
   const int64_t* off = st.tap.data();
   int64_t ox = 0;
   for (; ox + kForwardPixels <= ow; ox += kForwardPixels)
-    forward_pixels<T, kForwardPixels, K, kFull>(strip, st, off, w, y, ox, cols);
-  forward_rest<T, kForwardPixels - 1, K, kFull>(ow - ox, strip, st, off, w, y, ox, cols);
+    forward_pixels<T, Y, kForwardPixels, K, kFull>(strip, st, off, w, y, ox, cols);
+  forward_rest<T, Y, kForwardPixels - 1, K, kFull>(ow - ox, strip, st, off, w, y, ox, cols);
 }
 
 // A 3x3 window over one or three channels (9 or 27 taps) has its tap count known at compile
 // time.
-template <typename T, bool kFull>
-void forward_line(const T* strip, const Strips<T>& st, const V<T>* w, T* y, int64_t cols) {
-  if (st.tap.size() == 9) return forward_line_taps<T, 9, kFull>(strip, st, w, y, cols);
-  if (st.tap.size() == 27) return forward_line_taps<T, 27, kFull>(strip, st, w, y, cols);
-  forward_line_taps<T, 0, kFull>(strip, st, w, y, cols);
+template <typename T, typename Y, bool kFull>
+void forward_line(const T* strip, const Strips<T>& st, const V<T>* w, Y* y, int64_t cols) {
+  if (st.tap.size() == 9) return forward_line_taps<T, Y, 9, kFull>(strip, st, w, y, cols);
+  if (st.tap.size() == 27) return forward_line_taps<T, Y, 27, kFull>(strip, st, w, y, cols);
+  forward_line_taps<T, Y, 0, kFull>(strip, st, w, y, cols);
 }
 
 // Taps [t0, t0 + N) x channels [o0, o0 + cols) of the gradient of lines [l0, l1) (strips built
 // from l0), added to dw or stored.
-template <typename T, int N, bool kFull>
-void filter_block(const Strips<T>& st, int64_t l0, int64_t l1, int64_t sl0, const T* dy, T* dw,
+template <typename T, typename DY, int N, bool kFull>
+void filter_block(const Strips<T>& st, int64_t l0, int64_t l1, int64_t sl0, const DY* dy, T* dw,
                   bool accumulate, int64_t t0, int64_t o0, int64_t cols) {
   const ConvGeom& g = st.g;
   V<T> acc[N] = {};
@@ -137,9 +156,9 @@ void filter_block(const Strips<T>& st, int64_t l0, int64_t l1, int64_t sl0, cons
   const int64_t step = g.sw * g.c;
   for (int64_t l = l0; l < l1; ++l) {
     const T* strip = st.line(l, sl0);
-    const T* d = dy + l * g.ow * g.o + o0;
+    const DY* d = dy + l * g.ow * g.o + o0;
     for (int64_t ox = 0; ox < g.ow; ++ox, d += g.o) {
-      const V<T> dv = load<kFull>(d, cols);
+      const V<T> dv = load_as<kFull>(d, cols);
       const T* a = strip + ox * step;
       for (int i = 0; i < N; ++i) acc[i] += a[off[i]] * dv;
     }
@@ -150,20 +169,20 @@ void filter_block(const Strips<T>& st, int64_t l0, int64_t l1, int64_t sl0, cons
   }
 }
 
-template <typename T, bool kFull, int N = kMaxTaps>
-void filter_taps(int taps, const Strips<T>& st, int64_t l0, int64_t l1, int64_t sl0, const T* dy,
+template <typename T, typename DY, bool kFull, int N = kMaxTaps>
+void filter_taps(int taps, const Strips<T>& st, int64_t l0, int64_t l1, int64_t sl0, const DY* dy,
                  T* dw, bool accumulate, int64_t t0, int64_t o0, int64_t cols) {
   if constexpr (N >= 1) {
     if (taps == N)
-      return filter_block<T, N, kFull>(st, l0, l1, sl0, dy, dw, accumulate, t0, o0, cols);
-    filter_taps<T, kFull, N - 1>(taps, st, l0, l1, sl0, dy, dw, accumulate, t0, o0, cols);
+      return filter_block<T, DY, N, kFull>(st, l0, l1, sl0, dy, dw, accumulate, t0, o0, cols);
+    filter_taps<T, DY, kFull, N - 1>(taps, st, l0, l1, sl0, dy, dw, accumulate, t0, o0, cols);
   }
 }
 
 }  // namespace
 
-template <typename T>
-void shallow_conv_forward(const T* x, const T* w, T* y, const ConvGeom& g, int64_t l0, int64_t l1) {
+template <typename T, typename Y>
+void shallow_conv_forward(const T* x, const T* w, Y* y, const ConvGeom& g, int64_t l0, int64_t l1) {
   Strips<T> st(g);
   const int64_t K = g.k();
   std::vector<V<T>> wv(static_cast<size_t>(K));
@@ -175,18 +194,18 @@ void shallow_conv_forward(const T* x, const T* w, T* y, const ConvGeom& g, int64
       const int64_t cols = std::min(kLanes<T>, g.o - o0);
       for (int64_t t = 0; t < K; ++t) wv[size_t(t)] = load<false>(w + t * g.o + o0, cols);
       for (int64_t l = c0; l < c1; ++l) {
-        T* yl = y + l * g.ow * g.o + o0;
+        Y* yl = y + l * g.ow * g.o + o0;
         if (cols == kLanes<T>)
-          forward_line<T, true>(st.line(l, c0), st, wv.data(), yl, cols);
+          forward_line<T, Y, true>(st.line(l, c0), st, wv.data(), yl, cols);
         else
-          forward_line<T, false>(st.line(l, c0), st, wv.data(), yl, cols);
+          forward_line<T, Y, false>(st.line(l, c0), st, wv.data(), yl, cols);
       }
     }
   }
 }
 
-template <typename T>
-void shallow_conv_filter_gradient(const T* x, const T* dy, T* dw, const ConvGeom& g, int64_t l0,
+template <typename T, typename DY>
+void shallow_conv_filter_gradient(const T* x, const DY* dy, T* dw, const ConvGeom& g, int64_t l0,
                                   int64_t l1, bool accumulate) {
   Strips<T> st(g);
   const int64_t K = g.k();
@@ -204,9 +223,9 @@ void shallow_conv_filter_gradient(const T* x, const T* dy, T* dw, const ConvGeom
       for (int64_t o0 = 0; o0 < g.o; o0 += kLanes<T>) {
         const int64_t cols = std::min(kLanes<T>, g.o - o0);
         if (cols == kLanes<T>)
-          filter_taps<T, true>(taps, st, c0, c1, c0, dy, dw, acc, t0, o0, cols);
+          filter_taps<T, DY, true>(taps, st, c0, c1, c0, dy, dw, acc, t0, o0, cols);
         else
-          filter_taps<T, false>(taps, st, c0, c1, c0, dy, dw, acc, t0, o0, cols);
+          filter_taps<T, DY, false>(taps, st, c0, c1, c0, dy, dw, acc, t0, o0, cols);
       }
       t0 += taps;
     }
@@ -217,8 +236,13 @@ template void shallow_conv_forward<float>(const float*, const float*, float*, co
                                           int64_t, int64_t);
 template void shallow_conv_forward<double>(const double*, const double*, double*, const ConvGeom&,
                                            int64_t, int64_t);
+template void shallow_conv_forward<float, bfloat16>(const float*, const float*, bfloat16*,
+                                                    const ConvGeom&, int64_t, int64_t);
 template void shallow_conv_filter_gradient<float>(const float*, const float*, float*,
                                                   const ConvGeom&, int64_t, int64_t, bool);
+template void shallow_conv_filter_gradient<float, bfloat16>(const float*, const bfloat16*, float*,
+                                                            const ConvGeom&, int64_t, int64_t,
+                                                            bool);
 template void shallow_conv_filter_gradient<double>(const double*, const double*, double*,
                                                    const ConvGeom&, int64_t, int64_t, bool);
 

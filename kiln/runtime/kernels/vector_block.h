@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kiln/ir/bfloat16.h"
+
 namespace kiln::runtime::vector_block {
 
 // The width of this build's vector registers.
@@ -78,6 +80,45 @@ void store(T* p, const V<T>& v, int64_t n) {
   } else {
     std::memcpy(p, &v.r[0], size_t(n) * sizeof(T));
   }
+}
+
+// bf16 blocks of float32 values: 16 bf16 values widened (exact; load_widened, the first n, the
+// rest zeros) or 16 floats rounded to bf16 as stored (store_rounded, the first n; round to
+// nearest even and NaN kept quiet with its sign, as bfloat16::from_float), register by register.
+using Bits32 = uint32_t __attribute__((vector_size(kRegisterBytes)));
+using Bits16 = uint16_t __attribute__((vector_size(kRegisterBytes / 2)));
+inline constexpr int64_t kFloatRegisterLanes = kRegisterBytes / int64_t(sizeof(float));
+
+template <bool kFull>
+V<float> load_widened(const bfloat16* p, int64_t n) {
+  bfloat16 part[kLanes<float>] = {};
+  if constexpr (!kFull) std::memcpy(static_cast<void*>(part), p, size_t(n) * sizeof(bfloat16));
+  const bfloat16* src = kFull ? p : part;
+  V<float> v;
+#pragma GCC unroll 4
+  for (int i = 0; i < kRegistersPerBlock; ++i) {
+    Bits16 h;
+    std::memcpy(&h, src + i * kFloatRegisterLanes, sizeof(h));
+    const Bits32 u = __builtin_convertvector(h, Bits32) << 16;
+    std::memcpy(&v.r[i], &u, sizeof(u));
+  }
+  return v;
+}
+
+template <bool kFull>
+void store_rounded(bfloat16* p, const V<float>& v, int64_t n) {
+  bfloat16 part[kLanes<float>];
+  bfloat16* dst = kFull ? p : part;
+#pragma GCC unroll 4
+  for (int i = 0; i < kRegistersPerBlock; ++i) {
+    Bits32 u;
+    std::memcpy(&u, &v.r[i], sizeof(u));
+    const Bits32 nan = (u & 0x7FFFFFFFu) > 0x7F800000u;
+    const Bits32 rounded = nan ? (u >> 16) | 0x0040u : (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+    const Bits16 h = __builtin_convertvector(rounded, Bits16);
+    std::memcpy(static_cast<void*>(dst + i * kFloatRegisterLanes), &h, sizeof(h));
+  }
+  if constexpr (!kFull) std::memcpy(static_cast<void*>(p), part, size_t(n) * sizeof(bfloat16));
 }
 
 }  // namespace kiln::runtime::vector_block
