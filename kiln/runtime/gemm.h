@@ -96,8 +96,10 @@ struct Bf16Operand {
 // in any order): bitwise gemm<float> of the widened operands except where denormals occur (the
 // instructions flush them) and for the sign of a zero result when k is odd or padded (zero pairs
 // add +0). Elsewhere bitwise gemm<float> (or gemm_serial<float> when !parallel) of the widened
-// operands: kiln's engine widens each operand as it packs it (always packed: runtime/gemm_widen.h),
-// never in a pass of its own; Eigen's path widens them first. With on_rows (parallel only), C is
+// operands: kiln's engine widens each operand as it packs it (runtime/gemm_widen.h), or on the
+// float32 kernels as it copies the rows of A's panels or, for a B small enough to stay in L2,
+// all of B before the tasks (GemmPlan's AMode::kRowsWidened, BMode::kWidened); Eigen's path
+// widens both operands first. With on_rows (parallel only), C is
 // computed in blocks of whole rows and on_rows(r0, r1) runs for each right after its last product,
 // on the thread that computed it (gemm_rows' contract): the place to round the rows back to bf16
 // while they are in cache. accumulate (not with on_rows): C += op(A) * op(B), each element's chain

@@ -109,7 +109,10 @@ void run_block(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& g,
     b_block.emplace(ScratchSlot::kGemmB, size_t(kb.step * ceil_div(nc, nr) * nr) * sizeof(float));
   // AMX panels are whole tiles of panel_rows rows, however many rows they hold.
   const bool tiles = mk.pair_layout == PairLayout::kTiles;
+  const bool widen_rows = plan.a == AMode::kRowsWidened;
   std::optional<Scratch> a_buf;
+  if (widen_rows)
+    a_buf.emplace(ScratchSlot::kGemmA, size_t(plan.panel_rows * kb.step) * sizeof(float));
   if (pack_a)
     a_buf.emplace(ScratchSlot::kGemmA, size_t((per_panel ? plan.panel_rows
                                                : tiles   ? panels.count * plan.panel_rows
@@ -140,6 +143,7 @@ void run_block(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& g,
       for (int64_t i = 0; i < panels.count; ++i)
         pack_a_panel(mk, g, r0 + panels.start(i), panels.height(i), k0, kc, a_panel(i, kc));
     t.kc = kc;
+    if (widen_rows) t.lda = kc;
     t.accumulate = g.accumulate || q > 0;
     for (int64_t jc = c0; jc < c1; jc += nc) {
       const int64_t jc_end = std::min(c1, jc + nc);
@@ -164,7 +168,11 @@ void run_block(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& g,
         const int32_t last_cols = int32_t(std::min<int64_t>(nr, g.n - (jc_end - 1) / nr * nr));
         const TileFn last = plan.kernel->select(t.rows, last_cols, t.lda == 0, copy_panel);
         if (per_panel) pack_a_panel(mk, g, row, panels.height(i), k0, kc, a_panel(i, kc));
-        t.a = pack_a ? a_panel(i, kc) : g.ta ? g.a + k0 * g.lda + row : g.a + row * g.lda + k0;
+        if (widen_rows) widen_a_rows(g, row, panels.height(i), k0, kc, a_buf->as<float>());
+        t.a = pack_a       ? a_panel(i, kc)
+              : widen_rows ? a_buf->as<float>()
+              : g.ta       ? g.a + k0 * g.lda + row
+                           : g.a + row * g.lda + k0;
         for (int64_t j = jc; j < jc_end; j += nr) {
           t.cols = int32_t(std::min<int64_t>(nr, g.n - j));
           // A copied block: the first panel's tiles read B directly and copy it, the later
@@ -195,6 +203,22 @@ void run_block(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& g,
 void run_product(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& g,
                  const RowsDone* on_rows) {
   KILN_ASSERT(plan.m == g.m && plan.n == g.n, "gemm: the plan was made for another product");
+  if (plan.b == BMode::kWidened) {  // B widened here, then read as a float32 B stored k x n
+    Scratch widened(ScratchSlot::kGemmB, size_t(g.k * g.n) * sizeof(float));
+    SgemmArgs f32 = g;
+    f32.b = widened.as<float>();
+    f32.ldb = g.n;
+    f32.b16 = nullptr;
+    f32.b_rounds = false;
+    auto widen = [&](int64_t p0, int64_t p1) { widen_b_rows(g, p0, p1, widened.as<float>()); };
+    if (plan.tasks() > 1)
+      parallel_for(g.k, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, g.n)), widen);
+    else
+      widen(0, g.k);
+    GemmPlan direct = plan;
+    direct.b = BMode::kDirect;
+    return run_product(mk, direct, f32, on_rows);
+  }
   const int64_t nr = plan.kernel->nr;
   const KBlocks kb(g.k, plan.kc, plan.k_quantum);
   const int64_t panels_n = ceil_div(g.n, nr), n_pad = panels_n * nr;

@@ -121,6 +121,31 @@ void pack_b_columns(int64_t nr, const SgemmArgs& g, int64_t k0, int64_t kc, int6
   if (g.b_rounds) round_to_bf16_in_place(dst, ceil_div(j1 - j0, nr) * nr * kc);
 }
 
+void widen_b_rows(const SgemmArgs& g, int64_t p0, int64_t p1, float* out) {
+  KILN_ASSERT(!g.tb && (g.b16 != nullptr || g.b_rounds) && g.k_elements == 0,
+              "gemm: a B widened in rows is a bf16 B stored k x n on the float32 kernels");
+  out += p0 * g.n;
+  if (g.b16 != nullptr) return widen_bf16_rows(g.b16 + p0 * g.ldb, g.ldb, p1 - p0, g.n, out, g.n);
+  if (g.ldb == g.n) {  // one run: rounded in one pass, not row by row
+    std::memcpy(out, g.b + p0 * g.n, size_t((p1 - p0) * g.n) * sizeof(float));
+    return round_to_bf16_in_place(out, (p1 - p0) * g.n);
+  }
+  for (int64_t p = p0; p < p1; ++p, out += g.n) {
+    std::memcpy(out, g.b + p * g.ldb, size_t(g.n) * sizeof(float));
+    round_to_bf16_in_place(out, g.n);
+  }
+}
+
+void widen_a_rows(const SgemmArgs& g, int64_t r0, int64_t h, int64_t k0, int64_t kc, float* out) {
+  KILN_ASSERT(!g.ta && (g.a16 != nullptr || g.a_rounds),
+              "gemm: rows of A are widened for a bf16 A read as it is stored only");
+  if (g.a16 != nullptr) return widen_bf16_rows(g.a16 + r0 * g.lda + k0, g.lda, h, kc, out, kc);
+  for (int64_t i = 0; i < h; ++i) {
+    std::memcpy(out + i * kc, g.a + (r0 + i) * g.lda + k0, size_t(kc) * sizeof(float));
+    round_to_bf16_in_place(out + i * kc, kc);
+  }
+}
+
 // Packs rows [r0, r0 + h) of op(A), columns [k0, k0 + kc), as out[p * h + i].
 void pack_a_panel(const MicroKernels& mk, const SgemmArgs& g, int64_t r0, int64_t h, int64_t k0,
                   int64_t kc, float* out) {

@@ -26,6 +26,14 @@ void pack_b_rows(const MicroKernels& mk, int64_t nr, const SgemmArgs& g, const K
 void pack_b_columns(int64_t nr, const SgemmArgs& g, int64_t k0, int64_t kc, int64_t j0, int64_t j1,
                     float* dst);
 
+// Rows [p0, p1) of a bf16 B (stored as bf16, or float32 rounded to bf16), not transposed, as
+// float32 rows out[p * n + j] (BMode::kWidened).
+void widen_b_rows(const SgemmArgs& g, int64_t p0, int64_t p1, float* out);
+
+// Rows [r0, r0 + h) of a bf16 A (stored as bf16, or float32 rounded to bf16), not transposed,
+// columns [k0, k0 + kc), as float32 rows out[i * kc + p] (AMode::kRowsWidened).
+void widen_a_rows(const SgemmArgs& g, int64_t r0, int64_t h, int64_t k0, int64_t kc, float* out);
+
 // Packs rows [r0, r0 + h) of op(A), columns [k0, k0 + kc), as out[p * h + i].
 void pack_a_panel(const MicroKernels& mk, const SgemmArgs& g, int64_t r0, int64_t h, int64_t k0,
                   int64_t kc, float* out);

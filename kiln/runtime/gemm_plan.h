@@ -52,7 +52,8 @@ struct APanels {
 // The product a plan is made for: C[m, n] (+)= op(A) op(B), A stored k x m if ta, B stored
 // n x k if tb; `threads` it may use; `epilogue`: whole row blocks, each handed to a callback
 // right after its last product (runtime::gemm_rows); `a_bf16`, `b_bf16`: the operand is stored
-// as bfloat16, and is always packed, widened to float32 as it is packed (runtime/gemm_widen.h);
+// as bfloat16, and is never read in place: widened to float32 as it is packed
+// (runtime/gemm_widen.h), or into float32 rows (AMode::kRowsWidened, BMode::kWidened);
 // `b_invariant`: B is unchanged for the rest of a loop (runtime/loop_invariants.h), so B is
 // packed once and the packed copy reused (BMode::kPrepacked) where the float32 kernels run the
 // product (a bf16 B widened as it is packed); `a_rounded`, `b_rounded` (with a_bf16, b_bf16):
@@ -126,6 +127,8 @@ enum class AMode {
   kPackedPerPanel,  // each panel packed right before its tiles into one panel's buffer (L1)
   kRowsDirect,      // A's rows read directly (tiles of at most mr_direct rows)
   kColumnsDirect,   // a stored A^T's rows read directly (one k's values are contiguous)
+  kRowsWidened,     // a bf16 A's rows widened a panel at a time into a buffer of kc-float rows
+                    // that the tiles read as kRowsDirect reads A (no transposing pack)
 };
 enum class BMode {
   kPacked,           // op(B) packed into nr-column panels before the tasks, in parallel
@@ -139,6 +142,8 @@ enum class BMode {
                      // right before the block's tiles (no packing phase; B never written whole)
   kPrepacked,        // packed as kPacked once per loop, by the first product that reads it
                      // (a loop-invariant B: SgemmArgs::packed_b, runtime/loop_invariants.h)
+  kWidened,          // a bf16 B stored k x n, widened before the tasks into float32 rows
+                     // (n floats apart) that its tiles read as kDirect reads B
 };
 // A product computed as its transpose C^T = op(B)^T op(A)^T, then C = (C^T)^T:
 enum class BackTranspose {
@@ -190,7 +195,7 @@ struct GemmPlan {
 
 // The task grid of an m x n x k product on `threads` threads (C cut into row blocks of whole
 // panels and column blocks of whole nr tiles). Any grid gives the same result. `a_bf16`: A is
-// stored as bf16, so every task packs its panels of A (a_bf16 operands are always packed), and
+// stored as bf16, so every task packs (or widens) its panels of A (never read in place), and
 // every column block packs them again: its columns are split into one task a thread at most
 // (a float32 A's into up to two).
 struct GemmGrid {

@@ -340,11 +340,13 @@ TEST(GemmBf16Test, ThinProductsRunOnTheFloat32Kernels) {
     }
 }
 
-// Straight through the engine: any grid gives the same bits, and bf16 operands are packed (as
-// pairs by the pair kernels).
+// Straight through the engine: any grid gives the same bits, and bf16 operands are never read
+// as they are stored: packed (as pairs by the pair kernels), or on the float32 kernels widened
+// (the rows of A's panels, AMode::kRowsWidened; a small B whole, BMode::kWidened).
 TEST(GemmBf16Test, EveryGridPacksTheBf16OperandsAndGivesTheSameBits) {
   GemmSettingsGuard guard;
   bool ran = false;
+  int widened_a = 0, widened_b = 0;
   std::vector<std::string> sets = runnable_kernel_sets();
   if (std::find(sets.begin(), sets.end(), "avx512") != sets.end()) {
     sets.push_back("avx512bf16-emulated");
@@ -375,15 +377,23 @@ TEST(GemmBf16Test, EveryGridPacksTheBf16OperandsAndGivesTheSameBits) {
                 gemm_detail::make_gemm_plan(mk, shape, gemm_detail::gemm_params(mk, shape), grid);
             const std::string what = p.describe(set) + " grid " + std::to_string(grid.row_blocks) +
                                      "x" + std::to_string(grid.col_blocks) + ": " + plan.describe();
+            const bool a_widened = plan.a == gemm_detail::AMode::kRowsWidened;
+            const bool b_widened = plan.b == gemm_detail::BMode::kWidened;
             EXPECT_TRUE(plan.a == gemm_detail::AMode::kPackedAll ||
-                        plan.a == gemm_detail::AMode::kPackedPerPanel)
+                        plan.a == gemm_detail::AMode::kPackedPerPanel || (a_widened && !pairs))
                 << what;
             EXPECT_TRUE(plan.b == gemm_detail::BMode::kPacked ||
                         plan.b == gemm_detail::BMode::kPackedPerTask ||
-                        plan.b == gemm_detail::BMode::kPackedPerKBlock)
+                        plan.b == gemm_detail::BMode::kPackedPerKBlock || (b_widened && !pairs))
                 << what;
-            EXPECT_NE(plan.describe().find("A bf16 packed"), std::string::npos) << what;
-            EXPECT_NE(plan.describe().find("B bf16 packed"), std::string::npos) << what;
+            EXPECT_NE(plan.describe().find(a_widened ? "A bf16 rows-widened" : "A bf16 packed"),
+                      std::string::npos)
+                << what;
+            EXPECT_NE(plan.describe().find(b_widened ? "B bf16 widened" : "B bf16 packed"),
+                      std::string::npos)
+                << what;
+            widened_a += a_widened;
+            widened_b += b_widened;
             EXPECT_EQ(plan.describe().find(" pairs x ") != std::string::npos, pairs) << what;
             EXPECT_EQ(plan.k, mk.steps(p.k)) << what;
             EXPECT_EQ(plan.k, set == "amx-emulated" ? (p.k + 31) / 32 * 16
@@ -401,6 +411,9 @@ TEST(GemmBf16Test, EveryGridPacksTheBf16OperandsAndGivesTheSameBits) {
         }
   }
   if (!ran) GTEST_SKIP() << "this CPU runs only Eigen's GEMM (no packing to test)";
+  // Narrow tasks over A's rows and small B's occur among these shapes and grids.
+  EXPECT_GT(widened_a, 0);
+  EXPECT_GT(widened_b, 0);
 }
 
 // The widening transposing copy of each kernel set, every block and remainder size.
