@@ -121,7 +121,8 @@ int main(int argc, char** argv) {
   app.add_option("--pipeline", a.pipeline,
                  "run a pipeline instead: default (fixed point of algebraic-simplify, "
                  "constant-fold, cse, dce) or optimize (default, then hoist-loop-transposes, "
-                 "lower-assignments, fusion, schedule-last-uses and schedule-collectives)")
+                 "split-reductions, lower-assignments, fusion, schedule-last-uses and "
+                 "schedule-collectives)")
       ->check(CLI::IsMember({"default", "optimize"}))
       ->excludes(passes_opt);
   app.add_flag("--verify", a.verify,

@@ -19,13 +19,14 @@
 #include "kiln/passes/refine_shapes.h"
 #include "kiln/passes/schedule_collectives.h"
 #include "kiln/passes/schedule_last_uses.h"
+#include "kiln/passes/split_reductions.h"
 #include "kiln/passes/transpose_folding.h"
 
 namespace kiln::passes {
 
 // The names of every registered pass, sorted: algebraic-simplify, constant-fold, cse, dce,
 // fusion, hoist-loop-transposes, lower-assignments, refine-shapes, schedule-collectives,
-// schedule-last-uses, transpose-folding.
+// schedule-last-uses, split-reductions, transpose-folding.
 std::vector<std::string_view> registered_pass_names();
 
 // "algebraic-simplify, constant-fold, cse, dce, ..." (for error messages).

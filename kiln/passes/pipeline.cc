@@ -239,6 +239,7 @@ PassPipeline default_pipeline(const PipelineOptions& options) {
 PassPipeline optimize_pipeline(const PipelineOptions& options) {
   PassPipeline p = default_pipeline(options);
   p.add(make_hoist_loop_transposes());
+  p.add(make_split_reductions());
   p.add(make_lower_assignments());
   p.add(make_fusion());
   p.add(make_schedule_last_uses());

@@ -23,6 +23,7 @@ constexpr Entry kPasses[] = {
     {"refine-shapes", [] { return make_refine_shapes(); }},
     {"schedule-collectives", [] { return make_schedule_collectives(); }},
     {"schedule-last-uses", [] { return make_schedule_last_uses(); }},
+    {"split-reductions", [] { return make_split_reductions(); }},
     {"transpose-folding", [] { return make_transpose_folding(); }},
 };
 

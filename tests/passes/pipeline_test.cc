@@ -144,7 +144,7 @@ TEST(PassPipelineTest, DisablingAnUnknownPassListsTheKnownOnes) {
       "cannot disable unknown pass \"fold\" (KILN_DISABLE_PASSES or "
       "PipelineOptions::disabled); known passes: algebraic-simplify, constant-fold, cse, "
       "dce, fusion, hoist-loop-transposes, lower-assignments, refine-shapes, schedule-collectives, "
-      "schedule-last-uses, transpose-folding");
+      "schedule-last-uses, split-reductions, transpose-folding");
 }
 
 TEST(PassPipelineTest, EnvironmentKnobsFillTheOptions) {
@@ -305,7 +305,7 @@ TEST(PassRegistryTest, CreatesPassesByNameAndListsThemOnError) {
       error_of([] { create_pass("cse2"); }),
       "unknown pass \"cse2\" (known passes: algebraic-simplify, constant-fold, cse, dce, "
       "fusion, hoist-loop-transposes, lower-assignments, refine-shapes, schedule-collectives, "
-      "schedule-last-uses, transpose-folding)");
+      "schedule-last-uses, split-reductions, transpose-folding)");
 }
 
 TEST(ConstantFoldTest, ElementLimitIsAnOption) {

@@ -1,0 +1,111 @@
+// split-reductions in the compile path (passes/split_reductions.h): a bias gradient's column sum
+// over every axis but the last is summed per leading index inside the kernel that computes its
+// operand, which runs by rows, and the parts are then added. The results are the same bits at 1,
+// 2 and 3 threads (the parts are fixed by the shape), and within the bound of float32 summation
+// in any order of the exact (float64) sums; a bf16 sum is the float32 sum rounded once.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/codegen/decompose.h"
+#include "kiln/codegen/kernel_plan.h"
+#include "kiln/ir/bfloat16.h"
+#include "kiln/ir/printer.h"
+#include "tests/codegen/codegen_test_util.h"
+
+namespace kiln {
+namespace {
+
+// A ReLU's gradient d and its bias gradient sum(d) (16 images of 20 x 20 pixels, 16 channels).
+constexpr const char* kBiasGradient =
+    R"(graph @bias_grad(%x: f32[16,20,20,16], %b: f32[16], %g: f32[16,20,20,16]) -> (f32[16,20,20,16], f32[16]) {
+  %a = add(%x, %b) : f32[16,20,20,16]
+  %r = relu(%a) : f32[16,20,20,16]
+  %zero = constant dense<0.0> : f32[]
+  %p = greater(%r, %zero) : bool[16,20,20,16]
+  %d = select(%p, %g, %zero) : f32[16,20,20,16]
+  %s = sum(%d) {axes=[0, 1, 2], keepdims=false} : f32[16]
+  return %d, %s
+})";
+
+// The fusion whose body computes `op` and the part sums (sum over axis 1), or null.
+const ir::Node* fusion_with_part_sums(const ir::Graph& g, OpKind op) {
+  for (const auto& n : g.nodes()) {
+    if (n->kind() != ir::NodeKind::kFusion) continue;
+    bool computes = false, part_sums = false;
+    for (const auto& m : n->subgraph(0).nodes()) {
+      computes = computes || m->is_op(op);
+      part_sums = part_sums || (m->is_op(OpKind::Sum) &&
+                                m->attrs().get_ints("axes", "sum") == std::vector<int64_t>{1});
+    }
+    if (computes && part_sums) return n.get();
+  }
+  return nullptr;
+}
+
+// The compiled graph's outputs at 1, 2 and 3 threads: the same bits each time.
+std::vector<runtime::Array> run_at_thread_counts(const ir::Graph& g,
+                                                 const std::vector<runtime::Array>& args) {
+  auto exe = codegen::compile_graph(g);
+  const int threads = num_threads();
+  std::vector<runtime::Array> first;
+  for (int t : {1, 2, 3}) {
+    set_num_threads(t);
+    std::vector<runtime::Array> vars;
+    std::vector<runtime::Array> got = exe->run(args, vars);
+    if (first.empty()) first = got;
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_TRUE(testing::bitwise_equal(got[i], first[i]))
+          << "output " << i << ", " << t << " threads against 1";
+  }
+  set_num_threads(threads);
+  return first;
+}
+
+// Each of the 16 sums against its exact value: float32 summation of its 6400 terms in any
+// order is within gamma_6400 * sum |term| (Higham), with u = 2^-24.
+void expect_within_summation_bound(const runtime::Array& d, const runtime::Array& s,
+                                   double extra_relative) {
+  const int64_t columns = s.size(), terms = d.size() / columns;
+  const double u = std::ldexp(1.0, -24), gamma = double(terms) * u / (1 - double(terms) * u);
+  for (int64_t c = 0; c < columns; ++c) {
+    double exact = 0, magnitude = 0;
+    for (int64_t r = 0; r < terms; ++r) {
+      exact += testing::element(d, r * columns + c);
+      magnitude += std::abs(testing::element(d, r * columns + c));
+    }
+    const double got = testing::element(s, c);
+    EXPECT_LE(std::abs(got - exact), gamma * magnitude + extra_relative * std::abs(exact))
+        << "column " << c << ": got " << got << ", exact " << exact;
+  }
+}
+
+TEST(SplitReductions, BiasGradientSumsByRowsInTheKernelComputingItsOperand) {
+  testing::ScopedCacheDir cache;
+  auto g = testing::optimized_graph(kBiasGradient);
+  const ir::Node* kernel = fusion_with_part_sums(*g, OpKind::Select);
+  ASSERT_NE(kernel, nullptr) << ir::print_graph(*g);
+  auto body = codegen::decompose_for_codegen(kernel->subgraph(0));
+  EXPECT_EQ(codegen::plan_kernel(*body).mode, codegen::IterationMode::kRows) << ir::print_graph(*g);
+  const std::vector<runtime::Array> out = run_at_thread_counts(*g, testing::random_args(*g, 11));
+  expect_within_summation_bound(out[0], out[1], 0);
+}
+
+// The same gradient in bf16: summed as float32 per part and in all, rounded to bf16 once.
+TEST(SplitReductions, Bf16SumsAccumulateInFloat32AndRoundOnce) {
+  testing::ScopedCacheDir cache;
+  std::string text = kBiasGradient;
+  for (size_t at = text.find("f32"); at != std::string::npos; at = text.find("f32", at + 4))
+    text.replace(at, 3, "bf16");
+  auto g = testing::optimized_graph(text);
+  ASSERT_NE(fusion_with_part_sums(*g, OpKind::Select), nullptr) << ir::print_graph(*g);
+  const std::vector<runtime::Array> out = run_at_thread_counts(*g, testing::random_args(*g, 12));
+  // One rounding to bf16 on top of the float32 sum: 2^-8 of the result.
+  expect_within_summation_bound(out[0], out[1], std::ldexp(1.0, -8));
+}
+
+}  // namespace
+}  // namespace kiln
