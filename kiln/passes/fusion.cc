@@ -123,6 +123,17 @@ ReductionSpan span_of(const Node& n) {
   return ReductionSpan::kAlongRows;
 }
 
+// A sum along rows that keeps the last axis too (axes strictly between the leading and the last
+// one: a split column sum's per-row parts, passes/split_reductions.h): by rows it accumulates
+// each row's part through memory, so it may finish a contraction's rows in its epilogue.
+bool is_row_part_sum(const Node& n) {
+  if (!n.is_op(OpKind::Sum) || span_of(n) != ReductionSpan::kAlongRows) return false;
+  const int64_t rank = n.input(0)->shape().rank();
+  for (int64_t a : n.attrs().get_ints("axes", "sum"))
+    if ((a < 0 ? a + rank : a) == rank - 1) return false;
+  return rank >= 3;
+}
+
 // The elements of n's largest output (unknown sizes count as none).
 int64_t largest_output(const Node& n) {
   int64_t most = 0;
@@ -133,13 +144,14 @@ int64_t largest_output(const Node& n) {
 // What a group holds, for the kind rules (rule 5).
 struct GroupKind {
   Node* contraction = nullptr;
-  bool has_reduction = false;
+  bool has_reduction = false;  // other than part sums, which may join a contraction's group
+  bool has_part_sum = false;
   bool along_rows = false, across_rows = false;  // reductions of each span (rule 5b)
   int64_t largest = 0;  // elements of its members' largest output (rule 5d)
 
   void add(Node& n) {
     if (role_of(n) == Role::kContraction) contraction = &n;
-    if (role_of(n) == Role::kReduction) has_reduction = true;
+    if (role_of(n) == Role::kReduction) (is_row_part_sum(n) ? has_part_sum : has_reduction) = true;
     along_rows = along_rows || span_of(n) == ReductionSpan::kAlongRows;
     across_rows = across_rows || span_of(n) == ReductionSpan::kAcrossRows;
     largest = std::max(largest, largest_output(n));
@@ -147,6 +159,7 @@ struct GroupKind {
   void add(const GroupKind& o) {
     if (contraction == nullptr) contraction = o.contraction;
     has_reduction = has_reduction || o.has_reduction;
+    has_part_sum = has_part_sum || o.has_part_sum;
     along_rows = along_rows || o.along_rows;
     across_rows = across_rows || o.across_rows;
     largest = std::max(largest, o.largest);
@@ -513,7 +526,9 @@ class Planner {
     }
     body->set_outputs(std::move(body_outputs));
     const GroupKind& g = kind_of(gid);
-    std::string kind = g.contraction ? "contraction" : g.has_reduction ? "reduction" : "loop";
+    std::string kind = g.contraction                       ? "contraction"
+                       : g.has_reduction || g.has_part_sum ? "reduction"
+                                                           : "loop";
     // The counter is filled in once the fusions have their final order (see materialize).
     std::string name = fmt::format("fused_{}", fmt::join(names, "_"));
     Node* f = g_.add_fusion(std::move(name), std::move(kind), std::move(operands), std::move(body),

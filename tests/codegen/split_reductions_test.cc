@@ -14,6 +14,7 @@
 #include "kiln/codegen/kernel_plan.h"
 #include "kiln/ir/bfloat16.h"
 #include "kiln/ir/printer.h"
+#include "kiln/runtime/profiler.h"
 #include "tests/codegen/codegen_test_util.h"
 
 namespace kiln {
@@ -65,8 +66,8 @@ std::vector<runtime::Array> run_at_thread_counts(const ir::Graph& g,
   return first;
 }
 
-// Each of the 16 sums against its exact value: float32 summation of its 6400 terms in any
-// order is within gamma_6400 * sum |term| (Higham), with u = 2^-24.
+// Each sum against its exact value: float32 summation of its n terms in any order is within
+// gamma_n * sum |term| (Higham), with u = 2^-24.
 void expect_within_summation_bound(const runtime::Array& d, const runtime::Array& s,
                                    double extra_relative) {
   const int64_t columns = s.size(), terms = d.size() / columns;
@@ -105,6 +106,51 @@ TEST(SplitReductions, Bf16SumsAccumulateInFloat32AndRoundOnce) {
   const std::vector<runtime::Array> out = run_at_thread_counts(*g, testing::random_args(*g, 12));
   // One rounding to bf16 on top of the float32 sum: 2^-8 of the result.
   expect_within_summation_bound(out[0], out[1], std::ldexp(1.0, -8));
+}
+
+// A convolution's input gradient and a Dense layer's, each followed by a ReLU gradient whose bias
+// gradient is summed: the part sums join the product's group as its epilogue (fusion rule 5),
+// finishing each image's or row block's part right after it; the same bits at any thread
+// count, within the summation bound.
+constexpr const char* kContractionEpilogues[] = {
+    R"(graph @conv_grad(%w: f32[3,3,8,16], %dy: f32[16,24,24,16], %pre: f32[16,24,24,8], %b: f32[8]) -> (f32[16,24,24,8], f32[8]) {
+  %dx = conv2d_backprop_input(%w, %dy) {strides=[1, 1], dilations=[1, 1], padding="same", input_shape=[16, 24, 24, 8]} : f32[16,24,24,8]
+  %a = add(%pre, %b) : f32[16,24,24,8]
+  %zero = constant dense<0.0> : f32[]
+  %p = greater(%a, %zero) : bool[16,24,24,8]
+  %d = select(%p, %dx, %zero) : f32[16,24,24,8]
+  %s = sum(%d) {axes=[0, 1, 2], keepdims=false} : f32[8]
+  return %d, %s
+})",
+    R"(graph @dense_grad(%dz: f32[64,10], %k: f32[2048,10], %pre: f32[64,16,8,16]) -> (f32[64,16,8,16], f32[16]) {
+  %g = matmul(%dz, %k) {transpose_a=false, transpose_b=true} : f32[64,2048]
+  %r = reshape(%g) {shape=[64, 16, 8, 16]} : f32[64,16,8,16]
+  %zero = constant dense<0.0> : f32[]
+  %p = greater(%pre, %zero) : bool[64,16,8,16]
+  %d = select(%p, %r, %zero) : f32[64,16,8,16]
+  %s = sum(%d) {axes=[0, 1, 2], keepdims=false} : f32[16]
+  return %d, %s
+})"};
+
+TEST(SplitReductions, PartSumsFinishAContractionsRowsInItsEpilogue) {
+  for (const char* text : kContractionEpilogues) {
+    SCOPED_TRACE(text);
+    testing::ScopedCacheDir cache;
+    auto g = testing::optimized_graph(text);
+    const ir::Node* group = fusion_with_part_sums(*g, OpKind::Select);
+    ASSERT_NE(group, nullptr) << ir::print_graph(*g);
+    EXPECT_EQ(group->attrs().get_string("kind", "fusion"), "contraction") << ir::print_graph(*g);
+    const std::vector<runtime::Array> args = testing::random_args(*g, 13);
+    const std::vector<runtime::Array> out = run_at_thread_counts(*g, args);
+    expect_within_summation_bound(out[0], out[1], 0);
+    // The epilogue runs with the product's rows, not as a pass of its own after it.
+    auto exe = codegen::compile_graph(*g);
+    std::vector<runtime::Array> vars;
+    runtime::start_profiling();
+    exe->run(args, vars);
+    for (const runtime::ProfileEvent& e : runtime::stop_profiling())
+      EXPECT_NE(e.category, "epilogue") << e.name;
+  }
 }
 
 }  // namespace
