@@ -219,6 +219,12 @@ void run_product(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& 
     direct.b = BMode::kDirect;
     return run_product(mk, direct, f32, on_rows);
   }
+  KILN_ASSERT((plan.b != BMode::kDirect && plan.b != BMode::kCopiedBlocks) ||
+                  (g.b16 == nullptr && !g.b_rounds),
+              "gemm: a bf16 B is never read in place (packed or widened first)");
+  KILN_ASSERT((plan.a != AMode::kRowsDirect && plan.a != AMode::kColumnsDirect) ||
+                  (g.a16 == nullptr && !g.a_rounds),
+              "gemm: a bf16 A is never read in place (packed or widened first)");
   const int64_t nr = plan.kernel->nr;
   const KBlocks kb(g.k, plan.kc, plan.k_quantum);
   const int64_t panels_n = ceil_div(g.n, nr), n_pad = panels_n * nr;

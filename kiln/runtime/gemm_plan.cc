@@ -128,7 +128,7 @@ void plan_product(GemmPlan& plan, const GemmParams& p, int64_t m, int64_t n, int
   // B read directly but too large to stay in cache (a weight gradient's k x n activations):
   // each kc x nc/2 block is copied into an L2 buffer by the first row panel's tiles (half-width
   // blocks, so that the block, the next one and the A panels fit L2 together).
-  const bool copied = !pack_b && !tb && large_b && ceil_div(rows, plan.panel_rows) > 1;
+  const bool copied = !pack_b && !widen_b && !tb && large_b && ceil_div(rows, plan.panel_rows) > 1;
   plan.nc = copied ? round_down(nc / 2, nr) : nc;
   // A single task packing all of B before its first tile writes the packed B out to memory
   // when it exceeds the caches, and its tiles read it back; packed a k block at a time, right

@@ -416,6 +416,37 @@ TEST(GemmBf16Test, EveryGridPacksTheBf16OperandsAndGivesTheSameBits) {
   EXPECT_GT(widened_b, 0);
 }
 
+// A narrow bf16 B under a task of one panel's rows is widened, never read in place, even where
+// a float32 B of its size would be copied block by block (every B "large": large_b_bytes 1):
+// the float32 kernels' bits.
+TEST(GemmBf16Test, ANarrowBf16BIsWidenedWhereAFloat32OneWouldBeCopied) {
+  GemmSettingsGuard guard;
+  bool ran = false;
+  for (const std::string& set : runnable_kernel_sets()) {
+    if (set == "eigen") continue;
+    set_gemm_kernels(set);
+    ran = true;
+    const gemm_detail::MicroKernels& mk = *gemm_detail::active_microkernels();
+    const int64_t mr = mk.shapes[0].mr;
+    const Bf16Product p(false, false, mr, 10, 300, 41);
+    gemm_detail::GemmShape shape{p.m, p.n, p.k, false, false, 1, false};
+    shape.a_bf16 = shape.b_bf16 = true;
+    gemm_detail::GemmParams params = gemm_detail::gemm_params(mk, shape);
+    params.large_b_bytes = 1;
+    params.mr_direct = int32_t(std::max<int64_t>(1, mr / 2));  // two panels: copies would pay
+    const gemm_detail::GemmPlan plan = gemm_detail::make_gemm_plan(mk, shape, params);
+    EXPECT_EQ(plan.b, gemm_detail::BMode::kWidened) << set << ": " << plan.describe();
+    std::vector<float> c = p.canvas();
+    gemm_detail::SgemmArgs args{false, false,   p.m,   p.n,      p.k,   nullptr,
+                                p.lda, nullptr, p.ldb, c.data(), p.ldc, false};
+    args.a16 = reinterpret_cast<const uint16_t*>(p.a.data());
+    args.b16 = reinterpret_cast<const uint16_t*>(p.b.data());
+    gemm_detail::run_gemm(mk, plan, args);
+    EXPECT_TRUE(same_values(c, p.float32(false), true)) << set << ": " << plan.describe();
+  }
+  if (!ran) GTEST_SKIP() << "this CPU runs only Eigen's GEMM (no plans to test)";
+}
+
 // The widening transposing copy of each kernel set, every block and remainder size.
 TEST(GemmBf16Test, WideningTransposeIsExact) {
   GemmSettingsGuard guard;
