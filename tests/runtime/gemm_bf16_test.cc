@@ -98,6 +98,15 @@ struct Bf16Product {
 
   std::vector<float> canvas() const { return std::vector<float>(size_t(m * ldc), kCanary); }
 
+  // This product's bf16 operands into `c` (a canvas), straight through the engine: the
+  // arguments of gemm_detail::run_gemm.
+  gemm_detail::SgemmArgs engine_args(float* c) const {
+    gemm_detail::SgemmArgs args{ta, tb, m, n, k, nullptr, lda, nullptr, ldb, c, ldc, false};
+    args.a16 = reinterpret_cast<const uint16_t*>(a.data());
+    args.b16 = reinterpret_cast<const uint16_t*>(b.data());
+    return args;
+  }
+
   // gemm<float> (or gemm_serial) of the widened operands: the bits every path must give.
   std::vector<float> float32(bool parallel) const {
     std::vector<float> c = canvas();
@@ -401,11 +410,7 @@ TEST(GemmBf16Test, EveryGridPacksTheBf16OperandsAndGivesTheSameBits) {
                                                     : p.k)
                 << what;
             std::vector<float> c = p.canvas();
-            gemm_detail::SgemmArgs args{ta,    tb,      p.m,   p.n,      p.k,   nullptr,
-                                        p.lda, nullptr, p.ldb, c.data(), p.ldc, false};
-            args.a16 = reinterpret_cast<const uint16_t*>(p.a.data());
-            args.b16 = reinterpret_cast<const uint16_t*>(p.b.data());
-            gemm_detail::run_gemm(mk, plan, args);
+            gemm_detail::run_gemm(mk, plan, p.engine_args(c.data()));
             EXPECT_TRUE(same_values(c, want, !pairs)) << what;
           }
         }
@@ -416,34 +421,40 @@ TEST(GemmBf16Test, EveryGridPacksTheBf16OperandsAndGivesTheSameBits) {
   EXPECT_GT(widened_b, 0);
 }
 
-// A narrow bf16 B under a task of one panel's rows is widened, never read in place, even where
-// a float32 B of its size would be copied block by block (every B "large": large_b_bytes 1):
-// the float32 kernels' bits.
-TEST(GemmBf16Test, ANarrowBf16BIsWidenedWhereAFloat32OneWouldBeCopied) {
-  GemmSettingsGuard guard;
+// Runs fn(set, kernels) with each float32 kernel set of the engine this CPU runs (not Eigen's)
+// made the active one; false when there is none.
+template <class Fn>
+bool for_each_engine_set(Fn fn) {
   bool ran = false;
   for (const std::string& set : runnable_kernel_sets()) {
     if (set == "eigen") continue;
     set_gemm_kernels(set);
     ran = true;
-    const gemm_detail::MicroKernels& mk = *gemm_detail::active_microkernels();
-    const int64_t mr = mk.shapes[0].mr;
-    const Bf16Product p(false, false, mr, 10, 300, 41);
-    gemm_detail::GemmShape shape{p.m, p.n, p.k, false, false, 1, false};
-    shape.a_bf16 = shape.b_bf16 = true;
-    gemm_detail::GemmParams params = gemm_detail::gemm_params(mk, shape);
-    params.large_b_bytes = 1;
-    params.mr_direct = int32_t(std::max<int64_t>(1, mr / 2));  // two panels: copies would pay
-    const gemm_detail::GemmPlan plan = gemm_detail::make_gemm_plan(mk, shape, params);
-    EXPECT_EQ(plan.b, gemm_detail::BMode::kWidened) << set << ": " << plan.describe();
-    std::vector<float> c = p.canvas();
-    gemm_detail::SgemmArgs args{false, false,   p.m,   p.n,      p.k,   nullptr,
-                                p.lda, nullptr, p.ldb, c.data(), p.ldc, false};
-    args.a16 = reinterpret_cast<const uint16_t*>(p.a.data());
-    args.b16 = reinterpret_cast<const uint16_t*>(p.b.data());
-    gemm_detail::run_gemm(mk, plan, args);
-    EXPECT_TRUE(same_values(c, p.float32(false), true)) << set << ": " << plan.describe();
+    fn(set, *gemm_detail::active_microkernels());
   }
+  return ran;
+}
+
+// A narrow bf16 B under a task of one panel's rows is widened, never read in place, even where
+// a float32 B of its size would be copied block by block (every B "large": large_b_bytes 1):
+// the float32 kernels' bits.
+TEST(GemmBf16Test, ANarrowBf16BIsWidenedWhereAFloat32OneWouldBeCopied) {
+  GemmSettingsGuard guard;
+  const bool ran =
+      for_each_engine_set([](const std::string& set, const gemm_detail::MicroKernels& mk) {
+        const int64_t mr = mk.shapes[0].mr;
+        const Bf16Product p(false, false, mr, 10, 300, 41);
+        gemm_detail::GemmShape shape{p.m, p.n, p.k, false, false, 1, false};
+        shape.a_bf16 = shape.b_bf16 = true;
+        gemm_detail::GemmParams params = gemm_detail::gemm_params(mk, shape);
+        params.large_b_bytes = 1;
+        params.mr_direct = int32_t(std::max<int64_t>(1, mr / 2));  // two panels: copies would pay
+        const gemm_detail::GemmPlan plan = gemm_detail::make_gemm_plan(mk, shape, params);
+        EXPECT_EQ(plan.b, gemm_detail::BMode::kWidened) << set << ": " << plan.describe();
+        std::vector<float> c = p.canvas();
+        gemm_detail::run_gemm(mk, plan, p.engine_args(c.data()));
+        EXPECT_TRUE(same_values(c, p.float32(false), true)) << set << ": " << plan.describe();
+      });
   if (!ran) GTEST_SKIP() << "this CPU runs only Eigen's GEMM (no plans to test)";
 }
 
@@ -452,28 +463,24 @@ TEST(GemmBf16Test, WideningTransposeIsExact) {
   GemmSettingsGuard guard;
   std::mt19937 rng(9);
   std::uniform_int_distribution<int> bits(0, 0xFFFF);
-  bool ran = false;
-  for (const std::string& set : runnable_kernel_sets()) {
-    if (set == "eigen") continue;
-    set_gemm_kernels(set);
-    ran = true;
-    const gemm_detail::MicroKernels& mk = *gemm_detail::active_microkernels();
-    for (int64_t rows = 1; rows <= 19; ++rows)
-      for (int64_t cols = 1; cols <= 19; ++cols) {
-        const int64_t src_ld = cols + 2, dst_ld = rows + 3;
-        std::vector<uint16_t> src(size_t(rows * src_ld));
-        for (uint16_t& x : src) x = uint16_t(bits(rng));
-        std::vector<float> dst(size_t(cols * dst_ld), 5.0f);
-        mk.widen_transpose(src.data(), src_ld, rows, cols, dst.data(), dst_ld);
-        for (int64_t p = 0; p < cols; ++p)
-          for (int64_t i = 0; i < dst_ld; ++i) {
-            const uint32_t want = i < rows ? uint32_t(src[size_t(i * src_ld + p)]) << 16
-                                           : std::bit_cast<uint32_t>(5.0f);
-            ASSERT_EQ(std::bit_cast<uint32_t>(dst[size_t(p * dst_ld + i)]), want)
-                << set << " " << rows << "x" << cols << " at column " << p << " row " << i;
+  const bool ran =
+      for_each_engine_set([&](const std::string& set, const gemm_detail::MicroKernels& mk) {
+        for (int64_t rows = 1; rows <= 19; ++rows)
+          for (int64_t cols = 1; cols <= 19; ++cols) {
+            const int64_t src_ld = cols + 2, dst_ld = rows + 3;
+            std::vector<uint16_t> src(size_t(rows * src_ld));
+            for (uint16_t& x : src) x = uint16_t(bits(rng));
+            std::vector<float> dst(size_t(cols * dst_ld), 5.0f);
+            mk.widen_transpose(src.data(), src_ld, rows, cols, dst.data(), dst_ld);
+            for (int64_t p = 0; p < cols; ++p)
+              for (int64_t i = 0; i < dst_ld; ++i) {
+                const uint32_t want = i < rows ? uint32_t(src[size_t(i * src_ld + p)]) << 16
+                                               : std::bit_cast<uint32_t>(5.0f);
+                ASSERT_EQ(std::bit_cast<uint32_t>(dst[size_t(p * dst_ld + i)]), want)
+                    << set << " " << rows << "x" << cols << " at column " << p << " row " << i;
+              }
           }
-      }
-  }
+      });
   if (!ran) GTEST_SKIP() << "this CPU runs only Eigen's GEMM (no packing to test)";
 }
 
