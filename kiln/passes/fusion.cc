@@ -146,12 +146,15 @@ struct GroupKind {
   Node* contraction = nullptr;
   bool has_reduction = false;  // other than part sums, which may join a contraction's group
   bool has_part_sum = false;
+  // The leading dimension the part sums share (-1: none yet, -2: they differ or are unknown).
+  int64_t part_rows = -1;
   bool along_rows = false, across_rows = false;  // reductions of each span (rule 5b)
   int64_t largest = 0;  // elements of its members' largest output (rule 5d)
 
   void add(Node& n) {
     if (role_of(n) == Role::kContraction) contraction = &n;
     if (role_of(n) == Role::kReduction) (is_row_part_sum(n) ? has_part_sum : has_reduction) = true;
+    if (is_row_part_sum(n)) add_part_rows(n.output()->shape()[0]);
     along_rows = along_rows || span_of(n) == ReductionSpan::kAlongRows;
     across_rows = across_rows || span_of(n) == ReductionSpan::kAcrossRows;
     largest = std::max(largest, largest_output(n));
@@ -160,9 +163,13 @@ struct GroupKind {
     if (contraction == nullptr) contraction = o.contraction;
     has_reduction = has_reduction || o.has_reduction;
     has_part_sum = has_part_sum || o.has_part_sum;
+    if (o.part_rows != -1) add_part_rows(o.part_rows);
     along_rows = along_rows || o.along_rows;
     across_rows = across_rows || o.across_rows;
     largest = std::max(largest, o.largest);
+  }
+  void add_part_rows(int64_t rows) {
+    part_rows = part_rows == -1 && rows >= 0 ? rows : part_rows == rows ? rows : -2;
   }
 };
 
@@ -242,6 +249,12 @@ class Planner {
     }
     if (contractions > 1) return "rule 5: two contractions";
     if (contractions == 1 && merged.has_reduction) return "rule 5: a contraction and a reduction";
+    // Part sums finish the product's rows only where they are its rows (else the epilogue
+    // could not run by the product's row blocks).
+    if (contractions == 1 && merged.has_part_sum &&
+        (merged.contraction->output()->shape().rank() == 0 ||
+         merged.part_rows != merged.contraction->output()->shape()[0]))
+      return "rule 5: a contraction and a reduction";
     if (merged.along_rows && merged.across_rows) return "rule 5b: reductions along and across rows";
     if (const Node* contraction = merged.contraction; contraction != nullptr) {
       // Nothing that feeds the contraction may be in its group: neither `n` nor a member of

@@ -42,8 +42,9 @@
 //      each product reading it, and the runtime rounds the float32 value as it packs it, so
 //      the bf16 copy is never stored; what feeds the cast stays out. Reductions never join a
 //      contraction group, but a sum along rows that keeps the last axis too (a split column
-//      sum's per-row parts, passes/split_reductions.h): by rows it finishes each row's part
-//      in the epilogue, right after the product's rows.
+//      sum's per-row parts, passes/split_reductions.h) whose rows are the product's (the same
+//      leading dimension): by rows it finishes each row's part in the epilogue, right after
+//      the product's rows.
 //   5b. Reductions along rows (the leading axis kept: softmax, layer-norm statistics) and
 //      reductions across rows (the leading axis reduced: a batch mean, a bias gradient)
 //      never share a group: the first kind runs row-parallel, the second reads every row,

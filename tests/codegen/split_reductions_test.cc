@@ -153,5 +153,23 @@ TEST(SplitReductions, PartSumsFinishAContractionsRowsInItsEpilogue) {
   }
 }
 
+// A product whose rows are not the parts' (a Dense layer on sequences as one [512, 256] product
+// whose bias gradient sums 16 sequences of 32 positions): the part sums stay out of its group,
+// whose epilogue runs by the product's rows; the values as above.
+TEST(SplitReductions, PartSumsOfOtherRowsStayOutOfTheProductsGroup) {
+  testing::ScopedCacheDir cache;
+  auto g = testing::optimized_graph(
+      R"(graph @sequence_grad(%dz: f32[512,32], %k: f32[256,32]) -> (f32[512,256], f32[256]) {
+  %d = matmul(%dz, %k) {transpose_a=false, transpose_b=true} : f32[512,256]
+  %r = reshape(%d) {shape=[16, 32, 256]} : f32[16,32,256]
+  %s = sum(%r) {axes=[0, 1], keepdims=false} : f32[256]
+  return %d, %s
+})");
+  EXPECT_EQ(fusion_with_part_sums(*g, OpKind::MatMul), nullptr) << ir::print_graph(*g);
+  EXPECT_NE(ir::print_graph(*g).find("part_sums"), std::string::npos) << ir::print_graph(*g);
+  const std::vector<runtime::Array> out = run_at_thread_counts(*g, testing::random_args(*g, 14));
+  expect_within_summation_bound(out[0], out[1], 0);
+}
+
 }  // namespace
 }  // namespace kiln
