@@ -14,6 +14,7 @@
 #include "kiln/ir/graph_rewrite.h"
 #include "kiln/ir/operand_prologue.h"
 #include "kiln/ir/shape_rules.h"
+#include "kiln/passes/fusion_roles.h"
 #include "kiln/passes/fusion_units.h"
 
 namespace kiln::passes {
@@ -28,150 +29,17 @@ using ir::Node;
 using ir::NodeKind;
 using ir::Value;
 
-enum class Role { kOther, kLoop, kReduction, kContraction, kOutput };
-
-// The op's `fusion` column in ir/ops.def. A concat (rule 8) gathers its pieces' group only
-// where they are strided windows of a result whose leading dimension exceeds 1, so that the
-// kernel storing them runs by rows. One whose pieces are contiguous blocks of its result
-// (every dimension before its axis is 1) stays a plain op: the memory plan computes such
-// pieces in place in the result (codegen/memory_plan.h, concat regions), so it costs nothing.
-// One of unknown shape, or of leading dimension 1 ([1, T, F] along F: its kernel would run
-// serially), stays plain too: the runtime's copy is parallel.
-Role role_of(const Node& n) {
-  if (n.kind() != NodeKind::kOp) return Role::kOther;
-  if (n.is_op(OpKind::Concat)) {
-    const Shape& s = n.output()->shape();
-    if (!s.is_fully_known() || s.rank() < 2 || s[0] < 2 ||
-        rules::concat_pieces_contiguous(s, n.attrs().get_int("axis", "concat")))
-      return Role::kOther;
-  }
-  switch (op_info(n.op()).fusion) {
-    case FusionRole::Loop:
-      return Role::kLoop;
-    case FusionRole::Reduction:
-      return Role::kReduction;
-    case FusionRole::Contraction:
-      return Role::kContraction;
-    case FusionRole::Output:
-      return Role::kOutput;
-    case FusionRole::NoFusion:
-      break;
-  }
-  return Role::kOther;
-}
-
-// A reshape: a view of its operand's buffer outside a group. One that its consumer's group
-// refuses (an operand of a contraction: a Dense weight gradient's stacked rows) stays a plain
-// op instead of starting a group of its own, which its producer would then join, storing a
-// copy of the value and leaving the producer's group to a serial kernel (two leading
-// dimensions); so does one that no group consumes (a result, an LSTM's input gradient read
-// back as steps), whose producer then writes its bytes directly instead of a copying epilogue.
-bool is_view(const Node& n) { return n.is_op(OpKind::Reshape); }
-
-bool is_cheap(const Node& n) {
-  return role_of(n) == Role::kLoop && !op_info(n.op()).has(kTranscendental) &&
-         !op_info(n.op()).has(kWindow);
-}
-
-// Constants copied into the bodies that use them (instead of becoming operands).
-bool inline_constant(const Node* p) {
-  if (p == nullptr || p->kind() != NodeKind::kConstant || p->literal() == nullptr) return false;
-  return p->literal()->is_splat() || p->literal()->num_elements() <= 16;
-}
-
-// The elements of v, or -1 if its shape is not fully known.
-int64_t known_elements(const Value* v) {
-  return v->shape().is_fully_known() ? v->shape().num_elements() : int64_t(-1);
-}
-
-// A cheap node worth duplicating (rule 3): it reads at most one operand as large as its
-// result, the others being broadcast (smaller) or inlined constants, so each copy reads no
-// more memory than reading its materialized value would (XLA's "effectively at most unary").
-// A copy of an add of two full-size tensors reads twice as much, and a chain of them (a
-// residual stream) copied into every consumer grows with the chain.
-bool duplicable(const Node& n) {
-  if (!is_cheap(n)) return false;
-  const int64_t size = known_elements(n.output(0));
-  int full = 0;
-  for (const Value* v : n.inputs()) {
-    if (inline_constant(v->producer())) continue;
-    const int64_t s = known_elements(v);
-    if (size < 0 || s < 0 || s >= size) ++full;  // unknown sizes count as full
-  }
-  return full <= 1;
-}
-
-// Which rows a reduction combines (rule 5b): along each row (axes exclude the leading one:
-// softmax, layer-norm statistics) or across rows (the leading axis is reduced: a batch
-// mean, a bias gradient).
-enum class ReductionSpan { kNone, kAlongRows, kAcrossRows };
-
-ReductionSpan span_of(const Node& n) {
-  if (role_of(n) != Role::kReduction) return ReductionSpan::kNone;
-  const Shape& in = n.input(0)->shape();
-  if (in.rank() == 0) return ReductionSpan::kNone;
-  const char* op = op_name(n.op());
-  std::vector<int64_t> axes;
-  if (n.is_op(OpKind::Softmax) || n.is_op(OpKind::LogSoftmax) || n.is_op(OpKind::ArgMax) ||
-      n.is_op(OpKind::ArgMin))
-    axes.push_back(n.attrs().get_int("axis", op));
-  else
-    axes = n.attrs().get_ints("axes", op);
-  if (axes.empty()) return ReductionSpan::kAcrossRows;  // all axes
-  for (int64_t a : axes)
-    if ((a < 0 ? a + in.rank() : a) == 0) return ReductionSpan::kAcrossRows;
-  return ReductionSpan::kAlongRows;
-}
-
-// A sum along rows that keeps the last axis too (axes strictly between the leading and the last
-// one: a split column sum's per-row parts, passes/split_reductions.h): by rows it accumulates
-// each row's part through memory, so it may finish a contraction's rows in its epilogue.
-bool is_row_part_sum(const Node& n) {
-  if (!n.is_op(OpKind::Sum) || span_of(n) != ReductionSpan::kAlongRows) return false;
-  const int64_t rank = n.input(0)->shape().rank();
-  for (int64_t a : n.attrs().get_ints("axes", "sum"))
-    if ((a < 0 ? a + rank : a) == rank - 1) return false;
-  return rank >= 3;
-}
-
-// The elements of n's largest output (unknown sizes count as none).
-int64_t largest_output(const Node& n) {
-  int64_t most = 0;
-  for (size_t i = 0; i < n.num_outputs(); ++i) most = std::max(most, known_elements(n.output(i)));
-  return most;
-}
-
-// What a group holds, for the kind rules (rule 5).
-struct GroupKind {
-  Node* contraction = nullptr;
-  bool has_reduction = false;  // other than part sums, which may join a contraction's group
-  bool has_part_sum = false;
-  // The leading dimension the part sums share (-1: none yet, -2: they differ or are unknown).
-  int64_t part_rows = -1;
-  bool along_rows = false, across_rows = false;  // reductions of each span (rule 5b)
-  int64_t largest = 0;  // elements of its members' largest output (rule 5d)
-
-  void add(Node& n) {
-    if (role_of(n) == Role::kContraction) contraction = &n;
-    if (role_of(n) == Role::kReduction) (is_row_part_sum(n) ? has_part_sum : has_reduction) = true;
-    if (is_row_part_sum(n)) add_part_rows(n.output()->shape()[0]);
-    along_rows = along_rows || span_of(n) == ReductionSpan::kAlongRows;
-    across_rows = across_rows || span_of(n) == ReductionSpan::kAcrossRows;
-    largest = std::max(largest, largest_output(n));
-  }
-  void add(const GroupKind& o) {
-    if (contraction == nullptr) contraction = o.contraction;
-    has_reduction = has_reduction || o.has_reduction;
-    has_part_sum = has_part_sum || o.has_part_sum;
-    if (o.part_rows != -1) add_part_rows(o.part_rows);
-    along_rows = along_rows || o.along_rows;
-    across_rows = across_rows || o.across_rows;
-    largest = std::max(largest, o.largest);
-  }
-  void add_part_rows(int64_t rows) {
-    part_rows = part_rows == -1 && rows >= 0 ? rows : part_rows == rows ? rows : -2;
-  }
-};
+using fusion_detail::duplicable;
+using fusion_detail::GroupKind;
+using fusion_detail::inline_constant;
+using fusion_detail::is_cheap;
+using fusion_detail::is_view;
+using fusion_detail::known_elements;
+using fusion_detail::largest_output;
+using fusion_detail::ReductionSpan;
+using fusion_detail::Role;
+using fusion_detail::role_of;
+using fusion_detail::span_of;
 
 // Ordering constraints of assignments over `order` (a program order), by position: each
 // store after the previous store, and after every reader of the value it supersedes.
