@@ -11,7 +11,8 @@
 // pairs, its two 16-column halves one after the other, each 16 pairs of 16 columns:
 // b + (q / 16) * 512 + (j / 16) * 256 + (q % 16) * 16 + j % 16 (every tile load reads 1 KiB
 // of consecutive bytes; t.ldb is unused). C's 32 x 32 block is four 16 x 16 float32 tiles
-// (tmm0-3), A's two row halves tmm4-5, B's two column halves tmm6-7. The caller has configured
+// (tmm0-3), A's two row halves tmm4-5, B's two column halves tmm6-7; a block of at most 16 rows
+// or columns computes only the quadrants it has. The caller has configured
 // the tiles on this thread (MicroKernels::begin_tiles). Policy `Tiles`: load<T>(p, stride_bytes);
 // zero<T>(); dot<C, A, B>(); store<T>(p, stride_bytes).
 #pragma once
@@ -19,36 +20,68 @@
 namespace kiln::runtime::gemm_detail {
 namespace {
 
-inline constexpr int kAmxRows = 32, kAmxCols = 32, kAmxChunk = 16;
+inline constexpr int kAmxRows = 32, kAmxCols = 32, kAmxChunk = 16, kAmxHalf = 16;
 
-template <class Tiles>
-void amx_tile(const MicroTile& t) {
-  // A partial block is computed in a buffer and copied out: nothing outside C is read or written.
-  alignas(64) float buffer[kAmxRows * kAmxCols];
-  const bool whole = t.rows == kAmxRows && t.cols == kAmxCols;
-  float* c = whole ? t.c : buffer;
-  const int64_t ldc = whole ? t.ldc : kAmxCols;
-  // Row copies of t.cols floats (__builtin_memcpy: no header, and no loop of conditional
-  // scalar moves, which took a third of a partial tile's time).
-  const size_t row_bytes = size_t(t.cols) * sizeof(float);
-  if (!whole) {
-    __builtin_memset(buffer, 0, sizeof buffer);
-    if (t.accumulate)
-      for (int i = 0; i < t.rows; ++i)
-        __builtin_memcpy(buffer + i * kAmxCols, t.c + i * t.ldc, row_bytes);
+// One 16 x 16 quadrant of C's block (rows from 16 R, columns from 16 Q) in accumulator tile
+// T = 2 R + Q. A quadrant inside t.rows x t.cols is loaded from and stored to C itself; one cut
+// by them goes through its place in `buffer` (32 x 32 floats), only its rows and columns inside
+// C copied; a block never reads or writes outside C.
+template <class Tiles, int R, int Q>
+struct AmxQuadrant {
+  static constexpr int kTile = 2 * R + Q;
+  static int64_t rows(const MicroTile& t) {
+    return t.rows - R * kAmxHalf < kAmxHalf ? t.rows - R * kAmxHalf : kAmxHalf;
   }
-  const int64_t c_stride = ldc * 4;
-  if (t.accumulate || !whole) {
-    Tiles::template load<0>(c, c_stride);
-    Tiles::template load<1>(c + 16, c_stride);
-    Tiles::template load<2>(c + 16 * ldc, c_stride);
-    Tiles::template load<3>(c + 16 * ldc + 16, c_stride);
-  } else {
-    Tiles::template zero<0>();
-    Tiles::template zero<1>();
-    Tiles::template zero<2>();
-    Tiles::template zero<3>();
+  static int64_t cols(const MicroTile& t) {
+    return t.cols - Q * kAmxHalf < kAmxHalf ? t.cols - Q * kAmxHalf : kAmxHalf;
   }
+  static bool whole(const MicroTile& t) { return rows(t) == kAmxHalf && cols(t) == kAmxHalf; }
+  static float* in_c(const MicroTile& t) { return t.c + R * kAmxHalf * t.ldc + Q * kAmxHalf; }
+  static float* in_buffer(float* buffer) { return buffer + R * kAmxHalf * kAmxCols + Q * kAmxHalf; }
+
+  static void begin(const MicroTile& t, float* buffer) {
+    if (!t.accumulate) {
+      Tiles::template zero<kTile>();
+    } else if (whole(t)) {
+      Tiles::template load<kTile>(in_c(t), t.ldc * 4);
+    } else {
+      // Row copies of the quadrant's columns (__builtin_memcpy: no header), zeros beyond them.
+      float* q = in_buffer(buffer);
+      const int64_t r = rows(t), n = cols(t);
+      for (int64_t i = 0; i < kAmxHalf; ++i) {
+        __builtin_memset(q + i * kAmxCols, 0, kAmxHalf * sizeof(float));
+        if (i < r)
+          __builtin_memcpy(q + i * kAmxCols, in_c(t) + i * t.ldc, size_t(n) * sizeof(float));
+      }
+      Tiles::template load<kTile>(q, kAmxCols * 4);
+    }
+  }
+  static void end(const MicroTile& t, float* buffer) {
+    if (whole(t)) {
+      Tiles::template store<kTile>(in_c(t), t.ldc * 4);
+      return;
+    }
+    float* q = in_buffer(buffer);
+    Tiles::template store<kTile>(q, kAmxCols * 4);
+    const int64_t r = rows(t), n = cols(t);
+    for (int64_t i = 0; i < r; ++i)
+      __builtin_memcpy(in_c(t) + i * t.ldc, q + i * kAmxCols, size_t(n) * sizeof(float));
+  }
+};
+
+// A block of C whose columns past 16 (kRight) and rows past 16 (kBottom) are those present:
+// the products of an absent quadrant, and the loads only it reads, are left out.
+template <class Tiles, bool kRight, bool kBottom>
+void amx_block(const MicroTile& t) {
+  alignas(64) float buffer[kAmxRows * kAmxCols];  // cut quadrants only
+  using Q00 = AmxQuadrant<Tiles, 0, 0>;
+  using Q01 = AmxQuadrant<Tiles, 0, 1>;
+  using Q10 = AmxQuadrant<Tiles, 1, 0>;
+  using Q11 = AmxQuadrant<Tiles, 1, 1>;
+  Q00::begin(t, buffer);
+  if constexpr (kRight) Q01::begin(t, buffer);
+  if constexpr (kBottom) Q10::begin(t, buffer);
+  if constexpr (kRight && kBottom) Q11::begin(t, buffer);
   // Each load comes just before the first product that needs it, so that the next chunk's loads
   // overlap this chunk's last products (the tile registers are not renamed: a load waits for
   // the products still reading its tile). Measured on Emerald Rapids, 32 x 32 x 176 pairs with
@@ -59,19 +92,34 @@ void amx_tile(const MicroTile& t) {
     Tiles::template load<4>(a, 64);
     Tiles::template load<6>(b, 64);
     Tiles::template dot<0, 4, 6>();
-    Tiles::template load<7>(b + 16 * kAmxChunk, 64);
-    Tiles::template dot<1, 4, 7>();
-    Tiles::template load<5>(a + 16 * kAmxChunk, 64);
-    Tiles::template dot<2, 5, 6>();
-    Tiles::template dot<3, 5, 7>();
+    if constexpr (kRight) {
+      Tiles::template load<7>(b + kAmxHalf * kAmxChunk, 64);
+      Tiles::template dot<1, 4, 7>();
+    }
+    if constexpr (kBottom) {
+      Tiles::template load<5>(a + kAmxHalf * kAmxChunk, 64);
+      Tiles::template dot<2, 5, 6>();
+      if constexpr (kRight) Tiles::template dot<3, 5, 7>();
+    }
   }
-  Tiles::template store<0>(c, c_stride);
-  Tiles::template store<1>(c + 16, c_stride);
-  Tiles::template store<2>(c + 16 * ldc, c_stride);
-  Tiles::template store<3>(c + 16 * ldc + 16, c_stride);
-  if (!whole)
-    for (int i = 0; i < t.rows; ++i)
-      __builtin_memcpy(t.c + i * t.ldc, buffer + i * kAmxCols, row_bytes);
+  Q00::end(t, buffer);
+  if constexpr (kRight) Q01::end(t, buffer);
+  if constexpr (kBottom) Q10::end(t, buffer);
+  if constexpr (kRight && kBottom) Q11::end(t, buffer);
+}
+
+// The block function for tiles of `rows` x `cols` (MicroKernel::select).
+template <class Tiles>
+TileFn amx_block_for(int32_t rows, int32_t cols) {
+  if (cols > kAmxHalf)
+    return rows > kAmxHalf ? amx_block<Tiles, true, true> : amx_block<Tiles, true, false>;
+  return rows > kAmxHalf ? amx_block<Tiles, false, true> : amx_block<Tiles, false, false>;
+}
+
+// Any tile (MicroKernel::tile).
+template <class Tiles>
+void amx_tile(const MicroTile& t) {
+  amx_block_for<Tiles>(t.rows, t.cols)(t);
 }
 
 }  // namespace

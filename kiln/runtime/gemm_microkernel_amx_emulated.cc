@@ -60,7 +60,9 @@ struct EmulatedTiles {
 namespace kiln::runtime::gemm_detail {
 namespace {
 
-TileFn amx_emulated_select(int32_t, int32_t, bool, bool) { return amx_tile<EmulatedTiles>; }
+TileFn amx_emulated_select(int32_t rows, int32_t cols, bool, bool) {
+  return amx_block_for<EmulatedTiles>(rows, cols);
+}
 
 float no_peak_loop(int64_t) { return 0; }
 
