@@ -173,7 +173,8 @@ void run_block(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& g,
               : widen_rows ? a_buf->as<float>()
               : g.ta       ? g.a + k0 * g.lda + row
                            : g.a + row * g.lda + k0;
-        for (int64_t j = jc; j < jc_end; j += nr) {
+        // The tile at column j.
+        auto place = [&](int64_t j) {
           t.cols = int32_t(std::min<int64_t>(nr, g.n - j));
           // A copied block: the first panel's tiles read B directly and copy it, the later
           // panels read the copy.
@@ -190,6 +191,20 @@ void run_block(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& g,
           t.c_next = j + nr < jc_end        ? t.c + nr
                      : i + 1 < panels.count ? g.c + (r0 + panels.start(i + 1)) * g.ldc + jc
                                             : nullptr;
+        };
+        int64_t j = jc;
+        // Whole tiles of a packed A and packed B panels (kc * nr floats apart) in one call
+        // where the set has a row function (MicroKernels::tile_row).
+        if (mk.tile_row && t.rows == plan.kernel->mr && pack_a && (packed_b || packed_blocks)) {
+          const int64_t whole = (std::min(jc_end, g.n - g.n % nr) - jc) / nr;
+          if (whole > 0) {
+            place(j);
+            mk.tile_row(t, whole, kc * nr);
+            j += whole * nr;
+          }
+        }
+        for (; j < jc_end; j += nr) {
+          place(j);
           (t.cols == nr ? full : last)(t);
           next_b.slice(tile_index++);
         }

@@ -138,6 +138,11 @@ struct MicroKernels {
   // `elements` (zeros past it and past `rows`). Null: the portable packer does it.
   void (*tiles_a_from_columns)(const uint16_t* at, int64_t ld, int64_t rows, int64_t elements,
                                int64_t pairs, float* out) = nullptr;
+  // kTiles sets: `count` whole mr x nr blocks of one packed A panel side by side (t describes
+  // the first: block j's C at t.c + j * nr, its packed B panel at t.b + j * b_step), each
+  // block's products overlapping its neighbours' stores and loads of C; bitwise the tile
+  // function's results. Null: the engine calls the tile function per block.
+  void (*tile_row)(const MicroTile& t, int64_t count, int64_t b_step) = nullptr;
 
   // Pairs of k a k block's depth is a multiple of (16 for AMX tiles, else 1).
   int64_t k_quantum() const { return pair_layout == PairLayout::kTiles ? 16 : 1; }

@@ -227,7 +227,8 @@ const MicroKernels& amx_microkernels() {
       configure_tiles,
       release_tiles,
       tiles_b_row,
-      tiles_a_from_columns};
+      tiles_a_from_columns,
+      amx_row<AmxTiles>};
   return kernels;
 }
 

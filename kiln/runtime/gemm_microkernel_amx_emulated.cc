@@ -83,7 +83,12 @@ const MicroKernels& amx_emulated_microkernels() {
       transpose_avx2,
       widen_transpose_avx2,
       2,
-      PairLayout::kTiles};
+      PairLayout::kTiles,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      amx_row<EmulatedTiles>};
   return kernels;
 }
 
