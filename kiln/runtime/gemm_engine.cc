@@ -193,9 +193,8 @@ void run_block(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& g,
                                             : nullptr;
         };
         int64_t j = jc;
-        // Whole tiles of a packed A and packed B panels (kc * nr floats apart) in one call
-        // where the set has a row function (MicroKernels::tile_row).
-        if (mk.tile_row && t.rows == plan.kernel->mr && pack_a && (packed_b || packed_blocks)) {
+        // A full panel's whole tiles in one call of the set's row function (GemmPlan::row_calls).
+        if (plan.row_calls && t.rows == plan.kernel->mr) {
           const int64_t whole = (std::min(jc_end, g.n - g.n % nr) - jc) / nr;
           if (whole > 0) {
             place(j);

@@ -306,12 +306,14 @@ std::string GemmPlan::describe() const {
         ", as C^T = {}x{}x{} {}{} (back-transposed {}{})", m, k, n, ta ? 't' : 'n', tb ? 't' : 'n',
         name(back), back == BackTranspose::kAfter ? fmt::format(" in {} tasks", back_blocks) : "");
   text += fmt::format(
-      ", grid {}x{}, A {}{}, B {}{}, kc {}{} x {} block{}, nc {}, {} rows per tile, B prefetch {} "
-      "rows ({})",
+      ", grid {}x{}, A {}{}, B {}{}, kc {}{} x {} block{}, nc {}, {} rows per tile, {} ({})",
       row_blocks, col_blocks, operand_dtype(a_bf16, transposed() ? s.b_rounded : s.a_rounded),
       name(a), operand_dtype(b_bf16, transposed() ? s.a_rounded : s.b_rounded), name(b), kc,
-      k_per_step == 2 ? " pairs" : "", k_blocks, k_blocks == 1 ? "" : "s", nc, panel_rows, b_ahead,
+      k_per_step == 2 ? " pairs" : "", k_blocks, k_blocks == 1 ? "" : "s", nc, panel_rows,
+      // AMX tiles (k in tiles of 16 pairs) load B tiles whole: their kernel prefetches nothing.
+      k_quantum > 1 ? std::string("no B prefetch") : fmt::format("B prefetch {} rows", b_ahead),
       source);
+  if (row_calls) text += ", a panel's whole tiles in one call";
   return text;
 }
 
@@ -398,8 +400,11 @@ GemmPlan make_gemm_plan(const MicroKernels& mk, const GemmShape& shape, const Ge
       plan_grid(kernel, p, shape.m, shape.n, shape.k, shape.threads, shape.epilogue, shape.a_bf16));
 }
 
-GemmPlan make_gemm_plan(const MicroKernels& mk, const GemmShape& shape, const GemmParams& p,
-                        GemmGrid grid) {
+namespace {
+
+// make_gemm_plan but for row_calls.
+GemmPlan plan_modes(const MicroKernels& mk, const GemmShape& shape, const GemmParams& p,
+                    GemmGrid grid) {
   GemmPlan plan;
   plan.shape = shape;
   plan.isa = mk.isa;
@@ -443,6 +448,20 @@ GemmPlan make_gemm_plan(const MicroKernels& mk, const GemmShape& shape, const Ge
   plan.back_blocks = shape.epilogue ? grid.row_blocks
                      : parallel     ? std::min<int64_t>(shape.m, grid.row_blocks * grid.col_blocks)
                                     : 1;
+  return plan;
+}
+
+}  // namespace
+
+GemmPlan make_gemm_plan(const MicroKernels& mk, const GemmShape& shape, const GemmParams& p,
+                        GemmGrid grid) {
+  GemmPlan plan = plan_modes(mk, shape, p, grid);
+  // A row function reads packed A panels and packed B panels kc * nr floats apart.
+  const bool packed_a = plan.a == AMode::kPackedAll || plan.a == AMode::kPackedPerPanel;
+  const bool packed_b = plan.b == BMode::kPacked || plan.b == BMode::kPackedPerTask ||
+                        plan.b == BMode::kPackedPerKBlock || plan.b == BMode::kPrepacked ||
+                        plan.b == BMode::kPackedBlocks;
+  plan.row_calls = p.row_calls && mk.tile_row != nullptr && packed_a && packed_b;
   return plan;
 }
 

@@ -98,6 +98,10 @@ struct GemmParams {
   // task reads its B blocks from L3 once per k block and reuses them from L2 across its panels
   // (1: as many row blocks as max_tasks allows, however thin).
   int64_t min_task_panels = 4;
+  // Kernel sets with a row function (MicroKernels::tile_row): a row panel's whole tiles run in
+  // one call, each tile's first products overlapping the previous one's stores of C (on AMX: a
+  // few percent either way by product, so a tunable, on by default).
+  bool row_calls = true;
 
   // "derived", or "tuned CLASS" (a string that outlives every plan: a literal, or owned by the
   // tuning, which is never freed)
@@ -177,6 +181,9 @@ struct GemmPlan {
   int32_t panel_rows = 0;        // rows per tile
   int32_t b_ahead = 0;
   const char* source = "";  // where the blocking came from (GemmParams::source)
+  // A panel's whole tiles in one call of the set's row function (MicroKernels::tile_row;
+  // GemmParams::row_calls, and both operands packed).
+  bool row_calls = false;
 
   int64_t tasks() const { return row_blocks * col_blocks; }
   // The first row of row block rb (rb == row_blocks: m). Where every block gets at least 4

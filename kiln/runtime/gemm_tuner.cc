@@ -148,7 +148,7 @@ int64_t round16(double x) { return std::max<int64_t>(16, int64_t(x) / 16 * 16); 
 bool same_blocking(const GemmParams& a, const GemmParams& b) {
   return a.kernel == b.kernel && a.kc == b.kc && a.nc == b.nc && a.b_ahead == b.b_ahead &&
          a.pack_b_min_rows == b.pack_b_min_rows && a.direct_a_max_cols == b.direct_a_max_cols &&
-         a.min_task_panels == b.min_task_panels;
+         a.min_task_panels == b.min_task_panels && a.row_calls == b.row_calls;
 }
 
 // Whether two plans make the engine do the same thing (every decision; not where the blocking
@@ -158,7 +158,7 @@ bool same_plan(const GemmPlan& a, const GemmPlan& b) {
          a.n == b.n && a.k == b.k && a.ta == b.ta && a.tb == b.tb && a.row_blocks == b.row_blocks &&
          a.col_blocks == b.col_blocks && a.a == b.a && a.b == b.b && a.kc == b.kc &&
          a.k_blocks == b.k_blocks && a.nc == b.nc && a.panel_rows == b.panel_rows &&
-         a.b_ahead == b.b_ahead;
+         a.b_ahead == b.b_ahead && a.row_calls == b.row_calls;
 }
 
 // Whether `p` plans some problem of class `c` differently from the class's best blocking, on
@@ -342,12 +342,19 @@ TuneResult tune_gemm(const MicroKernels& mk, const TuneOptions& o) {
       add_unique(candidates, c.best, p);
     }
     report.candidates += run_stage(mk, c, candidates, o);
-    // 4. Prefetch distances.
+    // 4. Prefetch distances (not on AMX tiles: their kernel does not prefetch B), and a set's
+    //    row calls off or on, where that changes a plan.
     candidates.clear();
-    for (int32_t ahead : {2, 4, 8, 16, 32}) {
+    if (mk.pair_layout != PairLayout::kTiles)
+      for (int32_t ahead : {2, 4, 8, 16, 32}) {
+        GemmParams p = c.best;
+        p.b_ahead = ahead;
+        add_unique(candidates, c.best, p);
+      }
+    if (mk.tile_row) {
       GemmParams p = c.best;
-      p.b_ahead = ahead;
-      add_unique(candidates, c.best, p);
+      p.row_calls = !p.row_calls;
+      if (changes_a_plan(mk, c, p)) add_unique(candidates, c.best, p);
     }
     report.candidates += run_stage(mk, c, candidates, o);
     // 5. Plan thresholds, each halved and doubled; only those that change the plan of one of
@@ -382,14 +389,17 @@ TuneResult tune_gemm(const MicroKernels& mk, const TuneOptions& o) {
     report.chosen_kernel = mk.shapes[c.best.kernel].name;
     result.table.classes.push_back(TunedClass{
         name, report.chosen_kernel, c.best.kc, c.best.nc, c.best.b_ahead, c.best.pack_b_min_rows,
-        c.best.direct_a_max_cols, c.best.min_task_panels, report.gain()});
+        c.best.direct_a_max_cols, c.best.min_task_panels, c.best.row_calls, report.gain()});
     if (o.progress)
       o.progress(fmt::format(
           "{:<22} {} kc {}{} nc {} prefetch {} -> {} kc {}{} nc {} prefetch {}, B packed from "
-          "{} rows, A direct to {} columns, tasks of {} panels: {:.2f}x ({} candidates){}",
+          "{} rows, A direct to {} columns, tasks of {} panels{}: {:.2f}x ({} candidates){}",
           name, report.start_kernel, report.start.kc, pairs ? " pairs" : "", report.start.nc,
           report.start.b_ahead, report.chosen_kernel, c.best.kc, pairs ? " pairs" : "", c.best.nc,
           c.best.b_ahead, c.best.pack_b_min_rows, c.best.direct_a_max_cols, c.best.min_task_panels,
+          !mk.tile_row       ? ""
+          : c.best.row_calls ? ", row calls"
+                             : ", no row calls",
           report.gain(), report.candidates,
           report.grid_candidates == 0
               ? std::string()

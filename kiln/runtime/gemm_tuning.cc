@@ -27,8 +27,9 @@ namespace fs = std::filesystem;
 namespace {
 
 // Bumped whenever the table's fields or the engine's use of them change: older tables are then
-// ignored (format 2: the plan thresholds pack_b_min_rows, direct_a_max_cols, min_task_panels).
-constexpr int kTableFormat = 2;
+// ignored (format 2: the plan thresholds pack_b_min_rows, direct_a_max_cols, min_task_panels;
+// format 3: row_calls).
+constexpr int kTableFormat = 3;
 constexpr const char* kMagic = "kiln-gemm-tuning";
 
 constexpr const char* kDepth[] = {"shallow", "mid", "deep"};
@@ -153,6 +154,7 @@ GemmParams tuned_params(const GemmParams& derived_for_kernel, const TunedClass& 
   p.pack_b_min_rows = c.pack_b_min_rows;
   p.direct_a_max_cols = c.direct_a_max_cols;
   p.min_task_panels = c.min_task_panels;
+  p.row_calls = c.row_calls;
   p.source = source.c_str();
   return p;
 }
@@ -266,9 +268,9 @@ std::string TunedTable::to_text() const {
   for (const TunedClass& c : classes)
     text += fmt::format(
         "class {} kernel {} kc {} nc {} b_ahead {} pack_b_min_rows {} direct_a_max_cols {} "
-        "min_task_panels {} gain {:.3f}\n",
+        "min_task_panels {} row_calls {} gain {:.3f}\n",
         c.name, c.kernel, c.kc, c.nc, c.b_ahead, c.pack_b_min_rows, c.direct_a_max_cols,
-        c.min_task_panels, c.gain);
+        c.min_task_panels, c.row_calls ? 1 : 0, c.gain);
   text += fmt::format("checksum {:016x}\n", fnv1a(text));
   return text;
 }
@@ -309,7 +311,7 @@ TunedTable TunedTable::parse(const std::string& text, const MicroKernels& mk,
       if (!(in >> got) || got != name || !(in >> value))
         throw fail(fmt::format(
             "class {}: bad field `{}` (expected `class NAME kernel S kc N nc N b_ahead N "
-            "pack_b_min_rows N direct_a_max_cols N min_task_panels N gain X`)",
+            "pack_b_min_rows N direct_a_max_cols N min_task_panels N row_calls 0|1 gain X`)",
             c.name, name));
     };
     field("kernel", c.kernel);
@@ -319,6 +321,11 @@ TunedTable TunedTable::parse(const std::string& text, const MicroKernels& mk,
     field("pack_b_min_rows", c.pack_b_min_rows);
     field("direct_a_max_cols", c.direct_a_max_cols);
     field("min_task_panels", c.min_task_panels);
+    int row_calls = -1;
+    field("row_calls", row_calls);
+    if (row_calls != 0 && row_calls != 1)
+      throw fail(fmt::format("class {}: row_calls {} is not 0 or 1", c.name, row_calls));
+    c.row_calls = row_calls == 1;
     field("gain", c.gain);
     if (class_by_name(c.name) < 0) throw fail(fmt::format("unknown class `{}`", c.name));
     const MicroKernel* kernel = mk.find(c.kernel.c_str());

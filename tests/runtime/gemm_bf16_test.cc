@@ -355,7 +355,7 @@ TEST(GemmBf16Test, ThinProductsRunOnTheFloat32Kernels) {
 TEST(GemmBf16Test, EveryGridPacksTheBf16OperandsAndGivesTheSameBits) {
   GemmSettingsGuard guard;
   bool ran = false;
-  int widened_a = 0, widened_b = 0;
+  int widened_a = 0, widened_b = 0, rows_planned = 0;
   std::vector<std::string> sets = runnable_kernel_sets();
   if (std::find(sets.begin(), sets.end(), "avx512") != sets.end()) {
     sets.push_back("avx512bf16-emulated");
@@ -381,43 +381,55 @@ TEST(GemmBf16Test, EveryGridPacksTheBf16OperandsAndGivesTheSameBits) {
           shape.a_bf16 = shape.b_bf16 = true;
           for (gemm_detail::GemmGrid grid :
                {gemm_detail::GemmGrid{1, 1}, gemm_detail::GemmGrid{3, 1},
-                gemm_detail::GemmGrid{1, 4}, gemm_detail::GemmGrid{5, 3}}) {
-            const gemm_detail::GemmPlan plan =
-                gemm_detail::make_gemm_plan(mk, shape, gemm_detail::gemm_params(mk, shape), grid);
-            const std::string what = p.describe(set) + " grid " + std::to_string(grid.row_blocks) +
-                                     "x" + std::to_string(grid.col_blocks) + ": " + plan.describe();
-            const bool a_widened = plan.a == gemm_detail::AMode::kRowsWidened;
-            const bool b_widened = plan.b == gemm_detail::BMode::kWidened;
-            EXPECT_TRUE(plan.a == gemm_detail::AMode::kPackedAll ||
-                        plan.a == gemm_detail::AMode::kPackedPerPanel || (a_widened && !pairs))
-                << what;
-            EXPECT_TRUE(plan.b == gemm_detail::BMode::kPacked ||
-                        plan.b == gemm_detail::BMode::kPackedPerTask ||
-                        plan.b == gemm_detail::BMode::kPackedPerKBlock || (b_widened && !pairs))
-                << what;
-            EXPECT_NE(plan.describe().find(a_widened ? "A bf16 rows-widened" : "A bf16 packed"),
-                      std::string::npos)
-                << what;
-            EXPECT_NE(plan.describe().find(b_widened ? "B bf16 widened" : "B bf16 packed"),
-                      std::string::npos)
-                << what;
-            widened_a += a_widened;
-            widened_b += b_widened;
-            EXPECT_EQ(plan.describe().find(" pairs x ") != std::string::npos, pairs) << what;
-            EXPECT_EQ(plan.k, mk.steps(p.k)) << what;
-            EXPECT_EQ(plan.k, set == "amx-emulated" ? (p.k + 31) / 32 * 16
-                              : pairs               ? (p.k + 1) / 2
-                                                    : p.k)
-                << what;
-            std::vector<float> c = p.canvas();
-            gemm_detail::run_gemm(mk, plan, p.engine_args(c.data()));
-            EXPECT_TRUE(same_values(c, want, !pairs)) << what;
-          }
+                gemm_detail::GemmGrid{1, 4}, gemm_detail::GemmGrid{5, 3}})
+            for (bool row_calls : {true, false}) {
+              // A set with a row function (AMX) runs each plan with and without it.
+              if (!row_calls && !mk.tile_row) continue;
+              gemm_detail::GemmParams params = gemm_detail::gemm_params(mk, shape);
+              params.row_calls = row_calls;
+              const gemm_detail::GemmPlan plan =
+                  gemm_detail::make_gemm_plan(mk, shape, params, grid);
+              EXPECT_EQ(plan.row_calls, row_calls && mk.tile_row != nullptr);
+              rows_planned += plan.row_calls;
+              const std::string what = p.describe(set) + " grid " +
+                                       std::to_string(grid.row_blocks) + "x" +
+                                       std::to_string(grid.col_blocks) + ": " + plan.describe();
+              const bool a_widened = plan.a == gemm_detail::AMode::kRowsWidened;
+              const bool b_widened = plan.b == gemm_detail::BMode::kWidened;
+              EXPECT_TRUE(plan.a == gemm_detail::AMode::kPackedAll ||
+                          plan.a == gemm_detail::AMode::kPackedPerPanel || (a_widened && !pairs))
+                  << what;
+              EXPECT_TRUE(plan.b == gemm_detail::BMode::kPacked ||
+                          plan.b == gemm_detail::BMode::kPackedPerTask ||
+                          plan.b == gemm_detail::BMode::kPackedPerKBlock || (b_widened && !pairs))
+                  << what;
+              EXPECT_NE(plan.describe().find(a_widened ? "A bf16 rows-widened" : "A bf16 packed"),
+                        std::string::npos)
+                  << what;
+              EXPECT_NE(plan.describe().find(b_widened ? "B bf16 widened" : "B bf16 packed"),
+                        std::string::npos)
+                  << what;
+              widened_a += a_widened;
+              widened_b += b_widened;
+              EXPECT_EQ(plan.describe().find(" pairs x ") != std::string::npos, pairs) << what;
+              EXPECT_EQ(plan.k, mk.steps(p.k)) << what;
+              EXPECT_EQ(plan.k, set == "amx-emulated" ? (p.k + 31) / 32 * 16
+                                : pairs               ? (p.k + 1) / 2
+                                                      : p.k)
+                  << what;
+              std::vector<float> c = p.canvas();
+              gemm_detail::run_gemm(mk, plan, p.engine_args(c.data()));
+              EXPECT_TRUE(same_values(c, want, !pairs)) << what;
+            }
         }
   }
   if (!ran) GTEST_SKIP() << "this CPU runs only Eigen's GEMM (no packing to test)";
-  // Narrow tasks over A's rows and small B's occur among these shapes and grids.
+  // Narrow tasks over A's rows and small B's occur among these shapes and grids; the AMX sets
+  // (amx-emulated wherever avx512 runs) plan row calls.
   EXPECT_GT(widened_a, 0);
+  if (std::find(sets.begin(), sets.end(), "amx-emulated") != sets.end()) {
+    EXPECT_GT(rows_planned, 0);
+  }
   EXPECT_GT(widened_b, 0);
 }
 

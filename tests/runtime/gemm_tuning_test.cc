@@ -227,9 +227,9 @@ TunedTable sample_table(const MicroKernels& mk) {
   t.core_gflops = 123.5;
   t.classes.push_back(TunedClass{"deep-wide-many-nn", mk.shapes[mk.shape_count - 1].name, 256,
                                  int64_t(mk.shapes[mk.shape_count - 1].nr) * 4, 16, 96, 0, 2,
-                                 1.25});
+                                 true, 1.25});
   t.classes.push_back(TunedClass{"shallow-narrow-few-tn", mk.shapes[0].name, 64,
-                                 int64_t(mk.shapes[0].nr), 2, 384, 256, 8, 1.0});
+                                 int64_t(mk.shapes[0].nr), 2, 384, 256, 8, false, 1.0});
   return t;
 }
 
@@ -256,6 +256,8 @@ TEST(GemmTuningTest, TableTextRoundTripsAndRejectsDamage) {
   EXPECT_EQ(back.classes[1].pack_b_min_rows, 384);
   EXPECT_EQ(back.classes[1].direct_a_max_cols, 256);
   EXPECT_EQ(back.classes[1].min_task_panels, 8);
+  EXPECT_TRUE(back.classes[0].row_calls);
+  EXPECT_FALSE(back.classes[1].row_calls);
 
   auto rejects = [&](const std::string& bad, const std::string& why) {
     try {
@@ -305,6 +307,8 @@ TEST(GemmTuningTest, TableTextRoundTripsAndRejectsDamage) {
   rejects(edited(" direct_a_max_cols 0", ""), "bad field `direct_a_max_cols`");
   rejects(edited("min_task_panels 2", "min_task_panel 2"), "bad field `min_task_panels`");
   rejects(edited("pack_b_min_rows 96", "pack_b_min_rows many"), "bad field `pack_b_min_rows`");
+  rejects(edited(" row_calls 1", ""), "bad field `row_calls`");
+  rejects(edited("row_calls 0", "row_calls 2"), "row_calls 2 is not 0 or 1");
   EXPECT_EQ(TunedTable::parse(signed_text(body), mk, "t").to_text(), text);
   u = t;
   u.classes[1].name = "deep-wide-many-nn";
@@ -372,7 +376,7 @@ TEST(GemmTuningTest, DamagedOrForeignTablesAreIgnoredWithAWarningAndRebuilt) {
        "no checksum"},
       {foreign.to_text(), "made for CPU AuthenticAMD-25-17-1-AMD-EPYC-9R14"},
       {old_version.to_text(), "made by kiln 0.0.1"},
-      {format1_table(mk), "table format 1, this kiln reads format 2"}};
+      {format1_table(mk), "table format 1, this kiln reads format 3"}};
   for (const auto& [bytes, why] : damaged) {
     write_text(path, bytes);
     Warnings w;
