@@ -7,7 +7,9 @@
 //   1. the tile shapes of the kernel set, each with its derived blocking;
 //   2. k blocks of 1/2, 3/4, 3/2 and 2 times the current one (the B block keeps its bytes);
 //   3. B blocks of 1/2 and 2 times the current columns;
-//   4. prefetch distances of 2, 4, 8, 16 and 32 rows;
+//   4. prefetch distances of 2, 4, 8, 16 and 32 rows (not on AMX tiles: their kernel does not
+//      prefetch), and row calls switched (sets with MicroKernels::tile_row) where that changes
+//      a plan;
 //   5. the plan thresholds (pack_b_min_rows, direct_a_max_cols, min_task_panels), each halved
 //      and doubled (threshold_candidates), of which only those that change the plan of one of
 //      the class's shapes are timed (a plan of one thread has one task: min_task_panels, a rule
