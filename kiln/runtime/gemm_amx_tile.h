@@ -20,7 +20,27 @@
 namespace kiln::runtime::gemm_detail {
 namespace {
 
-inline constexpr int kAmxRows = 32, kAmxCols = 32, kAmxChunk = 16, kAmxHalf = 16;
+inline constexpr int kAmxRows = 32, kAmxCols = 32, kAmxChunk = 16, kAmxHalf = int(kAmxTileRows);
+
+// Where A's two tiles of each chunk of 16 pairs lie: in the packed panel (t.lda == 0: 512 floats
+// a chunk, the bottom rows 256 floats on, rows 64 bytes apart), or in A itself (t.lda > 0: a
+// row-major bf16 A read in place, rows t.lda bf16 apart, t.a at the panel's first row and the k
+// block's first pair; every row read holds whole chunks).
+struct AmxA {
+  const char* base;
+  int64_t chunk_bytes, row_bytes, bottom_bytes;
+  explicit AmxA(const MicroTile& t)
+      : base(reinterpret_cast<const char*>(t.a)),
+        chunk_bytes(t.lda > 0 ? 64 : kAmxRows * kAmxChunk * 4),
+        row_bytes(t.lda > 0 ? 2 * t.lda : 64),
+        bottom_bytes(kAmxHalf * (t.lda > 0 ? 2 * t.lda : 64)) {}
+  const float* top(int64_t q) const {
+    return reinterpret_cast<const float*>(base + q / kAmxChunk * chunk_bytes);
+  }
+  const float* bottom(int64_t q) const {
+    return reinterpret_cast<const float*>(base + q / kAmxChunk * chunk_bytes + bottom_bytes);
+  }
+};
 
 // One 16 x 16 quadrant of C's block (rows from 16 R, columns from 16 Q) in accumulator tile
 // T = 2 R + Q. A quadrant inside t.rows x t.cols is loaded from and stored to C itself; one cut
@@ -86,10 +106,10 @@ void amx_block(const MicroTile& t) {
   // overlap this chunk's last products (the tile registers are not renamed: a load waits for
   // the products still reading its tile). Measured on Emerald Rapids, 32 x 32 x 176 pairs with
   // A in L1: 5% over four loads then four products.
+  const AmxA a(t);
   for (int64_t q = 0; q < t.kc; q += kAmxChunk) {
-    const float* a = t.a + q * kAmxRows;
     const float* b = t.b + q * kAmxCols;
-    Tiles::template load<4>(a, 64);
+    Tiles::template load<4>(a.top(q), a.row_bytes);
     Tiles::template load<6>(b, 64);
     Tiles::template dot<0, 4, 6>();
     if constexpr (kRight) {
@@ -97,7 +117,7 @@ void amx_block(const MicroTile& t) {
       Tiles::template dot<1, 4, 7>();
     }
     if constexpr (kBottom) {
-      Tiles::template load<5>(a + kAmxHalf * kAmxChunk, 64);
+      Tiles::template load<5>(a.bottom(q), a.row_bytes);
       Tiles::template dot<2, 5, 6>();
       if constexpr (kRight) Tiles::template dot<3, 5, 7>();
     }
@@ -127,6 +147,7 @@ void amx_start(const MicroTile& t, const float* c) {
 template <class Tiles>
 void amx_row(const MicroTile& t, int64_t count, int64_t b_step) {
   const int64_t ldc = t.ldc, stride = ldc * 4, half = kAmxHalf * kAmxChunk;
+  const AmxA a(t);
   float* c = t.c;
   const float* b = t.b;
   amx_start<Tiles, 0>(t, c);
@@ -136,14 +157,13 @@ void amx_row(const MicroTile& t, int64_t count, int64_t b_step) {
   for (int64_t j = 0; j < count; ++j) {
     // The first chunk of block 0 here; of the others in the hand-over below.
     for (int64_t q = j == 0 ? 0 : kAmxChunk; q < t.kc; q += kAmxChunk) {
-      const float* a = t.a + q * kAmxRows;
       const float* bq = b + q * kAmxCols;
-      Tiles::template load<4>(a, 64);
+      Tiles::template load<4>(a.top(q), a.row_bytes);
       Tiles::template load<6>(bq, 64);
       Tiles::template dot<0, 4, 6>();
       Tiles::template load<7>(bq + half, 64);
       Tiles::template dot<1, 4, 7>();
-      Tiles::template load<5>(a + half, 64);
+      Tiles::template load<5>(a.bottom(q), a.row_bytes);
       Tiles::template dot<2, 5, 6>();
       Tiles::template dot<3, 5, 7>();
     }
@@ -153,7 +173,7 @@ void amx_row(const MicroTile& t, int64_t count, int64_t b_step) {
     Tiles::template store<0>(c, stride);
     if (next) {
       amx_start<Tiles, 0>(t, cn);
-      Tiles::template load<4>(t.a, 64);
+      Tiles::template load<4>(a.top(0), a.row_bytes);
       Tiles::template load<6>(bn, 64);
       Tiles::template dot<0, 4, 6>();
     }
@@ -166,7 +186,7 @@ void amx_row(const MicroTile& t, int64_t count, int64_t b_step) {
     Tiles::template store<2>(c + kAmxHalf * ldc, stride);
     if (next) {
       amx_start<Tiles, 2>(t, cn + kAmxHalf * ldc);
-      Tiles::template load<5>(t.a + half, 64);
+      Tiles::template load<5>(a.bottom(0), a.row_bytes);
       Tiles::template dot<2, 5, 6>();
     }
     Tiles::template store<3>(c + kAmxHalf * ldc + kAmxHalf, stride);

@@ -110,8 +110,11 @@ void run_block(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& g,
   // AMX panels are whole tiles of panel_rows rows, however many rows they hold.
   const bool tiles = mk.pair_layout == PairLayout::kTiles;
   const bool widen_rows = plan.a == AMode::kRowsWidened;
+  // AMX tiles reading a bf16 A's rows in place; a panel whose tile loads would run past A's
+  // last row (a short last panel) is packed instead, into one panel's buffer.
+  const bool tiles_in_place = tiles && plan.a == AMode::kRowsDirect;
   std::optional<Scratch> a_buf;
-  if (widen_rows)
+  if (widen_rows || tiles_in_place)
     a_buf.emplace(ScratchSlot::kGemmA, size_t(plan.panel_rows * kb.step) * sizeof(float));
   if (pack_a)
     a_buf.emplace(ScratchSlot::kGemmA, size_t((per_panel ? plan.panel_rows
@@ -169,10 +172,16 @@ void run_block(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& g,
         const TileFn last = plan.kernel->select(t.rows, last_cols, t.lda == 0, copy_panel);
         if (per_panel) pack_a_panel(mk, g, row, panels.height(i), k0, kc, a_panel(i, kc));
         if (widen_rows) widen_a_rows(g, row, panels.height(i), k0, kc, a_buf->as<float>());
-        t.a = pack_a       ? a_panel(i, kc)
-              : widen_rows ? a_buf->as<float>()
-              : g.ta       ? g.a + k0 * g.lda + row
-                           : g.a + row * g.lda + k0;
+        // The rows an AMX tile kernel loads: 16, or 32 where the panel has more than 16.
+        const bool packed_here =
+            tiles_in_place && row + (t.rows > kAmxTileRows ? 2 : 1) * kAmxTileRows > g.m;
+        if (packed_here) pack_a_panel(mk, g, row, panels.height(i), k0, kc, a_buf->as<float>());
+        if (tiles_in_place) t.lda = packed_here ? 0 : g.lda;
+        t.a = pack_a || packed_here ? (packed_here ? a_buf->as<float>() : a_panel(i, kc))
+              : widen_rows          ? a_buf->as<float>()
+              : tiles_in_place      ? reinterpret_cast<const float*>(g.a16 + row * g.lda + 2 * k0)
+              : g.ta                ? g.a + k0 * g.lda + row
+                                    : g.a + row * g.lda + k0;
         // The tile at column j.
         auto place = [&](int64_t j) {
           t.cols = int32_t(std::min<int64_t>(nr, g.n - j));
@@ -237,8 +246,11 @@ void run_product(const MicroKernels& mk, const GemmPlan& plan, const SgemmArgs& 
                   (g.b16 == nullptr && !g.b_rounds),
               "gemm: a bf16 B is never read in place (packed or widened first)");
   KILN_ASSERT((plan.a != AMode::kRowsDirect && plan.a != AMode::kColumnsDirect) ||
-                  (g.a16 == nullptr && !g.a_rounds),
-              "gemm: a bf16 A is never read in place (packed or widened first)");
+                  (g.a16 == nullptr && !g.a_rounds) ||
+                  (mk.pair_layout == PairLayout::kTiles && plan.a == AMode::kRowsDirect &&
+                   g.a16 != nullptr && !g.a_rounds && !g.ta),
+              "gemm: a bf16 A is never read in place (packed or widened first) but by AMX tiles "
+              "from its rows");
   const int64_t nr = plan.kernel->nr;
   const KBlocks kb(g.k, plan.kc, plan.k_quantum);
   const int64_t panels_n = ceil_div(g.n, nr), n_pad = panels_n * nr;

@@ -45,6 +45,9 @@ enum class PairLayout : uint8_t {
   kTiles,  // AMX pairs: element k in the lower half, A in tiles of 16 pairs (gemm_amx_tile.h)
 };
 
+// Rows of one AMX tile (kTiles: a 32-row panel is two of them; a tile load reads all its rows).
+inline constexpr int64_t kAmxTileRows = 16;
+
 // Where pair q (of a k block), column j of a packed B panel of the kTiles layout lies
 // (gemm_amx_tile.h): per 16 pairs, the panel's two 16-column halves, each 16 rows of 16.
 constexpr int64_t tiles_b_offset(int64_t q, int64_t j) {

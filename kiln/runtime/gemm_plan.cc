@@ -52,7 +52,7 @@ bool compute_transposed(const MicroKernel& t, const GemmShape& s, bool prepacked
 // or, on the float32 kernels, widened into float32 rows (AMode::kRowsWidened, BMode::kWidened).
 void plan_product(GemmPlan& plan, const GemmParams& p, int64_t m, int64_t n, int64_t k, bool ta,
                   bool tb, bool a_bf16, bool b_bf16, GemmGrid grid, bool on_rows,
-                  bool b_prepacked = false) {
+                  bool b_prepacked = false, bool a_tiles_in_place = false) {
   const int64_t mr = plan.kernel->mr, nr = plan.kernel->nr;
   plan.m = m, plan.n = n, plan.k = k, plan.ta = ta, plan.tb = tb;
   plan.a_bf16 = a_bf16, plan.b_bf16 = b_bf16;
@@ -121,10 +121,15 @@ void plan_product(GemmPlan& plan, const GemmParams& p, int64_t m, int64_t n, int
   // panel widened into a buffer that its tiles read the same way: a widening row copy instead
   // of a transposing pack (a classifier's 64 x 6272 x 10 on a 2-core Xeon VM: 0.3x the float32
   // product's speed packed).
+  // On AMX tiles a bf16 A whose rows hold whole chunks (a_tiles_in_place) is already in the
+  // tiles' layout: under such a task its tiles load A's rows where they lie (whole 32-row
+  // panels, rows A's stride apart) instead of packing them.
   const bool direct_a = width <= p.direct_a_max_cols;
+  const bool tiles_in_place = a_tiles_in_place && direct_a && !ta;
   const bool widen_rows = a_bf16 && direct_a && !ta && plan.k_per_step == 1;
-  const bool pack_a = (a_bf16 && !widen_rows) || !direct_a;
-  plan.panel_rows = int32_t(!pack_a && !ta ? std::min<int64_t>(mr, p.mr_direct) : mr);
+  const bool pack_a = (a_bf16 && !widen_rows && !tiles_in_place) || !direct_a;
+  plan.panel_rows =
+      int32_t(!pack_a && !ta && !tiles_in_place ? std::min<int64_t>(mr, p.mr_direct) : mr);
   // B read directly but too large to stay in cache (a weight gradient's k x n activations):
   // each kc x nc/2 block is copied into an L2 buffer by the first row panel's tiles (half-width
   // blocks, so that the block, the next one and the A panels fit L2 together).
@@ -420,11 +425,18 @@ GemmPlan plan_modes(const MicroKernels& mk, const GemmShape& shape, const GemmPa
   // bf16 B widened as it is packed, once, into a float32 copy twice its size); the bf16 pair
   // kernels pack it per product.
   const bool prepacked = shape.b_invariant && mk.k_per_step == 1;
-  if (!compute_transposed(*plan.kernel, shape, prepacked, mk.pair_layout == PairLayout::kTiles)) {
+  // A stored bf16 operand that AMX tiles can read in place as A: row-major (k contiguous), not
+  // rounded from float32 as packed, its rows whole chunks of 16 pairs.
+  const bool tiles = mk.pair_layout == PairLayout::kTiles;
+  const bool whole_chunks = shape.k % (2 * mk.k_quantum()) == 0;
+  if (!compute_transposed(*plan.kernel, shape, prepacked, tiles)) {
     plan_product(plan, p, shape.m, shape.n, steps, shape.ta, shape.tb, shape.a_bf16, shape.b_bf16,
-                 grid, shape.epilogue, prepacked);
+                 grid, shape.epilogue, prepacked,
+                 tiles && whole_chunks && shape.a_bf16 && !shape.a_rounded && !shape.ta);
     return plan;
   }
+  // (Transposed, A is op(B)^T: B's stored rows where tb.)
+  const bool b_in_place = tiles && whole_chunks && shape.b_bf16 && !shape.b_rounded && shape.tb;
   // C^T = op(B)^T op(A)^T: op(B)^T is B's stored rows when tb, op(A)^T is A's when !ta.
   const int64_t m = shape.n, n = shape.m, k = steps;
   const bool ta = !shape.tb, tb = !shape.ta;
@@ -437,13 +449,13 @@ GemmPlan plan_modes(const MicroKernels& mk, const GemmShape& shape, const GemmPa
     plan.back = BackTranspose::kPerTask;
     const GemmGrid inner =
         parallel ? plan_grid(*plan.kernel, p, m, n, k, threads, true, a_bf16) : GemmGrid{};
-    plan_product(plan, p, m, n, k, ta, tb, a_bf16, b_bf16, inner, true);
+    plan_product(plan, p, m, n, k, ta, tb, a_bf16, b_bf16, inner, true, false, b_in_place);
     return plan;
   }
   plan.back = BackTranspose::kAfter;
   const GemmGrid inner =
       parallel ? plan_grid(*plan.kernel, p, m, n, k, threads, false, a_bf16) : GemmGrid{};
-  plan_product(plan, p, m, n, k, ta, tb, a_bf16, b_bf16, inner, false);
+  plan_product(plan, p, m, n, k, ta, tb, a_bf16, b_bf16, inner, false, false, b_in_place);
   // C = (C^T)^T by blocks of rows (the caller's row blocks, each finished by its callback).
   plan.back_blocks = shape.epilogue ? grid.row_blocks
                      : parallel     ? std::min<int64_t>(shape.m, grid.row_blocks * grid.col_blocks)
@@ -456,8 +468,10 @@ GemmPlan plan_modes(const MicroKernels& mk, const GemmShape& shape, const GemmPa
 GemmPlan make_gemm_plan(const MicroKernels& mk, const GemmShape& shape, const GemmParams& p,
                         GemmGrid grid) {
   GemmPlan plan = plan_modes(mk, shape, p, grid);
-  // A row function reads packed A panels and packed B panels kc * nr floats apart.
-  const bool packed_a = plan.a == AMode::kPackedAll || plan.a == AMode::kPackedPerPanel;
+  // A row function reads packed A panels (or, on AMX tiles, A's rows in place) and packed B
+  // panels kc * nr floats apart.
+  const bool packed_a = plan.a == AMode::kPackedAll || plan.a == AMode::kPackedPerPanel ||
+                        (plan.a == AMode::kRowsDirect && mk.pair_layout == PairLayout::kTiles);
   const bool packed_b = plan.b == BMode::kPacked || plan.b == BMode::kPackedPerTask ||
                         plan.b == BMode::kPackedPerKBlock || plan.b == BMode::kPrepacked ||
                         plan.b == BMode::kPackedBlocks;

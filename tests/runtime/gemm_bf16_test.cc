@@ -355,7 +355,7 @@ TEST(GemmBf16Test, ThinProductsRunOnTheFloat32Kernels) {
 TEST(GemmBf16Test, EveryGridPacksTheBf16OperandsAndGivesTheSameBits) {
   GemmSettingsGuard guard;
   bool ran = false;
-  int widened_a = 0, widened_b = 0, rows_planned = 0;
+  int widened_a = 0, widened_b = 0, rows_planned = 0, tiles_in_place = 0;
   std::vector<std::string> sets = runnable_kernel_sets();
   if (std::find(sets.begin(), sets.end(), "avx512") != sets.end()) {
     sets.push_back("avx512bf16-emulated");
@@ -396,14 +396,21 @@ TEST(GemmBf16Test, EveryGridPacksTheBf16OperandsAndGivesTheSameBits) {
                                        std::to_string(grid.col_blocks) + ": " + plan.describe();
               const bool a_widened = plan.a == gemm_detail::AMode::kRowsWidened;
               const bool b_widened = plan.b == gemm_detail::BMode::kWidened;
+              // AMX tiles read a row-major bf16 A in place (whole chunks of 32 values a row).
+              const bool a_in_place = plan.a == gemm_detail::AMode::kRowsDirect;
               EXPECT_TRUE(plan.a == gemm_detail::AMode::kPackedAll ||
-                          plan.a == gemm_detail::AMode::kPackedPerPanel || (a_widened && !pairs))
+                          plan.a == gemm_detail::AMode::kPackedPerPanel || (a_widened && !pairs) ||
+                          (a_in_place && mk.pair_layout == gemm_detail::PairLayout::kTiles &&
+                           p.k % 32 == 0 && !plan.ta))
                   << what;
+              tiles_in_place += a_in_place;
               EXPECT_TRUE(plan.b == gemm_detail::BMode::kPacked ||
                           plan.b == gemm_detail::BMode::kPackedPerTask ||
                           plan.b == gemm_detail::BMode::kPackedPerKBlock || (b_widened && !pairs))
                   << what;
-              EXPECT_NE(plan.describe().find(a_widened ? "A bf16 rows-widened" : "A bf16 packed"),
+              EXPECT_NE(plan.describe().find(a_widened    ? "A bf16 rows-widened"
+                                             : a_in_place ? "A bf16 rows-direct"
+                                                          : "A bf16 packed"),
                         std::string::npos)
                   << what;
               EXPECT_NE(plan.describe().find(b_widened ? "B bf16 widened" : "B bf16 packed"),
@@ -425,10 +432,11 @@ TEST(GemmBf16Test, EveryGridPacksTheBf16OperandsAndGivesTheSameBits) {
   }
   if (!ran) GTEST_SKIP() << "this CPU runs only Eigen's GEMM (no packing to test)";
   // Narrow tasks over A's rows and small B's occur among these shapes and grids; the AMX sets
-  // (amx-emulated wherever avx512 runs) plan row calls.
+  // (amx-emulated wherever avx512 runs) plan row calls and read A in place.
   EXPECT_GT(widened_a, 0);
   if (std::find(sets.begin(), sets.end(), "amx-emulated") != sets.end()) {
     EXPECT_GT(rows_planned, 0);
+    EXPECT_GT(tiles_in_place, 0);
   }
   EXPECT_GT(widened_b, 0);
 }
