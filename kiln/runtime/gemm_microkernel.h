@@ -26,8 +26,10 @@
 // writes C[i][0 .. cols) only. If t.b_copy is set, the tile also copies the B rows it reads:
 // b_copy[p * b_copy_ld + j] = b[p][j] for j < cols, zeros up to the next whole vector (a block of B
 // packed by its first row panel's tiles, for the later panels to read; gemm_engine.cc). Every
-// tile prefetches B's row t.b_ahead rows ahead of the one it reads, and the rows of the next
-// tile's C (t.c_next) when set; prefetches never fault, so they may point past the operands.
+// tile of more than one vector of columns prefetches B's row t.b_ahead rows ahead of the one it
+// reads (a tile of one vector prefetches no operand: gemm_tile_kernel.h), and every tile the rows
+// of the next tile's C (t.c_next) when set; prefetches never fault, so they may point past the
+// operands.
 //
 // The kernels live in files compiled for their ISA (gemm_microkernel_avx512.cc, _avx2.cc) that
 // include nothing but intrinsics and this header, so no inline function shared with other

@@ -17,20 +17,27 @@ namespace {
 // of C, masked loads of B unless it is padded); PackedA: A is a packed panel (or A^T's rows
 // read directly, lda_t), else rows at lda; CopyB: the B rows read are also stored at t.b_copy,
 // t.b_copy_ld floats apart; OneLineRows: each B row is one cache line (one prefetch per step).
-// Every step prefetches the B row t.b_ahead rows ahead into L1: B streams through L1 from L2 (or
-// from memory, one row per 4 KiB page for a wide B read directly, where the hardware prefetchers
-// restart), and at two vector FMAs per cycle the hardware prefetchers alone leave the FMAs waiting.
+// Every step of a tile of several vectors prefetches the B row t.b_ahead rows ahead into L1: B
+// streams through L1 from L2 (or from memory, one row per 4 KiB page for a wide B read directly,
+// where the hardware prefetchers restart), and at two vector FMAs per cycle the hardware
+// prefetchers alone leave the FMAs waiting.
 // The next tile's C rows (t.c_next) are prefetched at the start, so that their loads (the chain
 // continues from C) find them in cache. The k steps of a tile: runs of steps (one of kc unless
 // segmented), A jumping after each; unrolled by 4, so that the loop's counter and pointer updates
 // take fewer of the issue slots the FMAs and loads need (the order of each element's FMA chain is
 // unchanged). Pointers are passed by value so that they stay in registers.
+// A tile of one vector of columns issues no prefetches (of B or of the next A panel): each of
+// its FMAs needs a load of its own (A's broadcast), so its loads, not its FMAs, set its pace, and
+// two prefetches per step take load slots from them; its B rows are one vector each, a stream
+// the hardware prefetchers follow. (A direct convolution's input gradient of 16 channels, 12 x 16
+// tiles, ran 1.05-1.08x faster without them on a Zen 5 VM: docs/benchmarks.md.)
 template <class Isa, int R, int NV, bool MaskedB, bool PackedA, bool CopyB, bool OneLineRows>
 __attribute__((always_inline)) inline void k_steps(typename Isa::Vec (&acc)[R][NV],
                                                    const typename Isa::Mask (&mask)[NV],
                                                    const MicroTile& t) {
   using Vec = typename Isa::Vec;
   constexpr int L = Isa::kLanes;
+  constexpr bool kPrefetch = NV > 1;
   const float* a = t.a;
   const float* b = t.b;
   float* b_copy = t.b_copy;
@@ -46,7 +53,7 @@ __attribute__((always_inline)) inline void k_steps(typename Isa::Vec (&acc)[R][N
     const int64_t n = run < left ? run : left;
 #pragma GCC unroll 4
     for (int64_t p = 0; p < n; ++p, a += a_step, b += ldb) {
-      if constexpr (!PackedA) {
+      if constexpr (!PackedA && kPrefetch) {
         __builtin_prefetch(a_next, 0, 2);
         a_next += 16;
       }
@@ -54,8 +61,10 @@ __attribute__((always_inline)) inline void k_steps(typename Isa::Vec (&acc)[R][N
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v)
         bv[v] = MaskedB ? Isa::load(b + v * L, mask[v]) : Isa::load(b + v * L);
+      if constexpr (kPrefetch) {
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; v += OneLineRows ? NV : 1) __builtin_prefetch(b + ahead + v * L);
+        for (int v = 0; v < NV; v += OneLineRows ? NV : 1) __builtin_prefetch(b + ahead + v * L);
+      }
       if constexpr (CopyB) {
 #pragma GCC unroll 4
         for (int v = 0; v < NV; ++v) Isa::store(b_copy + v * L, bv[v]);
