@@ -1,10 +1,13 @@
 // Direct convolutions of shallow windows (ConvGeom::shallow(): kh * kw * c <= kShallowDepth, a
 // first layer over one or three channels): the forward pass and the filter gradient without an
 // im2col matrix. Each output image row ("line": n, oy) reads kh zero-padded input rows
-// ("strips", copied in whole runs) and keeps a block of outputs in 12 vector registers: pixels x
-// 16 channels forward, taps x 16 channels for the filter gradient (12 of them with AVX-512, 6
-// with AVX2). At such depths the im2col + GEMM path was bound by copying 3-value runs into its
-// patches.
+// ("strips": each input row copied once, in whole runs, and shared by the lines that read it)
+// and keeps a block of outputs in 12 vector registers: pixels x 16 channels forward, taps x 16
+// channels for the filter gradient (12 of them with AVX-512, 6 with AVX2). At such depths the
+// im2col + GEMM path was bound by copying 3-value runs into its patches. A window over one
+// channel with unit column stride and dilation and 3 or 5 taps per kernel row (a grayscale first
+// layer) has kernels of its own that broadcast each strip value once for the up to kw
+// (pixel, tap) pairs that read it, instead of once per FMA.
 //
 // Arithmetic: each output is one chain of fused multiply-adds over the taps in (kh, kw, c)
 // order from zero, like the GEMM engine's element of the im2col product
