@@ -130,7 +130,7 @@ void forward_pixels(const T* strip, const Strips<T>& st, const int64_t* off, con
     const T* a = base + off[t];
     const V<T> wt = w[t];
 #pragma GCC unroll 16
-    for (int p = 0; p < P; ++p) acc[p] += a[p * step] * wt;
+    for (int p = 0; p < P; ++p) acc[p].fma(a[p * step], wt);
   }
 #pragma GCC unroll 16
   for (int p = 0; p < P; ++p) store_as<kFull>(y + (ox + p) * g.o, acc[p], cols);
@@ -193,7 +193,7 @@ void forward_pixels_rows(const T* s, const Strips<T>& st, const V<T>* w, Y* y, i
       const T b = s[e];
 #pragma GCC unroll 8
       for (int j = 0; j < KW; ++j)
-        if (e - j >= 0 && e - j < P) acc[e - j] += b * wr[j];
+        if (e - j >= 0 && e - j < P) acc[e - j].fma(b, wr[j]);
     }
   }
 #pragma GCC unroll 16
@@ -248,7 +248,7 @@ void filter_rows(const Strips<T>& st, int64_t l0, int64_t l1, int64_t sl0, const
         const T b = s[r * st.row_step + e];
 #pragma GCC unroll 8
         for (int j = 0; j < KW; ++j)
-          if (decltype(all_pixels)::value || (e - j >= 0 && e - j < ow)) acc[r][j] += b * d[j];
+          if (decltype(all_pixels)::value || (e - j >= 0 && e - j < ow)) acc[r][j].fma(b, d[j]);
       }
     };
     const int64_t steady = std::min<int64_t>(KW - 1, ow);
@@ -315,7 +315,7 @@ void filter_block(const Strips<T>& st, int64_t l0, int64_t l1, int64_t sl0, cons
     for (int64_t ox = 0; ox < g.ow; ++ox, d += g.o) {
       const V<T> dv = load_as<kFull>(d, cols);
       const T* a = strip + ox * step;
-      for (int i = 0; i < N; ++i) acc[i] += a[off[i]] * dv;
+      for (int i = 0; i < N; ++i) acc[i].fma(a[off[i]], dv);
     }
   }
   for (int i = 0; i < N; ++i) {

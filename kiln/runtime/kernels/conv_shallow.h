@@ -13,9 +13,8 @@
 // order from zero, like the GEMM engine's element of the im2col product
 // (runtime/gemm_microkernel.h); padding taps multiply zeros, as im2col's do. The filter gradient
 // sums each range of lines in chunks fixed by the geometry, so results never depend on the
-// thread count. conv_shallow.cc is compiled with -ffp-contract=fast so that its vector
-// `acc += a * b` is an FMA instruction (kiln builds for the host CPU, KILN_NATIVE; a build for a
-// CPU without FMA multiplies and adds).
+// thread count. The FMAs are explicit (vector_block.h's V::fma: an FMA instruction where the
+// build's ISA has one, KILN_NATIVE; a build for a CPU without FMA multiplies and adds).
 #pragma once
 
 #include <cstdint>

@@ -10,6 +10,11 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+
+#if defined(__FMA__)
+#include <immintrin.h>
+#endif
 
 #include "kiln/ir/bfloat16.h"
 
@@ -42,13 +47,31 @@ struct V {
     return *this;
   }
   friend V operator+(V a, const V& b) { return a += b; }
-  // s * b, each lane (a broadcast of s); `acc += s * b` is one fused multiply-add per register
-  // where the file is compiled with -ffp-contract=fast.
-  friend V operator*(T s, const V& b) {
-    V out;
+  // this += s * b, each lane (s broadcast): one fused multiply-add per register (rounded once)
+  // where this build's ISA has FMA, a multiply and an add otherwise. Explicit, not left to the
+  // compiler's contraction, which needs this function inlined into an -ffp-contract=fast caller
+  // (a sanitizer build's inlining decisions changed the bits).
+  void fma(T s, const V& b) {
 #pragma GCC unroll 4
-    for (int i = 0; i < kRegistersPerBlock; ++i) out.r[i] = s * b.r[i];
-    return out;
+    for (int i = 0; i < kRegistersPerBlock; ++i)
+      r[i] = fma_register(typename Register<T>::type{} + s, b.r[i], r[i]);
+  }
+
+ private:
+  using R = typename Register<T>::type;
+  static R fma_register(R a, R b, R c) {
+#if defined(__FMA__)
+    if constexpr (std::is_same_v<T, float> && kRegisterBytes == 64) return _mm512_fmadd_ps(a, b, c);
+    if constexpr (std::is_same_v<T, double> && kRegisterBytes == 64)
+      return _mm512_fmadd_pd(a, b, c);
+    if constexpr (std::is_same_v<T, float> && kRegisterBytes == 32) return _mm256_fmadd_ps(a, b, c);
+    if constexpr (std::is_same_v<T, double> && kRegisterBytes == 32)
+      return _mm256_fmadd_pd(a, b, c);
+    if constexpr (std::is_same_v<T, float> && kRegisterBytes == 16) return _mm_fmadd_ps(a, b, c);
+    if constexpr (std::is_same_v<T, double> && kRegisterBytes == 16) return _mm_fmadd_pd(a, b, c);
+#endif
+    const R product = a * b;
+    return product + c;
   }
 };
 
