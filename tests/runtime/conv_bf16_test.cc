@@ -49,17 +49,9 @@ namespace {
 
 using IntList = std::vector<int64_t>;
 
-struct Bf16ConvCase {
-  IntList input, filter, strides, dilations;
-  std::string padding;
-};
+using Bf16ConvCase = conv_test::WindowCase;
 
-std::string describe_conv_case(const Bf16ConvCase& c) {
-  return "input " + Shape(c.input).to_string() + " filter " + Shape(c.filter).to_string() +
-         " strides " + std::to_string(c.strides[0]) + "," + std::to_string(c.strides[1]) +
-         " dilations " + std::to_string(c.dilations[0]) + "," + std::to_string(c.dilations[1]) +
-         " " + c.padding;
-}
+std::string describe_conv_case(const Bf16ConvCase& c) { return conv_test::describe_window(c); }
 
 const std::vector<Bf16ConvCase>& bf16_cases() {
   static const std::vector<Bf16ConvCase> all = {

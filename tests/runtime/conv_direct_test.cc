@@ -37,17 +37,9 @@ using contraction_test::dot;
 using contraction_test::Ints;
 using contraction_test::random_array;
 
-struct ConvDirectCase {
-  Ints input, filter, strides, dilations;
-  std::string padding;
-};
+using ConvDirectCase = conv_test::WindowCase;
 
-std::string describe_conv_direct(const ConvDirectCase& c) {
-  return "input " + Shape(c.input).to_string() + " filter " + Shape(c.filter).to_string() +
-         " strides " + std::to_string(c.strides[0]) + "," + std::to_string(c.strides[1]) +
-         " dilations " + std::to_string(c.dilations[0]) + "," + std::to_string(c.dilations[1]) +
-         " " + c.padding;
-}
+std::string describe_conv_direct(const ConvDirectCase& c) { return conv_test::describe_window(c); }
 
 Attrs attrs_of(const ConvDirectCase& c) {
   return Attrs{{"strides", c.strides}, {"dilations", c.dilations}, {"padding", c.padding}};

@@ -19,21 +19,12 @@
 
 #include "kiln/runtime/kernels/conv_geom.h"
 #include "kiln/runtime/kernels/conv_shallow.h"
+#include "tests/runtime/conv_test_util.h"
 
 namespace kiln::runtime {
 namespace {
 
-struct ShallowCase {
-  std::vector<int64_t> input, filter, strides, dilations;
-  std::string padding;
-};
-
-std::string describe_shallow(const ShallowCase& c) {
-  return "input " + Shape(c.input).to_string() + " filter " + Shape(c.filter).to_string() +
-         " strides " + std::to_string(c.strides[0]) + "," + std::to_string(c.strides[1]) +
-         " dilations " + std::to_string(c.dilations[0]) + "," + std::to_string(c.dilations[1]) +
-         " " + c.padding;
-}
+using ShallowCase = conv_test::WindowCase;
 
 float shallow_fma(float a, float b, float acc) {
 #if defined(__FMA__) || defined(__AVX512F__)
@@ -78,7 +69,7 @@ TEST(ConvShallow, EveryOutputIsItsFmaChainInTapOrder) {
   };
   std::mt19937_64 rng(71);
   for (const ShallowCase& c : cases) {
-    const std::string what = describe_shallow(c);
+    const std::string what = conv_test::describe_window(c);
     const Attrs attrs{{"strides", c.strides}, {"dilations", c.dilations}, {"padding", c.padding}};
     const ConvGeom g = conv_geom(Shape(c.input), Shape(c.filter), attrs, "test");
     ASSERT_TRUE(g.shallow()) << what;

@@ -1,13 +1,29 @@
-// Helpers shared by the convolution kernel tests (conv_direct_test.cc, conv_bf16_test.cc): the
-// multiplies of a convolution, walked independently of the kernels.
+// Helpers shared by the convolution kernel tests (conv_direct_test.cc, conv_bf16_test.cc,
+// conv_shallow_test.cc): a case's shapes and attributes, and the multiplies of a convolution,
+// walked independently of the kernels.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "kiln/runtime/kernels/conv_geom.h"
 
 namespace kiln::runtime::conv_test {
+
+// One convolution: input NHWC and filter HWIO shapes, strides, dilations, padding.
+struct WindowCase {
+  std::vector<int64_t> input, filter, strides, dilations;
+  std::string padding;
+};
+
+inline std::string describe_window(const WindowCase& c) {
+  return "input " + Shape(c.input).to_string() + " filter " + Shape(c.filter).to_string() +
+         " strides " + std::to_string(c.strides[0]) + "," + std::to_string(c.strides[1]) +
+         " dilations " + std::to_string(c.dilations[0]) + "," + std::to_string(c.dilations[1]) +
+         " " + c.padding;
+}
 
 // Calls fn(x_index, w_index, y_index) for every multiply of the convolution (NHWC input, HWIO
 // filter, NHWC output; flat indices), padding taps left out.
