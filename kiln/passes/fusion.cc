@@ -159,6 +159,10 @@ class Planner {
       why = "rule 5c: a large stored value kept out of a serial group";
     if (why == nullptr && would_serialize(*units_.node(p), gids))
       why = "rule 5d: a reduction across rows kept out of a larger group";
+    if (why == nullptr && std::any_of(gids.begin(), gids.end(), [&](int gid) {
+          return lone_views_.contains(units_.find(gid));
+        }))
+      why = "rule 5f: a view its consumers refused stays a plain op";
     if (why != nullptr) stats_.add(fmt::format("refused by {}", why));
     return why;
   }
@@ -228,7 +232,13 @@ class Planner {
             covered = false;
           }
         }
-        if (!covered) new_group(p);
+        // A view that some consumers refuse gets a group of its own, which stays a plain op
+        // (rule 7) that no producer joins (rule 5f), as a view with one refusing consumer stays
+        // plain: its producer is computed with its own shape, the view reading it in place.
+        if (!covered) {
+          const int gid = new_group(p);
+          if (is_view(n)) lone_views_.insert(gid);
+        }
       } else if (all_originals && refusal(p, consumers, keep_out) == nullptr) {
         GroupKind merged;
         for (int gid : consumers) merged.add(kind_of(gid));
@@ -462,6 +472,8 @@ class Planner {
   FusionUnits units_;
   std::vector<GroupKind> kinds_;  // by group id (valid at roots)
   std::unordered_set<const Value*> graph_outputs_;
+  // Groups of one view (a reshape) that some of its consumer groups refused (rule 5f).
+  std::unordered_set<int> lone_views_;
 };
 
 bool fuse_graph(Graph& g, int& counter, PassStatistics& stats) {

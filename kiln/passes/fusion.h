@@ -50,6 +50,11 @@
 //      never share a group: the first kind runs row-parallel, the second reads every row,
 //      and together the kernel would have to run serially (codegen/kernel_plan.h). The
 //      small across-rows result (e.g. the per-example losses) goes through memory.
+//   5f. A view (reshape) that its one consumer group refuses stays a plain op; one that
+//      several refuse starts a group of its own (rule 3, the others reading copies) that no
+//      producer joins: its producer keeps its own shape, the view reading it in place, rather
+//      than storing a reshaped copy with values of two leading dimensions, which would make
+//      its kernel serial (a layer norm whose rows feed three weight gradients).
 //   6. No join, merge or copy may create a cycle between groups and the nodes left outside,
 //      counting the order constraints of assignments (program order of stores, and every
 //      read of a variable value before the store that supersedes it). Checked on the unit
