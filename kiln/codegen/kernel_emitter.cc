@@ -101,17 +101,6 @@ llvm::Function* KernelEmitter::emit_body_function() {
   if (plan_.mode == IterationMode::kSerial) {
     // One call computes everything (the runtime calls [0, 1)).
     if_then(b_.CreateICmpSLT(begin, end), [&] { emit_materialized(); });
-  } else if (plan_.mode == IterationMode::kColumns) {
-    // Blocks [begin, end) of kColumnBlock columns: every nest walks the last axis over
-    // [begin * kColumnBlock, min(end * kColumnBlock, columns)) only (nest).
-    if_then(b_.CreateICmpSLT(begin, end), [&] {
-      column_begin_ = b_.CreateMul(begin, b_.getInt64(kColumnBlock), "c0", true, true);
-      llvm::Value* c1 = b_.CreateMul(end, b_.getInt64(kColumnBlock), "c1", true, true);
-      column_end_ = b_.CreateSelect(b_.CreateICmpSLT(c1, b_.getInt64(plan_.columns)), c1,
-                                    b_.getInt64(plan_.columns), "c1.clamped");
-      emit_materialized();
-      column_begin_ = column_end_ = nullptr;
-    });
   } else {
     for_range(begin, end, [&](llvm::Value* r) {
       row_ = r;
@@ -276,17 +265,11 @@ void KernelEmitter::emit_nest(const Value* v) {
   }
   const Node* n = v->producer();
   // (By rows, the row must be the input's leading dimension too: axis 0 not reduced. A bf16
-  // result cannot accumulate in its own buffer: serially or by columns it accumulates in a
-  // float32 one (KernelPlan::accumulators); by rows it is reduced at each output index instead.)
+  // result cannot accumulate in its own buffer: serially it accumulates in a float32 one
+  // (KernelPlan::accumulators); by rows it is reduced at each output index instead.)
   if (n != nullptr && keeps_last_axis(*n) && (v->dtype() != DType::bf16 || accumulator_.count(v)) &&
       (first == 0 || reduction_axes(*n).front() != 0)) {
     emit_reduction_through_memory(v, *n, idx, first);
-    return;
-  }
-  // By columns, every nest walks a value's own shape, whose last axis is the blocked one (a
-  // reshape's input may have another).
-  if (plan_.mode == IterationMode::kColumns) {
-    nest(s, first, idx, [&](const Index& full) { store_value(v, full); });
     return;
   }
   if (emit_reshape_walk(v, idx, first)) return;
@@ -367,16 +350,6 @@ void KernelEmitter::nest(const Shape& s, int d, Index& idx,
                          const std::function<void(const Index&)>& body) {
   if (d == s.rank()) {
     body(idx);
-    return;
-  }
-  if (column_begin_ != nullptr && d == s.rank() - 1) {  // a block of columns (kColumns)
-    KILN_ASSERT(s[d] == plan_.columns,
-                "codegen: a column kernel walks a last axis of another length");
-    for_range(column_begin_, column_end_, [&](llvm::Value* i) {
-      idx.push_back(i);
-      body(idx);
-      idx.pop_back();
-    });
     return;
   }
   if (s[d] == 1) {

@@ -140,10 +140,6 @@ class KernelEmitter {
   llvm::Function* fn_ = nullptr;
   llvm::Value* flag_ = nullptr;
   llvm::Value* row_ = nullptr;
-  // kColumns: the call's columns [column_begin_, column_end_), which every nest's last axis
-  // walks (null otherwise).
-  llvm::Value* column_begin_ = nullptr;
-  llvm::Value* column_end_ = nullptr;
   std::unordered_map<const Value*, llvm::Value*> base_;
   std::unordered_map<const Value*, std::vector<llvm::Value*>> out_buffers_;
   // KernelPlan::accumulators: the float32 buffer each of those reductions accumulates in.

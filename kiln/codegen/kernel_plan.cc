@@ -114,64 +114,6 @@ class RowCheck {
   std::set<std::pair<const Value*, bool>> seen_;
 };
 
-// Does computing `root` at column c of the last axis (columns` long) read every other
-// materialized value only at column c? Then a call over a block of columns writes only its own
-// columns and reads only columns it computed (IterationMode::kColumns).
-class ColumnCheck {
- public:
-  ColumnCheck(const std::unordered_set<const Value*>& materialized, int64_t columns)
-      : materialized_(materialized), columns_(columns) {}
-
-  bool root_ok(const Value* root) {
-    const Shape& s = root->shape();
-    if (s.rank() == 0 || s[s.rank() - 1] != columns_) return false;
-    const Node* n = op_producer(root);
-    if (n == nullptr) return true;  // a parameter or constant output
-    if (n->is_op(OpKind::Concat) || op_info(n->op()).has(kWindow)) return false;
-    if (is_reduction(*n)) return keeps_last_axis(*n) && visit(n->input(0), true);
-    return operands_ok(*n, true);
-  }
-
- private:
-  // `same`: the value is read at the column being computed (else at other columns).
-  bool visit(const Value* v, bool same) {
-    if (materialized_.count(v)) return same;
-    const Node* n = op_producer(v);
-    if (n == nullptr) return true;  // parameters and constants may be read anywhere
-    if (!seen_.insert({v, same}).second) return true;
-    return operands_ok(*n, same);
-  }
-
-  bool operands_ok(const Node& n, bool same) {
-    const Shape& out = n.output()->shape();
-    const bool out_column = same && out.rank() >= 1 && out[out.rank() - 1] == columns_;
-    for (size_t i = 0; i < read_operands(n); ++i) {
-      const Shape& in = n.input(i)->shape();
-      const bool in_column = in.rank() >= 1 && in[in.rank() - 1] == columns_;
-      bool keeps = false;
-      if (out_column && in_column) {
-        if (n.is_op(OpKind::Transpose)) {
-          keeps = n.attrs().get_ints("perm", "transpose").back() == in.rank() - 1;
-        } else if (n.is_op(OpKind::Slice)) {
-          auto r = rules::slice_ranges(in, n.attrs(), "slice").back();
-          keeps = r.start == 0 && r.step == 1 && r.size == columns_;
-        } else if (n.is_op(OpKind::Reshape) || n.is_op(OpKind::Copy)) {
-          keeps = true;  // both last axes `columns` long: the row-major order keeps the column
-        } else if (op_info(n.op()).has(kElementwise) || n.is_op(OpKind::BroadcastTo) ||
-                   n.is_op(OpKind::BroadcastLike)) {
-          keeps = true;  // numpy alignment from the right: the last axes align
-        }
-      }
-      if (!visit(n.input(i), keeps)) return false;
-    }
-    return true;
-  }
-
-  const std::unordered_set<const Value*>& materialized_;
-  const int64_t columns_;
-  std::set<std::pair<const Value*, bool>> seen_;
-};
-
 }  // namespace
 
 int concat_axis(const Node& n) {
@@ -316,18 +258,7 @@ KernelPlan plan_kernel(const ir::Graph& body) {
     plan.row_elements = std::max<int64_t>(1, work / p);
     return plan;
   }
-  // Columns: more than one block of a last axis that every materialized value shares and
-  // every value is read along unchanged.
-  const Value* last = plan.materialized.empty() ? nullptr : plan.materialized.front();
-  const int64_t columns =
-      last != nullptr && last->shape().rank() >= 1 ? last->shape()[last->shape().rank() - 1] : 0;
-  bool by_columns = columns > kColumnBlock;
-  if (by_columns) {
-    ColumnCheck check(seen, columns);
-    for (const Value* v : plan.materialized)
-      if (!check.root_ok(v)) by_columns = false;
-  }
-  plan.mode = by_columns ? IterationMode::kColumns : IterationMode::kSerial;
+  plan.mode = IterationMode::kSerial;
   int accumulators = int(plan.temporaries.size());
   for (const Value* v : plan.materialized) {
     const ir::Node* n = op_producer(v);
@@ -336,15 +267,6 @@ KernelPlan plan_kernel(const ir::Graph& body) {
   }
   plan.streaming_stores = false;
   plan.inputs_by_row.assign(body.parameters().size(), false);
-  if (by_columns) {
-    plan.columns = columns;
-    plan.extent = (columns + kColumnBlock - 1) / kColumnBlock;
-    int64_t work = total + math;
-    for (const auto& n : body.nodes())
-      if (is_reduction(*n)) work += n->input(0)->shape().num_elements();
-    plan.row_elements = std::max<int64_t>(1, work / plan.extent);
-    return plan;
-  }
   plan.extent = 1;
   plan.row_elements = std::max<int64_t>(1, total);
   return plan;

@@ -1,5 +1,5 @@
 // The iteration plan of one kernel body (see codegen/lower_kernel.h): which values it
-// materializes, and whether it runs flat, by rows, by blocks of columns, or serially.
+// materializes, and whether it runs flat, by rows, or serially.
 #pragma once
 
 #include <cstdint>
@@ -10,16 +10,7 @@
 
 namespace kiln::codegen {
 
-// kFlat: one linear index shared by every value; kRows: the leading dimension, each row
-// computed on its own; kColumns: blocks of kColumnBlock along the last axis, which every
-// materialized value shares and every value is read along unchanged (a bias gradient's sum
-// over the batch and the optimizer update of the bias: each block sums its columns over all
-// rows, in the serial kernel's order); kSerial: one call computes everything.
-enum class IterationMode { kFlat, kRows, kColumns, kSerial };
-
-// Columns per block of a kColumns kernel: one 64-byte cache line of float32, so blocks on
-// different threads never write the same line, and a whole AVX-512 vector (two AVX2 ones).
-inline constexpr int64_t kColumnBlock = 16;
+enum class IterationMode { kFlat, kRows, kSerial };
 
 // The work of one vector-math op per element, in elements moved: calibrated with
 // bench/kernel_grain_bench.cc (tanh(exp(x) * x) gains from two threads at ~1/16 of the chunk
@@ -35,8 +26,7 @@ inline constexpr int64_t kStreamingFootprintBytes = int64_t{32} << 20;
 
 struct KernelPlan {
   IterationMode mode = IterationMode::kSerial;
-  int64_t extent = 1;   // rows (flat: elements; columns: blocks of kColumnBlock; serial: 1)
-  int64_t columns = 0;  // kColumns: the last axis every materialized value has
+  int64_t extent = 1;  // rows (flat: elements; serial: 1)
   // Work per row, in elements read or written; each vector-math op (exp, log, tanh, ...)
   // evaluated counts kTranscendentalWork (sizes the runtime's chunks).
   int64_t row_elements = 1;
@@ -44,8 +34,7 @@ struct KernelPlan {
   std::vector<const ir::Value*> materialized;
   // Materialized values that are not outputs: temporary buffer index of each.
   std::unordered_map<const ir::Value*, int> temporaries;
-  // bf16 reductions a serial or columns kernel accumulates through memory (those that keep the
-  // last axis,
+  // bf16 reductions a serial kernel accumulates through memory (those that keep the last axis,
   // such as a bias gradient's sum over the batch): each accumulates along contiguous rows in a
   // float32 temporary of its shape (buffer index after the temporaries) and is rounded into its
   // own buffer once at the end, instead of reducing one strided column per output element.

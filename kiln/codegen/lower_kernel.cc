@@ -47,10 +47,9 @@ LoweredKernel lower_kernel(const ir::Graph& body, const std::string& symbol,
   for (const auto& [v, t] : plan.temporaries) l.temporaries[size_t(t)] = v->type();
   for (const auto& [v, t] : plan.accumulators)
     l.temporaries[size_t(t)] = TensorType{DType::f32, v->shape()};
-  l.iteration = plan.mode == IterationMode::kFlat      ? "flat"
-                : plan.mode == IterationMode::kRows    ? "rows"
-                : plan.mode == IterationMode::kColumns ? "columns"
-                                                       : "serial";
+  l.iteration = plan.mode == IterationMode::kFlat   ? "flat"
+                : plan.mode == IterationMode::kRows ? "rows"
+                                                    : "serial";
   l.extent = plan.extent;
   l.row_elements = plan.row_elements;
   l.inputs_by_row = plan.inputs_by_row;

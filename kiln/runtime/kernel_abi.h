@@ -44,7 +44,7 @@ struct KernelLayout {
   size_t num_inputs = 0;                // frame buffers [0, num_inputs)
   size_t num_outputs = 0;               // then num_outputs output buffers
   std::vector<TensorType> temporaries;  // then one buffer of each of these types
-  std::string iteration;                // "flat", "rows", "columns" or "serial" (codegen/lower_kernel.h)
+  std::string iteration;                // "flat", "rows" or "serial" (codegen/lower_kernel.h)
   int64_t extent = 1;  // rows of the parallel dimension: call with [0, extent) in chunks
   // Work per row in elements read or written, vector-math ops weighted (codegen's estimate):
   // a chunk holds about kElementwiseGrain of it.

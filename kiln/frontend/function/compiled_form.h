@@ -36,7 +36,7 @@ struct KernelForm {
   std::string name;       // its fusion group (or op) name: profiles, KILN_DUMP_IR file names
   std::string symbol;     // the JIT symbol (kiln_k_<hash of its LLVM IR and target>)
   std::string source;     // "memory cache", "disk cache" or "compiled"
-  std::string iteration;  // "flat", "rows", "columns" or "serial"
+  std::string iteration;  // "flat", "rows" or "serial"
   int64_t extent = 0;     // rows of its parallel dimension
   double lower_seconds = 0, optimize_seconds = 0, emit_seconds = 0;
   double compile_seconds() const { return lower_seconds + optimize_seconds + emit_seconds; }
