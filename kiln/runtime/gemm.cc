@@ -19,6 +19,7 @@
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <array>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -197,6 +198,29 @@ LoopInvariantScope* invariant_b(bool tb, int64_t n, int64_t k, const E* b, int64
   return LoopInvariantScope::holding(b, size_t((rows - 1) * ldb + cols) * sizeof(E));
 }
 
+// The plan of `shape` on `mk` with the published blocking: make_gemm_plan's, remembered per
+// thread in a table indexed by the shape's hash. A plan is a function of the kernel set, the
+// shape and the blocking alone, and published blocking is never changed or freed (a new table
+// is a new GemmParams object), so the params' address keys the entry with the other two.
+// Small products run thousands of times per op (attention tiles of every length, one image of
+// a convolution): planning each anew cost about a quarter of a 16 x 32 x 16 product.
+gemm_detail::GemmPlan planned(const gemm_detail::MicroKernels& mk,
+                              const gemm_detail::GemmShape& shape) {
+  struct Entry {
+    const gemm_detail::MicroKernels* mk = nullptr;
+    const gemm_detail::GemmParams* params = nullptr;
+    gemm_detail::GemmShape shape;
+    gemm_detail::GemmPlan plan;
+  };
+  constexpr size_t kEntries = 64;
+  thread_local std::array<Entry, kEntries> memo;
+  const gemm_detail::GemmParams& params = gemm_detail::gemm_params(mk, shape);
+  Entry& e = memo[shape.hash() % kEntries];
+  if (e.mk != &mk || e.params != &params || !(e.shape == shape))
+    e = Entry{&mk, &params, shape, gemm_detail::make_gemm_plan(mk, shape, params)};
+  return e.plan;
+}
+
 // The engine's plan for a float32 product on `threads` threads, and its run (logged and
 // profiled: gemm_plan_log.h).
 gemm_detail::GemmPlan float_plan(const gemm_detail::MicroKernels& mk, bool ta, bool tb, int64_t m,
@@ -204,7 +228,7 @@ gemm_detail::GemmPlan float_plan(const gemm_detail::MicroKernels& mk, bool ta, b
                                  bool b_invariant) {
   gemm_detail::GemmShape shape{m, n, k, ta, tb, threads, epilogue};
   shape.b_invariant = b_invariant;
-  return gemm_detail::make_gemm_plan(mk, shape, gemm_detail::gemm_params(mk, shape));
+  return planned(mk, shape);
 }
 
 // `loop`: where a kPrepacked plan's B is packed once (the scope invariant_b found).
@@ -372,9 +396,7 @@ void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Bf16Operand a,
     shape.b_invariant = loop != nullptr;
     shape.a_rounded = args.a_rounds;
     shape.b_rounded = args.b_rounds;
-    const gemm_detail::GemmPlan plan =
-        gemm_detail::make_gemm_plan(*mk, shape, gemm_detail::gemm_params(*mk, shape));
-    return run_float(*mk, plan, args, on_rows, loop);
+    return run_float(*mk, planned(*mk, shape), args, on_rows, loop);
   }
   // Eigen: the operands widened (or rounded) first, then gemm<float>'s own split (the same bits).
   auto widened = [](Bf16Operand x, int64_t rows, int64_t cols, int64_t ld) {

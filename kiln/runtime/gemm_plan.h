@@ -67,6 +67,19 @@ struct GemmShape {
   bool a_bf16 = false, b_bf16 = false;
   bool b_invariant = false;
   bool a_rounded = false, b_rounded = false;
+
+  bool operator==(const GemmShape&) const = default;
+  // A hash of every field (for the per-thread memos of plans and their descriptions).
+  size_t hash() const {
+    uint64_t h = 0x9E3779B97F4A7C15ull;
+    for (uint64_t v :
+         {uint64_t(m), uint64_t(n), uint64_t(k), uint64_t(threads),
+          uint64_t(ta) | uint64_t(tb) << 1 | uint64_t(epilogue) << 2 | uint64_t(a_bf16) << 3 |
+              uint64_t(b_bf16) << 4 | uint64_t(b_invariant) << 5 | uint64_t(a_rounded) << 6 |
+              uint64_t(b_rounded) << 7})
+      h = (h ^ v) * 0x100000001B3ull;
+    return size_t(h ^ (h >> 29));
+  }
 };
 
 // What a plan takes from the machine, all derived from the CPU's caches, the tile shape and the
@@ -198,6 +211,10 @@ struct GemmPlan {
   // operand shows as "A bf16 packed-per-panel" (widened as it is packed), a float32 one rounded
   // to bf16 as "A f32->bf16 packed-per-panel".
   std::string describe() const;
+
+  // Field by field (the kernel, ISA name and source by address: each names one object for the
+  // life of the process).
+  bool operator==(const GemmPlan&) const = default;
 };
 
 // The task grid of an m x n x k product on `threads` threads (C cut into row blocks of whole

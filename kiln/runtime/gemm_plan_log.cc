@@ -3,9 +3,12 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <mutex>
 #include <set>
+#include <string>
 #include <tuple>
+#include <utility>
 
 #include "kiln/runtime/log.h"
 
@@ -31,11 +34,29 @@ void log_gemm_plan(const GemmPlan& plan) {
   log(LogLevel::kDebug, "gemm plan: " + plan.describe());
 }
 
+// A plan's event name and detail, formatted once per distinct plan a thread profiles (a table
+// indexed by the shape's hash): kernels that run thousands of small products per op (attention
+// tiles, convolutions image by image) would otherwise spend more time formatting their events
+// than computing.
+const std::pair<std::string, std::string>& event_strings(const GemmPlan& plan) {
+  struct Entry {
+    GemmPlan plan;
+    std::pair<std::string, std::string> strings;
+    bool used = false;
+  };
+  constexpr size_t kEntries = 64;
+  thread_local std::array<Entry, kEntries> memo;
+  Entry& e = memo[plan.shape.hash() % kEntries];
+  if (!e.used || !(e.plan == plan))
+    e = Entry{plan, {event_name(plan.shape), plan.describe()}, true};
+  return e.strings;
+}
+
 GemmPlanScope::GemmPlanScope(const GemmPlan& plan)
-    : scope_(profiling_enabled() ? event_name(plan.shape) : std::string(), "gemm",
+    : scope_(profiling_enabled() ? event_strings(plan).first : std::string_view(), "gemm",
              2.0 * double(plan.shape.m) * double(plan.shape.n) * double(plan.shape.k)) {
   log_gemm_plan(plan);
-  if (scope_.recording()) scope_.set_detail(plan.describe());
+  if (scope_.recording()) scope_.set_detail(event_strings(plan).second);
 }
 
 }  // namespace kiln::runtime::gemm_detail

@@ -64,6 +64,8 @@ std::string tuned_table_path(const std::string& isa);
 
 // The GemmParams for `shape` on kernel set `mk`: the tuned class's blocking if the table has
 // it, else the derived one (thread-safe; the table is read once per process and kernel set).
+// The object referred to is never changed or freed: a table loaded later (reload_gemm_tuning,
+// use_gemm_tuning) publishes new objects, so its address identifies the blocking.
 const GemmParams& gemm_params(const MicroKernels& mk, const GemmShape& shape);
 
 // The derived GemmParams of kernel set `mk` (tile shape `kernel`), with this machine's caches

@@ -11,7 +11,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -226,8 +228,8 @@ TunedTable sample_table(const MicroKernels& mk) {
   t.isa = mk.isa;
   t.core_gflops = 123.5;
   t.classes.push_back(TunedClass{"deep-wide-many-nn", mk.shapes[mk.shape_count - 1].name, 256,
-                                 int64_t(mk.shapes[mk.shape_count - 1].nr) * 4, 16, 96, 0, 2,
-                                 true, 1.25});
+                                 int64_t(mk.shapes[mk.shape_count - 1].nr) * 4, 16, 96, 0, 2, true,
+                                 1.25});
   t.classes.push_back(TunedClass{"shallow-narrow-few-tn", mk.shapes[0].name, 64,
                                  int64_t(mk.shapes[0].nr), 2, 384, 256, 8, false, 1.0});
   return t;
@@ -486,6 +488,39 @@ TEST(GemmTuningTest, PlansAreLoggedOnceAndProfiledWithTheirPlan) {
   EXPECT_NE(event->detail.find("37x71x53 nt"), std::string::npos) << event->detail;
   EXPECT_NE(event->detail.find(", grid "), std::string::npos) << event->detail;
   EXPECT_NE(chrome_trace_json(events).find("\"detail\":\"37x71x53 nt"), std::string::npos);
+}
+
+// A product runs with the blocking published when it runs: the plans remembered for repeated
+// products are keyed by the published blocking, so a table loaded in between replaces them.
+TEST(GemmTuningTest, RepeatedProductsFollowANewTable) {
+  const MicroKernels* mk = nullptr;
+  for (const MicroKernels* set : engines())
+    if (gemm_kernels() == set->isa) mk = set;
+  if (mk == nullptr) GTEST_SKIP() << "the active kernels are " << gemm_kernels();
+  CacheDirGuard guard("repeated");
+  const GemmShape shape{40, 48, 30, true, false, 1, false};
+  ASSERT_EQ(gemm_class(shape), "shallow-narrow-few-tn");  // a class sample_table tunes
+  const Product pr(shape.m, shape.n, shape.k, shape.ta, shape.tb, 5);
+  auto detail_of_a_run = [&] {
+    std::vector<float> c = pr.c0;
+    start_profiling();
+    for (int i = 0; i < 3; ++i)
+      gemm_serial<float>(pr.ta, pr.tb, pr.m, pr.n, pr.k, pr.a.data(), pr.lda, pr.b.data(), pr.ldb,
+                         c.data(), pr.ldc);
+    std::set<std::string> details;
+    for (const ProfileEvent& e : stop_profiling())
+      if (e.category == "gemm") details.insert(e.detail);
+    EXPECT_EQ(details.size(), 1u);
+    return details.empty() ? std::string() : *details.begin();
+  };
+  use_gemm_tuning(*mk, std::nullopt);
+  const std::string derived = detail_of_a_run();
+  EXPECT_NE(derived.find("(derived)"), std::string::npos) << derived;
+  use_gemm_tuning(*mk, sample_table(*mk));
+  const std::string tuned = detail_of_a_run();
+  EXPECT_NE(tuned.find("(tuned shallow-narrow-few-tn)"), std::string::npos) << tuned;
+  use_gemm_tuning(*mk, std::nullopt);
+  EXPECT_EQ(detail_of_a_run(), derived);
 }
 
 }  // namespace

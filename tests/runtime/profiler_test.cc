@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -195,6 +196,43 @@ TEST_F(ProfilerTest, ThreadsGetTheirOwnNumbers) {
     EXPECT_GE(t, 0);
     EXPECT_LT(t, 1000);  // small numbers, not OS thread ids
   }
+}
+
+// Each thread records into its own buffer: events of threads that exited before the profile
+// stopped are kept (their buffers go to later threads, events and all), every event of threads
+// recording at the same time arrives once, and a new profile starts empty.
+TEST_F(ProfilerTest, EventsOfEveryThreadArriveOnce) {
+  start_profiling();
+  for (int round = 0; round < 3; ++round) {  // threads that exit one after another
+    std::thread t([round] { ProfileScope scope("round " + std::to_string(round), "op"); });
+    t.join();
+  }
+  constexpr int kThreads = 4, kEach = 500;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([t] {
+      for (int i = 0; i < kEach; ++i) ProfileScope scope("t" + std::to_string(t), "op", double(i));
+    });
+  for (std::thread& t : threads) t.join();
+  std::vector<ProfileEvent> events = stop_profiling();
+  std::map<std::string, std::vector<double>> seen;
+  for (const ProfileEvent& e : events) seen[e.name].push_back(e.flops);
+  ASSERT_EQ(events.size(), size_t(3 + kThreads * kEach));
+  for (int round = 0; round < 3; ++round)
+    EXPECT_EQ(seen["round " + std::to_string(round)].size(), 1u) << round;
+  for (int t = 0; t < kThreads; ++t) {
+    std::vector<double> flops = seen["t" + std::to_string(t)];
+    std::sort(flops.begin(), flops.end());
+    ASSERT_EQ(flops.size(), size_t(kEach)) << t;
+    for (int i = 0; i < kEach; ++i) EXPECT_EQ(flops[size_t(i)], double(i)) << t;
+  }
+  start_profiling();
+  { ProfileScope scope("fresh", "op"); }
+  std::thread([] { ProfileScope scope("fresh thread", "op"); }).join();
+  events = stop_profiling();
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].name, "fresh");
+  EXPECT_EQ(events[1].name, "fresh thread");
 }
 
 // ---------------------------------------------------------------- summary and table
