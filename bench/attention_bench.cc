@@ -13,7 +13,8 @@
 //   Shapes: 0 = [4, 16, 64, 32] (heads, batch, length, head size: the `kiln bench`
 //   transformer block), 1 = [2, 4, 512, 64] (longer sequences).
 //   Attention_Kernel_<Forward|Grad>/<shape>/<threads>/<causal>: the kernels alone
-//   (runtime::run_op), gemm_fraction as above.
+//   (runtime::run_op), gemm_fraction as above; profiled_over_plain = the kernel's median time
+//   while profiling (an event per product) over its time without.
 //   TransformerStep/fused:<1|0>/threads:2: the whole `kiln bench` transformer training step
 //     with the fused op or the composed ops (x_faster_than_composed: median of 7 interleaved
 //     ratios).
@@ -29,6 +30,7 @@
 #include "kiln/kiln.h"
 #include "kiln/runtime/gemm.h"
 #include "kiln/runtime/kernels.h"
+#include "kiln/runtime/profiler.h"
 #include "kiln/runtime/threading.h"
 
 namespace {
@@ -163,8 +165,14 @@ void kernel_case(benchmark::State& state, bool grad) {
   const Attrs attrs{{"scale", in.scale()}, {"causal", state.range(2) != 0}};
   const OpKind op = grad ? OpKind::AttentionGrad : OpKind::Attention;
   auto run = [&] { return runtime::run_op(op, args, attrs); };
+  const double plain = median_seconds(21, run);
   state.counters["gemm_fraction"] =
-      gemm_seconds(s, grad ? Products::kGrad : Products::kForward) / median_seconds(21, run);
+      gemm_seconds(s, grad ? Products::kGrad : Products::kForward) / plain;
+  if (!runtime::profiling_enabled()) {  // (not under KILN_PROFILE, whose profile this would end)
+    runtime::start_profiling();
+    state.counters["profiled_over_plain"] = median_seconds(21, run) / plain;
+    runtime::stop_profiling();
+  }
   for (auto _ : state) {
     runtime::Array r = run();
     benchmark::DoNotOptimize(r.raw());
