@@ -53,10 +53,11 @@ const std::pair<std::string, std::string>& event_strings(const GemmPlan& plan) {
 }
 
 GemmPlanScope::GemmPlanScope(const GemmPlan& plan)
-    : scope_(profiling_enabled() ? event_strings(plan).first : std::string_view(), "gemm",
+    : strings_(profiling_enabled() ? &event_strings(plan) : nullptr),
+      scope_(strings_ ? std::string_view(strings_->first) : std::string_view(), "gemm",
              2.0 * double(plan.shape.m) * double(plan.shape.n) * double(plan.shape.k)) {
   log_gemm_plan(plan);
-  if (scope_.recording()) scope_.set_detail(event_strings(plan).second);
+  if (scope_.recording() && strings_) scope_.set_detail(strings_->second);
 }
 
 }  // namespace kiln::runtime::gemm_detail

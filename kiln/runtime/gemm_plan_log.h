@@ -3,6 +3,9 @@
 // "gemm MxKxN [ta|tb]" of category "gemm", with its flops and its plan as the event's detail.
 #pragma once
 
+#include <string>
+#include <utility>
+
 #include "kiln/runtime/gemm_plan.h"
 #include "kiln/runtime/profiler.h"
 
@@ -17,6 +20,8 @@ class GemmPlanScope {
   explicit GemmPlanScope(const GemmPlan& plan);
 
  private:
+  // The plan's event name and detail (this thread's copy) when profiling was on at the start.
+  const std::pair<std::string, std::string>* strings_;
   ProfileScope scope_;
 };
 
