@@ -48,11 +48,22 @@ __attribute__((always_inline)) inline void k_steps(typename Isa::Vec (&acc)[R][N
   // Rows of A read directly: the next panel's rows (R rows on, lda apart, contiguous when
   // lda is the row length) stream in a line per step while this panel's tile runs.
   const float* a_next = PackedA ? nullptr : t.a + R * lda;
+  // A tile of one vector with more than kRowGroup rows read directly: rows from kHalf on are
+  // read from a pointer of their own, kHalf rows on, so that both halves address their rows with
+  // the same offsets i * lda (i < kHalf). With one base pointer the compiler keeps an offset per
+  // row, more than the general registers hold from 8 rows on, and moves them in from vector
+  // registers in every step (a 14-row tile: 5 such moves per 14 FMAs, whose loads already set
+  // its pace). Tiles of several vectors keep one pointer: their prefetch pointers take the
+  // registers a second base would free (the loop counter went to a vector register instead).
+  constexpr int kRowGroup = 7;
+  constexpr int kHalf = !PackedA && NV == 1 && R > kRowGroup ? (R + 1) / 2 : R;
+  const float* a_hi = a + kHalf * lda;
+  asm("" : "+r"(a_hi));  // its own pointer, not a + an offset the compiler keeps
   int64_t left = t.kc, run = t.seg_len > 0 ? t.seg_first : t.kc;
   while (left > 0) {
     const int64_t n = run < left ? run : left;
 #pragma GCC unroll 4
-    for (int64_t p = 0; p < n; ++p, a += a_step, b += ldb) {
+    for (int64_t p = 0; p < n; ++p, a += a_step, a_hi += a_step, b += ldb) {
       if constexpr (!PackedA && kPrefetch) {
         __builtin_prefetch(a_next, 0, 2);
         a_next += 16;
@@ -72,13 +83,14 @@ __attribute__((always_inline)) inline void k_steps(typename Isa::Vec (&acc)[R][N
       }
 #pragma GCC unroll 16
       for (int i = 0; i < R; ++i) {
-        const Vec ai = Isa::broadcast(a + i * lda);
+        const Vec ai = Isa::broadcast(i < kHalf ? a + i * lda : a_hi + (i - kHalf) * lda);
 #pragma GCC unroll 4
         for (int v = 0; v < NV; ++v) acc[i][v] = Isa::fma(ai, bv[v], acc[i][v]);
       }
     }
     left -= n;
     a += t.seg_jump;
+    a_hi += t.seg_jump;
     run = t.seg_len;
   }
 }

@@ -11,6 +11,7 @@
 // listed cases take the direct path (asserted through direct_conv_*_applies): strides, a
 // dilated kernel row, k deeper than one k block (a block starting inside a kernel row), output
 // channels in several and partial column tiles, "valid" padding. Fixed seeds.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -23,8 +24,11 @@
 
 #include "kiln/ir/error.h"
 #include "kiln/runtime/gemm.h"
+#include "kiln/runtime/gemm_engine.h"
+#include "kiln/runtime/gemm_microkernel.h"
 #include "kiln/runtime/kernels.h"
 #include "kiln/runtime/kernels/conv_direct.h"
+#include "kiln/runtime/profiler.h"
 #include "kiln/runtime/threading.h"
 #include "tests/runtime/contraction_test_util.h"
 #include "tests/runtime/conv_test_util.h"
@@ -253,6 +257,59 @@ TEST(ConvDirect, RandomGeometries) {
                     what + " filter gradient");
   }
   EXPECT_GE(direct, 15) << "too few random geometries took the direct path";
+}
+
+// The forward pass and the input gradient run each output line in the fewest tiles a shape of
+// the set as wide as the one they report can: their profile events name the shape and the tiles
+// per line (the CNN's 14-pixel lines: one 14-row tile on AVX-512, where 12-row tiles split them
+// in two). Lines of 14, 28 and 9 pixels, on every set this CPU runs.
+TEST(ConvDirect, LinesRunInTheFewestTilesOfTheirWidth) {
+  SettingsGuard guard;
+  set_num_threads(1);
+  std::mt19937_64 rng(760);
+  for (const std::string& set : microkernel_sets()) {
+    set_gemm_kernels(set);
+    const gemm_detail::MicroKernels& mk = *gemm_detail::active_microkernels();
+    for (int64_t width : {14, 28, 9}) {
+      const ConvDirectCase c{{2, 6, width, 16}, {3, 3, 16, 32}, {1, 1}, {1, 1}, "same"};
+      const ConvGeom g = conv_geom(Shape(c.input), Shape(c.filter), attrs_of(c), "test");
+      ASSERT_TRUE(direct_conv_forward_applies(g) && direct_conv_backprop_input_applies(g));
+      const Array x = random_array(DType::f32, Shape(c.input), rng);
+      const Array w = random_array(DType::f32, Shape(c.filter), rng);
+      const Array dy = random_array(DType::f32, Shape({2, 6, width, 32}), rng);
+      Attrs dx_attrs = attrs_of(c);
+      dx_attrs.set("input_shape", c.input);
+      start_profiling();
+      const Array fwd_in[] = {x, w};
+      run_op(OpKind::Conv2D, fwd_in, attrs_of(c));
+      const Array dx_in[] = {w, dy};
+      run_op(OpKind::Conv2DBackpropInput, dx_in, dx_attrs);
+      const std::vector<ProfileEvent> events = stop_profiling();
+      int passes = 0;
+      for (const ProfileEvent& e : events) {
+        if (e.name != "conv2d direct" && e.name != "conv2d_backprop_input direct") continue;
+        ++passes;
+        const std::string what = set + " " + std::to_string(width) + ": " + e.detail;
+        const gemm_detail::MicroKernel* used = nullptr;
+        for (int32_t i = 0; i < mk.shape_count; ++i)
+          if (e.detail.find(std::string(" ") + mk.shapes[i].name + ",") != std::string::npos)
+            used = &mk.shapes[i];
+        ASSERT_NE(used, nullptr) << what;
+        const int64_t tiles = (width + used->mr - 1) / used->mr;
+        EXPECT_NE(e.detail.find(fmt::format(" {} tile{} per {}-pixel line", tiles,
+                                            tiles == 1 ? "" : "s", width)),
+                  std::string::npos)
+            << what;
+        for (int32_t i = 0; i < mk.shape_count; ++i) {
+          if (mk.shapes[i].nr == used->nr) {
+            EXPECT_GE((width + mk.shapes[i].mr - 1) / mk.shapes[i].mr, tiles)
+                << what << " vs " << mk.shapes[i].name;
+          }
+        }
+      }
+      EXPECT_EQ(passes, 2) << set << " " << width;
+    }
+  }
 }
 
 // A line narrower than half a tile, a dilated kernel column, a shallow window and a strided

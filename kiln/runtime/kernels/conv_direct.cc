@@ -58,9 +58,28 @@ struct Direct {
   int64_t band_rows(int64_t lines) const { return (lines - 1) * sh + (kh - 1) * dh + 1; }
 };
 
+// The tile shape for output lines of `line` pixels, from kernel set `mk` whose blocking chose
+// `chosen`: tiles never cross a line, so each line splits into ceil(line / mr) tiles of
+// near-equal height (APanels). Of the shapes as wide as the chosen one (the same nr, so the
+// channels tile as before), the one that covers a line in the fewest tiles; a tie keeps the
+// chosen shape. Taller tiles read each B row for more FMAs and keep more chains in flight: a
+// 14-pixel line as one 14-row tile instead of two of 7 (the shapes of a set all fit its
+// registers). Every shape computes the same chains (gemm_microkernel.h), so the bits do not
+// depend on the choice.
+const MicroKernel* line_shape(const MicroKernels& mk, const MicroKernel* chosen, int64_t line) {
+  const MicroKernel* best = chosen;
+  auto tiles = [&](const MicroKernel* s) { return (line + s->mr - 1) / s->mr; };
+  for (int32_t i = 0; i < mk.shape_count; ++i) {
+    const MicroKernel* s = &mk.shapes[i];
+    if (s->nr == chosen->nr && tiles(s) < tiles(best)) best = s;
+  }
+  return best;
+}
+
 // The microkernel tile shape, k blocking and prefetch distance a convolution runs with: the
 // engine's blocking (derived or tuned, runtime/gemm_tuning.h) for the product it computes,
-// `rows` x `cols` x `depth` with A read directly.
+// `rows` x `cols` x `depth` with A read directly; over output lines (the forward pass and the
+// input gradient), the shape line_shape picks for them.
 struct Tiles {
   const MicroKernel* kernel;
   int64_t kc;
@@ -75,7 +94,9 @@ struct Tiles {
     b_ahead = p.b_ahead;
   }
   Tiles(const MicroKernels& mk, const Direct& d)
-      : Tiles(mk, d.n * d.oh * d.ow, d.o, d.k() * mk.k_per_step, false) {}
+      : Tiles(mk, d.n * d.oh * d.ow, d.o, d.k() * mk.k_per_step, false) {
+    kernel = line_shape(mk, kernel, d.ow);
+  }
 };
 
 // count pairs of bf16 from src to dst with their halves swapped: the pair of memory order
@@ -262,15 +283,20 @@ const MicroKernels* pair_set(int64_t channels) {
   return mk;
 }
 
-// The profile event of a pass on the pair kernels: the set, its tile and k blocks.
-struct PairsEvent {
+// The profile event of a direct pass over output lines: the set, its tile shape, the tiles of
+// a line and the k blocks (in pairs on a pair set).
+struct DirectEvent {
   ProfileScope scope;
-  PairsEvent(const char* pass, const MicroKernels& mk, const Direct& d)
-      : scope(pass, "conv", 2.0 * double(d.n * d.oh * d.ow) * double(d.k() * 2) * double(d.o)) {
+  DirectEvent(const char* pass, const MicroKernels& mk, const Direct& d)
+      : scope(pass, "conv",
+              2.0 * double(d.n * d.oh * d.ow) * double(d.k() * mk.k_per_step) * double(d.o)) {
     if (!scope.recording()) return;
     const Tiles tiles(mk, d);
-    scope.set_detail(
-        fmt::format("{} {} on bf16 pairs, kc {} pairs", mk.isa, tiles.kernel->name, tiles.kc));
+    const int64_t per_line = gemm_detail::ceil_div(d.ow, tiles.kernel->mr);
+    scope.set_detail(fmt::format("{} {}{}, {} tile{} per {}-pixel line, kc {}{}", mk.isa,
+                                 tiles.kernel->name, d.pairs ? " on bf16 pairs" : "", per_line,
+                                 per_line == 1 ? "" : "s", d.ow, tiles.kc,
+                                 d.pairs ? " pairs" : ""));
   }
 };
 
@@ -301,7 +327,9 @@ bool direct_conv_backprop_input_pairs_applies(const ConvGeom& g) {
 void direct_conv_forward(const float* x, const float* w, float* y, const ConvGeom& g,
                          const ImagesDone* on_images) {
   const Direct d{g.n, g.h, g.w, g.c, g.kh, g.kw, g.o, g.oh, g.ow, g.sh, g.sw, g.dh, g.ph, g.pw, w};
-  run_direct(*gemm_detail::active_microkernels(), d, x, y, on_images);
+  const MicroKernels& mk = *gemm_detail::active_microkernels();
+  DirectEvent event("conv2d direct", mk, d);
+  run_direct(mk, d, x, y, on_images);
 }
 
 void direct_conv_forward_pairs(const bfloat16* x, const bfloat16* w, float* y, const ConvGeom& g,
@@ -318,7 +346,7 @@ void direct_conv_forward_pairs(const bfloat16* x, const bfloat16* w, float* y, c
                  g.kw, g.o,  g.oh, g.ow,    g.sh,
                  g.sw, g.dh, g.ph, g.pw,    filter_buf.as<float>(),
                  true};
-  PairsEvent event("conv2d direct bf16", *mk, d);
+  DirectEvent event("conv2d direct bf16", *mk, d);
   run_direct(*mk, d, reinterpret_cast<const float*>(x), y, on_images);
 }
 
@@ -375,7 +403,9 @@ void direct_conv_backprop_input(const float* w, const float* dy, float* dx, cons
                                 const ImagesDone* on_images) {
   const MicroKernels& mk = *gemm_detail::active_microkernels();
   const TurnedFilter turned(mk, w, g, g.o, false);
-  run_direct(mk, turned.as_forward(g, g.o, false), dy, dx, on_images);
+  const Direct d = turned.as_forward(g, g.o, false);
+  DirectEvent event("conv2d_backprop_input direct", mk, d);
+  run_direct(mk, d, dy, dx, on_images);
 }
 
 void direct_conv_backprop_input_pairs(const bfloat16* w, const bfloat16* dy, float* dx,
@@ -389,7 +419,7 @@ void direct_conv_backprop_input_pairs(const bfloat16* w, const bfloat16* dy, flo
   const int64_t P = g.o / 2;
   const TurnedFilter turned(*mk, reinterpret_cast<const float*>(w), g, P, true);
   const Direct d = turned.as_forward(g, P, true);
-  PairsEvent event("conv2d_backprop_input direct bf16", *mk, d);
+  DirectEvent event("conv2d_backprop_input direct bf16", *mk, d);
   run_direct(*mk, d, reinterpret_cast<const float*>(dy), dx, on_images);
 }
 
