@@ -72,10 +72,11 @@ void print_plan(const PlanArgs& a) {
              "params:   kc {}{} nc {} prefetch {} rows, A read directly up to {} columns "
              "and {} rows per tile, B packed from {} rows or where its rows crowd L2's {} "
              "sets of {} ways, B copied in blocks over {} KiB, tasks of at least {:.0f} kflop "
-             "and {} row panels where the rows allow{}\n",
+             "and {} row panels where the rows allow, a large B packed {}{}\n",
              p.kc, mk.k_per_step == 2 ? " pairs" : "", p.nc, p.b_ahead, p.direct_a_max_cols,
              p.mr_direct, p.pack_b_min_rows, p.l2_sets, p.l2_ways, p.large_b_bytes >> 10,
              p.min_task_flops / 1e3, p.min_task_panels,
+             p.task_b_blocks ? "by its column tasks where they share it" : "before the tasks",
              !mk.tile_row  ? ""
              : p.row_calls ? ", a panel's whole tiles in one call"
                            : ", one call per tile")
@@ -152,12 +153,12 @@ void tune_set(const gd::MicroKernels& mk, const TuneArgs& a) {
                             s.ta ? " ta" : "", s.tb ? " tb" : "");
     std::cout << fmt::format(
         "{:<22} {:>6.0f}us {:>6.0f}us {:>8.1f} {:>5.2f}x  {} kc {}{} nc {} "
-        "prefetch {}, B packed from {} rows, A direct up to {} columns, tasks of {} panels{}{} "
+        "prefetch {}, B packed from {} rows, A direct up to {} columns, tasks of {} panels{}{}{} "
         "({})\n",
         c.name, c.start_seconds * 1e6, c.chosen_seconds * 1e6, c.flops / c.chosen_seconds * 1e-9,
         c.gain(), c.chosen_kernel, c.chosen.kc, pairs ? " pairs" : "", c.chosen.nc,
         c.chosen.b_ahead, c.chosen.pack_b_min_rows, c.chosen.direct_a_max_cols,
-        c.chosen.min_task_panels,
+        c.chosen.min_task_panels, c.chosen.task_b_blocks ? "" : ", large B packed before the tasks",
         !mk.tile_row         ? ""
         : c.chosen.row_calls ? ", row calls"
                              : ", no row calls",

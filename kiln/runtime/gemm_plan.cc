@@ -104,9 +104,10 @@ void plan_product(GemmPlan& plan, const GemmParams& p, int64_t m, int64_t n, int
   // B); float32 operands on the float32 kernels only.
   const int64_t column_tasks =
       std::min({panels_n, grid_tasks, std::max<int64_t>(1, plan.shape.threads)});
-  const bool b_blocks = pack_b && !b_prepacked && !b_bf16 && !tb && plan.k_per_step == 1 &&
-                        (!on_rows || grid_tasks == 1) && m >= 4 * mr && m < n &&
-                        (column_tasks - 1) * m < n && k * n * int64_t(sizeof(float)) > p.l2_bytes;
+  const bool b_blocks = p.task_b_blocks && pack_b && !b_prepacked && !b_bf16 && !tb &&
+                        plan.k_per_step == 1 && (!on_rows || grid_tasks == 1) && m >= 4 * mr &&
+                        m < n && (column_tasks - 1) * m < n &&
+                        k * n * int64_t(sizeof(float)) > p.l2_bytes;
   if (b_blocks) grid = {1, column_tasks};
   plan.row_blocks = grid.row_blocks;
   plan.col_blocks = grid.col_blocks;

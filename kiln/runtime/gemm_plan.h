@@ -115,6 +115,13 @@ struct GemmParams {
   // one call, each tile's first products overlapping the previous one's stores of C (on AMX: a
   // few percent either way by product, so a tunable, on by default).
   bool row_calls = true;
+  // A packed B that outgrows L2 under fewer rows than columns is packed by the tasks, each
+  // kc x nc block of their own columns right before its tiles (BMode::kPackedBlocks, where
+  // gemm_plan.cc's traffic rule allows); false: packed as the other rules say (before the
+  // tasks, BMode::kPacked, or each task its own panels). Which is faster depends on whether the
+  // machine's last-level cache keeps a packed B between its write and its reads: a tunable, on
+  // by default.
+  bool task_b_blocks = true;
 
   // "derived", or "tuned CLASS" (a string that outlives every plan: a literal, or owned by the
   // tuning, which is never freed)

@@ -148,7 +148,8 @@ int64_t round16(double x) { return std::max<int64_t>(16, int64_t(x) / 16 * 16); 
 bool same_blocking(const GemmParams& a, const GemmParams& b) {
   return a.kernel == b.kernel && a.kc == b.kc && a.nc == b.nc && a.b_ahead == b.b_ahead &&
          a.pack_b_min_rows == b.pack_b_min_rows && a.direct_a_max_cols == b.direct_a_max_cols &&
-         a.min_task_panels == b.min_task_panels && a.row_calls == b.row_calls;
+         a.min_task_panels == b.min_task_panels && a.row_calls == b.row_calls &&
+         a.task_b_blocks == b.task_b_blocks;
 }
 
 // Whether two plans make the engine do the same thing (every decision; not where the blocking
@@ -366,14 +367,19 @@ TuneResult tune_gemm(const MicroKernels& mk, const TuneOptions& o) {
     // The start and the choice, timed once more side by side.
     std::tie(report.start_seconds, report.chosen_seconds) = confirm(mk, c, report.start, o);
     // 6. The task grids on grid_threads threads (the stages above time one thread, whose plans
-    //    have one task): min_task_panels halved and doubled, where that changes the grid of one
-    //    of the class's shapes; the choice is timed once more against the one-thread choice.
+    //    have one task): min_task_panels halved and doubled, and a large packed B packed by the
+    //    column tasks or before them (task_b_blocks off or on), where that changes the plan of
+    //    one of the class's shapes; the choice is timed once more against the one-thread choice.
     report.grid_threads = grid_threads;
     std::vector<GemmParams> grids;
-    if (grid_threads > 1)
+    if (grid_threads > 1) {
       for (const GemmParams& p : threshold_candidates(c.best))
         if (p.min_task_panels != c.best.min_task_panels && changes_a_plan(mk, c, p, grid_threads))
           grids.push_back(p);
+      GemmParams p = c.best;
+      p.task_b_blocks = !p.task_b_blocks;
+      if (changes_a_plan(mk, c, p, grid_threads)) grids.push_back(p);
+    }
     if (!grids.empty()) {
       set_num_threads(grid_threads);
       const GemmParams one_thread = c.best;
@@ -387,16 +393,18 @@ TuneResult tune_gemm(const MicroKernels& mk, const TuneOptions& o) {
     report.chosen = c.best;
     report.start_kernel = mk.shapes[report.start.kernel].name;
     report.chosen_kernel = mk.shapes[c.best.kernel].name;
-    result.table.classes.push_back(TunedClass{
-        name, report.chosen_kernel, c.best.kc, c.best.nc, c.best.b_ahead, c.best.pack_b_min_rows,
-        c.best.direct_a_max_cols, c.best.min_task_panels, c.best.row_calls, report.gain()});
+    result.table.classes.push_back(
+        TunedClass{name, report.chosen_kernel, c.best.kc, c.best.nc, c.best.b_ahead,
+                   c.best.pack_b_min_rows, c.best.direct_a_max_cols, c.best.min_task_panels,
+                   c.best.row_calls, c.best.task_b_blocks, report.gain()});
     if (o.progress)
       o.progress(fmt::format(
           "{:<22} {} kc {}{} nc {} prefetch {} -> {} kc {}{} nc {} prefetch {}, B packed from "
-          "{} rows, A direct to {} columns, tasks of {} panels{}: {:.2f}x ({} candidates){}",
+          "{} rows, A direct to {} columns, tasks of {} panels{}{}: {:.2f}x ({} candidates){}",
           name, report.start_kernel, report.start.kc, pairs ? " pairs" : "", report.start.nc,
           report.start.b_ahead, report.chosen_kernel, c.best.kc, pairs ? " pairs" : "", c.best.nc,
           c.best.b_ahead, c.best.pack_b_min_rows, c.best.direct_a_max_cols, c.best.min_task_panels,
+          c.best.task_b_blocks ? "" : ", large B packed before the tasks",
           !mk.tile_row       ? ""
           : c.best.row_calls ? ", row calls"
                              : ", no row calls",

@@ -28,8 +28,8 @@ namespace {
 
 // Bumped whenever the table's fields or the engine's use of them change: older tables are then
 // ignored (format 2: the plan thresholds pack_b_min_rows, direct_a_max_cols, min_task_panels;
-// format 3: row_calls).
-constexpr int kTableFormat = 3;
+// format 3: row_calls; format 4: task_b_blocks).
+constexpr int kTableFormat = 4;
 constexpr const char* kMagic = "kiln-gemm-tuning";
 
 constexpr const char* kDepth[] = {"shallow", "mid", "deep"};
@@ -155,6 +155,7 @@ GemmParams tuned_params(const GemmParams& derived_for_kernel, const TunedClass& 
   p.direct_a_max_cols = c.direct_a_max_cols;
   p.min_task_panels = c.min_task_panels;
   p.row_calls = c.row_calls;
+  p.task_b_blocks = c.task_b_blocks;
   p.source = source.c_str();
   return p;
 }
@@ -268,9 +269,9 @@ std::string TunedTable::to_text() const {
   for (const TunedClass& c : classes)
     text += fmt::format(
         "class {} kernel {} kc {} nc {} b_ahead {} pack_b_min_rows {} direct_a_max_cols {} "
-        "min_task_panels {} row_calls {} gain {:.3f}\n",
+        "min_task_panels {} row_calls {} task_b_blocks {} gain {:.3f}\n",
         c.name, c.kernel, c.kc, c.nc, c.b_ahead, c.pack_b_min_rows, c.direct_a_max_cols,
-        c.min_task_panels, c.row_calls ? 1 : 0, c.gain);
+        c.min_task_panels, c.row_calls ? 1 : 0, c.task_b_blocks ? 1 : 0, c.gain);
   text += fmt::format("checksum {:016x}\n", fnv1a(text));
   return text;
 }
@@ -311,7 +312,8 @@ TunedTable TunedTable::parse(const std::string& text, const MicroKernels& mk,
       if (!(in >> got) || got != name || !(in >> value))
         throw fail(fmt::format(
             "class {}: bad field `{}` (expected `class NAME kernel S kc N nc N b_ahead N "
-            "pack_b_min_rows N direct_a_max_cols N min_task_panels N row_calls 0|1 gain X`)",
+            "pack_b_min_rows N direct_a_max_cols N min_task_panels N row_calls 0|1 "
+            "task_b_blocks 0|1 gain X`)",
             c.name, name));
     };
     field("kernel", c.kernel);
@@ -321,11 +323,15 @@ TunedTable TunedTable::parse(const std::string& text, const MicroKernels& mk,
     field("pack_b_min_rows", c.pack_b_min_rows);
     field("direct_a_max_cols", c.direct_a_max_cols);
     field("min_task_panels", c.min_task_panels);
-    int row_calls = -1;
-    field("row_calls", row_calls);
-    if (row_calls != 0 && row_calls != 1)
-      throw fail(fmt::format("class {}: row_calls {} is not 0 or 1", c.name, row_calls));
-    c.row_calls = row_calls == 1;
+    auto flag = [&](const char* name, bool& value) {
+      int read = -1;
+      field(name, read);
+      if (read != 0 && read != 1)
+        throw fail(fmt::format("class {}: {} {} is not 0 or 1", c.name, name, read));
+      value = read == 1;
+    };
+    flag("row_calls", c.row_calls);
+    flag("task_b_blocks", c.task_b_blocks);
     field("gain", c.gain);
     if (class_by_name(c.name) < 0) throw fail(fmt::format("unknown class `{}`", c.name));
     const MicroKernel* kernel = mk.find(c.kernel.c_str());

@@ -39,7 +39,8 @@ struct TunedClass {
   int64_t kc = 0, nc = 0;
   int32_t b_ahead = 0;
   int64_t pack_b_min_rows = 0, direct_a_max_cols = 0, min_task_panels = 0;
-  bool row_calls = true;  // GemmParams::row_calls
+  bool row_calls = true;      // GemmParams::row_calls
+  bool task_b_blocks = true;  // GemmParams::task_b_blocks
   double gain = 1.0;
 };
 

@@ -427,6 +427,13 @@ TEST(GemmPlanTest, ALargeBUnderFewerRowsIsPackedInBlocksByColumnTasks) {
   EXPECT_NE(plan(256, 2048, 1024, true, false, 8).b, BMode::kPackedBlocks);
   // A B within L2 stays as it was (512 x 256 floats, 512 KiB).
   EXPECT_NE(plan(256, 512, 256, true, false, 2).b, BMode::kPackedBlocks);
+  // task_b_blocks off (a tuned choice): packed before the tasks, which split the rows.
+  GemmParams before = params(0);
+  before.task_b_blocks = false;
+  const GemmPlan b =
+      make_gemm_plan(fake_kernels(), GemmShape{256, 1024, 2048, true, false, 2}, before);
+  EXPECT_EQ(b.b, BMode::kPacked) << b.describe();
+  EXPECT_EQ(b.col_blocks, 1) << b.describe();
 }
 
 TEST(GemmPlanTest, LargeBOfFewRowsIsCopiedInBlocks) {

@@ -145,9 +145,15 @@ TEST(GemmTuningTest, EveryCandidatePlanComputesTheContractsFmaChain) {
         blocks.pack_b_min_rows = 1;
         blocks.l2_bytes = 64 << 10;
         thresholds.push_back(blocks);
+        // The same B packed as the other rules say instead (task_b_blocks off).
+        GemmParams before = blocks;
+        before.task_b_blocks = false;
+        thresholds.push_back(before);
         if (pr.m == 60) {
-          EXPECT_EQ(make_gemm_plan(*mk, GemmShape{pr.m, pr.n, pr.k, pr.ta, pr.tb, 3}, blocks).b,
-                    BMode::kPackedBlocks)
+          const GemmShape on_three{pr.m, pr.n, pr.k, pr.ta, pr.tb, 3};
+          EXPECT_EQ(make_gemm_plan(*mk, on_three, blocks).b, BMode::kPackedBlocks)
+              << mk->isa << " " << mk->shapes[kernel].name;
+          EXPECT_NE(make_gemm_plan(*mk, on_three, before).b, BMode::kPackedBlocks)
               << mk->isa << " " << mk->shapes[kernel].name;
         }
         for (const GemmParams& p : thresholds)
@@ -229,9 +235,9 @@ TunedTable sample_table(const MicroKernels& mk) {
   t.core_gflops = 123.5;
   t.classes.push_back(TunedClass{"deep-wide-many-nn", mk.shapes[mk.shape_count - 1].name, 256,
                                  int64_t(mk.shapes[mk.shape_count - 1].nr) * 4, 16, 96, 0, 2, true,
-                                 1.25});
+                                 false, 1.25});
   t.classes.push_back(TunedClass{"shallow-narrow-few-tn", mk.shapes[0].name, 64,
-                                 int64_t(mk.shapes[0].nr), 2, 384, 256, 8, false, 1.0});
+                                 int64_t(mk.shapes[0].nr), 2, 384, 256, 8, false, true, 1.0});
   return t;
 }
 
@@ -260,6 +266,8 @@ TEST(GemmTuningTest, TableTextRoundTripsAndRejectsDamage) {
   EXPECT_EQ(back.classes[1].min_task_panels, 8);
   EXPECT_TRUE(back.classes[0].row_calls);
   EXPECT_FALSE(back.classes[1].row_calls);
+  EXPECT_FALSE(back.classes[0].task_b_blocks);
+  EXPECT_TRUE(back.classes[1].task_b_blocks);
 
   auto rejects = [&](const std::string& bad, const std::string& why) {
     try {
@@ -311,6 +319,8 @@ TEST(GemmTuningTest, TableTextRoundTripsAndRejectsDamage) {
   rejects(edited("pack_b_min_rows 96", "pack_b_min_rows many"), "bad field `pack_b_min_rows`");
   rejects(edited(" row_calls 1", ""), "bad field `row_calls`");
   rejects(edited("row_calls 0", "row_calls 2"), "row_calls 2 is not 0 or 1");
+  rejects(edited(" task_b_blocks 0", ""), "bad field `task_b_blocks`");
+  rejects(edited("task_b_blocks 1", "task_b_blocks yes"), "bad field `task_b_blocks`");
   EXPECT_EQ(TunedTable::parse(signed_text(body), mk, "t").to_text(), text);
   u = t;
   u.classes[1].name = "deep-wide-many-nn";
@@ -378,7 +388,7 @@ TEST(GemmTuningTest, DamagedOrForeignTablesAreIgnoredWithAWarningAndRebuilt) {
        "no checksum"},
       {foreign.to_text(), "made for CPU AuthenticAMD-25-17-1-AMD-EPYC-9R14"},
       {old_version.to_text(), "made by kiln 0.0.1"},
-      {format1_table(mk), "table format 1, this kiln reads format 3"}};
+      {format1_table(mk), "table format 1, this kiln reads format 4"}};
   for (const auto& [bytes, why] : damaged) {
     write_text(path, bytes);
     Warnings w;
