@@ -115,6 +115,13 @@ struct ClassState {
   double best_seconds = 0;
 };
 
+// The narrowest product the class is tuned on (TunedClass::n_min).
+int64_t narrowest_n(const ClassState& c) {
+  int64_t n = c.problems.front()->shape.n;
+  for (const Problem* p : c.problems) n = std::min(n, p->shape.n);
+  return n;
+}
+
 double class_time(const MicroKernels& mk, const ClassState& c, const GemmParams& p, double slice,
                   int threads = 1) {
   double total = 0;
@@ -396,7 +403,7 @@ TuneResult tune_gemm(const MicroKernels& mk, const TuneOptions& o) {
     result.table.classes.push_back(
         TunedClass{name, report.chosen_kernel, c.best.kc, c.best.nc, c.best.b_ahead,
                    c.best.pack_b_min_rows, c.best.direct_a_max_cols, c.best.min_task_panels,
-                   c.best.row_calls, c.best.task_b_blocks, report.gain()});
+                   c.best.row_calls, c.best.task_b_blocks, narrowest_n(c), report.gain()});
     if (o.progress)
       o.progress(fmt::format(
           "{:<22} {} kc {}{} nc {} prefetch {} -> {} kc {}{} nc {} prefetch {}, B packed from "

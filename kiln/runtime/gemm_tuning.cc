@@ -28,8 +28,8 @@ namespace {
 
 // Bumped whenever the table's fields or the engine's use of them change: older tables are then
 // ignored (format 2: the plan thresholds pack_b_min_rows, direct_a_max_cols, min_task_panels;
-// format 3: row_calls; format 4: task_b_blocks).
-constexpr int kTableFormat = 4;
+// format 3: row_calls; format 4: task_b_blocks; format 5: n_min).
+constexpr int kTableFormat = 5;
 constexpr const char* kMagic = "kiln-gemm-tuning";
 
 constexpr const char* kDepth[] = {"shallow", "mid", "deep"};
@@ -130,12 +130,31 @@ double measure_core_gflops(const MicroKernels& mk) {
 
 namespace {
 
+// The share of the columns of the tiles that cover n columns with tiles nr wide that hold
+// columns of C.
+double column_fill(int64_t n, int64_t nr) { return double(n) / double(ceil_div(n, nr) * nr); }
+
 // Everything gemm_params() reads for one kernel set; immutable once published.
 struct Tuning {
   std::vector<GemmParams> derived;  // per tile shape
   std::array<std::optional<GemmParams>, kClassCount> tuned;
   std::array<std::string, kClassCount> sources;  // "tuned CLASS": GemmParams::source
+  // Per tuned class: the narrowest n it was tuned on, and the derived blocking its narrower
+  // products run when the tuned tile shape would leave more of their tiles empty.
+  std::array<int64_t, kClassCount> n_min{};
+  std::array<std::optional<GemmParams>, kClassCount> narrower;
+  std::array<std::string, kClassCount> narrower_sources;  // "derived, narrower than tuned CLASS"
   std::string status;
+
+  const GemmParams& params(const MicroKernels& mk, const GemmShape& shape) const {
+    const size_t index = size_t(class_index(shape));
+    const std::optional<GemmParams>& p = tuned[index];
+    if (!p) return derived[0];
+    if (shape.n < n_min[index] && column_fill(shape.n, mk.shapes[p->kernel].nr) <
+                                      column_fill(shape.n, mk.shapes[derived[0].kernel].nr))
+      return *narrower[index];
+    return *p;
+  }
 };
 
 std::string cache_dir() {
@@ -173,9 +192,13 @@ std::unique_ptr<Tuning> make_tuning(const MicroKernels& mk, const std::optional<
       int32_t kernel = 0;
       while (kernel < mk.shape_count && c.kernel != mk.shapes[kernel].name) ++kernel;
       if (index >= 0 && kernel < mk.shape_count) {
-        t->sources[size_t(index)] = "tuned " + c.name;
-        t->tuned[size_t(index)] =
-            tuned_params(t->derived[size_t(kernel)], c, t->sources[size_t(index)]);
+        const size_t i = size_t(index);
+        t->sources[i] = "tuned " + c.name;
+        t->tuned[i] = tuned_params(t->derived[size_t(kernel)], c, t->sources[i]);
+        t->n_min[i] = c.n_min;
+        t->narrower_sources[i] = "derived, narrower than tuned " + c.name;
+        t->narrower[i] = t->derived[0];
+        t->narrower[i]->source = t->narrower_sources[i].c_str();
       }
     }
   t->status = std::move(status);
@@ -269,9 +292,9 @@ std::string TunedTable::to_text() const {
   for (const TunedClass& c : classes)
     text += fmt::format(
         "class {} kernel {} kc {} nc {} b_ahead {} pack_b_min_rows {} direct_a_max_cols {} "
-        "min_task_panels {} row_calls {} task_b_blocks {} gain {:.3f}\n",
+        "min_task_panels {} row_calls {} task_b_blocks {} n_min {} gain {:.3f}\n",
         c.name, c.kernel, c.kc, c.nc, c.b_ahead, c.pack_b_min_rows, c.direct_a_max_cols,
-        c.min_task_panels, c.row_calls ? 1 : 0, c.task_b_blocks ? 1 : 0, c.gain);
+        c.min_task_panels, c.row_calls ? 1 : 0, c.task_b_blocks ? 1 : 0, c.n_min, c.gain);
   text += fmt::format("checksum {:016x}\n", fnv1a(text));
   return text;
 }
@@ -313,7 +336,7 @@ TunedTable TunedTable::parse(const std::string& text, const MicroKernels& mk,
         throw fail(fmt::format(
             "class {}: bad field `{}` (expected `class NAME kernel S kc N nc N b_ahead N "
             "pack_b_min_rows N direct_a_max_cols N min_task_panels N row_calls 0|1 "
-            "task_b_blocks 0|1 gain X`)",
+            "task_b_blocks 0|1 n_min N gain X`)",
             c.name, name));
     };
     field("kernel", c.kernel);
@@ -332,6 +355,7 @@ TunedTable TunedTable::parse(const std::string& text, const MicroKernels& mk,
     };
     flag("row_calls", c.row_calls);
     flag("task_b_blocks", c.task_b_blocks);
+    field("n_min", c.n_min);
     field("gain", c.gain);
     if (class_by_name(c.name) < 0) throw fail(fmt::format("unknown class `{}`", c.name));
     const MicroKernel* kernel = mk.find(c.kernel.c_str());
@@ -352,6 +376,8 @@ TunedTable TunedTable::parse(const std::string& text, const MicroKernels& mk,
     if (c.min_task_panels < 1 || c.min_task_panels > 1024)
       throw fail(
           fmt::format("class {}: min_task_panels {} out of [1, 1024]", c.name, c.min_task_panels));
+    if (c.n_min < 1 || c.n_min > (int64_t(1) << 30))
+      throw fail(fmt::format("class {}: n_min {} out of [1, 2^30]", c.name, c.n_min));
     if (!(c.gain > 0) || c.gain > 1e3)
       throw fail(fmt::format("class {}: gain {} out of range", c.name, c.gain));
     for (const TunedClass& other : table.classes)
@@ -368,9 +394,7 @@ std::string tuned_table_path(const std::string& isa) {
 }
 
 const GemmParams& gemm_params(const MicroKernels& mk, const GemmShape& shape) {
-  const Tuning& t = tuning(mk);
-  if (const std::optional<GemmParams>& p = t.tuned[size_t(class_index(shape))]) return *p;
-  return t.derived[0];
+  return tuning(mk).params(mk, shape);
 }
 
 GemmParams derived_gemm_params(const MicroKernels& mk, int32_t kernel) {

@@ -5,7 +5,12 @@
 //
 // Classes: a product's class is its depth (shallow k <= 160, mid <= 640, deep), its width
 // (narrow n <= 128, wide), its height (few m <= 64 rows, many) and its transposes (nn, tn, nt,
-// tt): "deep-wide-many-nn". One tuned entry serves every product of its class.
+// tt): "deep-wide-many-nn". One tuned entry serves every product of its class that is at least
+// as wide as the narrowest product it was measured on (`n_min`). A narrower product whose tiles
+// of the tuned shape would be emptier than those of the derived shape (the share of the tiles'
+// columns that hold C's columns: 32 columns fill half of a 6 x 64 tile, all of a 12 x 32 one)
+// runs the derived blocking instead, as its plan says ("derived, narrower than tuned CLASS"):
+// the tuned shape was never timed that empty.
 //
 // The table is one text file per CPU model and kernel set, under the cache directory
 // (KILN_CACHE_DIR, else $HOME/.cache/kiln): gemm/<cpu_key>/<isa>.tune, written atomically. It
@@ -41,6 +46,7 @@ struct TunedClass {
   int64_t pack_b_min_rows = 0, direct_a_max_cols = 0, min_task_panels = 0;
   bool row_calls = true;      // GemmParams::row_calls
   bool task_b_blocks = true;  // GemmParams::task_b_blocks
+  int64_t n_min = 1;          // the narrowest n among the shapes it was tuned on
   double gain = 1.0;
 };
 
@@ -64,9 +70,10 @@ struct TunedTable {
 std::string tuned_table_path(const std::string& isa);
 
 // The GemmParams for `shape` on kernel set `mk`: the tuned class's blocking if the table has
-// it, else the derived one (thread-safe; the table is read once per process and kernel set).
-// The object referred to is never changed or freed: a table loaded later (reload_gemm_tuning,
-// use_gemm_tuning) publishes new objects, so its address identifies the blocking.
+// it (and `shape` is not too narrow for it, as above), else the derived one (thread-safe; the table
+// is read once per process and kernel set). The object referred to is never changed or freed: a
+// table loaded later (reload_gemm_tuning, use_gemm_tuning) publishes new objects, so its address
+// identifies the blocking.
 const GemmParams& gemm_params(const MicroKernels& mk, const GemmShape& shape);
 
 // The derived GemmParams of kernel set `mk` (tile shape `kernel`), with this machine's caches

@@ -235,9 +235,9 @@ TunedTable sample_table(const MicroKernels& mk) {
   t.core_gflops = 123.5;
   t.classes.push_back(TunedClass{"deep-wide-many-nn", mk.shapes[mk.shape_count - 1].name, 256,
                                  int64_t(mk.shapes[mk.shape_count - 1].nr) * 4, 16, 96, 0, 2, true,
-                                 false, 1.25});
+                                 false, 1024, 1.25});
   t.classes.push_back(TunedClass{"shallow-narrow-few-tn", mk.shapes[0].name, 64,
-                                 int64_t(mk.shapes[0].nr), 2, 384, 256, 8, false, true, 1.0});
+                                 int64_t(mk.shapes[0].nr), 2, 384, 256, 8, false, true, 32, 1.0});
   return t;
 }
 
@@ -268,6 +268,8 @@ TEST(GemmTuningTest, TableTextRoundTripsAndRejectsDamage) {
   EXPECT_FALSE(back.classes[1].row_calls);
   EXPECT_FALSE(back.classes[0].task_b_blocks);
   EXPECT_TRUE(back.classes[1].task_b_blocks);
+  EXPECT_EQ(back.classes[0].n_min, 1024);
+  EXPECT_EQ(back.classes[1].n_min, 32);
 
   auto rejects = [&](const std::string& bad, const std::string& why) {
     try {
@@ -303,6 +305,9 @@ TEST(GemmTuningTest, TableTextRoundTripsAndRejectsDamage) {
   u = t;
   u.classes[1].min_task_panels = 0;
   rejects(resigned(u), "min_task_panels 0 out of");
+  u = t;
+  u.classes[0].n_min = 0;
+  rejects(resigned(u), "n_min 0 out of");
   // A field missing, misnamed or unreadable (under a valid checksum) is named.
   auto signed_text = [](const std::string& body) {
     return body + fmt::format("checksum {:016x}\n", table_checksum(body));
@@ -321,6 +326,7 @@ TEST(GemmTuningTest, TableTextRoundTripsAndRejectsDamage) {
   rejects(edited("row_calls 0", "row_calls 2"), "row_calls 2 is not 0 or 1");
   rejects(edited(" task_b_blocks 0", ""), "bad field `task_b_blocks`");
   rejects(edited("task_b_blocks 1", "task_b_blocks yes"), "bad field `task_b_blocks`");
+  rejects(edited(" n_min 32", ""), "bad field `n_min`");
   EXPECT_EQ(TunedTable::parse(signed_text(body), mk, "t").to_text(), text);
   u = t;
   u.classes[1].name = "deep-wide-many-nn";
@@ -388,7 +394,7 @@ TEST(GemmTuningTest, DamagedOrForeignTablesAreIgnoredWithAWarningAndRebuilt) {
        "no checksum"},
       {foreign.to_text(), "made for CPU AuthenticAMD-25-17-1-AMD-EPYC-9R14"},
       {old_version.to_text(), "made by kiln 0.0.1"},
-      {format1_table(mk), "table format 1, this kiln reads format 4"}};
+      {format1_table(mk), "table format 1, this kiln reads format 5"}};
   for (const auto& [bytes, why] : damaged) {
     write_text(path, bytes);
     Warnings w;
@@ -502,6 +508,47 @@ TEST(GemmTuningTest, PlansAreLoggedOnceAndProfiledWithTheirPlan) {
 
 // A product runs with the blocking published when it runs: the plans remembered for repeated
 // products are keyed by the published blocking, so a table loaded in between replaces them.
+// A tuned class serves its products down to the narrowest n it was tuned on; a narrower one
+// whose tiles of the tuned shape would hold a smaller share of C's columns than the derived
+// shape's runs the derived blocking, and its plan says why.
+TEST(GemmTuningTest, ProductsNarrowerThanTheTunedOnesRunTheDerivedShapeWhereItFillsMore) {
+  for (const MicroKernels* mk : engines()) {
+    SCOPED_TRACE(mk->isa);
+    CacheDirGuard guard("narrower");
+    const MicroKernel& derived = mk->shapes[0];
+    int32_t wide = 0;
+    for (int32_t i = 1; i < mk->shape_count; ++i)
+      if (mk->shapes[i].nr > mk->shapes[wide].nr) wide = i;
+    const int64_t nr = mk->shapes[wide].nr;
+    ASSERT_GT(nr, derived.nr);
+    auto table_with_n_min = [&](int64_t n_min) {
+      TunedTable t = sample_table(*mk);
+      t.classes = {TunedClass{"mid-narrow-many-nn", mk->shapes[wide].name, 256, nr * 2, 4, 96, 0, 4,
+                              true, true, n_min, 1.1}};
+      return t;
+    };
+    auto source_for = [&](int64_t n) {
+      const GemmShape shape{512, n, 512, false, false, 1};
+      EXPECT_EQ(gemm_class(shape), "mid-narrow-many-nn");
+      const GemmParams& p = gemm_params(*mk, shape);
+      const std::string plan = make_gemm_plan(*mk, shape, p).describe();
+      EXPECT_NE(plan.find(std::string("(") + p.source + ")"), std::string::npos) << plan;
+      return std::pair<std::string, int32_t>(p.source, p.kernel);
+    };
+    using Choice = std::pair<std::string, int32_t>;
+    const Choice tuned{"tuned mid-narrow-many-nn", wide};
+    use_gemm_tuning(*mk, table_with_n_min(128));
+    // One tile of the derived shape filled, the tuned one's partly: the derived blocking.
+    EXPECT_EQ(source_for(derived.nr), Choice("derived, narrower than tuned mid-narrow-many-nn", 0));
+    // Three quarters of a tuned tile: no emptier than the derived shape's tiles.
+    EXPECT_EQ(source_for(nr * 3 / 4), tuned);
+    EXPECT_EQ(source_for(128), tuned);
+    // Tuned on products as narrow: its measurement holds.
+    use_gemm_tuning(*mk, table_with_n_min(derived.nr));
+    EXPECT_EQ(source_for(derived.nr), tuned);
+  }
+}
+
 TEST(GemmTuningTest, RepeatedProductsFollowANewTable) {
   const MicroKernels* mk = nullptr;
   for (const MicroKernels* set : engines())
