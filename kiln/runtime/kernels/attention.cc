@@ -173,6 +173,7 @@ struct Problem {
 // which is ~10x slower per element, and slower still on the underflowing masked scores.
 constexpr int64_t kLane = 16;
 inline int64_t padded(int64_t n) { return (n + kLane - 1) / kLane * kLane; }
+static_assert(kLane % exact_exp::kExpLanes<float> == 0 && kLane % exact_exp::kExpLanes<double> == 0);
 
 template <typename T>
 using AlignedRow = Eigen::Map<RowArray<T>, Eigen::Aligned64>;
@@ -207,23 +208,36 @@ bool masked_key_counts(T m) {
   return !(kMasked<T> - m < exact_exp::kExpZero<T>);
 }
 
-// Row x (cols scores, aligned, room for padded(cols) elements) <- exp(x - m) (masked scores'
-// weights exactly 0: exact_exp.h); returns the sum of the cols exponentials, in the same order
-// whatever `live` is. `live` (<= cols): the scores from there on are causally masked; where they
-// weigh nothing (!masked_key_counts(m)) their weights are set to 0 without exponentiating them
-// (the same +0 the exponential gives), so a causal tile's masked triangle costs no exp and the
-// rows take exp_values' fast path. The padding gets exp(0) and is never read; elements past
-// padded(cols) (a tile's row stride may be longer) are not touched.
+// Row x (cols scores) <- exp(x - m) (masked scores' weights exactly 0: exact_exp.h); returns
+// the sum of the cols exponentials (exact_exp::exp_shifted_sum's order over the live ones).
+// `live` (<= cols): the scores from there on are causally masked; where they weigh nothing
+// (!masked_key_counts(m)) their weights are set to 0 without exponentiating them (the same +0
+// the exponential gives), so a causal tile's masked triangle costs no exp and the rows take the
+// vectorized pass without low arguments.
+// The largest of x[0, n) (n >= 1; x has room for n rounded up to whole kLane elements, whose
+// lanes past n are read and ignored): one maximum per packet lane, then across the lanes.
 template <typename T>
-T exp_row(T* x, int64_t cols, T m, int64_t live) {
+EIGEN_ALWAYS_INLINE T row_max(const T* x, int64_t n) {
+  namespace ei = Eigen::internal;
+  using P = typename ei::packet_traits<T>::type;
+  constexpr int64_t kLanes = exact_exp::kExpLanes<T>;
+  const P lowest = ei::pset1<P>(-std::numeric_limits<T>::infinity());
+  P mx = lowest;
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) mx = ei::pmax(mx, ei::ploadu<P>(x + i));
+  if (i < n) {
+    const P live = ei::pcmp_lt(ei::plset<P>(T(0)), ei::pset1<P>(T(n - i)));
+    mx = ei::pmax(mx, ei::pselect(live, ei::ploadu<P>(x + i), lowest));
+  }
+  return ei::predux_max(mx);
+}
+
+template <typename T>
+EIGEN_ALWAYS_INLINE T exp_row(T* x, int64_t cols, T m, int64_t live) {
   if (live < cols && masked_key_counts(m)) live = cols;
-  const int64_t ld = padded(live);
-  std::fill(x + live, x + ld, m);
-  AlignedRow<T> row(x, ld);
-  row = row - m;
-  exact_exp::exp_values(x, x, ld);
+  const T sum = exact_exp::exp_shifted_sum_padded(x, x, live, m);
   std::fill(x + live, x + cols, T(0));
-  return AlignedRow<T>(x, cols).sum();
+  return sum;
 }
 
 // C (m x n, row stride ldc) = or += op(A) B: one runtime GEMM on this thread (kiln's engine
@@ -290,7 +304,7 @@ void forward_block(const Problem& p, const S* q, const S* k, const S* v, const b
       mask_tile(p, entry_mask, s, ld, r0, rows, c0, cols, kMasked<T>);
       for (int64_t i = 0; i < rows; ++i) {
         T* srow = s + i * ld;
-        const T block_max = AlignedRow<T>(srow, cols).maxCoeff();
+        const T block_max = row_max(srow, cols);
         const T mnew = c0 == 0 ? block_max : std::max(m[i], block_max);
         const T sum = exp_row(srow, cols, mnew, p.live_keys(r0 + i, c0, cols));
         if (c0 == 0) {
@@ -384,7 +398,7 @@ void backward_block(const Problem& p, const S* q, const S* k_in, const S* v_in, 
     bool again = false;
     for (int64_t i = 0; i < rows; ++i) {
       T* prow = pm + i * ld;
-      const T mx = AlignedRow<T>(prow, kend).maxCoeff();
+      const T mx = row_max(prow, kend);
       if (kend < tv && masked_key_counts(mx)) {
         again = true;
         break;

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
@@ -57,4 +58,56 @@ void exp_values(const T* a, T* y, int64_t n) {
   for (const auto& [i, v] : tail) y[i] = std::exp(v);
 }
 
+// Lanes of the vectorized exp's packets of T (Eigen's widest for this build).
+template <typename T>
+inline constexpr int64_t kExpLanes =
+    Eigen::internal::unpacket_traits<typename Eigen::internal::packet_traits<T>::type>::size;
+
+// One packet of exponentials with the tails above: e = exp(a) lane by lane (Eigen's vectorized
+// exp where it is exact; +0 below kExpZero; the C library's exp in between).
+template <typename P>
+EIGEN_ALWAYS_INLINE P exp_packet(const P& a) {
+  namespace ei = Eigen::internal;
+  using T = typename ei::unpacket_traits<P>::type;
+  const P e = ei::pexp(a);
+  if (!ei::predux_any(ei::pcmp_lt(a, ei::pset1<P>(kExpTail<T>)))) [[likely]]
+    return e;
+  constexpr int kLanes = ei::unpacket_traits<P>::size;
+  alignas(64) T args[kLanes], values[kLanes];
+  ei::pstoreu(args, a);
+  ei::pstoreu(values, e);
+  for (int i = 0; i < kLanes; ++i)
+    if (args[i] < kExpZero<T>)
+      values[i] = T(0);
+    else if (args[i] < kExpTail<T>)
+      values[i] = std::exp(args[i]);
+  return ei::ploadu<P>(values);
+}
+
+// y[0, n) = exp(x[0, n) - m) (y may be x), with exp_values' tails, in one pass of packets;
+// returns the sum of the n exponentials, one partial sum per lane added across the lanes at
+// the end. x and y must have room for n rounded up to whole kExpLanes<T> packets: the last
+// packet reads the elements past n (any values: those lanes are exponentiated as exp(0) and
+// left out of the sum) and writes them (unspecified values).
+template <typename T>
+EIGEN_ALWAYS_INLINE T exp_shifted_sum_padded(const T* x, T* y, int64_t n, T m) {
+  namespace ei = Eigen::internal;
+  using P = typename ei::packet_traits<T>::type;
+  constexpr int64_t kLanes = kExpLanes<T>;
+  const P shift = ei::pset1<P>(m), zero = ei::pset1<P>(T(0));
+  P sum = zero;
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const P e = exp_packet(ei::psub(ei::ploadu<P>(x + i), shift));
+    ei::pstoreu(y + i, e);
+    sum = ei::padd(sum, e);
+  }
+  if (i < n) {
+    const P live = ei::pcmp_lt(ei::plset<P>(T(0)), ei::pset1<P>(T(n - i)));
+    const P e = exp_packet(ei::pselect(live, ei::psub(ei::ploadu<P>(x + i), shift), zero));
+    ei::pstoreu(y + i, e);
+    sum = ei::padd(sum, ei::pselect(live, e, zero));
+  }
+  return ei::predux(sum);
+}
 }  // namespace kiln::runtime::exact_exp
