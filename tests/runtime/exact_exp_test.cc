@@ -149,5 +149,48 @@ TEST(ExactExp, ExpValuesGiveTheLibraryValuesBelowTheTail) {
   exact_exp::exp_values(none.data(), none.data(), 0);  // no arguments: nothing read or written
 }
 
+// exact_exp::exp_shifted_sum_padded: exp(x - m) with exp_values' tails, in place and not, for
+// lengths around whole packets; the padding past n holds NaN, which must stay out of the sum.
+// The sum is that of the returned values, up to its reassociation (n - 1 roundings).
+template <typename T>
+void expect_shifted_sum(const std::vector<T>& low) {
+  constexpr int64_t kLanes = exact_exp::kExpLanes<T>;
+  const T m = T(3.25);
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> u(-17, 8);
+  for (int64_t n : {int64_t{1}, kLanes - 1, kLanes, kLanes + 3, 3 * kLanes, int64_t{203}}) {
+    const int64_t room = (n + kLanes - 1) / kLanes * kLanes;
+    std::vector<T> x(size_t(room), std::numeric_limits<T>::quiet_NaN());
+    for (int64_t i = 0; i < n; ++i) x[size_t(i)] = T(u(rng));
+    for (size_t j = 0; j < low.size() && j < size_t(n); ++j)
+      x[size_t(int64_t(j) * 7919 % n)] = low[j] + m;
+    std::vector<T> out(x.size()), in_place = x;
+    const T sum = exact_exp::exp_shifted_sum_padded(x.data(), out.data(), n, m);
+    const T sum_in_place =
+        exact_exp::exp_shifted_sum_padded(in_place.data(), in_place.data(), n, m);
+    EXPECT_EQ(sum, sum_in_place) << "n " << n;
+    double total = 0, magnitude = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const T arg = x[size_t(i)] - m, want = std::exp(arg), got = out[size_t(i)];
+      EXPECT_EQ(got, in_place[size_t(i)]) << arg;
+      if (arg < exact_exp::kExpTail<T>)
+        EXPECT_EQ(got, want) << arg << " (n " << n << ")";
+      else
+        EXPECT_NEAR(got, want, 4 * std::numeric_limits<T>::epsilon() * want) << arg;
+      total += double(got);
+      magnitude += std::abs(double(got));
+    }
+    ASSERT_TRUE(std::isfinite(sum)) << "n " << n;
+    EXPECT_NEAR(double(sum), total,
+                double(n) * double(std::numeric_limits<T>::epsilon()) * magnitude)
+        << "n " << n;
+  }
+}
+
+TEST(ExactExp, ShiftedSumGivesTheLibraryValuesBelowTheTailAndSumsOnlyItsElements) {
+  expect_shifted_sum<float>({-1e9f, -104.5f, -103.5f, -100, -90, -87.01f, -86.99f});
+  expect_shifted_sum<double>({-1e9, -746.5, -745.1, -740, -720, -708.01, -707.99});
+}
+
 }  // namespace
 }  // namespace kiln::runtime

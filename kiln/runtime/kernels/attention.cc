@@ -59,12 +59,15 @@ namespace {
 
 // Query rows per block and keys per tile (forward). Causal attention takes smaller query
 // blocks: a block of rows [r0, r0 + rows) needs only the keys before r0 + rows, so small blocks
-// skip more of the masked triangle (measured on the `kiln bench` transformer's [4, 16, 64, 32],
-// one thread: causal forward / gradient 677 / 1576 us with 64 rows, 599 / 1349 with 32, 574 /
-// 1189 with 16, 642 / 1345 with 8; without causality 64 rows are fastest;
-// bench/attention_bench.cc).
+// skip more of the masked triangle, while each block pays its products' per-call costs. On the
+// `kiln bench` transformer's [4, 16, 64, 32] (bench/attention_bench.cc, Attention_Kernel_*):
+// Zen 3, one thread, when a row's exponentials took several passes, causal forward / gradient
+// 677 / 1576 us with 64 rows, 599 / 1349 with 32, 574 / 1189 with 16, 642 / 1345 with 8; Zen 5,
+// two threads, with the one-pass rows, 32 rows against 16: forward 151-170 against 154-195 us,
+// gradient 306-357 against 338-416 us (5 interleaved pairs), and on [2, 4, 512, 64] forward
+// 0.90-0.93 of 16's time. Without causality 64 rows are fastest.
 constexpr int64_t kQueryBlock = 64;
-constexpr int64_t kCausalQueryBlock = 16;
+constexpr int64_t kCausalQueryBlock = 32;
 constexpr int64_t kKeyBlock = 128;
 // Backward: a batch entry's query blocks are split into groups until there are at least this
 // many tasks (a constant, not the thread count: the split must not depend on it).
@@ -168,12 +171,14 @@ struct Problem {
   }
 };
 
-// Tiles of scores keep their rows 64-byte aligned and padded to a multiple of kLane elements,
-// so that Eigen's vectorized exp runs whole packets: its scalar peel and tail call libm's exp,
-// which is ~10x slower per element, and slower still on the underflowing masked scores.
+// Tiles of scores keep their rows 64-byte aligned and padded to a multiple of kLane elements
+// (whole packets of every vector width), so that a row's maximum and exponentials
+// (row_max, exact_exp::exp_shifted_sum_padded) read and write its last packet whole, masked,
+// instead of finishing it element by element.
 constexpr int64_t kLane = 16;
 inline int64_t padded(int64_t n) { return (n + kLane - 1) / kLane * kLane; }
-static_assert(kLane % exact_exp::kExpLanes<float> == 0 && kLane % exact_exp::kExpLanes<double> == 0);
+static_assert(kLane % exact_exp::kExpLanes<float> == 0 &&
+              kLane % exact_exp::kExpLanes<double> == 0);
 
 template <typename T>
 using AlignedRow = Eigen::Map<RowArray<T>, Eigen::Aligned64>;
