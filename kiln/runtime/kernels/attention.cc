@@ -237,6 +237,39 @@ EIGEN_ALWAYS_INLINE T row_max(const T* x, int64_t n) {
   return ei::predux_max(mx);
 }
 
+// A row's softmax gradient in place: d <- p (d - sum(p d)) over [0, n) (p and d have room for
+// n rounded up to whole kLane elements; the lanes past n are left out of the sum, and d's are
+// written with unspecified values).
+template <typename T>
+EIGEN_ALWAYS_INLINE void softmax_grad_row(const T* p, T* d, int64_t n) {
+  namespace ei = Eigen::internal;
+  using P = typename ei::packet_traits<T>::type;
+  constexpr int64_t kLanes = exact_exp::kExpLanes<T>;
+  const P zero = ei::pset1<P>(T(0));
+  P dot = zero;
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    dot = ei::pmadd(ei::ploadu<P>(p + i), ei::ploadu<P>(d + i), dot);
+  if (i < n) {
+    const P live = ei::pcmp_lt(ei::plset<P>(T(0)), ei::pset1<P>(T(n - i)));
+    dot = ei::padd(dot,
+                   ei::pselect(live, ei::pmul(ei::ploadu<P>(p + i), ei::ploadu<P>(d + i)), zero));
+  }
+  const P dsum = ei::pset1<P>(ei::predux(dot));
+  for (i = 0; i < n; i += kLanes)
+    ei::pstoreu(d + i, ei::pmul(ei::ploadu<P>(p + i), ei::psub(ei::ploadu<P>(d + i), dsum)));
+}
+
+// x[0, n) *= s (x has room for n rounded up to whole kLane elements, written whole).
+template <typename T>
+EIGEN_ALWAYS_INLINE void scale_row(T* x, int64_t n, T s) {
+  namespace ei = Eigen::internal;
+  using P = typename ei::packet_traits<T>::type;
+  const P factor = ei::pset1<P>(s);
+  for (int64_t i = 0; i < n; i += exact_exp::kExpLanes<T>)
+    ei::pstoreu(x + i, ei::pmul(ei::ploadu<P>(x + i), factor));
+}
+
 template <typename T>
 EIGEN_ALWAYS_INLINE T exp_row(T* x, int64_t cols, T m, int64_t live) {
   if (live < cols && masked_key_counts(m)) live = cols;
@@ -408,7 +441,7 @@ void backward_block(const Problem& p, const S* q, const S* k_in, const S* v_in, 
         again = true;
         break;
       }
-      AlignedRow<T>(prow, kend) *= T(1) / exp_row(prow, kend, mx, p.live_keys(r0 + i, 0, kend));
+      scale_row(prow, kend, T(1) / exp_row(prow, kend, mx, p.live_keys(r0 + i, 0, kend)));
     }
     if (!again) break;
     kend = tv;
@@ -417,11 +450,7 @@ void backward_block(const Problem& p, const S* q, const S* k_in, const S* v_in, 
   product<T>(true, kend, p.dv, rows, pm, ld, dob, p.dv, g.dv, 2 * g.ld, true);
   // dP = dout v^T; dS = P (dP - rowsum(P dP)), zero where masked
   gemm_serial<T>(false, true, rows, kend, p.dv, dob, p.dv, v, p.dv, dp, ld);
-  for (int64_t i = 0; i < rows; ++i) {
-    AlignedRow<T> prow(pm + i * ld, kend), drow(dp + i * ld, kend);
-    const T dsum = (prow * drow).sum();
-    drow = prow * (drow - dsum);
-  }
+  for (int64_t i = 0; i < rows; ++i) softmax_grad_row(pm + i * ld, dp + i * ld, kend);
   if (entry_mask || p.causal) mask_tile(p, entry_mask, dp, ld, r0, rows, 0, kend, T(0));
   // dq = scale * dS k
   product<T>(false, rows, p.d, kend, dp, ld, k, p.d, g.dq + r0 * g.ld, g.ld, false);
