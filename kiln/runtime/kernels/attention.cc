@@ -213,12 +213,6 @@ bool masked_key_counts(T m) {
   return !(kMasked<T> - m < exact_exp::kExpZero<T>);
 }
 
-// Row x (cols scores) <- exp(x - m) (masked scores' weights exactly 0: exact_exp.h); returns
-// the sum of the cols exponentials (exact_exp::exp_shifted_sum's order over the live ones).
-// `live` (<= cols): the scores from there on are causally masked; where they weigh nothing
-// (!masked_key_counts(m)) their weights are set to 0 without exponentiating them (the same +0
-// the exponential gives), so a causal tile's masked triangle costs no exp and the rows take the
-// vectorized pass without low arguments.
 // The largest of x[0, n) (n >= 1; x has room for n rounded up to whole kLane elements, whose
 // lanes past n are read and ignored): one maximum per packet lane, then across the lanes.
 template <typename T>
@@ -231,7 +225,7 @@ EIGEN_ALWAYS_INLINE T row_max(const T* x, int64_t n) {
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) mx = ei::pmax(mx, ei::ploadu<P>(x + i));
   if (i < n) {
-    const P live = ei::pcmp_lt(ei::plset<P>(T(0)), ei::pset1<P>(T(n - i)));
+    const P live = exact_exp::first_lanes<P>(n - i);
     mx = ei::pmax(mx, ei::pselect(live, ei::ploadu<P>(x + i), lowest));
   }
   return ei::predux_max(mx);
@@ -251,7 +245,7 @@ EIGEN_ALWAYS_INLINE void softmax_grad_row(const T* p, T* d, int64_t n) {
   for (; i + kLanes <= n; i += kLanes)
     dot = ei::pmadd(ei::ploadu<P>(p + i), ei::ploadu<P>(d + i), dot);
   if (i < n) {
-    const P live = ei::pcmp_lt(ei::plset<P>(T(0)), ei::pset1<P>(T(n - i)));
+    const P live = exact_exp::first_lanes<P>(n - i);
     dot = ei::padd(dot,
                    ei::pselect(live, ei::pmul(ei::ploadu<P>(p + i), ei::ploadu<P>(d + i)), zero));
   }
@@ -270,6 +264,12 @@ EIGEN_ALWAYS_INLINE void scale_row(T* x, int64_t n, T s) {
     ei::pstoreu(x + i, ei::pmul(ei::ploadu<P>(x + i), factor));
 }
 
+// Row x (cols scores) <- exp(x - m) (masked scores' weights exactly 0: exact_exp.h); returns
+// the sum of the cols exponentials (exact_exp::exp_shifted_sum_padded's order over the live ones).
+// `live` (<= cols): the scores from there on are causally masked; where they weigh nothing
+// (!masked_key_counts(m)) their weights are set to 0 without exponentiating them (the same +0
+// the exponential gives), so a causal tile's masked triangle costs no exp and the rows take the
+// vectorized pass without low arguments.
 template <typename T>
 EIGEN_ALWAYS_INLINE T exp_row(T* x, int64_t cols, T m, int64_t live) {
   if (live < cols && masked_key_counts(m)) live = cols;

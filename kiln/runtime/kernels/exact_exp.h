@@ -10,7 +10,6 @@
 #pragma once
 
 #include <Eigen/Core>
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
@@ -63,6 +62,15 @@ template <typename T>
 inline constexpr int64_t kExpLanes =
     Eigen::internal::unpacket_traits<typename Eigen::internal::packet_traits<T>::type>::size;
 
+// The first `count` lanes of a packet P set (count < the packet's lanes): a mask for the last,
+// partial packet of a row whose padding lanes must not count.
+template <typename P>
+EIGEN_ALWAYS_INLINE P first_lanes(int64_t count) {
+  namespace ei = Eigen::internal;
+  using T = typename ei::unpacket_traits<P>::type;
+  return ei::pcmp_lt(ei::plset<P>(T(0)), ei::pset1<P>(T(count)));
+}
+
 // One packet of exponentials with the tails above: e = exp(a) lane by lane (Eigen's vectorized
 // exp where it is exact; +0 below kExpZero; the C library's exp in between).
 template <typename P>
@@ -103,11 +111,12 @@ EIGEN_ALWAYS_INLINE T exp_shifted_sum_padded(const T* x, T* y, int64_t n, T m) {
     sum = ei::padd(sum, e);
   }
   if (i < n) {
-    const P live = ei::pcmp_lt(ei::plset<P>(T(0)), ei::pset1<P>(T(n - i)));
+    const P live = first_lanes<P>(n - i);
     const P e = exp_packet(ei::pselect(live, ei::psub(ei::ploadu<P>(x + i), shift), zero));
     ei::pstoreu(y + i, e);
     sum = ei::padd(sum, ei::pselect(live, e, zero));
   }
   return ei::predux(sum);
 }
+
 }  // namespace kiln::runtime::exact_exp
