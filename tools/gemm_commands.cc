@@ -1,12 +1,14 @@
 // `kiln gemm-plan`: how the GEMM engine runs one product on this machine (the plan, the
 // blocking's source, the CPU facts it was derived from). `kiln tune`: measures the blocking of
 // each class of products the training steps use and keeps it in the machine's tuned table, one
-// per kernel set: the float32 kernels, and the bf16 pair kernels where the CPU runs them
-// (runtime/gemm_tuner.h).
+// per kernel set: the float32 kernels (with the fused attention kernels' query blocks, whose
+// products run on them: runtime/kernels/attention.h), and the bf16 pair kernels where the CPU
+// runs them (runtime/gemm_tuner.h).
 #include <fmt/format.h>
 
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "kiln/kiln.h"
@@ -15,6 +17,7 @@
 #include "kiln/runtime/gemm_engine.h"
 #include "kiln/runtime/gemm_tuner.h"
 #include "kiln/runtime/gemm_tuning.h"
+#include "kiln/runtime/kernels/attention.h"
 #include "tools/cli_conventions.h"
 #include "tools/commands.h"
 
@@ -137,7 +140,14 @@ void tune_set(const gd::MicroKernels& mk, const TuneArgs& a) {
             << (threads > 1 ? fmt::format(" (task grids on {} threads)", threads) : std::string())
             << ", start: " << a.start << "\n";
   o.progress = [](const std::string& line) { std::cout << "  " << line << std::endl; };
-  const gd::TuneResult r = gd::tune_gemm(mk, o);
+  gd::TuneResult r = gd::tune_gemm(mk, o);
+  // The attention kernels' query blocks, from their defaults (whatever --start says: they are
+  // no GEMM blocking), on the float32 kernels only.
+  std::optional<runtime::AttentionTuneReport> attention;
+  if (!pairs) {
+    attention = runtime::tune_attention_blocks(o);
+    r.table.attention = attention->tuned();
+  }
   for (const gd::GemmShape& s : r.skipped)
     std::cout << fmt::format(
         "  {}x{}x{}{}{}: a side under half of the {} tile, runs on the float32 kernels (their "
@@ -177,6 +187,13 @@ void tune_set(const gd::MicroKernels& mk, const TuneArgs& a) {
         flops / start_s * 1e-9, flops / chosen_s * 1e-9, start_s / chosen_s, a.start,
         100 * flops / chosen_s * 1e-9 / r.core_gflops, r.core_gflops, pairs ? mk.isa : "FMA",
         r.seconds);
+  if (attention)
+    std::cout << fmt::format(
+        "attention: query blocks {} / causal {} (defaults {} / {}): {:.0f} -> {:.0f} us "
+        "({:.2f}x, forward and gradient on [4, 16, 64, 32] and [2, 4, 512, 64])\n",
+        attention->chosen.query, attention->chosen.causal, attention->start.query,
+        attention->start.causal, attention->start_seconds * 1e6, attention->chosen_seconds * 1e6,
+        attention->gain());
   if (a.dry_run) {
     std::cout << "dry run: the table was not written\n";
     return;

@@ -28,8 +28,8 @@ namespace {
 
 // Bumped whenever the table's fields or the engine's use of them change: older tables are then
 // ignored (format 2: the plan thresholds pack_b_min_rows, direct_a_max_cols, min_task_panels;
-// format 3: row_calls; format 4: task_b_blocks; format 5: n_min).
-constexpr int kTableFormat = 5;
+// format 3: row_calls; format 4: task_b_blocks; format 5: n_min; format 6: the attention line).
+constexpr int kTableFormat = 6;
 constexpr const char* kMagic = "kiln-gemm-tuning";
 
 constexpr const char* kDepth[] = {"shallow", "mid", "deep"};
@@ -144,6 +144,7 @@ struct Tuning {
   std::array<int64_t, kClassCount> n_min{};
   std::array<std::optional<GemmParams>, kClassCount> narrower;
   std::array<std::string, kClassCount> narrower_sources;  // "derived, narrower than tuned CLASS"
+  std::optional<TunedAttention> attention;
   std::string status;
 
   const GemmParams& params(const MicroKernels& mk, const GemmShape& shape) const {
@@ -201,6 +202,7 @@ std::unique_ptr<Tuning> make_tuning(const MicroKernels& mk, const std::optional<
         t->narrower[i]->source = t->narrower_sources[i].c_str();
       }
     }
+  if (table) t->attention = table->attention;
   t->status = std::move(status);
   return t;
 }
@@ -228,7 +230,11 @@ std::optional<TunedTable> read_table(const MicroKernels& mk, const std::string& 
       throw Error(fmt::format("made for CPU {}, this is {}", table.cpu_key, key));
     if (table.kiln_version != kVersion)
       throw Error(fmt::format("made by kiln {}, this is {}", table.kiln_version, kVersion));
-    status = fmt::format("tuned table {} ({} classes)", path, table.classes.size());
+    status = fmt::format("tuned table {} ({} classes{})", path, table.classes.size(),
+                         table.attention ? fmt::format("; attention query blocks {}, causal {}",
+                                                       table.attention->query_block,
+                                                       table.attention->causal_query_block)
+                                         : std::string());
     log_info("GEMM: " + status);
     return table;
   } catch (const Error& e) {
@@ -282,6 +288,31 @@ const Tuning& tuning(const MicroKernels& mk) {
   return publish(mk, make_tuning(mk, table, status));
 }
 
+// The rest of an `attention` line: its query blocks, each one of kAttentionQueryBlocks, and its
+// gain; only in a float32 set's table (the pair sets do not run the attention products).
+template <class Fail>
+TunedAttention parse_attention(std::istream& in, const MicroKernels& mk, const Fail& fail) {
+  TunedAttention a;
+  auto field = [&](const char* name, auto& value) {
+    std::string got;
+    if (!(in >> got) || got != name || !(in >> value))
+      throw fail(fmt::format(
+          "attention: bad field `{}` (expected `attention query_block N causal_query_block N "
+          "gain X`)",
+          name));
+  };
+  field("query_block", a.query_block);
+  field("causal_query_block", a.causal_query_block);
+  field("gain", a.gain);
+  if (mk.k_per_step != 1) throw fail(fmt::format("an attention line in a {} table", mk.isa));
+  for (int64_t rows : {a.query_block, a.causal_query_block})
+    if (std::find(std::begin(kAttentionQueryBlocks), std::end(kAttentionQueryBlocks), rows) ==
+        std::end(kAttentionQueryBlocks))
+      throw fail(fmt::format("attention: query block {} is not one of 16, 32, 64", rows));
+  if (!(a.gain > 0) || a.gain > 1e3) throw fail(fmt::format("attention: gain {} out of range", a.gain));
+  return a;
+}
+
 }  // namespace
 
 std::string gemm_class(const GemmShape& shape) { return class_name(class_index(shape)); }
@@ -295,6 +326,9 @@ std::string TunedTable::to_text() const {
         "min_task_panels {} row_calls {} task_b_blocks {} n_min {} gain {:.3f}\n",
         c.name, c.kernel, c.kc, c.nc, c.b_ahead, c.pack_b_min_rows, c.direct_a_max_cols,
         c.min_task_panels, c.row_calls ? 1 : 0, c.task_b_blocks ? 1 : 0, c.n_min, c.gain);
+  if (attention)
+    text += fmt::format("attention query_block {} causal_query_block {} gain {:.3f}\n",
+                        attention->query_block, attention->causal_query_block, attention->gain);
   text += fmt::format("checksum {:016x}\n", fnv1a(text));
   return text;
 }
@@ -326,6 +360,11 @@ TunedTable TunedTable::parse(const std::string& text, const MicroKernels& mk,
     throw fail("expected `core_gflops X` with 0 < X <= 1e5");
   std::string word;
   while (in >> word) {
+    if (word == "attention") {
+      if (table.attention) throw fail("attention line twice");
+      table.attention = parse_attention(in, mk, fail);
+      continue;
+    }
     if (word != "class") throw fail(fmt::format("unexpected `{}`", word));
     TunedClass c;
     if (!(in >> c.name)) throw fail("expected a class name after `class`");
@@ -395,6 +434,10 @@ std::string tuned_table_path(const std::string& isa) {
 
 const GemmParams& gemm_params(const MicroKernels& mk, const GemmShape& shape) {
   return tuning(mk).params(mk, shape);
+}
+
+std::optional<TunedAttention> tuned_attention(const MicroKernels& mk) {
+  return tuning(mk).attention;
 }
 
 GemmParams derived_gemm_params(const MicroKernels& mk, int32_t kernel) {

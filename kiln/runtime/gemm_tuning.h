@@ -15,7 +15,8 @@
 // The table is one text file per CPU model and kernel set, under the cache directory
 // (KILN_CACHE_DIR, else $HOME/.cache/kiln): gemm/<cpu_key>/<isa>.tune, written atomically. It
 // records its format, kiln's version, the CPU key and the ISA, the core's FMA peak, one line per
-// tuned class (its blocking and plan thresholds), and a checksum. A table that is torn, corrupt,
+// tuned class (its blocking and plan thresholds), on the float32 kernel sets the fused attention
+// kernels' query blocks (their products run on these kernels), and a checksum. A table that is torn, corrupt,
 // in an older format, made by another kiln version or for another CPU is ignored with one
 // warning in the log naming what is wrong (the derived blocking is used until `kiln tune` writes
 // a new one); with no table at all kiln says once (KILN_LOG=info) that it uses the derived
@@ -50,12 +51,22 @@ struct TunedClass {
   double gain = 1.0;
 };
 
+// The query rows a fused attention task takes at a time (runtime/kernels/attention.h), without
+// and with causality, each one of kAttentionQueryBlocks (they all give the same bits), and the
+// gain over the defaults on the tuner's attention shapes (default time / tuned time).
+struct TunedAttention {
+  int64_t query_block = 0, causal_query_block = 0;
+  double gain = 1.0;
+};
+inline constexpr int64_t kAttentionQueryBlocks[] = {16, 32, 64};
+
 struct TunedTable {
   std::string kiln_version;
   std::string cpu_key;
   std::string isa;
   double core_gflops = 0;  // one core's FMA peak when tuned (sets the task sizes)
   std::vector<TunedClass> classes;
+  std::optional<TunedAttention> attention;  // float32 sets only; none: the kernels' defaults
 
   // The file's text, checksum last.
   std::string to_text() const;
@@ -83,6 +94,10 @@ GemmParams derived_gemm_params(const MicroKernels& mk, int32_t kernel = 0);
 // One core's rate on kernel set `mk`, which sets its derived task sizes (gemm_plan.h): the loop
 // of its instruction (the FMA, VDPBF16PS), or for AMX its tile kernel's rate on packed panels.
 double measure_core_gflops(const MicroKernels& mk);
+
+// The attention query blocks of kernel set `mk`'s tuned table, if it has them (thread-safe, as
+// gemm_params).
+std::optional<TunedAttention> tuned_attention(const MicroKernels& mk);
 
 // Reads the table of `mk` from disk again (after `kiln tune` wrote one, or a test changed the
 // cache directory). Returns a one-line status: "tuned table PATH (N classes)", or why the

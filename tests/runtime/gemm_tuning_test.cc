@@ -394,7 +394,7 @@ TEST(GemmTuningTest, DamagedOrForeignTablesAreIgnoredWithAWarningAndRebuilt) {
        "no checksum"},
       {foreign.to_text(), "made for CPU AuthenticAMD-25-17-1-AMD-EPYC-9R14"},
       {old_version.to_text(), "made by kiln 0.0.1"},
-      {format1_table(mk), "table format 1, this kiln reads format 5"}};
+      {format1_table(mk), "table format 1, this kiln reads format 6"}};
   for (const auto& [bytes, why] : damaged) {
     write_text(path, bytes);
     Warnings w;

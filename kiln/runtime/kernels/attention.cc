@@ -15,9 +15,10 @@
 // m exceeds -1e9 by more than the exponential's range (+0, as the visited masked keys get:
 // exact_exp.h); the kernel checks that for every row (-1e9 - m below exact_exp::kExpZero in the
 // computation's type) and visits every key of the block otherwise (a row with no unmasked key,
-// or scores near -1e9). Causal attention also takes smaller query blocks (kCausalQueryBlock),
-// so that less of the masked triangle is computed, and within a visited tile the causally
-// masked scores of such a row get their weight 0 without an exponential (exp_row).
+// or scores near -1e9). Causal attention also takes smaller query blocks (AttentionBlocks,
+// attention.h: measured per machine by `kiln tune`), so that less of the masked triangle is
+// computed, and within a visited tile the causally masked scores of such a row get their weight
+// 0 without an exponential (exp_row).
 //
 // attention_grad: dq, dk, dv packed as ir/shape_rules_attention.cc describes. Per block of
 // query rows the scores of every visited key are computed again (one GEMM, as flash attention
@@ -26,8 +27,8 @@
 // (zero where masked: `where` passes no gradient to a masked score), dq = scale dS k,
 // dk += dS^T (scale q). The [query block, Tv] tiles of P and dP are the only scratch. A task is
 // one batch entry (its query blocks in order, accumulating into dk and dv); when there are
-// few entries, each entry's query blocks are split into groups whose partial dk, dv are added
-// in group order afterwards.
+// few entries, each entry's query rows are split into groups of whole kGroupRows whose partial
+// dk, dv are added in group order afterwards.
 //
 // bfloat16 operands compute in float32 with the via-f32 rule's values (ir/ops.def): each task
 // widens the tiles of q, k, v and dout it reads into its scratch (exact) and the forward pass
@@ -35,9 +36,11 @@
 // the gradient accumulates in a float32 copy of its packed output, rounded once at the end.
 // The bits are those of the float32 kernel on the widened operands, rounded.
 //
-// Determinism: block sizes, groups and the order of every sum depend on the shapes only, so
-// results are bitwise identical for any thread count.
+// Determinism: groups and the order of every sum depend on the shapes only, so results are
+// bitwise identical for any thread count, and for finite operands for any query block of
+// kAttentionQueryBlocks (attention.h).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <Eigen/Core>
 #include <algorithm>
@@ -48,7 +51,11 @@
 #include <type_traits>
 #include <vector>
 
+#include "kiln/runtime/kernels/attention.h"
+
+#include "kiln/ir/error.h"
 #include "kiln/runtime/gemm.h"
+#include "kiln/runtime/gemm_engine.h"
 #include "kiln/runtime/kernels/exact_exp.h"
 #include "kiln/runtime/kernels/register.h"
 #include "kiln/runtime/scratch.h"
@@ -57,21 +64,19 @@
 namespace kiln::runtime {
 namespace {
 
-// Query rows per block and keys per tile (forward). Causal attention takes smaller query
-// blocks: a block of rows [r0, r0 + rows) needs only the keys before r0 + rows, so small blocks
-// skip more of the masked triangle, while each block pays its products' per-call costs. On the
-// `kiln bench` transformer's [4, 16, 64, 32] (bench/attention_bench.cc, Attention_Kernel_*):
-// Zen 3, one thread, when a row's exponentials took several passes, causal forward / gradient
-// 677 / 1576 us with 64 rows, 599 / 1349 with 32, 574 / 1189 with 16, 642 / 1345 with 8; Zen 5,
-// two threads, with the one-pass rows, 32 rows against 16: forward 151-170 against 154-195 us,
-// gradient 306-357 against 338-416 us (5 interleaved pairs), and on [2, 4, 512, 64] forward
-// 0.90-0.93 of 16's time. Without causality 64 rows are fastest.
-constexpr int64_t kQueryBlock = 64;
-constexpr int64_t kCausalQueryBlock = 32;
+// Keys per tile (forward); the query blocks are AttentionBlocks (attention.h).
 constexpr int64_t kKeyBlock = 128;
-// Backward: a batch entry's query blocks are split into groups until there are at least this
-// many tasks (a constant, not the thread count: the split must not depend on it).
+// Backward: a batch entry's query rows are split into groups of whole kGroupRows until there
+// are at least kMinBackwardTasks tasks (constants, not the thread count or the query block: the
+// split must depend on neither). Every query block divides kGroupRows, so a group is whole
+// blocks whatever the block.
 constexpr int64_t kMinBackwardTasks = 8;
+constexpr int64_t kGroupRows = 64;
+static_assert([] {
+  for (int64_t rows : gemm_detail::kAttentionQueryBlocks)
+    if (rows <= 0 || kGroupRows % rows != 0) return false;
+  return true;
+}());
 
 template <typename T>
 using RowArray = Eigen::Array<T, 1, Eigen::Dynamic>;
@@ -121,7 +126,10 @@ struct Problem {
   std::vector<int64_t> mask_offset;    // per entry
   int64_t mask_row = 0, mask_col = 0;  // strides along Tq and Tv (0 when broadcast)
 
-  Problem(std::span<const Array> in, size_t operands, const Attrs& attrs, const char* op) {
+  int64_t block = 1;                   // query rows per block
+
+  Problem(std::span<const Array> in, size_t operands, const Attrs& attrs, const char* op,
+          const AttentionBlocks& blocks) {
     const Shape& q = in[0].shape;
     const int r = q.rank();
     for (int i = 0; i < r - 2; ++i) entries *= q[i];
@@ -131,6 +139,7 @@ struct Problem {
     dv = in[2].shape[r - 1];
     scale = attrs.get_double("scale", op);
     causal = attrs.get_bool("causal", op);
+    block = causal ? blocks.causal : blocks.query;
     if (in.size() <= operands) return;
     const Array& m = in[operands];
     mask = m.data<bool>();
@@ -158,7 +167,7 @@ struct Problem {
     }
   }
 
-  int64_t query_block() const { return causal ? kCausalQueryBlock : kQueryBlock; }
+  int64_t query_block() const { return block; }
   int64_t query_blocks() const { return (tq + query_block() - 1) / query_block(); }
   // Keys a causal block of query rows [r0, r0 + rows) can see: j < r0 + rows.
   int64_t causal_keys(int64_t r0, int64_t rows) const {
@@ -371,8 +380,9 @@ void forward_block(const Problem& p, const S* q, const S* k, const S* v, const b
 }
 
 template <typename S>
-void attention_typed(std::span<const Array> in, const Attrs& attrs, Array& out) {
-  const Problem p(in, 3, attrs, "attention");
+void attention_typed(std::span<const Array> in, const Attrs& attrs, Array& out,
+                     const AttentionBlocks& blocks) {
+  const Problem p(in, 3, attrs, "attention", blocks);
   S* po = out.data<S>();
   if (out.size() == 0) return;
   if (p.tv == 0) {  // softmax over no keys, times no values: zeros (as the unfused ops)
@@ -382,14 +392,14 @@ void attention_typed(std::span<const Array> in, const Attrs& attrs, Array& out) 
   const S* pq = in[0].data<S>();
   const S* pk = in[1].data<S>();
   const S* pv = in[2].data<S>();
-  const int64_t blocks = p.query_blocks();
+  const int64_t per_entry = p.query_blocks();
   const double flops =
       2.0 * double(std::min(p.query_block(), p.tq)) * double(p.tv) * double(p.d + p.dv);
   const int64_t grain =
       std::max<int64_t>(1, int64_t(double(kGemmParallelMinFlops) / std::max(flops, 1.0)));
-  parallel_for(p.entries * blocks, grain, [&](int64_t t0, int64_t t1) {
+  parallel_for(p.entries * per_entry, grain, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
-      const int64_t e = t / blocks, r0 = (t % blocks) * p.query_block();
+      const int64_t e = t / per_entry, r0 = (t % per_entry) * p.query_block();
       const bool* em = p.mask ? p.mask + p.mask_offset[size_t(e)] : nullptr;
       forward_block<S>(p, pq + e * p.tq * p.d, pk + e * p.tv * p.d, pv + e * p.tv * p.dv, em,
                        po + e * p.tq * p.dv, r0, std::min(p.query_block(), p.tq - r0));
@@ -460,10 +470,11 @@ void backward_block(const Problem& p, const S* q, const S* k_in, const S* v_in, 
 }
 
 template <typename S>
-void attention_grad_typed(std::span<const Array> in, const Attrs& attrs, Array& out) {
+void attention_grad_typed(std::span<const Array> in, const Attrs& attrs, Array& out,
+                          const AttentionBlocks& blocks) {
   using T = typename ComputeOf<S>::type;
   constexpr bool kWiden = !std::is_same_v<S, T>;
-  const Problem p(in, 4, attrs, "attention_grad");
+  const Problem p(in, 4, attrs, "attention_grad", blocks);
   if (out.size() == 0) return;
   if (p.tv == 0 || p.tq == 0) {
     std::fill(out.data<S>(), out.data<S>() + out.size(), S{});
@@ -478,10 +489,10 @@ void attention_grad_typed(std::span<const Array> in, const Attrs& attrs, Array& 
   const S* pd = in[3].data<S>();
   const int64_t ld = std::max(p.d, p.dv);
   const int64_t rows_per_entry = p.tq + 2 * p.tv;
-  const int64_t blocks = p.query_blocks();
+  const int64_t units = (p.tq + kGroupRows - 1) / kGroupRows;
   const int64_t groups =
-      std::min(blocks, std::max<int64_t>(1, (kMinBackwardTasks + p.entries - 1) / p.entries));
-  const int64_t per_group = (blocks + groups - 1) / groups;
+      std::min(units, std::max<int64_t>(1, (kMinBackwardTasks + p.entries - 1) / p.entries));
+  const int64_t group_rows = (units + groups - 1) / groups * kGroupRows;
   // Partial dk, dv of groups after the first (the first adds into the output).
   std::vector<T> partial(groups > 1 ? size_t(p.entries * (groups - 1) * 2 * p.tv * ld) : 0);
   auto task = [&](int64_t t) {
@@ -496,13 +507,13 @@ void attention_grad_typed(std::span<const Array> in, const Attrs& attrs, Array& 
     } else {  // dk and dv accumulate; the padding columns are zero
       std::fill(g.dk, g.dk + 2 * p.tv * ld, T(0));
     }
-    for (int64_t b = grp * per_group; b < std::min(blocks, (grp + 1) * per_group); ++b) {
-      const int64_t r0 = b * p.query_block();
+    const int64_t end = std::min(p.tq, (grp + 1) * group_rows);
+    for (int64_t r0 = grp * group_rows; r0 < end; r0 += p.query_block()) {
       if (ld > p.d)
         for (int64_t i = r0; i < std::min(p.tq, r0 + p.query_block()); ++i)
           std::fill(g.dq + i * ld + p.d, g.dq + (i + 1) * ld, T(0));
       backward_block<S>(p, pq + e * p.tq * p.d, pk + e * p.tv * p.d, pv + e * p.tv * p.dv,
-                        pd + e * p.tq * p.dv, em, g, r0, std::min(p.query_block(), p.tq - r0));
+                        pd + e * p.tq * p.dv, em, g, r0, std::min(p.query_block(), end - r0));
     }
   };
   parallel_tasks(p.entries * groups, task);
@@ -524,32 +535,67 @@ void attention_grad_typed(std::span<const Array> in, const Attrs& attrs, Array& 
   });
 }
 
-template <void (*F32)(std::span<const Array>, const Attrs&, Array&),
-          void (*F64)(std::span<const Array>, const Attrs&, Array&),
-          void (*BF16)(std::span<const Array>, const Attrs&, Array&)>
-void dispatch(std::span<const Array> in, const Attrs& attrs, Array& out, const char* op) {
+using TypedKernel = void (*)(std::span<const Array>, const Attrs&, Array&,
+                            const AttentionBlocks&);
+
+template <TypedKernel F32, TypedKernel F64, TypedKernel BF16>
+void dispatch(std::span<const Array> in, const Attrs& attrs, Array& out,
+              const AttentionBlocks& blocks, const char* op) {
   if (out.dtype == DType::f32)
-    F32(in, attrs, out);
+    F32(in, attrs, out, blocks);
   else if (out.dtype == DType::f64)
-    F64(in, attrs, out);
+    F64(in, attrs, out, blocks);
   else if (out.dtype == DType::bf16)
-    BF16(in, attrs, out);
+    BF16(in, attrs, out, blocks);
   else
     internal_error(__FILE__, __LINE__,
                    fmt::format("{} of {} reached its kernel", op, dtype_name(out.dtype)));
 }
 
 void attention_kernel(std::span<const Array> in, const Attrs& attrs, Array& out) {
-  dispatch<attention_typed<float>, attention_typed<double>, attention_typed<bfloat16>>(
-      in, attrs, out, "attention");
+  attention_with_blocks(in, attrs, out, attention_blocks());
 }
 
 void attention_grad_kernel(std::span<const Array> in, const Attrs& attrs, Array& out) {
-  dispatch<attention_grad_typed<float>, attention_grad_typed<double>,
-           attention_grad_typed<bfloat16>>(in, attrs, out, "attention_grad");
+  attention_grad_with_blocks(in, attrs, out, attention_blocks());
+}
+
+// The blocks a call of `op` on `dtype` runs with: `blocks` (each of which must divide
+// kGroupRows) where its products run on kiln's GEMM engine (float32, and bf16 computed in
+// float32), whose FMA chains make every block give the same bits; the defaults where they run
+// on Eigen's GEMM (float64, or KILN_GEMM=eigen), whose sums depend on the products' sizes.
+AttentionBlocks blocks_for(const char* op, DType dtype, const AttentionBlocks& blocks) {
+  for (int64_t rows : {blocks.query, blocks.causal})
+    if (rows <= 0 || kGroupRows % rows != 0)
+      throw Error(fmt::format("{}: query block {} does not divide {} rows (use one of {})", op,
+                              rows, kGroupRows,
+                              fmt::join(gemm_detail::kAttentionQueryBlocks, ", ")));
+  if (dtype == DType::f64 || gemm_detail::active_microkernels() == nullptr) return {};
+  return blocks;
 }
 
 }  // namespace
+
+AttentionBlocks attention_blocks() {
+  const gemm_detail::MicroKernels* mk = gemm_detail::active_microkernels();
+  if (mk == nullptr) return {};
+  const std::optional<gemm_detail::TunedAttention> tuned = gemm_detail::tuned_attention(*mk);
+  if (!tuned) return {};
+  return AttentionBlocks{tuned->query_block, tuned->causal_query_block};
+}
+
+void attention_with_blocks(std::span<const Array> in, const Attrs& attrs, Array& out,
+                           const AttentionBlocks& blocks) {
+  dispatch<attention_typed<float>, attention_typed<double>, attention_typed<bfloat16>>(
+      in, attrs, out, blocks_for("attention", out.dtype, blocks), "attention");
+}
+
+void attention_grad_with_blocks(std::span<const Array> in, const Attrs& attrs, Array& out,
+                                const AttentionBlocks& blocks) {
+  dispatch<attention_grad_typed<float>, attention_grad_typed<double>,
+           attention_grad_typed<bfloat16>>(
+      in, attrs, out, blocks_for("attention_grad", out.dtype, blocks), "attention_grad");
+}
 
 void register_attention_kernels(KernelTable& t) {
   t[size_t(OpKind::Attention)] = attention_kernel;

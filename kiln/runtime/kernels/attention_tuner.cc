@@ -1,0 +1,125 @@
+// The attention kernels' query blocks measured on this machine (contract: attention.h).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <vector>
+
+#include "kiln/runtime/kernels/attention.h"
+#include "kiln/runtime/threading.h"
+
+namespace kiln::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+Array random_array(const Shape& shape, uint32_t seed) {
+  Array a = Array::empty(DType::f32, shape);
+  std::mt19937 rng{seed};
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  float* p = a.data<float>();
+  for (int64_t i = 0; i < a.size(); ++i) p[i] = normal(rng);
+  return a;
+}
+
+// One attention problem [heads, batch, length, dim] (self-attention: q, k, v alike) with its
+// gradient's operands and outputs.
+struct Case {
+  std::vector<Array> forward_in, grad_in;
+  Array out, grads;
+  Attrs attrs;
+
+  Case(int64_t heads, int64_t batch, int64_t length, int64_t dim, bool causal, uint32_t seed) {
+    const Shape x{heads, batch, length, dim};
+    forward_in = {random_array(x, seed), random_array(x, seed + 1), random_array(x, seed + 2)};
+    grad_in = forward_in;
+    grad_in.push_back(random_array(x, seed + 3));
+    out = Array::empty(DType::f32, x);
+    grads = Array::empty(DType::f32, Shape{heads, batch, 3 * length, dim});
+    attrs = Attrs{{"scale", 1.0 / std::sqrt(double(dim))}, {"causal", causal}};
+  }
+
+  // The fastest forward + gradient call under `blocks`, repeated for at least `slice` seconds.
+  double time(const AttentionBlocks& blocks, double slice) {
+    double best = 1e30;
+    const Clock::time_point t0 = Clock::now();
+    do {
+      const Clock::time_point c0 = Clock::now();
+      attention_with_blocks(forward_in, attrs, out, blocks);
+      attention_grad_with_blocks(grad_in, attrs, grads, blocks);
+      best = std::min(best, seconds_since(c0));
+    } while (seconds_since(t0) < slice);
+    return best;
+  }
+};
+
+// The `kiln bench` transformer block's heads, and longer sequences (bench/attention_bench.cc's
+// two shapes).
+std::vector<Case> cases(bool causal) {
+  std::vector<Case> out;
+  out.emplace_back(4, 16, 64, 32, causal, 11);
+  out.emplace_back(2, 4, 512, 64, causal, 23);
+  return out;
+}
+
+double total_time(std::vector<Case>& cs, const AttentionBlocks& blocks, double slice) {
+  double total = 0;
+  for (Case& c : cs) total += c.time(blocks, slice);
+  return total;
+}
+
+}  // namespace
+
+AttentionTuneReport tune_attention_blocks(const gemm_detail::TuneOptions& o) {
+  const int saved_threads = num_threads();
+  set_num_threads(1);
+  struct Restore {
+    int threads;
+    ~Restore() { set_num_threads(threads); }
+  } restore{saved_threads};
+
+  AttentionTuneReport report;
+  AttentionBlocks best;
+  report.start = best;
+  // The plain block on plain attention, the causal one on causal attention: each timed with
+  // every candidate against the current best, interleaved, the fastest kept if it beats the best
+  // by min_gain.
+  for (const bool causal : {false, true}) {
+    std::vector<Case> cs = cases(causal);
+    int64_t& field = causal ? best.causal : best.query;
+    std::vector<double> times(std::size(gemm_detail::kAttentionQueryBlocks), 1e30);
+    double best_s = 1e30;
+    for (int r = 0; r < std::max(1, o.rounds); ++r) {
+      best_s = std::min(best_s, total_time(cs, best, o.slice_seconds));
+      for (size_t i = 0; i < times.size(); ++i) {
+        const int64_t rows = gemm_detail::kAttentionQueryBlocks[i];
+        if (rows == field) continue;
+        AttentionBlocks candidate = best;
+        (causal ? candidate.causal : candidate.query) = rows;
+        times[i] = std::min(times[i], total_time(cs, candidate, o.slice_seconds));
+      }
+    }
+    report.candidates += int(times.size()) - 1;
+    const size_t winner = size_t(std::min_element(times.begin(), times.end()) - times.begin());
+    report.start_seconds += best_s;
+    if (times[winner] * o.min_gain < best_s) {
+      field = gemm_detail::kAttentionQueryBlocks[winner];
+      best_s = times[winner];
+    }
+    report.chosen_seconds += best_s;
+  }
+  report.chosen = best;
+  if (o.progress)
+    o.progress(fmt::format(
+        "attention query blocks {} / causal {} -> {} / causal {}: {:.2f}x ({} candidates)",
+        report.start.query, report.start.causal, report.chosen.query, report.chosen.causal,
+        report.gain(), report.candidates));
+  return report;
+}
+
+}  // namespace kiln::runtime
