@@ -2,7 +2,8 @@
 #   1. no table: gemm-plan says the blocking is derived and prints the plan (with
 #      --loop-invariant-b, B packed once per loop; with --dtype bf16, how a bfloat16 product runs;
 #      with --rounded, which float32 operand is rounded as it is packed, and that it needs bf16);
-#   2. a short tuning run writes the table; gemm-plan then reads it;
+#   2. a short tuning run writes the table (with the attention kernels' query blocks); gemm-plan
+#      then reads it;
 #   3. the table torn: gemm-plan warns that it is ignored and uses the derived blocking;
 #   4. tuning again rebuilds it.
 # Inputs: KILN (the kiln binary), WORK (a scratch directory).
@@ -51,7 +52,8 @@ expect("tune" "${out}" "B packed from [0-9]+ rows, A direct up to [0-9]+ columns
 expect("tune" "${out}" "wrote ([^\n]*\\.tune)")
 string(REGEX MATCH "wrote ([^\n]*\\.tune)" _ "${out}")
 set(table "${CMAKE_MATCH_1}")
-expect("tune" "${out}" "tuned table .* \\([0-9]+ classes\\)")
+expect("tune" "${out}" "tuned table .* \\([0-9]+ classes; attention query blocks (16|32|64), causal (16|32|64)\\)")
+expect("tune" "${out}" "attention: query blocks (16|32|64) / causal (16|32|64) \\(defaults 64 / 32\\)")
 
 run_kiln("tuned" out err gemm-plan 512 1024 1024)
 expect("tuned" "${out}" "blocking: tuned table ${table}")

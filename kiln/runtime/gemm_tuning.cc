@@ -309,7 +309,8 @@ TunedAttention parse_attention(std::istream& in, const MicroKernels& mk, const F
     if (std::find(std::begin(kAttentionQueryBlocks), std::end(kAttentionQueryBlocks), rows) ==
         std::end(kAttentionQueryBlocks))
       throw fail(fmt::format("attention: query block {} is not one of 16, 32, 64", rows));
-  if (!(a.gain > 0) || a.gain > 1e3) throw fail(fmt::format("attention: gain {} out of range", a.gain));
+  if (!(a.gain > 0) || a.gain > 1e3)
+    throw fail(fmt::format("attention: gain {} out of range", a.gain));
   return a;
 }
 

@@ -16,10 +16,10 @@
 // (KILN_CACHE_DIR, else $HOME/.cache/kiln): gemm/<cpu_key>/<isa>.tune, written atomically. It
 // records its format, kiln's version, the CPU key and the ISA, the core's FMA peak, one line per
 // tuned class (its blocking and plan thresholds), on the float32 kernel sets the fused attention
-// kernels' query blocks (their products run on these kernels), and a checksum. A table that is torn, corrupt,
-// in an older format, made by another kiln version or for another CPU is ignored with one
-// warning in the log naming what is wrong (the derived blocking is used until `kiln tune` writes
-// a new one); with no table at all kiln says once (KILN_LOG=info) that it uses the derived
+// kernels' query blocks (their products run on these kernels), and a checksum. A table that is
+// torn, corrupt, in an older format, made by another kiln version or for another CPU is ignored
+// with one warning in the log naming what is wrong (the derived blocking is used until `kiln tune`
+// writes a new one); with no table at all kiln says once (KILN_LOG=info) that it uses the derived
 // blocking. kiln never tunes on its own at start-up.
 #pragma once
 

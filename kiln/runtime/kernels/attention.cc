@@ -126,7 +126,7 @@ struct Problem {
   std::vector<int64_t> mask_offset;    // per entry
   int64_t mask_row = 0, mask_col = 0;  // strides along Tq and Tv (0 when broadcast)
 
-  int64_t block = 1;                   // query rows per block
+  int64_t block = 1;  // query rows per block
 
   Problem(std::span<const Array> in, size_t operands, const Attrs& attrs, const char* op,
           const AttentionBlocks& blocks) {
@@ -535,8 +535,7 @@ void attention_grad_typed(std::span<const Array> in, const Attrs& attrs, Array& 
   });
 }
 
-using TypedKernel = void (*)(std::span<const Array>, const Attrs&, Array&,
-                            const AttentionBlocks&);
+using TypedKernel = void (*)(std::span<const Array>, const Attrs&, Array&, const AttentionBlocks&);
 
 template <TypedKernel F32, TypedKernel F64, TypedKernel BF16>
 void dispatch(std::span<const Array> in, const Attrs& attrs, Array& out,

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kiln/runtime/kernels/attention.h"
@@ -14,11 +15,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) {
+double elapsed_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-Array random_array(const Shape& shape, uint32_t seed) {
+Array random_operand(const Shape& shape, uint32_t seed) {
   Array a = Array::empty(DType::f32, shape);
   std::mt19937 rng{seed};
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -36,9 +37,10 @@ struct Case {
 
   Case(int64_t heads, int64_t batch, int64_t length, int64_t dim, bool causal, uint32_t seed) {
     const Shape x{heads, batch, length, dim};
-    forward_in = {random_array(x, seed), random_array(x, seed + 1), random_array(x, seed + 2)};
+    forward_in = {random_operand(x, seed), random_operand(x, seed + 1),
+                  random_operand(x, seed + 2)};
     grad_in = forward_in;
-    grad_in.push_back(random_array(x, seed + 3));
+    grad_in.push_back(random_operand(x, seed + 3));
     out = Array::empty(DType::f32, x);
     grads = Array::empty(DType::f32, Shape{heads, batch, 3 * length, dim});
     attrs = Attrs{{"scale", 1.0 / std::sqrt(double(dim))}, {"causal", causal}};
@@ -52,8 +54,8 @@ struct Case {
       const Clock::time_point c0 = Clock::now();
       attention_with_blocks(forward_in, attrs, out, blocks);
       attention_grad_with_blocks(grad_in, attrs, grads, blocks);
-      best = std::min(best, seconds_since(c0));
-    } while (seconds_since(t0) < slice);
+      best = std::min(best, elapsed_since(c0));
+    } while (elapsed_since(t0) < slice);
     return best;
   }
 };
@@ -67,10 +69,13 @@ std::vector<Case> cases(bool causal) {
   return out;
 }
 
-double total_time(std::vector<Case>& cs, const AttentionBlocks& blocks, double slice) {
+// The cases' times under `blocks`, each relative to its `base` time (so that every shape
+// weighs the same, however long it runs).
+double relative_time(std::vector<Case>& cs, const std::vector<double>& base,
+                     const AttentionBlocks& blocks, double slice) {
   double total = 0;
-  for (Case& c : cs) total += c.time(blocks, slice);
-  return total;
+  for (size_t i = 0; i < cs.size(); ++i) total += cs[i].time(blocks, slice) / base[i];
+  return total / double(cs.size());
 }
 
 }  // namespace
@@ -91,34 +96,42 @@ AttentionTuneReport tune_attention_blocks(const gemm_detail::TuneOptions& o) {
   // by min_gain.
   for (const bool causal : {false, true}) {
     std::vector<Case> cs = cases(causal);
+    std::vector<double> base;
+    for (Case& c : cs) base.push_back(c.time(best, o.slice_seconds));
     int64_t& field = causal ? best.causal : best.query;
     std::vector<double> times(std::size(gemm_detail::kAttentionQueryBlocks), 1e30);
-    double best_s = 1e30;
+    double best_t = 1e30;
     for (int r = 0; r < std::max(1, o.rounds); ++r) {
-      best_s = std::min(best_s, total_time(cs, best, o.slice_seconds));
+      best_t = std::min(best_t, relative_time(cs, base, best, o.slice_seconds));
       for (size_t i = 0; i < times.size(); ++i) {
         const int64_t rows = gemm_detail::kAttentionQueryBlocks[i];
         if (rows == field) continue;
         AttentionBlocks candidate = best;
         (causal ? candidate.causal : candidate.query) = rows;
-        times[i] = std::min(times[i], total_time(cs, candidate, o.slice_seconds));
+        times[i] = std::min(times[i], relative_time(cs, base, candidate, o.slice_seconds));
       }
     }
     report.candidates += int(times.size()) - 1;
+    std::string& timed = causal ? report.causal_times : report.plain_times;
+    for (size_t i = 0; i < times.size(); ++i)
+      timed += fmt::format(
+          "{}{} rows {:.2f}", i ? ", " : "", gemm_detail::kAttentionQueryBlocks[i],
+          (gemm_detail::kAttentionQueryBlocks[i] == field ? best_t : times[i]) / best_t);
     const size_t winner = size_t(std::min_element(times.begin(), times.end()) - times.begin());
-    report.start_seconds += best_s;
-    if (times[winner] * o.min_gain < best_s) {
+    double& gain = causal ? report.causal_gain : report.plain_gain;
+    if (times[winner] * o.min_gain < best_t) {
       field = gemm_detail::kAttentionQueryBlocks[winner];
-      best_s = times[winner];
+      gain = best_t / times[winner];
     }
-    report.chosen_seconds += best_s;
   }
   report.chosen = best;
   if (o.progress)
     o.progress(fmt::format(
-        "attention query blocks {} / causal {} -> {} / causal {}: {:.2f}x ({} candidates)",
+        "attention query blocks {} / causal {} -> {} / causal {}: {:.2f}x / {:.2f}x ({} "
+        "candidates; times over the default's: plain {}; causal {})",
         report.start.query, report.start.causal, report.chosen.query, report.chosen.causal,
-        report.gain(), report.candidates));
+        report.plain_gain, report.causal_gain, report.candidates, report.plain_times,
+        report.causal_times));
   return report;
 }
 
