@@ -3,6 +3,7 @@
 #include "kiln/runtime/gemm_tuning.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
@@ -308,7 +309,8 @@ TunedAttention parse_attention(std::istream& in, const MicroKernels& mk, const F
   for (int64_t rows : {a.query_block, a.causal_query_block})
     if (std::find(std::begin(kAttentionQueryBlocks), std::end(kAttentionQueryBlocks), rows) ==
         std::end(kAttentionQueryBlocks))
-      throw fail(fmt::format("attention: query block {} is not one of 16, 32, 64", rows));
+      throw fail(fmt::format("attention: query block {} is not one of {}", rows,
+                             fmt::join(kAttentionQueryBlocks, ", ")));
   if (!(a.gain > 0) || a.gain > 1e3)
     throw fail(fmt::format("attention: gain {} out of range", a.gain));
   return a;
