@@ -575,14 +575,6 @@ AttentionBlocks blocks_for(const char* op, DType dtype, const AttentionBlocks& b
 
 }  // namespace
 
-AttentionBlocks attention_blocks() {
-  const gemm_detail::MicroKernels* mk = gemm_detail::active_microkernels();
-  if (mk == nullptr) return {};
-  const std::optional<gemm_detail::TunedAttention> tuned = gemm_detail::tuned_attention(*mk);
-  if (!tuned) return {};
-  return AttentionBlocks{tuned->query_block, tuned->causal_query_block};
-}
-
 void attention_with_blocks(std::span<const Array> in, const Attrs& attrs, Array& out,
                            const AttentionBlocks& blocks) {
   dispatch<attention_typed<float>, attention_typed<double>, attention_typed<bfloat16>>(

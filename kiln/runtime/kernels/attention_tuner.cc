@@ -1,12 +1,16 @@
-// The attention kernels' query blocks measured on this machine (contract: attention.h).
+// The attention kernels' query blocks: those in use, and their measurement on this machine
+// (contract: attention.h).
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "kiln/runtime/gemm_engine.h"
+#include "kiln/runtime/gemm_tuning.h"
 #include "kiln/runtime/kernels/attention.h"
 #include "kiln/runtime/threading.h"
 
@@ -79,6 +83,14 @@ double relative_time(std::vector<Case>& cs, const std::vector<double>& base,
 }
 
 }  // namespace
+
+AttentionBlocks attention_blocks() {
+  const gemm_detail::MicroKernels* mk = gemm_detail::active_microkernels();
+  if (mk == nullptr) return {};
+  const std::optional<gemm_detail::TunedAttention> tuned = gemm_detail::tuned_attention(*mk);
+  if (!tuned) return {};
+  return AttentionBlocks{tuned->query_block, tuned->causal_query_block};
+}
 
 AttentionTuneReport tune_attention_blocks(const gemm_detail::TuneOptions& o) {
   const int saved_threads = num_threads();
