@@ -30,6 +30,7 @@ using ir::NodeKind;
 using ir::Value;
 
 using fusion_detail::duplicable;
+using fusion_detail::full_operand;
 using fusion_detail::GroupKind;
 using fusion_detail::inline_constant;
 using fusion_detail::is_cheap;
@@ -223,14 +224,24 @@ class Planner {
           new_group(p);
       } else if (duplicable(n)) {
         bool covered = !outside_user;
+        std::vector<int> takers;  // the consumer groups that accept a copy
         for (int gid : consumers) {
-          if (refusal(p, {gid}, keep_out, /*copy=*/true) == nullptr) {
-            stats_.add("ops copied into a group (rule 3)");
-            units_.copy(p, gid);
-            kind_of(gid).add(n);
-          } else {
+          if (refusal(p, {gid}, keep_out, /*copy=*/true) == nullptr)
+            takers.push_back(gid);
+          else
             covered = false;
-          }
+        }
+        if (!covered) {
+          const size_t before = takers.size();
+          std::erase_if(takers, [&](int gid) { return !copy_reads_less(p, gid); });
+          if (takers.size() < before)
+            stats_.add("copies kept out of a group (rule 3a: the original is stored)",
+                       int(before - takers.size()));
+        }
+        for (int gid : takers) {
+          stats_.add("ops copied into a group (rule 3)");
+          units_.copy(p, gid);
+          kind_of(gid).add(n);
         }
         // A view that some consumers refuse gets a group of its own, which stays a plain op
         // (rule 7) that no producer joins (rule 5f), as a view with one refusing consumer stays
@@ -252,6 +263,24 @@ class Planner {
         new_group(p);
       }
     }
+  }
+
+  // Rule 3a: when the original of duplicable node `p` stays (some user reads its stored
+  // value), may group `gid` still take a copy? A copy reads the node's full-size operand
+  // instead of that stored value: no less memory, and the operand must then be stored too (a
+  // product's raw result beside its activation, read back only to recompute the activation).
+  // So only a view (which stores nothing), a node reading no full-size operand, or a group
+  // that reads the operand anyway takes one.
+  bool copy_reads_less(int p, int gid) {
+    const Node& n = *units_.node(p);
+    if (is_view(n)) return true;
+    const Value* operand = full_operand(n);
+    if (operand == nullptr) return true;
+    const int q = operand->producer() == nullptr ? -1 : units_.position(operand->producer());
+    if (q < 0) return false;
+    const std::vector<int>& readers = units_.users(q);
+    return std::any_of(readers.begin(), readers.end(),
+                       [&](int u) { return u != p && units_.in_group(u, gid); });
   }
 
   void join(int p, int gid) {

@@ -26,6 +26,12 @@
 //      large as its result; the others broadcast or inlined constants): it is duplicated into
 //      each of them (rematerialization); the original stays (and starts its own group) only
 //      if some user is not covered by a copy.
+//   3a. When the original stays (its value is stored for that user), a copy would read the
+//      node's full-size operand instead of the stored value: no less memory, and the operand
+//      would be stored too (a product's raw result beside its ReLU, read back only to
+//      recompute the ReLU for its gradient). Then only a view, a node with no full-size
+//      operand, or a group that reads that operand anyway takes a copy; the others read the
+//      stored value.
 //   4. Several consumer groups, any other node (expensive, or cheap but reading two full-size
 //      operands, like a residual add: copies would read more memory than its value, and a
 //      chain of them would be copied whole into every consumer): never duplicated. If each

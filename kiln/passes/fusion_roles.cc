@@ -60,6 +60,16 @@ bool duplicable(const Node& n) {
   return full <= 1;
 }
 
+const ir::Value* full_operand(const Node& n) {
+  const int64_t size = known_elements(n.output(0));
+  for (const ir::Value* v : n.inputs()) {
+    if (inline_constant(v->producer())) continue;
+    const int64_t s = known_elements(v);
+    if (size < 0 || s < 0 || s >= size) return v;
+  }
+  return nullptr;
+}
+
 ReductionSpan span_of(const Node& n) {
   if (role_of(n) != Role::kReduction) return ReductionSpan::kNone;
   const Shape& in = n.input(0)->shape();

@@ -47,6 +47,10 @@ int64_t known_elements(const Value* v);
 // residual stream) copied into every consumer grows with the chain.
 bool duplicable(const Node& n);
 
+// The one operand of a duplicable node as large as its result (the value each copy reads);
+// null when every operand is smaller (a broadcast) or an inlined constant.
+const ir::Value* full_operand(const Node& n);
+
 // Which rows a reduction combines (rule 5b): along each row (axes exclude the leading one:
 // softmax, layer-norm statistics) or across rows (the leading axis is reduced: a batch
 // mean, a bias gradient).

@@ -33,11 +33,17 @@ std::string location_text(const ir::SourceLocation& loc) {
   return loc.known() ? fmt::format("{}:{}:{}", loc.file, loc.line, loc.column) : std::string();
 }
 
-// The name of the node a fusion group's body came from: the first named op of its body.
+// The node that names a fusion group's box: the first named op of its body that is not a
+// reshape, else the first named reshape. A flatten is a view, never a box of its own, so a
+// gradient group starting with the flatten's gradient would name a layer with no forward box.
 const Node* first_named(const Graph& body) {
-  for (const auto& b : body.nodes())
-    if (!b->name().empty()) return b.get();
-  return nullptr;
+  const Node* reshape = nullptr;
+  for (const auto& b : body.nodes()) {
+    if (b->name().empty()) continue;
+    if (!b->is_op(OpKind::Reshape)) return b.get();
+    if (reshape == nullptr) reshape = b.get();
+  }
+  return reshape;
 }
 
 // Whether `step_name` is the name the step builder (codegen/compile_graph.cc) gives node n.
