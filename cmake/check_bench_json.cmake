@@ -52,7 +52,7 @@ if(NOT name STREQUAL "mlp_784_256_256_10_b64")
   message(FATAL_ERROR "bench.json: workload ${name}, expected mlp_784_256_256_10_b64")
 endif()
 foreach(path "limit_flops" "limit_gflops_per_second" "hardware_limit_ms"
-        "ratios;hardware_limit_over_compiled")
+        "ratios;hardware_limit_over_compiled" "ratios;hardware_limit_over_compiled_fastest")
   string(JSON type ERROR_VARIABLE e TYPE "${json}" workloads 0 ${path})
   if(e OR NOT type STREQUAL "NUMBER")
     message(FATAL_ERROR "bench.json: workloads[0].${path} is not a number: ${type} ${e}")

@@ -130,6 +130,13 @@ struct Result {
     pairs.finish();
     return pairs.median;
   }
+  // The same fraction from the fastest samples: the fastest round's hardware limit over the
+  // fastest compiled sample (0 when either is missing). On a shared machine whose slow phases
+  // come in bursts, the median says what a run usually gets and this what the step can do.
+  double peak_fraction_fastest() const {
+    if (peak_fraction() <= 0) return 0;
+    return hardware_limit.min / v[1].stats.min;
+  }
 };
 
 // `peak_gflops`: one measurement of the FMA peak that bounds the workload (float32, or the bf16
@@ -236,9 +243,10 @@ void print_targets(const std::vector<Result>& results, std::ostream& os) {
     for (const auto& [name, target] : hardware_targets)
       if (r.w.name == name && r.peak_fraction() > 0)
         os << fmt::format(
-            "target {}: compiled at {:.0f}% of its hardware limit (flops at the FMA peak; >= "
-            "{:.0f}%: {})\n",
-            r.w.name, 100 * r.peak_fraction(), 100 * target, met(r.peak_fraction() >= target));
+            "target {}: compiled at {:.0f}% of its hardware limit (flops at the FMA peak; median "
+            "of the rounds; fastest samples {:.0f}%; >= {:.0f}%: {})\n",
+            r.w.name, 100 * r.peak_fraction(), 100 * r.peak_fraction_fastest(), 100 * target,
+            met(r.peak_fraction() >= target));
     // Issue 16: fractions of the Eigen GEMM limit (and of the copy roofline).
     const std::pair<const char*, double> limit_targets[] = {
         {"mlp_1024_1024_1024_10_b512", 0.85},
@@ -304,7 +312,8 @@ nlohmann::json results_json(const std::vector<Result>& results, const BenchArgs&
                    {"compiled_over_hand_written", ratio(r.ratio(1, 2))},
                    {"limit_over_compiled", ratio(r.ratio(3, 1))},
                    {"limit_over_hand_written", ratio(r.ratio(3, 2))},
-                   {"hardware_limit_over_compiled", ratio(r.peak_fraction())}};
+                   {"hardware_limit_over_compiled", ratio(r.peak_fraction())},
+                   {"hardware_limit_over_compiled_fastest", ratio(r.peak_fraction_fastest())}};
     w["hardware_limit_ms"] = r.peak_ms > 0 ? nlohmann::json(r.peak_ms) : nlohmann::json(nullptr);
     w["hardware_limit"] = stats_json(r.hardware_limit);
     out["workloads"].push_back(w);
